@@ -1,0 +1,30 @@
+# Every target creates and reuses .venv by itself, so a fresh clone needs only `make validate` / `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+GPUPOLICY := $(BIN)/gpupolicy
+
+.PHONY: validate test lint docs docs-check bench system-tools clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+validate: $(STAMP)  ## the main job: render, load, schema-check and rule-check the whole repository
+	$(GPUPOLICY) validate
+
+test: $(STAMP)  ## the test suite
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check tools tests
+
+# System tools that some tests need (promtool, Chromium); CI calls this, developers may.
+system-tools:
+	bash .ci/system-tools
+
+clean:
+	rm -rf $(VENV) site .pytest_cache

@@ -1,0 +1,53 @@
+"""The one shape every check reports in: a Finding with rule, severity, place and a hint."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in the repository: a path relative to its root and a 1-based line (0 when unknown)."""
+
+    path: str
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: Severity
+    message: str
+    path: str = ""
+    line: int = 0
+    cluster: str = ""
+    hint: str = ""
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        return data
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.rule, self.message)
+
+
+def at(location: Location | None) -> dict:
+    """Keyword arguments placing a Finding at a Location."""
+    if location is None:
+        return {}
+    return {"path": location.path, "line": location.line}

@@ -1,0 +1,315 @@
+"""The typed fleet model every rule, generator and simulator reads.
+
+Built once per run from the rendered clusters and the pool declarations (see `build.py`); rules never go
+back to raw dicts when a typed field exists. Objects keep their rendered body (`obj.body`) for the rare
+rule that needs a field the model does not carry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .findings import Location
+
+# Labels and annotations this repository gives meaning to.
+POOL_LABEL = "gpupolicy.io/pool"
+TEAM_LABEL = "gpupolicy.io/team"
+TIER_LABEL = "gpupolicy.io/tier"  # production | training | batch | experiment
+WORKLOAD_LABEL = "gpupolicy.io/workload"  # training | inference | notebook | batch
+ALLOW_SHARED_TRAINING = "gpupolicy.io/allow-shared-gpus"  # "true" lets a training queue use MIG/time-sliced
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+TIERS = ("production", "training", "batch", "experiment")  # highest first
+ACCESS_MODES = ("exclusive", "time-sliced", "mig", "isolated")
+ENVIRONMENTS = ("test", "staging", "production")
+
+
+@dataclass(frozen=True)
+class K8sObject:
+    """One rendered object, and the repository file it came from (`origin`, repo-relative)."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str
+    body: dict = field(repr=False, hash=False, compare=False)
+    origin: str = ""
+    cluster: str = ""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return (self.body.get("metadata") or {}).get("labels") or {}
+
+    @property
+    def spec(self) -> dict:
+        spec = self.body.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    def ref(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A GPU node pool as its pool.yaml declares it; capacity is what its nodes expose per resource name."""
+
+    name: str
+    path: str  # pools/<name>/pool.yaml
+    gpu_model: str
+    gpus_per_node: int
+    zones: dict[str, int]  # zone -> node count
+    access_mode: str
+    node_labels: dict[str, str]
+    taints: tuple[Taint, ...] = ()
+    team: str = ""  # owning team, for isolated pools
+    description: str = ""
+    time_slicing_replicas: int | None = None
+    mig_layout: str | None = None
+    mig_strategy: str | None = None  # single | mixed, for MIG pools
+    mps_replicas: int | None = None
+    capacity: dict[str, int] = field(default_factory=dict)  # resource name -> devices exposed by the pool
+    clusters: tuple[str, ...] = ()
+
+    @property
+    def nodes(self) -> int:
+        return sum(self.zones.values())
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def sharing(self) -> str:
+        """How a card is shared, whatever the access mode: exclusive, time-sliced, mps or mig."""
+        if self.mig_layout:
+            return "mig"
+        if self.time_slicing_replicas:
+            return "time-sliced"
+        if self.mps_replicas:
+            return "mps"
+        return "exclusive"
+
+    def capacity_without(self, nodes_lost: int) -> dict[str, int]:
+        """Capacity left when `nodes_lost` nodes are gone (capacity scales per node)."""
+        if not self.nodes:
+            return {name: 0 for name in self.capacity}
+        left = max(self.nodes - nodes_lost, 0)
+        return {name: amount * left // self.nodes for name, amount in self.capacity.items()}
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    """One resource's quota inside a flavor of a ClusterQueue or Cohort (Kueue `resources[]`)."""
+
+    name: str
+    nominal: int | float
+    borrowing_limit: int | float | None = None
+    lending_limit: int | float | None = None
+
+
+@dataclass(frozen=True)
+class FlavorQuotas:
+    flavor: str
+    resources: tuple[ResourceQuota, ...]
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    covered_resources: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    node_labels: dict[str, str]
+    node_taints: tuple[Taint, ...]
+    tolerations: tuple[dict, ...]
+    obj: K8sObject
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    name: str
+    cohort: str
+    namespace_selector: dict | None  # None: admits nothing; {}: every namespace
+    resource_groups: tuple[ResourceGroup, ...]
+    preemption: dict
+    team: str
+    tier: str
+    workload: str
+    labels: dict[str, str]
+    obj: K8sObject
+
+    def quotas(self) -> list[tuple[str, ResourceQuota]]:
+        """(flavor, quota) for every resource of every flavor of every resource group."""
+        return [(fq.flavor, quota) for group in self.resource_groups for fq in group.flavors
+                for quota in fq.resources]
+
+    def flavors(self) -> list[str]:
+        return [fq.flavor for group in self.resource_groups for fq in group.flavors]
+
+
+@dataclass(frozen=True)
+class Cohort:
+    name: str
+    parent: str
+    resource_groups: tuple[ResourceGroup, ...]
+    obj: K8sObject | None  # None: implied by a ClusterQueue's `cohortName` alone
+
+
+@dataclass(frozen=True)
+class LocalQueue:
+    name: str
+    namespace: str
+    cluster_queue: str
+    obj: K8sObject
+
+
+@dataclass(frozen=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool
+    preemption_policy: str
+    tier: str
+    obj: K8sObject
+
+
+@dataclass(frozen=True)
+class WorkloadPriorityClass:
+    name: str
+    value: int
+    tier: str
+    obj: K8sObject
+
+
+@dataclass(frozen=True)
+class Namespace:
+    name: str
+    labels: dict[str, str]
+    obj: K8sObject
+
+    @property
+    def team(self) -> str:
+        return self.labels.get(TEAM_LABEL, "")
+
+
+@dataclass(frozen=True)
+class NamespaceQuota:
+    """A core ResourceQuota's GPU-relevant hard limits (`requests.nvidia.com/gpu`, MIG resources)."""
+
+    name: str
+    namespace: str
+    hard: dict[str, Any]
+    obj: K8sObject
+
+
+@dataclass(frozen=True)
+class NvidiaDriver:
+    name: str
+    version: str
+    driver_type: str
+    node_selector: dict[str, str]
+    upgrade_policy: dict
+    obj: K8sObject
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One key of a generated ConfigMap (device-plugin or mig-parted config) and the file it came from."""
+
+    configmap: str
+    key: str
+    data: Any  # parsed YAML, or None when it did not parse
+    source: Location
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    name: str
+    path: str  # clusters/<name>/cluster.yaml
+    environment: str
+    region: str
+    zones: tuple[str, ...]
+    kubernetes_version: str
+    gpu_operator_version: str
+    sync_engine: str  # flux | argocd
+    description: str = ""
+
+
+@dataclass
+class Cluster:
+    facts: ClusterFacts
+    objects: list[K8sObject] = field(default_factory=list)
+    pools: list[Pool] = field(default_factory=list)
+    flavors: dict[str, Flavor] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
+    cohorts: dict[str, Cohort] = field(default_factory=dict)
+    local_queues: list[LocalQueue] = field(default_factory=list)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    workload_priority_classes: dict[str, WorkloadPriorityClass] = field(default_factory=dict)
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    namespace_quotas: list[NamespaceQuota] = field(default_factory=list)
+    nvidia_drivers: list[NvidiaDriver] = field(default_factory=list)
+    cluster_policy: K8sObject | None = None
+    device_plugin_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # key -> entry
+    mig_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # layout name -> entry (data: list)
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+    def of_kind(self, kind: str, group: str | None = None) -> list[K8sObject]:
+        return [o for o in self.objects if o.kind == kind and (group is None or o.group == group)]
+
+    def pool_of_flavor(self, flavor: Flavor) -> Pool | None:
+        """The pool whose declared node labels the flavor's nodeLabels select (all must match)."""
+        matches = [p for p in self.pools if _selects(flavor.node_labels, p.node_labels)]
+        return matches[0] if len(matches) == 1 else None
+
+    def pools_of_flavor(self, flavor: Flavor) -> list[Pool]:
+        return [p for p in self.pools if _selects(flavor.node_labels, p.node_labels)]
+
+    def team_queues(self) -> list[ClusterQueue]:
+        return [cq for cq in self.cluster_queues.values() if cq.team]
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+@dataclass
+class Fleet:
+    root: str
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    pools: dict[str, Pool] = field(default_factory=dict)  # every declared pool, in a cluster or not
+    locator: Any = field(default=None, repr=False)  # build.SourceIndex: object + field path -> Location
+    documents: list = field(default_factory=list, repr=False)  # every strictly loaded source document
+
+    def locate(self, obj: K8sObject | None, *path: Any) -> Location | None:
+        """File and line of `path` inside `obj`'s source file (the deepest part that exists there)."""
+        if obj is None or self.locator is None:
+            return None
+        return self.locator.locate(obj, tuple(path))
+
+    def locate_file(self, path: str, *field_path: Any, document: int = 0) -> Location:
+        if self.locator is None:
+            return Location(path, 1)
+        return self.locator.locate_in_file(path, tuple(field_path), document)

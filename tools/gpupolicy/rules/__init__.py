@@ -1,0 +1,85 @@
+"""The rule registry: every module in this package with an `ID` is a rule.
+
+A rule module declares `ID`, `SEVERITY`, `SUMMARY`, a docstring that is its documentation page
+(Markdown: why it matters, a bad example, the fix) and, unless the pipeline itself reports it
+(`STAGE = "load"`, `"render"` or `"schema"`), a `check(fleet) -> Iterator[Finding]`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+
+from ..findings import Finding, Location, Severity
+
+CATEGORIES = {
+    "YAML": "Strict loading", "KUST": "Rendering", "SCHEMA": "Schemas", "CAP": "Capacity and quotas",
+    "MIG": "MIG layouts", "SHARE": "GPU sharing", "PRIO": "Priorities and preemption",
+    "SEC": "Security", "RBAC": "Access control", "UPG": "Upgrades", "OBS": "Observability",
+    "DOC": "Documentation", "POOL": "Pools", "SYNC": "GitOps sync",
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity
+    summary: str
+    doc: str
+    stage: str  # "rules" for check(fleet) rules; "load", "render" or "schema" when the pipeline reports it
+    check: Callable[..., Iterator[Finding]] | None
+    module: str
+
+    @property
+    def category(self) -> str:
+        prefix = self.id.rstrip("0123456789")
+        return CATEGORIES.get(prefix, prefix)
+
+    def finding(self, message: str, location: Location | None = None, cluster: str = "", hint: str = "",
+                severity: Severity | None = None) -> Finding:
+        return Finding(rule=self.id, severity=severity or self.severity, message=message,
+                       path=location.path if location else "", line=location.line if location else 0,
+                       cluster=cluster, hint=hint)
+
+
+def _rule_from(module: ModuleType) -> Rule:
+    stage = getattr(module, "STAGE", "rules")
+    check = getattr(module, "check", None)
+    if stage == "rules" and check is None:
+        raise TypeError(f"rule module {module.__name__} has no check()")
+    return Rule(id=module.ID, severity=module.SEVERITY, summary=module.SUMMARY,
+                doc=(module.__doc__ or "").strip(), stage=stage, check=check, module=module.__name__)
+
+
+@cache
+def all_rules() -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "ID"):
+            rule = _rule_from(module)
+            if rule.id in rules:
+                raise TypeError(f"rule {rule.id} is declared twice ({rules[rule.id].module}, {rule.module})")
+            rules[rule.id] = rule
+    return dict(sorted(rules.items(), key=lambda item: _sort_key(item[0])))
+
+
+def _sort_key(rule_id: str) -> tuple[str, int]:
+    prefix = rule_id.rstrip("0123456789")
+    return prefix, int(rule_id[len(prefix):] or 0)
+
+
+def get(rule_id: str) -> Rule:
+    return all_rules()[rule_id]
+
+
+def this(module_name: str) -> Rule:
+    """The Rule of the calling module: `RULE = this(__name__)` is not possible at import, so call lazily."""
+    for rule in all_rules().values():
+        if rule.module == module_name:
+            return rule
+    raise KeyError(module_name)
