@@ -80,6 +80,7 @@ class Pool:
     team: str = ""  # owning team, for isolated pools
     description: str = ""
     time_slicing_replicas: int | None = None
+    rename_shared: bool = False  # time-slicing renameByDefault: exposed as nvidia.com/gpu.shared
     mig_layout: str | None = None
     mig_strategy: str | None = None  # single | mixed, for MIG pools
     mps_replicas: int | None = None

@@ -1,0 +1,377 @@
+"""From rendered objects and pool declarations to the typed fleet model (model.py)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Any
+
+import yaml
+
+from . import capacity
+from .findings import Location
+from .model import (
+    ClusterFacts, ClusterQueue, Cohort, ConfigEntry, FlavorQuotas, Flavor, K8sObject, LocalQueue, Namespace,
+    NamespaceQuota, NvidiaDriver, Pool, PriorityClass, ResourceGroup, ResourceQuota, Taint,
+    WorkloadPriorityClass, Cluster, TEAM_LABEL, TIER_LABEL, WORKLOAD_LABEL,
+)
+from .quantity import QuantityError, parse_quantity
+from .yamlload import Document, load_bytes, load_text
+
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+OPERATOR_NAMESPACE = "gpu-operator"
+VALUES_CONFIGMAP = "gpu-operator-values"
+
+
+class SourceIndex:
+    """Maps a rendered object and a field path back to the source file and line it came from."""
+
+    def __init__(self, root: str, documents: dict[str, list[Document]]) -> None:
+        self.root = root
+        self.documents = documents
+
+    def docs(self, path: str) -> list[Document]:
+        if path not in self.documents:
+            full = os.path.join(self.root, path)
+            try:
+                with open(full, "rb") as handle:
+                    self.documents[path] = load_bytes(handle.read(), path).documents
+            except OSError:
+                self.documents[path] = []
+        return self.documents[path]
+
+    def locate(self, obj: K8sObject, field_path: tuple) -> Location:
+        if not obj.origin:
+            return Location("", 0)
+        docs = self.docs(obj.origin)
+        doc = _matching_document(docs, obj)
+        if doc is None:
+            return Location(obj.origin, 1 if docs else 0)
+        return Location(obj.origin, doc.line_of(field_path))
+
+    def locate_in_file(self, path: str, field_path: tuple, document: int = 0) -> Location:
+        docs = self.docs(path)
+        if document < len(docs):
+            return Location(path, docs[document].line_of(field_path))
+        return Location(path, 1)
+
+
+def _matching_document(docs: list[Document], obj: K8sObject) -> Document | None:
+    same_kind = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == obj.kind]
+    for doc in same_kind:
+        if (doc.data.get("metadata") or {}).get("name") == obj.name:
+            return doc
+    if len(same_kind) == 1:
+        return same_kind[0]  # renamed by a prefix/suffix transformer
+    return docs[0] if len(docs) == 1 else None
+
+
+# --- objects ---------------------------------------------------------------------------------------------
+
+def object_from(body: dict, cluster_dir: str, cluster: str) -> K8sObject:
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    return K8sObject(
+        api_version=str(body.get("apiVersion") or ""), kind=str(body.get("kind") or ""),
+        name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or ""),
+        body=body, origin=origin_path(metadata, cluster_dir), cluster=cluster)
+
+
+def origin_path(metadata: dict, cluster_dir: str) -> str:
+    """Repo-relative source file named by kustomize's origin annotation (the generator's kustomization for
+    generated objects)."""
+    raw = (metadata.get("annotations") or {}).get(ORIGIN_ANNOTATION)
+    if not raw:
+        return ""
+    try:
+        origin = yaml.safe_load(raw) or {}
+    except yaml.YAMLError:
+        return ""
+    relative = origin.get("path") or origin.get("configuredIn") or ""
+    if not relative or "://" in relative:
+        return ""
+    return os.path.normpath(os.path.join(cluster_dir, relative)).replace(os.sep, "/")
+
+
+# --- pools and cluster facts -------------------------------------------------------------------------------
+
+def pool_from(doc: Document) -> Pool:
+    """A Pool from a pool.yaml document that passed its schema."""
+    spec = doc.data["spec"]
+    mig = spec.get("mig") or {}
+    sliced = spec.get("timeSlicing") or {}
+    return Pool(
+        name=doc.data["metadata"]["name"], path=doc.path, gpu_model=spec["gpu"]["model"],
+        gpus_per_node=spec["gpu"]["perNode"], zones=dict(spec["zones"]), access_mode=spec["accessMode"],
+        node_labels=dict(spec.get("nodeLabels") or {}),
+        taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints") or []),
+        team=spec.get("team", ""), description=doc.data["metadata"].get("description", ""),
+        time_slicing_replicas=sliced.get("replicas"), rename_shared=bool(sliced.get("renameByDefault")),
+        mig_layout=mig.get("layout"), mig_strategy=mig.get("strategy"),
+        mps_replicas=(spec.get("mps") or {}).get("replicas"))
+
+
+def facts_from(doc: Document) -> ClusterFacts:
+    spec = doc.data["spec"]
+    return ClusterFacts(
+        name=doc.data["metadata"]["name"], path=doc.path, environment=spec["environment"],
+        region=spec["region"], zones=tuple(spec["zones"]), kubernetes_version=str(spec["kubernetesVersion"]),
+        gpu_operator_version=spec["gpuOperatorVersion"], sync_engine=spec["syncEngine"],
+        description=doc.data["metadata"].get("description", ""))
+
+
+# --- the cluster model -------------------------------------------------------------------------------------
+
+def build_cluster(facts: ClusterFacts, objects: list[K8sObject], pools: list[Pool],
+                  generated: dict[tuple[str, str], str], pci_ids_of: Any = None) -> Cluster:
+    """`generated` maps (ConfigMap name, key) to the source file that generator key came from."""
+    cluster = Cluster(facts=facts, objects=objects)
+    for obj in objects:
+        _ADD.get((obj.group.split(".")[0] if obj.group else "", obj.kind), _ignore)(cluster, obj)
+    _add_implied_cohorts(cluster)
+    cluster.cluster_policy = _cluster_policy(cluster)
+    _read_operator_configs(cluster, generated)
+    cluster.pools = [_with_capacity(pool, cluster, pci_ids_of) for pool in pools]
+    return cluster
+
+
+def _ignore(cluster: Cluster, obj: K8sObject) -> None:
+    return None
+
+
+def _with_capacity(pool: Pool, cluster: Cluster, pci_ids_of: Any) -> Pool:
+    entries = None
+    if pool.mig_layout and pool.mig_layout in cluster.mig_configs:
+        entries = cluster.mig_configs[pool.mig_layout].data
+    pci_ids = pci_ids_of(pool.gpu_model) if pci_ids_of else ()
+    clusters = tuple(sorted({*pool.clusters, cluster.name}))
+    return replace(pool, capacity=capacity.pool_capacity(pool, entries, pci_ids), clusters=clusters)
+
+
+def _number(value: Any) -> int | float | None:
+    if value is None:
+        return None
+    try:
+        amount = parse_quantity(value)
+    except QuantityError:
+        return None
+    return int(amount) if amount == amount.to_integral_value() else float(amount)
+
+
+def _resource_groups(spec: dict) -> tuple[ResourceGroup, ...]:
+    groups = []
+    for group in _dicts(spec.get("resourceGroups")):
+        flavors = []
+        for flavor in _dicts(group.get("flavors")):
+            quotas = tuple(
+                ResourceQuota(name=str(r.get("name")), nominal=_number(r.get("nominalQuota")) or 0,
+                              borrowing_limit=_number(r.get("borrowingLimit")),
+                              lending_limit=_number(r.get("lendingLimit")))
+                for r in _dicts(flavor.get("resources")))
+            flavors.append(FlavorQuotas(flavor=str(flavor.get("name")), resources=quotas))
+        covered = tuple(str(r) for r in group.get("coveredResources") or [] if isinstance(r, str))
+        groups.append(ResourceGroup(covered_resources=covered, flavors=tuple(flavors)))
+    return tuple(groups)
+
+
+def _dicts(value: Any) -> list[dict]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _taints(value: Any) -> tuple[Taint, ...]:
+    return tuple(Taint(str(t.get("key")), str(t.get("value", "")), str(t.get("effect", "")))
+                 for t in _dicts(value))
+
+
+def _add_flavor(cluster: Cluster, obj: K8sObject) -> None:
+    spec = obj.spec
+    cluster.flavors[obj.name] = Flavor(
+        name=obj.name, node_labels=dict(spec.get("nodeLabels") or {}), node_taints=_taints(spec.get("nodeTaints")),
+        tolerations=tuple(_dicts(spec.get("tolerations"))), obj=obj)
+
+
+def _add_cluster_queue(cluster: Cluster, obj: K8sObject) -> None:
+    spec = obj.spec
+    selector = spec.get("namespaceSelector")
+    labels = obj.labels
+    cluster.cluster_queues[obj.name] = ClusterQueue(
+        name=obj.name, cohort=str(spec.get("cohortName") or spec.get("cohort") or ""),
+        namespace_selector=selector if isinstance(selector, dict) else None,
+        resource_groups=_resource_groups(spec), preemption=dict(spec.get("preemption") or {}),
+        team=labels.get(TEAM_LABEL, ""), tier=labels.get(TIER_LABEL, ""),
+        workload=labels.get(WORKLOAD_LABEL, ""), labels=dict(labels), obj=obj)
+
+
+def _add_cohort(cluster: Cluster, obj: K8sObject) -> None:
+    spec = obj.spec
+    cluster.cohorts[obj.name] = Cohort(name=obj.name, parent=str(spec.get("parentName") or spec.get("parent") or ""),
+                                       resource_groups=_resource_groups(spec), obj=obj)
+
+
+def _add_implied_cohorts(cluster: Cluster) -> None:
+    named = {cq.cohort for cq in cluster.cluster_queues.values() if cq.cohort}
+    named |= {c.parent for c in cluster.cohorts.values() if c.parent}
+    for name in sorted(named - set(cluster.cohorts)):
+        cluster.cohorts[name] = Cohort(name=name, parent="", resource_groups=(), obj=None)
+
+
+def _add_local_queue(cluster: Cluster, obj: K8sObject) -> None:
+    cluster.local_queues.append(LocalQueue(name=obj.name, namespace=obj.namespace,
+                                           cluster_queue=str(obj.spec.get("clusterQueue") or ""), obj=obj))
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _add_priority_class(cluster: Cluster, obj: K8sObject) -> None:
+    body = obj.body
+    cluster.priority_classes[obj.name] = PriorityClass(
+        name=obj.name, value=_int(body.get("value")), global_default=bool(body.get("globalDefault")),
+        preemption_policy=str(body.get("preemptionPolicy") or "PreemptLowerPriority"),
+        tier=obj.labels.get(TIER_LABEL, ""), obj=obj)
+
+
+def _add_workload_priority_class(cluster: Cluster, obj: K8sObject) -> None:
+    cluster.workload_priority_classes[obj.name] = WorkloadPriorityClass(
+        name=obj.name, value=_int(obj.body.get("value")), tier=obj.labels.get(TIER_LABEL, ""), obj=obj)
+
+
+def _add_namespace(cluster: Cluster, obj: K8sObject) -> None:
+    cluster.namespaces[obj.name] = Namespace(name=obj.name, labels=dict(obj.labels), obj=obj)
+
+
+def _add_resource_quota(cluster: Cluster, obj: K8sObject) -> None:
+    cluster.namespace_quotas.append(NamespaceQuota(name=obj.name, namespace=obj.namespace,
+                                                   hard=dict(obj.spec.get("hard") or {}), obj=obj))
+
+
+def _add_nvidia_driver(cluster: Cluster, obj: K8sObject) -> None:
+    spec = obj.spec
+    cluster.nvidia_drivers.append(NvidiaDriver(
+        name=obj.name, version=str(spec.get("version") or ""), driver_type=str(spec.get("driverType") or "gpu"),
+        node_selector=dict(spec.get("nodeSelector") or {}), upgrade_policy=dict(spec.get("upgradePolicy") or {}),
+        obj=obj))
+
+
+def _add_cluster_policy(cluster: Cluster, obj: K8sObject) -> None:
+    cluster.cluster_policy = obj
+
+
+_ADD = {
+    ("kueue", "ResourceFlavor"): _add_flavor,
+    ("kueue", "ClusterQueue"): _add_cluster_queue,
+    ("kueue", "Cohort"): _add_cohort,
+    ("kueue", "LocalQueue"): _add_local_queue,
+    ("kueue", "WorkloadPriorityClass"): _add_workload_priority_class,
+    ("scheduling", "PriorityClass"): _add_priority_class,
+    ("", "Namespace"): _add_namespace,
+    ("", "ResourceQuota"): _add_resource_quota,
+    ("nvidia", "NVIDIADriver"): _add_nvidia_driver,
+    ("nvidia", "ClusterPolicy"): _add_cluster_policy,
+}
+
+
+# --- GPU Operator: Helm values -> ClusterPolicy, and its ConfigMaps -------------------------------------------
+
+# Helm values sections that become ClusterPolicy spec sections of the same name (GPU Operator chart template).
+_SPEC_SECTIONS = ("operator", "daemonsets", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
+                  "mig", "migManager", "nodeStatusExporter", "validator", "gds", "gdrcopy", "sandboxWorkloads",
+                  "vgpuManager", "vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin", "cdi", "psa",
+                  "hostPaths", "ccManager", "kataManager", "kataSandboxDevicePlugin")
+_CHART_ONLY = {
+    "operator": ("nodeSelector", "tolerations", "affinity", "resources", "logging", "cleanupCRD", "upgradeCRD",
+                 "priorityClassName", "repository", "image", "version", "imagePullPolicy", "imagePullSecrets"),
+    "driver": ("nvidiaDriverCRD",),
+    "devicePlugin": (), "migManager": (), "dcgmExporter": (),
+}
+
+
+def values_to_cluster_policy_spec(values: dict) -> dict:
+    """The ClusterPolicy spec the GPU Operator chart renders from these values (the parts we model)."""
+    spec: dict[str, Any] = {}
+    for section in _SPEC_SECTIONS:
+        if isinstance(values.get(section), dict):
+            spec[section] = {k: v for k, v in values[section].items() if k not in _CHART_ONLY.get(section, ())}
+    driver = values.get("driver") if isinstance(values.get("driver"), dict) else {}
+    crd = driver.get("nvidiaDriverCRD") if isinstance(driver.get("nvidiaDriverCRD"), dict) else {}
+    if "enabled" in crd:
+        spec.setdefault("driver", {})["useNvidiaDriverCRD"] = bool(crd["enabled"])
+    policy = spec.get("driver", {}).get("upgradePolicy")
+    if isinstance(policy, dict) and "gpuPodDeletion" in policy:
+        policy = dict(policy)
+        policy["podDeletion"] = policy.pop("gpuPodDeletion")
+        spec["driver"]["upgradePolicy"] = policy
+    for section in ("devicePlugin", "migManager", "dcgmExporter"):
+        config = spec.get(section, {}).get("config")
+        if isinstance(config, dict):  # `create` and `data` only make the chart create a ConfigMap
+            spec[section]["config"] = {k: v for k, v in config.items() if k in ("name", "default")}
+    return spec
+
+
+def merge_values(base: Any, override: Any) -> Any:
+    """Helm's merge: maps merge key by key, anything else is replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = merge_values(base.get(key), value) if key in base else value
+        return merged
+    return override
+
+
+def _configmap(cluster: Cluster, name: str) -> K8sObject | None:
+    for obj in cluster.objects:
+        if obj.kind == "ConfigMap" and obj.name == name and obj.namespace in (OPERATOR_NAMESPACE, ""):
+            return obj
+    return None
+
+
+def _cluster_policy(cluster: Cluster) -> K8sObject | None:
+    if cluster.cluster_policy is not None:
+        return cluster.cluster_policy
+    values_map = _configmap(cluster, VALUES_CONFIGMAP)
+    if values_map is None:
+        return None
+    merged: dict = {}
+    for key in sorted((values_map.body.get("data") or {})):
+        try:
+            layer = yaml.safe_load(values_map.body["data"][key]) or {}
+        except yaml.YAMLError:
+            continue
+        merged = merge_values(merged, layer) if isinstance(layer, dict) else merged
+    body = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+            "spec": values_to_cluster_policy_spec(merged)}
+    return K8sObject(api_version="nvidia.com/v1", kind="ClusterPolicy", name="cluster-policy", namespace="",
+                     body=body, origin=values_map.origin, cluster=cluster.name)
+
+
+def _config_name(cluster: Cluster, section: str, default: str) -> str:
+    spec = cluster.cluster_policy.spec if cluster.cluster_policy else {}
+    config = (spec.get(section) or {}).get("config") if isinstance(spec.get(section), dict) else None
+    return str(config.get("name") or default) if isinstance(config, dict) else default
+
+
+def _read_operator_configs(cluster: Cluster, generated: dict[tuple[str, str], str]) -> None:
+    plugin_map = _configmap(cluster, _config_name(cluster, "devicePlugin", "device-plugin-config"))
+    for key, text in ((plugin_map.body.get("data") or {}) if plugin_map else {}).items():
+        source = generated.get((plugin_map.name, key), plugin_map.origin)
+        cluster.device_plugin_configs[key] = ConfigEntry(plugin_map.name, key, _parse(text, source), Location(source, 1))
+    mig_map = _configmap(cluster, _config_name(cluster, "migManager", "mig-parted-config"))
+    if mig_map is None:
+        return
+    text = (mig_map.body.get("data") or {}).get("config.yaml", "")
+    source = generated.get((mig_map.name, "config.yaml"), mig_map.origin)
+    loaded = load_text(text, source) if isinstance(text, str) else None
+    if not loaded or not loaded.documents:
+        return
+    doc = loaded.documents[0]
+    layouts = doc.data.get("mig-configs") if isinstance(doc.data, dict) else None
+    for name, entries in (layouts or {}).items() if isinstance(layouts, dict) else []:
+        cluster.mig_configs[str(name)] = ConfigEntry(mig_map.name, str(name), entries,
+                                                     Location(source, doc.line_of(("mig-configs", name))))
+
+
+def _parse(text: Any, source: str) -> Any:
+    if not isinstance(text, str):
+        return None
+    loaded = load_text(text, source)
+    return loaded.documents[0].data if loaded.documents else None

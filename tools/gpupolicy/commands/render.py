@@ -1,0 +1,47 @@
+"""gpupolicy render: the rendered manifests of each cluster, as Argo CD / Flux would apply them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import kustomize
+from ..errors import ToolError
+from ..pipeline import cluster_names
+
+NAME = "render"
+HELP = "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", action="append", metavar="NAME", help="only this cluster (repeatable)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write <DIR>/<cluster>.yaml instead of stdout")
+    parser.add_argument("--no-cache", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    names = cluster_names(args.repo)
+    selected = args.cluster or names
+    unknown = sorted(set(selected) - set(names))
+    if unknown:
+        raise ToolError(f"no such cluster: {', '.join(unknown)}")
+    graph = kustomize.build_graph(args.repo, [f"clusters/{n}" for n in names])
+    for finding in graph.findings:
+        print(f"{finding.path}:{finding.line}: error {finding.rule}: {finding.message}", file=sys.stderr)
+    if graph.findings:
+        return 1
+    rendered = kustomize.render(args.repo, [f"clusters/{n}" for n in selected], graph, not args.no_cache)
+    status = 0
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+    for name in selected:
+        output = rendered[f"clusters/{name}"]
+        if output.error:
+            print(f"clusters/{name}: kubectl kustomize failed: {output.error}", file=sys.stderr)
+            status = 1
+        elif args.out:
+            (args.out / f"{name}.yaml").write_text(output.text, encoding="utf-8")
+        else:
+            print(f"# cluster: {name}\n---\n{output.text}", end="")
+    return status

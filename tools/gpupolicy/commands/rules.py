@@ -1,0 +1,37 @@
+"""gpupolicy rules [ID]: the registered rules, or one rule's documentation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import ToolError
+from ..rules import all_rules
+
+NAME = "rules"
+HELP = "list every rule (ID, severity, summary) or print one rule's documentation"
+NEEDS_REPO = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", nargs="?", help="a rule ID such as CAP001")
+    parser.add_argument("--format", default="text", choices=("text", "json"))
+
+
+def run(args: argparse.Namespace) -> int:
+    rules = all_rules()
+    if args.id:
+        rule = rules.get(args.id.upper())
+        if rule is None:
+            raise ToolError(f"no rule {args.id!r}; `gpupolicy rules` lists them")
+        print(f"# {rule.id}: {rule.summary}\n\nSeverity: {rule.severity.value} · Category: {rule.category}\n")
+        print(rule.doc)
+        return 0
+    if args.format == "json":
+        print(json.dumps([{"id": r.id, "severity": r.severity.value, "category": r.category, "summary": r.summary}
+                          for r in rules.values()], indent=2))
+        return 0
+    width = max((len(r.id) for r in rules.values()), default=6)
+    for rule in rules.values():
+        print(f"{rule.id:<{width}}  {rule.severity.value:<7}  {rule.summary}")
+    return 0

@@ -1,0 +1,390 @@
+"""The toolkit's one-way pipeline: discover -> render -> load -> schema -> model -> rules.
+
+`run()` returns everything a command needs (fleet, findings, timings); it never writes to the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import kustomize
+from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
+from .errors import ToolError
+from .findings import Finding, Location, Severity
+from .model import ClusterFacts, Fleet, K8sObject, Pool
+from .schema import SchemaSet, validate_repo_file
+from .yamlload import Document, load_bytes, load_rendered
+
+SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
+YAML_SUFFIXES = (".yaml", ".yml")
+REPO_API_VERSION = "gpupolicy/v1"
+DEFAULT_KUBERNETES_VERSION = "1.33"
+
+
+@dataclass
+class RunResult:
+    fleet: Fleet
+    findings: list[Finding] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    objects: int = 0
+    rendered_clusters: list[str] = field(default_factory=list)
+    cached_renders: int = 0
+    crashes: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.WARNING)
+
+
+class _Clock:
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.started = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + (now - self.started)
+        self.started = now
+
+
+def find_repo_root(start: Path) -> Path:
+    """The nearest directory at or above `start` that has clusters/ or pools/ (the policy repository)."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / "clusters").is_dir() or (candidate / "pools").is_dir():
+            return candidate
+    raise ToolError(f"{start} is not inside a policy repository (no clusters/ or pools/ above it); "
+                    "pass --repo DIR")
+
+
+def cluster_names(root: Path) -> list[str]:
+    base = root / "clusters"
+    if not base.is_dir():
+        return []
+    return sorted(d.name for d in base.iterdir() if d.is_dir() and kustomize.find_kustomization(d))
+
+
+# --- discovery and strict loading -------------------------------------------------------------------------
+
+def source_files(root: Path) -> tuple[list[str], list[Finding]]:
+    """Repo-relative YAML files under the scanned folders; symlinks out of the repository are findings."""
+    files: list[str] = []
+    findings: list[Finding] = []
+    real_root = root.resolve()
+    for top in SCANNED_DIRS:
+        for directory, subdirs, names in os.walk(root / top):
+            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+            for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
+                full = Path(directory) / name
+                rel = full.relative_to(root).as_posix()
+                if full.is_symlink() and not _inside(real_root, full.resolve()):
+                    findings.append(Finding("YAML008", Severity.ERROR,
+                                            f"symlink points outside the repository ({os.readlink(full)})",
+                                            rel, 1, hint="copy the file into the repository instead"))
+                    continue
+                if name.endswith(YAML_SUFFIXES) and full.is_file():
+                    files.append(rel)
+    return files, findings
+
+
+def _inside(root: Path, target: Path) -> bool:
+    try:
+        target.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def load_sources(root: Path, files: Iterable[str]) -> tuple[dict[str, list[Document]], list[Finding]]:
+    documents: dict[str, list[Document]] = {}
+    findings: list[Finding] = []
+    for rel in files:
+        try:
+            raw = (root / rel).read_bytes()
+        except OSError as exc:
+            findings.append(Finding("YAML001", Severity.ERROR, f"cannot read file: {exc.strerror}", rel, 0))
+            continue
+        loaded = load_bytes(raw, rel)
+        documents[rel] = loaded.documents
+        findings.extend(loaded.findings)
+    return documents, findings
+
+
+def _repo_doc(documents: dict[str, list[Document]], rel: str, kind: str) -> Document | None:
+    for doc in documents.get(rel, []):
+        if isinstance(doc.data, dict) and doc.data.get("apiVersion") == REPO_API_VERSION and doc.data.get("kind") == kind:
+            return doc
+    return None
+
+
+def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, schema: str,
+                     findings: list[Finding]) -> Document | None:
+    """Validate a pool.yaml / cluster.yaml document; return it only when it is valid."""
+    if rel not in documents:
+        findings.append(Finding("SCHEMA005", Severity.ERROR, f"{kind.lower()} declaration missing", rel, 0,
+                                hint=f"create {rel} (apiVersion: {REPO_API_VERSION}, kind: {kind})"))
+        return None
+    docs = documents[rel]
+    if not docs:
+        return None  # the loader already reported why
+    doc = docs[0]
+    errors = validate_repo_file(schema, doc.data)
+    for error in errors:
+        findings.append(Finding("SCHEMA005", Severity.ERROR, f"{kind}: {error.message}", rel,
+                                doc.line_of(error.path)))
+    return None if errors else doc
+
+
+# --- the run -------------------------------------------------------------------------------------------------
+
+def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, rules: bool = True,
+        progress: Callable | None = None, crd_schemas: dict | None = None) -> RunResult:
+    timings: dict[str, float] = {}
+    clock = _Clock(timings)
+    root = root.resolve()
+    all_clusters = cluster_names(root)
+    if clusters:
+        unknown = sorted(set(clusters) - set(all_clusters))
+        if unknown:
+            raise ToolError(f"no such cluster: {', '.join(unknown)} (clusters: {', '.join(all_clusters) or 'none'})")
+    selected = clusters or all_clusters
+    files, findings = source_files(root)
+    graph = kustomize.build_graph(root, [f"clusters/{name}" for name in all_clusters])
+    findings.extend(graph.findings)
+    blocked = {f.path for f in graph.findings}
+    clock.lap("discover")
+
+    documents, load_findings = load_sources(root, files)
+    findings.extend(load_findings)
+    broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
+    clock.lap("load")
+
+    renderable = [name for name in selected
+                  if not (set(graph.closure(f"clusters/{name}")) & (blocked | broken_inputs))]
+    rendered = kustomize.render(root, [f"clusters/{n}" for n in renderable], graph, use_cache, progress=progress)
+    clock.lap("render")
+
+    result = RunResult(fleet=Fleet(root=str(root)), rendered_clusters=renderable, timings=timings)
+    result.cached_renders = sum(1 for r in rendered.values() if r.cached)
+    schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root))
+    index = SourceIndex(str(root), documents)
+    fleet = result.fleet
+    fleet.locator = index
+    fleet.documents = [doc for docs in documents.values() for doc in docs]
+
+    pool_docs = _pools(root, documents, findings)
+    fleet.pools = {pool.name: pool for pool in pool_docs.values()}
+    objects_by_cluster: dict[str, list[K8sObject]] = {}
+    for name in renderable:
+        output = rendered[f"clusters/{name}"]
+        kfile = graph.overlays[f"clusters/{name}"].file
+        if output.error:
+            findings.append(Finding("KUST004", Severity.ERROR, f"kubectl kustomize failed: {output.error}", kfile, 1,
+                                    cluster=name))
+            continue
+        if not graph.overlays[f"clusters/{name}"].origin_annotations:
+            findings.append(Finding("KUST006", Severity.WARNING, "overlay does not set buildMetadata: "
+                                    "[originAnnotations]; findings cannot name source files", kfile, 1, cluster=name))
+        objects_by_cluster[name] = [object_from(body, f"clusters/{name}", name)
+                                    for body in load_rendered(output.text) if isinstance(body, dict)]
+    result.objects = sum(len(objs) for objs in objects_by_cluster.values())
+    clock.lap("load")
+
+    facts = {name: _facts(root, name, documents, findings) for name in selected}
+    schema_findings = _schema_stage(objects_by_cluster, facts, schemas, fleet, graph, documents, files)
+    findings.extend(schema_findings)
+    clock.lap("schema")
+
+    generated = {name: {(k.configmap, k.key): k.source for k in graph.generated_keys(f"clusters/{name}")}
+                 for name in objects_by_cluster}
+    for name, objects in objects_by_cluster.items():
+        directories = set(graph.directories(f"clusters/{name}"))
+        pools = [pool for rel, pool in pool_docs.items() if str(Path(rel).parent) in directories]
+        fleet.clusters[name] = build_cluster(facts[name], objects, pools, generated[name], _pci_ids)
+    _attach_pool_clusters(fleet)
+    findings.extend(_values_findings(fleet, schemas, generated, index))
+    clock.lap("model")
+
+    if rules:
+        findings.extend(_run_rules(fleet, result))
+    clock.lap("rules")
+    result.findings = _dedupe(findings)
+    return result
+
+
+def load_fleet(root: Path, clusters: list[str] | None = None, use_cache: bool = True) -> Fleet:
+    """The fleet model alone (for generators, the simulator and tests)."""
+    return run(Path(root), clusters=clusters, use_cache=use_cache, rules=False).fleet
+
+
+def _crd_schemas(root: Path) -> dict:
+    try:
+        from . import crd
+    except ImportError:  # the CRD schema module is optional while it is being built
+        return {}
+    schemas = dict(crd.carried_schemas())
+    imported = root / "policies" / "crd-schemas"
+    if imported.is_dir():
+        schemas.update(crd.load_schema_dir(imported))
+    return schemas
+
+
+def _pci_ids(model_key: str) -> tuple[str, ...]:
+    try:
+        from . import catalog
+        return tuple(catalog.gpu(model_key).pci_device_ids)
+    except Exception:  # an unknown model is reported by a rule; capacity then ignores device filters
+        return ()
+
+
+def _pools(root: Path, documents: dict[str, list[Document]], findings: list[Finding]) -> dict[str, Pool]:
+    pools: dict[str, Pool] = {}
+    base = root / "pools"
+    for directory in sorted(base.iterdir()) if base.is_dir() else []:
+        if not directory.is_dir():
+            continue
+        rel = f"pools/{directory.name}/pool.yaml"
+        doc = _check_repo_file(documents, rel, "Pool", "pool", findings)
+        if doc is not None:
+            pools[rel] = pool_from(doc)
+    return pools
+
+
+def _facts(root: Path, name: str, documents: dict[str, list[Document]], findings: list[Finding]) -> ClusterFacts:
+    rel = f"clusters/{name}/cluster.yaml"
+    doc = _check_repo_file(documents, rel, "Cluster", "cluster", findings)
+    if doc is None:
+        return ClusterFacts(name=name, path=rel, environment="", region="", zones=(),
+                            kubernetes_version=DEFAULT_KUBERNETES_VERSION, gpu_operator_version="", sync_engine="")
+    return facts_from(doc)
+
+
+def _attach_pool_clusters(fleet: Fleet) -> None:
+    for cluster in fleet.clusters.values():
+        for pool in cluster.pools:
+            known = fleet.pools.get(pool.name)
+            merged = tuple(sorted({*(known.clusters if known else ()), cluster.name}))
+            fleet.pools[pool.name] = pool.__class__(**{**pool.__dict__, "clusters": merged})
+
+
+def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[str, ClusterFacts],
+                  schemas: SchemaSet, fleet: Fleet, graph: kustomize.Graph,
+                  documents: dict[str, list[Document]], files: list[str]) -> list[Finding]:
+    findings: list[Finding] = []
+    for name, objects in objects_by_cluster.items():
+        version = facts[name].kubernetes_version
+        for obj in objects:
+            findings.extend(_validate_object(obj, version, schemas, fleet, name))
+    # Manifests no overlay includes are still validated, so a broken file is never silent.
+    inputs = graph.input_files()
+    patches = graph.patch_files()
+    version = max((f.kubernetes_version for f in facts.values()), default=DEFAULT_KUBERNETES_VERSION)
+    for rel in files:
+        if rel in patches or Path(rel).name in kustomize.KUSTOMIZATION_NAMES:
+            continue
+        for doc in documents.get(rel, []):
+            if not _is_manifest(doc.data) or doc.data.get("apiVersion") == REPO_API_VERSION:
+                continue
+            if rel in inputs:
+                continue
+            if rel.split("/")[0] in ("clusters", "pools", "policies"):
+                findings.append(Finding("KUST005", Severity.WARNING, f"{doc.data['kind']} "
+                                        f"{(doc.data.get('metadata') or {}).get('name', '')} is included by no "
+                                        "cluster overlay", rel, doc.line,
+                                        hint="add it to a kustomization, or delete it"))
+            obj = object_from(doc.data, "", "")
+            obj = K8sObject(obj.api_version, obj.kind, obj.name, obj.namespace, doc.data, rel, "")
+            findings.extend(_validate_object(obj, version, schemas, fleet, ""))
+    return findings
+
+
+def _values_findings(fleet: Fleet, schemas: SchemaSet, generated: dict[str, dict], index: SourceIndex) -> list[Finding]:
+    """Validate the ClusterPolicy that the GPU Operator chart would make from the values files, and point
+    each error at the values file (the last layer that sets the field) rather than at a synthesized object."""
+    from .build import VALUES_CONFIGMAP
+
+    findings: list[Finding] = []
+    for name, cluster in fleet.clusters.items():
+        policy = cluster.cluster_policy
+        if policy is None or policy in cluster.objects:
+            continue
+        layers = [source for (configmap, _key), source in sorted(generated[name].items())
+                  if configmap == VALUES_CONFIGMAP]
+        for error in schemas.validate(policy.body, cluster.facts.kubernetes_version) or []:
+            values_path = tuple(error.path[1:]) if error.path[:1] == ("spec",) else tuple(error.path)
+            location = _deepest_layer(index, layers, values_path) or Location(policy.origin, 0)
+            findings.append(Finding("SCHEMA002", Severity.ERROR, f"GPU Operator values: {error.message}",
+                                    location.path, location.line, name,
+                                    "the chart copies this section into the ClusterPolicy"))
+    return findings
+
+
+def _deepest_layer(index: SourceIndex, layers: list[str], path: tuple) -> Location | None:
+    best: tuple[int, Location] | None = None
+    for layer in reversed(layers):
+        for doc in index.docs(layer)[:1]:
+            depth = next((d for d in range(len(path), 0, -1) if path[:d] in doc.lines), 0)
+            if best is None or depth > best[0]:
+                best = (depth, Location(layer, doc.line_of(path)))
+    return best[1] if best else None
+
+
+def _is_manifest(data: object) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("apiVersion"), str) and isinstance(data.get("kind"), str)
+
+
+def _validate_object(obj: K8sObject, version: str, schemas: SchemaSet, fleet: Fleet, cluster: str) -> list[Finding]:
+    if not obj.api_version or not obj.kind:
+        location = fleet.locate(obj) or Location(obj.origin, 0)
+        return [Finding("SCHEMA004", Severity.ERROR, "object has no apiVersion or kind", location.path,
+                        location.line, cluster)]
+    errors = schemas.validate(obj.body, version)
+    if errors is None:
+        location = fleet.locate(obj, "kind") or Location(obj.origin, 0)
+        return [Finding("SCHEMA003", Severity.WARNING, f"no schema for {obj.api_version} {obj.kind}: it is not "
+                        "validated", location.path, location.line, cluster,
+                        "import its CRD with `gpupolicy schemas import`")]
+    rule = "SCHEMA001" if "." not in obj.group or obj.group.endswith(".k8s.io") else "SCHEMA002"
+    found = []
+    for error in errors:
+        location = fleet.locate(obj, *error.path) or Location(obj.origin, 0)
+        found.append(Finding(rule, Severity.ERROR, f"{obj.ref()}: {error.message}", location.path, location.line,
+                             cluster))
+    return found
+
+
+def _run_rules(fleet: Fleet, result: RunResult) -> list[Finding]:
+    from .rules import all_rules
+
+    findings: list[Finding] = []
+    for rule in all_rules().values():
+        if rule.stage != "rules" or rule.check is None:
+            continue
+        try:
+            findings.extend(rule.check(fleet))
+        except Exception as exc:  # a rule bug must not hide other findings, nor print a traceback
+            result.crashes.append(f"rule {rule.id} failed: {type(exc).__name__}: {exc}")
+    return findings
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """The same source line rendered into several clusters is one finding, naming every cluster."""
+    merged: dict[tuple, Finding] = {}
+    for finding in findings:
+        key = (finding.rule, finding.path, finding.line, finding.message)
+        if key in merged:
+            first = merged[key]
+            clusters = sorted({*first.cluster.split(","), *finding.cluster.split(",")} - {""})
+            merged[key] = Finding(first.rule, first.severity, first.message, first.path, first.line,
+                                  ",".join(clusters), first.hint)
+        else:
+            merged[key] = finding
+    return sorted(merged.values(), key=Finding.sort_key)

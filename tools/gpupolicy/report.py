@@ -1,0 +1,48 @@
+"""Formatters: findings to text (people), JSON (scripts). More formats register in FORMATTERS."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .findings import Finding, Severity
+
+
+def summary(result: Any) -> dict:
+    return {"errors": result.errors, "warnings": result.warnings, "objects": result.objects,
+            "clusters": len(result.rendered_clusters), "seconds": round(sum(result.timings.values()), 3)}
+
+
+def as_json(result: Any, root: str = "") -> str:
+    payload = {"findings": [f.as_dict() for f in result.findings], "summary": summary(result)}
+    return json.dumps(payload, indent=2, sort_keys=False)
+
+
+_MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
+
+
+def as_text(result: Any, root: str = "") -> str:
+    lines = []
+    for finding in result.findings:
+        lines.append(_text_line(finding))
+        if finding.hint:
+            lines.append(f"    hint: {finding.hint}")
+    stats = summary(result)
+    verdict = "FAILED" if stats["errors"] else "ok"
+    lines.append(f"{verdict}: {stats['errors']} error(s), {stats['warnings']} warning(s) in {stats['objects']} "
+                 f"objects from {stats['clusters']} cluster(s), {stats['seconds']:.2f}s")
+    return "\n".join(lines)
+
+
+def _text_line(finding: Finding) -> str:
+    place = f"{finding.path}:{finding.line}" if finding.line else (finding.path or "<repository>")
+    where = f" [{finding.cluster}]" if finding.cluster else ""
+    return f"{place}: {_MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
+
+
+FORMATTERS: dict[str, Callable[[Any, str], str]] = {"text": as_text, "json": as_json}
+
+
+def register(name: str, formatter: Callable[[Any, str], str]) -> None:
+    FORMATTERS[name] = formatter

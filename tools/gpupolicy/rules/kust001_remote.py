@@ -1,0 +1,22 @@
+"""A kustomization reaches the network.
+
+## Why it matters
+A remote `resources:` entry (a URL or git reference) or `helmCharts:` makes rendering depend on the network and on
+a third party's repository at sync time: what was reviewed is not what is applied.
+
+## Bad example
+```yaml
+resources:
+- https://github.com/example/manifests//base?ref=main
+```
+
+## Fix
+Vendor the manifests into the repository; install charts with a Flux HelmRelease or an Argo CD Application.
+"""
+
+from ..findings import Severity
+
+ID = "KUST001"
+SEVERITY = Severity.ERROR
+SUMMARY = "A kustomization reaches the network"
+STAGE = "render"  # reported by the pipeline itself

@@ -1,0 +1,21 @@
+"""A manifest is included by no cluster overlay.
+
+## Why it matters
+A manifest under clusters/, pools/ or policies/ that no overlay includes is never applied. Reviewers assume it
+is live. It is still schema-checked so it cannot rot, but it should be wired in or deleted.
+
+## Bad example
+```yaml
+policies/teams/old-team/queue.yaml  # nobody includes it
+```
+
+## Fix
+Add it to a kustomization, or delete it.
+"""
+
+from ..findings import Severity
+
+ID = "KUST005"
+SEVERITY = Severity.WARNING
+SUMMARY = "A manifest is included by no cluster overlay"
+STAGE = "render"  # reported by the pipeline itself
