@@ -8,8 +8,8 @@ check. The API server also drops `null` values of non-nullable fields before val
 that to a document, so call it before validating.
 
 Carried schemas live in `schemas/crds/<group>/<kind>-<version>.yaml` (hand-written JSON Schema in YAML, see
-docs/decisions/0004-crd-schemas.md); `schemas/crds/_defs.yaml` holds the Kubernetes core types they share,
-merged into each schema's `$defs` on load so every schema compiles on its own.
+docs/decisions/0004-crd-schemas.md); `_defs.yaml` files hold the types they share, merged into each schema's
+`$defs` on load so every schema compiles on its own.
 """
 
 from __future__ import annotations
@@ -392,13 +392,23 @@ SchemaKey = tuple[str, str]  # (apiVersion, kind)
 
 @cache
 def carried_schemas() -> dict[SchemaKey, dict]:
-    """The schemas the toolkit carries, keyed by (apiVersion, kind). Cached: do not mutate the result."""
-    shared = _read_yaml(CARRIED_DIR / SHARED_DEFS_FILE).get("$defs", {})
+    """The schemas the toolkit carries, keyed by (apiVersion, kind). Cached: do not mutate the result.
+
+    `_defs.yaml` files hold shared `$defs`: the top-level one for Kubernetes core types, one per group folder
+    for types its kinds share; both are merged into each schema so it compiles on its own.
+    """
+    core_defs = _read_yaml(CARRIED_DIR / SHARED_DEFS_FILE).get("$defs", {})
     schemas: dict[SchemaKey, dict] = {}
-    for path in sorted(CARRIED_DIR.glob("*/*.yaml")):
-        schema = _read_yaml(path)
-        _merge_defs(schema, shared)
-        schemas[_key_of(schema, path)] = schema
+    for group_dir in sorted(path for path in CARRIED_DIR.iterdir() if path.is_dir()):
+        group_defs_file = group_dir / SHARED_DEFS_FILE
+        group_defs = _read_yaml(group_defs_file).get("$defs", {}) if group_defs_file.exists() else {}
+        for path in sorted(group_dir.glob("*.yaml")):
+            if path.name.startswith("_"):
+                continue
+            schema = _read_yaml(path)
+            _merge_defs(schema, group_defs)
+            _merge_defs(schema, core_defs)
+            schemas[_key_of(schema, path)] = schema
     return schemas
 
 
