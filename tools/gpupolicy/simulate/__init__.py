@@ -1,0 +1,41 @@
+"""What-if replay of a GPU workload against a cluster's policy, side by side with a naive baseline.
+
+    policy.py     model Cluster -> SimPolicy (and the baseline from the same cluster)
+    traces.py     csv / openb / itp readers, CSV writer
+    engine.py     the discrete-event engine
+    placement.py  per-pool card bookkeeping, best-fit and fragmentation-aware scores
+    metrics.py    summaries; report.py Markdown + PNG; fidelity.py the FGD paper check
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import Cluster
+from .engine import Engine, Result
+from .failures import Failure
+from .jobs import Job
+from .metrics import Summary, summarize
+from .policy import SimPolicy, assign_queues, baseline, from_cluster
+
+
+@dataclass
+class Comparison:
+    before: Result
+    after: Result
+    before_summary: Summary
+    after_summary: Summary
+
+
+def replay(policy: SimPolicy, jobs: Sequence[Job], failures: Sequence[Failure] = (),
+           mapping: dict[str, str] | None = None) -> Result:
+    return Engine(policy, jobs, assign_queues(jobs, policy, mapping), failures).run()
+
+
+def compare(cluster: Cluster, jobs: Sequence[Job], failures: Sequence[Failure] = (),
+            mapping: dict[str, str] | None = None, placement: str = "frag-aware") -> Comparison:
+    """Replay `jobs` under the baseline and under the cluster's declared policy."""
+    before = replay(baseline(cluster), jobs, failures, mapping)
+    after = replay(from_cluster(cluster, placement), jobs, failures, mapping)
+    return Comparison(before, after, summarize(before), summarize(after))

@@ -1,0 +1,441 @@
+"""A discrete-event replay of jobs against a SimPolicy: Kueue-like admission, placement, preemption, failures.
+
+Events sit in one heap (time, order, kind, payload): arrivals, completions, node failures and recoveries.
+All events at one instant are applied, then one scheduling pass runs. Checkpoints are not events: the work a
+preempted job keeps is computed from its checkpoint interval when it is evicted.
+
+Admission follows Kueue's model, simplified: a job is admitted to the first flavor of its ClusterQueue where
+its quota fits (nominal, then borrowing from the cohort within borrowing and lending limits) and the pool can
+place every pod. If none fits, a job may preempt lower-priority jobs in its own queue
+(`withinClusterQueue`) or jobs that other queues run on borrowed quota (`reclaimWithinCohort`). Experiments
+never preempt production or inference jobs. A preempted job loses the work since its last checkpoint and
+requeues; a job on a failed node is requeued with all its work kept.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import insort
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .failures import Failure
+from .jobs import MILLI, Job, Shape, shape_in_pool
+from .placement import PoolState, typical_sizes
+from .policy import FlavorQuota, SimPolicy, SimQueue
+
+ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
+PROTECTED_TIERS = ("production",)
+PROTECTED_WORKLOADS = ("inference",)
+
+
+@dataclass(slots=True)
+class Run:
+    """A job's life in the replay."""
+
+    job: Job
+    index: int
+    queue: str
+    priority: int
+    remaining: int
+    first_start: int = -1
+    started: int = -1
+    finished: int = -1
+    flavor: FlavorQuota | None = None
+    shape: Shape | None = None
+    slots: list = field(default_factory=list)
+    token: int = 0
+    preemptions: int = 0
+    interruptions: int = 0
+    lost_milli_seconds: int = 0
+    never_reason: str = ""
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (-self.priority, self.job.submit, self.index)
+
+
+@dataclass
+class Result:
+    policy: str
+    runs: list[Run]
+    timeline: list[tuple[int, int, int]]  # (time, allocated milli, available milli) after each change
+    capacity: int  # milli, all nodes up
+    failure_milli_seconds: int = 0
+    preemptions: int = 0
+    events: int = 0
+    end: int = 0
+    queues: dict[str, SimQueue] = field(default_factory=dict)
+
+
+class Engine:
+    def __init__(self, policy: SimPolicy, jobs: Sequence[Job], queues: Sequence[str],
+                 failures: Sequence[Failure] = ()):
+        self.policy = policy
+        self.pools = {name: PoolState(name, p.nodes, p.gpus_per_node, policy.placement,
+                                      self._typical(jobs, p.name)) for name, p in policy.pools.items()}
+        self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration)
+                     for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
+        self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}  # queue -> flavor -> milli
+        self.cohorts: dict[str, list[SimQueue]] = {}
+        for queue in policy.queues.values():
+            if queue.cohort:
+                self.cohorts.setdefault(queue.cohort, []).append(queue)
+        self.pending: dict[str, list[tuple]] = {name: [] for name in policy.queues}
+        self.pending_sizes: dict[str, Counter] = {name: Counter() for name in policy.queues}
+        self.running: dict[str, set[int]] = {name: set() for name in policy.pools}  # pool -> run indices
+        self.heap: list[tuple] = []
+        self.order = 0
+        self.now = 0
+        self.timeline: list[tuple[int, int, int]] = [(0, 0, self._available())]
+        self.failure_milli_seconds = 0
+        self.preemptions = 0
+        self.events = 0
+        self.open_failures: list[tuple[str, tuple[int, ...], int]] = []  # never recovered
+        for run in self.runs:
+            self._push(run.job.submit, ARRIVE, run.index)
+        for failure in failures:
+            if failure.pool not in self.pools:
+                raise ValueError(f"--fail-nodes: no pool {failure.pool!r} in policy (pools: "
+                                 f"{', '.join(sorted(self.pools))})")
+            self._push(failure.at, FAIL, failure)
+
+    def _typical(self, jobs: Sequence[Job], pool_name: str):
+        pool = self.policy.pools[pool_name]
+        shapes = []
+        for job in jobs:
+            shape = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus)
+            if shape is not None:
+                shapes.append((shape.count, shape.milli))
+        return typical_sizes(shapes)
+
+    def _push(self, time: int, kind: int, payload) -> None:
+        self.order += 1
+        heapq.heappush(self.heap, (time, kind, self.order, payload))
+
+    def _available(self) -> int:
+        return sum(p.capacity for p in self.pools.values())
+
+    def _allocated(self) -> int:
+        return sum(p.allocated for p in self.pools.values())
+
+    # -- main loop -----------------------------------------------------------------------------------
+    def run(self) -> Result:
+        heap = self.heap
+        while heap:
+            now = heap[0][0]
+            self.now = now
+            released = False
+            arrivals: list[Run] = []
+            while heap and heap[0][0] == now:
+                _, kind, _, payload = heapq.heappop(heap)
+                self.events += 1
+                if kind == ARRIVE:
+                    run = self.runs[payload]
+                    if self._enqueue(run):
+                        arrivals.append(run)
+                elif kind == FINISH:
+                    run = self.runs[payload[0]]
+                    if run.token == payload[1] and run.started >= 0:
+                        self._finish(run)
+                        released = True
+                elif kind == FAIL:
+                    self._fail(payload)
+                    released = True
+                else:
+                    self._recover(payload)
+                    released = True
+            if released:
+                self._schedule_all()
+            else:
+                self._schedule_arrivals(arrivals)
+            self._record()
+        end = self.now
+        for pool_name, nodes, since in self.open_failures:
+            gpus = len(nodes) * self.pools[pool_name].gpus_per_node
+            self.failure_milli_seconds += (end - since) * gpus * MILLI
+        for run in self.runs:
+            if run.finished < 0 and not run.never_reason:
+                run.never_reason = "still pending when the replay ended"
+        return Result(self.policy.name, self.runs, self.timeline,
+                      sum(p.gpus_per_node * len(p.free) * MILLI for p in self.pools.values()),
+                      self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues))
+
+    def _record(self) -> None:
+        point = (self.now, self._allocated(), self._available())
+        last = self.timeline[-1]
+        if point[1:] != last[1:]:
+            if last[0] == point[0]:
+                self.timeline[-1] = point
+            else:
+                self.timeline.append(point)
+
+    # -- queues --------------------------------------------------------------------------------------
+    def _shape(self, run: Run, flavor: FlavorQuota) -> Shape | None:
+        pool = self.policy.pools[flavor.pool]
+        return shape_in_pool(run.job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus)
+
+    def _enqueue(self, run: Run) -> bool:
+        """Queue an arriving job; a job no flavor could ever hold is reported never-scheduled at once."""
+        queue = self.policy.queues[run.queue]
+        if not any(self._could_ever_fit(run, f) for f in queue.flavors):
+            run.never_reason = "larger than any flavor's quota or pool can hold"
+            return False
+        self._add_pending(run)
+        return True
+
+    def _could_ever_fit(self, run: Run, flavor: FlavorQuota) -> bool:
+        shape = self._shape(run, flavor)
+        if shape is None:
+            return False
+        pool = self.policy.pools[flavor.pool]
+        return shape.total <= min(self._max_quota(run.queue, flavor), pool.capacity)
+
+    def _max_quota(self, queue_name: str, flavor: FlavorQuota) -> int:
+        queue = self.policy.queues[queue_name]
+        if not queue.cohort:
+            return flavor.nominal
+        lent = sum(self._flavor_of(q, flavor.flavor).lendable for q in self.cohorts[queue.cohort]
+                   if q.name != queue_name and self._flavor_of(q, flavor.flavor))
+        reach = flavor.nominal + lent
+        return reach if flavor.borrowing_limit is None else min(reach, flavor.nominal + flavor.borrowing_limit)
+
+    @staticmethod
+    def _flavor_of(queue: SimQueue, flavor: str) -> FlavorQuota | None:
+        for fq in queue.flavors:
+            if fq.flavor == flavor:
+                return fq
+        return None
+
+    def _size(self, run: Run) -> tuple[int, int]:
+        job = run.job
+        milli = int(job.fraction * MILLI) if job.fractional else MILLI
+        count = 1 if job.fractional else job.gpus
+        return (job.pods * count * milli, count * milli)
+
+    def _add_pending(self, run: Run) -> None:
+        insort(self.pending[run.queue], (*run.key, run.index))
+        self.pending_sizes[run.queue][self._size(run)] += 1
+
+    def _drop_pending(self, run: Run, position: int) -> None:
+        del self.pending[run.queue][position]
+        sizes = self.pending_sizes[run.queue]
+        size = self._size(run)
+        sizes[size] -= 1
+        if not sizes[size]:
+            del sizes[size]
+
+    # -- quota ---------------------------------------------------------------------------------------
+    def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, demand: int) -> bool:
+        used = self.usage[queue.name][flavor.flavor] + demand
+        if used <= flavor.nominal and not queue.cohort:
+            return True
+        if not queue.cohort:
+            return False
+        if flavor.borrowing_limit is not None and used > flavor.nominal + flavor.borrowing_limit:
+            return False
+        borrowed = lendable = 0
+        for member in self.cohorts[queue.cohort]:
+            fq = self._flavor_of(member, flavor.flavor)
+            if fq is None:
+                continue
+            usage = self.usage[member.name][flavor.flavor] + (demand if member.name == queue.name else 0)
+            guaranteed = fq.nominal - fq.lendable
+            borrowed += max(0, usage - guaranteed)
+            lendable += fq.lendable
+        return borrowed <= lendable
+
+    # -- scheduling ----------------------------------------------------------------------------------
+    def _queue_order(self) -> list[str]:
+        heads = [(self.pending[name][0], name) for name in self.pending if self.pending[name]]
+        heads.sort()
+        return [name for _, name in heads]
+
+    def _schedule_all(self) -> None:
+        for name in self._queue_order():
+            self._schedule_queue(name, None)
+
+    def _schedule_arrivals(self, arrivals: list[Run]) -> None:
+        """Nothing was released, so only the new jobs can change anything (older ones already failed)."""
+        for run in sorted(arrivals, key=lambda r: r.key):
+            queue = self.policy.queues[run.queue]
+            pending = self.pending[run.queue]
+            if queue.strategy == "StrictFIFO" and pending and pending[0][-1] != run.index:
+                continue
+            self._schedule_queue(run.queue, run.index)
+
+    def _schedule_queue(self, name: str, only: int | None) -> None:
+        queue = self.policy.queues[name]
+        pending = self.pending[name]
+        sizes = self.pending_sizes[name]
+        failed_total = failed_pod = None
+        position = 0
+        while position < len(pending):
+            index = pending[position][-1]
+            if only is not None and index != only:
+                position += 1
+                continue
+            run = self.runs[index]
+            total, per_pod = self._size(run)
+            if failed_total is not None and total >= failed_total and per_pod >= failed_pod:
+                position += 1
+                if self._all_larger(sizes, failed_total, failed_pod):
+                    return
+                continue
+            if self._admit(run, queue) or self._preempt_for(run, queue):
+                self._drop_pending(run, position)
+                self._start(run)
+                if only is not None:
+                    return
+                continue
+            if queue.strategy == "StrictFIFO" or only is not None:
+                return
+            if failed_total is None or (total <= failed_total and per_pod <= failed_pod):
+                failed_total, failed_pod = total, per_pod
+            position += 1
+            if self._all_larger(sizes, failed_total, failed_pod):
+                return
+
+    @staticmethod
+    def _all_larger(sizes: Counter, failed_total: int, failed_pod: int) -> bool:
+        return all(t >= failed_total and p >= failed_pod for t, p in sizes)
+
+    def _admit(self, run: Run, queue: SimQueue) -> bool:
+        for flavor in queue.flavors:
+            shape = self._shape(run, flavor)
+            if shape is None or not self._quota_fits(queue, flavor, shape.total):
+                continue
+            slots = self.pools[flavor.pool].place(shape)
+            if slots is not None:
+                self._bind(run, flavor, shape, slots)
+                return True
+        return False
+
+    def _bind(self, run: Run, flavor: FlavorQuota, shape: Shape, slots: list) -> None:
+        run.flavor, run.shape, run.slots = flavor, shape, slots
+        self.usage[run.queue][flavor.flavor] += shape.total
+
+    def _start(self, run: Run) -> None:
+        run.started = self.now
+        if run.first_start < 0:
+            run.first_start = self.now
+        run.token += 1
+        self.running[run.flavor.pool].add(run.index)
+        self._push(self.now + run.remaining, FINISH, (run.index, run.token))
+
+    def _unbind(self, run: Run) -> None:
+        self.pools[run.flavor.pool].release(run.slots)
+        self.usage[run.queue][run.flavor.flavor] -= run.shape.total
+        self.running[run.flavor.pool].discard(run.index)
+        run.slots, run.started = [], -1
+
+    def _finish(self, run: Run) -> None:
+        self._unbind(run)
+        run.remaining = 0
+        run.finished = self.now
+
+    # -- preemption ----------------------------------------------------------------------------------
+    def _may_preempt(self, run: Run, victim: Run, queue: SimQueue, reclaim: bool) -> bool:
+        if run.job.tier == "experiment" and (victim.job.tier in PROTECTED_TIERS
+                                             or victim.job.workload in PROTECTED_WORKLOADS):
+            return False
+        if not reclaim:
+            if queue.within_queue == "LowerPriority":
+                return victim.priority < run.priority
+            if queue.within_queue == "LowerOrNewerEqualPriority":
+                return victim.priority < run.priority or (victim.priority == run.priority
+                                                          and victim.job.submit > run.job.submit)
+            return False
+        if queue.reclaim == "Any":
+            return True
+        return queue.reclaim == "LowerPriority" and victim.priority < run.priority
+
+    def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, demand: int) -> list[Run]:
+        within_nominal = self.usage[queue.name][flavor.flavor] + demand <= flavor.nominal
+        found: list[Run] = []
+        for index in self.running[flavor.pool]:
+            victim = self.runs[index]
+            if victim.flavor.flavor != flavor.flavor:
+                continue
+            if victim.queue == queue.name:
+                if queue.within_queue != "Never" and self._may_preempt(run, victim, queue, False):
+                    found.append(victim)
+                continue
+            other = self.policy.queues[victim.queue]
+            borrowing = self.usage[victim.queue][flavor.flavor] > victim.flavor.nominal
+            if (queue.cohort and other.cohort == queue.cohort and borrowing and within_nominal
+                    and queue.reclaim != "Never" and self._may_preempt(run, victim, queue, True)):
+                found.append(victim)
+        found.sort(key=lambda v: (v.priority, -v.started, v.index))
+        return found
+
+    def _preempt_for(self, run: Run, queue: SimQueue) -> bool:
+        if queue.within_queue == "Never" and queue.reclaim == "Never":
+            return False
+        for flavor in queue.flavors:
+            shape = self._shape(run, flavor)
+            if shape is None:
+                continue
+            victims = self._candidates(run, queue, flavor, shape.total)
+            chosen: list[Run] = []
+            pool = self.pools[flavor.pool]
+            for victim in victims:
+                chosen.append(victim)
+                self._unbind_tentative(victim)
+                if self._quota_fits(queue, flavor, shape.total) and pool.fits(shape):
+                    for evicted in chosen:
+                        self._evict(evicted, preempted=True)
+                    slots = pool.place(shape)
+                    self._bind(run, flavor, shape, slots)
+                    return True
+            for victim in reversed(chosen):
+                self._rebind_tentative(victim)
+        return False
+
+    def _unbind_tentative(self, victim: Run) -> None:
+        self.pools[victim.flavor.pool].release(victim.slots)
+        self.usage[victim.queue][victim.flavor.flavor] -= victim.shape.total
+
+    def _rebind_tentative(self, victim: Run) -> None:
+        pool = self.pools[victim.flavor.pool]
+        for node, card, milli in victim.slots:
+            pool._take(node, card, milli)
+        self.usage[victim.queue][victim.flavor.flavor] += victim.shape.total
+
+    def _evict(self, run: Run, preempted: bool) -> None:
+        """Stop a running job whose cards were already released (tentatively) and requeue it."""
+        elapsed = self.now - run.started
+        if preempted:
+            interval = run.job.checkpoint
+            kept = (elapsed // interval) * interval if interval > 0 else 0
+            run.lost_milli_seconds += (elapsed - kept) * run.shape.total
+            run.remaining = max(1, run.remaining - kept)  # the run's start is its last resume point
+            run.preemptions += 1
+            self.preemptions += 1
+        else:
+            run.remaining = max(1, run.remaining - elapsed)
+            run.interruptions += 1
+        self.running[run.flavor.pool].discard(run.index)
+        run.slots, run.started = [], -1
+        run.token += 1
+        self._add_pending(run)
+
+    # -- failures ------------------------------------------------------------------------------------
+    def _fail(self, failure: Failure) -> None:
+        pool = self.pools[failure.pool]
+        down = pool.fail(failure.nodes)
+        hit = [self.runs[i] for i in sorted(self.running[failure.pool])
+               if pool.nodes_of(self.runs[i].slots) & set(down)]
+        for run in hit:
+            self._unbind_tentative(run)
+            self._evict(run, preempted=False)
+        if failure.downtime is not None:
+            self._push(self.now + failure.downtime, RECOVER, (failure.pool, tuple(down), self.now))
+        else:
+            self.open_failures.append((failure.pool, tuple(down), self.now))
+
+    def _recover(self, payload) -> None:
+        pool_name, nodes, since = payload
+        self.pools[pool_name].recover(nodes)
+        self.failure_milli_seconds += (self.now - since) * len(nodes) * self.pools[pool_name].gpus_per_node * MILLI

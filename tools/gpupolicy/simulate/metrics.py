@@ -1,0 +1,97 @@
+"""Figures from a replay: allocation, wait percentiles per queue and tier, preemptions, lost GPU-hours."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .engine import Result
+from .jobs import MILLI
+
+HOUR = 3600
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an already sorted list (0 for an empty one)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, -(-len(sorted_values) * q // 100))
+    return float(sorted_values[int(rank) - 1])
+
+
+@dataclass
+class WaitStats:
+    jobs: int
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+
+    @classmethod
+    def of(cls, waits: list[float]) -> WaitStats:
+        waits = sorted(waits)
+        mean = sum(waits) / len(waits) if waits else 0.0
+        return cls(len(waits), percentile(waits, 50), percentile(waits, 95), percentile(waits, 99), mean)
+
+
+@dataclass
+class Summary:
+    policy: str
+    jobs: int
+    completed: int
+    never_scheduled: int
+    allocation: float  # mean allocated / available GPUs over the replay, 0..1
+    allocated_gpu_hours: float
+    makespan_hours: float
+    wait: WaitStats
+    wait_by_queue: dict[str, WaitStats] = field(default_factory=dict)
+    wait_by_tier: dict[str, WaitStats] = field(default_factory=dict)
+    preemptions: int = 0
+    interruptions: int = 0
+    lost_to_preemption_gpu_hours: float = 0.0
+    lost_to_failures_gpu_hours: float = 0.0
+    never_reasons: dict[str, int] = field(default_factory=dict)
+
+
+def summarize(result: Result) -> Summary:
+    waits: list[float] = []
+    by_queue: dict[str, list[float]] = defaultdict(list)
+    by_tier: dict[str, list[float]] = defaultdict(list)
+    reasons: dict[str, int] = defaultdict(int)
+    completed = never = interruptions = 0
+    lost = 0
+    start = min((r.job.submit for r in result.runs), default=0)
+    for run in result.runs:
+        lost += run.lost_milli_seconds
+        interruptions += run.interruptions
+        if run.first_start < 0:
+            never += 1
+            reasons[run.never_reason or "never admitted"] += 1
+            continue
+        if run.finished >= 0:
+            completed += 1
+        wait = (run.first_start - run.job.submit) / HOUR * 60  # minutes
+        waits.append(wait)
+        by_queue[run.queue].append(wait)
+        by_tier[run.job.tier or result.queues.get(run.queue).tier or "untiered"].append(wait)
+    allocated, available = _integrals(result.timeline, start, result.end)
+    return Summary(
+        policy=result.policy, jobs=len(result.runs), completed=completed, never_scheduled=never,
+        allocation=allocated / available if available else 0.0, allocated_gpu_hours=allocated / MILLI / HOUR,
+        makespan_hours=(result.end - start) / HOUR, wait=WaitStats.of(waits),
+        wait_by_queue={q: WaitStats.of(v) for q, v in sorted(by_queue.items())},
+        wait_by_tier={t: WaitStats.of(v) for t, v in sorted(by_tier.items())},
+        preemptions=result.preemptions, interruptions=interruptions,
+        lost_to_preemption_gpu_hours=lost / MILLI / HOUR,
+        lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR, never_reasons=dict(reasons))
+
+
+def _integrals(timeline: list[tuple[int, int, int]], start: int, end: int) -> tuple[float, float]:
+    """Time integrals of allocated and available milli-GPUs between start and end."""
+    allocated = available = 0.0
+    for (t0, alloc, avail), (t1, _, _) in zip(timeline, [*timeline[1:], (end, 0, 0)], strict=True):
+        lo, hi = max(t0, start), min(t1, end)
+        if hi > lo:
+            allocated += alloc * (hi - lo)
+            available += avail * (hi - lo)
+    return allocated, available

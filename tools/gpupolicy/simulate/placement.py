@@ -1,0 +1,206 @@
+"""Where a pod goes inside one pool: per-card free capacity, indexed so a placement never scans every node.
+
+Nodes are bucketed by how many whole cards they have free, and the partly used cards are kept apart, so a
+whole-card pod looks at most at `gpus_per_node` buckets and a fractional pod only at partly used cards plus
+one node per bucket.
+
+Two scores:
+- best-fit: the card or node left with the least free capacity that still fits (tightest packing);
+- frag-aware: in the spirit of FGD (Weng et al., ATC'23): the node's fragmentation is the free capacity that
+  the typical request sizes of the workload could not use, weighted by how common each size is; a pod goes
+  where that expected fragmentation grows least, best-fit breaking ties.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from .jobs import MILLI, Shape
+
+Slot = tuple[int, int, int]  # node, card, milli taken
+
+
+class PoolState:
+    def __init__(self, name: str, nodes: int, gpus_per_node: int, strategy: str = "best-fit",
+                 typical: Iterable[tuple[tuple[int, int], float]] = ()):
+        self.name = name
+        self.gpus_per_node = gpus_per_node
+        self.free = [[MILLI] * gpus_per_node for _ in range(nodes)]
+        self.whole = [gpus_per_node] * nodes  # fully free cards per node
+        self.buckets: list[dict[int, None]] = [{} for _ in range(gpus_per_node + 1)]  # ordered sets
+        self.buckets[gpus_per_node] = dict.fromkeys(range(nodes))
+        self.partial: dict[tuple[int, int], None] = {}  # (node, card) with 0 < free < MILLI
+        self.failed: set[int] = set()
+        self.strategy = strategy
+        self.typical = [(count, milli, weight) for (count, milli), weight in typical]
+        self._frag_memo: dict[tuple, float] = {}
+        self.allocated = 0  # milli in use
+        self.capacity = nodes * gpus_per_node * MILLI
+
+    # -- bookkeeping ---------------------------------------------------------------------------------
+    def _set_whole(self, node: int, value: int) -> None:
+        old = self.whole[node]
+        if old != value:
+            if node not in self.failed:
+                del self.buckets[old][node]
+                self.buckets[value][node] = None
+            self.whole[node] = value
+
+    def _take(self, node: int, card: int, milli: int) -> None:
+        before = self.free[node][card]
+        after = before - milli
+        self.free[node][card] = after
+        if before == MILLI:
+            self._set_whole(node, self.whole[node] - 1)
+        if 0 < after < MILLI:
+            self.partial[(node, card)] = None
+        elif before < MILLI:
+            self.partial.pop((node, card), None)
+        self.allocated += milli
+
+    def release(self, slots: Iterable[Slot]) -> None:
+        for node, card, milli in slots:
+            after = self.free[node][card] + milli
+            self.free[node][card] = after
+            if after == MILLI:
+                self.partial.pop((node, card), None)
+                self._set_whole(node, self.whole[node] + 1)
+            else:
+                self.partial[(node, card)] = None
+            self.allocated -= milli
+
+    def fail(self, count: int) -> list[int]:
+        """Take `count` working nodes out (highest index first); returns them. Their cards must be released."""
+        down = [n for n in range(len(self.free) - 1, -1, -1) if n not in self.failed][:count]
+        for node in down:
+            del self.buckets[self.whole[node]][node]
+            self.failed.add(node)
+            self.capacity -= self.gpus_per_node * MILLI
+        return down
+
+    def recover(self, nodes: Iterable[int]) -> None:
+        for node in nodes:
+            if node in self.failed:
+                self.failed.discard(node)
+                self.buckets[self.whole[node]][node] = None
+                self.capacity += self.gpus_per_node * MILLI
+
+    def nodes_of(self, slots: Iterable[Slot]) -> set[int]:
+        return {node for node, _, _ in slots}
+
+    # -- placement -----------------------------------------------------------------------------------
+    def place(self, shape: Shape) -> list[Slot] | None:
+        """Place every pod of `shape` (gang: all or nothing); the cards are taken when it succeeds."""
+        slots: list[Slot] = []
+        for _ in range(shape.pods):
+            pod = self._place_pod(shape.count, shape.milli)
+            if pod is None:
+                self.release(slots)
+                return None
+            slots.extend(pod)
+        return slots
+
+    def fits(self, shape: Shape) -> bool:
+        slots = self.place(shape)
+        if slots is None:
+            return False
+        self.release(slots)
+        return True
+
+    def _place_pod(self, count: int, milli: int) -> list[Slot] | None:
+        if milli == MILLI:
+            node = self._whole_node(count)
+            if node is None:
+                return None
+            free = self.free[node]
+            cards = [c for c in range(self.gpus_per_node) if free[c] == MILLI][:count]
+            for card in cards:
+                self._take(node, card, MILLI)
+            return [(node, card, MILLI) for card in cards]
+        spot = self._fraction_card(milli)
+        if spot is None:
+            return None
+        self._take(spot[0], spot[1], milli)
+        return [(spot[0], spot[1], milli)]
+
+    def _whole_node(self, count: int) -> int | None:
+        candidates = [(k, next(iter(self.buckets[k]))) for k in range(count, self.gpus_per_node + 1)
+                      if self.buckets[k]]
+        if not candidates:
+            return None
+        if self.strategy == "frag-aware" and len(candidates) > 1 and self.typical:
+            def growth(item: tuple[int, int]) -> tuple[float, int]:
+                k, node = item
+                before = self._node_frag(node, None, 0)
+                after = self._node_frag(node, count, MILLI)
+                return (after - before, k)
+            return min(candidates, key=growth)[1]
+        return candidates[0][1]
+
+    def _fraction_card(self, milli: int) -> tuple[int, int] | None:
+        fitting = [(n, c) for (n, c) in self.partial if self.free[n][c] >= milli and n not in self.failed]
+        fresh = [(k, next(iter(self.buckets[k]))) for k in range(1, self.gpus_per_node + 1) if self.buckets[k]]
+        if self.strategy == "frag-aware" and self.typical:
+            options = fitting + [(node, self.free[node].index(MILLI)) for _, node in fresh]
+            if not options:
+                return None
+            def growth(spot: tuple[int, int]) -> tuple[float, int]:
+                node, card = spot
+                return (self._card_frag_growth(node, card, milli), self.free[node][card])
+            return min(options, key=growth)
+        if fitting:
+            return min(fitting, key=lambda s: self.free[s[0]][s[1]])
+        if fresh:
+            node = fresh[0][1]
+            return node, self.free[node].index(MILLI)
+        return None
+
+    # -- fragmentation (FGD-style) -------------------------------------------------------------------
+    def _node_frag(self, node: int, take_count: int | None, milli: int) -> float:
+        free = list(self.free[node])
+        if take_count:
+            taken = 0
+            for card in range(len(free)):
+                if taken < take_count and free[card] == MILLI:
+                    free[card] -= milli
+                    taken += 1
+        return self.frag_of(tuple(sorted(free)))
+
+    def _card_frag_growth(self, node: int, card: int, milli: int) -> float:
+        free = list(self.free[node])
+        before = self.frag_of(tuple(sorted(free)))
+        free[card] -= milli
+        return self.frag_of(tuple(sorted(free))) - before
+
+    def frag_of(self, free: tuple[int, ...]) -> float:
+        """Expected free capacity of a node (cards' free milli) that a typical request could not use."""
+        cached = self._frag_memo.get(free)
+        if cached is not None:
+            return cached
+        total = sum(free)
+        frag = 0.0
+        for count, milli, weight in self.typical:
+            usable = sum(1 for f in free if f >= milli)
+            if usable < count:
+                frag += weight * total
+            else:
+                frag += weight * sum(f for f in free if f < milli)
+        self._frag_memo[free] = frag
+        return frag
+
+
+def typical_sizes(shapes: Iterable[tuple[int, int]], coverage: float = 0.95) -> list[tuple[tuple[int, int], float]]:
+    """The most common (cards per pod, milli per card) sizes covering `coverage` of pods, as weights summing to 1."""
+    counts = Counter(shapes)
+    total = sum(counts.values())
+    if not total:
+        return []
+    chosen: list[tuple[tuple[int, int], int]] = []
+    covered = 0
+    for size, n in counts.most_common():
+        chosen.append((size, n))
+        covered += n
+        if covered >= coverage * total:
+            break
+    return [(size, n / covered) for size, n in chosen]

@@ -1,0 +1,204 @@
+"""Turn a model Cluster into the simulator's own small structures, and build the baseline from the same cluster.
+
+The engine only sees SimPolicy: pools (nodes x cards, sharing mode), queues with per-flavor quotas in
+milli-GPUs, cohorts, priorities and preemption settings. Nothing here reads the repository.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
+from .jobs import MILLI, MIG_SLICES, Job, mig_slices
+
+# Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
+DEFAULT_TIER_PRIORITY = {"production": 1000, "training": 500, "batch": 200, "experiment": 100}
+BASELINE_QUEUE = "fifo"
+
+
+@dataclass(frozen=True)
+class SimPool:
+    name: str
+    nodes: int
+    gpus_per_node: int
+    sharing: str  # exclusive | time-sliced | mig
+    replicas: int = 1
+    model: str = ""
+
+    @property
+    def capacity(self) -> int:
+        return self.nodes * self.gpus_per_node * MILLI
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    flavor: str
+    pool: str
+    nominal: int  # milli-GPUs
+    borrowing_limit: int | None = None  # None: may borrow all the cohort lends
+    lending_limit: int | None = None  # None: lends all of its nominal
+
+    @property
+    def lendable(self) -> int:
+        return self.nominal if self.lending_limit is None else min(self.lending_limit, self.nominal)
+
+
+@dataclass(frozen=True)
+class SimQueue:
+    name: str
+    flavors: tuple[FlavorQuota, ...]
+    cohort: str = ""
+    tier: str = ""
+    team: str = ""
+    workload: str = ""
+    strategy: str = "BestEffortFIFO"  # or StrictFIFO
+    within_queue: str = "Never"  # Never | LowerPriority | LowerOrNewerEqualPriority
+    reclaim: str = "Never"  # Never | LowerPriority | Any
+    allow_shared: bool = True
+
+
+@dataclass
+class SimPolicy:
+    name: str
+    pools: dict[str, SimPool]
+    queues: dict[str, SimQueue]
+    priorities: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TIER_PRIORITY))
+    whole_gpus: bool = False  # round every fractional request up to a card
+    placement: str = "best-fit"  # best-fit | frag-aware
+
+    def priority(self, tier: str) -> int:
+        return self.priorities.get(tier, 0)
+
+
+def sim_pool(pool: Pool) -> SimPool | None:
+    if pool.gpus_per_node <= 0 or pool.nodes <= 0:
+        return None
+    sharing = pool.sharing
+    if sharing == "mps":
+        sharing = "time-sliced"
+    replicas = pool.time_slicing_replicas or pool.mps_replicas or 1
+    return SimPool(pool.name, pool.nodes, pool.gpus_per_node, sharing, replicas, pool.gpu_model)
+
+
+def quota_milli(resource: str, amount: float, pool: SimPool) -> int | None:
+    """A Kueue quota on one resource name, in milli-GPUs of the pool; None for non-GPU resources."""
+    if resource.startswith(MIG_RESOURCE_PREFIX):
+        try:
+            slices = mig_slices(resource)
+        except ValueError:
+            return None
+        return math.floor(amount * slices * MILLI / MIG_SLICES)
+    if resource in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared"):
+        if pool.sharing == "time-sliced":
+            return math.floor(amount * MILLI / max(pool.replicas, 1))
+        if pool.sharing == "mig":  # single strategy: every instance is a nvidia.com/gpu; assume 1g slices
+            return math.floor(amount * MILLI / MIG_SLICES)
+        return math.floor(amount * MILLI)
+    return None
+
+
+def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[FlavorQuota, ...]:
+    result: list[FlavorQuota] = []
+    for group in cq.resource_groups:
+        for fq in group.flavors:
+            flavor = cluster.flavors.get(fq.flavor)
+            matched = cluster.pools_of_flavor(flavor) if flavor else []
+            pool = pools.get(matched[0].name) if matched else None
+            if pool is None:
+                continue
+            nominal = borrow = lend = 0
+            has_borrow = has_lend = False
+            for quota in fq.resources:
+                n = quota_milli(quota.name, float(quota.nominal), pool)
+                if n is None:
+                    continue
+                nominal += n
+                if quota.borrowing_limit is not None:
+                    has_borrow = True
+                    borrow += quota_milli(quota.name, float(quota.borrowing_limit), pool) or 0
+                if quota.lending_limit is not None:
+                    has_lend = True
+                    lend += quota_milli(quota.name, float(quota.lending_limit), pool) or 0
+            if nominal or has_borrow:
+                result.append(FlavorQuota(fq.flavor, pool.name, nominal, borrow if has_borrow else None,
+                                          lend if has_lend else None))
+    return tuple(result)
+
+
+def _priorities(cluster: Cluster) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for wpc in cluster.workload_priority_classes.values():
+        if wpc.tier in TIERS:
+            found[wpc.tier] = max(found.get(wpc.tier, wpc.value), wpc.value)
+    return {tier: found.get(tier, DEFAULT_TIER_PRIORITY[tier]) for tier in TIERS}
+
+
+def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
+    """The cluster's policy as declared: its ClusterQueues, cohorts, priorities and sharing modes."""
+    pools = {p.name: sp for p in cluster.pools if (sp := sim_pool(p)) is not None}
+    queues: dict[str, SimQueue] = {}
+    for cq in cluster.cluster_queues.values():
+        flavors = _queue_flavors(cluster, cq, pools)
+        if not flavors:
+            continue
+        preemption = cq.preemption or {}
+        queues[cq.name] = SimQueue(
+            name=cq.name, flavors=flavors, cohort=cq.cohort, tier=cq.tier, team=cq.team, workload=cq.workload,
+            strategy=str(cq.obj.spec.get("queueingStrategy") or "BestEffortFIFO"),
+            within_queue=str(preemption.get("withinClusterQueue") or "Never"),
+            reclaim=str(preemption.get("reclaimWithinCohort") or "Never"),
+            allow_shared=cq.workload != "training" or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true")
+    return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
+                     placement=placement)
+
+
+def baseline(cluster: Cluster) -> SimPolicy:
+    """Whole GPUs, one strict-FIFO queue over every pool, no sharing, no preemption, best-fit placement."""
+    pools = {}
+    for pool in cluster.pools:
+        sp = sim_pool(pool)
+        if sp is not None:
+            pools[sp.name] = SimPool(sp.name, sp.nodes, sp.gpus_per_node, "exclusive", 1, sp.model)
+    flavors = tuple(FlavorQuota(f"{p.name}-whole", p.name, p.capacity) for p in pools.values())
+    queue = SimQueue(BASELINE_QUEUE, flavors, strategy="StrictFIFO")
+    return SimPolicy(name="baseline", pools=pools, queues={BASELINE_QUEUE: queue},
+                     priorities={tier: 0 for tier in TIERS}, whole_gpus=True, placement="best-fit")
+
+
+def assign_queues(jobs: Sequence[Job], policy: SimPolicy, mapping: dict[str, str] | None = None) -> list[str]:
+    """The queue each job goes to under `policy`.
+
+    A job's own `queue` wins when the policy has it; then an explicit team -> queue `mapping`; then trace
+    teams are dealt round-robin (in sorted order) onto the policy's team owners, and inside a team the queue
+    whose tier (then workload) matches the job's is picked.
+    """
+    names = list(policy.queues)
+    if len(names) == 1:
+        return [names[0]] * len(jobs)
+    mapping = dict(mapping or {})
+    by_team: dict[str, list[SimQueue]] = {}
+    for queue in policy.queues.values():
+        by_team.setdefault(queue.team or queue.name, []).append(queue)
+    owners = sorted(by_team)
+    trace_teams = sorted({j.team for j in jobs if j.team and j.team not in by_team and j.team not in mapping})
+    dealt = {team: owners[i % len(owners)] for i, team in enumerate(trace_teams)} if owners else {}
+    chosen: list[str] = []
+    for i, job in enumerate(jobs):
+        if job.queue in policy.queues:
+            chosen.append(job.queue)
+            continue
+        if job.team in mapping and mapping[job.team] in policy.queues:
+            chosen.append(mapping[job.team])
+            continue
+        owner = job.team if job.team in by_team else dealt.get(job.team, owners[i % len(owners)])
+        chosen.append(_best_queue(by_team[owner], job).name)
+    return chosen
+
+
+def _best_queue(candidates: list[SimQueue], job: Job) -> SimQueue:
+    def score(queue: SimQueue) -> tuple:
+        shared_ok = not job.fractional or queue.allow_shared
+        return (queue.tier == job.tier, bool(job.workload) and queue.workload == job.workload, shared_ok)
+    return max(candidates, key=score)

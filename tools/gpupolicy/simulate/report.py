@@ -1,0 +1,118 @@
+"""The Markdown report and PNG plots of a baseline-vs-proposed replay (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .engine import Result
+from .jobs import MILLI
+from .metrics import Summary, WaitStats
+
+HOUR = 3600
+
+
+def _minutes(value: float) -> str:
+    if value >= 120:
+        return f"{value / 60:.1f} h"
+    return f"{value:.1f} min"
+
+
+def comparison_rows(before: Summary, after: Summary) -> list[tuple[str, str, str]]:
+    return [
+        ("jobs replayed", str(before.jobs), str(after.jobs)),
+        ("jobs completed", str(before.completed), str(after.completed)),
+        ("jobs never scheduled", str(before.never_scheduled), str(after.never_scheduled)),
+        ("GPU allocation (mean over the replay)", f"{before.allocation:.1%}", f"{after.allocation:.1%}"),
+        ("makespan", f"{before.makespan_hours:.1f} h", f"{after.makespan_hours:.1f} h"),
+        ("wait p50", _minutes(before.wait.p50), _minutes(after.wait.p50)),
+        ("wait p95", _minutes(before.wait.p95), _minutes(after.wait.p95)),
+        ("wait p99", _minutes(before.wait.p99), _minutes(after.wait.p99)),
+        ("preemptions", str(before.preemptions), str(after.preemptions)),
+        ("GPU-hours lost to preemption", f"{before.lost_to_preemption_gpu_hours:.1f}",
+         f"{after.lost_to_preemption_gpu_hours:.1f}"),
+        ("GPU-hours of capacity lost to node failures", f"{before.lost_to_failures_gpu_hours:.1f}",
+         f"{after.lost_to_failures_gpu_hours:.1f}"),
+        ("jobs interrupted by node failures (requeued, work kept)", str(before.interruptions),
+         str(after.interruptions)),
+    ]
+
+
+def markdown_table(header: tuple[str, ...], rows: list[tuple]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _wait_rows(stats: dict[str, WaitStats]) -> list[tuple]:
+    return [(name, s.jobs, _minutes(s.p50), _minutes(s.p95), _minutes(s.p99)) for name, s in stats.items()]
+
+
+def render_markdown(title: str, context: list[str], before: Summary, after: Summary, plots: list[str]) -> str:
+    parts = [f"# {title}", "", *context, "",
+             "## Baseline against the proposed policy", "",
+             markdown_table(("metric", f"baseline ({before.policy})", f"proposed ({after.policy})"),
+                            comparison_rows(before, after)), ""]
+    for label, summary in (("proposed", after), ("baseline", before)):
+        parts += [f"## Wait time per queue ({label})", "",
+                  markdown_table(("queue", "jobs", "p50", "p95", "p99"), _wait_rows(summary.wait_by_queue)), "",
+                  f"## Wait time per tier ({label})", "",
+                  markdown_table(("tier", "jobs", "p50", "p95", "p99"), _wait_rows(summary.wait_by_tier)), ""]
+    for label, summary in (("baseline", before), ("proposed", after)):
+        if summary.never_reasons:
+            parts += [f"## Jobs never scheduled ({label})", "",
+                      markdown_table(("reason", "jobs"), sorted(summary.never_reasons.items())), ""]
+    parts += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
+    return "\n".join(parts) + "\n"
+
+
+def _steps(result: Result, points: int = 2000) -> tuple[list[float], list[float], list[float]]:
+    timeline = result.timeline
+    stride = max(1, len(timeline) // points)
+    sampled = timeline[::stride] + [timeline[-1]]
+    start = result.runs[0].job.submit if result.runs else 0
+    hours = [(t - start) / HOUR for t, _, _ in sampled] + [(result.end - start) / HOUR]
+    alloc = [a / MILLI for _, a, _ in sampled] + [sampled[-1][1] / MILLI]
+    avail = [v / MILLI for _, _, v in sampled] + [sampled[-1][2] / MILLI]
+    return hours, alloc, avail
+
+
+def write_plots(out: Path, before: Result, after: Result, before_s: Summary, after_s: Summary) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for result, colour in ((before, "tab:gray"), (after, "tab:blue")):
+        hours, alloc, avail = _steps(result)
+        ax.step(hours, alloc, where="post", color=colour, label=f"{result.policy}: allocated GPUs")
+    hours, _, avail = _steps(after)
+    ax.step(hours, avail, where="post", color="black", linestyle=":", label="GPUs available")
+    ax.set_xlabel("hours since the first submission")
+    ax.set_ylabel("GPUs")
+    ax.set_title("GPU allocation over time")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    path = out / "allocation.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(str(path))
+
+    fig, ax = plt.subplots(figsize=(9, 4))
+    names = sorted(set(before_s.wait_by_tier) | set(after_s.wait_by_tier))
+    width = 0.38
+    for offset, summary, colour in ((-width / 2, before_s, "tab:gray"), (width / 2, after_s, "tab:blue")):
+        values = [summary.wait_by_tier[n].p95 if n in summary.wait_by_tier else 0 for n in names]
+        ax.bar([i + offset for i in range(len(names))], values, width, color=colour,
+               label=f"{summary.policy} p95")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("wait p95 (minutes)")
+    ax.set_title("Queue wait p95 per tier")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path = out / "wait-by-tier.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(str(path))
+    return written
