@@ -291,9 +291,12 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
         if rel in patches or Path(rel).name in kustomize.KUSTOMIZATION_NAMES:
             continue
         for doc in documents.get(rel, []):
-            if not _is_manifest(doc.data) or doc.data.get("apiVersion") == REPO_API_VERSION:
+            if rel in inputs or not isinstance(doc.data, dict) or doc.data.get("apiVersion") == REPO_API_VERSION:
                 continue
-            if rel in inputs:
+            if not _is_manifest(doc.data):
+                if "apiVersion" in doc.data or "kind" in doc.data:
+                    findings.append(Finding("SCHEMA004", Severity.ERROR, "document has no apiVersion or kind",
+                                            rel, doc.line))
                 continue
             if rel.split("/")[0] in ("clusters", "pools", "policies"):
                 findings.append(Finding("KUST005", Severity.WARNING, f"{doc.data['kind']} "

@@ -1,0 +1,103 @@
+"""The command line as a user meets it: exit codes, formats, clear errors, and nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import MINIREPO, copy_repo
+from gpupolicy.cli import main
+
+
+def _tree_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_clean_repo_exits_zero(capsys) -> None:
+    assert main(["validate", "--repo", str(MINIREPO)]) == 0
+    assert "0 error(s)" in capsys.readouterr().out
+
+
+def test_json_shape(capsys) -> None:
+    assert main(["validate", "--repo", str(MINIREPO), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["summary"]) == {"errors", "warnings", "objects", "clusters", "seconds"}
+    assert data["summary"]["clusters"] == 1 and data["summary"]["objects"] >= 5
+
+
+def test_typo_gives_exit_one_with_file_and_line(tmp_path: Path, capsys) -> None:
+    repo = copy_repo(MINIREPO, tmp_path / "r")
+    queues = repo / "clusters/mini/queues.yaml"
+    queues.write_text(queues.read_text().replace("nominalQuota", "nominalQuata"))
+    before = _tree_hash(repo)
+    assert main(["validate", "--repo", str(repo), "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert any(f["rule"] == "SCHEMA002" and f["path"] == "clusters/mini/queues.yaml" and f["line"] == 18
+               and "nominalQuata" in f["message"] for f in findings)
+    assert _tree_hash(repo) == before, "a validator must not write to the repository"
+
+
+def test_unknown_cluster_is_a_usage_error(capsys) -> None:
+    assert main(["validate", "--repo", str(MINIREPO), "--cluster", "nope"]) == 2
+    assert "no such cluster: nope" in capsys.readouterr().err
+
+
+def test_not_a_repository(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate"]) == 2
+    assert "not inside a policy repository" in capsys.readouterr().err
+
+
+def test_missing_kubectl_is_exit_two(monkeypatch, capsys) -> None:
+    from gpupolicy import kustomize
+
+    monkeypatch.setattr(kustomize.sys, "executable", "/nonexistent/python")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["validate", "--repo", str(MINIREPO), "--no-cache"]) == 2
+    assert "kubectl not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["validate", "render", "inspect", "rules"])
+def test_every_command_has_help(command: str, capsys) -> None:
+    assert main([command, "--help"]) == 0
+    assert "--repo" in capsys.readouterr().out
+
+
+def test_rules_lists_and_documents(capsys) -> None:
+    assert main(["rules"]) == 0
+    listing = capsys.readouterr().out
+    assert "YAML002" in listing and "SCHEMA002" in listing
+    assert main(["rules", "yaml007"]) == 0
+    assert "## Why it matters" in capsys.readouterr().out
+    assert main(["rules", "NOPE999"]) == 2
+
+
+def test_render_writes_only_where_asked(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["render", "--repo", str(MINIREPO), "--out", str(out)]) == 0
+    text = (out / "mini.yaml").read_text()
+    assert "kind: ClusterQueue" in text and "config.kubernetes.io/origin" in text
+
+
+def test_inspect_json_has_capacity(capsys) -> None:
+    assert main(["inspect", "--repo", str(MINIREPO), "--format", "json"]) == 0
+    cluster = json.loads(capsys.readouterr().out)["clusters"][0]
+    assert cluster["pools"][0]["capacity"] == {"nvidia.com/gpu": 16}
+    assert cluster["clusterQueues"][0]["quotas"][0]["nominal"] == 16
+
+
+def test_console_script_runs() -> None:
+    exe = Path(sys.executable).parent / "gpupolicy"
+    proc = subprocess.run([str(exe), "validate", "--repo", str(MINIREPO)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
