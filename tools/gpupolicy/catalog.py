@@ -281,7 +281,7 @@ def gpu_by_product_label(label: str) -> GPUModel | None:
     return None
 
 
-_PCI_ID = re.compile(r"^(?:0x)?(?:10de:)?([0-9a-f]{4})(?:10de)?(?::[0-9a-f]+)?$", re.IGNORECASE)
+_PCI_ID = re.compile(r"^(?:0x)?(?:10de:)?([0-9a-f]{4})(?:10de)?(?::(?:0x)?[0-9a-f]+)?$", re.IGNORECASE)
 
 
 def normalize_pci_id(pci_id: str) -> str | None:

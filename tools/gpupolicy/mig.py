@@ -473,11 +473,31 @@ def _evaluate_layout(name: str, entries: tuple[LayoutEntry, ...], chosen: list[G
                 "error", "disabled-with-devices",
                 f"{name}[{entry.index}]: mig-enabled is false but mig-devices lists "
                 f"{_describe(entry.mig_devices)}; mig-parted rejects this", at + (entry.index, "mig-devices"), name))
+    if not entries:  # every entry failed to parse; the schema problems say why
+        return report
     models = chosen if chosen is not None else _models_for(name, entries, report)
+    per_model: dict[str, list[Problem]] = {}
     for model in models:
         report.gpus.append(model.key)
+        before = len(report.problems)
         _check_on_model(name, entries, model, strategy, report)
+        per_model[model.key] = report.problems[before:]
+    if report.inferred:
+        _soften_guesses(report, per_model)
     return report
+
+
+def _soften_guesses(report: LayoutReport, per_model: dict[str, list[Problem]]) -> None:
+    """With no device-filter and no --gpu we only guess the GPU a layout is for: a profile name like 1g.10gb
+    exists on both A100-40GB and the 80 GB cards. When it fits some candidate, misfits on the others are info."""
+    fits = [key for key, problems in per_model.items() if not any(p.severity == "error" for p in problems)]
+    if not fits:
+        return
+    softened = {id(p) for problems in per_model.values() for p in problems if p.severity == "error"}
+    report.problems = [
+        Problem("info", p.kind, f"{p.message} (fits {', '.join(fits)}; name the GPU with --gpu or a device-filter "
+                "to make this an error)", p.path, p.layout, p.gpu) if id(p) in softened else p
+        for p in report.problems]
 
 
 def _models_for(name: str, entries: tuple[LayoutEntry, ...], report: LayoutReport) -> list[GPUModel]:

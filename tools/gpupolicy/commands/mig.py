@@ -141,8 +141,8 @@ def _as_text(source: Source, config: MigConfig | None, reports: list[LayoutRepor
 def _checked_against(report: LayoutReport, gpus: list[str] | None) -> str:
     if not report.gpus:
         return "not checked against any GPU model"
-    how = "--gpu" if gpus else ("every catalog GPU offering its profiles (no device-filter)" if report.inferred
-                                else "its device-filter")
+    how = "--gpu" if gpus else ("no device-filter: every catalog GPU offering its profiles" if report.inferred
+                                else "named by its device-filter")
     return f"checked on {', '.join(report.gpus)} ({how})"
 
 
