@@ -19,6 +19,7 @@ import copy
 import json
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -253,7 +254,9 @@ def _enclosing_group_end(pattern: str, start: int) -> int:
 @cache
 def _compiles(pattern: str) -> bool:
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # "possible nested set": valid, just ambiguous
+            re.compile(pattern)
     except re.error:
         return False
     try:
