@@ -23,6 +23,7 @@ SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
 YAML_SUFFIXES = (".yaml", ".yml")
 REPO_API_VERSION = "gpupolicy/v1"
 DEFAULT_KUBERNETES_VERSION = "1.33"
+IMPORTED_SCHEMAS = "policies/crd-schemas"
 
 
 @dataclass
@@ -226,14 +227,16 @@ def load_fleet(root: Path, clusters: list[str] | None = None, use_cache: bool = 
 
 
 def _crd_schemas(root: Path) -> dict:
-    try:
-        from . import crd
-    except ImportError:  # the CRD schema module is optional while it is being built
-        return {}
+    """Carried CRD schemas, overridden by any the repository imported with `gpupolicy schemas import`."""
+    from . import crd
+
     schemas = dict(crd.carried_schemas())
-    imported = root / "policies" / "crd-schemas"
+    imported = root / IMPORTED_SCHEMAS
     if imported.is_dir():
-        schemas.update(crd.load_schema_dir(imported))
+        try:
+            schemas.update(crd.load_schema_dir(imported))
+        except crd.CRDError as exc:
+            raise ToolError(f"{IMPORTED_SCHEMAS}: {exc}") from exc
     return schemas
 
 

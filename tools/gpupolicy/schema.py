@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from .crd import drop_nulls
 from .errors import ToolError
 
 CORE_GROUPS_SUFFIX = ".k8s.io"
@@ -73,9 +74,12 @@ class SchemaSet:
 
     def validate(self, body: dict, kubernetes_version: str) -> list[SchemaError] | None:
         """Errors for `body`; None when no schema is known for its kind."""
-        validator = self._validator(str(body.get("apiVersion")), str(body.get("kind")), kubernetes_version)
+        api_version, kind = str(body.get("apiVersion")), str(body.get("kind"))
+        validator = self._validator(api_version, kind, kubernetes_version)
         if validator is None:
             return None
+        if (api_version, kind) in self._crd_schemas:
+            body = drop_nulls(body)  # the API server drops nulls of custom resources before validating
         if validator.is_valid(body):
             return []
         return [_schema_error(error) for error in validator.iter_errors(body)]
@@ -124,7 +128,8 @@ def _schema_error(error: Any) -> SchemaError:
     path = tuple(error.instance_path)
     message = error.message
     unexpected = _UNEXPECTED.search(message)
-    if "Additional properties are not allowed" in message and unexpected:
+    if ("Additional properties are not allowed" in message or "Unevaluated properties are not allowed" in message) \
+            and unexpected:
         names = [name.strip("' ") for name in unexpected.group(1).split(",")]
         where = _dotted(path)
         field_list = ", ".join(repr(n) for n in names)

@@ -1,0 +1,25 @@
+"""gpupolicy schemas import FILE...: turn CRD YAML into JSON Schemas the validator uses for this repository."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import crd
+from ..pipeline import IMPORTED_SCHEMAS
+
+NAME = "schemas"
+HELP = "import CustomResourceDefinitions (kubectl get crd -o yaml) as schemas for validation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    importer = sub.add_parser("import", help="convert CRD YAML files into policies/crd-schemas/<group>/<kind>-<version>.json")
+    importer.add_argument("files", nargs="+", metavar="FILE")
+    importer.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
+    importer.add_argument("--out", metavar="DIR", help=f"output folder (default: <repo>/{IMPORTED_SCHEMAS})")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out or str(args.repo / IMPORTED_SCHEMAS)
+    return crd.main_import([*args.files, "--out", out])
