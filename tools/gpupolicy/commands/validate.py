@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import pipeline, report
+from .. import formats, incremental, pipeline, report  # noqa: F401  (formats registers sarif/junit/github)
 from ..progress import progress_bar
 
 NAME = "validate"
@@ -14,15 +14,42 @@ HELP = "validate the whole repository (render, strict load, schemas, fleet rules
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", action="append", metavar="NAME", help="only this cluster (repeatable)")
+    parser.add_argument("--changed-since", metavar="REV",
+                        help="only the clusters whose overlay inputs changed since the git revision REV "
+                             "(committed, staged, unstaged and untracked changes)")
     parser.add_argument("--format", default="text", choices=sorted(report.FORMATTERS), help="output format")
     parser.add_argument("--no-cache", action="store_true", help="render again even when inputs are unchanged")
     parser.add_argument("--verbose", "-v", action="store_true", help="print timings per stage")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
 
 
+def _clusters(args: argparse.Namespace) -> list[str] | None:
+    """The clusters to validate: None for all; an empty list when the change reaches no cluster and no
+    loose YAML file (then there is nothing to validate)."""
+    if not args.changed_since:
+        return args.cluster
+    selection = incremental.changed_clusters(args.repo, args.changed_since)
+    chosen = [c for c in selection.clusters if not args.cluster or c in args.cluster]
+    print(f"gpupolicy: --changed-since {args.changed_since}: {selection.describe()}", file=sys.stderr)
+    if args.verbose:
+        for cluster, paths in selection.reasons.items():
+            print(f"  {cluster}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}", file=sys.stderr)
+    if chosen:
+        return chosen
+    if selection.validates_loose_files():
+        # pipeline.run(clusters=[]) means "all clusters"; changed loose files still need the strict loader.
+        print("gpupolicy: changed YAML outside every cluster overlay: validating everything", file=sys.stderr)
+        return args.cluster
+    return []
+
+
 def run(args: argparse.Namespace) -> int:
+    clusters = _clusters(args)
+    if clusters == []:
+        print("gpupolicy: no cluster depends on the changed paths; nothing to validate", file=sys.stderr)
+        return 0
     with progress_bar("rendering") as bar:
-        result = pipeline.run(args.repo, clusters=args.cluster, use_cache=not args.no_cache, progress=bar)
+        result = pipeline.run(args.repo, clusters=clusters, use_cache=not args.no_cache, progress=bar)
     text = report.FORMATTERS[args.format](result, str(args.repo))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:

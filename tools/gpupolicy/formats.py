@@ -1,0 +1,173 @@
+"""Review and CI formatters: SARIF 2.1.0 (code review), JUnit XML (CI test reports), GitHub annotations.
+
+Each formatter takes any result with `.findings` (a validate RunResult, or a diff report) and the repository
+root, and returns text. A diff report may also carry `sarif_results`: (finding, baselineState) pairs, so
+code review tools can tell new findings from old ones. Importing this module registers the formatters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+from xml.etree import ElementTree
+
+from . import __version__, report
+from .findings import Finding, Severity
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+SRCROOT = "%SRCROOT%"
+INFORMATION_URI = "https://github.com/gpupolicy/gpupolicy"
+
+
+def _registry() -> dict:
+    from .rules import all_rules
+
+    return all_rules()
+
+
+# --- SARIF ---------------------------------------------------------------------------------------------------
+
+def as_sarif(result: Any, root: str = "") -> str:
+    pairs = list(getattr(result, "sarif_results", None) or [(f, None) for f in result.findings])
+    rules = _sarif_rules(f for f, _state in pairs)
+    index = {rule["id"]: position for position, rule in enumerate(rules)}
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "gpupolicy", "version": __version__, "informationUri": INFORMATION_URI,
+                            "rules": rules}},
+        "originalUriBaseIds": {SRCROOT: {"description": {"text": "the policy repository root"}}},
+        "columnKind": "unicodeCodePoints",
+        "results": [_sarif_result(f, state, index) for f, state in pairs],
+    }
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)
+
+
+def _sarif_rules(findings: Iterable[Finding]) -> list[dict]:
+    """Every registered rule (so a clean run still documents them), plus any unregistered ID a finding uses."""
+    registry = _registry()
+    ids = list(registry) + sorted({f.rule for f in findings} - set(registry))
+    return [_sarif_rule(rule_id, registry.get(rule_id)) for rule_id in ids]
+
+
+def _sarif_rule(rule_id: str, rule: Any) -> dict:
+    if rule is None:
+        return {"id": rule_id, "shortDescription": {"text": rule_id}}
+    descriptor: dict[str, Any] = {
+        "id": rule.id,
+        "name": rule.module.rpartition(".")[2],
+        "shortDescription": {"text": rule.summary},
+        "defaultConfiguration": {"level": SARIF_LEVEL[rule.severity]},
+        "properties": {"category": rule.category},
+    }
+    if rule.doc:
+        first_paragraph = rule.doc.split("\n\n", 1)[0].strip()
+        descriptor["fullDescription"] = {"text": first_paragraph}
+        descriptor["help"] = {"text": rule.doc, "markdown": rule.doc}
+    return descriptor
+
+
+def _sarif_result(finding: Finding, baseline_state: str | None, index: dict[str, int]) -> dict:
+    message = finding.message + (f" (hint: {finding.hint})" if finding.hint else "")
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "ruleIndex": index[finding.rule],
+        "level": SARIF_LEVEL[finding.severity],
+        "message": {"text": message},
+        # Stable across line shifts, so review tools match a finding to itself between revisions.
+        "partialFingerprints": {"gpupolicy/v1": fingerprint(finding)},
+    }
+    if finding.path:
+        physical: dict[str, Any] = {"artifactLocation": {"uri": finding.path, "uriBaseId": SRCROOT}}
+        if finding.line > 0:
+            physical["region"] = {"startLine": finding.line}
+        result["locations"] = [{"physicalLocation": physical}]
+    if finding.cluster:
+        result["properties"] = {"clusters": finding.cluster.split(",")}
+    if baseline_state:
+        result["baselineState"] = baseline_state
+    return result
+
+
+def fingerprint(finding: Finding) -> str:
+    """Identity of a finding that ignores its line: rule, file and message."""
+    return hashlib.sha256(f"{finding.rule}\0{finding.path}\0{finding.message}".encode()).hexdigest()[:32]
+
+
+# --- JUnit ---------------------------------------------------------------------------------------------------
+
+def as_junit(result: Any, root: str = "") -> str:
+    """One testcase per rule; a <failure> per error finding. Warnings and notes go to the case's system-out,
+    so a CI test report fails exactly when `validate` exits 1."""
+    by_rule: dict[str, list[Finding]] = {rule_id: [] for rule_id in _registry()}
+    for finding in result.findings:
+        by_rule.setdefault(finding.rule, []).append(finding)
+    failures = sum(1 for f in result.findings if f.severity is Severity.ERROR)
+    seconds = f"{sum(getattr(result, 'timings', {}).values()):.3f}"
+    suites = ElementTree.Element("testsuites", name="gpupolicy", tests=str(len(by_rule)),
+                                 failures=str(failures), errors="0", time=seconds)
+    suite = ElementTree.SubElement(suites, "testsuite", name="gpupolicy", tests=str(len(by_rule)),
+                                   failures=str(failures), errors="0", skipped="0", time=seconds)
+    registry = _registry()
+    for rule_id, findings in by_rule.items():
+        rule = registry.get(rule_id)
+        case = ElementTree.SubElement(suite, "testcase", classname=f"gpupolicy.{rule_id.rstrip('0123456789')}",
+                                      name=f"{rule_id}: {rule.summary}" if rule else rule_id, time="0")
+        notes = []
+        for finding in findings:
+            if finding.severity is Severity.ERROR:
+                failure = ElementTree.SubElement(case, "failure", message=finding.message, type=finding.rule)
+                failure.text = _junit_detail(finding)
+            else:
+                notes.append(f"{finding.severity.value}: {_junit_detail(finding)}")
+        if notes:
+            ElementTree.SubElement(case, "system-out").text = "\n".join(notes)
+    ElementTree.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
+
+
+def _junit_detail(finding: Finding) -> str:
+    place = f"{finding.path}:{finding.line}" if finding.line else (finding.path or "<repository>")
+    parts = [f"{place}: {finding.message}"]
+    if finding.cluster:
+        parts.append(f"clusters: {finding.cluster}")
+    if finding.hint:
+        parts.append(f"hint: {finding.hint}")
+    return "\n".join(parts)
+
+
+# --- GitHub workflow annotations ---------------------------------------------------------------------------
+
+def as_github(result: Any, root: str = "") -> str:
+    """`::error file=F,line=N,title=RULE::message` lines, which GitHub Actions turns into annotations on
+    the pull request's diff."""
+    return "\n".join(_github_line(f) for f in result.findings)
+
+
+def _github_line(finding: Finding) -> str:
+    properties = []
+    if finding.path:
+        properties.append(f"file={_escape_property(finding.path)}")
+        if finding.line > 0:
+            properties.append(f"line={finding.line}")
+    properties.append(f"title={_escape_property(finding.rule)}")
+    message = finding.message + (f"\n{finding.hint}" if finding.hint else "")
+    if finding.cluster:
+        message += f"\nclusters: {finding.cluster}"
+    return f"::{GITHUB_COMMAND[finding.severity]} {','.join(properties)}::{_escape_data(message)}"
+
+
+# The workflow command grammar: data escapes %, CR and LF; property values also escape ':' and ','.
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+FORMATS = {"sarif": as_sarif, "junit": as_junit, "github": as_github}
+for _name, _formatter in FORMATS.items():
+    report.register(_name, _formatter)

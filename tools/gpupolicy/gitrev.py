@@ -1,0 +1,103 @@
+"""Git revisions for `diff` and `--changed-since`, read without touching the user's working tree or index.
+
+A revision is materialized with `git archive` into a temporary directory (read-only plumbing: no checkout,
+no index, no worktree bookkeeping). The policy repository may be a subdirectory of the git repository; every
+path here is relative to the policy repository root.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ToolError
+
+GIT_TIMEOUT_SECONDS = 120
+DEFAULT_BRANCH = "main"
+
+
+def _git(root: Path, *args: str, binary: bool = False) -> str | bytes:
+    try:
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS,
+                              check=False)
+    except FileNotFoundError as exc:
+        raise ToolError("git is not installed; it is needed to compare revisions") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ToolError(f"git {args[0]} timed out after {GIT_TIMEOUT_SECONDS}s") from exc
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise ToolError(f"git {' '.join(args)}: {message[-1] if message else 'failed'}")
+    return proc.stdout if binary else proc.stdout.decode()
+
+
+def _prefix(root: Path) -> str:
+    """The policy repository's path inside the git repository ('' at the top, else 'sub/dir/')."""
+    try:
+        return str(_git(root, "rev-parse", "--show-prefix")).strip()
+    except ToolError as exc:
+        raise ToolError(f"{root} is not inside a git repository ({exc})") from exc
+
+
+def resolve(root: Path, rev: str) -> str:
+    """The commit a revision names, or a clear error."""
+    try:
+        return str(_git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")).strip()
+    except ToolError:
+        raise ToolError(f"unknown git revision {rev!r}") from None
+
+
+def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> str:
+    """The merge base of HEAD with `branch` (or origin/`branch`); HEAD itself when neither exists."""
+    for candidate in (branch, f"origin/{branch}"):
+        try:
+            resolve(root, candidate)
+        except ToolError:
+            continue
+        return str(_git(root, "merge-base", "HEAD", candidate)).strip()
+    return resolve(root, "HEAD")
+
+
+@contextmanager
+def materialize(root: Path, rev: str) -> Iterator[Path]:
+    """The policy repository as it was at `rev`, in a temporary directory removed afterwards."""
+    commit = resolve(root, rev)
+    prefix = _prefix(root)
+    tree = f"{commit}:{prefix}" if prefix else commit
+    archive = _git(root, "archive", "--format=tar", tree, binary=True)
+    with tempfile.TemporaryDirectory(prefix="gpupolicy-rev-") as tmp:
+        target = Path(tmp) / "repo"
+        target.mkdir()
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(target, filter="data")
+        yield target
+
+
+@dataclass
+class Changes:
+    """Paths (relative to the policy repository) that differ between a revision and the working tree."""
+
+    modified: set[str] = field(default_factory=set)  # added, modified, renamed-to, untracked
+    deleted: set[str] = field(default_factory=set)  # present at the revision, gone now (or renamed-from)
+
+    @property
+    def all(self) -> set[str]:
+        return self.modified | self.deleted
+
+
+def changed_since(root: Path, rev: str) -> Changes:
+    """What `git diff REV` (staged and unstaged) plus untracked files change under the policy repository."""
+    commit = resolve(root, rev)
+    changes = Changes()
+    status = str(_git(root, "diff", "--name-status", "--no-renames", "--relative", "-z", commit, "--", "."))
+    fields = [f for f in status.split("\0") if f]
+    for code, path in zip(fields[::2], fields[1::2], strict=False):
+        (changes.deleted if code.startswith("D") else changes.modified).add(path)
+    untracked = str(_git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", "."))
+    changes.modified.update(p for p in untracked.split("\0") if p)
+    return changes

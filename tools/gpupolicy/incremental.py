@@ -1,0 +1,97 @@
+"""Incremental validation: which clusters a set of changed paths can affect.
+
+A cluster is affected by a changed path when
+- the path is in the cluster overlay's dependency closure (`Graph.closure`: kustomizations, resources,
+  patches, generator inputs), at the working tree or — for a deleted path — at the base revision;
+- or the path sits directly in a directory the overlay includes (`Graph.directories`): this is how
+  `pools/<pool>/pool.yaml` (read by the toolkit, never by kustomize) and `clusters/<name>/cluster.yaml`
+  reach the clusters that include that pool or are that cluster;
+- or the path is toolkit input for every cluster (`tools/`, `pyproject.toml`, `policies/crd-schemas/`):
+  new rules, new pins or new CRD schemas can change any cluster's findings, so every cluster is affected.
+Anything else (docs, READMEs, CI files) affects no cluster. Files no overlay includes are still strictly
+loaded and schema-checked on every run, incremental or not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from . import gitrev, kustomize, pipeline
+
+EVERY_CLUSTER_PREFIXES = ("tools/", "policies/crd-schemas/")
+EVERY_CLUSTER_FILES = ("pyproject.toml",)
+
+
+@dataclass
+class Selection:
+    """The clusters a change affects, and why."""
+
+    clusters: list[str]
+    all_clusters: list[str]
+    changed: set[str]
+    reasons: dict[str, list[str]] = field(default_factory=dict)  # cluster -> changed paths that reach it
+    everything: list[str] = field(default_factory=list)  # changed paths that affect every cluster
+
+    def describe(self) -> str:
+        head = (f"{len(self.clusters)} of {len(self.all_clusters)} cluster(s) affected by "
+                f"{len(self.changed)} changed path(s)")
+        if self.everything:
+            return f"{head} (toolkit inputs changed: {', '.join(sorted(self.everything)[:3])})"
+        return head
+
+    def validates_loose_files(self) -> bool:
+        """Whether a changed YAML file outside every affected overlay still needs the strict loader."""
+        reached = {p for paths in self.reasons.values() for p in paths}
+        return any(_is_scanned_yaml(p) for p in self.changed - reached)
+
+
+def _is_scanned_yaml(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return bool(parts) and parts[0] in pipeline.SCANNED_DIRS and path.endswith(pipeline.YAML_SUFFIXES)
+
+
+def affects_every_cluster(path: str) -> bool:
+    return path.startswith(EVERY_CLUSTER_PREFIXES) or path in EVERY_CLUSTER_FILES
+
+
+def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[str, set[str]]:
+    """cluster -> the paths among `paths` that its overlay depends on in `graph`."""
+    reached: dict[str, set[str]] = {}
+    for name in names:
+        overlay = f"clusters/{name}"
+        closure = set(graph.closure(overlay))
+        directories = set(graph.directories(overlay))
+        hits = {p for p in paths if p in closure or str(PurePosixPath(p).parent) in directories}
+        if hits:
+            reached[name] = hits
+    return reached
+
+
+def select(root: Path, changes: gitrev.Changes, rev: str) -> Selection:
+    """The clusters of the working tree at `root` that `changes` (relative to `rev`) can affect."""
+    names = pipeline.cluster_names(root)
+    everything = sorted(p for p in changes.all if affects_every_cluster(p))
+    if everything:
+        return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
+    graph = kustomize.build_graph(root, [f"clusters/{n}" for n in names])
+    reached = _reach(graph, names, changes.all)
+    if changes.deleted:
+        for name, hits in _reach_at_revision(root, rev, changes.deleted).items():
+            if name in names:
+                reached.setdefault(name, set()).update(hits)
+    return Selection(sorted(reached), list(names), changes.all,
+                     {name: sorted(hits) for name, hits in sorted(reached.items())})
+
+
+def _reach_at_revision(root: Path, rev: str, deleted: set[str]) -> dict[str, set[str]]:
+    """Deleted paths are gone from today's graph: ask the graph as it was at the revision."""
+    with gitrev.materialize(root, rev) as old_root:
+        old_names = pipeline.cluster_names(old_root)
+        old_graph = kustomize.build_graph(old_root, [f"clusters/{n}" for n in old_names])
+        return _reach(old_graph, old_names, deleted)
+
+
+def changed_clusters(root: Path, rev: str) -> Selection:
+    """`git diff --name-only REV` plus untracked files, mapped to the clusters they affect."""
+    return select(root, gitrev.changed_since(root, rev), rev)
