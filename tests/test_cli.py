@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import MINIREPO, copy_repo
+
 from gpupolicy.cli import main
 
 

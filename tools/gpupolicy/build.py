@@ -11,9 +11,27 @@ import yaml
 from . import capacity
 from .findings import Location
 from .model import (
-    ClusterFacts, ClusterQueue, Cohort, ConfigEntry, FlavorQuotas, Flavor, K8sObject, LocalQueue, Namespace,
-    NamespaceQuota, NvidiaDriver, Pool, PriorityClass, ResourceGroup, ResourceQuota, Taint,
-    WorkloadPriorityClass, Cluster, TEAM_LABEL, TIER_LABEL, WORKLOAD_LABEL,
+    TEAM_LABEL,
+    TIER_LABEL,
+    WORKLOAD_LABEL,
+    Cluster,
+    ClusterFacts,
+    ClusterQueue,
+    Cohort,
+    ConfigEntry,
+    Flavor,
+    FlavorQuotas,
+    K8sObject,
+    LocalQueue,
+    Namespace,
+    NamespaceQuota,
+    NvidiaDriver,
+    Pool,
+    PriorityClass,
+    ResourceGroup,
+    ResourceQuota,
+    Taint,
+    WorkloadPriorityClass,
 )
 from .quantity import QuantityError, parse_quantity
 from .yamlload import Document, load_bytes, load_text
@@ -332,7 +350,7 @@ def _cluster_policy(cluster: Cluster) -> K8sObject | None:
     if values_map is None:
         return None
     merged: dict = {}
-    for key in sorted((values_map.body.get("data") or {})):
+    for key in sorted(values_map.body.get("data") or {}):
         try:
             layer = yaml.safe_load(values_map.body["data"][key]) or {}
         except yaml.YAMLError:
