@@ -1,0 +1,172 @@
+"""The admission policies, evaluated with CEL against a corpus of hostile and legitimate pod specs.
+
+Every file in hostile/ must be denied and every file in legitimate/ admitted. A case file holds a
+`description`, an optional `request` (operation, subResource, username, groups) and the `object`. The
+policies are the repository's own (policies/admission/); the development copies in policies/ here are
+checked against the same corpus so the corpus itself stays honest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpupolicy import cel
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+REPO_POLICIES = REPO / "policies" / "admission"
+DEV_POLICIES = HERE / "policies"
+
+
+def _yaml_objects(folder: Path) -> list[dict]:
+    objects = []
+    for path in sorted(folder.rglob("*.y*ml")):
+        objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if isinstance(doc, dict))
+    return objects
+
+
+def _chain(source: str) -> cel.AdmissionChain:
+    if source == "repository":
+        if not REPO_POLICIES.is_dir():
+            pytest.skip("policies/admission/ does not exist yet")
+        objects = _yaml_objects(REPO_POLICIES)
+        if not any(o.get("kind") == cel.BINDING_KIND for o in objects):
+            pytest.fail("policies/admission/ has no ValidatingAdmissionPolicyBinding: no policy is enforced")
+        return cel.AdmissionChain.from_objects(objects)
+    return cel.AdmissionChain.from_objects(_yaml_objects(DEV_POLICIES))
+
+
+NAMESPACES = {doc["metadata"]["name"]: doc for doc in yaml.safe_load_all((HERE / "namespaces.yaml").read_text())}
+SOURCES = ("repository", "development")
+
+
+def _cases(kind: str) -> list[Path]:
+    return sorted((HERE / kind).glob("*.yaml"))
+
+
+def _requests(case_file: Path) -> list[cel.Request]:
+    """The case's own request, then (for a workload) the pods its controllers would create."""
+    case = yaml.safe_load(case_file.read_text())
+    obj = case["object"]
+    settings = case.get("request") or {}
+    namespace = NAMESPACES[obj["metadata"]["namespace"]]
+    first = cel.Request(object=obj, namespace=namespace, operation=settings.get("operation", "CREATE"),
+                        sub_resource=settings.get("subResource", ""),
+                        old_object=obj if settings.get("operation") == "UPDATE" else None,
+                        username=settings.get("username", "alice@example.com"),
+                        groups=tuple(settings.get("groups", ("system:authenticated",))))
+    return [first, *cel.workload_requests(obj, namespace)[1:]]
+
+
+def _denials(chain: cel.AdmissionChain, case: Path) -> list[cel.Violation]:
+    return [denial for request in _requests(case) for denial in chain.denials(request)]
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(_cases("hostile")) >= 20
+    assert len(_cases("legitimate")) >= 20
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("case", _cases("hostile"), ids=lambda p: p.stem)
+def test_hostile_spec_is_denied(source: str, case: Path) -> None:
+    chain = _chain(source)
+    denials = _denials(chain, case)
+    assert denials, f"{source} policies admit hostile spec {case.stem}"
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("case", _cases("legitimate"), ids=lambda p: p.stem)
+def test_legitimate_spec_is_admitted(source: str, case: Path) -> None:
+    chain = _chain(source)
+    denials = _denials(chain, case)
+    assert not denials, f"{source} policies deny {case.stem}: {[d.message for d in denials]}"
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_policies_compile(source: str) -> None:
+    chain = _chain(source)
+    problems = {name: [p.message for p in cel.compile_errors(policy.body)] for name, policy in chain.policies.items()}
+    assert not any(problems.values()), problems
+
+
+# --- the evaluator's own semantics ----------------------------------------------------------------------------
+
+def _policy(validations: list[dict], **spec) -> dict:
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                             "operations": ["CREATE"], "resources": ["pods"]}]},
+                     "validations": validations, **spec}}
+
+
+def _binding(actions: list[str], **spec) -> dict:
+    return {"kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "b"},
+            "spec": {"policyName": "p", "validationActions": actions, **spec}}
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "alpha", "labels": {"a": "b"}},
+       "spec": {"containers": [{"name": "c", "image": "i"}]}}
+
+
+def _review(policy: dict, binding: dict, obj: dict = POD, **request) -> list[cel.Violation]:
+    chain = cel.AdmissionChain.from_objects([policy, binding])
+    return chain.review(cel.Request(object=obj, namespace=NAMESPACES["alpha"], **request))
+
+
+def test_false_validation_denies_with_its_message_expression() -> None:
+    policy = _policy([{"expression": "object.metadata.name == 'y'",
+                       "messageExpression": "'bad name ' + object.metadata.name"}])
+    [violation] = _review(policy, _binding(["Deny"]))
+    assert violation.denies and violation.message == "bad name x"
+
+
+def test_warn_and_audit_do_not_deny() -> None:
+    policy = _policy([{"expression": "false", "message": "no"}])
+    [violation] = _review(policy, _binding(["Warn", "Audit"]))
+    assert not violation.denies
+
+
+def test_expression_error_denies_under_fail_and_is_ignored_under_ignore() -> None:
+    broken = [{"expression": "object.spec.missing.field == 1"}]
+    assert _review(_policy(broken), _binding(["Deny"]))[0].message.startswith("expression error")
+    assert _review(_policy(broken, failurePolicy="Ignore"), _binding(["Deny"])) == []
+
+
+def test_false_match_condition_skips_the_policy() -> None:
+    policy = _policy([{"expression": "false"}], matchConditions=[{"name": "never", "expression": "false"}])
+    assert _review(policy, _binding(["Deny"])) == []
+
+
+def test_variables_are_visible_in_order() -> None:
+    policy = _policy([{"expression": "variables.second == 2"}],
+                     variables=[{"name": "first", "expression": "1"},
+                                {"name": "second", "expression": "variables.first + 1"}])
+    assert _review(policy, _binding(["Deny"])) == []
+
+
+def test_binding_namespace_selector_and_resource_rules_limit_the_scope() -> None:
+    policy = _policy([{"expression": "false"}])
+    elsewhere = _binding(["Deny"], matchResources={"namespaceSelector": {"matchLabels": {"team": "other"}}})
+    assert _review(policy, elsewhere) == []
+    assert _review(policy, _binding(["Deny"]), operation="UPDATE") == []
+    assert _review(policy, _binding(["Deny"]), obj={**POD, "kind": "Service"}) == []
+
+
+def test_kubernetes_library_functions() -> None:
+    policy = _policy([{"expression": "'A,B'.lowerAscii().split(',').size() == 2 && "
+                                     "quantity('2Gi').isGreaterThan(quantity('1500Mi'))"}])
+    assert _review(policy, _binding(["Deny"])) == []
+
+
+@pytest.mark.parametrize("expression, fragment", [
+    ("object.metadata.name ==", "Syntax error"),
+    ("object.?metadata.name == 'x'", "optional syntax"),
+    ("object.metadata.name.frobnicate()", "frobnicate"),
+])
+def test_compile_errors_are_reported(expression: str, fragment: str) -> None:
+    [problem] = cel.compile_errors(_policy([{"expression": expression}]))
+    assert fragment in problem.message and problem.path == ("spec", "validations", 0, "expression")

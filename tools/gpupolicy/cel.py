@@ -1,0 +1,507 @@
+"""Evaluate Kubernetes ValidatingAdmissionPolicies offline, the way the API server would.
+
+The CEL engine is `common-expression-language` (module `cel`, Rust `cel-interpreter` bindings); see
+docs/decisions/0013-admission-and-cel.md for why it was chosen over `cel-python`. This module adds what the
+API server adds around plain CEL:
+
+- matching: `matchConstraints` (resourceRules, excludeResourceRules, namespaceSelector, objectSelector) of the
+  policy and `matchResources` of each binding;
+- `matchConditions` (all must be true), `variables` (in order, visible as `variables.<name>`), `validations`
+  (with `message` / `messageExpression`), `failurePolicy` (an expression error denies under `Fail`);
+- the binding's `validationActions` (`Deny` denies; `Warn` and `Audit` do not);
+- a few Kubernetes CEL library functions (strings and quantities) the engine lacks.
+
+Semantics follow the Kubernetes documentation "Validating Admission Policy" (kubernetes.io/docs/reference/
+access-authn-authz/validating-admission-policy/) and the CEL-in-Kubernetes library page
+(kubernetes.io/docs/reference/using-api/cel/). Not supported: `paramKind`/`params` values, `authorizer`, the
+optional syntax (`.?field`, `orValue`); policies using them are reported by `compile_errors()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import cel as _cel
+
+from .quantity import QuantityError, parse_quantity
+
+POLICY_KIND = "ValidatingAdmissionPolicy"
+BINDING_KIND = "ValidatingAdmissionPolicyBinding"
+
+# kind -> (API group, resource) for the workload kinds the repository deals with; others fall back to
+# the lower-cased plural of the kind.
+RESOURCES: dict[str, tuple[str, str]] = {
+    "Pod": ("", "pods"), "Namespace": ("", "namespaces"), "Deployment": ("apps", "deployments"),
+    "StatefulSet": ("apps", "statefulsets"), "DaemonSet": ("apps", "daemonsets"),
+    "ReplicaSet": ("apps", "replicasets"), "Job": ("batch", "jobs"), "CronJob": ("batch", "cronjobs"),
+    "JobSet": ("jobset.x-k8s.io", "jobsets"), "RayJob": ("ray.io", "rayjobs"),
+    "RayCluster": ("ray.io", "rayclusters"), "PyTorchJob": ("kubeflow.org", "pytorchjobs"),
+    "TrainJob": ("trainer.kubeflow.org", "trainjobs"), "LeaderWorkerSet": ("leaderworkerset.x-k8s.io",
+                                                                         "leaderworkersets"),
+}
+
+# Standard CEL functions the engine implements, plus the Kubernetes library functions added below.
+_STANDARD_FUNCTIONS = {
+    "size", "int", "uint", "double", "string", "bytes", "bool", "dyn", "type", "duration", "timestamp",
+    "matches", "contains", "startsWith", "endsWith", "max", "min", "getDate", "getDayOfMonth", "getDayOfWeek",
+    "getDayOfYear", "getFullYear", "getHours", "getMilliseconds", "getMinutes", "getMonth", "getSeconds",
+}
+_VARIABLE_NAMES = ("object", "oldObject", "request", "params", "namespaceObject", "variables")
+
+
+# --- Kubernetes CEL library functions (a subset), as plain Python -----------------------------------------
+
+def _quantity(text: Any) -> float:
+    try:
+        return float(parse_quantity(text))
+    except QuantityError as exc:
+        raise ValueError(f"quantity: {exc}") from exc
+
+
+def _is_quantity(text: Any) -> bool:
+    try:
+        parse_quantity(text)
+        return True
+    except QuantityError:
+        return False
+
+
+def _compare(left: float, right: float) -> int:
+    return (left > right) - (left < right)
+
+
+def _as_integer(value: float) -> int:
+    if value != int(value):
+        raise ValueError("quantity is not an integer")
+    return int(value)
+
+
+KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    # strings library
+    "lowerAscii": lambda s: s.lower(), "upperAscii": lambda s: s.upper(), "trim": lambda s: s.strip(),
+    "split": lambda s, sep: s.split(sep), "join": lambda items, sep="": sep.join(items),
+    "replace": lambda s, old, new: s.replace(old, new), "indexOf": lambda s, sub: s.find(sub),
+    "lastIndexOf": lambda s, sub: s.rfind(sub),
+    # quantity library; a quantity is modelled as its float value
+    "quantity": _quantity, "isQuantity": _is_quantity, "asApproximateFloat": float, "asInteger": _as_integer,
+    "isInteger": lambda q: q == int(q), "sign": lambda q: _compare(q, 0.0),
+    "isGreaterThan": lambda a, b: a > b, "isLessThan": lambda a, b: a < b, "compareTo": _compare,
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+}
+KNOWN_FUNCTIONS = _STANDARD_FUNCTIONS | set(KUBERNETES_FUNCTIONS)
+
+
+# --- compiled expressions ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CelProblem:
+    """An expression that cannot be evaluated; `path` is the field path inside the policy object."""
+
+    path: tuple
+    expression: str
+    message: str
+    unsupported: bool = False  # Kubernetes accepts it, the toolkit cannot evaluate it
+
+
+def compile_expression(expression: Any, path: tuple) -> tuple[Any | None, CelProblem | None]:
+    if not isinstance(expression, str) or not expression.strip():
+        return None, CelProblem(path, str(expression), "expression is empty or not a string")
+    if ".?" in expression or "?." in expression:
+        return None, CelProblem(path, expression, "uses CEL optional syntax (`.?field`), which the toolkit's "
+                                "CEL engine cannot evaluate", unsupported=True)
+    try:
+        program = _cel.compile(expression)
+    except (ValueError, RuntimeError) as exc:
+        return None, CelProblem(path, expression, _first_line(exc))
+    unknown = [f for f in program.functions() if f[:1].isalpha() and f not in KNOWN_FUNCTIONS]
+    if unknown:
+        return None, CelProblem(path, expression, f"calls {', '.join(unknown)}, which is not a CEL or Kubernetes "
+                                "library function the toolkit knows", unsupported=True)
+    return program, None
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc)
+    marker = text.find("ERROR: ")
+    detail = text[marker + len("ERROR: "):] if marker >= 0 else text
+    return detail.splitlines()[0].replace("<input>:", "at ") if detail else type(exc).__name__
+
+
+@dataclass
+class Policy:
+    """A ValidatingAdmissionPolicy with its expressions compiled."""
+
+    name: str
+    body: dict
+    failure_policy: str
+    match_conditions: list[tuple[str, Any]] = field(default_factory=list)  # (name, program)
+    variables: list[tuple[str, Any]] = field(default_factory=list)  # (name, program)
+    validations: list[dict] = field(default_factory=list)  # {program, message, message_program, reason}
+    problems: list[CelProblem] = field(default_factory=list)
+
+    @classmethod
+    def from_body(cls, body: dict) -> Policy:
+        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        policy = cls(name=str((body.get("metadata") or {}).get("name", "")), body=body,
+                     failure_policy=str(spec.get("failurePolicy") or "Fail"))
+        for index, condition in enumerate(_dicts(spec.get("matchConditions"))):
+            program = policy._compile(condition.get("expression"), ("spec", "matchConditions", index, "expression"))
+            policy.match_conditions.append((str(condition.get("name", index)), program))
+        for index, variable in enumerate(_dicts(spec.get("variables"))):
+            program = policy._compile(variable.get("expression"), ("spec", "variables", index, "expression"))
+            policy.variables.append((str(variable.get("name", "")), program))
+        for index, validation in enumerate(_dicts(spec.get("validations"))):
+            base = ("spec", "validations", index)
+            message_program = None
+            if validation.get("messageExpression"):
+                message_program = policy._compile(validation["messageExpression"], (*base, "messageExpression"))
+            policy.validations.append({
+                "program": policy._compile(validation.get("expression"), (*base, "expression")),
+                "expression": str(validation.get("expression", "")),
+                "message": validation.get("message"), "message_program": message_program})
+        return policy
+
+    def _compile(self, expression: Any, path: tuple) -> Any | None:
+        program, problem = compile_expression(expression, path)
+        if problem:
+            self.problems.append(problem)
+        return program
+
+
+def compile_errors(body: dict) -> list[CelProblem]:
+    """Every expression of a ValidatingAdmissionPolicy that does not compile (or that the toolkit cannot run)."""
+    problems = list(Policy.from_body(body).problems)
+    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+    if spec.get("paramKind"):
+        problems.append(CelProblem(("spec", "paramKind"), "", "uses paramKind; the toolkit evaluates policies "
+                                   "without parameters", unsupported=True))
+    return problems
+
+
+# --- admission requests ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Request:
+    """One admission request: the object, its namespace and who sends it."""
+
+    object: dict
+    namespace: dict | None = None  # the Namespace object (None for cluster-scoped objects)
+    operation: str = "CREATE"
+    sub_resource: str = ""
+    old_object: dict | None = None
+    username: str = "alice@example.com"
+    groups: tuple[str, ...] = ("system:authenticated",)
+
+    @property
+    def kind(self) -> str:
+        return str(self.object.get("kind", ""))
+
+    @property
+    def group_version(self) -> tuple[str, str]:
+        api_version = str(self.object.get("apiVersion", "v1"))
+        group, _, version = api_version.rpartition("/")
+        return group, version
+
+    @property
+    def resource(self) -> str:
+        return RESOURCES.get(self.kind, ("", self.kind.lower() + "s"))[1]
+
+    def as_cel(self) -> dict:
+        group, version = self.group_version
+        metadata = self.object.get("metadata") or {}
+        return {
+            "kind": {"group": group, "version": version, "kind": self.kind},
+            "resource": {"group": group, "version": version, "resource": self.resource},
+            "subResource": self.sub_resource, "name": metadata.get("name", ""),
+            "namespace": metadata.get("namespace", ""), "operation": self.operation,
+            "userInfo": {"username": self.username, "groups": list(self.groups)}, "dryRun": False,
+        }
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    binding: str
+    message: str
+    actions: tuple[str, ...]
+    validation: int | None = None  # index into spec.validations; None for a matchCondition error
+
+    @property
+    def denies(self) -> bool:
+        return "Deny" in self.actions
+
+
+# --- workloads and the pods their controllers create ----------------------------------------------------
+
+# Who creates the pods of a workload kind (the built-in controllers run as kube-system service accounts).
+_POD_CREATOR = {
+    "Deployment": "system:serviceaccount:kube-system:replicaset-controller",
+    "ReplicaSet": "system:serviceaccount:kube-system:replicaset-controller",
+    "StatefulSet": "system:serviceaccount:kube-system:statefulset-controller",
+    "DaemonSet": "system:serviceaccount:kube-system:daemon-set-controller",
+    "Job": "system:serviceaccount:kube-system:job-controller",
+    "CronJob": "system:serviceaccount:kube-system:job-controller",
+    "JobSet": "system:serviceaccount:kube-system:job-controller",  # JobSet makes Jobs; Jobs make pods
+}
+
+
+def pod_templates(obj: dict) -> list[tuple[tuple, dict]]:
+    """(field path, pod template) for every pod template of a workload; a Pod is its own template."""
+    kind = obj.get("kind")
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    if kind == "Pod":
+        return [((), obj)]
+    if kind == "CronJob":
+        return _templates_at(spec, ("spec", "jobTemplate", "spec", "template"))
+    if kind == "JobSet":
+        return [item for index, _ in enumerate(_dicts(spec.get("replicatedJobs")))
+                for item in _templates_at(spec, ("spec", "replicatedJobs", index, "template", "spec", "template"))]
+    if kind == "PyTorchJob":
+        return [item for role in (spec.get("pytorchReplicaSpecs") or {})
+                for item in _templates_at(spec, ("spec", "pytorchReplicaSpecs", role, "template"))]
+    if kind in ("RayJob", "RayCluster"):
+        base = ("spec", "rayClusterSpec") if kind == "RayJob" else ("spec",)
+        cluster = _dig(obj, base) or {}
+        found = _templates_at(spec, (*base, "headGroupSpec", "template"))
+        for index, _ in enumerate(_dicts(cluster.get("workerGroupSpecs"))):
+            found += _templates_at(spec, (*base, "workerGroupSpecs", index, "template"))
+        return found
+    if kind == "LeaderWorkerSet":
+        return [item for role in ("leaderTemplate", "workerTemplate")
+                for item in _templates_at(spec, ("spec", "leaderWorkerTemplate", role))]
+    return _templates_at(spec, ("spec", "template"))
+
+
+def _templates_at(spec: dict, path: tuple) -> list[tuple[tuple, dict]]:
+    template = _dig({"spec": spec}, path)
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        return [(path, template)]
+    return []
+
+
+def _dig(data: Any, path: tuple) -> Any:
+    for part in path:
+        if isinstance(part, int):
+            data = data[part] if isinstance(data, list) and part < len(data) else None
+        else:
+            data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def derived_pods(obj: dict) -> list[dict]:
+    """The pods a workload's controllers would create: template labels and spec, namespace, owner."""
+    if obj.get("kind") == "Pod":
+        return []
+    metadata = obj.get("metadata") or {}
+    pods = []
+    for index, (_path, template) in enumerate(pod_templates(obj)):
+        pod_metadata = dict(template.get("metadata") or {})
+        pod_metadata.update({"name": f"{metadata.get('name', 'workload')}-{index}",
+                             "namespace": metadata.get("namespace", ""),
+                             "ownerReferences": [{"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind"),
+                                                  "name": metadata.get("name", ""), "controller": True}]})
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": pod_metadata, "spec": template["spec"]})
+    return pods
+
+
+def pod_creator(kind: str) -> str:
+    slug = kind.lower()
+    return _POD_CREATOR.get(kind, f"system:serviceaccount:{slug}-system:{slug}-controller")
+
+
+def workload_requests(obj: dict, namespace: dict | None, username: str = "alice@example.com") -> list[Request]:
+    """The admission requests a workload causes: its own creation, then each pod its controllers create."""
+    requests = [Request(object=obj, namespace=namespace, username=username)]
+    creator = pod_creator(str(obj.get("kind", "")))
+    requests += [Request(object=pod, namespace=namespace, username=creator,
+                         groups=("system:serviceaccounts", "system:authenticated"))
+                 for pod in derived_pods(obj)]
+    return requests
+
+
+# --- selectors and rules -----------------------------------------------------------------------------------
+
+def selector_matches(selector: Any, labels: dict) -> bool:
+    """A metav1.LabelSelector against a label map; an absent or empty selector matches everything."""
+    if not isinstance(selector, dict):
+        return True
+    labels = labels or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in _dicts(selector.get("matchExpressions")):
+        if not _expression_matches(expression, labels):
+            return False
+    return True
+
+
+def _expression_matches(expression: dict, labels: dict) -> bool:
+    key, operator = expression.get("key"), expression.get("operator")
+    values = expression.get("values") or []
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    return False
+
+
+def _rule_matches(rule: dict, request: Request) -> bool:
+    group, version = request.group_version
+    resource = request.resource + (f"/{request.sub_resource}" if request.sub_resource else "")
+    resources = rule.get("resources") or []
+    resource_ok = any(r == "*" or r == resource or (r == "*/*") or
+                      (r.endswith("/*") and request.sub_resource and r[:-2] in ("*", request.resource)) or
+                      (r.startswith("*/") and request.sub_resource and r[2:] == request.sub_resource)
+                      for r in resources)
+    return (resource_ok and _any_or_star(rule.get("apiGroups"), group)
+            and _any_or_star(rule.get("apiVersions"), version)
+            and _any_or_star(rule.get("operations"), request.operation))
+
+
+def _any_or_star(allowed: Any, value: str) -> bool:
+    return isinstance(allowed, list) and ("*" in allowed or value in allowed)
+
+
+def resources_match(match: Any, request: Request, require_rules: bool) -> bool:
+    """matchConstraints (policy) or matchResources (binding) against a request."""
+    if not isinstance(match, dict):
+        return not require_rules
+    rules = _dicts(match.get("resourceRules"))
+    if (rules or require_rules) and not any(_rule_matches(rule, request) for rule in rules):
+        return False
+    if any(_rule_matches(rule, request) for rule in _dicts(match.get("excludeResourceRules"))):
+        return False
+    namespace_labels = ((request.namespace or {}).get("metadata") or {}).get("labels") or {}
+    if request.namespace is not None and not selector_matches(match.get("namespaceSelector"), namespace_labels):
+        return False
+    object_labels = (request.object.get("metadata") or {}).get("labels") or {}
+    return selector_matches(match.get("objectSelector"), object_labels)
+
+
+# --- evaluation --------------------------------------------------------------------------------------------
+
+class _EvaluationError(Exception):
+    pass
+
+
+def _run(program: Any, context: dict) -> Any:
+    try:
+        return program.execute(_cel.Context(variables=context, functions=KUBERNETES_FUNCTIONS))
+    except Exception as exc:  # the engine raises KeyError, TypeError, RuntimeError, ValueError
+        raise _EvaluationError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _run_bool(program: Any, context: dict) -> bool:
+    result = _run(program, context)
+    if not isinstance(result, bool):
+        raise _EvaluationError(f"expression returned {type(result).__name__}, not bool")
+    return result
+
+
+def _context(request: Request) -> dict:
+    return {"object": request.object, "oldObject": request.old_object, "request": request.as_cel(),
+            "namespaceObject": request.namespace, "params": None, "variables": {}}
+
+
+def evaluate(policy: Policy, request: Request, binding: dict | None = None) -> list[Violation]:
+    """The violations of one policy (through one binding) for one request; [] when it does not apply."""
+    binding_name = str(((binding or {}).get("metadata") or {}).get("name", ""))
+    binding_spec = (binding or {}).get("spec") or {}
+    actions = tuple(binding_spec.get("validationActions") or ("Deny",))
+    spec = policy.body.get("spec") or {}
+    if not resources_match(spec.get("matchConstraints"), request, require_rules=True):
+        return []
+    if binding is not None and not resources_match(binding_spec.get("matchResources"), request, False):
+        return []
+    fail = policy.failure_policy != "Ignore"
+    context = _context(request)
+    for name, program in policy.match_conditions:
+        try:
+            if program is None or not _run_bool(program, context):
+                return []
+        except _EvaluationError as exc:
+            return [Violation(policy.name, binding_name, f"matchCondition {name}: {exc}", actions)] if fail else []
+    context["variables"] = _variables(policy, context)
+    violations = []
+    for index, validation in enumerate(policy.validations):
+        message = _violation_message(validation, context)
+        if message is not None and (fail or not message.startswith("expression error")):
+            violations.append(Violation(policy.name, binding_name, message, actions, index))
+    return violations
+
+
+def _variables(policy: Policy, context: dict) -> dict:
+    """Variables in declaration order; one that fails is left out, so using it fails the validation."""
+    values: dict[str, Any] = {}
+    for name, program in policy.variables:
+        if program is None:
+            continue
+        try:
+            values[name] = _run(program, {**context, "variables": values})
+        except _EvaluationError:
+            continue
+    return values
+
+
+def _violation_message(validation: dict, context: dict) -> str | None:
+    program = validation["program"]
+    if program is None:
+        return "expression error: it does not compile"
+    try:
+        if _run_bool(program, context):
+            return None
+    except _EvaluationError as exc:
+        return f"expression error: {exc}"
+    if validation["message_program"] is not None:
+        try:
+            text = _run(validation["message_program"], context)
+            if isinstance(text, str) and text.strip():
+                return text
+        except _EvaluationError:
+            pass
+    return str(validation["message"] or f"failed expression: {validation['expression']}")
+
+
+# --- a set of policies and bindings, as an API server would hold them ---------------------------------------
+
+@dataclass
+class AdmissionChain:
+    policies: dict[str, Policy]
+    bindings: list[dict]
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[dict]) -> AdmissionChain:
+        policies: dict[str, Policy] = {}
+        bindings: list[dict] = []
+        for body in objects:
+            if not isinstance(body, dict):
+                continue
+            if body.get("kind") == POLICY_KIND:
+                policy = Policy.from_body(body)
+                policies[policy.name] = policy
+            elif body.get("kind") == BINDING_KIND:
+                bindings.append(body)
+        return cls(policies, bindings)
+
+    def review(self, request: Request) -> list[Violation]:
+        """Every violation of every bound policy; a policy without a binding is not enforced."""
+        violations: list[Violation] = []
+        for binding in self.bindings:
+            name = str((binding.get("spec") or {}).get("policyName", ""))
+            if name in self.policies:
+                violations.extend(evaluate(self.policies[name], request, binding))
+        return violations
+
+    def denials(self, request: Request) -> list[Violation]:
+        return [v for v in self.review(request) if v.denies]
+
+
+def _dicts(value: Any) -> list[dict]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
