@@ -8,7 +8,9 @@ prose is checked by `promtool check rules` and the OBS rules).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +20,7 @@ import yaml
 
 from gpupolicy.observability import (
     alerts_in,
+    dashboard_queries,
     lookup,
     metric_catalog,
     metric_names,
@@ -216,3 +219,25 @@ def test_runbook_sections_ignore_code_fences() -> None:
 ])
 def test_runbook_page_for_url(url: str, page: str | None) -> None:
     assert runbook_page_for_url(url) == page
+
+
+DASHBOARDS_DIR = REPO / "policies" / "observability" / "dashboards"
+_GRAFANA_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
+
+
+def _as_plain_promql(expr: str) -> str:
+    """Grafana variables replaced by values Prometheus accepts: intervals by 5m, selectors by `.*`."""
+    return _GRAFANA_VARIABLE.sub(lambda m: "5m" if m.group(1).startswith("__") else ".*", expr)
+
+
+def test_dashboard_queries_are_valid_promql(promtool: str, tmp_path: Path) -> None:
+    rules = []
+    for path in sorted(DASHBOARDS_DIR.glob("*.json")):
+        for index, query in enumerate(dashboard_queries(json.loads(path.read_text(encoding="utf-8")))):
+            rules.append({"record": f"dashboard:{path.stem.replace('-', '_')}:{index}",
+                          "expr": _as_plain_promql(query.expr)})
+    assert rules, f"no dashboard queries in {DASHBOARDS_DIR}"
+    rule_file = tmp_path / "dashboards.rules.yaml"
+    rule_file.write_text(yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}), encoding="utf-8")
+    result = _run([promtool, "check", "rules", str(rule_file)], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
