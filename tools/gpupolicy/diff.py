@@ -371,25 +371,28 @@ def _flavor_models(model: dict) -> dict[tuple, str]:
 def headline(sections: list[Section], findings: FindingsDiff, base: dict, head: dict,
              head_findings: list[Finding], rule_ids: Iterable[str]) -> str:
     """The biggest changes in words, then what the rules say about them."""
-    phrases: list[tuple[float, str]] = []
+    phrases: list[tuple[float, str]] = []  # (weight, words): quotas first, then pools, versions, access
     by_key = {s.key: s for s in sections}
     models = {**_flavor_models(base), **_flavor_models(head)}
     for cluster, team, queue, flavor, resource, old, new, delta, _share_text in _rows(by_key, "quotas"):
-        who = team if team != "-" else f"queue {queue}"
-        amount = float(delta)
-        phrases.append((abs(amount), f"{delta} {_unit(resource, models.get((cluster, flavor), ''))} for {who} "
-                                     f"in {cluster} ({old} -> {new})"))
-    for cluster, pool, resource, old, new, delta in _rows(by_key, "capacity"):
-        phrases.append((abs(float(delta)) * 0.5, f"{delta} {resource} in pool {pool} of {cluster} ({old} -> {new})"))
+        who = f"team {team}" if team != "-" else f"queue {queue}"
+        phrases.append((3000 + abs(float(delta)), f"{delta} {_unit(resource, models.get((cluster, flavor), ''))} "
+                                                  f"for {who} in {cluster} ({old} -> {new})"))
+    settings: dict[tuple, list[str]] = {}
     for cluster, pool, setting, old, new in _rows(by_key, "pools"):
-        phrases.append((8, f"pool {pool} ({cluster}) {setting} {old} -> {new}"))
+        settings.setdefault((cluster, pool), []).append(f"{setting} {old} -> {new}")
+    for (cluster, pool), changes in settings.items():
+        phrases.append((2000, f"pool {pool} ({cluster}): {', '.join(changes)}"))
+    for cluster, pool, resource, old, new, delta in _rows(by_key, "capacity"):
+        if (cluster, pool) not in settings:  # a layout change already explains its capacity change
+            phrases.append((1000 + abs(float(delta)), f"{delta} {resource} in pool {pool} of {cluster} "
+                                                      f"({old} -> {new})"))
     for cluster, pool, component, old, new in _rows(by_key, "versions"):
         where = f"pool {pool}" if pool != "-" else cluster
-        phrases.append((6, f"{component} {old} -> {new} on {where}"))
-    for key, weight, words in (("priorities", 4, "priority setting(s)"), ("admission", 4, "admission policy change(s)"),
-                               ("rbac", 5, "RBAC grant change(s)"), ("cohorts", 3, "cohort move(s)"),
-                               ("limits", 2, "borrowing/lending limit change(s)"),
-                               ("preemption", 3, "preemption setting(s)")):
+        phrases.append((600, f"{component} {old} -> {new} on {where}"))
+    for key, weight, words in (("rbac", 500, "RBAC grant change(s)"), ("admission", 400, "admission policy change(s)"),
+                               ("priorities", 300, "priority setting(s)"), ("preemption", 200, "preemption setting(s)"),
+                               ("cohorts", 150, "cohort move(s)"), ("limits", 100, "borrowing/lending limit change(s)")):
         if key in by_key:
             phrases.append((weight, f"{len(by_key[key].rows)} {words}"))
     phrases.sort(key=lambda item: -item[0])

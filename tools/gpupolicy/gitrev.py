@@ -52,15 +52,18 @@ def resolve(root: Path, rev: str) -> str:
         raise ToolError(f"unknown git revision {rev!r}") from None
 
 
-def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> str:
-    """The merge base of HEAD with `branch` (or origin/`branch`); HEAD itself when neither exists."""
+def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> tuple[str, str]:
+    """(commit, description) of the merge base of HEAD with `branch` (or origin/`branch`); HEAD itself when
+    neither exists."""
     for candidate in (branch, f"origin/{branch}"):
         try:
             resolve(root, candidate)
         except ToolError:
             continue
-        return str(_git(root, "merge-base", "HEAD", candidate)).strip()
-    return resolve(root, "HEAD")
+        commit = str(_git(root, "merge-base", "HEAD", candidate)).strip()
+        return commit, f"merge base with {candidate} ({commit[:12]})"
+    commit = resolve(root, "HEAD")
+    return commit, f"HEAD ({commit[:12]}; no {branch} branch)"
 
 
 @contextmanager

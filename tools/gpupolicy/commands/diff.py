@@ -45,7 +45,10 @@ def _label(root: Path, rev: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     root: Path = args.repo
-    base_rev = args.base or gitrev.default_base(root)
+    if args.base:
+        base_rev, base_label = args.base, _label(root, args.base)
+    else:
+        base_rev, base_label = gitrev.default_base(root)
     with ExitStack() as stack:
         base_root = stack.enter_context(gitrev.materialize(root, base_rev))
         head_root = stack.enter_context(gitrev.materialize(root, args.head)) if args.head else root
@@ -53,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         head = _run_side(head_root, "head", args)
     from ..rules import all_rules
 
-    result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, _label(root, base_rev),
+    result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, base_label,
                           _label(root, args.head) if args.head else "working tree", all_rules())
     if args.format in diff.OUTPUTS:
         text = diff.OUTPUTS[args.format](result)
