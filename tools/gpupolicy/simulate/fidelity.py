@@ -1,0 +1,263 @@
+"""Fidelity check: the FGD paper's experiment on the Alibaba `openb` trace, re-implemented here.
+
+Protocol (Weng et al., "Beware of Fragmentation", USENIX ATC'23; described in
+../shared/reference/traces-and-simulators.md §2): pods are drawn from a pod list (with replacement, seeded)
+until the GPU requests that have arrived reach `tune` x the cluster's GPUs (1.3); no pod ever departs. After
+each arrival the scheduler filters nodes (CPU, memory, GPU model, cards that fit) and scores them; the
+result is the GPU allocation ratio (milli-GPUs allocated / cluster milli-GPUs) against arrived demand.
+
+Scores follow the published simulator's definitions (hkust-adsl/kubernetes-scheduler-simulator, read for
+the formulas, no code copied), including its integer score quantisation and random choice among tied nodes:
+- best-fit: 0.5 x CPU left / 128 cores + 0.5 x GPU milli left / 8000, lower is better, as a 0..100 integer;
+- FGD: expected fragmentation of a node = sum over typical pod sizes (weight = popularity) of the node's
+  free GPU milli the size could not use (all of it when the pod does not fit, else the cards with less free
+  than the pod asks); the score is sigmoid(decrease / 1000) as a 0..100 integer, per card for shared pods.
+
+Nodes with equal state are one class, scored once: this makes a 10k-pod run take seconds in plain Python.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+MILLI = 1000
+MAX_CPU = 128_000  # the simulator's normalisation constants (milli-CPU, milli-GPU)
+MAX_GPU = 8_000
+POLICIES = ("best-fit", "fgd")
+EXPECTED_POLICY = {"best-fit": "05-BestFit", "fgd": "06-FGD"}
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    cpu: int
+    mem: int
+    num_gpu: int
+    milli: int  # per card
+    spec: frozenset[str]  # allowed GPU models; empty = any
+
+    @property
+    def gpu_demand(self) -> int:
+        return self.num_gpu * self.milli
+
+
+@dataclass(frozen=True, slots=True)
+class NodeType:
+    model: str
+    cpu: int
+    mem: int
+    cards: int
+
+
+def read_nodes(path: Path) -> list[NodeType]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return [NodeType(row["model"].strip(), int(row["cpu_milli"]), int(row["memory_mib"]), int(row["gpu"]))
+                for row in csv.DictReader(handle)]
+
+
+def read_pods(path: Path) -> list[Pod]:
+    pods = []
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            num_gpu = int(row["num_gpu"])
+            milli = int(row["gpu_milli"]) if num_gpu else 0
+            spec = frozenset(s for s in (row.get("gpu_spec") or "").split("|") if s)
+            pods.append(Pod(int(row["cpu_milli"]), int(row["memory_mib"]), num_gpu, milli, spec))
+    return pods
+
+
+def typical_pods(pods: Iterable[Pod], threshold: float = 0.95) -> list[tuple[Pod, float]]:
+    """The most popular pod sizes covering `threshold` of pods, weights renormalised to sum to 1."""
+    counts = Counter((p.cpu, p.num_gpu, p.milli, p.spec) for p in pods)
+    total = sum(counts.values())
+    chosen, covered = [], 0
+    for (cpu, num, milli, spec), n in counts.most_common():
+        chosen.append((Pod(cpu, 0, num, milli, spec), n))
+        covered += n
+        if covered >= threshold * total:
+            break
+    return [(pod, n / covered) for pod, n in chosen]
+
+
+class Cluster:
+    """Nodes grouped into classes of equal state: (model, cpu left, memory left, sorted free milli per card)."""
+
+    def __init__(self, nodes: list[NodeType], typical: list[tuple[Pod, float]], rng: random.Random,
+                 quantise: bool = True):
+        self.classes: dict[tuple, list[int]] = {}
+        for index, node in enumerate(nodes):
+            key = (node.model, node.cpu, node.mem, (MILLI,) * node.cards)
+            self.classes.setdefault(key, []).append(index)
+        self.capacity = sum(n.cards for n in nodes) * MILLI
+        self.allocated = 0
+        self.typical = typical
+        self.rng = rng
+        self.quantise = quantise
+        self._frag: dict[tuple, float] = {}
+
+    def frag(self, model: str, cpu: int, free: tuple[int, ...]) -> float:
+        key = (model, cpu, free)
+        value = self._frag.get(key)
+        if value is not None:
+            return value
+        total = sum(free)
+        value = 0.0
+        if total:
+            for pod, weight in self.typical:
+                if pod.milli == 0 or (pod.spec and model not in pod.spec) or cpu < pod.cpu:
+                    value += weight * total
+                    continue
+                usable = sum(1 for f in free if f >= pod.milli)
+                if usable < pod.num_gpu:
+                    value += weight * total
+                else:
+                    value += weight * sum(f for f in free if f < pod.milli)
+        self._frag[key] = value
+        return value
+
+    @staticmethod
+    def _fits(key: tuple, pod: Pod) -> bool:
+        model, cpu, mem, free = key
+        if cpu < pod.cpu or mem < pod.mem:
+            return False
+        if pod.num_gpu == 0:
+            return True
+        if pod.spec and model not in pod.spec:
+            return False
+        return sum(1 for f in free if f >= pod.milli) >= pod.num_gpu
+
+    @staticmethod
+    def _take(free: tuple[int, ...], pod: Pod, card_free: int | None) -> tuple[int, ...]:
+        cards = list(free)
+        if pod.num_gpu == 1 and pod.milli < MILLI:
+            cards[cards.index(card_free)] -= pod.milli
+        else:
+            taken = 0
+            for i, f in enumerate(cards):
+                if taken < pod.num_gpu and f >= pod.milli:
+                    cards[i] -= pod.milli
+                    taken += 1
+        return tuple(sorted(cards))
+
+    def _options(self, key: tuple, pod: Pod, policy: str) -> tuple[int, int | None]:
+        """(score, free milli of the card to use for a shared pod) for the best choice inside one class."""
+        model, cpu, mem, free = key
+        shared = pod.num_gpu == 1 and pod.milli < MILLI
+        if policy == "best-fit":
+            card = min((f for f in free if f >= pod.milli), default=None) if shared else None
+            left = 0.5 * (cpu - pod.cpu) / MAX_CPU + 0.5 * (sum(free) - pod.gpu_demand) / MAX_GPU
+            return self._score((1.0 - left) * 100), card
+        before = self.frag(model, cpu, free)
+        if shared:
+            best, best_card = -1, None
+            for f in sorted(set(c for c in free if c >= pod.milli)):
+                after = self.frag(model, cpu - pod.cpu, self._take(free, pod, f))
+                score = self._score(_sigmoid((before - after) / 1000) * 100)
+                if score > best:
+                    best, best_card = score, f
+            return best, best_card
+        after = self.frag(model, cpu - pod.cpu, self._take(free, pod, None))
+        return self._score(_sigmoid((before - after) / 1000) * 100), None
+
+    def _score(self, value: float) -> float:
+        return float(int(value)) if self.quantise else value
+
+    def schedule(self, pod: Pod, policy: str) -> bool:
+        best = -1
+        tied: list[tuple[tuple, int | None]] = []
+        for key in self.classes:
+            if not self._fits(key, pod):
+                continue
+            score, card = self._options(key, pod, policy)
+            if score > best:
+                best, tied = score, [(key, card)]
+            elif score == best:
+                tied.append((key, card))
+        if not tied:
+            return False
+        # kube-scheduler picks uniformly among the top-scoring nodes: weight each class by its size
+        weights = [len(self.classes[key]) for key, _ in tied]
+        key, card = self.rng.choices(tied, weights=weights)[0] if len(tied) > 1 else tied[0]
+        members = self.classes[key]
+        node = members.pop(self.rng.randrange(len(members)))
+        if not members:
+            del self.classes[key]
+        model, cpu, mem, free = key
+        new_key = (model, cpu - pod.cpu, mem - pod.mem, self._take(free, pod, card) if pod.num_gpu else free)
+        self.classes.setdefault(new_key, []).append(node)
+        self.allocated += pod.gpu_demand
+        return True
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def run_experiment(nodes: list[NodeType], pods: list[Pod], policy: str, seed: int, tune: float = 1.3,
+                   typical: list[tuple[Pod, float]] | None = None, quantise: bool = True) -> list[float]:
+    """Allocation ratio (%) at arrived demand 0, 1, ... round(tune x 100) percent of the cluster's GPUs."""
+    rng = random.Random(seed)
+    cluster = Cluster(nodes, typical if typical is not None else typical_pods(pods), rng, quantise)
+    target = tune * cluster.capacity
+    columns = int(round(tune * 100))
+    curve = [0.0] * (columns + 1)
+    arrived = 0
+    reached = 0
+    while arrived < target:
+        pod = pods[rng.randrange(len(pods))]
+        cluster.schedule(pod, policy)
+        arrived += pod.gpu_demand
+        percent = min(columns, int(arrived * 100 // cluster.capacity))
+        while reached <= percent:
+            curve[reached] = 100.0 * cluster.allocated / cluster.capacity
+            reached += 1
+    return curve
+
+
+def expected(results_csv: Path, workload: str, policy: str) -> dict[int, list[float]]:
+    """seed -> the published allocation curve for one trace and policy (analysis_allo_discrete.csv)."""
+    wanted = EXPECTED_POLICY[policy]
+    curves = {}
+    with results_csv.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["workload"] == workload and row["sc_policy"] == wanted:
+                curves[int(row["seed"])] = [float(row[str(i)]) for i in range(131)]
+    return curves
+
+
+@dataclass
+class FidelityRow:
+    policy: str
+    seeds: int
+    ours_percent: float
+    published_percent: float
+    ours_unallocated: float
+    published_unallocated: float
+
+    @property
+    def gap_points(self) -> float:
+        return self.ours_percent - self.published_percent
+
+
+def fidelity_table(traces: Path, results_csv: Path, trace: str = "default", seeds: Iterable[int] = range(42, 52),
+                   policies: Iterable[str] = POLICIES, column: int = 130) -> list[FidelityRow]:
+    nodes = read_nodes(traces / "openb_node_list_gpu_node.csv")
+    pods = read_pods(traces / f"openb_pod_list_{trace}.csv")
+    typical = typical_pods(pods)
+    total_gpus = sum(n.cards for n in nodes)
+    rows = []
+    seeds = list(seeds)
+    for policy in policies:
+        ours = [run_experiment(nodes, pods, policy, seed, typical=typical)[column] for seed in seeds]
+        published_curves = expected(results_csv, f"openb_pod_list_{trace}", policy)
+        published = [published_curves[s][column] for s in seeds if s in published_curves]
+        mean_ours = sum(ours) / len(ours)
+        mean_pub = sum(published) / len(published)
+        rows.append(FidelityRow(policy, len(seeds), mean_ours, mean_pub, (1 - mean_ours / 100) * total_gpus,
+                                (1 - mean_pub / 100) * total_gpus))
+    return rows
