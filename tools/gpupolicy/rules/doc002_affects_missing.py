@@ -1,0 +1,69 @@
+"""A decision record's `affects:` names a path that does not exist in the repository.
+
+## Why it matters
+`affects:` ties a decision to the files it governs, so that someone changing `policies/scheduling/` can find
+the decisions behind it, and the record is reviewed when those files move. A path that was renamed or never
+existed breaks that link silently: the record looks current and governs nothing.
+
+## Bad example
+```markdown
+---
+status: accepted
+date: 2026-11-29
+deciders: platform team
+affects: [policies/queues, tools/gpupolicy/rules/cap001.py]
+---
+```
+Neither path exists: the queues live in `policies/scheduling/`, the rule module is
+`cap001_quota_over_capacity.py`.
+
+## Fix
+Name paths relative to the repository root that exist (files or folders; a glob such as `pools/*/pool.yaml`
+must match at least one file). When a decision's files move, update its `affects:`; when they are deleted,
+mark the record `deprecated` or `superseded`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from ..decisions import Decision
+from ..findings import Finding, Severity
+from ..model import Fleet
+from .doc_common import decision_log
+
+ID = "DOC002"
+SEVERITY = Severity.ERROR
+SUMMARY = "Decision record affects a path that does not exist"
+
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def check(fleet: Fleet) -> Iterator[Finding]:
+    root = Path(fleet.root)
+    for decision in decision_log(fleet):
+        value = decision.meta.get("affects")
+        if decision.problems or not isinstance(value, list):
+            continue  # DOC001 reports records whose front matter cannot be read
+        for index, item in enumerate(value):
+            if isinstance(item, str) and item.strip():
+                problem = _problem(root, item.strip())
+                if problem:
+                    yield _finding(decision, index, problem)
+
+
+def _problem(root: Path, written: str) -> str:
+    """Why `written` names nothing in the repository, or "" when it does."""
+    path = PurePosixPath(written.rstrip("/") or "/")
+    if path.is_absolute() or ".." in path.parts:
+        return f"{written!r} is not a path inside the repository (write it relative to the repository root)"
+    if GLOB_CHARACTERS & set(written):
+        return "" if any(root.glob(path.as_posix())) else f"{written!r} matches no file in the repository"
+    return "" if (root / path).exists() else f"{written!r} does not exist in the repository"
+
+
+def _finding(decision: Decision, index: int, problem: str) -> Finding:
+    return Finding(rule=ID, severity=SEVERITY, message=f"{decision.name}: affects {problem}",
+                   path=decision.path, line=decision.line_of("affects", index),
+                   hint="fix the path, or drop it when the decision no longer governs it")

@@ -1,0 +1,12 @@
+"""What the DOC rules share: the decision log of the fleet's repository, read once per rule run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..decisions import Decision, load_log
+from ..model import Fleet
+
+
+def decision_log(fleet: Fleet) -> list[Decision]:
+    return load_log(Path(fleet.root))
