@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Cluster, K8sObject
+from .findings import Location
+from .model import Cluster, Fleet, K8sObject
 
 # One place for the runbook site: alert X links to RUNBOOK_BASE_URL + "X/", rendered from docs/runbooks/X.md.
 RUNBOOK_BASE_URL = "https://gpu-platform.example.com/runbooks/"
@@ -166,6 +167,11 @@ def promtool_rule_file(body: dict, keep_annotations: bool = True) -> dict:
                              else rule for rule in group["rules"]]
         groups.append(copy)
     return {"groups": groups}
+
+
+def locate(fleet: Fleet, obj: K8sObject | None, *path: Any) -> Location:
+    """File and line of a field of a rendered object; the object's source file when no line is known."""
+    return fleet.locate(obj, *path) or Location(obj.origin if obj else "", 0)
 
 
 def alerts_of_cluster(cluster: Cluster) -> list[Alert]:
