@@ -1,0 +1,108 @@
+"""`gpupolicy audit --snapshot DIR`: GPU use in a cluster snapshot against the repository's pools.
+
+Reports nodes per pool against pool.yaml (count, GPU model from nvidia.com/gpu.product, GPUs per node,
+labels, taints), GPU requests per namespace and Kueue queue, GPUs allocated but idle (DCGM_FI_DEV_GPU_UTIL at
+or below 5%), GPU pods without a queue label and pending workloads with their age. `--export-trace FILE`
+writes the GPU pods as a CSV trace for `gpupolicy simulate --trace FILE`.
+Exit codes: 0 nothing to report, 1 drift, idle, unqueued or pending findings, 2 could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+NAME = "audit"
+HELP = "audit a cluster snapshot: pool drift, GPU requests per queue, idle GPUs, pending work; export a trace"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--snapshot", metavar="DIR", type=Path, help="directory of kubectl -o json output")
+    source.add_argument("--context", metavar="NAME", help="read a live cluster (needs the kubernetes package)")
+    parser.add_argument("--cluster", metavar="NAME", help="compare with this cluster's pools (default: all pools)")
+    parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: now)")
+    parser.add_argument("--export-trace", metavar="FILE", type=Path, help="write the GPU pods as a CSV trace")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _fail(message: str) -> int:
+    print(f"gpupolicy audit: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..audit import AuditError, audit, export_jobs, load_snapshot, parse_time
+    from ..simulate.traces import write_csv
+
+    if args.context:
+        try:
+            import kubernetes  # noqa: F401
+        except ImportError:
+            return _fail("--context needs the `kubernetes` Python package, which is not installed; "
+                         "take a snapshot with kubectl instead (see docs/operations/simulation.md)")
+        return _fail("--context is not implemented yet; take a snapshot with kubectl and use --snapshot")
+    now = parse_time(args.now) if args.now else datetime.now(timezone.utc)
+    if now is None:
+        return _fail(f"--now {args.now!r} is not an ISO time such as 2025-01-31T12:00:00Z")
+    pools, error = _pools(args)
+    if pools is None:
+        return _fail(error)
+    try:
+        snapshot = load_snapshot(args.snapshot)
+    except AuditError as exc:
+        return _fail(str(exc))
+    report = audit(snapshot, pools, now)
+    if args.export_trace:
+        try:
+            count = write_csv(export_jobs(snapshot, now), args.export_trace)
+        except OSError as exc:
+            return _fail(f"cannot write {args.export_trace}: {exc}")
+        print(f"wrote {count} job(s) to {args.export_trace}", file=sys.stderr)
+    if args.format == "json":
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        print(_text(report))
+    return 1 if report.issues else 0
+
+
+def _pools(args: argparse.Namespace):
+    from ..errors import ToolError
+    from ..pipeline import load_fleet
+
+    try:
+        fleet = load_fleet(Path(args.repo), [args.cluster] if args.cluster else None)
+    except ToolError as exc:
+        return None, str(exc)
+    except Exception as exc:  # the fleet could not be built: say so, never a traceback
+        return None, f"cannot load the fleet from {args.repo}: {exc}"
+    if args.cluster:
+        if args.cluster not in fleet.clusters:
+            return None, f"no cluster {args.cluster!r}; known: {', '.join(sorted(fleet.clusters))}"
+        return {p.name: p for p in fleet.clusters[args.cluster].pools}, ""
+    return {p.name: p for p in fleet.pools.values()}, ""
+
+
+def _text(report) -> str:
+    lines = ["Nodes per pool:"]
+    lines += [f"  {pool:32} {count}" for pool, count in report.nodes_per_pool.items()]
+    lines.append("GPUs requested per namespace:")
+    lines += [f"  {ns:32} {gpus:g}" for ns, gpus in report.gpus_by_namespace.items()]
+    lines.append("GPUs requested per queue (namespace/queue):")
+    lines += [f"  {queue:32} {gpus:g}" for queue, gpus in report.gpus_by_queue.items()]
+    lines.append(f"GPUs allocated but idle: {len(report.idle_gpus)}")
+    lines += [f"  {ns}/{pod} gpu {gpu}: {util:g}%" for ns, pod, gpu, util in report.idle_gpus]
+    lines.append(f"GPU pods without a queue label: {len(report.unqueued_pods)}")
+    lines += [f"  {name}" for name in report.unqueued_pods]
+    lines.append(f"Pending workloads: {len(report.pending)}")
+    lines += [f"  {name} (queue {queue or '?'}): {age:.1f} h" for name, queue, age in report.pending]
+    drift = [issue.message for issue in report.issues if issue.kind == "pool-drift"]
+    lines.append(f"Pool drift: {len(drift)}")
+    lines += [f"  {message}" for message in drift]
+    return "\n".join(lines)
