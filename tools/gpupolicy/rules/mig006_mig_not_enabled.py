@@ -28,7 +28,14 @@ from collections.abc import Iterator
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, Fleet, Pool
 from .mig_common import (
-    effective_strategy, is_mig_pool, mig_pools, model_of, policy_location, policy_spec, pool_location, section,
+    effective_strategy,
+    is_mig_pool,
+    mig_pools,
+    model_of,
+    policy_location,
+    policy_spec,
+    pool_location,
+    section,
 )
 
 ID = "MIG006"

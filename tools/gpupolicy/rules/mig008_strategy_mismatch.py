@@ -30,7 +30,12 @@ from collections.abc import Iterator
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
 from .mig_common import (
-    cluster_strategy, effective_strategy, mig_pools, plugin_location, plugin_strategy, pool_location,
+    cluster_strategy,
+    effective_strategy,
+    mig_pools,
+    plugin_location,
+    plugin_strategy,
+    pool_location,
 )
 
 ID = "MIG008"

@@ -18,7 +18,15 @@ from .. import catalog, mig
 from ..catalog import GPUModel
 from ..findings import Location
 from ..mig import LayoutEntry
-from ..model import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, Cluster, ConfigEntry, Fleet, NvidiaDriver, Pool
+from ..model import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    MIG_CONFIG_LABEL,
+    Cluster,
+    ConfigEntry,
+    Fleet,
+    NvidiaDriver,
+    Pool,
+)
 
 HELM_DEFAULT_STRATEGY = "single"
 DEFAULT_MIG_CONFIGMAP = "mig-parted-config"
