@@ -1,0 +1,194 @@
+"""Shared helpers of the capacity and quota rules (CAP*): quota entries with their source paths, label
+selectors, the flavor -> pool join and what a queue can admit. Not a rule (no `ID`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..findings import Location
+from ..model import Cluster, ClusterQueue, Fleet, K8sObject, Pool, ResourceGroup, ResourceQuota
+
+GPU_DOMAIN = "nvidia.com/"
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name.startswith(GPU_DOMAIN)
+
+
+def number(value: float) -> str:
+    """A quota for a message: 16 rather than 16.0."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@dataclass(frozen=True)
+class QuotaEntry:
+    """One `resources[]` entry of a ClusterQueue or Cohort, with the field path that locates it."""
+
+    kind: str  # ClusterQueue | Cohort
+    owner: str
+    obj: K8sObject
+    flavor: str
+    quota: ResourceQuota
+    path: tuple  # ("spec", "resourceGroups", g, "flavors", f, "resources", r)
+
+    def locate(self, fleet: Fleet, *field: Any) -> Location | None:
+        return fleet.locate(self.obj, *self.path, *field)
+
+    @property
+    def label(self) -> str:
+        return self.owner if self.kind == "ClusterQueue" else f"cohort {self.owner}"
+
+
+def _entries(kind: str, owner: str, obj: K8sObject, groups: tuple[ResourceGroup, ...]) -> Iterator[QuotaEntry]:
+    for g, group in enumerate(groups):
+        for f, flavor in enumerate(group.flavors):
+            for r, quota in enumerate(flavor.resources):
+                path = ("spec", "resourceGroups", g, "flavors", f, "resources", r)
+                yield QuotaEntry(kind, owner, obj, flavor.flavor, quota, path)
+
+
+def queue_entries(queue: ClusterQueue) -> Iterator[QuotaEntry]:
+    yield from _entries("ClusterQueue", queue.name, queue.obj, queue.resource_groups)
+
+
+def quota_entries(cluster: Cluster) -> Iterator[QuotaEntry]:
+    """Every quota entry of every ClusterQueue, then of every Cohort object, in name order."""
+    for name in sorted(cluster.cluster_queues):
+        yield from queue_entries(cluster.cluster_queues[name])
+    for name in sorted(cluster.cohorts):
+        cohort = cluster.cohorts[name]
+        if cohort.obj is not None:
+            yield from _entries("Cohort", name, cohort.obj, cohort.resource_groups)
+
+
+# --- flavors and pools ---------------------------------------------------------------------------------------
+
+def pool_of(cluster: Cluster, flavor_name: str) -> Pool | None:
+    """The one pool a flavor selects; None for an unknown flavor or one selecting no or several pools."""
+    flavor = cluster.flavors.get(flavor_name)
+    return cluster.pool_of_flavor(flavor) if flavor else None
+
+
+def capacity_known(cluster: Cluster, pool: Pool) -> bool:
+    """A MIG pool whose layout is missing has no computable capacity (the MIG rules report the layout)."""
+    return not pool.mig_layout or pool.mig_layout in cluster.mig_configs
+
+
+def shared_pool(pool: Pool) -> bool:
+    """A pool whose devices are fractions of a GPU: time-sliced, MPS or MIG."""
+    return pool.sharing in ("time-sliced", "mps", "mig")
+
+
+# --- label selectors (metav1.LabelSelector) ------------------------------------------------------------------
+
+def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
+    """Kubernetes LabelSelector semantics: None selects nothing, {} everything; all terms must hold."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != str(value):
+            return False
+    return all(_expression_holds(e, labels) for e in selector.get("matchExpressions") or [] if isinstance(e, dict))
+
+
+def _expression_holds(expression: dict, labels: dict[str, str]) -> bool:
+    key = str(expression.get("key", ""))
+    operator = expression.get("operator")
+    values = [str(v) for v in expression.get("values") or []]
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    return False  # an unknown operator is a schema error; it matches nothing, as the API server rejects it
+
+
+def queues_selecting(cluster: Cluster, labels: dict[str, str]) -> list[ClusterQueue]:
+    return [cq for _, cq in sorted(cluster.cluster_queues.items()) if selector_matches(cq.namespace_selector, labels)]
+
+
+# --- cohorts and what a queue can admit --------------------------------------------------------------------
+
+def cohort_root(cluster: Cluster, cohort: str) -> str:
+    """The root of a cohort's tree (a cycle stops at the first repeated cohort)."""
+    seen = set()
+    while cohort and cohort not in seen:
+        seen.add(cohort)
+        parent = cluster.cohorts[cohort].parent if cohort in cluster.cohorts else ""
+        if not parent:
+            return cohort
+        cohort = parent
+    return cohort
+
+
+def cohort_tree(cluster: Cluster, root: str) -> set[str]:
+    """Every cohort under `root` (itself included)."""
+    members = {root}
+    changed = True
+    while changed:
+        changed = False
+        for name, cohort in cluster.cohorts.items():
+            if cohort.parent in members and name not in members:
+                members.add(name)
+                changed = True
+    return members
+
+
+def lendable(cluster: Cluster, queue: ClusterQueue) -> dict[tuple[str, str], float]:
+    """(flavor, resource) -> what the rest of the queue's cohort tree can lend it: the other queues' nominal
+    quota (capped by their lendingLimit) plus the cohorts' own nominal quota."""
+    if not queue.cohort:
+        return {}
+    tree = cohort_tree(cluster, cohort_root(cluster, queue.cohort))
+    total: dict[tuple[str, str], float] = defaultdict(float)
+    for other in cluster.cluster_queues.values():
+        if other.name == queue.name or other.cohort not in tree:
+            continue
+        for flavor, quota in other.quotas():
+            lent = quota.nominal if quota.lending_limit is None else min(quota.nominal, quota.lending_limit)
+            total[(flavor, quota.name)] += lent
+    for name in tree:
+        cohort = cluster.cohorts.get(name)
+        for group in cohort.resource_groups if cohort else ():
+            for fq in group.flavors:
+                for quota in fq.resources:
+                    total[(fq.flavor, quota.name)] += quota.nominal
+    return dict(total)
+
+
+def admissible(cluster: Cluster, queue: ClusterQueue) -> dict[str, float]:
+    """Resource -> the most the queue can have admitted at once, over all its flavors: nominal quota plus
+    what it may borrow (its borrowingLimit, or everything the cohort can lend when unlimited)."""
+    can_borrow = lendable(cluster, queue)
+    total: dict[str, float] = defaultdict(float)
+    for flavor, quota in queue.quotas():
+        borrow = can_borrow.get((flavor, quota.name), 0.0)
+        if quota.borrowing_limit is not None:
+            borrow = min(borrow, quota.borrowing_limit)
+        total[quota.name] += quota.nominal + borrow
+    return dict(total)
+
+
+NAME_LABEL = "kubernetes.io/metadata.name"  # the API server sets it on every namespace
+
+
+def namespace_labels(cluster: Cluster, namespace: str) -> dict[str, str] | None:
+    """The labels a namespace has in the cluster (None when this cluster does not render it)."""
+    rendered = cluster.namespaces.get(namespace)
+    if rendered is None:
+        return None
+    return {**rendered.labels, NAME_LABEL: namespace}
+
+
+def group_owners(cluster: Cluster) -> list[tuple[str, str, K8sObject, tuple[ResourceGroup, ...]]]:
+    """(kind, name, object, resource groups) of every ClusterQueue and Cohort object."""
+    owners = [("ClusterQueue", n, cq.obj, cq.resource_groups) for n, cq in sorted(cluster.cluster_queues.items())]
+    owners += [("Cohort", n, c.obj, c.resource_groups) for n, c in sorted(cluster.cohorts.items())
+               if c.obj is not None]
+    return owners
