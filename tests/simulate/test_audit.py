@@ -1,0 +1,73 @@
+"""Audit on the recorded snapshot fixture against the hand-built pools and the real repository's pools."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from gpupolicy.audit import AuditError, audit, export_jobs, load_snapshot, parse_prometheus, pod_gpus
+from gpupolicy.model import Pool, Taint
+
+FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"
+NOW = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+TAINT = (Taint("nvidia.com/gpu", "present", "NoSchedule"),)
+
+
+def pools() -> dict[str, Pool]:
+    def pool(name, model, per_node, nodes, **labels):
+        return Pool(name, f"pools/{name}/pool.yaml", model, per_node, {"z": nodes}, "exclusive",
+                    {"gpupolicy.io/pool": name, **labels}, TAINT)
+    return {"test-h100": pool("test-h100", "H100-80GB", 8, 2),
+            "test-a100-mig": pool("test-a100-mig", "A100-80GB", 8, 1),
+            "test-l4-shared": pool("test-l4-shared", "L4", 4, 1)}
+
+
+def test_audit_fixture():
+    report = audit(load_snapshot(FIXTURE), pools(), NOW)
+    assert report.nodes_per_pool == {"(no pool label)": 1, "test-a100-mig": 1, "test-h100": 2}
+    assert report.gpus_by_namespace == {"nlp": 12, "research": pytest.approx(1 / 7), "serving": 1, "vision": 2}
+    assert report.gpus_by_queue["nlp/nlp"] == 12
+    assert report.unqueued_pods == ["serving/api-0"]
+    assert [(ns, pod, gpu) for ns, pod, gpu, _ in report.idle_gpus] == [("vision", "train-1", "0")]
+    assert report.pending == [("nlp/job-train-2", "nlp", 5.0)]
+    drift = sorted(i.message for i in report.issues if i.kind == "pool-drift")
+    assert any("h100-1" in m and "NVIDIA-A100-SXM4-80GB" in m for m in drift)
+    assert any("h100-1" in m and "taint" in m for m in drift)
+    assert any("test-l4-shared: 0 node(s)" in m for m in drift)
+    assert not any("h100-0" in m or "mig-0" in m for m in drift)
+
+
+def test_export_trace_jobs():
+    jobs = export_jobs(load_snapshot(FIXTURE), NOW)
+    assert [j.id for j in jobs][0] == "nlp/train-2"  # the oldest pod is the trace origin
+    train = next(j for j in jobs if j.id == "nlp/train-0")
+    assert train.gpus == 8 and train.submit == 7200 and train.duration == 3 * 3600 - 30
+    assert next(j for j in jobs if j.id == "research/notebook-0").fractional
+
+
+def test_pod_gpus_counts_mig_as_sevenths():
+    pod = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/mig-3g.40gb": "2"}}}]}}
+    assert pod_gpus(pod) == pytest.approx(6 / 7)
+
+
+def test_bad_json_names_file_and_line(tmp_path):
+    (tmp_path / "nodes.json").write_text('{"items": [\n  {,}\n]}')
+    (tmp_path / "pods.json").write_text('{"items": []}')
+    with pytest.raises(AuditError, match=r"nodes.json:2"):
+        load_snapshot(tmp_path)
+
+
+def test_missing_pods_file(tmp_path):
+    (tmp_path / "nodes.json").write_text(json.dumps({"items": []}))
+    with pytest.raises(AuditError, match="pods.json: missing"):
+        load_snapshot(tmp_path)
+
+
+def test_bad_prometheus_line(tmp_path):
+    path = tmp_path / "dcgm.prom"
+    path.write_text("# HELP x\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 5\nnot a sample line at all {\n")
+    with pytest.raises(AuditError, match=r"dcgm.prom:3"):
+        parse_prometheus(path)

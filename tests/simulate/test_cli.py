@@ -1,0 +1,99 @@
+"""`gpupolicy simulate` and `gpupolicy audit` exit codes: 0 clean, 1 findings, 2 could not run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpupolicy.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"
+HAS_FLEET = (REPO / "clusters" / "test-us" / "cluster.yaml").is_file()
+needs_fleet = pytest.mark.skipif(not HAS_FLEET, reason="the reference fleet (clusters/test-us) is absent")
+
+
+@needs_fleet
+def test_simulate_runs_with_no_trace_argument(tmp_path, capsys):
+    code = main(["simulate", "--repo", str(REPO), "--cluster", "prod-eu", "--out", str(tmp_path)])
+    assert code in (0, 1)
+    report = (tmp_path / "report.md").read_text()
+    assert "| GPU allocation" in report and "wait p95" in report
+    assert (tmp_path / "allocation.png").stat().st_size > 1000
+    assert (tmp_path / "wait-by-tier.png").is_file()
+    assert "baseline" in capsys.readouterr().out
+
+
+@needs_fleet
+def test_simulate_json_with_failures(tmp_path, capsys):
+    code = main(["simulate", "--repo", str(REPO), "--cluster", "test-us", "--limit", "150", "--no-plots",
+                 "--fail-nodes", "test-h100:1@7200+2h", "--out", str(tmp_path), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["proposed"]["lost_to_failures_gpu_hours"] == pytest.approx(16.0)
+    assert code == (1 if data["proposed"]["never_scheduled"] else 0)
+
+
+@needs_fleet
+@pytest.mark.parametrize("extra, message", [
+    (["--fail-nodes", "nonsense"], "POOL:COUNT@TIME"),
+    (["--fail-nodes", "no-such-pool:1@10"], "no pool 'no-such-pool'"),
+    (["--cluster", "nowhere"], "nowhere"),
+    (["--trace", "/nonexistent/trace.csv"], "no such trace file"),
+    (["--map", "team-without-queue"], "TEAM=QUEUE"),
+])
+def test_simulate_usage_errors_exit_2(tmp_path, capsys, extra, message):
+    code = main(["simulate", "--repo", str(REPO), "--no-plots", "--out", str(tmp_path), *extra])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+@needs_fleet
+def test_audit_fixture_has_findings(tmp_path, capsys):
+    trace = tmp_path / "exported.csv"
+    code = main(["audit", "--repo", str(REPO), "--snapshot", str(FIXTURE), "--cluster", "test-us",
+                 "--now", "2025-06-01T12:00:00Z", "--export-trace", str(trace)])
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "GPU pods without a queue label: 1" in out and "Pending workloads: 1" in out
+    # the exported trace replays
+    assert main(["simulate", "--repo", str(REPO), "--cluster", "test-us", "--trace", str(trace), "--no-plots",
+                 "--out", str(tmp_path / "r")]) in (0, 1)
+
+
+@needs_fleet
+def test_audit_clean_snapshot_exits_0(tmp_path, capsys):
+    from gpupolicy.pipeline import load_fleet
+
+    nodes = []
+    for pool in load_fleet(REPO, ["test-us"]).clusters["test-us"].pools:
+        for i in range(pool.nodes):
+            labels = {**pool.node_labels, "nvidia.com/gpu.count": str(pool.gpus_per_node)}
+            taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]
+            nodes.append({"metadata": {"name": f"{pool.name}-{i}", "labels": labels}, "spec": {"taints": taints}})
+    pod = {"metadata": {"namespace": "nlp", "name": "p", "labels": {"kueue.x-k8s.io/queue-name": "nlp"}},
+           "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}, "status": {"phase": "Running"}}
+    (tmp_path / "nodes.json").write_text(json.dumps({"items": nodes}))
+    (tmp_path / "pods.json").write_text(json.dumps({"items": [pod]}))
+    code = main(["audit", "--repo", str(REPO), "--snapshot", str(tmp_path), "--cluster", "test-us",
+                 "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["issues"] == [] and code == 0
+    assert data["gpus_by_queue"] == {"nlp/nlp": 1.0}
+
+
+def test_audit_context_without_kubernetes_package_exits_2(capsys):
+    pytest.importorskip("gpupolicy.commands.audit")
+    try:
+        import kubernetes  # noqa: F401
+        pytest.skip("the kubernetes package is installed")
+    except ImportError:
+        pass
+    assert main(["audit", "--repo", str(REPO), "--context", "prod"]) == 2
+    assert "not installed" in capsys.readouterr().err
+
+
+def test_audit_bad_snapshot_exits_2(tmp_path, capsys):
+    assert main(["audit", "--repo", str(REPO), "--snapshot", str(tmp_path / "missing")]) == 2
+    assert "not a directory" in capsys.readouterr().err
