@@ -1,0 +1,83 @@
+"""The GPU device plugin passes devices through NVIDIA_VISIBLE_DEVICES (or the NRI plugin re-enables it).
+
+## Why it matters
+With the legacy `envvar` device-list strategy the container runtime trusts `NVIDIA_VISIBLE_DEVICES`: any
+unprivileged pod that sets `NVIDIA_VISIBLE_DEVICES=all` (or runs a CUDA image that bakes it in) gets every GPU of
+the node without requesting one, bypassing quotas and other tenants' isolation (k8s-device-plugin #87, #548,
+#1605; gpu-operator #700). The `volume-mounts` strategy or CDI (`cdi-annotations`, `cdi-cri`; the default
+once `cdi.enabled` is true, which it is by default from GPU Operator v25.10) pass the allocation in a way a pod
+cannot forge. `cdi.nriPluginEnabled: true` brings env-var injection back for every container. See
+`../shared/reference/gpu-operator.md` section 8.
+
+## Bad example
+```yaml
+devicePlugin:
+  env:
+    - name: DEVICE_LIST_STRATEGY
+      value: envvar
+```
+
+## Fix
+Keep CDI enabled (`cdi.enabled: true`, `cdi.nriPluginEnabled: false`), or set
+`DEVICE_LIST_STRATEGY=volume-mounts` together with the toolkit settings (SEC002).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ..findings import Finding, Severity, at
+from ..model import Cluster, Fleet
+from .sec_common import env_value, values_location
+
+ID = "SEC001"
+SEVERITY = Severity.ERROR
+SUMMARY = "The device plugin does not honour NVIDIA_VISIBLE_DEVICES from pods"
+
+SAFE_STRATEGIES = {"volume-mounts", "cdi-annotations", "cdi-cri"}
+CDI_DEFAULT_FROM = (25, 10)  # GPU Operator release that turned cdi.enabled on by default
+
+
+def check(fleet: Fleet) -> Iterator[Finding]:
+    for cluster in fleet.clusters.values():
+        policy = cluster.cluster_policy
+        if policy is None:
+            continue
+        spec = policy.spec
+        plugin = spec.get("devicePlugin") if isinstance(spec.get("devicePlugin"), dict) else {}
+        cdi = spec.get("cdi") if isinstance(spec.get("cdi"), dict) else {}
+        strategy = env_value(plugin, "DEVICE_LIST_STRATEGY")
+        if strategy is not None:
+            unsafe = sorted({s.strip() for s in strategy.split(",") if s.strip()} - SAFE_STRATEGIES) or \
+                (["(empty)"] if not strategy.strip() else [])
+            if unsafe:
+                yield _finding(fleet, cluster, ("devicePlugin", "env"),
+                               f"device plugin DEVICE_LIST_STRATEGY={strategy} lets pods pick GPUs with "
+                               f"NVIDIA_VISIBLE_DEVICES ({', '.join(unsafe)} is not volume-mounts or CDI)")
+        elif not _cdi_enabled(cdi, cluster):
+            yield _finding(fleet, cluster, ("cdi", "enabled") if "enabled" in cdi else ("devicePlugin",),
+                           "CDI is off and DEVICE_LIST_STRATEGY is not set: the device plugin uses the envvar "
+                           "strategy, so any pod can take GPUs with NVIDIA_VISIBLE_DEVICES")
+        if cdi.get("nriPluginEnabled") is True:
+            yield _finding(fleet, cluster, ("cdi", "nriPluginEnabled"),
+                           "cdi.nriPluginEnabled: true injects GPUs into any container that sets "
+                           "NVIDIA_VISIBLE_DEVICES, without the nvidia runtime class")
+
+
+def _cdi_enabled(cdi: dict, cluster: Cluster) -> bool:
+    if "enabled" in cdi:
+        return cdi["enabled"] is True
+    return _version(cluster.facts.gpu_operator_version) >= CDI_DEFAULT_FROM
+
+
+def _version(text: str) -> tuple[int, int]:
+    match = re.match(r"v?(\d+)\.(\d+)", text or "")
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+def _finding(fleet: Fleet, cluster: Cluster, path: tuple, message: str) -> Finding:
+    return Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message,
+                   hint="enable CDI (cdi.enabled: true, nriPluginEnabled: false) or set "
+                        "DEVICE_LIST_STRATEGY=volume-mounts",
+                   **at(values_location(fleet, cluster, *path)))

@@ -1,0 +1,102 @@
+"""A cluster does not enforce one of the required GPU admission policies.
+
+## Why it matters
+Kueue quotas, the priority ladder and the GPU Operator hardening all assume that pods cannot route around them:
+a GPU pod without a queue label is never counted against a quota, a pod that tolerates the GPU taint without
+requesting a GPU squats on a GPU node, `NVIDIA_VISIBLE_DEVICES` picks GPUs behind the device plugin's back, and a
+privileged container sees every GPU of the node. Each cluster must render ValidatingAdmissionPolicies, bound with
+`validationActions: [Deny]`, that refuse all four in team namespaces. The rule does not trust names or labels:
+it evaluates the cluster's rendered policies and bindings (CEL, see `gpupolicy.cel`) on one probe pod per
+purpose, in a team namespace of the cluster, and reports every probe that would be admitted. Policies are
+labelled `gpupolicy.io/admission-policy: <purpose>` by convention; the purposes are `gpu-requires-queue`,
+`no-gpu-toleration-without-request`, `no-visible-devices-env` and `no-privileged-gpu`.
+
+## Bad example
+```yaml
+# clusters/prod-a/kustomization.yaml
+resources:
+  - ../../policies/scheduling
+  # ../../policies/admission is missing
+```
+
+## Fix
+Include `policies/admission` in the cluster overlay, and bind every policy with `validationActions: [Deny]` and
+a `namespaceSelector` that covers the team namespaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import cel
+from ..findings import Finding, Severity, at
+from ..model import TEAM_LABEL, Cluster, Fleet
+
+ID = "SEC003"
+SEVERITY = Severity.ERROR
+SUMMARY = "Every cluster enforces the required GPU admission policies"
+
+PURPOSE_LABEL = "gpupolicy.io/admission-policy"
+
+
+def _pod(namespace: str, container: dict, **spec: object) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": namespace},
+            "spec": {"containers": [{"name": "main", "image": "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04",
+                                     **container}], **spec}}
+
+
+def probes(namespace: str) -> dict[str, tuple[str, dict]]:
+    """purpose -> (what the probe tries, pod that a correct policy set denies)."""
+    gpu = {"resources": {"limits": {"nvidia.com/gpu": 1}}}
+    queued = _pod(namespace, {**gpu, "securityContext": {"privileged": True}})
+    queued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "probe"}
+    return {
+        "gpu-requires-queue": ("a GPU pod without a kueue.x-k8s.io/queue-name label", _pod(namespace, gpu)),
+        "no-gpu-toleration-without-request": (
+            "a pod tolerating nvidia.com/gpu without requesting a GPU",
+            _pod(namespace, {}, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists",
+                                              "effect": "NoSchedule"}])),
+        "no-visible-devices-env": ("a pod setting NVIDIA_VISIBLE_DEVICES=all",
+                                   _pod(namespace, {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]})),
+        "no-privileged-gpu": ("a privileged GPU pod", queued),
+    }
+
+
+def team_namespace(cluster: Cluster) -> dict:
+    for namespace in sorted(cluster.namespaces.values(), key=lambda n: n.name):
+        if namespace.team:
+            return namespace.obj.body
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "team-probe", "labels": {TEAM_LABEL: "probe"}}}
+
+
+def chain_of(cluster: Cluster) -> cel.AdmissionChain:
+    return cel.AdmissionChain.from_objects(o.body for o in cluster.objects
+                                           if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND))
+
+
+def check(fleet: Fleet) -> Iterator[Finding]:
+    for cluster in fleet.clusters.values():
+        where = fleet.locate_file(f"clusters/{cluster.name}/kustomization.yaml", "resources")
+        chain = chain_of(cluster)
+        if not chain.policies:
+            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
+                          message=f"cluster {cluster.name} renders no ValidatingAdmissionPolicy: nothing stops GPU "
+                                  "pods from bypassing queues and device isolation",
+                          hint="add ../../policies/admission to the cluster overlay")
+            continue
+        namespace = team_namespace(cluster)
+        name = namespace["metadata"]["name"]
+        for purpose, (attempt, pod) in probes(name).items():
+            if not chain.denials(cel.Request(object=pod, namespace=namespace)):
+                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
+                              message=f"no Deny-bound admission policy of cluster {cluster.name} refuses {attempt} "
+                                      f"in team namespace {name} (purpose {purpose})",
+                              hint="add or bind the policy with validationActions: [Deny] for team namespaces")
+        bound = {str((b.get("spec") or {}).get("policyName", "")) for b in chain.bindings}
+        for policy in sorted(set(chain.policies) - bound):
+            obj = next(o for o in cluster.objects if o.kind == cel.POLICY_KIND and o.name == policy)
+            yield Finding(rule=ID, severity=Severity.WARNING, cluster=cluster.name,
+                          message=f"ValidatingAdmissionPolicy {policy} has no binding: it is never enforced",
+                          hint="add a ValidatingAdmissionPolicyBinding with validationActions: [Deny]",
+                          **at(fleet.locate(obj, "metadata", "name")))
