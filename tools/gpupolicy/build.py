@@ -34,7 +34,7 @@ from .model import (
     WorkloadPriorityClass,
 )
 from .quantity import QuantityError, parse_quantity
-from .yamlload import Document, load_bytes, load_text
+from .yamlload import Document, load_bytes, load_text, load_trusted
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 OPERATOR_NAMESPACE = "gpu-operator"
@@ -98,16 +98,22 @@ def origin_path(metadata: dict, cluster_dir: str) -> str:
     """Repo-relative source file named by kustomize's origin annotation (the generator's kustomization for
     generated objects)."""
     raw = (metadata.get("annotations") or {}).get(ORIGIN_ANNOTATION)
-    if not raw:
+    if not isinstance(raw, str):
         return ""
-    try:
-        origin = yaml.safe_load(raw) or {}
-    except yaml.YAMLError:
-        return ""
-    relative = origin.get("path") or origin.get("configuredIn") or ""
+    relative = _origin_field(raw, "path") or _origin_field(raw, "configuredIn")
     if not relative or "://" in relative:
         return ""
     return os.path.normpath(os.path.join(cluster_dir, relative)).replace(os.sep, "/")
+
+
+def _origin_field(raw: str, name: str) -> str:
+    """A top-level `name: value` line of kustomize's origin annotation (a tiny YAML map; parsing it with a YAML
+    library per object costs more than the rest of the object's handling)."""
+    prefix = f"{name}:"
+    for line in raw.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):].strip().strip("'\"")
+    return ""
 
 
 # --- pools and cluster facts -------------------------------------------------------------------------------
@@ -352,7 +358,7 @@ def _cluster_policy(cluster: Cluster) -> K8sObject | None:
     merged: dict = {}
     for key in sorted(values_map.body.get("data") or {}):
         try:
-            layer = yaml.safe_load(values_map.body["data"][key]) or {}
+            layer = load_trusted(values_map.body["data"][key]) or {}
         except yaml.YAMLError:
             continue
         merged = merge_values(merged, layer) if isinstance(layer, dict) else merged

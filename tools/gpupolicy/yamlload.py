@@ -96,13 +96,14 @@ def load_text(text: str, path: str, result: LoadResult | None = None) -> LoadRes
     loader = _StrictLoader(text)
     index = 0
     budget = _AliasBudget()
+    has_anchors = "&" in text  # without anchors there are no aliases: a plain tree walk suffices
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 index += 1
                 continue
-            problem = _inspect(node, path, budget)
+            problem = _inspect(node, path, budget) if has_anchors else _inspect_tree(node, path)
             if problem:
                 result.findings.append(problem)
                 return result
@@ -203,6 +204,23 @@ def _inspect(root: yaml.Node, path: str, budget: _AliasBudget) -> Finding | None
     return None
 
 
+def _inspect_tree(root: yaml.Node, path: str) -> Finding | None:
+    """The cheap walk for documents without anchors: duplicate keys and depth only."""
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return _finding("YAML009", f"nested more than {MAX_DEPTH} levels deep", path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            duplicate = _duplicate_key(node, path)
+            if duplicate:
+                return duplicate
+            stack.extend((value, depth + 1) for _, value in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
+    return None
+
+
 def _duplicate_key(node: yaml.Node, path: str) -> Finding | None:
     if not isinstance(node, yaml.MappingNode):
         return None
@@ -240,6 +258,11 @@ def _line_map(root: yaml.Node) -> dict[Path, int]:
                 lines.setdefault(child, item.start_mark.line + 1)
                 stack.append((item, child))
     return lines
+
+
+def load_trusted(text: str) -> Any:
+    """One document of text this toolkit already loaded strictly (or kubectl wrote), at C-loader speed."""
+    return yaml.load(text, Loader=_Loader)
 
 
 def load_rendered(text: str) -> list[Any]:
