@@ -1,7 +1,7 @@
 """A viewer role can do more than read.
 
 ## Why it matters
-Viewers (label `gpupolicy.io/persona: viewer`) are dashboards, on-call read access and auditors. A `delete` or
+Viewers (label `gpupolicy.io/persona: viewer`, or a specialised `<something>-viewer`) are dashboards, on-call read access and auditors. A `delete` or
 `create` slipped into the role lets a read-only token evict running training jobs or submit GPU work outside
 the team's process.
 
@@ -29,6 +29,11 @@ from ..findings import Finding, Severity, at
 from ..model import Fleet
 from .rbac_common import READ_VERBS, VIEWER, persona, roles, rules_of, strings
 
+
+def is_viewer(label: str) -> bool:
+    """`viewer`, or a specialised viewer such as `metrics-viewer`."""
+    return label == VIEWER or label.endswith("-" + VIEWER)
+
 ID = "RBAC003"
 SEVERITY = Severity.ERROR
 SUMMARY = "Viewer roles are read-only"
@@ -37,7 +42,7 @@ SUMMARY = "Viewer roles are read-only"
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for role in roles(cluster):
-            if persona(role) != VIEWER:
+            if not is_viewer(persona(role)):
                 continue
             for index, rule in rules_of(role):
                 extra = sorted(set(strings(rule, "verbs")) - READ_VERBS)
