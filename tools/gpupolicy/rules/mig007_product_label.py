@@ -56,5 +56,5 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             yield Finding(
                 rule=ID, severity=SEVERITY, cluster=clusters,
                 message=f"pool {pool.name} declares gpu.model {declared.key}, but its nodes are labelled "
-                        f"{PRODUCT_LABEL}={label}, a {labelled.key}",
+                        f"{PRODUCT_LABEL}={label}, the product label of {labelled.key}",
                 hint="make spec.gpu.model and the product label name the same GPU", **where)

@@ -8,7 +8,7 @@ exposes. `mixed` advertises `nvidia.com/mig-1g.10gb` and friends; `single` adver
 `nvidia.com/gpu`. When they disagree, the quotas are checked against resource names the nodes do not advertise and
 jobs wait forever; which of operator and config file wins is an implementation detail NVIDIA recommends not to
 rely on (NVIDIA/gpu-operator#704). A device-plugin config that sets `flags.migStrategy` is checked even when no
-MIG pool uses it.
+MIG pool uses it. A cluster whose strategy is `none` is MIG006's.
 
 ## Bad example
 ```yaml
@@ -45,6 +45,8 @@ SUMMARY = "MIG strategy differs between pool.yaml, ClusterPolicy and device-plug
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
+        if cluster.cluster_policy is None:
+            continue  # no GPU Operator configuration at all: MIG006
         yield from _plugin_configs(fleet, cluster)
         yield from _pools(fleet, cluster)
 
@@ -69,7 +71,7 @@ def _pools(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
         if not pool.mig_strategy:
             continue
         runs = effective_strategy(fleet, cluster, pool)
-        if runs.value != pool.mig_strategy:
+        if runs.value != pool.mig_strategy and runs.value != "none":  # none: no MIG at all, MIG006
             yield Finding(
                 rule=ID, severity=SEVERITY, cluster=cluster.name,
                 message=f"pool {pool.name} declares mig.strategy {pool.mig_strategy}, but its nodes run "

@@ -148,8 +148,8 @@ def cluster_strategy(fleet: Fleet, cluster: Cluster) -> Strategy:
     written = section(policy_spec(cluster), "mig", "strategy")
     location = policy_location(fleet, cluster, "mig", "strategy")
     if written:
-        return Strategy(str(written), f"ClusterPolicy mig.strategy ({location})" if location else
-                        "ClusterPolicy mig.strategy", location)
+        return Strategy(str(written), f"mig.strategy at {location}" if location else "ClusterPolicy mig.strategy",
+                        location)
     if policy_from_values(cluster):
         return Strategy(HELM_DEFAULT_STRATEGY, "the GPU Operator chart's default mig.strategy", location)
     return Strategy(None, "the ClusterPolicy (mig.strategy unset)", location)
@@ -184,8 +184,8 @@ def effective_strategy(fleet: Fleet, cluster: Cluster, pool: Pool) -> Strategy:
     flag = plugin_strategy(entry)
     if entry is not None and flag:
         location = plugin_location(fleet, entry, "flags", "migStrategy")
-        return Strategy(flag, f"device-plugin config {entry.key} flags.migStrategy ({location})", location)
-    return Strategy("none", "the device plugin's default (no mig.strategy anywhere)", operator.location)
+        return Strategy(flag, f"flags.migStrategy of device-plugin config {entry.key} at {location}", location)
+    return Strategy("none", "the device plugin's default, as nothing sets a strategy", operator.location)
 
 
 # --- drivers ---------------------------------------------------------------------------------------------------
