@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
+from .cap_common import group_owners
 
 ID = "CAP006"
 SEVERITY = Severity.ERROR
@@ -39,10 +40,8 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 
 def _unknown_flavors(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
-    owners = [("ClusterQueue", n, cq.obj, cq.resource_groups) for n, cq in sorted(cluster.cluster_queues.items())]
-    owners += [("Cohort", n, c.obj, c.resource_groups) for n, c in sorted(cluster.cohorts.items()) if c.obj]
     known = ", ".join(sorted(cluster.flavors)) or "none"
-    for kind, name, obj, groups in owners:
+    for kind, name, obj, groups in group_owners(cluster):
         for g, group in enumerate(groups):
             for f, flavor in enumerate(group.flavors):
                 if flavor.flavor in cluster.flavors:

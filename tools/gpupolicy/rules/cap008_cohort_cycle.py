@@ -33,13 +33,24 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for cycle in cycles(cluster):
             first = cluster.cohorts[cycle[0]]
-            queues = sorted(n for n, cq in cluster.cluster_queues.items() if cq.cohort in cycle)
+            queues = sorted(n for n, cq in cluster.cluster_queues.items() if _reaches(cluster, cq.cohort, cycle))
             field = "parentName" if "parentName" in first.obj.spec else "parent"
             yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
                           message=f"cohorts form a cycle: {' -> '.join([*cycle, cycle[0]])}; Kueue disables them "
                                   f"and their ClusterQueues ({', '.join(queues) or 'none'})",
                           hint="remove parentName from the cohort that should be the root",
                           **at(fleet.locate(first.obj, "spec", field)))
+
+
+def _reaches(cluster: Cluster, cohort: str, cycle: list[str]) -> bool:
+    """Whether a cohort is in the cycle or below it (Kueue disables the whole subtree)."""
+    seen: set[str] = set()
+    while cohort and cohort not in seen:
+        if cohort in cycle:
+            return True
+        seen.add(cohort)
+        cohort = cluster.cohorts[cohort].parent if cohort in cluster.cohorts else ""
+    return False
 
 
 def cycles(cluster: Cluster) -> list[list[str]]:

@@ -38,7 +38,7 @@ SUMMARY = "Namespace GPU ResourceQuota smaller than its queues admit, or missing
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
-        for name, namespace in sorted(cluster.namespaces.items()):
+        for _, namespace in sorted(cluster.namespaces.items()):
             yield from _check_namespace(fleet, cluster, namespace)
 
 
