@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .model import GPU_RESOURCE, MIG_RESOURCE_PREFIX
+from . import catalog
+from .model import GPU_RESOURCE
 
 WHOLE_GPU = ""  # key of a MIG-disabled GPU in a layout's per-node counts
 
@@ -66,7 +67,7 @@ def _filter_matches(device_filter: Any, gpu_pci_ids: tuple[str, ...]) -> bool:
 
 def mig_resource(profile: str) -> str:
     """The extended resource the device plugin advertises a MIG profile as under the mixed strategy."""
-    return f"{MIG_RESOURCE_PREFIX}{profile.replace('+', '.')}"
+    return catalog.resource_name(profile, "mixed")
 
 
 def pool_capacity(pool: Any, mig_layout_entries: Any = None, gpu_pci_ids: tuple[str, ...] = ()) -> dict[str, int]:

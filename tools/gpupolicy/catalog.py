@@ -300,8 +300,8 @@ def gpu_by_pci_id(pci_id: str) -> GPUModel | None:
 def resource_name(profile: MigProfile | str, strategy: str) -> str:
     """The extended resource a MIG instance is advertised as: per-profile under `mixed`, plain GPU under `single`."""
     name = profile.name if isinstance(profile, MigProfile) else profile
-    if strategy == "mixed":
-        return f"nvidia.com/mig-{name}"
+    if strategy == "mixed":  # the device plugin cannot use '+' in a resource name: 1g.10gb+me -> mig-1g.10gb.me
+        return f"nvidia.com/mig-{name.replace('+', '.')}"
     if strategy in ("single", "none"):
         return "nvidia.com/gpu"
     raise ValueError(f"unknown MIG strategy {strategy!r} (single, mixed or none)")
