@@ -378,8 +378,10 @@ class Engine:
             if shape is None:
                 continue
             victims = self._candidates(run, queue, flavor, shape.total)
-            chosen: list[Run] = []
             pool = self.pools[flavor.pool]
+            if sum(v.shape.total for v in victims) + pool.capacity - pool.allocated < shape.total:
+                continue  # even evicting every candidate would not make room
+            chosen: list[Run] = []
             for victim in victims:
                 chosen.append(victim)
                 self._unbind_tentative(victim)

@@ -1,0 +1,112 @@
+"""Replay speed of `gpupolicy simulate` in events per second; run as `python bench/bench_simulate.py`.
+
+Replays (each skipped when its input is absent):
+- openb default pod list (Alibaba GPU trace v2023) on its own timestamps, on the reference cluster prod-eu,
+  baseline and proposed policy (target: under 2 s);
+- the Microsoft ITP trace (69,351 jobs, 10 source clusters as 10 team queues in one cohort) on a 1,280-GPU
+  pool whose nominal quotas follow each source cluster's share of GPU-hours (target: under 20 s);
+- the FGD fidelity experiment for one seed per policy (best-fit and FGD).
+The peer figure printed alongside is the naive pure-Python replay measured in
+../shared/reference/traces-and-simulators.md §5 (about 1.5k events/s on the same kind of machine).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = REPO / ".." / "shared" / "traces"
+sys.path.insert(0, str(REPO / "tools"))
+
+from gpupolicy.simulate import Engine, replay  # noqa: E402
+from gpupolicy.simulate.metrics import summarize  # noqa: E402
+from gpupolicy.simulate.policy import FlavorQuota, SimPolicy, SimPool, SimQueue, assign_queues  # noqa: E402
+from gpupolicy.simulate.report import comparison_rows, markdown_table  # noqa: E402
+from gpupolicy.simulate.traces import read_trace  # noqa: E402
+
+NAIVE_EVENTS_PER_SECOND = 1500
+
+
+def itp_policy(jobs, gpus: int = 1280, placement: str = "best-fit") -> SimPolicy:
+    hours = Counter()
+    for job in jobs:
+        hours[job.team] += job.gpus * job.duration
+    total = sum(hours.values())
+    pool = SimPool("itp", gpus // 8, 8, "exclusive")
+    queues = {team: SimQueue(team, (FlavorQuota("itp", "itp", max(8, round(gpus * share / total) // 8 * 8) * 1000),),
+                             cohort="itp", team=team, tier="training", workload="training",
+                             within_queue="LowerPriority", reclaim="Any")
+              for team, share in sorted(hours.items())}
+    return SimPolicy("proposed", {"itp": pool}, queues, placement=placement)
+
+
+def itp_baseline(gpus: int = 1280) -> SimPolicy:
+    pool = SimPool("itp", gpus // 8, 8, "exclusive")
+    queue = SimQueue("fifo", (FlavorQuota("itp-whole", "itp", gpus * 1000),), strategy="StrictFIFO")
+    return SimPolicy("baseline", {"itp": pool}, {"fifo": queue}, whole_gpus=True)
+
+
+def timed(label: str, policy: SimPolicy, jobs) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = Engine(policy, jobs, assign_queues(jobs, policy)).run()
+    seconds = time.perf_counter() - started
+    rate = result.events / seconds if seconds else 0
+    print(f"{label:48} {len(jobs):>7} jobs {result.events:>8} events {seconds:7.2f} s "
+          f"{rate:>10,.0f} events/s ({rate / NAIVE_EVENTS_PER_SECOND:.0f}x the naive replay)")
+    return seconds, result
+
+
+def bench_openb() -> None:
+    path = TRACES / "alibaba-clusterdata-gpu-v2023" / "openb_pod_list_default.csv"
+    if not path.is_file() or not (REPO / "clusters" / "prod-eu").is_dir():
+        print("openb: skipped (trace or reference fleet absent)")
+        return
+    from gpupolicy.pipeline import load_fleet
+    from gpupolicy.simulate.policy import baseline, from_cluster
+
+    cluster = load_fleet(REPO, ["prod-eu"]).clusters["prod-eu"]
+    jobs = read_trace(path).jobs
+    total = 0.0
+    for policy in (baseline(cluster), from_cluster(cluster)):
+        seconds, _ = timed(f"openb default on prod-eu ({policy.name})", policy, jobs)
+        total += seconds
+    print(f"openb default, both policies: {total:.2f} s (target < 2 s)")
+
+
+def bench_itp() -> None:
+    path = TRACES / "microsoft-elasticflow-itp" / "raw-traces.tar.gz"
+    if not path.is_file():
+        print("itp: skipped (trace absent)")
+        return
+    jobs = read_trace(path).jobs
+    before_s, before = timed("ITP on 1,280 GPUs (baseline: one strict FIFO)", itp_baseline(), jobs)
+    after_s, after = timed("ITP on 1,280 GPUs (10 team queues, one cohort)", itp_policy(jobs), jobs)
+    print(f"ITP, each policy: {before_s:.2f} s / {after_s:.2f} s (target < 20 s each)\n")
+    print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(summarize(before), summarize(after))))
+
+
+def bench_fidelity() -> None:
+    traces = TRACES / "alibaba-clusterdata-gpu-v2023"
+    if not (traces / "openb_node_list_gpu_node.csv").is_file():
+        print("fgd: skipped (trace absent)")
+        return
+    from gpupolicy.simulate import fidelity
+
+    nodes = fidelity.read_nodes(traces / "openb_node_list_gpu_node.csv")
+    pods = fidelity.read_pods(traces / "openb_pod_list_default.csv")
+    for policy in fidelity.POLICIES:
+        started = time.perf_counter()
+        curve = fidelity.run_experiment(nodes, pods, policy, 42)
+        print(f"FGD experiment, {policy:8} seed 42: {time.perf_counter() - started:6.2f} s, "
+              f"allocation at 130% demand {curve[130]:.2f}%")
+
+
+if __name__ == "__main__":
+    bench_openb()
+    bench_itp()
+    if "--fidelity" in sys.argv:
+        bench_fidelity()
+    _ = replay  # public entry point kept importable for `make bench` users
