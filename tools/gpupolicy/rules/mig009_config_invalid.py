@@ -25,14 +25,19 @@ Correct the field the finding names; `gpupolicy mig check FILE` checks a file on
 
 from collections.abc import Iterator
 
+import yaml
+
 from .. import mig
 from ..findings import Finding, Location, Severity, at
-from ..model import Cluster, ConfigEntry, Fleet
-from .mig_common import is_config_file
+from ..model import Cluster, ConfigEntry, Fleet, K8sObject
+from .mig_common import is_config_file, mig_configmap_name
 
 ID = "MIG009"
 SEVERITY = Severity.ERROR
 SUMMARY = "mig-parted config does not follow mig-parted's format"
+
+
+HINT = "mig-parted rejects the whole file; `gpupolicy mig check FILE` checks it alone"
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
@@ -40,8 +45,34 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for path, entries in _by_source(cluster).items():
             for problem, location in _problems(fleet, path, entries):
                 yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=problem.message,
-                              hint="mig-parted rejects the whole file; `gpupolicy mig check FILE` checks it alone",
-                              **at(location))
+                              hint=HINT, **at(location))
+        if not cluster.mig_configs:
+            yield from _without_layouts(fleet, cluster)
+
+
+def _without_layouts(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
+    """A mig-parted ConfigMap from which no layout could be read: its config.yaml is not a mig-parted document."""
+    configmap = _mig_configmap(cluster)
+    if configmap is None:
+        return  # no ConfigMap at all: MIG004 and MIG006 say what that breaks
+    text = (configmap.body.get("data") or {}).get("config.yaml")
+    try:
+        data = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError as error:
+        problems = [mig.Problem("error", "schema", f"config.yaml is not YAML: {error}")]
+    else:
+        problems = mig.parse_config(data)[1] if text is not None else [
+            mig.Problem("error", "schema", "the ConfigMap has no key config.yaml, the only key the MIG manager reads")]
+    for problem in problems:
+        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
+                      message=f"ConfigMap {configmap.namespace}/{configmap.name}: {problem.message}", hint=HINT,
+                      **at(fleet.locate(configmap) or Location(configmap.origin, 0)))
+
+
+def _mig_configmap(cluster: Cluster) -> K8sObject | None:
+    name = mig_configmap_name(cluster)
+    return next((obj for obj in cluster.objects if obj.kind == "ConfigMap" and obj.name == name
+                 and obj.namespace in ("gpu-operator", "")), None)
 
 
 def _by_source(cluster: Cluster) -> dict[str, dict[str, ConfigEntry]]:
