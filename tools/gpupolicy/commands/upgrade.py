@@ -1,0 +1,405 @@
+"""`gpupolicy upgrade status|promote|rollback`: follow and move a staged rollout plan (policies/upgrades/).
+
+status [PLAN]    stage by stage: pools and their versions, soak remaining, what blocks the next step.
+promote PLAN     put the next stage's pools on the target version (NVIDIADriver spec.version, or the cluster's
+                 gpuOperatorVersion) and record the stage start in the plan; after the last stage, record it
+                 complete. Refuses (exit 1) while the current stage has not soaked, while an UPG rule fails,
+                 or when the git working tree is dirty. Prints the change as a diff, ready to commit.
+rollback PLAN    put the last promoted stage's pools back on the rollback target and remove its record.
+
+Edits go through ruamel.yaml's round-trip mode, so comments, quoting and layout of the touched files stay as
+they were; a promote followed by a rollback restores every file byte for byte.
+Exit codes: 0 done, 1 refused (the reason is printed), 2 the tool could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import io
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+from .. import pipeline, upgrades
+from ..errors import ToolError
+from ..findings import Finding, Severity
+from ..model import Fleet
+from ..upgrades import Plan, PlanSet, Stage, Unit
+
+NAME = "upgrade"
+HELP = "staged driver / GPU Operator upgrades: status, promote the next stage, roll back the last one"
+RECORD_KEYS = ("started", "approvedBy", "completed")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="upgrade_action", metavar="ACTION")
+    actions.required = True
+    raw = argparse.RawDescriptionHelpFormatter
+    status = actions.add_parser("status", help="stage by stage state of a plan (all plans without PLAN)",
+                                description=__doc__, formatter_class=raw)
+    status.add_argument("plan", nargs="?", metavar="PLAN", help="plan name or file")
+    status.add_argument("--format", choices=("text", "json"), default="text")
+    promote = actions.add_parser("promote", help="edit the next stage's pools to the target version",
+                                 description=__doc__, formatter_class=raw)
+    promote.add_argument("plan", metavar="PLAN", help="plan name or file")
+    promote.add_argument("--approver", metavar="NAME", help="who approves the stage (one of its approvers)")
+    rollback = actions.add_parser("rollback", help="return the last promoted stage to the rollback target",
+                                  description=__doc__, formatter_class=raw)
+    rollback.add_argument("plan", metavar="PLAN", help="plan name or file")
+    for command in (status, promote, rollback):
+        # Also after the action (`upgrade promote PLAN --repo DIR`); SUPPRESS keeps `upgrade --repo DIR ...` working.
+        command.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
+        command.add_argument("--now", metavar="TIME", type=_parse_now,
+                             help="the current time, UTC (2026-12-01T10:00:00Z or 2026-12-01); default: the clock")
+    for command in (promote, rollback):
+        command.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+
+
+def _parse_now(text: str) -> datetime:
+    try:
+        if len(text) == 10:
+            return datetime.fromisoformat(text).replace(tzinfo=UTC)
+        return upgrades.parse_timestamp(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    now = args.now or upgrades.now_utc()
+    result = pipeline.run(args.repo)
+    plans = upgrades.plans_of(result.fleet)
+    if args.upgrade_action == "status":
+        return _status(args, result.fleet, plans, result.findings, now)
+    plan = _find_plan(plans, args.plan)
+    if args.upgrade_action == "promote":
+        return _promote(args, result.fleet, plans, plan, result.findings, now)
+    return _rollback(args, result.fleet, plan, result.findings)
+
+
+def _find_plan(plans: PlanSet, wanted: str) -> Plan:
+    plan = plans.plan(wanted)
+    if plan is None:
+        broken = [p for p in plans.problems if wanted in p.location.path]
+        if broken:
+            raise ToolError(f"plan {wanted} is not valid: {broken[0].location}: {broken[0].message}")
+        names = ", ".join(p.name for p in plans.plans) or "none"
+        raise ToolError(f"no rollout plan {wanted!r} under {upgrades.PLAN_DIR}/ (plans: {names})")
+    return plan
+
+
+def _refuse(action: str, plan: Plan, reasons: list[str]) -> int:
+    print(f"gpupolicy upgrade {action} {plan.name}: refused", file=sys.stderr)
+    for reason in reasons:
+        print(f"  - {reason}", file=sys.stderr)
+    return 1
+
+
+# --- status --------------------------------------------------------------------------------------------------
+
+def _status(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: list[Finding], now: datetime) -> int:
+    chosen = [_find_plan(plans, args.plan)] if args.plan else plans.plans
+    for problem in plans.problems:
+        print(f"warning: {problem.location}: {problem.message}", file=sys.stderr)
+    if not chosen:
+        print(f"no rollout plans under {upgrades.PLAN_DIR}/")
+        return 0
+    dirty = _dirty_reason(Path(args.repo))
+    if args.format == "json":
+        print(json.dumps([_plan_json(fleet, plans, plan, findings, now, dirty) for plan in chosen], indent=2))
+        return 0
+    print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty) for plan in chosen))
+    return 0
+
+
+def _plan_text(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
+               dirty: str | None) -> str:
+    lines = [f"{plan.name} ({plan.path}): {plan.component} {plan.from_version} -> {plan.to_version}, "
+             f"rollback to {plan.rollback_target}   [at {upgrades.format_timestamp(now)}]"]
+    statuses = upgrades.stage_status(fleet, plans, plan, now)
+    width = max((len(u.unit.label) for s in statuses for u in s.units), default=10)
+    for number, status in enumerate(statuses, 1):
+        lines.append(_stage_line(number, status))
+        moments = {m.pool.name: m for m in upgrades.drain_moments(fleet, plan, status.stage)}
+        for unit in status.units:
+            mark = "ok" if unit.agrees else f"EXPECTED {unit.expected}"
+            line = f"      {unit.unit.label:<{width}}  {unit.version or '?':<11} {unit.gpus:>4} GPUs  {mark}"
+            moment = moments.get(unit.unit.pool_name)
+            if moment is not None and not status.stage.completed:
+                line += f"   worst drain: {moment.describe()}"
+            lines.append(line)
+    lines.append("  rollback criteria: " + "; ".join(plan.criteria.describe()))
+    step = _next_step(plans, plan, findings, now, dirty)
+    lines += ["  next step: " + step[0]] + [f"    {line}" for line in step[1:]]
+    return "\n".join(lines)
+
+
+def _stage_line(number: int, status: upgrades.StageStatus) -> str:
+    stage = status.stage
+    head = f"  {number}. {stage.name} [{stage.phase}] {stage.state.upper()}"
+    required = upgrades.format_duration(status.soak_required)
+    if stage.completed:
+        detail = (f"started {upgrades.format_timestamp(stage.started)}, completed "
+                  f"{upgrades.format_timestamp(stage.completed)}, soaked {upgrades.format_duration(status.soak_elapsed)}"
+                  f" (minimum {required})")
+    elif stage.started:
+        detail = (f"since {upgrades.format_timestamp(stage.started)}: soaked "
+                  f"{upgrades.format_duration(status.soak_elapsed)} of {required}, "
+                  f"{upgrades.format_duration(status.soak_remaining)} to go")
+    else:
+        detail = f"planned {stage.planned}, soak {required}, approvers {', '.join(stage.approvers)}"
+    approved = f", approved by {stage.approved_by}" if stage.approved_by else ""
+    return f"{head} - {detail}{approved}; {status.gpus} GPUs"
+
+
+def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime, dirty: str | None) -> list[str]:
+    blockers = _promote_blockers(plans, plan, findings, now)
+    if dirty:
+        blockers.append(dirty)
+    nxt = plan.next_stage()
+    if nxt is None and plan.finished:
+        return ["none: every stage is done"]
+    action = f"promote stage {nxt.name}" if nxt else f"record stage {plan.current_stage().name} complete"
+    command = f"gpupolicy upgrade promote {plan.name}" + (" --approver <name>" if nxt else "")
+    if not blockers:
+        return [f"{action}: ready (`{command}`)"]
+    return [f"{action}: blocked"] + [f"- {b}" for b in blockers]
+
+
+def _plan_json(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
+               dirty: str | None) -> dict:
+    stages = []
+    for status in upgrades.stage_status(fleet, plans, plan, now):
+        stage = status.stage
+        stages.append({
+            "name": stage.name, "phase": stage.phase, "state": stage.state, "planned": str(stage.planned),
+            "started": _iso(stage.started), "completed": _iso(stage.completed), "approvedBy": stage.approved_by,
+            "soakRequired": upgrades.format_duration(status.soak_required),
+            "soakRemaining": upgrades.format_duration(status.soak_remaining) if status.soak_remaining is not None
+            else None,
+            "units": [{"unit": u.unit.label, "version": u.version, "expected": u.expected, "gpus": u.gpus}
+                      for u in status.units]})
+    blockers = _promote_blockers(plans, plan, findings, now) + ([dirty] if dirty else [])
+    return {"plan": plan.name, "path": plan.path, "component": plan.component, "from": plan.from_version,
+            "to": plan.to_version, "stages": stages, "blockers": blockers}
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return upgrades.format_timestamp(moment) if moment else None
+
+
+# --- promote -------------------------------------------------------------------------------------------------
+
+def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime) -> list[str]:
+    blockers = []
+    soak = upgrades.soak_blocker(plans, plan, now)
+    if soak:
+        blockers.append(soak)
+    failing = _upg_errors(findings)
+    if failing:
+        blockers.append(f"{len(failing)} UPG rule finding(s): " + "; ".join(
+            f"{f.rule} {f.path}:{f.line} {f.message}" for f in failing[:5]) + (" ..." if len(failing) > 5 else ""))
+    return blockers
+
+
+def _upg_errors(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.rule.startswith("UPG") and f.severity is Severity.ERROR]
+
+
+def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding],
+             now: datetime) -> int:
+    if plan.finished:
+        return _refuse("promote", plan, ["every stage is done; nothing to promote"])
+    reasons = _promote_blockers(plans, plan, findings, now)
+    dirty = _dirty_reason(Path(args.repo))
+    if dirty:
+        reasons.append(dirty)
+    stage = plan.next_stage()
+    if stage is not None and args.approver not in stage.approvers:
+        given = f"--approver {args.approver} is not" if args.approver else "no --approver given;"
+        reasons.append(f"{given} one of stage {stage.name}'s approvers ({', '.join(stage.approvers)})")
+    if reasons:
+        return _refuse("promote", plan, reasons)
+    editor = Editor(Path(args.repo))
+    stamp = upgrades.format_timestamp(now)
+    current = plan.current_stage()
+    if stage is None:  # the last stage has soaked: close the plan
+        editor.set_record(plan, current, {"completed": stamp})
+        summary = f"stage {current.name} recorded complete: the plan is finished"
+    else:
+        for unit in upgrades.stage_units(fleet, plan, stage):
+            editor.set_version(fleet, plan, unit, plan.to_version)
+        if current is not None and not current.completed:
+            editor.set_record(plan, current, {"completed": stamp})
+        editor.set_record(plan, stage, {"started": stamp, "approvedBy": args.approver})
+        summary = f"stage {stage.name} promoted to {plan.to_version}"
+    return _finish(editor, args, plan, summary, "promote")
+
+
+# --- rollback ------------------------------------------------------------------------------------------------
+
+def _rollback(args: argparse.Namespace, fleet: Fleet, plan: Plan, findings: list[Finding]) -> int:
+    stage = plan.current_stage()
+    if stage is None:
+        return _refuse("rollback", plan, ["no stage has been promoted; nothing to roll back"])
+    dirty = _dirty_reason(Path(args.repo))
+    if dirty:
+        return _refuse("rollback", plan, [dirty])
+    for finding in _upg_errors(findings):  # rollback is the emergency path: report, do not refuse
+        print(f"warning: {finding.rule} {finding.path}:{finding.line} {finding.message}", file=sys.stderr)
+    editor = Editor(Path(args.repo))
+    for unit in upgrades.stage_units(fleet, plan, stage):
+        editor.set_version(fleet, plan, unit, plan.rollback_target)
+    editor.remove_record(plan, stage, RECORD_KEYS)
+    previous = plan.stages[stage.index - 1] if stage.index > 0 else None
+    if previous is not None and previous.completed and previous.completed == stage.started:
+        editor.remove_record(plan, previous, ("completed",))  # written by the same promote
+    return _finish(editor, args, plan, f"stage {stage.name} rolled back to {plan.rollback_target}", "rollback")
+
+
+def _finish(editor: Editor, args: argparse.Namespace, plan: Plan, summary: str, action: str) -> int:
+    diff = editor.diff()
+    print(diff, end="")
+    if args.dry_run:
+        print(f"# dry run: {summary}; nothing written")
+        return 0
+    editor.write()
+    print(f"# {summary}; {len(editor.changed())} file(s) changed. Commit it:\n"
+          f"#   git commit -m \"upgrade {action} {plan.name}: {summary}\" -- {' '.join(editor.changed())}")
+    return 0
+
+
+# --- git -----------------------------------------------------------------------------------------------------
+
+def _dirty_reason(root: Path) -> str | None:
+    """Why the working tree is not clean enough to edit, or None."""
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=root, capture_output=True,
+                              text=True, timeout=60, check=False)
+    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
+        return f"cannot ask git whether the working tree is clean ({exc})"
+    if proc.returncode != 0:
+        return f"{root} is not a git working tree ({proc.stderr.strip().splitlines()[-1:] or 'git failed'})"
+    changed = [line[3:] for line in proc.stdout.splitlines() if line.strip()]
+    if changed:
+        listed = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+        return f"the git working tree is dirty ({len(changed)} path(s): {listed}); commit or stash first"
+    return None
+
+
+# --- round-trip editing --------------------------------------------------------------------------------------
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap long lines
+    yaml.indent(mapping=2, sequence=4, offset=2)  # the repository's style: "key:\n  - item"
+    return yaml
+
+
+@dataclass
+class _File:
+    original: str
+    documents: list[Any]
+
+
+class Editor:
+    """Loads each touched file once, edits it in memory, and writes it back only when asked."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.yaml = _yaml()
+        self.files: dict[str, _File] = {}
+
+    def _load(self, rel: str) -> _File:
+        if rel not in self.files:
+            path = self.root / rel
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ToolError(f"{rel}: cannot read: {exc.strerror}") from exc
+            documents = list(self.yaml.load_all(text))
+            if self._dump(documents) != text:
+                raise ToolError(f"{rel}: a round-trip edit would reformat the file; edit it by hand")
+            self.files[rel] = _File(text, documents)
+        return self.files[rel]
+
+    def _dump(self, documents: list[Any]) -> str:
+        stream = io.StringIO()
+        self.yaml.dump_all(documents, stream)
+        return stream.getvalue()
+
+    def set_version(self, fleet: Fleet, plan: Plan, unit: Unit, version: str) -> None:
+        cluster = fleet.clusters[unit.cluster]
+        if plan.component == "gpu-operator":
+            spec = self._document(cluster.facts.path, "Cluster", cluster.name)["spec"]
+            spec["gpuOperatorVersion"] = _same_style(spec.get("gpuOperatorVersion"), version)
+            return
+        for driver in upgrades.drivers_of_pool(cluster, unit.pool):
+            if not driver.obj.origin:
+                raise ToolError(f"NVIDIADriver {driver.name} has no source file (originAnnotations missing)")
+            spec = self._document(driver.obj.origin, "NVIDIADriver", driver.name)["spec"]
+            spec["version"] = _same_style(spec.get("version"), version)
+
+    def _document(self, rel: str, kind: str, name: str) -> Any:
+        for document in self._load(rel).documents:
+            if isinstance(document, dict) and document.get("kind") == kind and \
+                    (document.get("metadata") or {}).get("name") == name:
+                return document
+        raise ToolError(f"{rel}: no {kind} named {name} (is its version set by a kustomize patch?)")
+
+    def _stage(self, plan: Plan, stage: Stage) -> Any:
+        document = self._document(plan.path, upgrades.PLAN_KIND, plan.name)
+        return document["spec"]["stages"][stage.index]
+
+    def set_record(self, plan: Plan, stage: Stage, values: dict[str, str]) -> None:
+        """Write record keys into the stage, before `select` (so comments after the stage stay in place)."""
+        mapping = self._stage(plan, stage)
+        for key, value in values.items():
+            quoted = DoubleQuotedScalarString(value) if key != "approvedBy" else value
+            if key in mapping:
+                mapping[key] = quoted
+                continue
+            keys = list(mapping.keys())
+            position = keys.index("select") if "select" in keys else len(keys)
+            mapping.insert(position, key, quoted)
+
+    def remove_record(self, plan: Plan, stage: Stage, keys: tuple[str, ...]) -> None:
+        mapping = self._stage(plan, stage)
+        for key in keys:
+            if key in mapping:
+                del mapping[key]
+
+    def rendered(self) -> dict[str, str]:
+        return {rel: self._dump(file.documents) for rel, file in self.files.items()}
+
+    def changed(self) -> list[str]:
+        return sorted(rel for rel, text in self.rendered().items() if text != self.files[rel].original)
+
+    def diff(self) -> str:
+        rendered = self.rendered()
+        chunks = []
+        for rel in self.changed():
+            chunks += difflib.unified_diff(self.files[rel].original.splitlines(keepends=True),
+                                           rendered[rel].splitlines(keepends=True), f"a/{rel}", f"b/{rel}")
+        return "".join(chunks)
+
+    def write(self) -> None:
+        rendered = self.rendered()
+        for rel in self.changed():
+            (self.root / rel).write_text(rendered[rel], encoding="utf-8")
+
+
+def _same_style(old: Any, new: str) -> Any:
+    """The new scalar in the old one's quoting (a quoted version stays quoted)."""
+    style = type(old)
+    if style is not str and isinstance(old, str):
+        return style(new)
+    return new
