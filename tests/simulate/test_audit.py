@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from gpupolicy.audit import AuditError, audit, export_jobs, load_snapshot, parse
 from gpupolicy.model import Pool, Taint
 
 FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"
-NOW = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 1, 12, tzinfo=UTC)
 TAINT = (Taint("nvidia.com/gpu", "present", "NoSchedule"),)
 
 

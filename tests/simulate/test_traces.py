@@ -11,7 +11,15 @@ import pytest
 from conftest import shared_trace
 
 from gpupolicy.simulate.jobs import Job
-from gpupolicy.simulate.traces import TraceError, detect_format, read_csv, read_itp, read_openb, read_trace, write_csv
+from gpupolicy.simulate.traces import (
+    TraceError,
+    detect_format,
+    read_csv,
+    read_itp,
+    read_openb,
+    read_trace,
+    write_csv,
+)
 
 SHIPPED = Path(__file__).resolve().parents[2] / "tools" / "gpupolicy" / "data" / "traces" / "synthetic-week.csv"
 

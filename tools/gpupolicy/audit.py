@@ -15,7 +15,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, POOL_LABEL, TIER_LABEL, Pool
@@ -144,7 +144,7 @@ def parse_time(text: str | None) -> datetime | None:
 
 
 def audit(snapshot: Snapshot, pools: dict[str, Pool], now: datetime | None = None) -> AuditReport:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     report = AuditReport()
     _audit_nodes(snapshot.nodes, pools, report)
     _audit_pods(snapshot.pods, report)

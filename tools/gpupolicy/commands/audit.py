@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 NAME = "audit"
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail("--context needs the `kubernetes` Python package, which is not installed; "
                          "take a snapshot with kubectl instead (see docs/operations/simulation.md)")
         return _fail("--context is not implemented yet; take a snapshot with kubectl and use --snapshot")
-    now = parse_time(args.now) if args.now else datetime.now(timezone.utc)
+    now = parse_time(args.now) if args.now else datetime.now(UTC)
     if now is None:
         return _fail(f"--now {args.now!r} is not an ISO time such as 2025-01-31T12:00:00Z")
     pools, error = _pools(args)

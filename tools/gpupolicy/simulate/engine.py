@@ -82,9 +82,16 @@ class Engine:
         for queue in policy.queues.values():
             if queue.cohort:
                 self.cohorts.setdefault(queue.cohort, []).append(queue)
+        # (cohort, flavor) -> [(queue, guaranteed milli, lendable milli)]: the cohort arithmetic, precomputed
+        self.cohort_flavors: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+        for queue in policy.queues.values():
+            for fq in queue.flavors if queue.cohort else ():
+                self.cohort_flavors.setdefault((queue.cohort, fq.flavor), []).append(
+                    (queue.name, fq.nominal - fq.lendable, fq.lendable))
         self.pending: dict[str, list[tuple]] = {name: [] for name in policy.queues}
         self.pending_sizes: dict[str, Counter] = {name: Counter() for name in policy.queues}
         self.running: dict[str, set[int]] = {name: set() for name in policy.pools}  # pool -> run indices
+        self.queue_running: dict[str, set[int]] = {name: set() for name in policy.queues}
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -236,14 +243,11 @@ class Engine:
         if flavor.borrowing_limit is not None and used > flavor.nominal + flavor.borrowing_limit:
             return False
         borrowed = lendable = 0
-        for member in self.cohorts[queue.cohort]:
-            fq = self._flavor_of(member, flavor.flavor)
-            if fq is None:
-                continue
-            usage = self.usage[member.name][flavor.flavor] + (demand if member.name == queue.name else 0)
-            guaranteed = fq.nominal - fq.lendable
-            borrowed += max(0, usage - guaranteed)
-            lendable += fq.lendable
+        for name, guaranteed, lends in self.cohort_flavors[(queue.cohort, flavor.flavor)]:
+            usage = self.usage[name][flavor.flavor] + (demand if name == queue.name else 0)
+            if usage > guaranteed:
+                borrowed += usage - guaranteed
+            lendable += lends
         return borrowed <= lendable
 
     # -- scheduling ----------------------------------------------------------------------------------
@@ -322,12 +326,14 @@ class Engine:
             run.first_start = self.now
         run.token += 1
         self.running[run.flavor.pool].add(run.index)
+        self.queue_running[run.queue].add(run.index)
         self._push(self.now + run.remaining, FINISH, (run.index, run.token))
 
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
         self.usage[run.queue][run.flavor.flavor] -= run.shape.total
         self.running[run.flavor.pool].discard(run.index)
+        self.queue_running[run.queue].discard(run.index)
         run.slots, run.started = [], -1
 
     def _finish(self, run: Run) -> None:
@@ -352,21 +358,23 @@ class Engine:
         return queue.reclaim == "LowerPriority" and victim.priority < run.priority
 
     def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, demand: int) -> list[Run]:
+        """Running jobs on this flavor the job may evict: its own queue's, and those of borrowing cohort peers."""
+        sources: list[str] = []
+        if queue.within_queue != "Never":
+            sources.append(queue.name)
         within_nominal = self.usage[queue.name][flavor.flavor] + demand <= flavor.nominal
+        if queue.cohort and queue.reclaim != "Never" and within_nominal:
+            for member in self.cohorts[queue.cohort]:
+                fq = self._flavor_of(member, flavor.flavor)
+                if member.name != queue.name and fq and self.usage[member.name][flavor.flavor] > fq.nominal:
+                    sources.append(member.name)
         found: list[Run] = []
-        for index in self.running[flavor.pool]:
-            victim = self.runs[index]
-            if victim.flavor.flavor != flavor.flavor:
-                continue
-            if victim.queue == queue.name:
-                if queue.within_queue != "Never" and self._may_preempt(run, victim, queue, False):
+        for name in sources:
+            reclaim = name != queue.name
+            for index in self.queue_running[name]:
+                victim = self.runs[index]
+                if victim.flavor.flavor == flavor.flavor and self._may_preempt(run, victim, queue, reclaim):
                     found.append(victim)
-                continue
-            other = self.policy.queues[victim.queue]
-            borrowing = self.usage[victim.queue][flavor.flavor] > victim.flavor.nominal
-            if (queue.cohort and other.cohort == queue.cohort and borrowing and within_nominal
-                    and queue.reclaim != "Never" and self._may_preempt(run, victim, queue, True)):
-                found.append(victim)
         found.sort(key=lambda v: (v.priority, -v.started, v.index))
         return found
 
@@ -419,6 +427,7 @@ class Engine:
             run.remaining = max(1, run.remaining - elapsed)
             run.interruptions += 1
         self.running[run.flavor.pool].discard(run.index)
+        self.queue_running[run.queue].discard(run.index)
         run.slots, run.started = [], -1
         run.token += 1
         self._add_pending(run)

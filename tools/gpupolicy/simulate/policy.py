@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
-from .jobs import MILLI, MIG_SLICES, Job, mig_slices
+from .jobs import MIG_SLICES, MILLI, Job, mig_slices
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
 DEFAULT_TIER_PRIORITY = {"production": 1000, "training": 500, "batch": 200, "experiment": 100}
