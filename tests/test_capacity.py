@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from gpupolicy import catalog
 from gpupolicy.capacity import WHOLE_GPU, layout_instances_per_node, mig_resource, pool_capacity
 from gpupolicy.model import Pool
 
-H100_PCI = "0x233010DE"
-A100_40GB_PCI = "0x20B010DE"
+H100 = catalog.gpu("H100-80GB")
+A100_40GB = catalog.gpu("A100-40GB")
 
 
 def make_pool(**overrides) -> Pool:
@@ -81,11 +82,12 @@ def test_later_entry_replaces_earlier_one_for_the_same_gpu() -> None:
 
 
 def test_device_filter_selects_entries_for_the_pool_gpu() -> None:
-    layout = [{"device-filter": [A100_40GB_PCI], "devices": "all", "mig-enabled": True,
+    layout = [{"device-filter": [A100_40GB.pci_device_ids[0]], "devices": "all", "mig-enabled": True,
                "mig-devices": {"1g.10gb": 4}},
-              {"device-filter": [H100_PCI], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]
-    assert layout_instances_per_node(layout, 1, (H100_PCI,)) == {"1g.10gb": 7}
-    assert layout_instances_per_node(layout, 1, (A100_40GB_PCI.lower(),)) == {"1g.10gb": 4}
+              {"device-filter": [H100.pci_device_ids[0].lower()], "devices": "all", "mig-enabled": True,
+               "mig-devices": {"1g.10gb": 7}}]
+    assert layout_instances_per_node(layout, 1, H100) == {"1g.10gb": 7}
+    assert layout_instances_per_node(layout, 1, A100_40GB) == {"1g.10gb": 4}
 
 
 def test_time_slicing_on_mig_multiplies_each_profile() -> None:
@@ -103,7 +105,7 @@ def test_unknown_layout_exposes_nothing() -> None:
 def test_malformed_layout_entries_are_ignored_not_fatal() -> None:
     layout = ["not a mapping", {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": "two",
                                                                                         "2g.20gb": True}}]
-    assert layout_instances_per_node(layout, 1) == {}
+    assert layout_instances_per_node(layout, 1) == {}  # MIG on, no valid instance: nothing to advertise
 
 
 def test_capacity_without_a_node_and_a_zone() -> None:

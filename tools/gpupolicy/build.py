@@ -146,7 +146,7 @@ def facts_from(doc: Document) -> ClusterFacts:
 # --- the cluster model -------------------------------------------------------------------------------------
 
 def build_cluster(facts: ClusterFacts, objects: list[K8sObject], pools: list[Pool],
-                  generated: dict[tuple[str, str], str], pci_ids_of: Any = None) -> Cluster:
+                  generated: dict[tuple[str, str], str], gpu_model_of: Any = None) -> Cluster:
     """`generated` maps (ConfigMap name, key) to the source file that generator key came from."""
     cluster = Cluster(facts=facts, objects=objects)
     for obj in objects:
@@ -154,7 +154,7 @@ def build_cluster(facts: ClusterFacts, objects: list[K8sObject], pools: list[Poo
     _add_implied_cohorts(cluster)
     cluster.cluster_policy = _cluster_policy(cluster)
     _read_operator_configs(cluster, generated)
-    cluster.pools = [_with_capacity(pool, cluster, pci_ids_of) for pool in pools]
+    cluster.pools = [_with_capacity(pool, cluster, gpu_model_of) for pool in pools]
     return cluster
 
 
@@ -162,13 +162,13 @@ def _ignore(cluster: Cluster, obj: K8sObject) -> None:
     return None
 
 
-def _with_capacity(pool: Pool, cluster: Cluster, pci_ids_of: Any) -> Pool:
+def _with_capacity(pool: Pool, cluster: Cluster, gpu_model_of: Any) -> Pool:
     entries = None
     if pool.mig_layout and pool.mig_layout in cluster.mig_configs:
         entries = cluster.mig_configs[pool.mig_layout].data
-    pci_ids = pci_ids_of(pool.gpu_model) if pci_ids_of else ()
+    model = gpu_model_of(pool.gpu_model) if gpu_model_of else None
     clusters = tuple(sorted({*pool.clusters, cluster.name}))
-    return replace(pool, capacity=capacity.pool_capacity(pool, entries, pci_ids), clusters=clusters)
+    return replace(pool, capacity=capacity.pool_capacity(pool, entries, model), clusters=clusters)
 
 
 def _number(value: Any) -> int | float | None:

@@ -15,54 +15,30 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from . import catalog
+from . import catalog, mig
 from .model import GPU_RESOURCE
 
 WHOLE_GPU = ""  # key of a MIG-disabled GPU in a layout's per-node counts
 
 
-def layout_instances_per_node(entries: Any, gpus_per_node: int, gpu_pci_ids: tuple[str, ...] = ()) -> Counter:
+def layout_instances_per_node(entries: Any, gpus_per_node: int, model: catalog.GPUModel | None = None) -> Counter:
     """MIG instances per node for one mig-parted layout (a list of entries), by profile name.
 
     GPUs the layout leaves MIG-disabled (or does not mention: mig-parted leaves them alone, and a GPU out of the
-    box has MIG off) are counted under the key `WHOLE_GPU`. Entries with a `device-filter` apply only to GPUs
-    whose PCI device ID it names; a later entry that covers the same GPU index replaces an earlier one, as
-    mig-parted applies them in order.
+    box has MIG off) are counted under the key `WHOLE_GPU`. Entries are read as mig-parted reads them (see
+    mig.py): later entries win for the same GPU, and an entry with a `device-filter` applies only when it names
+    `model`'s PCI device ID. Malformed entries are left out here; MIG009 reports them.
     """
-    per_gpu: dict[int, dict[str, int] | None] = {index: None for index in range(gpus_per_node)}
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict) or not _filter_matches(entry.get("device-filter"), gpu_pci_ids):
-            continue
-        devices = entry.get("devices", "all")
-        indices = range(gpus_per_node) if devices == "all" else [i for i in devices or [] if isinstance(i, int)]
-        for index in indices:
-            if 0 <= index < gpus_per_node:
-                per_gpu[index] = _mig_devices(entry)
+    config, _ = mig.parse_config({"version": "v1", "mig-configs": {"layout": entries}})
+    parsed = config.layouts.get("layout", ()) if config else ()
+    per_gpu = mig.layout_devices(parsed, gpus_per_node, model)
     total: Counter = Counter()
     for counts in per_gpu.values():
-        if counts is None:
-            total[WHOLE_GPU] += 1
-        else:
-            total.update(counts)
+        total.update({profile: count for profile, count in counts.items() if count > 0})
+    whole = gpus_per_node - len(per_gpu)
+    if whole:
+        total[WHOLE_GPU] = whole
     return total
-
-
-def _mig_devices(entry: dict) -> dict[str, int] | None:
-    """Profile -> count on one GPU of this entry; None when the entry leaves MIG disabled."""
-    if entry.get("mig-enabled") is not True:
-        return None
-    devices = entry.get("mig-devices")
-    if not isinstance(devices, dict):
-        return {}
-    return {str(p): c for p, c in devices.items() if isinstance(c, int) and not isinstance(c, bool) and c > 0}
-
-
-def _filter_matches(device_filter: Any, gpu_pci_ids: tuple[str, ...]) -> bool:
-    if not device_filter:
-        return True
-    wanted = [device_filter] if isinstance(device_filter, str) else list(device_filter)
-    known = {pci.lower() for pci in gpu_pci_ids}
-    return not known or any(str(f).lower() in known for f in wanted)
 
 
 def mig_resource(profile: str) -> str:
@@ -70,20 +46,20 @@ def mig_resource(profile: str) -> str:
     return catalog.resource_name(profile, "mixed")
 
 
-def pool_capacity(pool: Any, mig_layout_entries: Any = None, gpu_pci_ids: tuple[str, ...] = ()) -> dict[str, int]:
+def pool_capacity(pool: Any, mig_layout_entries: Any = None, model: catalog.GPUModel | None = None) -> dict[str, int]:
     """Resource name -> devices the whole pool exposes; {} for a MIG pool whose layout is unknown."""
     if pool.mig_layout:
-        per_node = _mig_capacity_per_node(pool, mig_layout_entries, gpu_pci_ids)
+        per_node = _mig_capacity_per_node(pool, mig_layout_entries, model)
         exposed = {name: count * pool.nodes for name, count in per_node.items()}
         return _time_sliced(exposed, pool.time_slicing_replicas, pool.rename_shared)
     replicas = pool.time_slicing_replicas or pool.mps_replicas
     return _time_sliced({GPU_RESOURCE: pool.gpus}, replicas, pool.rename_shared)
 
 
-def _mig_capacity_per_node(pool: Any, entries: Any, gpu_pci_ids: tuple[str, ...]) -> dict[str, int]:
+def _mig_capacity_per_node(pool: Any, entries: Any, model: catalog.GPUModel | None) -> dict[str, int]:
     if not isinstance(entries, list):
         return {}
-    instances = layout_instances_per_node(entries, pool.gpus_per_node, gpu_pci_ids)
+    instances = layout_instances_per_node(entries, pool.gpus_per_node, model)
     whole_gpus = instances.pop(WHOLE_GPU, 0)
     exposed: Counter = Counter()
     if pool.mig_strategy == "single":

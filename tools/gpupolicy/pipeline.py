@@ -209,7 +209,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     for name, objects in objects_by_cluster.items():
         directories = set(graph.directories(f"clusters/{name}"))
         pools = [pool for rel, pool in pool_docs.items() if str(Path(rel).parent) in directories]
-        fleet.clusters[name] = build_cluster(facts[name], objects, pools, generated[name], _pci_ids)
+        fleet.clusters[name] = build_cluster(facts[name], objects, pools, generated[name], _gpu_model)
     _attach_pool_clusters(fleet)
     findings.extend(_values_findings(fleet, schemas, generated, index))
     clock.lap("model")
@@ -240,12 +240,14 @@ def _crd_schemas(root: Path) -> dict:
     return schemas
 
 
-def _pci_ids(model_key: str) -> tuple[str, ...]:
+def _gpu_model(model_key: str):
+    """The catalog entry of a pool's GPU, or None for a model the catalog does not know (POOL001 says so)."""
+    from . import catalog
+
     try:
-        from . import catalog
-        return tuple(catalog.gpu(model_key).pci_device_ids)
-    except Exception:  # an unknown model is reported by a rule; capacity then ignores device filters
-        return ()
+        return catalog.gpu(model_key)
+    except KeyError:
+        return None
 
 
 def _pools(root: Path, documents: dict[str, list[Document]], findings: list[Finding]) -> dict[str, Pool]:

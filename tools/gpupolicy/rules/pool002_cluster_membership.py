@@ -1,0 +1,47 @@
+"""A pool belongs to no cluster, or to more than one.
+
+## Why it matters
+A pool is a set of physical nodes; they join exactly one cluster. A pool component included by two cluster
+overlays double-counts its GPUs (both clusters hand out quota for the same cards), and a pool included by none
+is hardware the fleet pays for and nobody can schedule on.
+
+## Bad example
+```yaml
+# clusters/prod-eu/kustomization.yaml and clusters/prod-us/kustomization.yaml both contain
+components:
+  - ../../pools/eu-h200-train
+```
+
+## Fix
+Include the pool's component in the one cluster that owns its nodes; delete pools that were decommissioned.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..findings import Finding, Severity, at
+from ..model import Fleet
+
+ID = "POOL002"
+SEVERITY = Severity.ERROR
+SUMMARY = "A pool is included by no cluster, or by several"
+
+
+def check(fleet: Fleet) -> Iterator[Finding]:
+    if not fleet.clusters:
+        return  # nothing rendered (a narrower run, or an earlier error): membership is unknown
+    for pool in fleet.pools.values():
+        location = fleet.locate_file(pool.path, "metadata", "name")
+        if len(pool.clusters) > 1:
+            yield Finding(ID, SEVERITY, f"pool {pool.name} is included by {len(pool.clusters)} clusters "
+                          f"({', '.join(pool.clusters)}); its GPUs are counted in each", **at(location),
+                          hint="a pool's nodes belong to one cluster: keep the component in one overlay")
+        elif not pool.clusters and len(fleet.clusters) == len(_all_cluster_dirs(fleet)):
+            yield Finding(ID, Severity.WARNING, f"pool {pool.name} is included by no cluster overlay",
+                          **at(location), hint="add `../../pools/<name>` to a cluster's components, or delete it")
+
+
+def _all_cluster_dirs(fleet: Fleet) -> list[str]:
+    from ..pipeline import cluster_names  # the pipeline imports the rules: import it late
+
+    return cluster_names(Path(fleet.root))
