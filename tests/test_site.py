@@ -1,0 +1,296 @@
+"""The runbook site, built with `mkdocs build --strict` and opened in a real browser (headless Chromium).
+
+What the on-call engineer relies on, checked end to end: the home page renders, a generated cluster diagram
+became an SVG (Mermaid ran), searching a pool's name finds its cluster page, and no internal link is broken
+(every built page is crawled in Python; a sample is also followed in the browser). Screenshots of the home page,
+a cluster diagram and the MIG layouts go to artifacts/screenshots/.
+
+The test never lets the browser reach the network: every request that is not to the local server is aborted,
+except the Mermaid library, which the theme loads from a CDN and the test serves from the `mermaid` npm package
+(see docs/decisions/0016-runbook-site.md). Without mkdocs, Playwright, Chromium or that file the test skips on
+a developer machine and fails in CI.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+from conftest import REPO, require_tool
+
+SCREENSHOTS = REPO / "artifacts" / "screenshots"
+MERMAID_CDN = "https://unpkg.com/mermaid@11/dist/mermaid.min.js"  # what Material for MkDocs 9.x requests
+MERMAID_LOCATIONS = (  # where `make system-tools` leaves the npm package's file
+    Path.home() / ".cache" / "gpupolicy" / "mermaid" / "package" / "dist" / "mermaid.min.js",
+    Path("/usr/local/share/gpupolicy/mermaid.min.js"),
+)
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def _require(condition: bool, reason: str) -> None:
+    """Skip on a developer machine, fail in CI: CI must not go green by skipping."""
+    if condition:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (required in CI)")
+    pytest.skip(reason)
+
+
+# --- building and serving --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _require(importlib.util.find_spec("mkdocs") is not None and importlib.util.find_spec("material") is not None,
+             "mkdocs-material is not installed in this environment")
+    out = tmp_path_factory.mktemp("site")
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                           cwd=REPO, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stdout}\n{build.stderr}"
+    return out
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class names it so
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url(site: Path) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+# --- links, crawled in Python ----------------------------------------------------------------------------------
+
+class _PageLinks(HTMLParser):
+    """Every href/src of a page and every id it defines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(values["id"] or "")
+        if values.get("name") and tag == "a":
+            self.ids.add(values["name"] or "")
+        for attribute in ("href", "src"):
+            if values.get(attribute) and tag in ("a", "link", "script", "img"):
+                self.links.append(values[attribute] or "")
+
+
+def _parse(page: Path) -> _PageLinks:
+    parser = _PageLinks()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def _target_file(site: Path, page: Path, link: str) -> tuple[Path | None, str]:
+    """The built file an internal link points at (None: external), and its fragment."""
+    parts = urlsplit(link)
+    if parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:")):
+        return None, ""
+    page_url = "/" + page.relative_to(site).as_posix()
+    resolved = urlsplit(urljoin(page_url, link))
+    target = site / unquote(resolved.path).lstrip("/")
+    if resolved.path.endswith("/") or target.is_dir():
+        target = target / "index.html"
+    return target, resolved.fragment
+
+
+def _broken_links(site: Path) -> list[str]:
+    pages = sorted(site.rglob("*.html"))
+    parsed = {page: _parse(page) for page in pages}
+    broken = []
+    for page, links in parsed.items():
+        for link in links.links:
+            target, fragment = _target_file(site, page, link)
+            if target is None:
+                continue
+            where = f"{page.relative_to(site)} -> {link}"
+            if not target.is_file():
+                broken.append(f"{where}: no such file {target.relative_to(site)}")
+            elif fragment and target in parsed and fragment not in parsed[target].ids:
+                broken.append(f"{where}: no element with id {fragment!r}")
+    return broken
+
+
+def test_every_internal_link_resolves(site: Path) -> None:
+    pages = list(site.rglob("*.html"))
+    assert len(pages) > 10, f"the site has only {len(pages)} pages"
+    broken = _broken_links(site)
+    assert not broken, f"{len(broken)} broken internal link(s):\n" + "\n".join(broken[:40])
+
+
+def test_link_checker_catches_a_broken_link(site: Path, tmp_path: Path) -> None:
+    """The crawler itself is trusted only if it reports a link that leads nowhere."""
+    page = tmp_path / "index.html"
+    page.write_text('<a href="missing/">x</a><a href="index.html#nowhere">y</a><a id="here" href="#here">z</a>')
+    assert sorted(_broken_links(tmp_path)) == [
+        "index.html -> index.html#nowhere: no element with id 'nowhere'",
+        "index.html -> missing/: no such file missing/index.html",
+    ]
+
+
+# --- the browser -----------------------------------------------------------------------------------------------
+
+def _mermaid_js() -> Path | None:
+    candidates = [Path(os.environ["MERMAID_JS"])] if os.environ.get("MERMAID_JS") else []
+    return next((p for p in [*candidates, *MERMAID_LOCATIONS] if p.is_file()), None)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require(importlib.util.find_spec("playwright") is not None, "playwright (Python) is not installed")
+    chromium = require_tool("chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, base_url: str):
+    """A page that can reach only the local server (and the Mermaid library, served from disk)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(_OPEN_SHADOW_ROOTS)
+    outside: list[str] = []
+    mermaid = _mermaid_js()
+
+    def route(request_route, request) -> None:
+        if request.url.startswith(base_url):
+            request_route.continue_()
+        elif request.url == MERMAID_CDN and mermaid:
+            request_route.fulfill(path=str(mermaid), content_type="application/javascript")
+        else:
+            outside.append(request.url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.outside_requests = outside
+    yield page
+    context.close()
+
+
+# Material renders each diagram into a *closed* shadow root, which no selector can see into; in the test only,
+# shadow roots are opened so the SVG can be found.
+_OPEN_SHADOW_ROOTS = """
+const attach = Element.prototype.attachShadow;
+Element.prototype.attachShadow = function (init) { return attach.call(this, {...init, mode: "open"}); };
+"""
+
+
+def _heading(page) -> str:
+    """The page's title heading, without the permalink sign the toc extension appends."""
+    return page.locator("article h1").first.inner_text().replace("\u00b6", "").strip()
+
+
+def _screenshot(target, name: str) -> Path:
+    """A PNG of a page (whole length, from the top) or of one element; animations finished first."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    if hasattr(target, "goto"):
+        target.evaluate("window.scrollTo(0, 0)")
+        target.screenshot(path=str(path), full_page=True, animations="disabled")
+    else:
+        target.screenshot(path=str(path), animations="disabled")
+    return path
+
+
+def _cluster_with_pool() -> tuple[str, str]:
+    """A generated cluster page and a pool it lists, from the repository's own files."""
+    pools = sorted(p.parent.name for p in (REPO / "pools").glob("*/pool.yaml"))
+    for cluster_page in sorted((REPO / "docs" / "generated" / "clusters").glob("*.md")):
+        text = cluster_page.read_text(encoding="utf-8")
+        for pool in pools:
+            if f"| {pool} |" in text:
+                return cluster_page.stem, pool
+    pytest.fail("no generated cluster page lists a pool: run `gpupolicy docs`")
+    raise AssertionError  # unreachable
+
+
+def test_home_page_renders(page, base_url: str) -> None:
+    response = page.goto(base_url)
+    assert response is not None and response.ok
+    assert page.title().startswith("GPU platform runbooks")
+    assert _heading(page) == "GPU platform runbooks"
+    assert page.locator("nav.md-tabs").is_visible(), "navigation tabs are missing"
+    _screenshot(page, "home")
+    assert not page.outside_requests, f"the home page asked the network for {page.outside_requests}"
+
+
+def test_cluster_diagram_becomes_svg(page, base_url: str) -> None:
+    _require(_mermaid_js() is not None, "mermaid.min.js (npm package `mermaid`) is not on this machine; "
+             "`make system-tools` puts it in ~/.cache/gpupolicy/mermaid")
+    cluster, pool = _cluster_with_pool()
+    response = page.goto(f"{base_url}generated/clusters/{cluster}/")
+    assert response is not None and response.ok
+    svg = page.locator("div.mermaid svg").first
+    svg.wait_for(state="visible", timeout=30_000)
+    assert pool in svg.text_content(), f"the diagram of {cluster} does not draw pool {pool}"
+    _screenshot(page, f"cluster-{cluster}")
+    _screenshot(page.locator("div.mermaid").first, f"cluster-{cluster}-diagram")
+    assert not page.outside_requests, f"the cluster page asked the network for {page.outside_requests}"
+
+
+def test_mig_layouts_page(page, base_url: str) -> None:
+    response = page.goto(f"{base_url}generated/mig-layouts/")
+    assert response is not None and response.ok
+    assert "MIG" in _heading(page)
+    _screenshot(page, "mig-layouts")
+
+
+def test_search_finds_a_pool_on_its_cluster_page(page, base_url: str) -> None:
+    cluster, pool = _cluster_with_pool()
+    page.goto(base_url)
+    search = page.locator("input.md-search__input")  # in the header at desktop width
+    search.click()
+    search.fill(pool)
+    results = page.locator(".md-search-result__item a.md-search-result__link")
+    results.first.wait_for(state="attached", timeout=30_000)
+    expected = f"generated/clusters/{cluster}/"
+    hrefs = _all_result_links(page, results)
+    assert any(expected in href for href in hrefs), f"searching {pool!r} did not list {expected}: {hrefs[:10]}"
+
+
+def _all_result_links(page, results) -> list[str]:
+    """Result links; Material renders results in batches as the list scrolls, so scroll until it stops growing."""
+    seen = -1
+    while results.count() != seen:
+        seen = results.count()
+        results.nth(seen - 1).scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+    return [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
+
+
+def test_sample_of_home_page_links_open_in_the_browser(page, base_url: str) -> None:
+    page.goto(base_url)
+    hrefs = page.locator("article a[href]").evaluate_all("links => links.map(a => a.href)")
+    internal = sorted({re.sub(r"#.*$", "", href) for href in hrefs if href.startswith(base_url)})
+    assert len(internal) >= 5, f"the home page links only {internal}"
+    for url in internal[:12]:
+        response = page.goto(url)
+        assert response is not None and response.ok, f"{url}: HTTP {response.status if response else 'none'}"
+        assert page.locator("article h1").count() >= 1, f"{url} has no heading"
