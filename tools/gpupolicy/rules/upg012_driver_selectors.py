@@ -66,9 +66,9 @@ def _overlaps(fleet: Fleet, name: str, cluster: Cluster) -> Iterator[Finding]:
         identical = first.node_selector == second.node_selector
         if not shared and not identical:
             continue
-        where = f"on the nodes of pool(s) {', '.join(shared)}" if shared else "with identical nodeSelectors"
+        where = f"both select the nodes of pool(s) {', '.join(shared)}" if shared else "have identical nodeSelectors"
         location = fleet.locate(second.obj, "spec", "nodeSelector")
-        yield _finding(location, name, f"NVIDIADriver {first.name} and {second.name} select the same nodes {where}: "
+        yield _finding(location, name, f"NVIDIADriver {first.name} and {second.name} {where}: "
                        "the operator marks both notReady (ConflictingNodeSelector)",
                        "select each pool by its label gpupolicy.io/pool, one NVIDIADriver per pool")
 
