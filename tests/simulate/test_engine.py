@@ -168,6 +168,8 @@ def test_sharing_packs_fractional_jobs(cluster):
     assert shape == Shape(1, 1, 250)
     assert shape_in_pool(Job("m", 0, 1, mig="3g.40gb"), "mig", 1, 8, False).milli == 429
     assert shape_in_pool(Job("w", 0, 1, gpus=16), "exclusive", 1, 8, False) == Shape(2, 8, 1000)
+    assert shape_in_pool(Job("w", 0, 1, gpus=1), "mig", 1, 8, False) is None
+    assert shape_in_pool(Job("w", 0, 1, gpus=1), "mig", 1, 8, True) == Shape(1, 1, 1000)
 
 
 def test_compare_reports_both_policies(cluster):

@@ -76,7 +76,7 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
 
     exclusive pools (and the whole-GPU baseline) round a fraction up to a card; time-sliced pools round it up
     to a multiple of 1/replicas; MIG pools round it up to the next profile size (placement rules are ignored,
-    so this is the optimistic bound).
+    so this is the optimistic bound). Whole-card jobs run only on exclusive pools (or anywhere in the baseline).
     """
     if job.fractional and job.gpus <= 1:
         if whole_only or sharing == "exclusive":
@@ -89,8 +89,8 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
         slots = max(1, math.ceil(job.fraction * replicas - 1e-9))
         return Shape(job.pods, 1, min(MILLI, math.ceil(slots * MILLI / replicas)))
     count, pods = max(job.gpus, 0), job.pods
-    if count == 0:
-        return None
+    if count == 0 or (sharing != "exclusive" and not whole_only):
+        return None  # a shared or MIG-partitioned card cannot be handed out whole
     if count > gpus_per_node:
         if count % gpus_per_node:
             return None
