@@ -20,7 +20,14 @@ test: $(STAMP)  ## the test suite
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check tools tests
+	$(BIN)/ruff check tools tests bench
+
+docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/
+	$(GPUPOLICY) docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-check: $(STAMP)  ## fail when a generated page is stale
+	$(GPUPOLICY) docs --check
 
 # System tools that some tests need (promtool, Chromium); CI calls this, developers may.
 system-tools:

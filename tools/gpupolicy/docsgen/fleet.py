@@ -45,20 +45,19 @@ def _node_id(kind: str, name: str) -> str:
 
 
 def mermaid(cluster: Cluster) -> str:
+    """Zones as subgraphs (a pool spread over zones is drawn once per zone), flavors, queues, cohorts, teams."""
     lines = ["flowchart LR"]
-    for zone in cluster.facts.zones or ("(no zone)",):
-        pools = [p for p in cluster.pools if zone in p.zones]
-        if not pools:
-            continue
+    for zone in sorted({z for pool in cluster.pools for z in pool.zones}):
         lines.append(f'  subgraph {_node_id("zone", zone)}["zone {zone}"]')
-        for pool in pools:
-            lines.append(f'    {_node_id("pool", pool.name)}["{pool.name}<br/>{pool.zones[zone]} x '
+        for pool in (p for p in cluster.pools if zone in p.zones):
+            lines.append(f'    {_node_id("pool", pool.name + "@" + zone)}["{pool.name}<br/>{pool.zones[zone]} x '
                          f'{pool.gpus_per_node} {pool.gpu_model}<br/>{pool.access_mode}"]')
         lines.append("  end")
     for flavor in cluster.flavors.values():
         lines.append(f'  {_node_id("flavor", flavor.name)}(["flavor {flavor.name}"])')
         for pool in cluster.pools_of_flavor(flavor):
-            lines.append(f'  {_node_id("flavor", flavor.name)} --> {_node_id("pool", pool.name)}')
+            lines += [f'  {_node_id("flavor", flavor.name)} --> {_node_id("pool", pool.name + "@" + zone)}'
+                      for zone in sorted(pool.zones)]
     for cohort in cluster.cohorts.values():
         lines.append(f'  {_node_id("cohort", cohort.name)}{{{{"cohort {cohort.name}"}}}}')
         if cohort.parent:
@@ -70,14 +69,19 @@ def mermaid(cluster: Cluster) -> str:
         for flavor in dict.fromkeys(queue.flavors()):
             if flavor in cluster.flavors:
                 lines.append(f'  {_node_id("cq", queue.name)} --> {_node_id("flavor", flavor)}')
+    drawn: set[tuple[str, str]] = set()
     for local in cluster.local_queues:
+        if (local.namespace, local.cluster_queue) in drawn:
+            continue  # a namespace with two local queues on the same cluster queue: one edge
         team = cluster.namespaces.get(local.namespace)
         label = f"team {team.team}" if team and team.team else f"namespace {local.namespace}"
         node = _node_id("ns", local.namespace)
-        lines.append(f'  {node}(("{label}"))')
+        if not any(ns == local.namespace for ns, _ in drawn):
+            lines.append(f'  {node}(("{label}"))')
+        drawn.add((local.namespace, local.cluster_queue))
         if local.cluster_queue in cluster.cluster_queues:
             lines.append(f'  {node} --> {_node_id("cq", local.cluster_queue)}')
-    return "\n".join(dict.fromkeys(lines))  # a namespace with two local queues is drawn once
+    return "\n".join(lines)
 
 
 def _cluster_page(context: Context, cluster: Cluster) -> str:
