@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MINIREPO, REPO, copy_repo
+from support import MINIREPO, REPO, copy_repo
 
 from gpupolicy.cli import main
 

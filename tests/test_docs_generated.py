@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_repo
+from support import REPO, copy_repo
 
 from gpupolicy.cli import main
 

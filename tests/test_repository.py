@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
-from conftest import REPO, SHARED
+from support import REPO, SHARED
 from gpupolicy import crd, pipeline
 from gpupolicy.cli import main
 from gpupolicy.findings import Severity

@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
-from conftest import REPO, require_tool
+from support import REPO, require_tool
 
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 MERMAID_CDN = "https://unpkg.com/mermaid@11/dist/mermaid.min.js"  # what Material for MkDocs 9.x requests
