@@ -183,8 +183,9 @@ def reference_copy(tmp_path: Path) -> Path:
     if len(names) < 2:
         pytest.skip("the reference fleet (clusters/) is not there yet")
     root = tmp_path / "reference"
-    for top in ("clusters", "pools", "policies"):
-        shutil.copytree(REPO / top, root / top, ignore=shutil.ignore_patterns("__pycache__"))
+    for top in ("clusters", "pools", "policies", "docs"):
+        if (REPO / top).is_dir():
+            shutil.copytree(REPO / top, root / top, ignore=shutil.ignore_patterns("__pycache__"))
     commit_all(root)
     return root
 
