@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import TRACES, shared_trace
+from simhelpers import TRACES, shared_trace
 
 from gpupolicy.simulate import fidelity
 

@@ -8,7 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import shared_trace
+from simhelpers import shared_trace
 
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.traces import (
