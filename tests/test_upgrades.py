@@ -220,3 +220,8 @@ def test_rollback_refuses_when_nothing_was_promoted(tmp_path: Path, capsys) -> N
     plan.write_text(text)
     assert main(["upgrade", "rollback", "driver-next", "--repo", str(target)]) == 1
     assert "nothing to roll back" in capsys.readouterr().err
+
+
+def test_a_partial_run_does_not_mistake_unloaded_clusters_for_unknown_ones() -> None:
+    result = pipeline.run(REPO, clusters=["test-us"])
+    assert not [f for f in result.findings if f.rule.startswith("UPG")]

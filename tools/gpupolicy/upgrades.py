@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from . import catalog
@@ -441,6 +442,19 @@ def stage_units(fleet: Fleet, plan: Plan, stage: Stage) -> list[Unit]:
     for selector in stage.selectors:
         taken += [unit for unit in selector_units(fleet, plan, selector) if unit not in taken]
     return taken
+
+
+def repository_clusters(fleet: Fleet) -> set[str]:
+    """Every cluster folder of the repository, loaded or not (`validate --cluster` loads a subset)."""
+    base = Path(fleet.root) / "clusters"
+    return {d.name for d in base.iterdir() if d.is_dir()} if base.is_dir() else set(fleet.clusters)
+
+
+def selector_fully_loaded(fleet: Fleet, selector: Selector) -> bool:
+    """Whether every cluster the selector could take is in this (possibly partial) fleet."""
+    if selector.cluster:
+        return selector.cluster in fleet.clusters
+    return repository_clusters(fleet) <= set(fleet.clusters)
 
 
 def environment_of(fleet: Fleet, unit: Unit) -> str:

@@ -27,7 +27,15 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, all_units, drivers_of_pool, plans_of, selector_units
+from ..upgrades import (
+    Plan,
+    all_units,
+    drivers_of_pool,
+    plans_of,
+    repository_clusters,
+    selector_fully_loaded,
+    selector_units,
+)
 
 ID = "UPG003"
 SEVERITY = Severity.ERROR
@@ -47,7 +55,7 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
             location = plan.locate_stage(stage, "select", selector.index)
             yield from _unknown_names(fleet, plan, selector, location)
             units = selector_units(fleet, plan, selector)
-            if not units:
+            if not units and selector_fully_loaded(fleet, selector):
                 yield _finding(location, f"{plan.name}: stage {stage.name} selector ({selector.describe()}) takes "
                                f"no {'pool with an NVIDIADriver' if plan.component == 'driver' else 'cluster'}",
                                "fix the names, or remove the selector")
@@ -68,9 +76,9 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
 
 
 def _unknown_names(fleet: Fleet, plan: Plan, selector, location) -> Iterator[Finding]:
-    if selector.cluster and selector.cluster not in fleet.clusters:
+    if selector.cluster and selector.cluster not in repository_clusters(fleet):
         yield _finding(location, f"{plan.name}: no cluster named {selector.cluster}",
-                       f"clusters: {', '.join(sorted(fleet.clusters))}")
+                       f"clusters: {', '.join(sorted(repository_clusters(fleet)))}")
     for name in selector.pools or ():
         if name not in fleet.pools:
             yield _finding(location, f"{plan.name}: no pool named {name}", "pool names are the pools/<name> folders")
