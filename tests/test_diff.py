@@ -290,3 +290,17 @@ def test_rbac_gains_and_losses_per_subject(tmp_path: Path) -> None:
     assert rbac.rows == [["mini", "Group alpha-leads", "namespace alpha", "kueue.x-k8s.io/clusterqueues",
                           "update", "list"]]
     assert "1 RBAC grant change(s)" in result.headline
+
+
+def test_revision_with_a_symlink_out_of_the_tree_materializes(tmp_path: Path) -> None:
+    from gpupolicy import gitrev
+
+    root = scenario_repo(tmp_path)
+    (root / "policies" / "base" / "outside.yaml").symlink_to("/etc/hostname")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "hostile link")
+    with gitrev.materialize(root, "HEAD") as copy:
+        link = copy / "policies" / "base" / "outside.yaml"
+        assert link.is_symlink() and os.readlink(link) == "/etc/hostname"
+        result = pipeline.run(copy)
+    assert any(f.rule == "YAML008" and f.path == "policies/base/outside.yaml" for f in result.findings)

@@ -66,9 +66,22 @@ def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> tuple[str, str]:
     return commit, f"HEAD ({commit[:12]}; no {branch} branch)"
 
 
+def _extract_filter(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+    """tarfile's `data` filter, except that a symlink pointing out of the tree is kept as a link: the
+    pipeline reports it (YAML008) as it would in the working tree. Writes through such a link are still
+    refused, because the filter resolves every later member's path on disk."""
+    try:
+        return tarfile.data_filter(member, path)
+    except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
+        if member.issym():
+            return tarfile.tar_filter(member, path)
+        raise
+
+
 @contextmanager
 def materialize(root: Path, rev: str) -> Iterator[Path]:
-    """The policy repository as it was at `rev`, in a temporary directory removed afterwards."""
+    """The policy repository as it was at `rev`, in a temporary directory removed afterwards. The whole tree:
+    rules may check any path (a decision record's `affects`, a runbook link)."""
     commit = resolve(root, rev)
     prefix = _prefix(root)
     tree = f"{commit}:{prefix}" if prefix else commit
@@ -76,8 +89,11 @@ def materialize(root: Path, rev: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="gpupolicy-rev-") as tmp:
         target = Path(tmp) / "repo"
         target.mkdir()
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(target, filter="data")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(target, filter=_extract_filter)
+        except (tarfile.TarError, OSError) as exc:
+            raise ToolError(f"cannot unpack revision {rev}: {exc}") from exc
         yield target
 
 
