@@ -29,6 +29,25 @@ docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site stric
 docs-check: $(STAMP)  ## fail when a generated page is stale
 	$(GPUPOLICY) docs --check
 
+# --- pull requests (docs/operations/pull-requests.md) ---
+BASE ?=
+DIFF_FORMAT ?= markdown
+DIFF_OUTPUT ?= artifacts/diff.md
+
+.PHONY: diff sarif junit
+
+diff: $(STAMP)  ## what the change does (BASE=rev, default: merge base with main) -> artifacts/diff.md
+	mkdir -p artifacts
+	$(GPUPOLICY) diff $(if $(BASE),--base $(BASE)) --format $(DIFF_FORMAT) $(if $(filter-out -,$(DIFF_OUTPUT)),--output $(DIFF_OUTPUT))
+
+sarif: $(STAMP)  ## findings as SARIF 2.1.0 -> artifacts/gpupolicy.sarif (findings do not fail this target)
+	mkdir -p artifacts
+	$(GPUPOLICY) validate --format sarif --output artifacts/gpupolicy.sarif || test $$? -eq 1
+
+junit: $(STAMP)  ## findings as JUnit XML -> artifacts/gpupolicy-junit.xml (findings do not fail this target)
+	mkdir -p artifacts
+	$(GPUPOLICY) validate --format junit --output artifacts/gpupolicy-junit.xml || test $$? -eq 1
+
 # System tools that some tests need (promtool, Chromium); CI calls this, developers may.
 system-tools:
 	bash .ci/system-tools

@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 import yaml
+
 from gpupolicy.crd import GVK_KEY, carried_schemas, crds_from_yaml
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+
 from gpupolicy import catalog
 from gpupolicy.mig import solve
 

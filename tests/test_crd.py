@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema_rs
 import pytest
+
 from gpupolicy.crd import (
     CEL_KEY,
     DROPPED_PATTERNS_KEY,

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from gpupolicy.commands import mig as mig_command
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mig"

@@ -6,6 +6,9 @@ import itertools
 from collections.abc import Mapping
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from gpupolicy import catalog
 from gpupolicy.catalog import GPUModel, MigProfile
 from gpupolicy.mig import (
@@ -22,8 +25,6 @@ from gpupolicy.mig import (
     uniform,
     whole_gpus_per_node,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 # --------------------------------------------------------------------------------------------------
 # An independent brute-force oracle

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import jsonschema_rs
 import pytest
-
 from support import REPO, SHARED
+
 from gpupolicy import crd, pipeline
 from gpupolicy.cli import main
 from gpupolicy.findings import Severity

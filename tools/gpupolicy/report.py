@@ -46,3 +46,6 @@ FORMATTERS: dict[str, Callable[[Any, str], str]] = {"text": as_text, "json": as_
 
 def register(name: str, formatter: Callable[[Any, str], str]) -> None:
     FORMATTERS[name] = formatter
+
+
+from . import formats  # noqa: E402,F401  (registers sarif, junit and github into FORMATTERS)
