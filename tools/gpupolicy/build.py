@@ -150,12 +150,22 @@ def build_cluster(facts: ClusterFacts, objects: list[K8sObject], pools: list[Poo
     """`generated` maps (ConfigMap name, key) to the source file that generator key came from."""
     cluster = Cluster(facts=facts, objects=objects)
     for obj in objects:
+        if not _typable(obj):
+            continue  # the schema stage reports the malformed metadata; the model cannot type it
         _ADD.get((obj.group.split(".")[0] if obj.group else "", obj.kind), _ignore)(cluster, obj)
     _add_implied_cohorts(cluster)
     cluster.cluster_policy = _cluster_policy(cluster)
     _read_operator_configs(cluster, generated)
     cluster.pools = [_with_capacity(pool, cluster, gpu_model_of) for pool in pools]
     return cluster
+
+
+def _typable(obj: K8sObject) -> bool:
+    """Whether the object's metadata has the shapes the model reads (labels and annotations are mappings)."""
+    metadata = obj.body.get("metadata")
+    if not isinstance(metadata, dict):
+        return False
+    return all(isinstance(metadata.get(key) or {}, dict) for key in ("labels", "annotations"))
 
 
 def _ignore(cluster: Cluster, obj: K8sObject) -> None:

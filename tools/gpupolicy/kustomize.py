@@ -103,7 +103,7 @@ def find_kustomization(directory: Path) -> Path | None:
 
 def build_graph(root: Path, entry_dirs: Iterable[str]) -> Graph:
     """Read every kustomization reachable from the entry directories (repo-relative)."""
-    graph = Graph(root=root)
+    graph = Graph(root=Path(root).resolve())  # resolved once: _rel and _inside run per reference
     pending = list(entry_dirs)
     while pending:
         directory = pending.pop()
@@ -118,7 +118,8 @@ def build_graph(root: Path, entry_dirs: Iterable[str]) -> Graph:
 
 
 def _rel(root: Path, path: Path) -> str:
-    return path.relative_to(root.resolve()).as_posix()
+    """`path` relative to `root`; both already resolved (see build_graph)."""
+    return path.relative_to(root).as_posix()
 
 
 def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
@@ -144,7 +145,11 @@ def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
             graph.findings.append(_kust("KUST001", f"remote reference {text!r}: rendering would reach the "
                                         "network", rel_file, line, "vendor the manifests into the repository"))
             return None
-        target = (root / directory / text).resolve()
+        try:
+            target = (root / directory / text).resolve()
+        except (RuntimeError, OSError):  # a symlink loop (RuntimeError on Python 3.11)
+            graph.findings.append(_kust("KUST003", f"{text!r} cannot be resolved (symlink loop)", rel_file, line))
+            return None
         if not _inside(root, target):
             graph.findings.append(_kust("KUST002", f"{text!r} points outside the repository", rel_file, line,
                                         "everything a cluster renders must live in this repository"))
@@ -210,7 +215,7 @@ def _as_list(value: object) -> list:
 
 def _inside(root: Path, target: Path) -> bool:
     try:
-        target.relative_to(root.resolve())
+        target.relative_to(root)
         return True
     except ValueError:
         return False

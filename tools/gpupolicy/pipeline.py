@@ -86,14 +86,29 @@ def source_files(root: Path) -> tuple[list[str], list[Finding]]:
             for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
                 full = Path(directory) / name
                 rel = full.relative_to(root).as_posix()
-                if full.is_symlink() and not _inside(real_root, full.resolve()):
-                    findings.append(Finding("YAML008", Severity.ERROR,
-                                            f"symlink points outside the repository ({os.readlink(full)})",
-                                            rel, 1, hint="copy the file into the repository instead"))
-                    continue
+                if full.is_symlink():
+                    target = _resolved(full)
+                    if target is None:
+                        findings.append(Finding("YAML008", Severity.ERROR,
+                                                f"symlink cannot be resolved (a loop: {os.readlink(full)})",
+                                                rel, 1, hint="replace the symlink with the file itself"))
+                        continue
+                    if not _inside(real_root, target):
+                        findings.append(Finding("YAML008", Severity.ERROR,
+                                                f"symlink points outside the repository ({os.readlink(full)})",
+                                                rel, 1, hint="copy the file into the repository instead"))
+                        continue
                 if name.endswith(YAML_SUFFIXES) and full.is_file():
                     files.append(rel)
     return files, findings
+
+
+def _resolved(path: Path) -> Path | None:
+    """The symlink-free path, or None for a symlink loop."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a loop
+        return None
 
 
 def _inside(root: Path, target: Path) -> bool:
@@ -135,7 +150,10 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
         return None
     docs = documents[rel]
     if not docs:
-        return None  # the loader already reported why
+        if not any(f.path == rel for f in findings):  # else the loader already reported why
+            findings.append(Finding("SCHEMA005", Severity.ERROR, f"{kind.lower()} declaration is empty", rel, 1,
+                                    hint=f"write the {kind} document (apiVersion: {REPO_API_VERSION}, kind: {kind})"))
+        return None
     doc = docs[0]
     errors = validate_repo_file(schema, doc.data)
     for error in errors:
@@ -168,8 +186,9 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
     clock.lap("load")
 
-    renderable = [name for name in selected
-                  if not (set(graph.closure(f"clusters/{name}")) & (blocked | broken_inputs))]
+    # An overlay whose kustomization did not load (reported by the loader) has no graph node: not renderable.
+    renderable = [name for name in selected if f"clusters/{name}" in graph.overlays
+                  and not (set(graph.closure(f"clusters/{name}")) & (blocked | broken_inputs))]
     rendered = kustomize.render(root, [f"clusters/{n}" for n in renderable], graph, use_cache, progress=progress)
     clock.lap("render")
 
