@@ -135,7 +135,7 @@ def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
     doc = loaded.documents[0]
     data = doc.data
     overlay = Overlay(directory=directory, file=rel_file, kind=str(data.get("kind") or "Kustomization"))
-    overlay.origin_annotations = "originAnnotations" in (data.get("buildMetadata") or [])
+    overlay.origin_annotations = "originAnnotations" in _as_list(data.get("buildMetadata"))
 
     def resolve(ref: object, *field_path: object) -> Path | None:
         """A path named in the kustomization, checked: no URL, nothing outside the repo, must exist."""
@@ -147,14 +147,19 @@ def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
             return None
         try:
             target = (root / directory / text).resolve()
-        except (RuntimeError, OSError):  # a symlink loop (RuntimeError on Python 3.11)
+            exists = target.exists()
+        except RuntimeError:  # a symlink loop (Python 3.11)
             graph.findings.append(_kust("KUST003", f"{text!r} cannot be resolved (symlink loop)", rel_file, line))
+            return None
+        except OSError as exc:  # a name too long for the file system, and the like
+            graph.findings.append(_kust("KUST003", f"{text[:80]!r} cannot be resolved: {exc.strerror}", rel_file,
+                                        line))
             return None
         if not _inside(root, target):
             graph.findings.append(_kust("KUST002", f"{text!r} points outside the repository", rel_file, line,
                                         "everything a cluster renders must live in this repository"))
             return None
-        if not target.exists():
+        if not exists:
             graph.findings.append(_kust("KUST003", f"{text!r} does not exist", rel_file, line))
             return None
         return target
