@@ -198,3 +198,41 @@ def test_bad_failure_specs_are_rejected(spec):
 
 def test_failure_spec_units():
     assert parse_failures("a-1:2@1h+30m, b:1@90") == [Failure("a-1", 2, 3600, 1800), Failure("b", 1, 90, None)]
+
+
+class ReclaimCheckedEngine(Engine):
+    """Records every eviction made to reclaim quota, with the victim queue's usage and nominal afterwards."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reclaims: list[tuple[str, int, int, int]] = []  # victim queue, usage left, largest victim, nominal
+        self.evicted: list = []
+
+    def _evict(self, run, preempted):
+        if preempted:
+            self.evicted.append((run.queue, run.flavor.flavor, run.shape.total))
+        super()._evict(run, preempted)
+
+    def _preempt_for(self, run, queue):
+        self.evicted = []
+        admitted = super()._preempt_for(run, queue)
+        for victim_queue, flavor, _ in self.evicted:
+            if victim_queue != queue.name:
+                largest = max(size for q, _, size in self.evicted if q == victim_queue)
+                self.reclaims.append((victim_queue, self.usage[victim_queue][flavor], largest,
+                                      self.nominal[(victim_queue, flavor)]))
+        return admitted
+
+
+@pytest.mark.parametrize("seed", [3, 5, 8])
+def test_reclaim_takes_only_from_queues_above_nominal(cluster, seed):
+    # Kueue's reclaimWithinCohort: a victim is taken from another queue only while that queue still uses
+    # more than its nominal quota, so a queue is never pushed below nominal by more than one job
+    policy = from_cluster(cluster)
+    jobs = mixed_jobs(400, seed, 120)
+    engine = ReclaimCheckedEngine(policy, jobs, assign_queues(jobs, policy))
+    engine.run()
+    assert engine.reclaims, "no reclaim happened: the test would prove nothing"
+    for queue, usage_left, largest_victim, nominal in engine.reclaims:
+        assert usage_left + largest_victim > nominal, (queue, usage_left, largest_victim, nominal)
+

@@ -50,6 +50,7 @@ class Run:
     interruptions: int = 0
     lost_milli_seconds: int = 0
     never_reason: str = ""
+    size: tuple[int, int] = (0, 0)  # (total milli, milli per pod) as the trace asks, for the skip-larger test
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -75,8 +76,10 @@ class Engine:
         self.policy = policy
         self.pools = {name: PoolState(name, p.nodes, p.gpus_per_node, policy.placement,
                                       self._typical(jobs, p.name)) for name, p in policy.pools.items()}
-        self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration)
+        self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration,
+                         size=self._size(job))
                      for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
+        self.shapes: dict[tuple[int, str], Shape | None] = {}  # (run index, pool) -> shape, computed once
         self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}  # queue -> flavor -> milli
         self.cohorts: dict[str, list[SimQueue]] = {}
         for queue in policy.queues.values():
@@ -84,14 +87,25 @@ class Engine:
                 self.cohorts.setdefault(queue.cohort, []).append(queue)
         # (cohort, flavor) -> [(queue, guaranteed milli, lendable milli)]: the cohort arithmetic, precomputed
         self.cohort_flavors: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+        self.guaranteed: dict[tuple[str, str], int] = {}  # (queue, flavor) -> quota it never lends
+        self.nominal: dict[tuple[str, str], int] = {}
         for queue in policy.queues.values():
-            for fq in queue.flavors if queue.cohort else ():
-                self.cohort_flavors.setdefault((queue.cohort, fq.flavor), []).append(
-                    (queue.name, fq.nominal - fq.lendable, fq.lendable))
+            for fq in queue.flavors:
+                self.nominal[(queue.name, fq.flavor)] = fq.nominal
+                if queue.cohort:
+                    self.guaranteed[(queue.name, fq.flavor)] = fq.nominal - fq.lendable
+                    self.cohort_flavors.setdefault((queue.cohort, fq.flavor), []).append(
+                        (queue.name, fq.nominal - fq.lendable, fq.lendable))
+        # kept up to date on every usage change, so a quota check never walks the cohort:
+        # (cohort, flavor) -> milli used above members' guaranteed quota, and what the members lend in all
+        self.borrowed: Counter = Counter()
+        self.lendable = {key: sum(lends for _, _, lends in members) for key, members in self.cohort_flavors.items()}
         self.pending: dict[str, list[tuple]] = {name: [] for name in policy.queues}
         self.pending_sizes: dict[str, Counter] = {name: Counter() for name in policy.queues}
         self.running: dict[str, set[int]] = {name: set() for name in policy.pools}  # pool -> run indices
-        self.queue_running: dict[str, set[int]] = {name: set() for name in policy.queues}
+        # queue -> priority -> run indices: a victim search looks only at the priorities it may preempt
+        self.queue_running: dict[str, dict[int, set[int]]] = {name: {} for name in policy.queues}
+        self.priority_levels = sorted({run.priority for run in self.runs})
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -180,8 +194,14 @@ class Engine:
 
     # -- queues --------------------------------------------------------------------------------------
     def _shape(self, run: Run, flavor: FlavorQuota) -> Shape | None:
-        pool = self.policy.pools[flavor.pool]
-        return shape_in_pool(run.job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus)
+        key = (run.index, flavor.pool)
+        try:
+            return self.shapes[key]
+        except KeyError:
+            pool = self.policy.pools[flavor.pool]
+            shape = shape_in_pool(run.job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus)
+            self.shapes[key] = shape
+            return shape
 
     def _enqueue(self, run: Run) -> bool:
         """Queue an arriving job; a job no flavor could ever hold is reported never-scheduled at once."""
@@ -215,40 +235,47 @@ class Engine:
                 return fq
         return None
 
-    def _size(self, run: Run) -> tuple[int, int]:
-        job = run.job
+    @staticmethod
+    def _size(job: Job) -> tuple[int, int]:
         milli = int(job.fraction * MILLI) if job.fractional else MILLI
         count = 1 if job.fractional else job.gpus
         return (job.pods * count * milli, count * milli)
 
     def _add_pending(self, run: Run) -> None:
         insort(self.pending[run.queue], (*run.key, run.index))
-        self.pending_sizes[run.queue][self._size(run)] += 1
+        self.pending_sizes[run.queue][run.size] += 1
 
     def _drop_pending(self, run: Run, position: int) -> None:
         del self.pending[run.queue][position]
         sizes = self.pending_sizes[run.queue]
-        size = self._size(run)
+        size = run.size
         sizes[size] -= 1
         if not sizes[size]:
             del sizes[size]
 
     # -- quota ---------------------------------------------------------------------------------------
     def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, demand: int) -> bool:
-        used = self.usage[queue.name][flavor.flavor] + demand
-        if used <= flavor.nominal and not queue.cohort:
-            return True
+        usage = self.usage[queue.name][flavor.flavor]
+        used = usage + demand
         if not queue.cohort:
-            return False
+            return used <= flavor.nominal
         if flavor.borrowing_limit is not None and used > flavor.nominal + flavor.borrowing_limit:
             return False
-        borrowed = lendable = 0
-        for name, guaranteed, lends in self.cohort_flavors[(queue.cohort, flavor.flavor)]:
-            usage = self.usage[name][flavor.flavor] + (demand if name == queue.name else 0)
-            if usage > guaranteed:
-                borrowed += usage - guaranteed
-            lendable += lends
-        return borrowed <= lendable
+        # the cohort's borrowed total with this queue's share recomputed for the extra demand
+        guaranteed = self.guaranteed[(queue.name, flavor.flavor)]
+        key = (queue.cohort, flavor.flavor)
+        borrowed = self.borrowed[key] - max(0, usage - guaranteed) + max(0, used - guaranteed)
+        return borrowed <= self.lendable[key]
+
+    def _use(self, queue_name: str, flavor: str, delta: int) -> None:
+        """Change a queue's usage of a flavor, keeping the cohort's borrowed total in step."""
+        usage = self.usage[queue_name]
+        before = usage[flavor]
+        usage[flavor] = after = before + delta
+        cohort = self.policy.queues[queue_name].cohort
+        if cohort:
+            guaranteed = self.guaranteed[(queue_name, flavor)]
+            self.borrowed[(cohort, flavor)] += max(0, after - guaranteed) - max(0, before - guaranteed)
 
     # -- scheduling ----------------------------------------------------------------------------------
     def _queue_order(self) -> list[str]:
@@ -281,7 +308,7 @@ class Engine:
                 position += 1
                 continue
             run = self.runs[index]
-            total, per_pod = self._size(run)
+            total, per_pod = run.size
             if failed_total is not None and total >= failed_total and per_pod >= failed_pod:
                 position += 1
                 if self._all_larger(sizes, failed_total, failed_pod):
@@ -318,7 +345,7 @@ class Engine:
 
     def _bind(self, run: Run, flavor: FlavorQuota, shape: Shape, slots: list) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, slots
-        self.usage[run.queue][flavor.flavor] += shape.total
+        self._use(run.queue, flavor.flavor, shape.total)
 
     def _start(self, run: Run) -> None:
         run.started = self.now
@@ -326,14 +353,14 @@ class Engine:
             run.first_start = self.now
         run.token += 1
         self.running[run.flavor.pool].add(run.index)
-        self.queue_running[run.queue].add(run.index)
+        self.queue_running[run.queue].setdefault(run.priority, set()).add(run.index)
         self._push(self.now + run.remaining, FINISH, (run.index, run.token))
 
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
-        self.usage[run.queue][run.flavor.flavor] -= run.shape.total
+        self._use(run.queue, run.flavor.flavor, -run.shape.total)
         self.running[run.flavor.pool].discard(run.index)
-        self.queue_running[run.queue].discard(run.index)
+        self.queue_running[run.queue][run.priority].discard(run.index)
         run.slots, run.started = [], -1
 
     def _finish(self, run: Run) -> None:
@@ -357,24 +384,37 @@ class Engine:
             return True
         return queue.reclaim == "LowerPriority" and victim.priority < run.priority
 
+    def _victim_priorities(self, run: Run, policy: str, reclaim: bool) -> list[int] | None:
+        """Priorities a job may preempt under a queue's `withinClusterQueue` or `reclaimWithinCohort` setting;
+        None means any priority."""
+        if reclaim and policy == "Any":
+            return None
+        if policy == "LowerPriority" or (not reclaim and policy == "LowerOrNewerEqualPriority"):
+            return [p for p in self.priority_levels if p < run.priority or (
+                policy == "LowerOrNewerEqualPriority" and p == run.priority)]
+        return []
+
     def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, demand: int) -> list[Run]:
         """Running jobs on this flavor the job may evict: its own queue's, and those of borrowing cohort peers."""
-        sources: list[str] = []
+        sources: list[tuple[str, bool]] = []
         if queue.within_queue != "Never":
-            sources.append(queue.name)
+            sources.append((queue.name, False))
         within_nominal = self.usage[queue.name][flavor.flavor] + demand <= flavor.nominal
         if queue.cohort and queue.reclaim != "Never" and within_nominal:
             for member in self.cohorts[queue.cohort]:
-                fq = self._flavor_of(member, flavor.flavor)
-                if member.name != queue.name and fq and self.usage[member.name][flavor.flavor] > fq.nominal:
-                    sources.append(member.name)
+                nominal = self.nominal.get((member.name, flavor.flavor))
+                if member.name != queue.name and nominal is not None and \
+                        self.usage[member.name][flavor.flavor] > nominal:
+                    sources.append((member.name, True))
         found: list[Run] = []
-        for name in sources:
-            reclaim = name != queue.name
-            for index in self.queue_running[name]:
-                victim = self.runs[index]
-                if victim.flavor.flavor == flavor.flavor and self._may_preempt(run, victim, queue, reclaim):
-                    found.append(victim)
+        for name, reclaim in sources:
+            by_priority = self.queue_running[name]
+            wanted = self._victim_priorities(run, queue.reclaim if reclaim else queue.within_queue, reclaim)
+            for priority in by_priority if wanted is None else wanted:
+                for index in by_priority.get(priority, ()):
+                    victim = self.runs[index]
+                    if victim.flavor.flavor == flavor.flavor and self._may_preempt(run, victim, queue, reclaim):
+                        found.append(victim)
         found.sort(key=lambda v: (v.priority, -v.started, v.index))
         return found
 
@@ -386,14 +426,22 @@ class Engine:
             if shape is None:
                 continue
             victims = self._candidates(run, queue, flavor, shape.total)
+            if not victims:
+                continue
             pool = self.pools[flavor.pool]
             if sum(v.shape.total for v in victims) + pool.capacity - pool.allocated < shape.total:
                 continue  # even evicting every candidate would not make room
+            first = self._first_sufficient(victims, queue, flavor, shape)
+            if first < 0:
+                continue  # quota or free cards stay short whatever is evicted: no card is touched
             chosen: list[Run] = []
             for victim in victims:
+                if victim.queue != queue.name and not self._borrowing(victim.queue, flavor.flavor):
+                    continue  # Kueue reclaims only from a queue still above its nominal quota
                 chosen.append(victim)
                 self._unbind_tentative(victim)
-                if self._quota_fits(queue, flavor, shape.total) and pool.fits(shape):
+                if len(chosen) >= first and self._room_for(queue, flavor, shape):
+                    chosen = self._minimal(chosen, queue, flavor, shape)
                     for evicted in chosen:
                         self._evict(evicted, preempted=True)
                     slots = pool.place(shape)
@@ -403,15 +451,71 @@ class Engine:
                 self._rebind_tentative(victim)
         return False
 
+    def _first_sufficient(self, victims: list[Run], queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> int:
+        """How many victims the selection below takes before the job fits (-1: never).
+
+        A dry run on counters only, in the same order and with the same still-borrowing rule, so cards are
+        touched only when an eviction will succeed. Quota and free capacity are always checked; placement too
+        when every card involved is whole (a node with k free cards holds k // count pods, see PoolState.fits).
+        """
+        pool = self.pools[flavor.pool]
+        free = pool.capacity - pool.allocated
+        whole = shape.milli == MILLI
+        count = shape.count
+        placeable = pool.whole_pods(count) if whole else 0
+        freed_cards: dict[int, int] = {}  # node -> whole cards free once the victims so far are gone
+        taken: list[Run] = []
+        found = -1
+        for victim in victims:
+            if victim.queue != queue.name and not self._borrowing(victim.queue, flavor.flavor):
+                continue
+            taken.append(victim)
+            self._use(victim.queue, flavor.flavor, -victim.shape.total)
+            free += victim.shape.total
+            if whole:
+                if victim.shape.milli != MILLI:
+                    whole = False  # a shared card frees capacity only with its neighbours: place for real
+                else:
+                    for node, _, _ in victim.slots:
+                        cards = freed_cards.get(node, pool.whole[node])
+                        freed_cards[node] = cards + 1
+                        placeable += (cards + 1) // count - cards // count
+            if free >= shape.total and self._quota_fits(queue, flavor, shape.total) and (
+                    not whole or placeable >= shape.pods):
+                found = len(taken)
+                break
+        for victim in taken:
+            self._use(victim.queue, flavor.flavor, victim.shape.total)
+        return found
+
+    def _room_for(self, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> bool:
+        pool = self.pools[flavor.pool]
+        return (pool.capacity - pool.allocated >= shape.total and self._quota_fits(queue, flavor, shape.total)
+                and pool.fits(shape))
+
+    def _minimal(self, chosen: list[Run], queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> list[Run]:
+        """Put back every chosen victim (last added first) the job still fits without, as Kueue does: an
+        eviction that freed quota or cards the job did not need is not made."""
+        needed = [chosen[-1]]
+        for victim in reversed(chosen[:-1]):
+            self._rebind_tentative(victim)
+            if not self._room_for(queue, flavor, shape):
+                self._unbind_tentative(victim)
+                needed.append(victim)
+        return needed
+
+    def _borrowing(self, queue_name: str, flavor: str) -> bool:
+        return self.usage[queue_name][flavor] > self.nominal[(queue_name, flavor)]
+
     def _unbind_tentative(self, victim: Run) -> None:
         self.pools[victim.flavor.pool].release(victim.slots)
-        self.usage[victim.queue][victim.flavor.flavor] -= victim.shape.total
+        self._use(victim.queue, victim.flavor.flavor, -victim.shape.total)
 
     def _rebind_tentative(self, victim: Run) -> None:
         pool = self.pools[victim.flavor.pool]
         for node, card, milli in victim.slots:
             pool._take(node, card, milli)
-        self.usage[victim.queue][victim.flavor.flavor] += victim.shape.total
+        self._use(victim.queue, victim.flavor.flavor, victim.shape.total)
 
     def _evict(self, run: Run, preempted: bool) -> None:
         """Stop a running job whose cards were already released (tentatively) and requeue it."""
@@ -427,7 +531,7 @@ class Engine:
             run.remaining = max(1, run.remaining - elapsed)
             run.interruptions += 1
         self.running[run.flavor.pool].discard(run.index)
-        self.queue_running[run.queue].discard(run.index)
+        self.queue_running[run.queue][run.priority].discard(run.index)
         run.slots, run.started = [], -1
         run.token += 1
         self._add_pending(run)

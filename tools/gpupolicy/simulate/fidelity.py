@@ -19,10 +19,11 @@ Nodes with equal state are one class, scored once: this makes a 10k-pod run take
 from __future__ import annotations
 
 import csv
+import heapq
 import math
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,22 +86,39 @@ def typical_pods(pods: Iterable[Pod], threshold: float = 0.95) -> list[tuple[Pod
 
 
 class Cluster:
-    """Nodes grouped into classes of equal state: (model, cpu left, memory left, sorted free milli per card)."""
+    """Nodes grouped into classes of equal state: (model, cpu left, memory left, free milli per card in card order).
+
+    Each node has a fixed rank drawn from the seeded generator. The published simulator names its nodes with a
+    random-permutation prefix and its kube-scheduler fork breaks score ties by the smallest node name instead
+    of at random (vendor/k8s.io/kubernetes/pkg/scheduler/core/generic_scheduler.go, `selectHost`), so among
+    equal scores the same nodes keep being chosen: ties pack. Each class keeps its nodes' ranks in a heap.
+    """
 
     def __init__(self, nodes: list[NodeType], typical: list[tuple[Pod, float]], rng: random.Random,
                  quantise: bool = True):
+        ranks = list(range(len(nodes)))
+        rng.shuffle(ranks)
         self.classes: dict[tuple, list[int]] = {}
-        for index, node in enumerate(nodes):
+        for node, rank in zip(nodes, ranks, strict=True):
             key = (node.model, node.cpu, node.mem, (MILLI,) * node.cards)
-            self.classes.setdefault(key, []).append(index)
+            self.classes.setdefault(key, []).append(rank)
+        for members in self.classes.values():
+            heapq.heapify(members)
         self.capacity = sum(n.cards for n in nodes) * MILLI
         self.allocated = 0
         self.typical = typical
         self.rng = rng
         self.quantise = quantise
         self._frag: dict[tuple, float] = {}
+        self._choice: dict[tuple, tuple[float, int | None]] = {}
 
     def frag(self, model: str, cpu: int, free: tuple[int, ...]) -> float:
+        """Expected GPU milli of a node that a pod drawn from the typical pods could not use (FGD's measure).
+
+        Per typical pod: nothing when it fits (cards with enough free milli and CPU) except the cards too small
+        for it; all the node's free milli when it does not fit or asks for no GPU at all.
+        """
+        free = tuple(sorted(free))
         key = (model, cpu, free)
         value = self._frag.get(key)
         if value is not None:
@@ -132,64 +150,64 @@ class Cluster:
         return sum(1 for f in free if f >= pod.milli) >= pod.num_gpu
 
     @staticmethod
-    def _take(free: tuple[int, ...], pod: Pod, card_free: int | None) -> tuple[int, ...]:
+    def _take(free: tuple[int, ...], pod: Pod, card: int | None) -> tuple[int, ...]:
+        """Cards after placing `pod`: a shared pod on `card`, whole cards on the lowest-index idle ones."""
         cards = list(free)
-        if pod.num_gpu == 1 and pod.milli < MILLI:
-            cards[cards.index(card_free)] -= pod.milli
-        else:
-            taken = 0
-            for i, f in enumerate(cards):
-                if taken < pod.num_gpu and f >= pod.milli:
-                    cards[i] -= pod.milli
-                    taken += 1
-        return tuple(sorted(cards))
+        if card is not None:
+            cards[card] -= pod.milli
+            return tuple(cards)
+        taken = 0
+        for i, f in enumerate(cards):
+            if taken < pod.num_gpu and f == MILLI:
+                cards[i] = 0
+                taken += 1
+        return tuple(cards)
 
-    def _options(self, key: tuple, pod: Pod, policy: str) -> tuple[int, int | None]:
-        """(score, free milli of the card to use for a shared pod) for the best choice inside one class."""
+    def _choose(self, key: tuple, pod: Pod, policy: str) -> tuple[float, int | None]:
+        """(score, card for a shared pod) of placing `pod` on a node of class `key`; higher is better."""
+        memo = (key, pod, policy)
+        cached = self._choice.get(memo)
+        if cached is not None:
+            return cached
         model, cpu, mem, free = key
-        shared = pod.num_gpu == 1 and pod.milli < MILLI
+        shared = pod.num_gpu == 1 and 0 < pod.milli < MILLI
         if policy == "best-fit":
-            card = min((f for f in free if f >= pod.milli), default=None) if shared else None
+            # the tightest card, lowest index first (the simulator's default `best` GPU selection)
+            card = min((i for i, f in enumerate(free) if f >= pod.milli), key=lambda i: free[i]) if shared else None
             left = 0.5 * (cpu - pod.cpu) / MAX_CPU + 0.5 * (sum(free) - pod.gpu_demand) / MAX_GPU
-            return self._score((1.0 - left) * 100), card
-        before = self.frag(model, cpu, free)
-        if shared:
-            best, best_card = -1, None
-            for f in sorted(set(c for c in free if c >= pod.milli)):
-                after = self.frag(model, cpu - pod.cpu, self._take(free, pod, f))
+            result = (self._score((1.0 - left) * 100), card)
+        else:
+            before = self.frag(model, cpu, free)
+            result = (-1.0, None)
+            for card in (i for i, f in enumerate(free) if f >= pod.milli) if shared else (None,):
+                after = self.frag(model, cpu - pod.cpu, self._take(free, pod, card) if pod.num_gpu else free)
                 score = self._score(_sigmoid((before - after) / 1000) * 100)
-                if score > best:
-                    best, best_card = score, f
-            return best, best_card
-        after = self.frag(model, cpu - pod.cpu, self._take(free, pod, None))
-        return self._score(_sigmoid((before - after) / 1000) * 100), None
+                if score > result[0]:  # strictly better: the lowest-index card wins a tie
+                    result = (score, card)
+        self._choice[memo] = result
+        return result
 
     def _score(self, value: float) -> float:
         return float(int(value)) if self.quantise else value
 
     def schedule(self, pod: Pod, policy: str) -> bool:
-        best = -1
-        tied: list[tuple[tuple, int | None]] = []
-        for key in self.classes:
+        best, best_rank, chosen = -1.0, -1, None
+        for key, members in self.classes.items():
             if not self._fits(key, pod):
                 continue
-            score, card = self._options(key, pod, policy)
-            if score > best:
-                best, tied = score, [(key, card)]
-            elif score == best:
-                tied.append((key, card))
-        if not tied:
+            score, card = self._choose(key, pod, policy)
+            if score > best or (score == best and members[0] < best_rank):
+                best, best_rank, chosen = score, members[0], (key, card)
+        if chosen is None:
             return False
-        # kube-scheduler picks uniformly among the top-scoring nodes: weight each class by its size
-        weights = [len(self.classes[key]) for key, _ in tied]
-        key, card = self.rng.choices(tied, weights=weights)[0] if len(tied) > 1 else tied[0]
+        key, card = chosen
         members = self.classes[key]
-        node = members.pop(self.rng.randrange(len(members)))
+        rank = heapq.heappop(members)
         if not members:
             del self.classes[key]
         model, cpu, mem, free = key
         new_key = (model, cpu - pod.cpu, mem - pod.mem, self._take(free, pod, card) if pod.num_gpu else free)
-        self.classes.setdefault(new_key, []).append(node)
+        heapq.heappush(self.classes.setdefault(new_key, []), rank)
         self.allocated += pod.gpu_demand
         return True
 
@@ -198,24 +216,41 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
+def arrivals(pods: list[Pod], capacity: int, tune: float, rng: random.Random) -> Iterator[Pod]:
+    """The published simulator's workload: every pod of the list once, shuffled, then pods drawn at random
+    (with replacement) and appended until the next one would push the GPU requests past `tune` x capacity."""
+    order = list(pods)
+    rng.shuffle(order)
+    target = tune * capacity
+    demand = sum(p.gpu_demand for p in order)
+    yield from order
+    while True:
+        pod = pods[rng.randrange(len(pods))]
+        if demand + pod.gpu_demand > target:
+            return
+        demand += pod.gpu_demand
+        yield pod
+
+
 def run_experiment(nodes: list[NodeType], pods: list[Pod], policy: str, seed: int, tune: float = 1.3,
                    typical: list[tuple[Pod, float]] | None = None, quantise: bool = True) -> list[float]:
     """Allocation ratio (%) at arrived demand 0, 1, ... round(tune x 100) percent of the cluster's GPUs."""
     rng = random.Random(seed)
     cluster = Cluster(nodes, typical if typical is not None else typical_pods(pods), rng, quantise)
-    target = tune * cluster.capacity
     columns = int(round(tune * 100))
     curve = [0.0] * (columns + 1)
     arrived = 0
     reached = 0
-    while arrived < target:
-        pod = pods[rng.randrange(len(pods))]
+    for pod in arrivals(pods, cluster.capacity, tune, rng):
         cluster.schedule(pod, policy)
         arrived += pod.gpu_demand
         percent = min(columns, int(arrived * 100 // cluster.capacity))
         while reached <= percent:
             curve[reached] = 100.0 * cluster.allocated / cluster.capacity
             reached += 1
+    while reached <= columns:  # the last draw stopped short of the final column
+        curve[reached] = 100.0 * cluster.allocated / cluster.capacity
+        reached += 1
     return curve
 
 

@@ -101,7 +101,14 @@ class PoolState:
             slots.extend(pod)
         return slots
 
+    def whole_pods(self, count: int) -> int:
+        """How many pods of `count` whole cards the working nodes hold: a node with k free cards holds k // count
+        of them wherever the others go, so this is exactly what trial placements would find."""
+        return sum(len(self.buckets[k]) * (k // count) for k in range(max(count, 1), self.gpus_per_node + 1))
+
     def fits(self, shape: Shape) -> bool:
+        if shape.milli == MILLI:
+            return self.whole_pods(shape.count) >= shape.pods
         slots = self.place(shape)
         if slots is None:
             return False
