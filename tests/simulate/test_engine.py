@@ -236,3 +236,19 @@ def test_reclaim_takes_only_from_queues_above_nominal(cluster, seed):
     for queue, usage_left, largest_victim, nominal in engine.reclaims:
         assert usage_left + largest_victim > nominal, (queue, usage_left, largest_victim, nominal)
 
+
+
+def test_baseline_keeps_each_pool_for_its_kind_of_work(cluster):
+    policy = baseline(cluster)
+    pools = {name: {f.pool for f in q.flavors} for name, q in policy.queues.items()}
+    assert pools == {"fifo-training": {"train"}, "fifo-inference": {"shared", "mig"}}
+    jobs = [Job("t", 0, 10, gpus=8, workload="training"), Job("s", 0, 10, share=0.25),
+            Job("n", 0, 10, gpus=1, workload="notebook"), Job("w", 0, 10, gpus=1)]
+    assert assign_queues(jobs, policy) == ["fifo-training", "fifo-inference", "fifo-inference", "fifo-training"]
+
+
+def test_teamless_jobs_go_to_a_queue_of_their_kind(cluster):
+    policy = from_cluster(cluster)
+    jobs = [Job("s", 0, 10, share=0.5, tier="production"), Job("t", 0, 10, gpus=8, tier="training")]
+    queues = assign_queues(jobs, policy)
+    assert queues[0] == "team-c-inference" and queues[1] in ("team-a-training", "team-b-training")

@@ -16,6 +16,7 @@ from .jobs import MIG_SLICES, MILLI, Job, mig_slices
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
 DEFAULT_TIER_PRIORITY = {"production": 1000, "training": 500, "batch": 200, "experiment": 100}
 BASELINE_QUEUE = "fifo"
+INFERENCE_WORKLOADS = ("inference", "notebook")
 
 
 @dataclass(frozen=True)
@@ -154,16 +155,51 @@ def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
                      placement=placement)
 
 
+def job_class(job: Job) -> str:
+    """`inference` for serving and notebook work and anything asking for part of a card, else `training`."""
+    if job.workload in INFERENCE_WORKLOADS or job.fractional:
+        return "inference"
+    return "training"
+
+
+def queue_class(queue: SimQueue) -> str:
+    return "inference" if queue.workload in INFERENCE_WORKLOADS else "training"
+
+
+def pool_classes(proposed: SimPolicy) -> dict[str, str]:
+    """Which kind of work each pool is for, from the nominal quota the proposed queues hold in it."""
+    quota: dict[str, dict[str, int]] = {name: {"training": 0, "inference": 0} for name in proposed.pools}
+    for queue in proposed.queues.values():
+        for fq in queue.flavors:
+            quota[fq.pool][queue_class(queue)] += fq.nominal
+    return {name: max(("training", "inference"), key=lambda c: (q[c], c == "training")) for name, q in quota.items()}
+
+
 def baseline(cluster: Cluster) -> SimPolicy:
-    """Whole GPUs, one strict-FIFO queue over every pool, no sharing, no preemption, best-fit placement."""
+    """Whole GPUs, strict FIFO, no sharing, no quotas, no preemption, best-fit placement, on the same pools.
+
+    Each pool keeps its purpose (from the quota the cluster's queues hold in it): training jobs queue in one
+    FIFO line for the training pools, inference and notebook jobs in one for the serving, MIG and shared
+    pools, so the baseline never runs a job on hardware the proposed policy reserves for other work. A
+    cluster whose pools all serve one kind of work gets a single line over every pool.
+    """
     pools = {}
     for pool in cluster.pools:
         sp = sim_pool(pool)
         if sp is not None:
             pools[sp.name] = SimPool(sp.name, sp.nodes, sp.gpus_per_node, "exclusive", 1, sp.model)
-    flavors = tuple(FlavorQuota(f"{p.name}-whole", p.name, p.capacity) for p in pools.values())
-    queue = SimQueue(BASELINE_QUEUE, flavors, strategy="StrictFIFO")
-    return SimPolicy(name="baseline", pools=pools, queues={BASELINE_QUEUE: queue},
+    purpose = pool_classes(from_cluster(cluster))
+    lines: dict[str, list[SimPool]] = {}
+    for pool in pools.values():
+        lines.setdefault(purpose.get(pool.name, "training"), []).append(pool)
+    if len(lines) < 2:
+        lines = {"": list(pools.values())}
+    queues = {}
+    for kind, members in sorted(lines.items()):
+        name = f"{BASELINE_QUEUE}-{kind}" if kind else BASELINE_QUEUE
+        flavors = tuple(FlavorQuota(f"{p.name}-whole", p.name, p.capacity) for p in members)
+        queues[name] = SimQueue(name, flavors, strategy="StrictFIFO", workload=kind)
+    return SimPolicy(name="baseline", pools=pools, queues=queues,
                      priorities={tier: 0 for tier in TIERS}, whole_gpus=True, placement="best-fit")
 
 
@@ -177,6 +213,9 @@ def assign_queues(jobs: Sequence[Job], policy: SimPolicy, mapping: dict[str, str
     names = list(policy.queues)
     if len(names) == 1:
         return [names[0]] * len(jobs)
+    if policy.name == "baseline":  # one FIFO line per kind of work
+        by_class = {q.workload or "training": q.name for q in policy.queues.values()}
+        return [by_class.get(job_class(job), names[0]) for job in jobs]
     mapping = dict(mapping or {})
     by_team: dict[str, list[SimQueue]] = {}
     for queue in policy.queues.values():
@@ -192,13 +231,22 @@ def assign_queues(jobs: Sequence[Job], policy: SimPolicy, mapping: dict[str, str
         if job.team in mapping and mapping[job.team] in policy.queues:
             chosen.append(mapping[job.team])
             continue
+        if not job.team:  # a trace without teams: pick by kind of work over every queue
+            chosen.append(_best_queue(list(policy.queues.values()), job, i).name)
+            continue
         owner = job.team if job.team in by_team else dealt.get(job.team, owners[i % len(owners)])
-        chosen.append(_best_queue(by_team[owner], job).name)
+        chosen.append(_best_queue(by_team[owner], job, i).name)
     return chosen
 
 
-def _best_queue(candidates: list[SimQueue], job: Job) -> SimQueue:
+def _best_queue(candidates: list[SimQueue], job: Job, index: int = 0) -> SimQueue:
+    """The queue that fits the job's kind of work, then tier, then workload; equals are dealt round-robin."""
+    kind = job_class(job)
+
     def score(queue: SimQueue) -> tuple:
         shared_ok = not job.fractional or queue.allow_shared
-        return (queue.tier == job.tier, bool(job.workload) and queue.workload == job.workload, shared_ok)
-    return max(candidates, key=score)
+        return (queue_class(queue) == kind, queue.tier == job.tier,
+                bool(job.workload) and queue.workload == job.workload, shared_ok)
+    best = max(score(q) for q in candidates)
+    tied = [q for q in candidates if score(q) == best]
+    return tied[index % len(tied)]
