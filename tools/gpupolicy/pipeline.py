@@ -174,7 +174,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         unknown = sorted(set(clusters) - set(all_clusters))
         if unknown:
             raise ToolError(f"no such cluster: {', '.join(unknown)} (clusters: {', '.join(all_clusters) or 'none'})")
-    selected = clusters or all_clusters
+    selected = all_clusters if clusters is None else clusters  # [] selects none (incremental runs)
     files, findings = source_files(root)
     graph = kustomize.build_graph(root, [f"clusters/{name}" for name in all_clusters])
     findings.extend(graph.findings)
