@@ -22,6 +22,9 @@ test: $(STAMP)  ## the test suite
 lint: $(STAMP)
 	$(BIN)/ruff check tools tests bench
 
+bench: $(STAMP)  ## fleet-scale benchmark: prints a table, writes bench/results.json (~3-5 min; QUICK=1 for ~1 min)
+	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
+
 docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/
 	$(GPUPOLICY) docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import cel as _cel
@@ -111,15 +112,24 @@ def compile_expression(expression: Any, path: tuple) -> tuple[Any | None, CelPro
     if ".?" in expression or "?." in expression:
         return None, CelProblem(path, expression, "uses CEL optional syntax (`.?field`), which the toolkit's "
                                 "CEL engine cannot evaluate", unsupported=True)
-    try:
-        program = _cel.compile(expression)
-    except (ValueError, RuntimeError) as exc:
-        return None, CelProblem(path, expression, _first_line(exc))
+    program, error = _compiled(expression)
+    if program is None:
+        return None, CelProblem(path, expression, error)
     unknown = [f for f in program.functions() if f[:1].isalpha() and f not in KNOWN_FUNCTIONS]
     if unknown:
         return None, CelProblem(path, expression, f"calls {', '.join(unknown)}, which is not a CEL or Kubernetes "
                                 "library function the toolkit knows", unsupported=True)
     return program, None
+
+
+@lru_cache(maxsize=4096)
+def _compiled(expression: str) -> tuple[Any | None, str]:
+    """A compiled program (or the compile error), once per expression text: every cluster binds the same
+    policies, and a fleet of a hundred clusters would otherwise compile them a hundred times."""
+    try:
+        return _cel.compile(expression), ""
+    except (ValueError, RuntimeError) as exc:
+        return None, _first_line(exc)
 
 
 def _first_line(exc: Exception) -> str:

@@ -272,6 +272,8 @@ class Cluster:
     cluster_policy: K8sObject | None = None
     device_plugin_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # key -> entry
     mig_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # layout name -> entry (data: list)
+    # Derived data rules share (flavor -> pools, cohort totals); filled lazily, never part of equality.
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -282,11 +284,14 @@ class Cluster:
 
     def pool_of_flavor(self, flavor: Flavor) -> Pool | None:
         """The pool whose declared node labels the flavor's nodeLabels select (all must match)."""
-        matches = [p for p in self.pools if _selects(flavor.node_labels, p.node_labels)]
+        matches = self.pools_of_flavor(flavor)
         return matches[0] if len(matches) == 1 else None
 
     def pools_of_flavor(self, flavor: Flavor) -> list[Pool]:
-        return [p for p in self.pools if _selects(flavor.node_labels, p.node_labels)]
+        key = ("pools_of_flavor", flavor.name, tuple(sorted(flavor.node_labels.items())))
+        if key not in self.derived:
+            self.derived[key] = [p for p in self.pools if _selects(flavor.node_labels, p.node_labels)]
+        return self.derived[key]
 
     def team_queues(self) -> list[ClusterQueue]:
         return [cq for cq in self.cluster_queues.values() if cq.team]

@@ -175,9 +175,15 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         if unknown:
             raise ToolError(f"no such cluster: {', '.join(unknown)} (clusters: {', '.join(all_clusters) or 'none'})")
     selected = all_clusters if clusters is None else clusters  # [] selects none (incremental runs)
+    # A run over some clusters (sharding, --changed-since) reads only what those clusters depend on; the
+    # whole-repository checks (files no overlay includes, pools no cluster includes) belong to full runs.
+    whole = set(selected) == set(all_clusters)
     files, findings = source_files(root)
-    graph = kustomize.build_graph(root, [f"clusters/{name}" for name in all_clusters])
+    graph = kustomize.build_graph(root, [f"clusters/{name}" for name in (all_clusters if whole else selected)])
     findings.extend(graph.findings)
+    pool_dirs = _pool_dirs(root, None if whole else graph, selected)
+    if not whole:
+        files = _files_of(files, graph, selected, pool_dirs)
     blocked = {f.path for f in graph.findings}
     clock.lap("discover")
 
@@ -200,7 +206,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     fleet.locator = index
     fleet.documents = [doc for docs in documents.values() for doc in docs]
 
-    pool_docs = _pools(root, documents, findings)
+    pool_docs = _pools(pool_dirs, documents, findings)
     fleet.pools = {pool.name: pool for pool in pool_docs.values()}
     objects_by_cluster: dict[str, list[K8sObject]] = {}
     for name in renderable:
@@ -269,13 +275,27 @@ def _gpu_model(model_key: str):
         return None
 
 
-def _pools(root: Path, documents: dict[str, list[Document]], findings: list[Finding]) -> dict[str, Pool]:
+def _pool_dirs(root: Path, graph: kustomize.Graph | None, clusters: list[str]) -> list[str]:
+    """Repo-relative pool folders: every one under pools/, or (given a graph) those the clusters include."""
+    if graph is None:
+        base = root / "pools"
+        return [f"pools/{d.name}" for d in sorted(base.iterdir()) if d.is_dir()] if base.is_dir() else []
+    included = {d for name in clusters for d in graph.directories(f"clusters/{name}")}
+    return sorted(d for d in included if d.startswith("pools/"))
+
+
+def _files_of(files: list[str], graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> list[str]:
+    """The source files a run over some clusters needs: their overlays' inputs and their declarations."""
+    needed = {f for name in clusters for f in graph.closure(f"clusters/{name}")}
+    needed |= {f"clusters/{name}/cluster.yaml" for name in clusters}
+    needed |= {f"{d}/pool.yaml" for d in pool_dirs}
+    return [f for f in files if f in needed]
+
+
+def _pools(pool_dirs: list[str], documents: dict[str, list[Document]], findings: list[Finding]) -> dict[str, Pool]:
     pools: dict[str, Pool] = {}
-    base = root / "pools"
-    for directory in sorted(base.iterdir()) if base.is_dir() else []:
-        if not directory.is_dir():
-            continue
-        rel = f"pools/{directory.name}/pool.yaml"
+    for directory in pool_dirs:
+        rel = f"{directory}/pool.yaml"
         doc = _check_repo_file(documents, rel, "Pool", "pool", findings)
         if doc is not None:
             pools[rel] = pool_from(doc)

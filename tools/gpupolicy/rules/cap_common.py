@@ -145,21 +145,38 @@ def lendable(cluster: Cluster, queue: ClusterQueue) -> dict[tuple[str, str], flo
     quota (capped by their lendingLimit) plus the cohorts' own nominal quota."""
     if not queue.cohort:
         return {}
-    tree = cohort_tree(cluster, cohort_root(cluster, queue.cohort))
-    total: dict[tuple[str, str], float] = defaultdict(float)
-    for other in cluster.cluster_queues.values():
-        if other.name == queue.name or other.cohort not in tree:
-            continue
-        for flavor, quota in other.quotas():
-            lent = quota.nominal if quota.lending_limit is None else min(quota.nominal, quota.lending_limit)
-            total[(flavor, quota.name)] += lent
-    for name in tree:
-        cohort = cluster.cohorts.get(name)
-        for group in cohort.resource_groups if cohort else ():
-            for fq in group.flavors:
-                for quota in fq.resources:
-                    total[(fq.flavor, quota.name)] += quota.nominal
-    return dict(total)
+    total = dict(_tree_lendable(cluster, cohort_root(cluster, queue.cohort)))
+    for key, lent in _lent_by(queue).items():  # a queue does not lend to itself
+        total[key] = total.get(key, 0.0) - lent
+    return total
+
+
+def _lent_by(queue: ClusterQueue) -> dict[tuple[str, str], float]:
+    lent: dict[tuple[str, str], float] = defaultdict(float)
+    for flavor, quota in queue.quotas():
+        lent[(flavor, quota.name)] += quota.nominal if quota.lending_limit is None else min(quota.nominal,
+                                                                                             quota.lending_limit)
+    return lent
+
+
+def _tree_lendable(cluster: Cluster, root: str) -> dict[tuple[str, str], float]:
+    """Everything a cohort tree can lend: computed once per cluster and root, as every queue of the tree asks."""
+    key = ("tree_lendable", root)
+    if key not in cluster.derived:
+        tree = cohort_tree(cluster, root)
+        total: dict[tuple[str, str], float] = defaultdict(float)
+        for other in cluster.cluster_queues.values():
+            if other.cohort in tree:
+                for item, lent in _lent_by(other).items():
+                    total[item] += lent
+        for name in tree:
+            cohort = cluster.cohorts.get(name)
+            for group in cohort.resource_groups if cohort else ():
+                for fq in group.flavors:
+                    for quota in fq.resources:
+                        total[(fq.flavor, quota.name)] += quota.nominal
+        cluster.derived[key] = dict(total)
+    return cluster.derived[key]
 
 
 def admissible(cluster: Cluster, queue: ClusterQueue) -> dict[str, float]:
