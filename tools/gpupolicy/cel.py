@@ -27,6 +27,7 @@ from typing import Any
 import cel as _cel
 
 from .quantity import QuantityError, parse_quantity
+from .selectors import label_selector_matches
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
@@ -335,30 +336,7 @@ def workload_requests(obj: dict, namespace: dict | None, username: str = "alice@
 
 def selector_matches(selector: Any, labels: dict) -> bool:
     """A metav1.LabelSelector against a label map; an absent or empty selector matches everything."""
-    if not isinstance(selector, dict):
-        return True
-    labels = labels or {}
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in _dicts(selector.get("matchExpressions")):
-        if not _expression_matches(expression, labels):
-            return False
-    return True
-
-
-def _expression_matches(expression: dict, labels: dict) -> bool:
-    key, operator = expression.get("key"), expression.get("operator")
-    values = expression.get("values") or []
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False
+    return not isinstance(selector, dict) or label_selector_matches(selector, labels or {})
 
 
 def _rule_matches(rule: dict, request: Request) -> bool:

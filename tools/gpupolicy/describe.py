@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import Cluster, ClusterQueue, Fleet, Pool
+from .model import Cluster, ClusterQueue, Fleet, Pool, selects
 
 
 def pool_as_dict(pool: Pool, cluster: Cluster | None = None) -> dict[str, Any]:
@@ -20,14 +20,10 @@ def pool_as_dict(pool: Pool, cluster: Cluster | None = None) -> dict[str, Any]:
     if pool.time_slicing_replicas:
         data["timeSlicing"] = {"replicas": pool.time_slicing_replicas, "renamed": pool.rename_shared}
     if cluster is not None:
-        drivers = [d.version for d in cluster.nvidia_drivers if _selects(d.node_selector, pool.node_labels)]
+        drivers = [d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels)]
         data["driverVersions"] = drivers
         data["flavors"] = sorted(f.name for f in cluster.flavors.values() if pool in cluster.pools_of_flavor(f))
     return data
-
-
-def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
 def queue_as_dict(queue: ClusterQueue) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .findings import Location
+from .selectors import labels_match
 
 # Labels and annotations this repository gives meaning to.
 POOL_LABEL = "gpupolicy.io/pool"
@@ -290,15 +291,16 @@ class Cluster:
     def pools_of_flavor(self, flavor: Flavor) -> list[Pool]:
         key = ("pools_of_flavor", flavor.name, tuple(sorted(flavor.node_labels.items())))
         if key not in self.derived:
-            self.derived[key] = [p for p in self.pools if _selects(flavor.node_labels, p.node_labels)]
+            self.derived[key] = [p for p in self.pools if selects(flavor.node_labels, p.node_labels)]
         return self.derived[key]
 
     def team_queues(self) -> list[ClusterQueue]:
         return [cq for cq in self.cluster_queues.values() if cq.team]
 
 
-def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    """A node selector (or a flavor's nodeLabels) picks these labels; an empty one picks nothing here."""
+    return bool(selector) and labels_match(selector, labels)
 
 
 @dataclass

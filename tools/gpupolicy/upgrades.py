@@ -20,6 +20,7 @@ from . import catalog
 from .findings import Location
 from .model import Cluster, Fleet, NvidiaDriver, Pool
 from .schema import validate_repo_file
+from .selectors import labels_match
 from .yamlload import Document
 
 PLAN_DIR = "policies/upgrades"
@@ -89,7 +90,7 @@ class Selector:
     def takes_pool(self, cluster: str, pool: Pool) -> bool:
         return ((self.cluster is None or self.cluster == cluster)
                 and (self.pools is None or pool.name in self.pools)
-                and all(pool.node_labels.get(k) == v for k, v in self.match_labels.items()))
+                and labels_match(self.match_labels, pool.node_labels))
 
 
 @dataclass(frozen=True)
@@ -408,7 +409,7 @@ def is_default(driver: NvidiaDriver) -> bool:
 def selects(driver: NvidiaDriver, pool: Pool) -> bool:
     selector = driver.node_selector or {GPU_PRESENT_LABEL: "true"}
     labels = node_labels(pool)
-    return all(labels.get(k) == str(v) for k, v in selector.items())
+    return labels_match(selector, labels)
 
 
 def drivers_of_pool(cluster: Cluster, pool: Pool) -> list[NvidiaDriver]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import Cluster
+from ..model import Cluster, selects
 from . import Context, table
 
 
@@ -96,8 +96,7 @@ def _cluster_page(context: Context, cluster: Cluster) -> str:
     text += f"```mermaid\n{mermaid(cluster)}\n```\n\n## Pools\n\n"
     rows = []
     for pool in cluster.pools:
-        drivers = ", ".join(d.version for d in cluster.nvidia_drivers
-                            if d.node_selector and all(pool.node_labels.get(k) == v for k, v in d.node_selector.items()))
+        drivers = ", ".join(d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels))
         rows.append([pool.name, pool.gpu_model, f"{pool.nodes} x {pool.gpus_per_node}",
                      ", ".join(f"{z}: {n}" for z, n in pool.zones.items()), pool.access_mode,
                      ", ".join(f"`{k}` {v}" for k, v in pool.capacity.items()) or "none", drivers or "-"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..findings import Location
 from ..model import Cluster, ClusterQueue, Fleet, K8sObject, Pool, ResourceGroup, ResourceQuota
+from ..selectors import label_selector_matches
 
 GPU_DOMAIN = "nvidia.com/"
 
@@ -85,28 +86,8 @@ def shared_pool(pool: Pool) -> bool:
 # --- label selectors (metav1.LabelSelector) ------------------------------------------------------------------
 
 def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
-    """Kubernetes LabelSelector semantics: None selects nothing, {} everything; all terms must hold."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != str(value):
-            return False
-    return all(_expression_holds(e, labels) for e in selector.get("matchExpressions") or [] if isinstance(e, dict))
-
-
-def _expression_holds(expression: dict, labels: dict[str, str]) -> bool:
-    key = str(expression.get("key", ""))
-    operator = expression.get("operator")
-    values = [str(v) for v in expression.get("values") or []]
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False  # an unknown operator is a schema error; it matches nothing, as the API server rejects it
+    """A ClusterQueue's namespaceSelector: None selects nothing, {} everything."""
+    return selector is not None and label_selector_matches(selector, labels)
 
 
 def queues_selecting(cluster: Cluster, labels: dict[str, str]) -> list[ClusterQueue]:

@@ -26,6 +26,7 @@ from ..model import (
     Fleet,
     NvidiaDriver,
     Pool,
+    selects,
 )
 
 HELM_DEFAULT_STRATEGY = "single"
@@ -190,13 +191,9 @@ def effective_strategy(fleet: Fleet, cluster: Cluster, pool: Pool) -> Strategy:
 
 # --- drivers ---------------------------------------------------------------------------------------------------
 
-def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return all(labels.get(key) == str(value) for key, value in selector.items())
-
-
 def pool_drivers(cluster: Cluster, pool: Pool) -> list[NvidiaDriver]:
     """The NVIDIADriver objects whose nodeSelector picks the pool's nodes; pool-specific ones before a catch-all."""
-    specific = [d for d in cluster.nvidia_drivers if d.node_selector and _selects(d.node_selector, pool.node_labels)]
+    specific = [d for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels)]
     if specific:
         return specific
     return [d for d in cluster.nvidia_drivers if not d.node_selector]

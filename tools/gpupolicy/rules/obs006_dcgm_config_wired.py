@@ -37,6 +37,7 @@ from typing import Any
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
 from ..observability import DCGM_CONFIGMAP_NAME, dcgm_configmap, locate
+from ..selectors import labels_match
 from .share_common import policy_location, section
 
 ID = "OBS006"
@@ -88,4 +89,4 @@ def _scraped_twice(fleet: Fleet, cluster: Cluster, exporter: Any) -> Iterator[Fi
 
 def _selects_exporter(spec: dict) -> bool:
     labels = section(spec, "selector", "matchLabels")
-    return isinstance(labels, dict) and all(labels.get(k) == v for k, v in EXPORTER_APP_LABEL.items())
+    return isinstance(labels, dict) and labels_match(EXPORTER_APP_LABEL, labels)
