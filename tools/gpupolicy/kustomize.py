@@ -103,7 +103,7 @@ def find_kustomization(directory: Path) -> Path | None:
 
 def build_graph(root: Path, entry_dirs: Iterable[str]) -> Graph:
     """Read every kustomization reachable from the entry directories (repo-relative)."""
-    graph = Graph(root=Path(root).resolve())  # resolved once: _rel and _inside run per reference
+    graph = Graph(root=Path(root).resolve())  # resolved once: _rel and the containment check run per reference
     pending = list(entry_dirs)
     while pending:
         directory = pending.pop()
@@ -155,7 +155,7 @@ def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
             graph.findings.append(_kust("KUST003", f"{text[:80]!r} cannot be resolved: {exc.strerror}", rel_file,
                                         line))
             return None
-        if not _inside(root, target):
+        if not target.is_relative_to(root):
             graph.findings.append(_kust("KUST002", f"{text!r} points outside the repository", rel_file, line,
                                         "everything a cluster renders must live in this repository"))
             return None
@@ -216,14 +216,6 @@ def _as_list(value: object) -> list:
     if value is None:
         return []
     return value if isinstance(value, list) else [value]
-
-
-def _inside(root: Path, target: Path) -> bool:
-    try:
-        target.relative_to(root)
-        return True
-    except ValueError:
-        return False
 
 
 def _kust(rule: str, message: str, path: str, line: int, hint: str = "") -> Finding:

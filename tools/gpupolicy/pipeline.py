@@ -93,7 +93,7 @@ def source_files(root: Path) -> tuple[list[str], list[Finding]]:
                                                 f"symlink cannot be resolved (a loop: {os.readlink(full)})",
                                                 rel, 1, hint="replace the symlink with the file itself"))
                         continue
-                    if not _inside(real_root, target):
+                    if not target.is_relative_to(real_root):
                         findings.append(Finding("YAML008", Severity.ERROR,
                                                 f"symlink points outside the repository ({os.readlink(full)})",
                                                 rel, 1, hint="copy the file into the repository instead"))
@@ -109,14 +109,6 @@ def _resolved(path: Path) -> Path | None:
         return path.resolve()
     except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a loop
         return None
-
-
-def _inside(root: Path, target: Path) -> bool:
-    try:
-        target.relative_to(root)
-        return True
-    except ValueError:
-        return False
 
 
 def load_sources(root: Path, files: Iterable[str]) -> tuple[dict[str, list[Document]], list[Finding]]:
