@@ -16,6 +16,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ._fleet import load_fleet_or_error
+
 NAME = "audit"
 HELP = "audit a cluster snapshot: pool drift, GPU requests per queue, idle GPUs, pending work; export a trace"
 
@@ -73,15 +75,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pools(args: argparse.Namespace):
-    from ..errors import ToolError
-    from ..pipeline import load_fleet
-
-    try:
-        fleet = load_fleet(Path(args.repo), [args.cluster] if args.cluster else None)
-    except ToolError as exc:
-        return None, str(exc)
-    except Exception as exc:  # the fleet could not be built: say so, never a traceback
-        return None, f"cannot load the fleet from {args.repo}: {exc}"
+    fleet, error = load_fleet_or_error(args)
+    if fleet is None:
+        return None, error
     if args.cluster:
         if args.cluster not in fleet.clusters:
             return None, f"no cluster {args.cluster!r}; known: {', '.join(sorted(fleet.clusters))}"

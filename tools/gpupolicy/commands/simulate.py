@@ -16,6 +16,8 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
+from ._fleet import load_fleet_or_error
+
 NAME = "simulate"
 HELP = "what-if replay of a workload trace against a cluster's queues, pools and preemption vs a baseline"
 SHIPPED_TRACE = "synthetic-week.csv"
@@ -114,15 +116,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _cluster(args: argparse.Namespace):
-    from ..errors import ToolError
-    from ..pipeline import load_fleet
-
-    try:
-        fleet = load_fleet(Path(args.repo), [args.cluster] if args.cluster else None)
-    except ToolError as exc:
-        return None, str(exc)
-    except Exception as exc:  # the fleet could not be built: say so, never a traceback
-        return None, f"cannot load the fleet from {args.repo}: {exc}"
+    fleet, error = load_fleet_or_error(args)
+    if fleet is None:
+        return None, error
     if not fleet.clusters:
         return None, f"no cluster {args.cluster!r} in {args.repo}" if args.cluster else f"no clusters in {args.repo}"
     name = args.cluster or sorted(fleet.clusters)[0]
