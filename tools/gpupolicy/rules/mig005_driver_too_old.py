@@ -31,7 +31,8 @@ from .. import catalog
 from ..catalog import GPUModel
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, Fleet, Pool
-from .mig_common import mig_pools, model_of, policy_location, policy_spec, pool_drivers, section
+from .mig_common import mig_pools, model_of, pool_drivers
+from .operator_common import policy_location, policy_spec, section
 
 ID = "MIG005"
 SEVERITY = Severity.ERROR

@@ -27,16 +27,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, Fleet, Pool
-from .mig_common import (
-    effective_strategy,
-    is_mig_pool,
-    mig_pools,
-    model_of,
-    policy_location,
-    policy_spec,
-    pool_location,
-    section,
-)
+from .mig_common import effective_strategy, is_mig_pool, mig_pools, model_of, pool_location
+from .operator_common import policy_location, policy_spec, section
 
 ID = "MIG006"
 SEVERITY = Severity.ERROR

@@ -29,14 +29,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .mig_common import (
-    cluster_strategy,
-    effective_strategy,
-    mig_pools,
-    plugin_location,
-    plugin_strategy,
-    pool_location,
-)
+from .mig_common import cluster_strategy, effective_strategy, mig_pools, plugin_strategy, pool_location
+from .operator_common import plugin_config_location
 
 ID = "MIG008"
 SEVERITY = Severity.ERROR
@@ -63,7 +57,7 @@ def _plugin_configs(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
                 message=f"device-plugin config {key} sets flags.migStrategy {flag}, but the GPU Operator runs "
                         f"{operator.value} ({operator.origin})",
                 hint=f"set flags.migStrategy: {operator.value}, or change mig.strategy in the GPU Operator values",
-                **at(plugin_location(fleet, entry, "flags", "migStrategy")))
+                **at(plugin_config_location(fleet, entry, "flags", "migStrategy")))
 
 
 def _pools(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:

@@ -19,7 +19,6 @@ from ..catalog import GPUModel
 from ..findings import Location
 from ..mig import LayoutEntry
 from ..model import (
-    DEVICE_PLUGIN_CONFIG_LABEL,
     MIG_CONFIG_LABEL,
     Cluster,
     ConfigEntry,
@@ -28,10 +27,17 @@ from ..model import (
     Pool,
     selects,
 )
+from .operator_common import (
+    plugin_config_location,
+    policy_is_helm_values,
+    policy_location,
+    policy_spec,
+    pool_config,
+    section,
+)
 
 HELM_DEFAULT_STRATEGY = "single"
 DEFAULT_MIG_CONFIGMAP = "mig-parted-config"
-VALUES_FILES = ("clusters/{cluster}/gpu-operator-values.yaml", "policies/gpu-operator/values.yaml")
 
 
 # --- pools -----------------------------------------------------------------------------------------------------
@@ -93,49 +99,6 @@ def mig_configmap_name(cluster: Cluster) -> str:
     return str(name) if name else DEFAULT_MIG_CONFIGMAP
 
 
-# --- the ClusterPolicy -----------------------------------------------------------------------------------------
-
-def section(data: Any, *path: str) -> Any:
-    """data[path[0]][path[1]]...; None where a level is missing or not a mapping."""
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
-def policy_spec(cluster: Cluster) -> dict:
-    return cluster.cluster_policy.spec if cluster.cluster_policy else {}
-
-
-def policy_from_values(cluster: Cluster) -> bool:
-    """True when the ClusterPolicy is the one the Helm chart makes from the values files (Helm defaults apply)."""
-    policy = cluster.cluster_policy
-    return policy is not None and not any(obj is policy for obj in cluster.objects)
-
-
-def policy_location(fleet: Fleet, cluster: Cluster, *spec_path: str) -> Location | None:
-    """Where a ClusterPolicy spec field is written: the manifest, or the values layer that sets it (the cluster's
-    override first). A field no layer sets points at the deepest part that exists, or the values ConfigMap."""
-    policy = cluster.cluster_policy
-    if policy is None:
-        return None
-    if not policy_from_values(cluster):
-        return fleet.locate(policy, "spec", *spec_path)
-    best: tuple[int, Location] | None = None
-    for pattern in VALUES_FILES:
-        path = pattern.format(cluster=cluster.name)
-        docs = fleet.locator.docs(path) if fleet.locator else []
-        if not docs:
-            continue
-        depth = next((d for d in range(len(spec_path), 0, -1) if tuple(spec_path[:d]) in docs[0].lines), 0)
-        if best is None or depth > best[0]:
-            best = (depth, Location(path, docs[0].line_of(tuple(spec_path))))
-    if best is not None:
-        return best[1]
-    return Location(policy.origin, 0) if policy.origin else None
-
-
 @dataclass(frozen=True)
 class Strategy:
     """The MIG strategy the operator gives the device plugin, and where it comes from."""
@@ -151,28 +114,14 @@ def cluster_strategy(fleet: Fleet, cluster: Cluster) -> Strategy:
     if written:
         return Strategy(str(written), f"mig.strategy at {location}" if location else "ClusterPolicy mig.strategy",
                         location)
-    if policy_from_values(cluster):
+    if policy_is_helm_values(cluster):
         return Strategy(HELM_DEFAULT_STRATEGY, "the GPU Operator chart's default mig.strategy", location)
     return Strategy(None, "the ClusterPolicy (mig.strategy unset)", location)
-
-
-def plugin_config(cluster: Cluster, pool: Pool) -> ConfigEntry | None:
-    """The device-plugin config the pool's nodes run: their label's key, else devicePlugin.config.default."""
-    key = pool.node_labels.get(DEVICE_PLUGIN_CONFIG_LABEL) or section(policy_spec(cluster), "devicePlugin",
-                                                                        "config", "default")
-    return cluster.device_plugin_configs.get(str(key)) if key else None
 
 
 def plugin_strategy(entry: ConfigEntry | None) -> str | None:
     value = section(entry.data, "flags", "migStrategy") if entry else None
     return str(value) if value else None
-
-
-def plugin_location(fleet: Fleet, entry: ConfigEntry, *path: Any) -> Location:
-    """A field of a device-plugin config in its own file; the generator's line when written inline."""
-    if entry.source.path.endswith(("kustomization.yaml", "kustomization.yml", "Kustomization")):
-        return entry.source
-    return fleet.locate_file(entry.source.path, *path)
 
 
 def effective_strategy(fleet: Fleet, cluster: Cluster, pool: Pool) -> Strategy:
@@ -181,10 +130,10 @@ def effective_strategy(fleet: Fleet, cluster: Cluster, pool: Pool) -> Strategy:
     operator = cluster_strategy(fleet, cluster)
     if operator.value:
         return operator
-    entry = plugin_config(cluster, pool)
+    entry = pool_config(cluster, pool)
     flag = plugin_strategy(entry)
     if entry is not None and flag:
-        location = plugin_location(fleet, entry, "flags", "migStrategy")
+        location = plugin_config_location(fleet, entry, "flags", "migStrategy")
         return Strategy(flag, f"flags.migStrategy of device-plugin config {entry.key} at {location}", location)
     return Strategy("none", "the device plugin's default, as nothing sets a strategy", operator.location)
 

@@ -38,7 +38,7 @@ from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
 from ..observability import DCGM_CONFIGMAP_NAME, dcgm_configmap, locate
 from ..selectors import labels_match
-from .share_common import policy_location, section
+from .operator_common import policy_location, section
 
 ID = "OBS006"
 SEVERITY = Severity.WARNING
@@ -63,7 +63,7 @@ def _config_not_read(fleet: Fleet, cluster: Cluster, exporter: Any) -> Iterator[
         named = section(exporter, "config", "name")
         if named == configmap.name:
             return
-        where = (policy_location(fleet, cluster, "dcgmExporter", "config", "name")
+        where = (policy_location(fleet, cluster, "dcgmExporter", "config", "name", nearest=False)
                  or locate(fleet, configmap, "data"))
         state = f"names {named!r}" if named else "names no ConfigMap"
         yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
@@ -79,7 +79,8 @@ def _scraped_twice(fleet: Fleet, cluster: Cluster, exporter: Any) -> Iterator[Fi
     ours = [obj for obj in cluster.of_kind("ServiceMonitor") if _selects_exporter(obj.spec)]
     if not ours:
         return
-    where = policy_location(fleet, cluster, "dcgmExporter", "serviceMonitor", "enabled") or locate(fleet, ours[0])
+    where = (policy_location(fleet, cluster, "dcgmExporter", "serviceMonitor", "enabled", nearest=False)
+             or locate(fleet, ours[0]))
     yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
                   message=f"cluster {cluster.name} enables the GPU Operator's dcgm-exporter ServiceMonitor and also "
                           f"ships ServiceMonitor {ours[0].namespace}/{ours[0].name} for the same Service: every GPU "

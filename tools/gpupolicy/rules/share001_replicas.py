@@ -24,7 +24,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .share_common import SHARING_KINDS, configs, locate, shared_resources
+from .operator_common import plugin_config_location
+from .share_common import SHARING_KINDS, configs, shared_resources
 
 ID = "SHARE001"
 SEVERITY = Severity.ERROR
@@ -43,7 +44,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                                           f"replicas {resource.replicas!r}; the device plugin requires at least 2 "
                                           "and fails to start on the nodes that select this config",
                                   hint="set replicas to 2 or more, or remove the sharing block",
-                                  **at(locate(fleet, entry, *resource.path, "replicas")))
+                                  **at(plugin_config_location(fleet, entry, *resource.path, "replicas")))
         for pool in cluster.pools:
             for field, value in (("timeSlicing", pool.time_slicing_replicas), ("mps", pool.mps_replicas)):
                 if value is not None and value < 2:

@@ -23,7 +23,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .share_common import configs, locate, uses
+from .operator_common import plugin_config_location
+from .share_common import configs, uses
 
 ID = "SHARE002"
 SEVERITY = Severity.ERROR
@@ -38,7 +39,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                               message=f"device-plugin config {entry.key} sets both sharing.timeSlicing and "
                                       "sharing.mps; the device plugin accepts only one and fails to start",
                               hint="keep one sharing strategy per config",
-                              **at(locate(fleet, entry, "sharing", "mps")))
+                              **at(plugin_config_location(fleet, entry, "sharing", "mps")))
         for pool in cluster.pools:
             if pool.time_slicing_replicas and pool.mps_replicas:
                 yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,

@@ -23,7 +23,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import DEVICE_PLUGIN_CONFIG_LABEL, Fleet
-from .share_common import configs, locate, pool_config, pool_config_key, section, uses
+from .operator_common import plugin_config_location, pool_config, pool_config_key, section
+from .share_common import configs, uses
 
 ID = "SHARE003"
 SEVERITY = Severity.ERROR
@@ -38,7 +39,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                               message=f"device-plugin config {entry.key} uses MPS with migStrategy mixed; the "
                                       "device plugin rejects this combination and does not start",
                               hint="use MPS only in configs for whole-GPU pools",
-                              **at(locate(fleet, entry, "sharing", "mps")))
+                              **at(plugin_config_location(fleet, entry, "sharing", "mps")))
         for pool in cluster.pools:
             if not pool.mig_layout:
                 continue

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import DEVICE_PLUGIN_CONFIG_LABEL, Cluster, Fleet
-from .share_common import default_config_key, policy_location
+from .operator_common import default_config_key, policy_location
 
 ID = "SHARE004"
 SEVERITY = Severity.ERROR
@@ -47,7 +47,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                           message=f"ClusterPolicy devicePlugin.config.default is {default}, but the device-plugin "
                                   f"ConfigMap has no such key ({known}); unlabelled GPU nodes get no config",
                           hint="name an existing key as the default",
-                          **at(policy_location(fleet, cluster, "devicePlugin", "config", "default")))
+                          **at(policy_location(fleet, cluster, "devicePlugin", "config", "default", nearest=False)))
 
 
 def _known(cluster: Cluster) -> str:

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import GPU_RESOURCE, Cluster, ConfigEntry, Fleet, Pool
-from .share_common import SHARING_KINDS, locate, pool_config, pool_config_key, shared_resources, sharing
+from .operator_common import plugin_config_location, pool_config, pool_config_key
+from .share_common import SHARING_KINDS, shared_resources, sharing
 
 ID = "SHARE005"
 SEVERITY = Severity.ERROR
@@ -75,20 +76,20 @@ def _compare(fleet: Fleet, cluster: Cluster, pool: Pool, kind: str, entry: Confi
             resource = effective[0]
             yield _finding(cluster, f"pool {pool.name} declares no {kind}, but {where} shares {resource.name} "
                                     f"{resource.replicas} ways: the pool exposes more devices than pool.yaml says",
-                           locate(fleet, entry, *resource.path, "replicas"))
+                           plugin_config_location(fleet, entry, *resource.path, "replicas"))
         return
     for resource in applied:
         if resource.replicas != declared:
             yield _finding(cluster, f"pool {pool.name} declares {kind}.replicas {declared}, but {where} gives "
                                     f"{resource.name} replicas {resource.replicas}",
-                           locate(fleet, entry, *resource.path, "replicas"))
+                           plugin_config_location(fleet, entry, *resource.path, "replicas"))
     if kind == "timeSlicing" and applied:
         renamed = bool((sharing(entry, kind) or {}).get("renameByDefault"))
         if renamed != pool.rename_shared:
             yield _finding(cluster, f"pool {pool.name} declares renameByDefault {str(pool.rename_shared).lower()} "
                                     f"but {where} sets it {str(renamed).lower()}: the resource name "
                                     f"({GPU_RESOURCE} vs {GPU_RESOURCE}.shared) differs from what queues quote",
-                           locate(fleet, entry, "sharing", kind, "renameByDefault"))
+                           plugin_config_location(fleet, entry, "sharing", kind, "renameByDefault"))
 
 
 def _finding(cluster: Cluster, message: str, location) -> Finding:

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .share_common import configs, locate, sharing
+from .operator_common import plugin_config_location
+from .share_common import configs, sharing
 
 ID = "SHARE006"
 SEVERITY = Severity.WARNING
@@ -43,4 +44,5 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                           message=f"device-plugin config {entry.key} time-slices GPUs without "
                                   "failRequestsGreaterThanOne: true; a pod requesting 2 replicas believes it has 2 GPUs",
                           hint="set sharing.timeSlicing.failRequestsGreaterThanOne: true",
-                          **at(locate(fleet, entry, "sharing", "timeSlicing", "failRequestsGreaterThanOne")))
+                          **at(plugin_config_location(fleet, entry, "sharing", "timeSlicing",
+                                                      "failRequestsGreaterThanOne")))

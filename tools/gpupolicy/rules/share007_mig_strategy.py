@@ -28,7 +28,14 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .share_common import configs, locate, policy_is_helm_values, policy_location, pool_config, section
+from .operator_common import (
+    plugin_config_location,
+    policy_is_helm_values,
+    policy_location,
+    pool_config,
+    section,
+)
+from .share_common import configs
 
 ID = "SHARE007"
 SEVERITY = Severity.ERROR
@@ -49,7 +56,7 @@ def policy_strategy(cluster: Cluster) -> str:
 def _where_set(fleet: Fleet, cluster: Cluster) -> str:
     if not section(cluster.cluster_policy.spec, "mig", "strategy"):
         return " (the Helm chart default)"
-    location = policy_location(fleet, cluster, "mig", "strategy")
+    location = policy_location(fleet, cluster, "mig", "strategy", nearest=False)
     return f" ({location})" if location and location.line else ""
 
 
@@ -66,7 +73,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                                   f"ClusterPolicy mig.strategy is {wanted}{origin}; the operator's MIG_STRATEGY "
                                   "overrides the file, so MIG devices are not advertised as this config says",
                           hint=f"set flags.migStrategy: {wanted} (or remove it), or change mig.strategy for the "
-                               "whole cluster", **at(locate(fleet, entry, "flags", "migStrategy")))
+                               "whole cluster", **at(plugin_config_location(fleet, entry, "flags", "migStrategy")))
         for pool in cluster.pools:
             entry = pool_config(cluster, pool)
             flag = section(entry.data, "flags", "migStrategy") if entry else None
