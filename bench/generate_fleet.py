@@ -228,16 +228,7 @@ metadata:
     pod-security.kubernetes.io/enforce: baseline
     pod-security.kubernetes.io/warn: restricted
 """)
-    _write(base / "resourcequota.yaml", f"""apiVersion: v1
-kind: ResourceQuota
-metadata:
-  name: gpu
-  namespace: {team}
-spec:
-  hard:
-    requests.nvidia.com/gpu: "0"
-    requests.nvidia.com/mig-1g.10gb: "0"
-""")
+    _write(base / "resourcequota.yaml", _resource_quota(team, gpus=0, mig_slices=0))
     _write(base / "limitrange.yaml", f"""apiVersion: v1
 kind: LimitRange
 metadata:
@@ -381,6 +372,11 @@ def _namespace_quota(cluster: ClusterPlan, team: str) -> str:
     for pool in cluster.pools:
         resource, nominal, borrow = team_quota(cluster, pool)
         totals[resource] += nominal + borrow
+    return _resource_quota(team, gpus=totals[GPU], mig_slices=totals[MIG_1G])
+
+
+def _resource_quota(team: str, gpus: int, mig_slices: int) -> str:
+    """The team namespace's GPU ResourceQuota: 0 in the team base, the team's quota in a cluster's overlay."""
     return f"""apiVersion: v1
 kind: ResourceQuota
 metadata:
@@ -388,8 +384,8 @@ metadata:
   namespace: {team}
 spec:
   hard:
-    requests.nvidia.com/gpu: "{totals[GPU]}"
-    requests.nvidia.com/mig-1g.10gb: "{totals[MIG_1G]}"
+    requests.nvidia.com/gpu: "{gpus}"
+    requests.nvidia.com/mig-1g.10gb: "{mig_slices}"
 """
 
 
