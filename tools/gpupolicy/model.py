@@ -289,7 +289,7 @@ class Cluster:
         return matches[0] if len(matches) == 1 else None
 
     def pools_of_flavor(self, flavor: Flavor) -> list[Pool]:
-        key = ("pools_of_flavor", flavor.name, tuple(sorted(flavor.node_labels.items())))
+        key = ("pools_of_flavor", flavor.name)  # flavor names are unique in a cluster
         if key not in self.derived:
             self.derived[key] = [p for p in self.pools if selects(flavor.node_labels, p.node_labels)]
         return self.derived[key]
