@@ -28,7 +28,7 @@ def pages(context: Context) -> dict[str, str]:
 
 
 def _pool_section(cluster: Cluster, pool: Pool) -> str:
-    header = (f"## {pool.name} ({cluster.name})\n\n{pool.nodes} nodes x {pool.gpus_per_node} {pool.gpu_model}, "
+    header = (f"## {pool.name} ({cluster.name})\n\n{pool.nodes} node{'s' if pool.nodes != 1 else ''} x {pool.gpus_per_node} {pool.gpu_model}, "
               f"layout `{pool.mig_layout}`, strategy `{pool.mig_strategy}`. Exposes: "
               + (", ".join(f"`{k}` {v}" for k, v in pool.capacity.items()) or "nothing") + ".\n\n")
     try:
