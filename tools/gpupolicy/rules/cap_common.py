@@ -55,14 +55,17 @@ def queue_entries(queue: ClusterQueue) -> Iterator[QuotaEntry]:
     yield from _entries("ClusterQueue", queue.name, queue.obj, queue.resource_groups)
 
 
-def quota_entries(cluster: Cluster) -> Iterator[QuotaEntry]:
-    """Every quota entry of every ClusterQueue, then of every Cohort object, in name order."""
-    for name in sorted(cluster.cluster_queues):
-        yield from queue_entries(cluster.cluster_queues[name])
-    for name in sorted(cluster.cohorts):
-        cohort = cluster.cohorts[name]
-        if cohort.obj is not None:
-            yield from _entries("Cohort", name, cohort.obj, cohort.resource_groups)
+def quota_entries(cluster: Cluster) -> list[QuotaEntry]:
+    """Every quota entry of every ClusterQueue, then of every Cohort object, in name order (built once per
+    cluster: several CAP rules walk them)."""
+    if "quota_entries" not in cluster.derived:
+        entries = [e for name in sorted(cluster.cluster_queues) for e in queue_entries(cluster.cluster_queues[name])]
+        for name in sorted(cluster.cohorts):
+            cohort = cluster.cohorts[name]
+            if cohort.obj is not None:
+                entries += _entries("Cohort", name, cohort.obj, cohort.resource_groups)
+        cluster.derived["quota_entries"] = entries
+    return cluster.derived["quota_entries"]
 
 
 # --- flavors and pools ---------------------------------------------------------------------------------------
@@ -91,7 +94,11 @@ def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
 
 
 def queues_selecting(cluster: Cluster, labels: dict[str, str]) -> list[ClusterQueue]:
-    return [cq for _, cq in sorted(cluster.cluster_queues.items()) if selector_matches(cq.namespace_selector, labels)]
+    key = ("queues_selecting", tuple(sorted((str(k), str(v)) for k, v in labels.items())))
+    if key not in cluster.derived:  # asked per namespace by several rules
+        cluster.derived[key] = [cq for _, cq in sorted(cluster.cluster_queues.items())
+                                if selector_matches(cq.namespace_selector, labels)]
+    return cluster.derived[key]
 
 
 # --- cohorts and what a queue can admit --------------------------------------------------------------------
