@@ -104,3 +104,15 @@ def test_console_script_runs() -> None:
     assert proc.returncode in (0, 1), proc.stderr
     assert "Traceback" not in proc.stderr
     assert json.loads(proc.stdout)["summary"]["clusters"] == 1
+
+
+def test_a_broken_pool_declaration_is_reported_once(tmp_path: Path, capsys) -> None:
+    """A pool.yaml that does not load drops the pool from the model; its flavor and plan entries must not
+    then be reported again as pointing at no pool."""
+    repo = copy_repo(REPO, tmp_path / "r")
+    pool = repo / "pools/us-h100-train/pool.yaml"
+    pool.write_text(pool.read_text().replace("  accessMode: exclusive\n", "  accessMode: exclusive\n  accessMode: x\n"))
+    assert main(["validate", "--repo", str(repo), "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["rule"], f["path"]) for f in findings if f["severity"] == "error"] == [
+        ("YAML002", "pools/us-h100-train/pool.yaml")]

@@ -308,6 +308,9 @@ class Fleet:
     root: str
     clusters: dict[str, Cluster] = field(default_factory=dict)
     pools: dict[str, Pool] = field(default_factory=dict)  # every declared pool, in a cluster or not
+    # pools/<name> folders whose pool.yaml did not load or validate: already reported (YAML/SCHEMA005), so rules
+    # do not report their absence from the model a second time.
+    invalid_pools: set[str] = field(default_factory=set)
     locator: Any = field(default=None, repr=False)  # build.SourceIndex: object + field path -> Location
     documents: list = field(default_factory=list, repr=False)  # every strictly loaded source document
 

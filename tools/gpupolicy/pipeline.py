@@ -200,6 +200,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
 
     pool_docs = _pools(pool_dirs, documents, findings)
     fleet.pools = {pool.name: pool for pool in pool_docs.values()}
+    fleet.invalid_pools = {Path(d).name for d in pool_dirs} - {Path(rel).parent.name for rel in pool_docs}
     objects_by_cluster: dict[str, list[K8sObject]] = {}
     for name in renderable:
         output = rendered[f"clusters/{name}"]

@@ -80,7 +80,7 @@ def _unknown_names(fleet: Fleet, plan: Plan, selector, location) -> Iterator[Fin
         yield _finding(location, f"{plan.name}: no cluster named {selector.cluster}",
                        f"clusters: {', '.join(sorted(repository_clusters(fleet)))}")
     for name in selector.pools or ():
-        if name not in fleet.pools:
+        if name not in fleet.pools and name not in fleet.invalid_pools:
             yield _finding(location, f"{plan.name}: no pool named {name}", "pool names are the pools/<name> folders")
 
 
