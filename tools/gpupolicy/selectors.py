@@ -18,17 +18,22 @@ def labels_match(wanted: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
 
 
 def label_selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    """A LabelSelector mapping against a label map; {} matches everything."""
-    if not labels_match(selector.get("matchLabels") or {}, labels):
-        return False
+    """A LabelSelector mapping against a label map; {} matches everything. A malformed selector (the schema
+    stage reports it) matches nothing, as the API server would reject the object."""
+    match_labels = selector.get("matchLabels") or {}
     expressions = selector.get("matchExpressions") or []
+    if not isinstance(match_labels, Mapping) or not isinstance(expressions, list):
+        return False
+    if not labels_match(match_labels, labels):
+        return False
     return all(_expression_holds(e, labels) for e in expressions if isinstance(e, dict))
 
 
 def _expression_holds(expression: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
     key = str(expression.get("key", ""))
     operator = expression.get("operator")
-    values = [str(v) for v in expression.get("values") or []]
+    raw_values = expression.get("values") or []
+    values = [str(v) for v in raw_values] if isinstance(raw_values, list) else []
     if operator == "In":
         return key in labels and labels[key] in values
     if operator == "NotIn":
