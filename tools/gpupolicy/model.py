@@ -289,10 +289,12 @@ class Cluster:
         return matches[0] if len(matches) == 1 else None
 
     def pools_of_flavor(self, flavor: Flavor) -> list[Pool]:
-        key = ("pools_of_flavor", flavor.name)  # flavor names are unique in a cluster
-        if key not in self.derived:
-            self.derived[key] = [p for p in self.pools if selects(flavor.node_labels, p.node_labels)]
-        return self.derived[key]
+        return self.memo(("pools_of_flavor", flavor.name),  # flavor names are unique in a cluster
+                         lambda: [p for p in self.pools if selects(flavor.node_labels, p.node_labels)])
+
+    def memo(self, key: Any, compute: Any) -> Any:
+        """`compute()` once per cluster model for `key`; rules share what they derive this way."""
+        return _memo(self.derived, key, compute)
 
     def team_queues(self) -> list[ClusterQueue]:
         return [cq for cq in self.cluster_queues.values() if cq.team]
@@ -301,6 +303,12 @@ class Cluster:
 def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
     """A node selector (or a flavor's nodeLabels) picks these labels; an empty one picks nothing here."""
     return bool(selector) and labels_match(selector, labels)
+
+
+def _memo(store: dict, key: Any, compute: Any) -> Any:
+    if key not in store:
+        store[key] = compute()
+    return store[key]
 
 
 @dataclass
@@ -312,7 +320,13 @@ class Fleet:
     # do not report their absence from the model a second time.
     invalid_pools: set[str] = field(default_factory=set)
     locator: Any = field(default=None, repr=False)  # build.SourceIndex: object + field path -> Location
+    # Derived data several rules share (plans, the decision log, admission verdicts); filled lazily per run.
+    derived: dict = field(default_factory=dict, repr=False)
     documents: list = field(default_factory=list, repr=False)  # every strictly loaded source document
+
+    def memo(self, key: Any, compute: Any) -> Any:
+        """`compute()` once per fleet (one run) for `key`; rules share what they derive this way."""
+        return _memo(self.derived, key, compute)
 
     def locate(self, obj: K8sObject | None, *path: Any) -> Location | None:
         """File and line of `path` inside `obj`'s source file (the deepest part that exists there)."""

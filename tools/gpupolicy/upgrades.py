@@ -226,15 +226,9 @@ class PlanSet:
 
 # --- loading -------------------------------------------------------------------------------------------------
 
-_cache: tuple[Fleet, PlanSet] | None = None
-
-
 def plans_of(fleet: Fleet) -> PlanSet:
     """The plans and requirements of the fleet's repository (parsed once per fleet)."""
-    global _cache
-    if _cache is None or _cache[0] is not fleet:
-        _cache = (fleet, load_plans(fleet.documents))
-    return _cache[1]
+    return fleet.memo("upgrade-plans", lambda: load_plans(fleet.documents))
 
 
 def load_plans(documents: list[Document]) -> PlanSet:

@@ -58,14 +58,15 @@ def queue_entries(queue: ClusterQueue) -> Iterator[QuotaEntry]:
 def quota_entries(cluster: Cluster) -> list[QuotaEntry]:
     """Every quota entry of every ClusterQueue, then of every Cohort object, in name order (built once per
     cluster: several CAP rules walk them)."""
-    if "quota_entries" not in cluster.derived:
+    def build() -> list[QuotaEntry]:
         entries = [e for name in sorted(cluster.cluster_queues) for e in queue_entries(cluster.cluster_queues[name])]
         for name in sorted(cluster.cohorts):
             cohort = cluster.cohorts[name]
             if cohort.obj is not None:
                 entries += _entries("Cohort", name, cohort.obj, cohort.resource_groups)
-        cluster.derived["quota_entries"] = entries
-    return cluster.derived["quota_entries"]
+        return entries
+
+    return cluster.memo("quota_entries", build)
 
 
 # --- flavors and pools ---------------------------------------------------------------------------------------
@@ -95,10 +96,9 @@ def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
 
 def queues_selecting(cluster: Cluster, labels: dict[str, str]) -> list[ClusterQueue]:
     key = ("queues_selecting", tuple(sorted((str(k), str(v)) for k, v in labels.items())))
-    if key not in cluster.derived:  # asked per namespace by several rules
-        cluster.derived[key] = [cq for _, cq in sorted(cluster.cluster_queues.items())
-                                if selector_matches(cq.namespace_selector, labels)]
-    return cluster.derived[key]
+    # several rules ask this per namespace
+    return cluster.memo(key, lambda: [cq for _, cq in sorted(cluster.cluster_queues.items())
+                                      if selector_matches(cq.namespace_selector, labels)])
 
 
 # --- cohorts and what a queue can admit --------------------------------------------------------------------
@@ -149,8 +149,7 @@ def _lent_by(queue: ClusterQueue) -> dict[tuple[str, str], float]:
 
 def _tree_lendable(cluster: Cluster, root: str) -> dict[tuple[str, str], float]:
     """Everything a cohort tree can lend: computed once per cluster and root, as every queue of the tree asks."""
-    key = ("tree_lendable", root)
-    if key not in cluster.derived:
+    def build() -> dict[tuple[str, str], float]:
         tree = cohort_tree(cluster, root)
         total: dict[tuple[str, str], float] = defaultdict(float)
         for other in cluster.cluster_queues.values():
@@ -163,8 +162,9 @@ def _tree_lendable(cluster: Cluster, root: str) -> dict[tuple[str, str], float]:
                 for fq in group.flavors:
                     for quota in fq.resources:
                         total[(fq.flavor, quota.name)] += quota.nominal
-        cluster.derived[key] = dict(total)
-    return cluster.derived[key]
+        return dict(total)
+
+    return cluster.memo(("tree_lendable", root), build)
 
 
 def admissible(cluster: Cluster, queue: ClusterQueue) -> dict[str, float]:

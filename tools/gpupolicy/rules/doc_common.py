@@ -1,4 +1,4 @@
-"""What the DOC rules share: the decision log of the fleet's repository, read once per rule run."""
+"""What the DOC rules share: the decision log of the fleet's repository, read once per run."""
 
 from __future__ import annotations
 
@@ -9,4 +9,4 @@ from ..model import Fleet
 
 
 def decision_log(fleet: Fleet) -> list[Decision]:
-    return load_log(Path(fleet.root))
+    return fleet.memo("decision-log", lambda: load_log(Path(fleet.root)))

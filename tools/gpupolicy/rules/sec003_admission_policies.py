@@ -76,20 +76,16 @@ def chain_of(cluster: Cluster) -> cel.AdmissionChain:
                                            if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND))
 
 
-_PROBE_RESULTS: dict[str, list[tuple[str, str]]] = {}
-
-
-def _admitted_probes(cluster: Cluster, chain: cel.AdmissionChain, namespace: dict) -> list[tuple[str, str]]:
+def _admitted_probes(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain,
+                     namespace: dict) -> list[tuple[str, str]]:
     """(purpose, attempt) of every probe the chain lets through. Clusters of a fleet usually render the same
     policies, bindings and namespace, so the verdict is remembered by content rather than recomputed."""
     admission = sorted(json.dumps(o.body, sort_keys=True) for o in cluster.objects
                        if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND))
-    key = json.dumps([admission, namespace], sort_keys=True)
-    if key not in _PROBE_RESULTS:
-        name = namespace["metadata"]["name"]
-        _PROBE_RESULTS[key] = [(purpose, attempt) for purpose, (attempt, pod) in probes(name).items()
-                               if not chain.denials(cel.Request(object=pod, namespace=namespace))]
-    return _PROBE_RESULTS[key]
+    key = ("admission-probes", json.dumps([admission, namespace], sort_keys=True))
+    name = namespace["metadata"]["name"]
+    return fleet.memo(key, lambda: [(purpose, attempt) for purpose, (attempt, pod) in probes(name).items()
+                                    if not chain.denials(cel.Request(object=pod, namespace=namespace))])
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
@@ -104,7 +100,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             continue
         namespace = team_namespace(cluster)
         name = namespace["metadata"]["name"]
-        for purpose, attempt in _admitted_probes(cluster, chain, namespace):
+        for purpose, attempt in _admitted_probes(fleet, cluster, chain, namespace):
             yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
                           message=f"no Deny-bound admission policy of cluster {cluster.name} refuses {attempt} "
                                   f"in team namespace {name} (purpose {purpose})",
