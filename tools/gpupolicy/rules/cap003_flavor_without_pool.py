@@ -38,7 +38,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for name in sorted(gpu_flavors):
             flavor = cluster.flavors[name]
             pools = cluster.pools_of_flavor(flavor)
-            if len(pools) == 1 or (not pools and flavor.node_labels.get(POOL_LABEL) in fleet.invalid_pools):
+            if len(pools) == 1 or (not pools and str(flavor.node_labels.get(POOL_LABEL)) in fleet.invalid_pools):
                 continue  # one pool; or the pool's own pool.yaml is broken, which is reported already
             yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=_message(cluster, flavor, pools),
                           hint="make the flavor's nodeLabels match one pool's pool.yaml nodeLabels "
