@@ -34,7 +34,7 @@ from .model import (
     WorkloadPriorityClass,
 )
 from .quantity import QuantityError, parse_quantity
-from .yamlload import Document, load_bytes, load_text, load_trusted
+from .yamlload import Document, load_bytes, load_text, load_trusted, mappings
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 OPERATOR_NAMESPACE = "gpu-operator"
@@ -193,34 +193,31 @@ def _number(value: Any) -> int | float | None:
 
 def _resource_groups(spec: dict) -> tuple[ResourceGroup, ...]:
     groups = []
-    for group in _dicts(spec.get("resourceGroups")):
+    for group in mappings(spec.get("resourceGroups")):
         flavors = []
-        for flavor in _dicts(group.get("flavors")):
+        for flavor in mappings(group.get("flavors")):
             quotas = tuple(
                 ResourceQuota(name=str(r.get("name")), nominal=_number(r.get("nominalQuota")) or 0,
                               borrowing_limit=_number(r.get("borrowingLimit")),
                               lending_limit=_number(r.get("lendingLimit")))
-                for r in _dicts(flavor.get("resources")))
+                for r in mappings(flavor.get("resources")))
             flavors.append(FlavorQuotas(flavor=str(flavor.get("name")), resources=quotas))
         covered = tuple(str(r) for r in group.get("coveredResources") or [] if isinstance(r, str))
         groups.append(ResourceGroup(covered_resources=covered, flavors=tuple(flavors)))
     return tuple(groups)
 
 
-def _dicts(value: Any) -> list[dict]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
 
 def _taints(value: Any) -> tuple[Taint, ...]:
     return tuple(Taint(str(t.get("key")), str(t.get("value", "")), str(t.get("effect", "")))
-                 for t in _dicts(value))
+                 for t in mappings(value))
 
 
 def _add_flavor(cluster: Cluster, obj: K8sObject) -> None:
     spec = obj.spec
     cluster.flavors[obj.name] = Flavor(
         name=obj.name, node_labels=dict(spec.get("nodeLabels") or {}), node_taints=_taints(spec.get("nodeTaints")),
-        tolerations=tuple(_dicts(spec.get("tolerations"))), obj=obj)
+        tolerations=tuple(mappings(spec.get("tolerations"))), obj=obj)
 
 
 def _add_cluster_queue(cluster: Cluster, obj: K8sObject) -> None:

@@ -28,6 +28,7 @@ import cel as _cel
 
 from .quantity import QuantityError, parse_quantity
 from .selectors import label_selector_matches
+from .yamlload import mappings
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
@@ -157,13 +158,13 @@ class Policy:
         spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
         policy = cls(name=str((body.get("metadata") or {}).get("name", "")), body=body,
                      failure_policy=str(spec.get("failurePolicy") or "Fail"))
-        for index, condition in enumerate(_dicts(spec.get("matchConditions"))):
+        for index, condition in enumerate(mappings(spec.get("matchConditions"))):
             program = policy._compile(condition.get("expression"), ("spec", "matchConditions", index, "expression"))
             policy.match_conditions.append((str(condition.get("name", index)), program))
-        for index, variable in enumerate(_dicts(spec.get("variables"))):
+        for index, variable in enumerate(mappings(spec.get("variables"))):
             program = policy._compile(variable.get("expression"), ("spec", "variables", index, "expression"))
             policy.variables.append((str(variable.get("name", "")), program))
-        for index, validation in enumerate(_dicts(spec.get("validations"))):
+        for index, validation in enumerate(mappings(spec.get("validations"))):
             base = ("spec", "validations", index)
             message_program = None
             if validation.get("messageExpression"):
@@ -267,7 +268,7 @@ def pod_templates(obj: dict) -> list[tuple[tuple, dict]]:
     if kind == "CronJob":
         return _templates_at(spec, ("spec", "jobTemplate", "spec", "template"))
     if kind == "JobSet":
-        return [item for index, _ in enumerate(_dicts(spec.get("replicatedJobs")))
+        return [item for index, _ in enumerate(mappings(spec.get("replicatedJobs")))
                 for item in _templates_at(spec, ("spec", "replicatedJobs", index, "template", "spec", "template"))]
     if kind == "PyTorchJob":
         return [item for role in (spec.get("pytorchReplicaSpecs") or {})
@@ -276,7 +277,7 @@ def pod_templates(obj: dict) -> list[tuple[tuple, dict]]:
         base = ("spec", "rayClusterSpec") if kind == "RayJob" else ("spec",)
         cluster = _dig(obj, base) or {}
         found = _templates_at(spec, (*base, "headGroupSpec", "template"))
-        for index, _ in enumerate(_dicts(cluster.get("workerGroupSpecs"))):
+        for index, _ in enumerate(mappings(cluster.get("workerGroupSpecs"))):
             found += _templates_at(spec, (*base, "workerGroupSpecs", index, "template"))
         return found
     if kind == "LeaderWorkerSet":
@@ -360,10 +361,10 @@ def resources_match(match: Any, request: Request, require_rules: bool) -> bool:
     """matchConstraints (policy) or matchResources (binding) against a request."""
     if not isinstance(match, dict):
         return not require_rules
-    rules = _dicts(match.get("resourceRules"))
+    rules = mappings(match.get("resourceRules"))
     if (rules or require_rules) and not any(_rule_matches(rule, request) for rule in rules):
         return False
-    if any(_rule_matches(rule, request) for rule in _dicts(match.get("excludeResourceRules"))):
+    if any(_rule_matches(rule, request) for rule in mappings(match.get("excludeResourceRules"))):
         return False
     namespace_labels = ((request.namespace or {}).get("metadata") or {}).get("labels") or {}
     if request.namespace is not None and not selector_matches(match.get("namespaceSelector"), namespace_labels):
@@ -489,7 +490,4 @@ class AdmissionChain:
     def denials(self, request: Request) -> list[Violation]:
         return [v for v in self.review(request) if v.denies]
 
-
-def _dicts(value: Any) -> list[dict]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 

@@ -260,6 +260,12 @@ def _line_map(root: yaml.Node) -> dict[Path, int]:
     return lines
 
 
+def mappings(value: Any) -> list[dict]:
+    """The mapping items of a YAML list, ignoring anything else (and [] for a non-list): the tolerant reading
+    of hand-written data whose shape the schema stage already judged."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
 def load_trusted(text: str) -> Any:
     """One document of text this toolkit already loaded strictly (or kubectl wrote), at C-loader speed."""
     return yaml.load(text, Loader=_Loader)

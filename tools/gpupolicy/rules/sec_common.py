@@ -9,6 +9,7 @@ from typing import Any
 from .. import cel
 from ..findings import Location
 from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, Cluster, Fleet, K8sObject
+from ..yamlload import mappings
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -108,8 +109,7 @@ def requests_gpu(spec: dict) -> bool:
 
 
 def env_list(section: Any) -> list[dict]:
-    env = section.get("env") if isinstance(section, dict) else None
-    return [item for item in env if isinstance(item, dict)] if isinstance(env, list) else []
+    return mappings(section.get("env") if isinstance(section, dict) else None)
 
 
 def env_value(section: Any, name: str) -> str | None:
