@@ -6,8 +6,6 @@ import os
 from dataclasses import replace
 from typing import Any
 
-import yaml
-
 from . import capacity
 from .findings import Location
 from .model import (
@@ -34,7 +32,7 @@ from .model import (
     WorkloadPriorityClass,
 )
 from .quantity import QuantityError, parse_quantity
-from .yamlload import Document, load_bytes, load_text, load_trusted, mappings
+from .yamlload import Document, load_bytes, load_text, mappings
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 OPERATOR_NAMESPACE = "gpu-operator"
@@ -146,16 +144,20 @@ def facts_from(doc: Document) -> ClusterFacts:
 # --- the cluster model -------------------------------------------------------------------------------------
 
 def build_cluster(facts: ClusterFacts, objects: list[K8sObject], pools: list[Pool],
-                  generated: dict[tuple[str, str], str], gpu_model_of: Any = None) -> Cluster:
-    """`generated` maps (ConfigMap name, key) to the source file that generator key came from."""
+                  generated: dict[tuple[str, str], str], gpu_model_of: Any = None,
+                  source_docs: Any = None) -> Cluster:
+    """`generated` maps (ConfigMap name, key) to the source file that generator key came from;
+    `source_docs(path)` gives that file's strictly loaded documents (the pipeline's SourceIndex), so a config
+    file shared by every cluster is parsed once, and its line numbers are the file's own."""
     cluster = Cluster(facts=facts, objects=objects)
     for obj in objects:
         if not _typable(obj):
             continue  # the schema stage reports the malformed metadata; the model cannot type it
         _ADD.get((obj.group.split(".")[0] if obj.group else "", obj.kind), _ignore)(cluster, obj)
     _add_implied_cohorts(cluster)
-    cluster.cluster_policy = _cluster_policy(cluster)
-    _read_operator_configs(cluster, generated)
+    configs = _ConfigReader(generated, source_docs)
+    cluster.cluster_policy = _cluster_policy(cluster, configs)
+    _read_operator_configs(cluster, configs)
     cluster.pools = [_with_capacity(pool, cluster, gpu_model_of) for pool in pools]
     return cluster
 
@@ -356,7 +358,30 @@ def _configmap(cluster: Cluster, name: str) -> K8sObject | None:
     return None
 
 
-def _cluster_policy(cluster: Cluster) -> K8sObject | None:
+class _ConfigReader:
+    """The parsed document behind a ConfigMap key: the generator's source file as the pipeline loaded it when
+    the key came from a file, else the key's own text (an inline ConfigMap)."""
+
+    def __init__(self, generated: dict[tuple[str, str], str], source_docs: Any) -> None:
+        self.generated = generated
+        self.source_docs = source_docs
+
+    def source(self, configmap: K8sObject, key: str) -> str:
+        return self.generated.get((configmap.name, key), configmap.origin)
+
+    def document(self, configmap: K8sObject, key: str) -> Document | None:
+        text = (configmap.body.get("data") or {}).get(key)
+        if not isinstance(text, str):
+            return None
+        source = self.source(configmap, key)
+        if self.source_docs is not None and (configmap.name, key) in self.generated:
+            docs = self.source_docs(source)
+        else:
+            docs = load_text(text, source).documents
+        return docs[0] if docs else None
+
+
+def _cluster_policy(cluster: Cluster, configs: _ConfigReader) -> K8sObject | None:
     if cluster.cluster_policy is not None:
         return cluster.cluster_policy
     values_map = _configmap(cluster, VALUES_CONFIGMAP)
@@ -364,11 +389,8 @@ def _cluster_policy(cluster: Cluster) -> K8sObject | None:
         return None
     merged: dict = {}
     for key in sorted(values_map.body.get("data") or {}):
-        try:
-            layer = load_trusted(values_map.body["data"][key]) or {}
-        except yaml.YAMLError:
-            continue
-        merged = merge_values(merged, layer) if isinstance(layer, dict) else merged
+        layer = configs.document(values_map, key)
+        merged = merge_values(merged, layer.data) if layer and isinstance(layer.data, dict) else merged
     body = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
             "spec": values_to_cluster_policy_spec(merged)}
     return K8sObject(api_version="nvidia.com/v1", kind="ClusterPolicy", name="cluster-policy", namespace="",
@@ -381,28 +403,19 @@ def _config_name(cluster: Cluster, section: str, default: str) -> str:
     return str(config.get("name") or default) if isinstance(config, dict) else default
 
 
-def _read_operator_configs(cluster: Cluster, generated: dict[tuple[str, str], str]) -> None:
+def _read_operator_configs(cluster: Cluster, configs: _ConfigReader) -> None:
     plugin_map = _configmap(cluster, _config_name(cluster, "devicePlugin", "device-plugin-config"))
-    for key, text in ((plugin_map.body.get("data") or {}) if plugin_map else {}).items():
-        source = generated.get((plugin_map.name, key), plugin_map.origin)
-        cluster.device_plugin_configs[key] = ConfigEntry(plugin_map.name, key, _parse(text, source), Location(source, 1))
+    for key in (plugin_map.body.get("data") or {}) if plugin_map else {}:
+        doc = configs.document(plugin_map, key)
+        cluster.device_plugin_configs[key] = ConfigEntry(plugin_map.name, key, doc.data if doc else None,
+                                                         Location(configs.source(plugin_map, key), 1))
     mig_map = _configmap(cluster, _config_name(cluster, "migManager", "mig-parted-config"))
-    if mig_map is None:
+    doc = configs.document(mig_map, "config.yaml") if mig_map else None
+    if doc is None:
         return
-    text = (mig_map.body.get("data") or {}).get("config.yaml", "")
-    source = generated.get((mig_map.name, "config.yaml"), mig_map.origin)
-    loaded = load_text(text, source) if isinstance(text, str) else None
-    if not loaded or not loaded.documents:
-        return
-    doc = loaded.documents[0]
+    source = configs.source(mig_map, "config.yaml")
     layouts = doc.data.get("mig-configs") if isinstance(doc.data, dict) else None
     for name, entries in (layouts or {}).items() if isinstance(layouts, dict) else []:
         cluster.mig_configs[str(name)] = ConfigEntry(mig_map.name, str(name), entries,
                                                      Location(source, doc.line_of(("mig-configs", name))))
 
-
-def _parse(text: Any, source: str) -> Any:
-    if not isinstance(text, str):
-        return None
-    loaded = load_text(text, source)
-    return loaded.documents[0].data if loaded.documents else None

@@ -227,7 +227,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     for name, objects in objects_by_cluster.items():
         directories = set(graph.directories(f"clusters/{name}"))
         pools = [pool for rel, pool in pool_docs.items() if str(Path(rel).parent) in directories]
-        fleet.clusters[name] = build_cluster(facts[name], objects, pools, generated[name], _gpu_model)
+        fleet.clusters[name] = build_cluster(facts[name], objects, pools, generated[name], _gpu_model, index.docs)
     _attach_pool_clusters(fleet)
     findings.extend(_values_findings(fleet, schemas, generated, index))
     clock.lap("model")

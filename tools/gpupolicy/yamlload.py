@@ -266,11 +266,6 @@ def mappings(value: Any) -> list[dict]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def load_trusted(text: str) -> Any:
-    """One document of text this toolkit already loaded strictly (or kubectl wrote), at C-loader speed."""
-    return yaml.load(text, Loader=_Loader)
-
-
 def load_rendered(text: str) -> list[Any]:
     """Fast path for kubectl's own output: no anchors, no duplicates, one object per document."""
     return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
