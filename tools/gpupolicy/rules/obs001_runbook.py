@@ -41,7 +41,6 @@ SUMMARY = "Alert runbook_url must lead to a docs/runbooks page with the four run
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    seen: set[tuple] = set()
     for cluster in fleet.clusters.values():
         for alert in alerts_of_cluster(cluster):
             problem = _problem(Path(fleet.root), alert)
@@ -49,9 +48,6 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 continue
             message, hint = problem
             where = locate(fleet, alert.obj, *alert.path, "annotations", "runbook_url")
-            if (where.path, where.line, message) in seen:
-                continue  # the same rule file rendered into several clusters
-            seen.add((where.path, where.line, message))
             yield Finding(rule=ID, severity=SEVERITY, message=message, cluster=cluster.name, hint=hint, **at(where))
 
 

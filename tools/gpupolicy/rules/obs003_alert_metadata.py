@@ -32,14 +32,10 @@ SUMMARY = "Every alert has severity critical, warning or info, a summary and a d
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    seen: set[tuple] = set()
     for cluster in fleet.clusters.values():
         for alert in alerts_of_cluster(cluster):
             for field_path, message, hint in _problems(alert):
                 where = locate(fleet, alert.obj, *alert.path, *field_path)
-                if (where.path, where.line, message) in seen:
-                    continue
-                seen.add((where.path, where.line, message))
                 yield Finding(rule=ID, severity=SEVERITY, message=message, cluster=cluster.name, hint=hint,
                               **at(where))
 

@@ -30,7 +30,6 @@ SUMMARY = "Every non-DCGM metric an alert reads is provided by a known exporter 
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    seen: set[tuple] = set()
     for cluster in fleet.clusters.values():
         catalog = cluster_catalog(cluster)
         for alert in alerts_of_cluster(cluster):
@@ -39,9 +38,6 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                     continue
                 where = locate(fleet, alert.obj, *alert.path, "expr")
                 message = f"alert {alert.name} reads {metric}, which no known exporter provides"
-                if (where.path, where.line, message) in seen:
-                    continue
-                seen.add((where.path, where.line, message))
                 yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message, **at(where),
                               hint="check the name against the exporter's documentation, or document the "
                                    "metric in gpupolicy.observability.DOCUMENTED_METRICS")
