@@ -267,7 +267,9 @@ def test_search_finds_a_pool_on_its_cluster_page(page, base_url: str) -> None:
     page.goto(base_url)
     search = page.locator("input.md-search__input")  # in the header at desktop width
     search.click()
-    search.fill(pool)
+    # Typed key by key: Material reads the query on keyup (and when its search worker is ready), not on the
+    # `input` event that fill() sends, so a filled-in query could go unseen when the worker was already ready.
+    search.press_sequentially(pool)
     results = page.locator(".md-search-result__item a.md-search-result__link")
     results.first.wait_for(state="attached", timeout=30_000)
     expected = f"generated/clusters/{cluster}/"
