@@ -24,7 +24,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import cel as _cel
+from ._quiet_imports import without_submodule
+
+with without_submodule("cel.cli"):  # its command line pulls in typer, rich and prompt_toolkit: 0.2 s per run
+    import cel as _cel
 
 from .quantity import QuantityError, parse_quantity
 from .selectors import label_selector_matches

@@ -58,23 +58,25 @@ def affects_every_cluster(path: str) -> bool:
 def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[str, set[str]]:
     """cluster -> the paths among `paths` that its overlay depends on in `graph`."""
     reached: dict[str, set[str]] = {}
+    parents = {p: str(PurePosixPath(p).parent) for p in paths}
     for name in names:
         overlay = f"clusters/{name}"
         closure = set(graph.closure(overlay))
         directories = set(graph.directories(overlay))
-        hits = {p for p in paths if p in closure or str(PurePosixPath(p).parent) in directories}
+        hits = {p for p, parent in parents.items() if p in closure or parent in directories}
         if hits:
             reached[name] = hits
     return reached
 
 
-def select(root: Path, changes: gitrev.Changes, rev: str) -> Selection:
+def select(root: Path, changes: gitrev.Changes, rev: str, use_cache: bool = True) -> Selection:
     """The clusters of the working tree at `root` that `changes` (relative to `rev`) can affect."""
     names = pipeline.cluster_names(root)
     everything = sorted(p for p in changes.all if affects_every_cluster(p))
     if everything:
         return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
-    graph = kustomize.build_graph(root, [f"clusters/{n}" for n in names])
+    cache = kustomize.parse_cache(use_cache)
+    graph = kustomize.build_graph(root, [f"clusters/{n}" for n in names], cache)
     reached = _reach(graph, names, changes.all)
     if changes.deleted:
         for name, hits in _reach_at_revision(root, rev, changes.deleted).items():
@@ -92,6 +94,6 @@ def _reach_at_revision(root: Path, rev: str, deleted: set[str]) -> dict[str, set
         return _reach(old_graph, old_names, deleted)
 
 
-def changed_clusters(root: Path, rev: str) -> Selection:
+def changed_clusters(root: Path, rev: str, use_cache: bool = True) -> Selection:
     """`git diff --name-only REV` plus untracked files, mapped to the clusters they affect."""
-    return select(root, gitrev.changed_since(root, rev), rev)
+    return select(root, gitrev.changed_since(root, rev), rev, use_cache)

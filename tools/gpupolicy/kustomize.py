@@ -7,20 +7,23 @@ validation, cache keys), and to know which source file each generated ConfigMap 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import parsecache
 from .errors import ToolError
 from .findings import Finding, Severity
-from .yamlload import load_bytes
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)", re.I)
@@ -55,6 +58,54 @@ class Graph:
     root: Path
     overlays: dict[str, Overlay] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    parse_cache: parsecache.ParseCache | None = field(default=None, repr=False)
+    _real_paths: dict[str, tuple[str, int | None]] = field(default_factory=dict, repr=False)
+
+    def real_path(self, path: str) -> tuple[str, int | None]:
+        """`os.path.realpath(path)` and the st_mode of what it names (None: missing), memoized per prefix:
+        a fleet's overlays name the same few folders thousands of times, and resolving each from scratch
+        was most of the time of reading the graph. Raises RuntimeError on a symlink loop (as Path.resolve
+        does) and OSError on an unusable name."""
+        known = self._real_paths.get(path)
+        if known is None:
+            known = self._real_path_uncached(path)
+            self._real_paths[path] = known
+        if known[1] == _LOOP:
+            raise RuntimeError(f"symlink loop at {known[0]}")
+        return known
+
+    def _real_parent(self, path: str) -> str:
+        """The resolved form of a leading part of a path; a loop there is only an error if the whole path
+        ends in one (`loop/..` is the loop's folder, as for Path.resolve)."""
+        known = self._real_paths.get(path)
+        if known is None:
+            known = self._real_path_uncached(path)
+            self._real_paths[path] = known
+        return known[0]
+
+    def _real_path_uncached(self, path: str) -> tuple[str, int | None]:
+        parent, name = os.path.split(path)
+        if parent == path:  # the file system root
+            return path, _mode(path)
+        if name in ("", "."):
+            real_parent = self._real_parent(parent)
+            return real_parent, _mode(real_parent)
+        real_parent = self._real_parent(parent)
+        if name == "..":
+            return os.path.dirname(real_parent), _mode(os.path.dirname(real_parent))
+        candidate = os.path.join(real_parent, name)
+        try:
+            mode = os.lstat(candidate).st_mode
+        except (FileNotFoundError, NotADirectoryError):  # missing: the rest stays as written, like realpath
+            return candidate, None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # beneath a symlink loop
+                return candidate, _LOOP
+            raise
+        if stat.S_ISLNK(mode):
+            target = os.path.realpath(candidate)
+            return target, _mode(target)
+        return candidate, mode
 
     def closure(self, directory: str) -> list[str]:
         """Every repo-relative file an overlay directory depends on, itself included."""
@@ -93,17 +144,31 @@ class Graph:
         return {f for overlay in self.overlays.values() for f in [overlay.file, *overlay.files]}
 
 
-def find_kustomization(directory: Path) -> Path | None:
+_LOOP = -1  # the st_mode we record for a path that ends in a symlink loop
+
+
+def _mode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return _LOOP
+        raise
+
+
+def find_kustomization(directory: Path | str) -> Path | None:
     for name in KUSTOMIZATION_NAMES:
-        candidate = directory / name
-        if candidate.is_file():
-            return candidate
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            return Path(candidate)
     return None
 
 
-def build_graph(root: Path, entry_dirs: Iterable[str]) -> Graph:
+def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None = None) -> Graph:
     """Read every kustomization reachable from the entry directories (repo-relative)."""
-    graph = Graph(root=Path(root).resolve())  # resolved once: _rel and the containment check run per reference
+    graph = Graph(root=Path(root).resolve(), parse_cache=parse_cache)  # resolved once: _rel and the containment check run per reference
     pending = list(entry_dirs)
     while pending:
         directory = pending.pop()
@@ -117,18 +182,22 @@ def build_graph(root: Path, entry_dirs: Iterable[str]) -> Graph:
     return graph
 
 
-def _rel(root: Path, path: Path) -> str:
-    """`path` relative to `root`; both already resolved (see build_graph)."""
-    return path.relative_to(root).as_posix()
+def _rel(root: str, path: str) -> str:
+    """`path` relative to `root`; both already resolved (see build_graph), `path` inside `root`."""
+    return path[len(root) + 1:] if path != root else "."
+
+
+def _inside(root: str, path: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
 
 
 def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
-    root = graph.root
-    kfile = find_kustomization(root / directory)
+    root = str(graph.root)
+    kfile = find_kustomization(os.path.join(root, directory))
     if kfile is None:
         return None
-    rel_file = _rel(root, kfile)
-    loaded = load_bytes(kfile.read_bytes(), rel_file)
+    rel_file = _rel(root, str(kfile))
+    loaded = parsecache.load_bytes(graph.parse_cache, kfile.read_bytes(), rel_file)
     graph.findings.extend(loaded.findings)
     if not loaded.documents:
         return None
@@ -137,39 +206,43 @@ def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
     overlay = Overlay(directory=directory, file=rel_file, kind=str(data.get("kind") or "Kustomization"))
     overlay.origin_annotations = "originAnnotations" in _as_list(data.get("buildMetadata"))
 
-    def resolve(ref: object, *field_path: object) -> Path | None:
+    def resolve(ref: object, *field_path: object) -> str | None:
         """A path named in the kustomization, checked: no URL, nothing outside the repo, must exist."""
-        line = doc.line_of(field_path)
         text = str(ref)
         if _URL.match(text) or "?ref=" in text or text.startswith("//"):
             graph.findings.append(_kust("KUST001", f"remote reference {text!r}: rendering would reach the "
-                                        "network", rel_file, line, "vendor the manifests into the repository"))
+                                        "network", rel_file, doc.line_of(field_path),
+                                        "vendor the manifests into the repository"))
             return None
         try:
-            target = (root / directory / text).resolve()
-            exists = target.exists()
+            target, mode = graph.real_path(os.path.join(root, directory, text))
         except RuntimeError:  # a symlink loop (Python 3.11)
-            graph.findings.append(_kust("KUST003", f"{text!r} cannot be resolved (symlink loop)", rel_file, line))
+            graph.findings.append(_kust("KUST003", f"{text!r} cannot be resolved (symlink loop)", rel_file,
+                                        doc.line_of(field_path)))
             return None
         except OSError as exc:  # a name too long for the file system, and the like
             graph.findings.append(_kust("KUST003", f"{text[:80]!r} cannot be resolved: {exc.strerror}", rel_file,
-                                        line))
+                                        doc.line_of(field_path)))
             return None
-        if not target.is_relative_to(root):
-            graph.findings.append(_kust("KUST002", f"{text!r} points outside the repository", rel_file, line,
+        if not _inside(root, target):
+            graph.findings.append(_kust("KUST002", f"{text!r} points outside the repository", rel_file,
+                                        doc.line_of(field_path),
                                         "everything a cluster renders must live in this repository"))
             return None
-        if not exists:
-            graph.findings.append(_kust("KUST003", f"{text!r} does not exist", rel_file, line))
+        if mode is None:
+            graph.findings.append(_kust("KUST003", f"{text!r} does not exist", rel_file, doc.line_of(field_path)))
             return None
+        if stat.S_ISDIR(mode):
+            directories.add(target)
         return target
 
+    directories: set[str] = set()
     for section in ("resources", "components", "bases", "crds"):
         for position, ref in enumerate(_as_list(data.get(section))):
             target = resolve(ref, section, position)
             if target is None:
                 continue
-            if target.is_dir():
+            if target in directories:
                 overlay.children.append(_rel(root, target))
             else:
                 overlay.files.append(_rel(root, target))
@@ -204,7 +277,7 @@ def _read_generator(overlay: Overlay, generator: dict, resolve, rel, section: st
         if target is None:
             continue
         overlay.files.append(rel(target))
-        overlay.generated.append(GeneratedKey(configmap=name, key=key or target.name, source=rel(target)))
+        overlay.generated.append(GeneratedKey(configmap=name, key=key or os.path.basename(target), source=rel(target)))
     for field_name in ("envs", "env"):
         for index, path in enumerate(_as_list(generator.get(field_name))):
             target = resolve(path, section, position, field_name, index)
@@ -236,15 +309,6 @@ def kubectl_path() -> str:
     return found
 
 
-def kubectl_version() -> str:
-    try:
-        out = subprocess.run([kubectl_path(), "version", "--client", "-o", "yaml"], capture_output=True,
-                             text=True, timeout=30, check=False)
-    except OSError as exc:
-        raise ToolError(f"cannot run kubectl: {exc}") from exc
-    return out.stdout.strip()
-
-
 @dataclass
 class Rendered:
     directory: str
@@ -261,6 +325,11 @@ def cache_dir() -> Path:
     return Path(base) / "gpupolicy" / "render"
 
 
+def parse_cache(enabled: bool = True) -> parsecache.ParseCache | None:
+    """Strict-load results, kept beside the rendered overlays (None: parse everything again)."""
+    return parsecache.ParseCache(cache_dir() / "parsed") if enabled else None
+
+
 def input_hash(root: Path, files: Iterable[str], salt: str) -> str:
     digest = hashlib.sha256(salt.encode())
     for rel in sorted(files):
@@ -272,44 +341,97 @@ def input_hash(root: Path, files: Iterable[str], salt: str) -> str:
     return digest.hexdigest()
 
 
+class RenderJob:
+    """Overlays rendering in the background, one kubectl per core, while the caller goes on (strict-loading
+    the sources, compiling schemas). `cancel` stops overlays whose inputs turned out broken: kubectl must not
+    spend its time, or our time bound, on a file the loader has refused. Outputs are cached by a hash of
+    their inputs."""
+
+    def __init__(self, root: Path, directories: list[str], graph: Graph, use_cache: bool = True,
+                 workers: int | None = None, progress=None) -> None:
+        self._root, self._graph, self._use_cache, self._progress = root, graph, use_cache, progress
+        self._kubectl = kubectl_path()
+        self._salt = _kubectl_identity(self._kubectl) if use_cache else ""
+        self._cache = cache_dir()
+        self._lock = threading.Lock()
+        self._cancelled: set[str] = set()
+        self._running: dict[str, subprocess.Popen] = {}
+        self._pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2)
+        self._futures = {directory: self._pool.submit(self._one, directory) for directory in directories}
+
+    def cancel(self, directories: Iterable[str]) -> None:
+        with self._lock:
+            self._cancelled.update(directories)
+            running = [self._running[d] for d in self._cancelled if d in self._running]
+        for proc in running:
+            proc.kill()
+
+    def abandon(self) -> None:
+        """Stop everything (the caller failed or was interrupted) and wait for the kubectl processes to end."""
+        self.cancel(self._futures)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def results(self) -> dict[str, Rendered]:
+        """Every overlay's output, once all are done; cancelled overlays are left out."""
+        try:
+            done = {directory: future.result() for directory, future in self._futures.items()}
+        finally:
+            self._pool.shutdown(wait=True)
+        return {d: rendered for d, rendered in done.items() if d not in self._cancelled}
+
+    def _one(self, directory: str) -> Rendered:
+        key = input_hash(self._root, self._graph.closure(directory), self._salt) if self._use_cache else ""
+        cached_file = self._cache / f"{key}.yaml"
+        if self._use_cache and cached_file.is_file():
+            rendered = Rendered(directory, text=cached_file.read_text(encoding="utf-8"), cached=True)
+        else:
+            rendered = self._run_kubectl(directory)
+            if self._use_cache and not rendered.error:
+                _write_cache(cached_file, rendered.text)
+        if self._progress:
+            with self._lock:
+                self._progress(rendered)
+        return rendered
+
+    def _run_kubectl(self, directory: str) -> Rendered:
+        env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": "/nonexistent"}
+        with self._lock:
+            if directory in self._cancelled:
+                return Rendered(directory, error="cancelled")
+            try:
+                proc = subprocess.Popen([self._kubectl, "kustomize", directory], cwd=self._root, text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            except OSError as exc:
+                raise ToolError(f"cannot run kubectl: {exc}") from exc
+            self._running[directory] = proc
+        try:
+            stdout, stderr = proc.communicate(timeout=RENDER_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return Rendered(directory, error=f"kubectl kustomize timed out after {RENDER_TIMEOUT_SECONDS}s")
+        finally:
+            with self._lock:
+                self._running.pop(directory, None)
+        if proc.returncode != 0:
+            return Rendered(directory, error=stderr.strip().replace(str(self._root) + "/", "") or "failed")
+        return Rendered(directory, text=stdout)
+
+
 def render(root: Path, directories: list[str], graph: Graph, use_cache: bool = True,
            workers: int | None = None, progress=None) -> dict[str, Rendered]:
-    """Render overlays in parallel (one kubectl per core); outputs are cached by a hash of their inputs."""
-    kubectl = kubectl_path()
-    salt = kubectl_version() if use_cache else ""
-    cache = cache_dir()
-
-    def one(directory: str) -> Rendered:
-        key = input_hash(root, graph.closure(directory), salt) if use_cache else ""
-        cached_file = cache / f"{key}.yaml"
-        if use_cache and cached_file.is_file():
-            return Rendered(directory, text=cached_file.read_text(encoding="utf-8"), cached=True)
-        result = _run_kubectl(kubectl, root, directory)
-        if use_cache and not result.error:
-            _write_cache(cached_file, result.text)
-        return result
-
-    results: dict[str, Rendered] = {}
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
-        for rendered in pool.map(one, directories):
-            results[rendered.directory] = rendered
-            if progress:
-                progress(rendered)
-    return results
+    """Render overlays in parallel and wait for all of them."""
+    return RenderJob(root, directories, graph, use_cache, workers, progress).results()
 
 
-def _run_kubectl(kubectl: str, root: Path, directory: str) -> Rendered:
-    env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": "/nonexistent"}
+def _kubectl_identity(kubectl: str) -> str:
+    """What a cached render depends on besides its inputs: the kubectl binary (path, size, mtime). Cheaper
+    than asking `kubectl version` on every run, and it changes whenever the binary does."""
     try:
-        proc = subprocess.run([kubectl, "kustomize", directory], cwd=root, capture_output=True, text=True,
-                              timeout=RENDER_TIMEOUT_SECONDS, env=env, check=False)
-    except subprocess.TimeoutExpired:
-        return Rendered(directory, error=f"kubectl kustomize timed out after {RENDER_TIMEOUT_SECONDS}s")
-    except OSError as exc:
-        raise ToolError(f"cannot run kubectl: {exc}") from exc
-    if proc.returncode != 0:
-        return Rendered(directory, error=proc.stderr.strip().replace(str(root) + "/", "") or "failed")
-    return Rendered(directory, text=proc.stdout)
+        info = os.stat(kubectl)
+    except OSError:
+        return kubectl
+    return f"{kubectl}:{info.st_size}:{info.st_mtime_ns}"
 
 
 def _write_cache(path: Path, text: str) -> None:

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kustomize
+from . import kustomize, parsecache
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .model import ClusterFacts, Fleet, K8sObject, Pool
 from .schema import SchemaSet, validate_repo_file
-from .yamlload import Document, load_bytes, load_rendered
+from .yamlload import Document, load_rendered
 
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -75,32 +75,45 @@ def cluster_names(root: Path) -> list[str]:
 
 # --- discovery and strict loading -------------------------------------------------------------------------
 
-def source_files(root: Path) -> tuple[list[str], list[Finding]]:
-    """Repo-relative YAML files under the scanned folders; symlinks out of the repository are findings."""
+def source_files(root: Path, only: Iterable[str] | None = None) -> tuple[list[str], list[Finding]]:
+    """Repo-relative YAML files under the scanned folders; symlinks out of the repository are findings.
+    With `only` (a run over some clusters) just those paths are looked at: walking a fleet's whole tree
+    cost more than validating one cluster."""
     files: list[str] = []
     findings: list[Finding] = []
     real_root = root.resolve()
+    candidates = _walk(root) if only is None else sorted(p for p in only if p.split("/", 1)[0] in SCANNED_DIRS)
+    for rel in candidates:
+        full = root / rel
+        if full.is_symlink() and not _symlink_inside(full, rel, real_root, findings):
+            continue
+        if rel.endswith(YAML_SUFFIXES) and full.is_file():
+            files.append(rel)
+    return files, findings
+
+
+def _walk(root: Path) -> Iterator[str]:
+    """Every file under the scanned folders (and every symlinked folder), repo-relative, in a stable order."""
+    prefix = len(str(root)) + 1
     for top in SCANNED_DIRS:
         for directory, subdirs, names in os.walk(root / top):
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
             for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
-                full = Path(directory) / name
-                rel = full.relative_to(root).as_posix()
-                if full.is_symlink():
-                    target = _resolved(full)
-                    if target is None:
-                        findings.append(Finding("YAML008", Severity.ERROR,
-                                                f"symlink cannot be resolved (a loop: {os.readlink(full)})",
-                                                rel, 1, hint="replace the symlink with the file itself"))
-                        continue
-                    if not target.is_relative_to(real_root):
-                        findings.append(Finding("YAML008", Severity.ERROR,
-                                                f"symlink points outside the repository ({os.readlink(full)})",
-                                                rel, 1, hint="copy the file into the repository instead"))
-                        continue
-                if name.endswith(YAML_SUFFIXES) and full.is_file():
-                    files.append(rel)
-    return files, findings
+                yield os.path.join(directory, name)[prefix:].replace(os.sep, "/")
+
+
+def _symlink_inside(full: Path, rel: str, real_root: Path, findings: list[Finding]) -> bool:
+    """Whether a symlink resolves inside the repository; a finding when it does not."""
+    target = _resolved(full)
+    if target is None:
+        findings.append(Finding("YAML008", Severity.ERROR, f"symlink cannot be resolved (a loop: {os.readlink(full)})",
+                                rel, 1, hint="replace the symlink with the file itself"))
+        return False
+    if not target.is_relative_to(real_root):
+        findings.append(Finding("YAML008", Severity.ERROR, f"symlink points outside the repository ({os.readlink(full)})",
+                                rel, 1, hint="copy the file into the repository instead"))
+        return False
+    return True
 
 
 def _resolved(path: Path) -> Path | None:
@@ -111,7 +124,8 @@ def _resolved(path: Path) -> Path | None:
         return None
 
 
-def load_sources(root: Path, files: Iterable[str]) -> tuple[dict[str, list[Document]], list[Finding]]:
+def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.ParseCache | None = None
+                 ) -> tuple[dict[str, list[Document]], list[Finding]]:
     documents: dict[str, list[Document]] = {}
     findings: list[Finding] = []
     for rel in files:
@@ -120,7 +134,7 @@ def load_sources(root: Path, files: Iterable[str]) -> tuple[dict[str, list[Docum
         except OSError as exc:
             findings.append(Finding("YAML001", Severity.ERROR, f"cannot read file: {exc.strerror}", rel, 0))
             continue
-        loaded = load_bytes(raw, rel)
+        loaded = parsecache.load_bytes(parse_cache, raw, rel)
         documents[rel] = loaded.documents
         findings.extend(loaded.findings)
     return documents, findings
@@ -170,29 +184,42 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     # A run over some clusters (sharding, --changed-since) reads only what those clusters depend on; the
     # whole-repository checks (files no overlay includes, pools no cluster includes) belong to full runs.
     whole = set(selected) == set(all_clusters)
-    files, findings = source_files(root)
-    graph = kustomize.build_graph(root, [f"clusters/{name}" for name in (all_clusters if whole else selected)])
-    findings.extend(graph.findings)
+    parse_cache = kustomize.parse_cache(use_cache)
+    graph = kustomize.build_graph(root, [f"clusters/{name}" for name in (all_clusters if whole else selected)],
+                                  parse_cache)
     pool_dirs = _pool_dirs(root, None if whole else graph, selected)
-    if not whole:
-        files = _files_of(files, graph, selected, pool_dirs)
+    files, findings = source_files(root, None if whole else _inputs_of(graph, selected, pool_dirs))
+    findings.extend(graph.findings)
     blocked = {f.path for f in graph.findings}
+    # An overlay whose kustomization did not load has no graph node; one that names a refused path is blocked.
+    renderable = [name for name in selected if f"clusters/{name}" in graph.overlays
+                  and not set(graph.closure(f"clusters/{name}")) & blocked]
     clock.lap("discover")
 
-    documents, load_findings = load_sources(root, files)
-    findings.extend(load_findings)
-    broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
-    clock.lap("load")
+    # kubectl renders in the background while the sources load strictly and the schemas compile; an overlay
+    # with an input the loader refuses is cancelled (and not rendered at all if it had not started).
+    rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], graph, use_cache,
+                                    progress=progress)
+    try:
+        documents, load_findings = load_sources(root, files, parse_cache)
+        findings.extend(load_findings)
+        broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
+        broken = [name for name in renderable if set(graph.closure(f"clusters/{name}")) & broken_inputs]
+        rendering.cancel(f"clusters/{name}" for name in broken)
+        renderable = [name for name in renderable if name not in broken]
+        clock.lap("load")
 
-    # An overlay whose kustomization did not load (reported by the loader) has no graph node: not renderable.
-    renderable = [name for name in selected if f"clusters/{name}" in graph.overlays
-                  and not (set(graph.closure(f"clusters/{name}")) & (blocked | broken_inputs))]
-    rendered = kustomize.render(root, [f"clusters/{n}" for n in renderable], graph, use_cache, progress=progress)
+        facts = {name: _facts(root, name, documents, findings) for name in selected}
+        schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root))
+        _prepare(schemas, documents, {f.kubernetes_version for f in facts.values()}, rules)
+    except BaseException:
+        rendering.abandon()
+        raise
+    rendered = rendering.results()
     clock.lap("render")
 
     result = RunResult(fleet=Fleet(root=str(root)), rendered_clusters=renderable, timings=timings)
     result.cached_renders = sum(1 for r in rendered.values() if r.cached)
-    schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root))
     index = SourceIndex(str(root), documents)
     fleet = result.fleet
     fleet.locator = index
@@ -217,7 +244,6 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     result.objects = sum(len(objs) for objs in objects_by_cluster.values())
     clock.lap("load")
 
-    facts = {name: _facts(root, name, documents, findings) for name in selected}
     schema_findings = _schema_stage(objects_by_cluster, facts, schemas, fleet, graph, documents, files)
     findings.extend(schema_findings)
     clock.lap("schema")
@@ -237,6 +263,20 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     clock.lap("rules")
     result.findings = _dedupe(findings)
     return result
+
+
+def _prepare(schemas: SchemaSet, documents: dict[str, list[Document]], versions: set[str], rules: bool) -> None:
+    """Work that does not need the rendered objects, done while kubectl renders them: compile the validators
+    of the kinds the source files declare, for each cluster's Kubernetes version, and import the rules."""
+    kinds = {(str(d.data["apiVersion"]), str(d.data["kind"])) for docs in documents.values() for d in docs
+             if isinstance(d.data, dict) and _is_manifest(d.data)}
+    for version in versions:
+        for api_version, kind in kinds:
+            schemas.has_schema(api_version, kind, version)
+    if rules:
+        from .rules import all_rules
+
+        all_rules()
 
 
 def load_fleet(root: Path, clusters: list[str] | None = None, use_cache: bool = True) -> Fleet:
@@ -277,12 +317,12 @@ def _pool_dirs(root: Path, graph: kustomize.Graph | None, clusters: list[str]) -
     return sorted(d for d in included if d.startswith("pools/"))
 
 
-def _files_of(files: list[str], graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> list[str]:
+def _inputs_of(graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> set[str]:
     """The source files a run over some clusters needs: their overlays' inputs and their declarations."""
     needed = {f for name in clusters for f in graph.closure(f"clusters/{name}")}
     needed |= {f"clusters/{name}/cluster.yaml" for name in clusters}
     needed |= {f"{d}/pool.yaml" for d in pool_dirs}
-    return [f for f in files if f in needed]
+    return needed
 
 
 def _pools(pool_dirs: list[str], documents: dict[str, list[Document]], findings: list[Finding]) -> dict[str, Pool]:

@@ -28,7 +28,7 @@ def _clusters(args: argparse.Namespace) -> list[str] | None:
     loose YAML file (then there is nothing to validate)."""
     if not args.changed_since:
         return args.cluster
-    selection = incremental.changed_clusters(args.repo, args.changed_since)
+    selection = incremental.changed_clusters(args.repo, args.changed_since, use_cache=not args.no_cache)
     chosen = [c for c in selection.clusters if not args.cluster or c in args.cluster]
     print(f"gpupolicy: --changed-since {args.changed_since}: {selection.describe()}", file=sys.stderr)
     if args.verbose:

@@ -1,0 +1,83 @@
+"""Strict-load results kept on disk, addressed by a file's name and bytes.
+
+Validating one pool's change on a large fleet spent more time parsing unchanged YAML (every kustomization
+of the fleet, to find the clusters that include the change, then the cluster's inputs) than anything but
+kubectl. The strict loader's output for a given name and content never changes, so it is kept under the
+render cache, keyed by a hash of both and salted with the loader's own source and the PyYAML version:
+editing the loader, or upgrading PyYAML, starts a fresh cache. Entries are `marshal` data (plain values,
+nothing that runs code when read); an unreadable entry is parsed again and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from . import findings as findings_module
+from . import yamlload
+from .findings import Finding, Severity
+from .yamlload import Document, LoadResult
+
+
+class ParseCache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory) / _salt()
+
+    def load_bytes(self, raw: bytes, path: str) -> LoadResult:
+        """`yamlload.load_bytes(raw, path)`, from the cache when this name and content were loaded before."""
+        key = hashlib.blake2b(path.encode() + b"\0" + raw, digest_size=20).hexdigest()
+        entry = self.directory / key[:2] / key
+        try:
+            return _thaw(marshal.loads(entry.read_bytes()), path)
+        except (OSError, EOFError, ValueError, TypeError, IndexError):
+            pass  # not cached yet, or unreadable: parse
+        result = yamlload.load_bytes(raw, path)
+        _store(entry, result)
+        return result
+
+
+def load_bytes(cache: ParseCache | None, raw: bytes, path: str) -> LoadResult:
+    return cache.load_bytes(raw, path) if cache is not None else yamlload.load_bytes(raw, path)
+
+
+@cache
+def _salt() -> str:
+    digest = hashlib.blake2b(digest_size=8)
+    for module in (yamlload, findings_module):
+        digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(f"{yaml.__version__} {sys.version_info[:2]} {marshal.version}".encode())
+    return digest.hexdigest()
+
+
+def _freeze(result: LoadResult) -> tuple:
+    documents = tuple((d.index, d.line, d.data, d.lines) for d in result.documents)
+    findings = tuple((f.rule, f.severity.value, f.message, f.path, f.line, f.cluster, f.hint)
+                     for f in result.findings)
+    return documents, findings
+
+
+def _thaw(frozen: tuple, path: str) -> LoadResult:
+    documents, findings = frozen
+    return LoadResult(
+        documents=[Document(path=path, index=index, line=line, data=data, lines=lines)
+                   for index, line, data, lines in documents],
+        findings=[Finding(rule, Severity(severity), message, where, line, cluster, hint)
+                  for rule, severity, message, where, line, cluster, hint in findings])
+
+
+def _store(entry: Path, result: LoadResult) -> None:
+    """Write atomically (parallel runs share the cache); a value marshal cannot hold is simply not kept."""
+    try:
+        data = marshal.dumps(_freeze(result))
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(data)
+        temporary.replace(entry)
+    except (OSError, ValueError):
+        pass
