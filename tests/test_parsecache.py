@@ -73,3 +73,40 @@ def test_any_bytes_round_trip_through_the_cache(tmp_path: Path, raw: bytes) -> N
     fresh = load_bytes(raw, "fuzz.yaml")
     cache.load_bytes(raw, "fuzz.yaml")
     assert _same(cache.load_bytes(raw, "fuzz.yaml"), fresh)
+
+
+# --- kubectl's output ------------------------------------------------------------------------------------------
+
+def _rendered_outputs() -> dict[str, str]:
+    """The reference fleet as kubectl renders it (from the render cache when warm)."""
+    from support import REPO
+
+    from gpupolicy import kustomize, pipeline
+
+    names = pipeline.cluster_names(REPO)
+    graph = kustomize.build_graph(REPO, [f"clusters/{n}" for n in names])
+    return {d: r.text for d, r in kustomize.render(REPO, [f"clusters/{n}" for n in names], graph).items()}
+
+
+def test_rendered_documents_split_as_the_parser_splits_them(tmp_path: Path) -> None:
+    from gpupolicy.yamlload import load_rendered
+
+    for overlay, text in _rendered_outputs().items():
+        cache = parsecache.ParseCache(tmp_path)
+        expected = load_rendered(text)
+        assert len(expected) > 50
+        assert cache.load_rendered(overlay, text) == expected  # parsed chunk by chunk, memo written
+        assert cache.load_rendered(overlay, text) == expected  # every chunk from the memo
+
+
+def test_a_changed_document_is_parsed_and_the_others_reused(tmp_path: Path) -> None:
+    cache = parsecache.ParseCache(tmp_path)
+    before = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Namespace\n" \
+             "metadata:\n  name: b\n  annotations:\n    note: |\n      ---\n      not a separator\n"
+    assert [d["metadata"]["name"] for d in cache.load_rendered("o", before)] == ["a", "b"]
+    after = before.replace("name: a", "name: a2") + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: c}\n"
+    loaded = cache.load_rendered("o", after)
+    assert [d["metadata"]["name"] for d in loaded] == ["a2", "b", "c"]
+    assert loaded[1]["metadata"]["annotations"]["note"] == "---\nnot a separator\n"
+    twice = cache.load_rendered("o", after + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: c}\n")
+    assert twice[2] == twice[3] and twice[2] is not twice[3]

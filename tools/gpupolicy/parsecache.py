@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
+import re
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -23,6 +25,10 @@ from . import findings as findings_module
 from . import yamlload
 from .findings import Finding, Severity
 from .yamlload import Document, LoadResult
+
+# kubectl kustomize separates documents with a line that is exactly `---`. Every document it prints is a block
+# mapping, whose lines other than its top-level keys are indented, so no line of content can be `---`.
+_RENDERED_DOCUMENT_SEPARATOR = re.compile(r"^---\n", re.MULTILINE)
 
 
 class ParseCache:
@@ -40,6 +46,32 @@ class ParseCache:
         result = yamlload.load_bytes(raw, path)
         _store(entry, result)
         return result
+
+
+    def load_rendered(self, overlay: str, text: str) -> list[Any]:
+        """`yamlload.load_rendered(text)` for kubectl's output of an overlay, reusing the objects of the
+        documents that are unchanged since the overlay's previous output: a one-pool change re-renders a
+        whole cluster, but alters a handful of its hundreds of documents."""
+        memo_file = self.directory / "rendered" / hashlib.blake2b(overlay.encode(), digest_size=16).hexdigest()
+        try:
+            previous = marshal.loads(memo_file.read_bytes())
+            if not isinstance(previous, dict):
+                previous = {}
+        except (OSError, EOFError, ValueError, TypeError):
+            previous = {}
+        objects: list[Any] = []
+        current: dict[str, Any] = {}
+        for chunk in _RENDERED_DOCUMENT_SEPARATOR.split(text):
+            digest = hashlib.blake2b(chunk.encode(), digest_size=16).hexdigest()
+            if digest in current or digest not in previous:  # a repeat is parsed again: no shared objects
+                parsed = yamlload.load_rendered(chunk)
+            else:
+                parsed = previous[digest]
+            current.setdefault(digest, parsed)
+            objects.extend(parsed)
+        if current.keys() != previous.keys():
+            _write_atomic(memo_file, current)
+        return objects
 
 
 def load_bytes(cache: ParseCache | None, raw: bytes, path: str) -> LoadResult:
@@ -71,10 +103,18 @@ def _thaw(frozen: tuple, path: str) -> LoadResult:
                   for rule, severity, message, where, line, cluster, hint in findings])
 
 
+def load_rendered(cache: ParseCache | None, overlay: str, text: str) -> list[Any]:
+    return cache.load_rendered(overlay, text) if cache is not None else yamlload.load_rendered(text)
+
+
 def _store(entry: Path, result: LoadResult) -> None:
+    _write_atomic(entry, _freeze(result))
+
+
+def _write_atomic(entry: Path, value: object) -> None:
     """Write atomically (parallel runs share the cache); a value marshal cannot hold is simply not kept."""
     try:
-        data = marshal.dumps(_freeze(result))
+        data = marshal.dumps(value)
         entry.parent.mkdir(parents=True, exist_ok=True)
         temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
         temporary.write_bytes(data)

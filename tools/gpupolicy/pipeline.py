@@ -17,7 +17,7 @@ from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .model import ClusterFacts, Fleet, K8sObject, Pool
 from .schema import SchemaSet, validate_repo_file
-from .yamlload import Document, load_rendered
+from .yamlload import Document
 
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -239,8 +239,9 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         if not graph.overlays[f"clusters/{name}"].origin_annotations:
             findings.append(Finding("KUST006", Severity.WARNING, "overlay does not set buildMetadata: "
                                     "[originAnnotations]; findings cannot name source files", kfile, 1, cluster=name))
-        objects_by_cluster[name] = [object_from(body, f"clusters/{name}", name)
-                                    for body in load_rendered(output.text) if isinstance(body, dict)]
+        bodies = parsecache.load_rendered(parse_cache, f"{root}:clusters/{name}", output.text)
+        objects_by_cluster[name] = [object_from(body, f"clusters/{name}", name) for body in bodies
+                                    if isinstance(body, dict)]
     result.objects = sum(len(objs) for objs in objects_by_cluster.values())
     clock.lap("load")
 
