@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,15 +84,12 @@ def test_audit_clean_snapshot_exits_0(tmp_path, capsys):
     assert data["gpus_by_queue"] == {"nlp/nlp": 1.0}
 
 
-def test_audit_context_without_kubernetes_package_exits_2(capsys):
-    pytest.importorskip("gpupolicy.commands.audit")
-    try:
-        import kubernetes  # noqa: F401
-        pytest.skip("the kubernetes package is installed")
-    except ImportError:
-        pass
+def test_audit_context_without_kubernetes_package_exits_2(capsys, monkeypatch):
+    for name in [m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # `import kubernetes` now raises ImportError
     assert main(["audit", "--repo", str(REPO), "--context", "prod"]) == 2
-    assert "not installed" in capsys.readouterr().err
+    assert "needs the `kubernetes` Python package" in capsys.readouterr().err
 
 
 def test_audit_bad_snapshot_exits_2(tmp_path, capsys):

@@ -76,24 +76,34 @@ def _items(path: Path, required: bool) -> list[dict] | None:
 
 
 def parse_prometheus(path: Path) -> list[tuple[str, dict[str, str], float]]:
-    samples = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise AuditError(f"{path}: cannot read: {exc}") from None
-    for number, line in enumerate(lines, 1):
+    return parse_prometheus_text(text, str(path))
+
+
+def parse_prometheus_text(text: str, source: str) -> list[tuple[str, dict[str, str], float]]:
+    """Samples of the Prometheus text format (an exporter's /metrics, or Prometheus' /federate)."""
+    samples = []
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         match = _PROM_LINE.match(line)
         if not match:
-            raise AuditError(f"{path}:{number}: not a Prometheus sample line")
+            raise AuditError(f"{source}:{number}: not a Prometheus sample line")
         try:
             value = float(match["value"])
         except ValueError:
-            raise AuditError(f"{path}:{number}: sample value {match['value']!r} is not a number") from None
-        samples.append((match["name"], dict(_PROM_LABEL.findall(match["labels"] or "")), value))
+            raise AuditError(f"{source}:{number}: sample value {match['value']!r} is not a number") from None
+        samples.append((match["name"], {key: _unescape(value) for key, value in _PROM_LABEL.findall(match["labels"] or "")}, value))
     return samples
+
+
+def _unescape(value: str) -> str:
+    r"""A label value of the text format: `\\`, `\"` and `\n` stand for a backslash, a quote and a newline."""
+    return re.sub(r'\\(.)', lambda m: "\n" if m[1] == "n" else m[1], value)
 
 
 def load_snapshot(directory: Path) -> Snapshot:

@@ -1,9 +1,11 @@
-"""`gpupolicy audit --snapshot DIR`: GPU use in a cluster snapshot against the repository's pools.
+"""`gpupolicy audit --snapshot DIR | --context NAME`: GPU use in a cluster against the repository's pools.
 
 Reports nodes per pool against pool.yaml (count, GPU model from nvidia.com/gpu.product, GPUs per node,
 labels, taints), GPU requests per namespace and Kueue queue, GPUs allocated but idle (DCGM_FI_DEV_GPU_UTIL at
 or below 5%), GPU pods without a queue label and pending workloads with their age. `--export-trace FILE`
 writes the GPU pods as a CSV trace for `gpupolicy simulate --trace FILE`.
+`--context NAME` reads a live cluster through the Kubernetes Python client (list only; `--kubeconfig`,
+`--dcgm-url` for a DCGM exporter's or Prometheus' /federate output, `--save-snapshot DIR` to keep what was read).
 Exit codes: 0 nothing to report, 1 drift, idle, unqueued or pending findings, 2 could not run.
 """
 
@@ -27,7 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--snapshot", metavar="DIR", type=Path, help="directory of kubectl -o json output")
-    source.add_argument("--context", metavar="NAME", help="read a live cluster (needs the kubernetes package)")
+    source.add_argument("--context", metavar="NAME", help="read a live cluster: this kubeconfig context")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="with --context: this kubeconfig (default: $KUBECONFIG "
+                        "or ~/.kube/config)")
+    parser.add_argument("--dcgm-url", metavar="URL", help="with --context: scrape GPU utilization here (a DCGM "
+                        "exporter's /metrics, or Prometheus /federate?match[]=DCGM_FI_DEV_GPU_UTIL)")
+    parser.add_argument("--save-snapshot", metavar="DIR", type=Path, help="with --context: write what was read "
+                        "as a snapshot directory (for --snapshot later)")
     parser.add_argument("--cluster", metavar="NAME", help="compare with this cluster's pools (default: all pools)")
     parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: now)")
     parser.add_argument("--export-trace", metavar="FILE", type=Path, help="write the GPU pods as a CSV trace")
@@ -40,16 +48,11 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..audit import AuditError, audit, export_jobs, load_snapshot, parse_time
+    from ..audit import AuditError, audit, export_jobs, parse_time
     from ..simulate.traces import write_csv
 
-    if args.context:
-        try:
-            import kubernetes  # noqa: F401
-        except ImportError:
-            return _fail("--context needs the `kubernetes` Python package, which is not installed; "
-                         "take a snapshot with kubectl instead (see docs/operations/simulation.md)")
-        return _fail("--context is not implemented yet; take a snapshot with kubectl and use --snapshot")
+    if args.snapshot and (args.kubeconfig or args.dcgm_url or args.save_snapshot):
+        return _fail("--kubeconfig, --dcgm-url and --save-snapshot go with --context, not --snapshot")
     now = parse_time(args.now) if args.now else datetime.now(UTC)
     if now is None:
         return _fail(f"--now {args.now!r} is not an ISO time such as 2025-01-31T12:00:00Z")
@@ -57,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
     if pools is None:
         return _fail(error)
     try:
-        snapshot = load_snapshot(args.snapshot)
+        snapshot = _snapshot(args)
     except AuditError as exc:
         return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot write {args.save_snapshot}: {exc.strerror or exc}")
     report = audit(snapshot, pools, now)
     if args.export_trace:
         try:
@@ -72,6 +77,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_text(report))
     return 1 if report.issues else 0
+
+
+def _snapshot(args: argparse.Namespace):
+    from ..audit import load_snapshot
+
+    if args.snapshot:
+        return load_snapshot(args.snapshot)
+    from ..audit_live import load_live, save_snapshot
+
+    snapshot = load_live(args.context, args.kubeconfig, args.dcgm_url)
+    if args.save_snapshot:
+        save_snapshot(snapshot, args.save_snapshot)
+        print(f"saved the snapshot to {args.save_snapshot}", file=sys.stderr)
+    return snapshot
 
 
 def _pools(args: argparse.Namespace):
