@@ -59,11 +59,15 @@ class ParseCache:
                 previous = {}
         except (OSError, EOFError, ValueError, TypeError):
             previous = {}
+        chunks = _RENDERED_DOCUMENT_SEPARATOR.split(text)
+        digests = [hashlib.blake2b(chunk.encode(), digest_size=16).hexdigest() for chunk in chunks]
+        whole = _parse_whole(text, chunks) if sum(d not in previous for d in digests) > len(chunks) // 2 else None
         objects: list[Any] = []
         current: dict[str, Any] = {}
-        for chunk in _RENDERED_DOCUMENT_SEPARATOR.split(text):
-            digest = hashlib.blake2b(chunk.encode(), digest_size=16).hexdigest()
-            if digest in current or digest not in previous:  # a repeat is parsed again: no shared objects
+        for position, (chunk, digest) in enumerate(zip(chunks, digests, strict=True)):
+            if whole is not None:  # mostly new (a first render): one parse of the whole output was cheaper
+                parsed = whole[position]
+            elif digest in current or digest not in previous:  # a repeat is parsed again: no shared objects
                 parsed = yamlload.load_rendered(chunk)
             else:
                 parsed = previous[digest]
@@ -72,6 +76,13 @@ class ParseCache:
         if current.keys() != previous.keys():
             _write_atomic(memo_file, current)
         return objects
+
+
+def _parse_whole(text: str, chunks: list[str]) -> list[list[Any]] | None:
+    """Each chunk's documents from one parse of the whole text, when every chunk holds exactly one document
+    (kubectl's output always does); None otherwise, and the chunks are parsed one by one."""
+    documents = yamlload.load_rendered(text)
+    return [[document] for document in documents] if len(documents) == len(chunks) else None
 
 
 def load_bytes(cache: ParseCache | None, raw: bytes, path: str) -> LoadResult:

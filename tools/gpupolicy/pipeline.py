@@ -1,4 +1,5 @@
-"""The toolkit's one-way pipeline: discover -> render -> load -> schema -> model -> rules.
+"""The toolkit's one-way pipeline: discover -> load (while kubectl renders) -> render -> parse -> schema -> model
+-> rules. Timings name those stages; `render` is the wait for kubectl after the sources have loaded.
 
 `run()` returns everything a command needs (fleet, findings, timings); it never writes to the repository.
 """
@@ -243,7 +244,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         objects_by_cluster[name] = [object_from(body, f"clusters/{name}", name) for body in bodies
                                     if isinstance(body, dict)]
     result.objects = sum(len(objs) for objs in objects_by_cluster.values())
-    clock.lap("load")
+    clock.lap("parse")
 
     schema_findings = _schema_stage(objects_by_cluster, facts, schemas, fleet, graph, documents, files)
     findings.extend(schema_findings)
