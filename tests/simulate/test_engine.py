@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 
+from gpupolicy.model import Cohort, FlavorQuotas, ResourceGroup, ResourceQuota
 from gpupolicy.simulate import Engine, compare, replay
 from gpupolicy.simulate.engine import FINISH
 from gpupolicy.simulate.failures import Failure, parse_failures
@@ -57,6 +59,7 @@ class CheckedEngine(Engine):
             for name in flavors:
                 total = sum(self.usage[q.name][name] for q in members)
                 nominal = sum(f.nominal for q in members for f in q.flavors if f.flavor == name)
+                nominal += self.policy.cohort_quota.get((cohort, name), 0)
                 assert total <= nominal, (cohort, name, total, nominal)
         super()._record()
 
@@ -141,6 +144,32 @@ def test_borrowing_limit_caps_a_queue(cluster):
     engine._start = start
     engine.run()
     assert peak == 24_000
+
+
+def _peak_usage(policy, jobs, queue: str, flavor: str) -> int:
+    engine = CheckedEngine(policy, jobs, [queue] * len(jobs))
+    peak = 0
+    original = engine._start
+
+    def start(run):
+        nonlocal peak
+        original(run)
+        peak = max(peak, engine.usage[queue][flavor])
+    engine._start = start
+    engine.run()
+    return peak
+
+
+def test_quota_a_cohort_holds_is_lent_to_its_queues(cluster):
+    # team-a alone in its cohort: 16 GPUs of its own, and 8 more that the Cohort object itself holds
+    alone = dataclasses.replace(cluster, cluster_queues={"team-a-training": cluster.cluster_queues["team-a-training"]})
+    jobs = [Job(f"a{i}", 0, 3600, gpus=1, team="team-a", tier="training") for i in range(32)]
+    assert _peak_usage(from_cluster(alone), jobs, "team-a-training", "train-flavor") == 16_000  # no lender
+    held = ResourceGroup(("nvidia.com/gpu",), (FlavorQuotas("train-flavor", (ResourceQuota("nvidia.com/gpu", 8),)),))
+    with_reserve = dataclasses.replace(alone, cohorts={"research": Cohort("research", "", (held,), None)})
+    policy = from_cluster(with_reserve)
+    assert policy.cohort_quota == {("research", "train-flavor"): 8_000}
+    assert _peak_usage(policy, jobs, "team-a-training", "train-flavor") == 24_000
 
 
 def test_jobs_too_large_are_never_scheduled_not_stuck(cluster):

@@ -99,7 +99,8 @@ class Engine:
         # kept up to date on every usage change, so a quota check never walks the cohort:
         # (cohort, flavor) -> milli used above members' guaranteed quota, and what the members lend in all
         self.borrowed: Counter = Counter()
-        self.lendable = {key: sum(lends for _, _, lends in members) for key, members in self.cohort_flavors.items()}
+        self.lendable = {key: sum(lends for _, _, lends in members) + policy.cohort_quota.get(key, 0)
+                         for key, members in self.cohort_flavors.items()}
         self.pending: dict[str, list[tuple]] = {name: [] for name in policy.queues}
         self.pending_sizes: dict[str, Counter] = {name: Counter() for name in policy.queues}
         self.running: dict[str, set[int]] = {name: set() for name in policy.pools}  # pool -> run indices
@@ -225,7 +226,7 @@ class Engine:
             return flavor.nominal
         lent = sum(self._flavor_of(q, flavor.flavor).lendable for q in self.cohorts[queue.cohort]
                    if q.name != queue_name and self._flavor_of(q, flavor.flavor))
-        reach = flavor.nominal + lent
+        reach = flavor.nominal + lent + self.policy.cohort_quota.get((queue.cohort, flavor.flavor), 0)
         return reach if flavor.borrowing_limit is None else min(reach, flavor.nominal + flavor.borrowing_limit)
 
     @staticmethod

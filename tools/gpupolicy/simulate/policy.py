@@ -68,6 +68,8 @@ class SimPolicy:
     priorities: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TIER_PRIORITY))
     whole_gpus: bool = False  # round every fractional request up to a card
     placement: str = "best-fit"  # best-fit | frag-aware
+    # (cohort, flavor) -> milli-GPUs a Kueue Cohort object holds itself, lendable to its member queues
+    cohort_quota: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def priority(self, tier: str) -> int:
         return self.priorities.get(tier, 0)
@@ -104,9 +106,7 @@ def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[Fla
     result: list[FlavorQuota] = []
     for group in cq.resource_groups:
         for fq in group.flavors:
-            flavor = cluster.flavors.get(fq.flavor)
-            matched = cluster.pools_of_flavor(flavor) if flavor else []
-            pool = pools.get(matched[0].name) if matched else None
+            pool = _pool_of_flavor(cluster, fq.flavor, pools)
             if pool is None:
                 continue
             nominal = borrow = lend = 0
@@ -152,7 +152,32 @@ def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
             reclaim=str(preemption.get("reclaimWithinCohort") or "Never"),
             allow_shared=cq.workload != "training" or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true")
     return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
-                     placement=placement)
+                     placement=placement, cohort_quota=_cohort_quota(cluster, pools))
+
+
+def _cohort_quota(cluster: Cluster, pools: dict[str, SimPool]) -> dict[tuple[str, str], int]:
+    """The quota Cohort objects hold themselves (Kueue v1beta2 `Cohort.spec.resourceGroups`), per flavor.
+
+    Flat: a cohort's own quota is lendable to the ClusterQueues whose `cohortName` is that cohort. What a
+    cohort would lend up to its parent (`lendingLimit`), and quota held by parent cohorts, is not modelled.
+    """
+    held: dict[tuple[str, str], int] = {}
+    for cohort in cluster.cohorts.values():
+        for group in cohort.resource_groups:
+            for fq in group.flavors:
+                pool = _pool_of_flavor(cluster, fq.flavor, pools)
+                if pool is None:
+                    continue
+                milli = sum(quota_milli(q.name, float(q.nominal), pool) or 0 for q in fq.resources)
+                if milli:
+                    held[(cohort.name, fq.flavor)] = held.get((cohort.name, fq.flavor), 0) + milli
+    return held
+
+
+def _pool_of_flavor(cluster: Cluster, flavor_name: str, pools: dict[str, SimPool]) -> SimPool | None:
+    flavor = cluster.flavors.get(flavor_name)
+    matched = cluster.pools_of_flavor(flavor) if flavor else []
+    return pools.get(matched[0].name) if matched else None
 
 
 def job_class(job: Job) -> str:
