@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import gitrev, kustomize, pipeline
+from . import gitrev, graphcache, kustomize, pipeline
 
 EVERY_CLUSTER_PREFIXES = ("tools/", "policies/crd-schemas/")
 EVERY_CLUSTER_FILES = ("pyproject.toml",)
@@ -76,7 +76,7 @@ def select(root: Path, changes: gitrev.Changes, rev: str, use_cache: bool = True
     if everything:
         return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
     cache = kustomize.parse_cache(use_cache)
-    graph = kustomize.build_graph(root, [f"clusters/{n}" for n in names], cache)
+    graph = graphcache.build_graph(root, [f"clusters/{n}" for n in names], cache)
     reached = _reach(graph, names, changes.all)
     if changes.deleted:
         for name, hits in _reach_at_revision(root, rev, changes.deleted).items():

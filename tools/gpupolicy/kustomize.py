@@ -60,6 +60,11 @@ class Graph:
     findings: list[Finding] = field(default_factory=list)
     parse_cache: parsecache.ParseCache | None = field(default=None, repr=False)
     _real_paths: dict[str, tuple[str, int | None]] = field(default_factory=dict, repr=False)
+    # The folders whose entries the graph was read from, and whether that is all it depends on (no symlink
+    # was followed): what `graphcache` checks before it reuses the graph.
+    consulted: set[str] = field(default_factory=set, repr=False)
+    followed_symlink: bool = False
+    kustomizations: list[str] = field(default_factory=list, repr=False)  # every one read, loadable or not
 
     def real_path(self, path: str) -> tuple[str, int | None]:
         """`os.path.realpath(path)` and the st_mode of what it names (None: missing), memoized per prefix:
@@ -89,23 +94,36 @@ class Graph:
             return path, _mode(path)
         if name in ("", "."):
             real_parent = self._real_parent(parent)
+            self._consult(os.path.dirname(real_parent))
             return real_parent, _mode(real_parent)
         real_parent = self._real_parent(parent)
         if name == "..":
-            return os.path.dirname(real_parent), _mode(os.path.dirname(real_parent))
+            up = os.path.dirname(real_parent)
+            self._consult(os.path.dirname(up))
+            return up, _mode(up)
         candidate = os.path.join(real_parent, name)
+        self._consult(real_parent)
         try:
             mode = os.lstat(candidate).st_mode
         except (FileNotFoundError, NotADirectoryError):  # missing: the rest stays as written, like realpath
             return candidate, None
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # beneath a symlink loop
+                self.followed_symlink = True
                 return candidate, _LOOP
             raise
         if stat.S_ISLNK(mode):
+            self.followed_symlink = True
             target = os.path.realpath(candidate)
             return target, _mode(target)
         return candidate, mode
+
+    def _consult(self, folder: str) -> None:
+        """Note a folder whose entries decided a resolution; folders above the root never change the graph
+        (what lies outside is refused whatever it is)."""
+        root = str(self.root)
+        if folder == root or folder.startswith(root + os.sep):
+            self.consulted.add(folder)
 
     def closure(self, directory: str) -> list[str]:
         """Every repo-relative file an overlay directory depends on, itself included."""
@@ -169,6 +187,8 @@ def find_kustomization(directory: Path | str) -> Path | None:
 def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None = None) -> Graph:
     """Read every kustomization reachable from the entry directories (repo-relative)."""
     graph = Graph(root=Path(root).resolve(), parse_cache=parse_cache)  # resolved once: _rel and the containment check run per reference
+    real_root = str(graph.root)
+    graph._real_paths[real_root] = (real_root, _mode(real_root))  # resolution never looks above the root
     pending = list(entry_dirs)
     while pending:
         directory = pending.pop()
@@ -193,10 +213,12 @@ def _inside(root: str, path: str) -> bool:
 
 def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
     root = str(graph.root)
+    graph.consulted.add(os.path.join(root, directory))
     kfile = find_kustomization(os.path.join(root, directory))
     if kfile is None:
         return None
     rel_file = _rel(root, str(kfile))
+    graph.kustomizations.append(rel_file)
     loaded = parsecache.load_bytes(graph.parse_cache, kfile.read_bytes(), rel_file)
     graph.findings.extend(loaded.findings)
     if not loaded.documents:

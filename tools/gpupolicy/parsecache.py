@@ -74,7 +74,7 @@ class ParseCache:
             current.setdefault(digest, parsed)
             objects.extend(parsed)
         if current.keys() != previous.keys():
-            _write_atomic(memo_file, current)
+            write_atomic(memo_file, current)
         return objects
 
 
@@ -119,10 +119,10 @@ def load_rendered(cache: ParseCache | None, overlay: str, text: str) -> list[Any
 
 
 def _store(entry: Path, result: LoadResult) -> None:
-    _write_atomic(entry, _freeze(result))
+    write_atomic(entry, _freeze(result))
 
 
-def _write_atomic(entry: Path, value: object) -> None:
+def write_atomic(entry: Path, value: object) -> None:
     """Write atomically (parallel runs share the cache); a value marshal cannot hold is simply not kept."""
     try:
         data = marshal.dumps(value)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kustomize, parsecache
+from . import graphcache, kustomize, parsecache
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .errors import ToolError
 from .findings import Finding, Location, Severity
@@ -186,8 +186,8 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     # whole-repository checks (files no overlay includes, pools no cluster includes) belong to full runs.
     whole = set(selected) == set(all_clusters)
     parse_cache = kustomize.parse_cache(use_cache)
-    graph = kustomize.build_graph(root, [f"clusters/{name}" for name in (all_clusters if whole else selected)],
-                                  parse_cache)
+    graph = graphcache.build_graph(root, [f"clusters/{name}" for name in (all_clusters if whole else selected)],
+                                   parse_cache)
     pool_dirs = _pool_dirs(root, None if whole else graph, selected)
     files, findings = source_files(root, None if whole else _inputs_of(graph, selected, pool_dirs))
     findings.extend(graph.findings)

@@ -1,0 +1,100 @@
+"""The kustomize graph of the previous run, reused while nothing it was read from has changed.
+
+Working out which clusters a one-pool change reaches means reading every kustomization of the fleet and
+resolving its 16,000 references: most of what `--changed-since` costs besides kubectl. The graph depends on
+two things only: the kustomization files' content, and the entries of the folders its references were
+resolved in (what exists, what is a folder). So the graph is kept with a digest of every kustomization and
+the inode and mtime of every folder it consulted; a run that finds all of them unchanged reuses it, and any
+difference means reading the graph again. A graph that followed a symlink is not kept (a symlink's target
+lies in folders the record does not cover), nor one whose folders changed in the last seconds: the same
+mtime can hide a second change made within the file system's clock tick.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import kustomize, parsecache
+from .findings import Finding, Severity
+
+RACY_SECONDS = 2.0
+_FORMAT = 1
+
+
+def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None) -> kustomize.Graph:
+    """`kustomize.build_graph`, from the previous run's record when it still holds (only with a parse cache:
+    a run with caching off reads everything again)."""
+    entries = sorted(entry_dirs)
+    if parse_cache is None:
+        return kustomize.build_graph(root, entries, parse_cache)
+    real_root = str(Path(root).resolve())
+    record_file = parse_cache.directory / "graphs" / _key(real_root, entries)
+    graph = _reuse(record_file, real_root, parse_cache)
+    if graph is None:
+        graph = kustomize.build_graph(root, entries, parse_cache)
+        _keep(record_file, graph)
+    return graph
+
+
+def _key(real_root: str, entries: list[str]) -> str:
+    return hashlib.blake2b("\0".join([real_root, *entries]).encode(), digest_size=16).hexdigest()
+
+
+def _reuse(record_file: Path, real_root: str, parse_cache: parsecache.ParseCache) -> kustomize.Graph | None:
+    try:
+        version, overlays, findings, folders, kustomizations = marshal.loads(record_file.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if version != _FORMAT or not all(_stamp(folder) == stamp for folder, stamp in folders.items()):
+        return None
+    if not all(_digest(os.path.join(real_root, rel)) == digest for rel, digest in kustomizations.items()):
+        return None
+    graph = kustomize.Graph(root=Path(real_root), parse_cache=parse_cache)
+    graph.overlays = {saved[0]: _overlay(saved) for saved in overlays}
+    graph.findings = [Finding(rule, Severity(severity), message, path, line, cluster, hint)
+                      for rule, severity, message, path, line, cluster, hint in findings]
+    return graph
+
+
+def _keep(record_file: Path, graph: kustomize.Graph) -> None:
+    if graph.followed_symlink:
+        return
+    stamps = {folder: _stamp(folder) for folder in graph.consulted}
+    newest = max((stamp[1] for stamp in stamps.values() if stamp), default=0)
+    if time.time_ns() - newest < RACY_SECONDS * 1e9:
+        return
+    root = str(graph.root)
+    overlays = [(o.directory, o.file, o.kind, o.children, o.files, o.patches,
+                 [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations)
+                for o in graph.overlays.values()]
+    findings = [(f.rule, f.severity.value, f.message, f.path, f.line, f.cluster, f.hint) for f in graph.findings]
+    kustomizations = {rel: _digest(os.path.join(root, rel)) for rel in graph.kustomizations}
+    parsecache.write_atomic(record_file, (_FORMAT, overlays, findings, stamps, kustomizations))
+
+
+def _overlay(saved: tuple) -> kustomize.Overlay:
+    directory, file, kind, children, files, patches, generated, origin_annotations = saved
+    return kustomize.Overlay(directory=directory, file=file, kind=kind, children=children, files=files,
+                             patches=patches, generated=[kustomize.GeneratedKey(*g) for g in generated],
+                             origin_annotations=origin_annotations)
+
+
+def _stamp(folder: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns
+
+
+def _digest(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+    except OSError:
+        return ""
