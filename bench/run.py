@@ -24,6 +24,8 @@ import os
 import platform
 import random
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -102,12 +104,15 @@ def end_to_end(root: Path) -> tuple[dict, pipeline.RunResult]:
             "peak_memory_mib": round(_peak_mib(), 1)}, result
 
 
-def rendered_texts(root: Path) -> list[str]:
-    """Every cluster's kubectl output (from the render cache the end-to-end run just filled)."""
+def rendered_texts(root: Path) -> tuple[list[str], float]:
+    """Every cluster's kubectl output, rendered again with nothing else running (our render stage alone, one
+    kubectl per core, no cache), and the wall time it took. The end-to-end run cannot tell it: it loads the
+    sources while kubectl renders."""
     names = pipeline.cluster_names(root)
     graph = kustomize.build_graph(root, [f"clusters/{n}" for n in names])
-    outputs = kustomize.render(root, [f"clusters/{n}" for n in names], graph, use_cache=True)
-    return [output.text for output in outputs.values()]
+    with Stopwatch() as rendering:
+        outputs = kustomize.render(root, [f"clusters/{n}" for n in names], graph, use_cache=False)
+    return [output.text for output in outputs.values()], rendering.wall
 
 
 def floor(texts: list[str], render_seconds: float) -> dict:
@@ -168,8 +173,10 @@ def peer(sample: list[dict]) -> dict:
             "version": kubernetes_validate.__version__ if hasattr(kubernetes_validate, "__version__") else ""}
 
 
-def one_pool_change(root: Path, plans: list) -> dict:
-    """Grow one pool by a node and touch its flavor (so its cluster renders again), then re-validate."""
+def one_pool_change(root: Path, plans: list, repeats: int = 3) -> dict:
+    """Grow one pool by a node and touch its flavor (so its cluster renders again), then re-validate the way a
+    contributor does: `gpupolicy validate --changed-since HEAD` as a command, interpreter start included.
+    Each repeat edits the flavor again, so every run re-renders the cluster; the median is reported."""
     cluster = plans[len(plans) // 2]
     pool = cluster.pools[0]
     pool_file = root / "pools" / pool.name / "pool.yaml"
@@ -177,14 +184,22 @@ def one_pool_change(root: Path, plans: list) -> dict:
     pool_file.write_text(pool_file.read_text().replace(f"    {zone}: {pool.zones[zone]}\n",
                                                        f"    {zone}: {pool.zones[zone] + 1}\n"))
     flavor = root / "pools" / pool.name / "resourceflavor.yaml"
-    flavor.write_text("# grown by one node (bench)\n" + flavor.read_text())
-    with Stopwatch() as changed:
-        selection = incremental.changed_clusters(root, "HEAD")
-        result = pipeline.run(root, clusters=selection.clusters, use_cache=True)
+    original = flavor.read_text()
+    command = [sys.executable, "-m", "gpupolicy", "validate", "--changed-since", "HEAD", "--repo", str(root),
+               "--format", "json"]
+    runs, report_json = [], {}
+    for attempt in range(repeats):
+        flavor.write_text(f"# grown by one node (bench, edit {attempt})\n" + original)
+        with Stopwatch() as changed:
+            proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        runs.append(round(changed.wall, 2))
+        report_json = json.loads(proc.stdout or "{}")
+    selection = incremental.changed_clusters(root, "HEAD")
     with Stopwatch() as single:
         single_result = pipeline.run(root, clusters=[cluster.name], use_cache=True)
     return {"pool": pool.name, "cluster": cluster.name, "affected_clusters": selection.clusters,
-            "changed_since_seconds": round(changed.wall, 2), "changed_since_stages": _rounded(result.timings),
+            "changed_since_seconds": statistics.median(runs), "changed_since_runs": runs,
+            "changed_since_objects": report_json.get("summary", {}).get("objects"),
             "cluster_seconds": round(single.wall, 2), "cluster_stages": _rounded(single_result.timings),
             "errors": single_result.errors}
 
@@ -206,8 +221,7 @@ def summarize(results: dict) -> dict:
     stages = e2e["stages"]
     ours_schema_rules = stages.get("schema", 0) + stages.get("rules", 0)
     theirs_all = peer_result["kubernetes_validate_ms_per_object"] / 1000 * e2e["objects"]
-    incremental_seconds = min(results["one_pool_change"]["changed_since_seconds"],
-                              results["one_pool_change"]["cluster_seconds"])
+    incremental_seconds = results["one_pool_change"]["changed_since_seconds"]
     return {
         "kubernetes_validate_seconds_all_objects": round(theirs_all, 1),
         "ours_schema_plus_rules_seconds": round(ours_schema_rules, 2),
@@ -251,10 +265,10 @@ def table(results: dict) -> str:
         ("ours schema + rules, all objects", f"{summary['ours_schema_plus_rules_seconds']:.2f} s"),
         ("ratio_vs_kubernetes_validate", f"{summary['ratio_vs_kubernetes_validate']:,.1f}x (target >= 100x) "
                                          f"{_mark(passed['schema_rules_speedup'])}"),
-        ("one-pool change, --changed-since HEAD", f"{change['changed_since_seconds']:.2f} s "
-                                                  f"({len(change['affected_clusters'])} cluster re-validated)"),
-        ("one-pool change, --cluster", f"{change['cluster_seconds']:.2f} s (target < 3 s) "
-                                       f"{_mark(passed['one_pool_change'])}"),
+        ("one-pool change, `validate --changed-since HEAD`",
+         f"{change['changed_since_seconds']:.2f} s median of {change['changed_since_runs']}, re-rendering "
+         f"{len(change['affected_clusters'])} cluster (target < 3 s) {_mark(passed['one_pool_change'])}"),
+        ("same cluster again, render cached (in process)", f"{change['cluster_seconds']:.2f} s"),
         ("gpupolicy docs", f"{results['docs']['seconds']:.1f} s (exit {results['docs']['exit']})"),
         ("peak memory (RSS)", f"{e2e['peak_memory_mib']:.0f} MiB (target < 1024) {_mark(passed['peak_memory'])}"),
     ]
@@ -278,7 +292,7 @@ def run(size_name: str, size: Size, workdir: Path, seed: int) -> dict:
     print("bench: validate (cold render cache)", file=sys.stderr)
     e2e, result = end_to_end(root)
     del result
-    texts = rendered_texts(root)
+    texts, render_seconds = rendered_texts(root)
     print("bench: floor, peer", file=sys.stderr)
     results = {
         "size": size_name,
@@ -286,7 +300,7 @@ def run(size_name: str, size: Size, workdir: Path, seed: int) -> dict:
                   "teams_per_cluster": size.teams_per_cluster, "seed": seed,
                   "generate_seconds": round(generating.wall, 2)},
         "end_to_end": e2e,
-        "floor": floor(texts, e2e["stages"].get("render", 0.0)),
+        "floor": floor(texts, render_seconds),
     }
     results["peer"] = peer(core_sample(texts, size.peer_sample))
     del texts
