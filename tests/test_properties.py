@@ -36,11 +36,15 @@ def layouts(draw, gpus_per_node: int) -> list[dict]:
     return entries
 
 
+MODES = ("exclusive", "time-sliced", "mps", "mig-mixed", "mig-single")
+
+
 @st.composite
-def pools(draw) -> tuple[Pool, list[dict] | None]:
-    """Any pool of any sharing mode, and the MIG layout it uses (None when it is not a MIG pool)."""
+def pools(draw, modes: tuple[str, ...] = MODES) -> tuple[Pool, list[dict] | None]:
+    """A pool of one of `modes`, and the MIG layout it uses (None when it is not a MIG pool). MIG-only
+    properties draw MIG pools directly rather than filter: filtering four in five away is slow and flaky."""
     per_node = draw(st.sampled_from([1, 2, 4, 8]))
-    mode = draw(st.sampled_from(["exclusive", "time-sliced", "mps", "mig-mixed", "mig-single"]))
+    mode = draw(st.sampled_from(modes))
     fields = dict(name="p", path="pools/p/pool.yaml", gpu_model="H100-80GB", gpus_per_node=per_node,
                   zones=draw(zones), access_mode="exclusive", node_labels={"gpupolicy.io/pool": "p"})
     layout = None
@@ -67,10 +71,10 @@ def test_capacity_scales_linearly_with_nodes(case: tuple[Pool, list | None], fac
 
 
 @settings(max_examples=300, deadline=None)
-@given(pools())
+@given(pools(modes=("mig-mixed",)))
 def test_mixed_mig_capacity_is_per_node_counts_times_nodes(case: tuple[Pool, list | None]) -> None:
     pool, layout = case
-    assume(layout is not None and pool.mig_strategy == "mixed")
+    assert layout is not None and pool.mig_strategy == "mixed"
     per_node = layout_instances_per_node(layout, pool.gpus_per_node)
     expected = {mig_resource(profile): count * pool.nodes for profile, count in per_node.items()
                 if profile != WHOLE_GPU and count}
@@ -80,11 +84,11 @@ def test_mixed_mig_capacity_is_per_node_counts_times_nodes(case: tuple[Pool, lis
 
 
 @settings(max_examples=300, deadline=None)
-@given(pools())
+@given(pools(modes=("mig-mixed", "mig-single")))
 def test_single_strategy_advertises_every_instance_as_a_gpu(case: tuple[Pool, list | None]) -> None:
     """Single and mixed strategies expose the same number of devices; single names them all nvidia.com/gpu."""
     pool, layout = case
-    assume(layout is not None)
+    assert layout is not None
     single = pool_capacity(replace(pool, mig_strategy="single"), layout)
     mixed = pool_capacity(replace(pool, mig_strategy="mixed"), layout)
     assert set(single) <= {GPU_RESOURCE}
@@ -106,10 +110,10 @@ def test_every_gpu_of_a_node_is_counted_once(per_node: int, data: st.DataObject)
 
 
 @settings(max_examples=300, deadline=None)
-@given(pools(), st.integers(1, 4))
+@given(pools(modes=("exclusive", "mig-mixed", "mig-single")), st.integers(1, 4))
 def test_time_slicing_multiplies_every_resource(case: tuple[Pool, list | None], replicas: int) -> None:
     pool, layout = case
-    assume(pool.time_slicing_replicas is None and pool.mps_replicas is None)
+    assert pool.time_slicing_replicas is None and pool.mps_replicas is None
     plain = pool_capacity(pool, layout)
     sliced = pool_capacity(replace(pool, time_slicing_replicas=replicas + 1), layout)
     assert sliced == {name: amount * (replicas + 1) for name, amount in plain.items()}
