@@ -217,3 +217,53 @@ def test_repeated_run_renders_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     changed = pipeline.run(root)
     assert changed.cached_renders == len(CLUSTERS) - 1  # only west's inputs changed
 
+
+
+def _no_revision_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("the revision's graph was built although today's graph knows enough")
+    monkeypatch.setattr(incremental, "_reach_at_revision", refuse)
+
+
+def test_deleted_input_still_named_is_found_without_the_old_graph(tmp_path: Path, monkeypatch) -> None:
+    root = three_cluster_repo(tmp_path)
+    _no_revision_graph(monkeypatch)
+    (root / "clusters" / "west" / "queues.yaml").unlink()
+    assert selected(root) == ["west"]
+
+
+def test_deleted_input_and_its_reference_select_through_the_edited_kustomization(tmp_path: Path, monkeypatch) -> None:
+    root = three_cluster_repo(tmp_path)
+    _no_revision_graph(monkeypatch)
+    (root / "clusters" / "west" / "queues.yaml").unlink()
+    edit(root / "clusters" / "west" / "kustomization.yaml", "  - queues.yaml\n", "")
+    assert selected(root) == ["west"]
+
+
+def test_deleted_kustomization_of_an_included_folder(tmp_path: Path, monkeypatch) -> None:
+    root = three_cluster_repo(tmp_path)
+    _no_revision_graph(monkeypatch)
+    (root / "pools" / "east-a100" / "kustomization.yaml").unlink()  # the folder stays, with its pool.yaml
+    assert selected(root) == ["east"]
+
+
+def test_deleted_pool_folder(tmp_path: Path, monkeypatch) -> None:
+    root = three_cluster_repo(tmp_path)
+    _no_revision_graph(monkeypatch)
+    shutil.rmtree(root / "pools" / "east-a100")
+    assert selected(root) == ["east"]
+
+
+def test_with_a_symlink_in_the_graph_the_revision_is_asked(tmp_path: Path, monkeypatch) -> None:
+    root = three_cluster_repo(tmp_path)
+    queues = root / "clusters" / "west" / "queues.yaml"
+    (root / "clusters" / "west" / "real-queues.yaml").write_text(queues.read_text())
+    queues.unlink()
+    queues.symlink_to("real-queues.yaml")
+    commit_all(root, "queues through a symlink")
+    (root / "clusters" / "west" / "real-queues.yaml").unlink()
+    asked = []
+    original = incremental._reach_at_revision
+    monkeypatch.setattr(incremental, "_reach_at_revision", lambda *a: asked.append(a) or original(*a))
+    assert selected(root) == ["west"]
+    assert asked, "a graph that followed a symlink must not be trusted for deletions"

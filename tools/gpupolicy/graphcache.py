@@ -23,7 +23,7 @@ from . import kustomize, parsecache
 from .findings import Finding, Severity
 
 RACY_SECONDS = 2.0
-_FORMAT = 1
+_FORMAT = 2
 
 
 def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None) -> kustomize.Graph:
@@ -70,7 +70,7 @@ def _keep(record_file: Path, graph: kustomize.Graph) -> None:
         return
     root = str(graph.root)
     overlays = [(o.directory, o.file, o.kind, o.children, o.files, o.patches,
-                 [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations)
+                 [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations, o.missing)
                 for o in graph.overlays.values()]
     findings = [(f.rule, f.severity.value, f.message, f.path, f.line, f.cluster, f.hint) for f in graph.findings]
     kustomizations = {rel: _digest(os.path.join(root, rel)) for rel in graph.kustomizations}
@@ -78,10 +78,10 @@ def _keep(record_file: Path, graph: kustomize.Graph) -> None:
 
 
 def _overlay(saved: tuple) -> kustomize.Overlay:
-    directory, file, kind, children, files, patches, generated, origin_annotations = saved
+    directory, file, kind, children, files, patches, generated, origin_annotations, missing = saved
     return kustomize.Overlay(directory=directory, file=file, kind=kind, children=children, files=files,
                              patches=patches, generated=[kustomize.GeneratedKey(*g) for g in generated],
-                             origin_annotations=origin_annotations)
+                             origin_annotations=origin_annotations, missing=missing)
 
 
 def _stamp(folder: str) -> tuple[int, int] | None:

@@ -2,10 +2,13 @@
 
 A cluster is affected by a changed path when
 - the path is in the cluster overlay's dependency closure (`Graph.closure`: kustomizations, resources,
-  patches, generator inputs), at the working tree or — for a deleted path — at the base revision;
-- or the path sits directly in a directory the overlay includes (`Graph.directories`): this is how
-  `pools/<pool>/pool.yaml` (read by the toolkit, never by kustomize) and `clusters/<name>/cluster.yaml`
-  reach the clusters that include that pool or are that cluster;
+  patches, generator inputs) in the working tree;
+- or the path sits directly in a directory the overlay includes (`Graph.directories`, and folders it names
+  that hold no kustomization): this is how `pools/<pool>/pool.yaml` (read by the toolkit, never by kustomize)
+  and `clusters/<name>/cluster.yaml` reach the clusters that include that pool or are that cluster;
+- or, for a deleted path, an overlay still names it (or a folder above it) as a missing reference. A
+  kustomization that stopped naming it is itself changed, so today's graph is enough; only a graph that
+  followed a symlink is not trusted for deletions, and the graph at the base revision is asked instead;
 - or the path is toolkit input for every cluster (`tools/`, `pyproject.toml`, `policies/crd-schemas/`):
   new rules, new pins or new CRD schemas can change any cluster's findings, so every cluster is affected.
 Anything else (docs, READMEs, CI files) affects no cluster. Files no overlay includes are still strictly
@@ -63,7 +66,11 @@ def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[st
         overlay = f"clusters/{name}"
         closure = set(graph.closure(overlay))
         directories = set(graph.directories(overlay))
-        hits = {p for p, parent in parents.items() if p in closure or parent in directories}
+        # folders an overlay names that hold no kustomization (any more): a file deleted there still counts
+        directories |= {child for d in list(directories) for child in graph.overlays[d].children}
+        missing = graph.missing(overlay)
+        hits = {p for p, parent in parents.items()
+                if p in closure or parent in directories or any(_within(p, gone) for gone in missing)}
         if hits:
             reached[name] = hits
     return reached
@@ -78,12 +85,20 @@ def select(root: Path, changes: gitrev.Changes, rev: str, use_cache: bool = True
     cache = kustomize.parse_cache(use_cache)
     graph = graphcache.build_graph(root, [f"clusters/{n}" for n in names], cache)
     reached = _reach(graph, names, changes.all)
-    if changes.deleted:
+    if changes.deleted and graph.followed_symlink:
+        # Without symlinks today's graph already knows every deleted input that mattered: a kustomization that
+        # still names it has it as a missing reference, and one that no longer does is itself changed. A
+        # symlink can hide that (its target is not what the overlay names): ask the revision's graph then.
         for name, hits in _reach_at_revision(root, rev, changes.deleted).items():
             if name in names:
                 reached.setdefault(name, set()).update(hits)
     return Selection(sorted(reached), list(names), changes.all,
                      {name: sorted(hits) for name, hits in sorted(reached.items())})
+
+
+def _within(path: str, gone: str) -> bool:
+    """Whether `path` is the missing path itself or lies beneath it (a deleted folder)."""
+    return path == gone or path.startswith(gone + "/")
 
 
 def _reach_at_revision(root: Path, rev: str, deleted: set[str]) -> dict[str, set[str]]:

@@ -51,6 +51,7 @@ class Overlay:
     patches: list[str] = field(default_factory=list)  # the subset of `files` that are patches (partial)
     generated: list[GeneratedKey] = field(default_factory=list)
     origin_annotations: bool = False
+    missing: list[str] = field(default_factory=list)  # references to paths in the repository that do not exist
 
 
 @dataclass
@@ -151,6 +152,10 @@ class Graph:
             seen.append(current)
             pending.extend(self.overlays[current].children)
         return seen
+
+    def missing(self, directory: str) -> list[str]:
+        """Paths the overlay and what it includes name but that do not exist (deleted inputs, typos)."""
+        return [path for d in self.directories(directory) for path in self.overlays[d].missing]
 
     def generated_keys(self, directory: str) -> list[GeneratedKey]:
         return [key for d in self.directories(directory) for key in self.overlays[d].generated]
@@ -253,6 +258,7 @@ def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
             return None
         if mode is None:
             graph.findings.append(_kust("KUST003", f"{text!r} does not exist", rel_file, doc.line_of(field_path)))
+            overlay.missing.append(_rel(root, target))  # a deleted input still reaches this overlay's clusters
             return None
         if stat.S_ISDIR(mode):
             directories.add(target)
