@@ -18,11 +18,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, POOL_LABEL, TIER_LABEL, Pool
+from .model import (
+    GPU_COUNT_LABEL,
+    GPU_RESOURCE,
+    MIG_RESOURCE_PREFIX,
+    POOL_LABEL,
+    PRODUCT_LABEL,
+    QUEUE_LABEL,
+    TIER_LABEL,
+    Pool,
+)
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRODUCT_LABEL = "nvidia.com/gpu.product"
-COUNT_LABEL = "nvidia.com/gpu.count"
 IDLE_UTIL_PERCENT = 5.0  # DCGM_FI_DEV_GPU_UTIL at or below this counts as idle
 _PROM_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\d+)?$')
 _PROM_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -196,7 +202,7 @@ def _node_drift(node: dict, pool: Pool, products: tuple[str, ...], report: Audit
     if products and not any(product.startswith(p) for p in products):
         report.issues.append(Issue("pool-drift", f"node {name} (pool {pool.name}): GPU product {product or 'unset'!r}"
                                                  f", pool.yaml declares {pool.gpu_model}"))
-    count = labels.get(COUNT_LABEL)
+    count = labels.get(GPU_COUNT_LABEL)
     if count is not None and count.isdigit() and int(count) != pool.gpus_per_node:
         report.issues.append(Issue("pool-drift", f"node {name} (pool {pool.name}): {count} GPUs, "
                                                  f"pool.yaml declares {pool.gpus_per_node} per node"))

@@ -21,6 +21,9 @@ WORKLOAD_LABEL = "gpupolicy.io/workload"  # training | inference | notebook | ba
 ALLOW_SHARED_TRAINING = "gpupolicy.io/allow-shared-gpus"  # "true" lets a training queue use MIG/time-sliced
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by GPU feature discovery
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # set by GPU feature discovery
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # a workload's LocalQueue
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 

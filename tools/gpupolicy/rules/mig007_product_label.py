@@ -26,13 +26,12 @@ from collections.abc import Iterator
 
 from .. import catalog
 from ..findings import Finding, Severity, at
-from ..model import Fleet
+from ..model import PRODUCT_LABEL, Fleet
 from .mig_common import model_of, pool_location
 
 ID = "MIG007"
 SEVERITY = Severity.ERROR
 SUMMARY = "nvidia.com/gpu.product label and spec.gpu.model name different GPUs"
-PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:

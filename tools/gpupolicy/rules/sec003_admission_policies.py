@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 from .. import cel
 from ..findings import Finding, Severity, at
-from ..model import TEAM_LABEL, Cluster, Fleet
+from ..model import QUEUE_LABEL, TEAM_LABEL, Cluster, Fleet
 
 ID = "SEC003"
 SEVERITY = Severity.ERROR
@@ -50,7 +50,7 @@ def probes(namespace: str) -> dict[str, tuple[str, dict]]:
     """purpose -> (what the probe tries, pod that a correct policy set denies)."""
     gpu = {"resources": {"limits": {"nvidia.com/gpu": 1}}}
     queued = _pod(namespace, {**gpu, "securityContext": {"privileged": True}})
-    queued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "probe"}
+    queued["metadata"]["labels"] = {QUEUE_LABEL: "probe"}
     return {
         "gpu-requires-queue": ("a GPU pod without a kueue.x-k8s.io/queue-name label", _pod(namespace, gpu)),
         "no-gpu-toleration-without-request": (

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
-from ..model import Fleet
-from .sec_common import QUEUE_LABEL, pod_specs, requests_gpu, workloads
+from ..model import QUEUE_LABEL, Fleet
+from .sec_common import pod_specs, requests_gpu, workloads
 
 ID = "SEC006"
 SEVERITY = Severity.ERROR

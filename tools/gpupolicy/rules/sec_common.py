@@ -11,7 +11,6 @@ from ..findings import Location
 from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, Cluster, Fleet, K8sObject
 from ..yamlload import mappings
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 HARMLESS_VISIBLE_DEVICES = ("void", "none")  # hide every GPU (nvidia-container-toolkit documentation)
