@@ -42,6 +42,15 @@ class Finding:
         data["severity"] = self.severity.value
         return data
 
+    def as_tuple(self) -> tuple:
+        """Plain values only (for caches that store marshal data); `from_tuple` reads it back."""
+        return self.rule, self.severity.value, self.message, self.path, self.line, self.cluster, self.hint
+
+    @classmethod
+    def from_tuple(cls, values: tuple) -> Finding:
+        rule, severity, message, path, line, cluster, hint = values
+        return cls(rule, Severity(severity), message, path, line, cluster, hint)
+
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.rule, self.message)
 

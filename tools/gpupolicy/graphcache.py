@@ -13,14 +13,13 @@ mtime can hide a second change made within the file system's clock tick.
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import kustomize, parsecache
-from .findings import Finding, Severity
+from . import cachefiles, kustomize, parsecache
+from .findings import Finding
 
 RACY_SECONDS = 2.0
 _FORMAT = 2
@@ -47,8 +46,8 @@ def _key(real_root: str, entries: list[str]) -> str:
 
 def _reuse(record_file: Path, real_root: str, parse_cache: parsecache.ParseCache) -> kustomize.Graph | None:
     try:
-        version, overlays, findings, folders, kustomizations = marshal.loads(record_file.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
+        version, overlays, findings, folders, kustomizations = cachefiles.read_value(record_file)
+    except (TypeError, ValueError):  # no record, or one of another shape
         return None
     if version != _FORMAT or not all(_stamp(folder) == stamp for folder, stamp in folders.items()):
         return None
@@ -56,8 +55,7 @@ def _reuse(record_file: Path, real_root: str, parse_cache: parsecache.ParseCache
         return None
     graph = kustomize.Graph(root=Path(real_root), parse_cache=parse_cache)
     graph.overlays = {saved[0]: _overlay(saved) for saved in overlays}
-    graph.findings = [Finding(rule, Severity(severity), message, path, line, cluster, hint)
-                      for rule, severity, message, path, line, cluster, hint in findings]
+    graph.findings = [Finding.from_tuple(values) for values in findings]
     return graph
 
 
@@ -72,9 +70,9 @@ def _keep(record_file: Path, graph: kustomize.Graph) -> None:
     overlays = [(o.directory, o.file, o.kind, o.children, o.files, o.patches,
                  [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations, o.missing)
                 for o in graph.overlays.values()]
-    findings = [(f.rule, f.severity.value, f.message, f.path, f.line, f.cluster, f.hint) for f in graph.findings]
+    findings = [f.as_tuple() for f in graph.findings]
     kustomizations = {rel: _digest(os.path.join(root, rel)) for rel in graph.kustomizations}
-    parsecache.write_atomic(record_file, (_FORMAT, overlays, findings, stamps, kustomizations))
+    cachefiles.write_value(record_file, (_FORMAT, overlays, findings, stamps, kustomizations))
 
 
 def _overlay(saved: tuple) -> kustomize.Overlay:

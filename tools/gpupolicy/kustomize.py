@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import parsecache
+from . import cachefiles, parsecache
 from .errors import ToolError
 from .findings import Finding, Severity
 
@@ -415,7 +415,7 @@ class RenderJob:
         else:
             rendered = self._run_kubectl(directory)
             if self._use_cache and not rendered.error:
-                _write_cache(cached_file, rendered.text)
+                cachefiles.write_bytes(cached_file, rendered.text.encode())
         if self._progress:
             with self._lock:
                 self._progress(rendered)
@@ -460,13 +460,3 @@ def _kubectl_identity(kubectl: str) -> str:
     except OSError:
         return kubectl
     return f"{kubectl}:{info.st_size}:{info.st_mtime_ns}"
-
-
-def _write_cache(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass  # a cache that cannot be written is only slower

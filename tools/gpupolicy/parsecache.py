@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 import re
 import sys
 from functools import cache
@@ -21,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from . import cachefiles, yamlload
 from . import findings as findings_module
-from . import yamlload
-from .findings import Finding, Severity
+from .findings import Finding
 from .yamlload import Document, LoadResult
 
 # kubectl kustomize separates documents with a line that is exactly `---`. Every document it prints is a block
@@ -39,12 +38,14 @@ class ParseCache:
         """`yamlload.load_bytes(raw, path)`, from the cache when this name and content were loaded before."""
         key = hashlib.blake2b(path.encode() + b"\0" + raw, digest_size=20).hexdigest()
         entry = self.directory / key[:2] / key
-        try:
-            return _thaw(marshal.loads(entry.read_bytes()), path)
-        except (OSError, EOFError, ValueError, TypeError, IndexError):
-            pass  # not cached yet, or unreadable: parse
+        kept = cachefiles.read_value(entry)
+        if kept is not None:
+            try:
+                return _thaw(kept, path)
+            except (TypeError, ValueError):
+                pass  # an entry of another shape: parse again
         result = yamlload.load_bytes(raw, path)
-        _store(entry, result)
+        cachefiles.write_value(entry, _freeze(result))
         return result
 
 
@@ -53,11 +54,8 @@ class ParseCache:
         documents that are unchanged since the overlay's previous output: a one-pool change re-renders a
         whole cluster, but alters a handful of its hundreds of documents."""
         memo_file = self.directory / "rendered" / hashlib.blake2b(overlay.encode(), digest_size=16).hexdigest()
-        try:
-            previous = marshal.loads(memo_file.read_bytes())
-            if not isinstance(previous, dict):
-                previous = {}
-        except (OSError, EOFError, ValueError, TypeError):
+        previous = cachefiles.read_value(memo_file)
+        if not isinstance(previous, dict):
             previous = {}
         chunks = _RENDERED_DOCUMENT_SEPARATOR.split(text)
         digests = [hashlib.blake2b(chunk.encode(), digest_size=16).hexdigest() for chunk in chunks]
@@ -74,7 +72,7 @@ class ParseCache:
             current.setdefault(digest, parsed)
             objects.extend(parsed)
         if current.keys() != previous.keys():
-            write_atomic(memo_file, current)
+            cachefiles.write_value(memo_file, current)
         return objects
 
 
@@ -100,9 +98,7 @@ def _salt() -> str:
 
 def _freeze(result: LoadResult) -> tuple:
     documents = tuple((d.index, d.line, d.data, d.lines) for d in result.documents)
-    findings = tuple((f.rule, f.severity.value, f.message, f.path, f.line, f.cluster, f.hint)
-                     for f in result.findings)
-    return documents, findings
+    return documents, tuple(f.as_tuple() for f in result.findings)
 
 
 def _thaw(frozen: tuple, path: str) -> LoadResult:
@@ -110,25 +106,8 @@ def _thaw(frozen: tuple, path: str) -> LoadResult:
     return LoadResult(
         documents=[Document(path=path, index=index, line=line, data=data, lines=lines)
                    for index, line, data, lines in documents],
-        findings=[Finding(rule, Severity(severity), message, where, line, cluster, hint)
-                  for rule, severity, message, where, line, cluster, hint in findings])
+        findings=[Finding.from_tuple(values) for values in findings])
 
 
 def load_rendered(cache: ParseCache | None, overlay: str, text: str) -> list[Any]:
     return cache.load_rendered(overlay, text) if cache is not None else yamlload.load_rendered(text)
-
-
-def _store(entry: Path, result: LoadResult) -> None:
-    write_atomic(entry, _freeze(result))
-
-
-def write_atomic(entry: Path, value: object) -> None:
-    """Write atomically (parallel runs share the cache); a value marshal cannot hold is simply not kept."""
-    try:
-        data = marshal.dumps(value)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        temporary.replace(entry)
-    except (OSError, ValueError):
-        pass
