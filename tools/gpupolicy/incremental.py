@@ -64,11 +64,12 @@ def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[st
     parents = {p: str(PurePosixPath(p).parent) for p in paths}
     for name in names:
         overlay = f"clusters/{name}"
-        closure = set(graph.closure(overlay))
-        directories = set(graph.directories(overlay))
-        # folders an overlay names that hold no kustomization (any more): a file deleted there still counts
-        directories |= {child for d in list(directories) for child in graph.overlays[d].children}
-        missing = graph.missing(overlay)
+        closure = graph.closure(overlay)
+        overlays = [graph.overlays[d] for d in graph.directories(overlay)]
+        # the overlays' folders, and folders they name that hold no kustomization (any more): a file deleted
+        # there still counts; and the paths they name that do not exist
+        directories = {o.directory for o in overlays} | {child for o in overlays for child in o.children}
+        missing = [path for o in overlays for path in o.missing]
         hits = {p for p, parent in parents.items()
                 if p in closure or parent in directories or any(_within(p, gone) for gone in missing)}
         if hits:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import cachefiles, parsecache
 from .errors import ToolError
@@ -66,16 +67,14 @@ class Graph:
     consulted: set[str] = field(default_factory=set, repr=False)
     followed_symlink: bool = False
     kustomizations: list[str] = field(default_factory=list, repr=False)  # every one read, loadable or not
+    _derived: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # closure, directories
 
     def real_path(self, path: str) -> tuple[str, int | None]:
         """`os.path.realpath(path)` and the st_mode of what it names (None: missing), memoized per prefix:
         a fleet's overlays name the same few folders thousands of times, and resolving each from scratch
         was most of the time of reading the graph. Raises RuntimeError on a symlink loop (as Path.resolve
         does) and OSError on an unusable name."""
-        known = self._real_paths.get(path)
-        if known is None:
-            known = self._real_path_uncached(path)
-            self._real_paths[path] = known
+        known = self._memoized(path)
         if known[1] == _LOOP:
             raise RuntimeError(f"symlink loop at {known[0]}")
         return known
@@ -83,11 +82,13 @@ class Graph:
     def _real_parent(self, path: str) -> str:
         """The resolved form of a leading part of a path; a loop there is only an error if the whole path
         ends in one (`loop/..` is the loop's folder, as for Path.resolve)."""
+        return self._memoized(path)[0]
+
+    def _memoized(self, path: str) -> tuple[str, int | None]:
         known = self._real_paths.get(path)
         if known is None:
-            known = self._real_path_uncached(path)
-            self._real_paths[path] = known
-        return known[0]
+            known = self._real_paths[path] = self._real_path_uncached(path)
+        return known
 
     def _real_path_uncached(self, path: str) -> tuple[str, int | None]:
         parent, name = os.path.split(path)
@@ -126,36 +127,30 @@ class Graph:
         if folder == root or folder.startswith(root + os.sep):
             self.consulted.add(folder)
 
-    def closure(self, directory: str) -> list[str]:
-        """Every repo-relative file an overlay directory depends on, itself included."""
-        seen_dirs: set[str] = set()
-        files: set[str] = set()
-        pending = [directory]
-        while pending:
-            current = pending.pop()
-            if current in seen_dirs or current not in self.overlays:
-                continue
-            seen_dirs.add(current)
-            overlay = self.overlays[current]
-            files.add(overlay.file)
-            files.update(overlay.files)
-            pending.extend(overlay.children)
-        return sorted(files)
+    def closure(self, directory: str) -> frozenset[str]:
+        """Every repo-relative file an overlay directory depends on, itself included. Computed once per
+        directory (discovery, the render cache key and incremental selection all ask); the graph is complete
+        before anyone asks."""
+        key = ("closure", directory)
+        if key not in self._derived:
+            overlays = [self.overlays[d] for d in self.directories(directory)]
+            self._derived[key] = frozenset(f for o in overlays for f in (o.file, *o.files))
+        return self._derived[key]
 
-    def directories(self, directory: str) -> list[str]:
-        seen: list[str] = []
-        pending = [directory]
-        while pending:
-            current = pending.pop()
-            if current in seen or current not in self.overlays:
-                continue
-            seen.append(current)
-            pending.extend(self.overlays[current].children)
-        return seen
-
-    def missing(self, directory: str) -> list[str]:
-        """Paths the overlay and what it includes name but that do not exist (deleted inputs, typos)."""
-        return [path for d in self.directories(directory) for path in self.overlays[d].missing]
+    def directories(self, directory: str) -> tuple[str, ...]:
+        """The overlay directory and every overlay it includes, directly or not (once per directory)."""
+        key = ("directories", directory)
+        if key not in self._derived:
+            seen: dict[str, None] = {}  # insertion-ordered set
+            pending = [directory]
+            while pending:
+                current = pending.pop()
+                if current in seen or current not in self.overlays:
+                    continue
+                seen[current] = None
+                pending.extend(self.overlays[current].children)
+            self._derived[key] = tuple(seen)
+        return self._derived[key]
 
     def generated_keys(self, directory: str) -> list[GeneratedKey]:
         return [key for d in self.directories(directory) for key in self.overlays[d].generated]
