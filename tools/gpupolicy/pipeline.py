@@ -141,13 +141,6 @@ def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.Parse
     return documents, findings
 
 
-def _repo_doc(documents: dict[str, list[Document]], rel: str, kind: str) -> Document | None:
-    for doc in documents.get(rel, []):
-        if isinstance(doc.data, dict) and doc.data.get("apiVersion") == REPO_API_VERSION and doc.data.get("kind") == kind:
-            return doc
-    return None
-
-
 def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, schema: str,
                      findings: list[Finding]) -> Document | None:
     """Validate a pool.yaml / cluster.yaml document; return it only when it is valid."""
@@ -194,7 +187,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     blocked = {f.path for f in graph.findings}
     # An overlay whose kustomization did not load has no graph node; one that names a refused path is blocked.
     renderable = [name for name in selected if f"clusters/{name}" in graph.overlays
-                  and not set(graph.closure(f"clusters/{name}")) & blocked]
+                  and not graph.closure(f"clusters/{name}") & blocked]
     clock.lap("discover")
 
     # kubectl renders in the background while the sources load strictly and the schemas compile; an overlay
@@ -205,7 +198,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         documents, load_findings = load_sources(root, files, parse_cache)
         findings.extend(load_findings)
         broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
-        broken = [name for name in renderable if set(graph.closure(f"clusters/{name}")) & broken_inputs]
+        broken = [name for name in renderable if graph.closure(f"clusters/{name}") & broken_inputs]
         rendering.cancel(f"clusters/{name}" for name in broken)
         renderable = [name for name in renderable if name not in broken]
         clock.lap("load")
