@@ -104,9 +104,10 @@ def _usage(folder: Path) -> tuple[int, int]:
     return files, size
 
 
-def _size(amount: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if amount < 1024 or unit == "GiB":
-            return f"{amount:,.0f} {unit}" if unit == "B" else f"{amount:,.1f} {unit}"
+def _size(amount: float) -> str:
+    units = ("B", "KiB", "MiB", "GiB")
+    for unit in units:
+        if amount < 1024 or unit == units[-1]:
+            break
         amount /= 1024
-    return f"{amount} B"
+    return f"{amount:,.0f} B" if unit == "B" else f"{amount:,.1f} {unit}"
