@@ -28,6 +28,7 @@ from .model import (
     TIER_LABEL,
     Pool,
 )
+from .simulate.jobs import MIG_SLICES, mig_slices
 
 IDLE_UTIL_PERCENT = 5.0  # DCGM_FI_DEV_GPU_UTIL at or below this counts as idle
 _PROM_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\d+)?$')
@@ -135,7 +136,7 @@ def _number(text) -> float:
 
 
 def pod_gpus(pod: dict) -> float:
-    """GPUs a pod asks for: whole cards, plus MIG instances as a fraction of 7 slices each."""
+    """GPUs a pod asks for: whole cards, plus MIG instances as their share of a card's 7 compute slices."""
     total = 0.0
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
@@ -144,10 +145,16 @@ def pod_gpus(pod: dict) -> float:
             if name in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared"):
                 total += _number(amount)
             elif name.startswith(MIG_RESOURCE_PREFIX):
-                head = name[len(MIG_RESOURCE_PREFIX):].split(".", 1)[0]
-                slices = int(head[:-1]) if head.endswith("g") and head[:-1].isdigit() else 7
-                total += _number(amount) * slices / 7
+                total += _number(amount) * _slices(name) / MIG_SLICES
     return total
+
+
+def _slices(resource: str) -> int:
+    """Compute slices of a MIG resource; a name that is not a profile counts as a whole card."""
+    try:
+        return mig_slices(resource)
+    except ValueError:
+        return MIG_SLICES
 
 
 def parse_time(text: str | None) -> datetime | None:
