@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 from datetime import timedelta
@@ -13,6 +14,7 @@ import pytest
 from gpupolicy import docsgen, pipeline, upgrades
 from gpupolicy.cli import main
 from gpupolicy.docsgen import upgrades as upgrades_page
+from gpupolicy.rules import all_rules
 from gpupolicy.yamlload import load_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -225,3 +227,39 @@ def test_rollback_refuses_when_nothing_was_promoted(tmp_path: Path, capsys) -> N
 def test_a_partial_run_does_not_mistake_unloaded_clusters_for_unknown_ones() -> None:
     result = pipeline.run(REPO, clusters=["test-us"])
     assert not [f for f in result.findings if f.rule.startswith("UPG")]
+
+
+# --- a crashed check: the verdict is incomplete ----------------------------------------------------------------
+
+def _crash_rule(monkeypatch: pytest.MonkeyPatch, rule_id: str) -> None:
+    """Make a registered rule raise (as tests/test_internal_errors.py does): an INTERNAL finding in the run."""
+    original = all_rules()[rule_id]
+
+    def check(fleet):
+        raise ValueError("boom")
+        yield  # a generator, like every rule
+
+    monkeypatch.setitem(all_rules(), rule_id, dataclasses.replace(original, check=check))
+
+
+@needs_git
+@pytest.mark.parametrize("action", [["promote", "driver-next", "--approver", "platform", "--now", AFTER_SOAK],
+                                    ["rollback", "driver-next"]], ids=["promote", "rollback"])
+def test_promote_and_rollback_refuse_when_a_check_crashed(action, repo: Path, monkeypatch, capsys) -> None:
+    """UPG008 crashed, so whether draining is safe is unknown: editing the fleet on that is a guess."""
+    _crash_rule(monkeypatch, "UPG008")
+    before = _snapshot(repo)
+    assert _upgrade(repo, *action) == 2
+    err = capsys.readouterr().err
+    assert "refused: the verdict is incomplete: 1 check(s) crashed (rule UPG008)" in err, err
+    assert _snapshot(repo) == before
+
+
+@needs_git
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_status_says_incomplete_and_exits_two_when_a_check_crashed(fmt, repo: Path, monkeypatch, capsys) -> None:
+    _crash_rule(monkeypatch, "UPG008")
+    assert _upgrade(repo, "status", "--format", fmt, "--now", AFTER_SOAK) == 2
+    out, err = capsys.readouterr()
+    assert "upgrade status: the verdict is incomplete: 1 check(s) crashed (rule UPG008)" in err
+    assert "crashed (rule UPG008)" in out  # a blocker of the next step, in the report itself

@@ -35,7 +35,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "rules"))  # the rule fixtures' module, as pytest imports it (rootdir-less)
 from test_rule_fixtures import build_fixture_repo  # noqa: E402
 
-CASES = yaml.safe_load((HERE / "cases.yaml").read_text(encoding="utf-8"))
+# cases.yaml, plus one cases-<area>.yaml per area of the trust boundary (paths, writes, crashes, bounds, caches)
+CASES = [case for corpus in sorted(HERE.glob("cases*.yaml"))
+         for case in yaml.safe_load(corpus.read_text(encoding="utf-8")) or []]
 DEFAULT_SECONDS = 20.0
 CONSOLE_SCRIPT = Path(sys.executable).parent / "gpupolicy"
 
@@ -170,6 +172,111 @@ def _remove_repo_markers(repo: Path) -> None:
         subprocess.run(["rm", "-rf", str(repo / name)], check=True)
 
 
+# --- bounds (cases-bounds.yaml) -----------------------------------------------------------------------------
+
+def _configmap_2mib(repo: Path) -> None:
+    """A 2 MB dashboard that a configMapGenerator turns into one ConfigMap (the API server takes 1 MiB)."""
+    (repo / "clusters/mini/dashboard.json").write_text(json.dumps({"panels": ["x" * 1000] * 2100}))
+    kustomization = repo / "clusters/mini/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text() + "configMapGenerator:\n  - name: grafana-dashboard\n"
+                             "    namespace: alpha\n    files:\n      - dashboard.json\n")
+
+
+def _plan_replace(repo: Path, old: str, new: str) -> None:
+    """One edit of tests/fixtures/upgrades' plan (the case's base)."""
+    plan = repo / "policies/upgrades/plan.yaml"
+    text = plan.read_text()
+    assert old in text, f"{old!r} is not in {plan}"
+    plan.write_text(text.replace(old, new, 1))
+
+
+# --- paths (cases-paths.yaml) -------------------------------------------------------------------------------
+
+def _outside_yaml(repo: Path) -> None:
+    """A YAML file beside the repository, which an origin annotation of ../../../outside.yaml names."""
+    (repo.parent / "outside.yaml").write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                                              "metadata:\n  name: alpha\nspec:\n  leaked: outside-secret\n")
+
+
+def _fifo_in_repo(repo: Path) -> None:
+    os.mkfifo(repo / "clusters/mini/fifo.yaml")
+
+
+def _fifo_resource(repo: Path) -> None:
+    """The overlay lists a FIFO: kubectl would block reading it until its timeout."""
+    os.mkfifo(repo / "clusters/mini/pipe.yaml")
+    kustomization = repo / "clusters/mini/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("  - queues.yaml\n",
+                                                               "  - queues.yaml\n  - pipe.yaml\n"))
+
+
+def _origin_symlink_out(repo: Path) -> None:
+    (repo / "clusters/mini/link.yaml").symlink_to("/etc/passwd")
+
+
+def _big_file_in_repo(repo: Path) -> None:
+    """3 MiB, over the strict loader's limit, in a file the scan does not load (not .yaml)."""
+    (repo / "clusters/mini/big.bin").write_bytes(b"x" * (3 * 1024 * 1024))
+
+
+def _schema_symlink_dev_zero(repo: Path) -> None:
+    folder = repo / "policies/crd-schemas/example.com"
+    folder.mkdir(parents=True)
+    (folder / "zero.json").symlink_to("/dev/zero")
+
+
+def _schema_dir_symlink_out(repo: Path) -> None:
+    """The repository's imported-schema folder is a symlink to a folder beside it."""
+    outside = repo.parent / "schemas-outside"
+    outside.mkdir()
+    (outside / "x.json").write_text('{"x-gpupolicy-gvk": {"group": "a.io", "version": "v1", "kind": "X"}}')
+    (repo / "policies/crd-schemas").symlink_to(outside, target_is_directory=True)
+
+
+def _decision_symlink_out(repo: Path) -> None:
+    folder = repo / "docs/decisions"
+    folder.mkdir(parents=True)
+    (folder / "0001-passwd.md").symlink_to("/etc/passwd")
+
+
+# --- crashes (cases-crashes.yaml) ---------------------------------------------------------------------------
+
+DASHBOARD_FIXTURE = HERE.parent / "rules" / "OBS004" / "bad" / "not-json"  # a Grafana dashboard ConfigMap
+
+
+def _dashboard(repo: Path, text: str) -> None:
+    """The OBS004 fixture's dashboard ConfigMap (clusters/mini/obs/) laid over the repository, with `text` as
+    its gpu.json."""
+    for source in sorted(DASHBOARD_FIXTURE.rglob("*")):
+        rel = source.relative_to(DASHBOARD_FIXTURE)
+        if source.is_file() and rel.as_posix() != "expect.yaml":
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_bytes(source.read_bytes())
+    (repo / "clusters/mini/obs/gpu.json").write_text(text)
+
+
+def _nested_panels(depth: int) -> str:
+    return '{"panels": ' + '[{"panels": ' * depth + "[]" + "}]" * depth + "}"
+
+
+def _quota_literal(repo: Path, literal: str) -> None:
+    """The minirepo queue's GPU quota replaced by an unquoted YAML literal (patch_quota quotes its value)."""
+    queues = repo / "clusters/mini/queues.yaml"
+    queues.write_text(queues.read_text().replace("nominalQuota: 16", f"nominalQuota: {literal}"))
+
+
+def _kustomization_replaced(repo: Path, make: Callable[[Path], None]) -> None:
+    """The cluster's kustomization.yaml replaced by something that is not a regular file (made by `make`)."""
+    kustomization = repo / "clusters/mini/kustomization.yaml"
+    kustomization.unlink()
+    make(kustomization)
+
+
+def _kustomization_folder(path: Path) -> None:
+    path.mkdir()
+    (path / "notes.txt").write_text("a folder named like the overlay\n")
+
+
 GENERATORS: dict[str, Callable[[Path], None]] = {
     "billion_laughs_wide": _billion_laughs_wide,
     "deep_flow_200": lambda repo: _deep_flow(repo, 200),
@@ -191,6 +298,32 @@ GENERATORS: dict[str, Callable[[Path], None]] = {
     "many_aliases": _many_aliases,
     "no_cluster_yaml": _no_cluster_yaml,
     "remove_repo_markers": _remove_repo_markers,
+    "outside_yaml": _outside_yaml,
+    "fifo_in_repo": _fifo_in_repo,
+    "fifo_resource": _fifo_resource,
+    "origin_symlink_out": _origin_symlink_out,
+    "big_file_in_repo": _big_file_in_repo,
+    "schema_symlink_dev_zero": _schema_symlink_dev_zero,
+    "decision_symlink_out": _decision_symlink_out,
+    "schema_dir_symlink_out": _schema_dir_symlink_out,
+    "configmap_2mib": _configmap_2mib,
+    "plan_soak_overflow": lambda repo: _plan_replace(repo, "minimumSoak: 24h", "minimumSoak: 99999999999999d"),
+    "plan_failed_pods_absurd": lambda repo: _plan_replace(repo, "maxFailedPods: 2", "maxFailedPods: 10000000000000"),
+    "plan_thirteenth_month": lambda repo: _plan_replace(repo, 'planned: "2026-12-01"', 'planned: "2026-13-01"'),
+    "dashboard_nested_5000": lambda repo: _dashboard(repo, '{"panels": ' + "[" * 5000 + "]" * 5000 + "}"),
+    "dashboard_panels_nested_70": lambda repo: _dashboard(repo, _nested_panels(70)),
+    "dashboard_panels_nested_400": lambda repo: _dashboard(repo, _nested_panels(400)),
+    "dashboard_1200k": lambda repo: _dashboard(repo, json.dumps({"title": "big", "description": "x" * 1_200_000})),
+    "quota_5000_digits": lambda repo: _quota_literal(repo, "1" + "0" * 5000),
+    "quota_float_infinity": lambda repo: _quota_literal(repo, "1.0e+500"),
+    "plan_february_30": lambda repo: _plan_replace(repo, 'planned: "2026-11-01"', 'planned: "2026-02-30"'),
+    "plan_started_february_29": lambda repo: _plan_replace(repo, 'started: "2026-11-01T09:00:00Z"',
+                                                           'started: "2026-02-29T09:00:00Z"'),
+    "plan_window_overflow": lambda repo: _plan_replace(repo, "window: 1h", "window: 99999999999d"),
+    "kustomization_is_a_folder": lambda repo: _kustomization_replaced(repo, _kustomization_folder),
+    "kustomization_is_a_fifo": lambda repo: _kustomization_replaced(repo, os.mkfifo),
+    "kustomization_is_dangling": lambda repo: _kustomization_replaced(repo, lambda p: p.symlink_to("gone.yaml")),
+    "second_kustomization_is_a_fifo": lambda repo: os.mkfifo(repo / "clusters/mini/kustomization.yml"),
 }
 
 
@@ -222,6 +355,8 @@ def tree_digest(root: Path) -> str:
             digest.update(os.path.relpath(full, root).encode() + b"\0")
             if os.path.islink(full):
                 digest.update(b"link:" + os.readlink(full).encode())
+            elif not os.path.isfile(full):  # a FIFO a case made: opening it would block
+                digest.update(b"special")
             else:
                 with open(full, "rb") as handle:
                     digest.update(hashlib.sha256(handle.read()).digest())

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Any
 
-from . import capacity
+from . import capacity, repopath
 from .findings import Location
+from .kustomize import KUSTOMIZATION_NAMES
 from .model import (
     TEAM_LABEL,
     TIER_LABEL,
@@ -31,7 +31,7 @@ from .model import (
     Taint,
     WorkloadPriorityClass,
 )
-from .quantity import QuantityError, parse_quantity
+from .quantity import QuantityError, kueue_quantity
 from .yamlload import Document, load_bytes, load_text, mappings
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
@@ -40,36 +40,67 @@ VALUES_CONFIGMAP = "gpu-operator-values"
 
 
 class SourceIndex:
-    """Maps a rendered object and a field path back to the source file and line it came from."""
+    """Maps a rendered object and a field path back to the source file and line it came from.
+
+    Paths reach it from content (origin annotations, generator sources), so every file is read through the
+    trust boundary (repopath): a path that resolves outside the repository, is not a regular file or is over
+    the size limit is never opened, and reads as a file without documents."""
 
     def __init__(self, root: str, documents: dict[str, list[Document]]) -> None:
         self.root = root
         self.documents = documents
+        self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
+        self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
 
     def docs(self, path: str) -> list[Document]:
         if path not in self.documents:
-            full = os.path.join(self.root, path)
-            try:
-                with open(full, "rb") as handle:
-                    self.documents[path] = load_bytes(handle.read(), path).documents
-            except OSError:
-                self.documents[path] = []
+            self.documents[path] = self._load(path)
         return self.documents[path]
+
+    def _load(self, path: str) -> list[Document]:
+        if not path:
+            return []
+        try:
+            raw = repopath.read_file(self.root, path)
+        except repopath.Refused as refusal:
+            self.refused[path] = str(refusal)
+            return []
+        return load_bytes(raw, path).documents
 
     def locate(self, obj: K8sObject, field_path: tuple) -> Location:
         if not obj.origin:
             return Location("", 0)
         docs = self.docs(obj.origin)
+        if obj.origin in self.refused:  # the origin names no file we may read: the cluster's overlay instead
+            return self._overlay_location(obj)
         doc = _matching_document(docs, obj)
         if doc is None:
             return Location(obj.origin, 1 if docs else 0)
         return Location(obj.origin, doc.line_of(field_path))
+
+    def _overlay_location(self, obj: K8sObject) -> Location:
+        if obj.cluster not in self.overlays:
+            self.overlays[obj.cluster] = overlay_file(self.root, obj.cluster) if obj.cluster else ""
+        overlay = self.overlays[obj.cluster]
+        return Location(overlay, 1) if overlay else Location("", 0)
 
     def locate_in_file(self, path: str, field_path: tuple, document: int = 0) -> Location:
         docs = self.docs(path)
         if document < len(docs):
             return Location(path, docs[document].line_of(field_path))
         return Location(path, 1)
+
+
+def overlay_file(root: str, cluster: str) -> str:
+    """The repo-relative kustomization file of a cluster's overlay ("" when it has none)."""
+    for name in KUSTOMIZATION_NAMES:
+        rel = f"clusters/{cluster}/{name}"
+        try:
+            repopath.regular_file(root, rel)
+        except repopath.Refused:
+            continue
+        return rel
+    return ""
 
 
 def _matching_document(docs: list[Document], obj: K8sObject) -> Document | None:
@@ -84,24 +115,34 @@ def _matching_document(docs: list[Document], obj: K8sObject) -> Document | None:
 
 # --- objects ---------------------------------------------------------------------------------------------
 
-def object_from(body: dict, cluster_dir: str, cluster: str) -> K8sObject:
+def object_from(body: dict, cluster_dir: str, cluster: str, kustomization: str = "") -> K8sObject:
+    """A rendered object. Its origin is the source file its origin annotation names, or, when that names
+    something outside the repository, the overlay's kustomization (`kustomization`, else the usual name in
+    `cluster_dir`): the file that set the annotation, and never a file the toolkit may not open."""
     metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    try:
+        origin = origin_path(metadata, cluster_dir)
+    except repopath.Refused:
+        origin = kustomization or (f"{cluster_dir}/{KUSTOMIZATION_NAMES[0]}" if cluster_dir else "")
     return K8sObject(
         api_version=str(body.get("apiVersion") or ""), kind=str(body.get("kind") or ""),
         name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or ""),
-        body=body, origin=origin_path(metadata, cluster_dir), cluster=cluster)
+        body=body, origin=origin, cluster=cluster)
 
 
 def origin_path(metadata: dict, cluster_dir: str) -> str:
     """Repo-relative source file named by kustomize's origin annotation (the generator's kustomization for
-    generated objects)."""
-    raw = (metadata.get("annotations") or {}).get(ORIGIN_ANNOTATION)
+    generated objects); "" when there is none or it names a remote resource. Raises repopath.Refused when
+    the annotation names a path outside the repository (an absolute path, `../` above the root): the
+    annotation is ordinary content, which an overlay can set on every object."""
+    annotations = metadata.get("annotations")
+    raw = annotations.get(ORIGIN_ANNOTATION) if isinstance(annotations, dict) else None
     if not isinstance(raw, str):
         return ""
     relative = _origin_field(raw, "path") or _origin_field(raw, "configuredIn")
-    if not relative or "://" in relative:
+    if not relative or _origin_field(raw, "repo"):  # a remote resource: its path is in another repository
         return ""
-    return os.path.normpath(os.path.join(cluster_dir, relative)).replace(os.sep, "/")
+    return repopath.normalize(cluster_dir, relative)
 
 
 def _origin_field(raw: str, name: str) -> str:
@@ -187,7 +228,7 @@ def _number(value: Any) -> int | float | None:
     if value is None:
         return None
     try:
-        amount = parse_quantity(value)
+        amount = kueue_quantity(value)  # 1e5000 is 2^63-1 (CAP016 reports it), never a 5,001-digit int
     except QuantityError:
         return None
     return int(amount) if amount == amount.to_integral_value() else float(amount)

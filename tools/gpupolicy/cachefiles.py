@@ -1,25 +1,61 @@
 """Reading and writing the files of the toolkit's caches (renders, strict-load results, kept graphs).
 
-Parallel runs share a cache, so every write goes to a temporary file that replaces the entry at once; a cache
-that cannot be written, or an entry that cannot be read, only costs time. Structured entries are `marshal`
-data: plain values, nothing that runs code when read.
+Parallel runs share a cache, so every write goes through the transactional writer (a temporary file that
+replaces the entry at once); a cache that cannot be written, or an entry that cannot be read, only costs time.
+Every entry starts with a header carrying the payload's length and sha256 digest, and every read checks both:
+a truncated or corrupted entry (a full disk, a crash mid-write on a file system without atomic renames, a
+stray edit) reads as missing, so the caller computes the value again instead of trusting it. Structured
+entries are `marshal` data: plain values, nothing that runs code when read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import marshal
-import os
+import struct
 from pathlib import Path
+
+from . import transaction
+from .errors import ToolError
+
+_MAGIC = b"gpupolicy-cache-1\n"
+_HEADER = struct.Struct(">Q32s")  # payload length, sha256 of the payload
 
 
 def write_bytes(entry: Path, data: bytes) -> None:
+    header = _MAGIC + _HEADER.pack(len(data), hashlib.sha256(data).digest())
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        temporary.replace(entry)
+        transaction.write_files({entry: header + data}, durable=False)  # the header verifies it on read
+    except (ToolError, OSError):
+        pass  # the next run computes it again
+
+
+def read_bytes(entry: Path) -> bytes | None:
+    """The payload `write_bytes` kept, verified (length and digest); None when missing, unreadable, from an
+    older format, truncated or corrupted."""
+    try:
+        raw = Path(entry).read_bytes()
     except OSError:
-        pass
+        return None
+    start = len(_MAGIC) + _HEADER.size
+    if len(raw) < start or not raw.startswith(_MAGIC):
+        return None
+    length, digest = _HEADER.unpack_from(raw, len(_MAGIC))
+    payload = raw[start:]
+    if len(payload) != length or hashlib.sha256(payload).digest() != digest:
+        return None
+    return payload
+
+
+def read_text(entry: Path) -> str | None:
+    """A verified entry as UTF-8 text (a rendered overlay); None as for `read_bytes`."""
+    payload = read_bytes(entry)
+    if payload is None:
+        return None
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def write_value(entry: Path, value: object) -> None:
@@ -32,8 +68,11 @@ def write_value(entry: Path, value: object) -> None:
 
 
 def read_value(entry: Path) -> object | None:
-    """What `write_value` kept; None when there is no entry or it cannot be read."""
+    """What `write_value` kept; None when there is no entry or it does not verify."""
+    payload = read_bytes(entry)
+    if payload is None:
+        return None
     try:
-        return marshal.loads(entry.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
+        return marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
         return None

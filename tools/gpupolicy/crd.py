@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import re
 import sys
 import warnings
@@ -28,6 +29,10 @@ from typing import Any
 
 import yaml
 
+from . import repopath, transaction
+from .errors import ToolError
+from .yamlload import MAX_FILE_BYTES
+
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 GVK_KEY = "x-gpupolicy-gvk"
 CEL_KEY = "x-gpupolicy-cel"
@@ -35,6 +40,8 @@ DROPPED_PATTERNS_KEY = "x-gpupolicy-dropped-patterns"
 CARRIED_DIR = Path(__file__).parent / "schemas" / "crds"
 SHARED_DEFS_FILE = "_defs.yaml"
 DEFAULT_IMPORT_DIR = Path("policies") / "crd-schemas"
+# A converted CRD is large JSON (Argo CD's ApplicationSet: 1.2 MB), so imported schemas get four loader limits.
+MAX_SCHEMA_BYTES = 4 * MAX_FILE_BYTES
 
 # Formats JSON Schema 2020-12 defines; Kubernetes-only ones (int32, int64, byte, quantity, ...) are dropped.
 JSON_SCHEMA_FORMATS = frozenset({
@@ -333,9 +340,11 @@ def _schemas_of(crd: dict, source: str, number: int) -> Iterator[CarriedSchema]:
         if not isinstance(openapi, dict):
             raise CRDError(f"{source}: CustomResourceDefinition {name} version {version.get('name')} "
                            "has no openAPIV3Schema")
+        if not isinstance(version.get("name"), str):
+            raise CRDError(f"{source}: CustomResourceDefinition {name} has a version without a name")
         schema = openapi_to_jsonschema(openapi)
         schema[GVK_KEY] = {"group": group, "version": version["name"], "kind": kind}
-        yield CarriedSchema(group=group, version=str(version["name"]), kind=kind,
+        yield CarriedSchema(group=group, version=version["name"], kind=kind,
                             plural=str(names.get("plural", "")), scope=str(spec.get("scope", "")), schema=schema)
 
 
@@ -343,9 +352,10 @@ def _schemas_of(crd: dict, source: str, number: int) -> Iterator[CarriedSchema]:
 
 
 def import_files(paths: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
-    """Write `<out_dir>/<group>/<kind>-<version>.json` for every served version of every CRD in `paths`."""
-    written: list[Path] = []
-    out = Path(out_dir)
+    """Write `<out_dir>/<group>/<kind>-<version>.json` for every served version of every CRD in `paths`: all
+    of them or, when one cannot be converted or written, none. Group, version and kind become file names, so
+    they must be the names the API server accepts (no `/`, no `..`); the result never leaves `out_dir`."""
+    outputs: dict[Path, str] = {}
     for path in paths:
         source = Path(path)
         try:
@@ -353,11 +363,42 @@ def import_files(paths: Iterable[str | Path], out_dir: str | Path) -> list[Path]
         except (OSError, UnicodeDecodeError) as exc:
             raise CRDError(f"{source}: cannot read: {exc}") from None
         for carried in crds_from_yaml(text, str(source)):
-            target = out / carried.group / f"{carried.kind.lower()}-{carried.version}.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(carried.schema, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            written.append(target)
-    return written
+            target = _output_file(out_dir, carried, str(source))
+            outputs[target] = json.dumps(carried.schema, indent=1, sort_keys=True) + "\n"
+    try:
+        transaction.write_files(outputs)
+    except ToolError as exc:
+        raise CRDError(str(exc)) from None
+    return list(outputs)
+
+
+# What the API server accepts (k8s.io/apiextensions-apiserver, pkg/apis/apiextensions/validation/validation.go,
+# ValidateCustomResourceDefinitionSpec): spec.group a DNS-1123 subdomain with at least one dot, every version
+# name a DNS-1035 label, spec.names.kind a DNS-1035 label once lowercased. None of them can hold `/` or `..`.
+_DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(?:\.{_DNS1123_LABEL})+")
+_DNS1035_LABEL = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")
+
+
+def check_crd_names(group: object, version: object, kind: object) -> str | None:
+    """Why these CRD names are not ones the API server accepts (they become file names), or None."""
+    if not isinstance(group, str) or len(group) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(group):
+        return f"spec.group {group!r} is not a DNS subdomain with at least one dot"
+    if not isinstance(version, str) or len(version) > 63 or not _DNS1035_LABEL.fullmatch(version):
+        return f"version name {version!r} is not a DNS-1035 label"
+    if not isinstance(kind, str) or len(kind) > 63 or not _DNS1035_LABEL.fullmatch(kind.lower()):
+        return f"spec.names.kind {kind!r} is not a DNS-1035 label (mixed case allowed)"
+    return None
+
+
+def _output_file(out_dir: str | Path, carried: CarriedSchema, source: str) -> Path:
+    problem = check_crd_names(carried.group, carried.version, carried.kind)
+    if problem:
+        raise CRDError(f"{source}: CustomResourceDefinition {carried.kind!r}: {problem}; nothing was written")
+    try:
+        return repopath.output_path(out_dir, carried.group, f"{carried.kind.lower()}-{carried.version}.json")
+    except repopath.Refused as refusal:
+        raise CRDError(f"{source}: {refusal}; nothing was written") from None
 
 
 def main_import(argv: list[str] | None = None) -> int:
@@ -415,16 +456,41 @@ def carried_schemas() -> dict[SchemaKey, dict]:
     return schemas
 
 
-def load_schema_dir(path: str | Path) -> dict[SchemaKey, dict]:
-    """Imported schemas (`*.json`, written by `import_files`) under `path`, keyed by (apiVersion, kind)."""
+def load_schema_dir(path: str | Path, root: str | Path | None = None) -> dict[SchemaKey, dict]:
+    """Imported schemas (`*.json`, written by `import_files`) under `path`, keyed by (apiVersion, kind).
+    They are repository content, read through the trust boundary: the folder must lie inside `root` (by
+    default the repository that `path` is the `policies/crd-schemas` folder of, else `path` itself), and each
+    file inside it, a regular file under the size limit."""
+    root = root if root is not None else _repository_of(Path(path))
+    if not repopath.within(root, path):
+        raise CRDError(f"{path} resolves outside the repository; not read")
     schemas: dict[SchemaKey, dict] = {}
-    for file in sorted(Path(path).rglob("*.json")):
+    for rel in _json_files(path):
+        file = Path(path) / rel
         try:
-            schema = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            schema = json.loads(repopath.read_file(root, os.path.relpath(file, root), MAX_SCHEMA_BYTES)
+                                .decode("utf-8"))
+        except repopath.Refused as refusal:
+            raise CRDError(f"cannot read schema: {refusal}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise CRDError(f"{file}: cannot read schema: {exc}") from None
         schemas[_key_of(schema, file)] = schema
     return schemas
+
+
+def _repository_of(folder: Path) -> Path:
+    parts = DEFAULT_IMPORT_DIR.parts
+    return folder.parents[len(parts) - 1] if folder.parts[-len(parts):] == parts else folder
+
+
+def _json_files(folder: str | Path) -> list[str]:
+    """`*.json` under `folder`, relative to it, without following symlinked folders (a symlinked file is
+    checked by the boundary when it is read)."""
+    found = []
+    for directory, subdirs, names in os.walk(folder):
+        subdirs.sort()
+        found += [os.path.relpath(os.path.join(directory, name), folder) for name in names if name.endswith(".json")]
+    return sorted(found)
 
 
 def schemas_with_imports(*dirs: str | Path) -> dict[SchemaKey, dict]:

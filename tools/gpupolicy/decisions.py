@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from . import yamlload
+from . import repopath, yamlload
 
 DECISIONS_DIR = "docs/decisions"
 NOT_RECORDS = frozenset({"index.md", "template.md"})  # pages of the log that are not decisions
@@ -131,9 +131,9 @@ def number_of(file_name: str) -> str | None:
 def load_record(root: Path, path: Path) -> Decision:
     rel = path.relative_to(root).as_posix()
     decision = Decision(path=rel, number=number_of(path.name), meta={})
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # through the trust boundary: a record may be a symlink out of the repository, or a FIFO
+        text = repopath.read_file(root, rel).decode("utf-8")
+    except (repopath.Refused, UnicodeDecodeError) as exc:
         decision.problems.append(Problem(f"cannot read the record: {exc}", 1, "save it as UTF-8 Markdown"))
         return decision
     lines = text.splitlines()

@@ -18,11 +18,11 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import cachefiles, kustomize, parsecache
+from . import cachefiles, kustomize, parsecache, repopath
 from .findings import Finding
 
 RACY_SECONDS = 2.0
-_FORMAT = 2
+_FORMAT = 3  # 3: overlays carry `opaque`
 
 
 def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None) -> kustomize.Graph:
@@ -51,7 +51,7 @@ def _reuse(record_file: Path, real_root: str, parse_cache: parsecache.ParseCache
         return None
     if version != _FORMAT or not all(_stamp(folder) == stamp for folder, stamp in folders.items()):
         return None
-    if not all(_digest(os.path.join(real_root, rel)) == digest for rel, digest in kustomizations.items()):
+    if not all(_digest(real_root, rel) == digest for rel, digest in kustomizations.items()):
         return None
     graph = kustomize.Graph(root=Path(real_root), parse_cache=parse_cache)
     graph.overlays = {saved[0]: _overlay(saved) for saved in overlays}
@@ -68,18 +68,18 @@ def _keep(record_file: Path, graph: kustomize.Graph) -> None:
         return
     root = str(graph.root)
     overlays = [(o.directory, o.file, o.kind, o.children, o.files, o.patches,
-                 [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations, o.missing)
+                 [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations, o.missing, o.opaque)
                 for o in graph.overlays.values()]
     findings = [f.as_tuple() for f in graph.findings]
-    kustomizations = {rel: _digest(os.path.join(root, rel)) for rel in graph.kustomizations}
+    kustomizations = {rel: _digest(root, rel) for rel in graph.kustomizations}
     cachefiles.write_value(record_file, (_FORMAT, overlays, findings, stamps, kustomizations))
 
 
 def _overlay(saved: tuple) -> kustomize.Overlay:
-    directory, file, kind, children, files, patches, generated, origin_annotations, missing = saved
+    directory, file, kind, children, files, patches, generated, origin_annotations, missing, opaque = saved
     return kustomize.Overlay(directory=directory, file=file, kind=kind, children=children, files=files,
                              patches=patches, generated=[kustomize.GeneratedKey(*g) for g in generated],
-                             origin_annotations=origin_annotations, missing=missing)
+                             origin_annotations=origin_annotations, missing=missing, opaque=opaque)
 
 
 def _stamp(folder: str) -> tuple[int, int] | None:
@@ -90,9 +90,10 @@ def _stamp(folder: str) -> tuple[int, int] | None:
     return info.st_ino, info.st_mtime_ns
 
 
-def _digest(path: str) -> str:
+def _digest(root: str, rel: str) -> str:
+    """A kustomization's content digest; "" when the boundary refuses it (the record then holds "" too, or
+    differs, and the graph is read again)."""
     try:
-        with open(path, "rb") as handle:
-            return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
-    except OSError:
+        return hashlib.blake2b(repopath.read_file(root, rel), digest_size=16).hexdigest()
+    except repopath.Refused:
         return ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import crd
+from .. import crd, repopath
+from ..errors import ToolError
 from ..pipeline import IMPORTED_SCHEMAS
 
 NAME = "schemas"
@@ -21,5 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = args.out or str(args.repo / IMPORTED_SCHEMAS)
-    return crd.main_import([*args.files, "--out", out])
+    if args.out:  # the user's own choice of folder
+        return crd.main_import([*args.files, "--out", args.out])
+    out = args.repo / IMPORTED_SCHEMAS
+    if not repopath.within(args.repo, out):  # the repository's folder is content: it may be a symlink out
+        raise ToolError(f"{IMPORTED_SCHEMAS} resolves outside the repository; pass --out DIR to write elsewhere")
+    return crd.main_import([*args.files, "--out", str(out)])

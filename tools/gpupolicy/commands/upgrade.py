@@ -9,7 +9,9 @@ rollback PLAN    put the last promoted stage's pools back on the rollback target
 
 Edits go through ruamel.yaml's round-trip mode, so comments, quoting and layout of the touched files stay as
 they were; a promote followed by a rollback restores every file byte for byte.
-Exit codes: 0 done, 1 refused (the reason is printed), 2 the tool could not run.
+A check that crashed (an INTERNAL finding) leaves the verdict incomplete: promote and rollback refuse to edit
+and status reports it, all with exit 2.
+Exit codes: 0 done, 1 refused (the reason is printed), 2 the tool could not run or a check crashed.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import pipeline, upgrades
+from .. import pipeline, repopath, transaction, upgrades
+from ..build import origin_path
 from ..errors import ToolError
 from ..findings import Finding, Severity
-from ..model import Fleet
+from ..internal import DEBUG_ENV, INTERNAL
+from ..model import Fleet, K8sObject
 from ..upgrades import Plan, PlanSet, Stage, Unit
 
 NAME = "upgrade"
@@ -79,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.upgrade_action == "status":
         return _status(args, result.fleet, plans, result.findings, now)
     plan = _find_plan(plans, args.plan)
+    _require_complete(args.upgrade_action, plan, result.findings)
     if args.upgrade_action == "promote":
         return _promote(args, result.fleet, plans, plan, result.findings, now)
     return _rollback(args, result.fleet, plan, result.findings)
@@ -93,6 +99,26 @@ def _find_plan(plans: PlanSet, wanted: str) -> Plan:
         names = ", ".join(p.name for p in plans.plans) or "none"
         raise ToolError(f"no rollout plan {wanted!r} under {upgrades.PLAN_DIR}/ (plans: {names})")
     return plan
+
+
+def _crashed_checks(findings: list[Finding]) -> list[str]:
+    """The checks that crashed ("rule CAP001", "stage model"): their findings, and any blocker, are missing."""
+    return sorted({f.message.split(" crashed", 1)[0] for f in findings if f.rule == INTERNAL})
+
+
+def _incomplete(findings: list[Finding]) -> str:
+    crashed = _crashed_checks(findings)
+    if not crashed:
+        return ""
+    return (f"the verdict is incomplete: {len(crashed)} check(s) crashed ({', '.join(crashed)}), so what they "
+            f"would block is unknown (a gpupolicy bug: please report; {DEBUG_ENV}=1 prints the traceback)")
+
+
+def _require_complete(action: str, plan: Plan, findings: list[Finding]) -> None:
+    """promote and rollback edit the fleet on the rules' word: never while a rule could not give it."""
+    reason = _incomplete(findings)
+    if reason:
+        raise ToolError(f"upgrade {action} {plan.name}: refused: {reason}")
 
 
 def _refuse(action: str, plan: Plan, reasons: list[str]) -> int:
@@ -112,10 +138,14 @@ def _status(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: li
         print(f"no rollout plans under {upgrades.PLAN_DIR}/")
         return 0
     dirty = _dirty_reason(Path(args.repo))
+    incomplete = _incomplete(findings)
     if args.format == "json":
         print(json.dumps([_plan_json(fleet, plans, plan, findings, now, dirty) for plan in chosen], indent=2))
-        return 0
-    print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty) for plan in chosen))
+    else:
+        print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty) for plan in chosen))
+    if incomplete:  # stdout alone would read as a full verdict
+        print(f"gpupolicy upgrade status: {incomplete}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -198,7 +228,7 @@ def _iso(moment: datetime | None) -> str | None:
 # --- promote -------------------------------------------------------------------------------------------------
 
 def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime) -> list[str]:
-    blockers = []
+    blockers = [_incomplete(findings)] if _crashed_checks(findings) else []
     soak = upgrades.soak_blocker(plans, plan, now)
     if soak:
         blockers.append(soak)
@@ -308,10 +338,13 @@ def _yaml() -> YAML:
 class _File:
     original: str
     documents: list[Any]
+    real_path: str  # where the boundary resolved it: the file the edit replaces
 
 
 class Editor:
-    """Loads each touched file once, edits it in memory, and writes it back only when asked."""
+    """Loads each touched file once, edits it in memory, and writes them all back (or none) when asked.
+    Which files it touches comes partly from content (an NVIDIADriver's origin annotation), so each is
+    resolved through the trust boundary first: inside the repository, a regular file, or refused."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -320,15 +353,20 @@ class Editor:
 
     def _load(self, rel: str) -> _File:
         if rel not in self.files:
-            path = self.root / rel
             try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ToolError(f"{rel}: cannot read: {exc.strerror}") from exc
-            documents = list(self.yaml.load_all(text))
+                real_path = repopath.regular_file(self.root, rel)
+                text = repopath.read_file(self.root, rel).decode("utf-8")
+            except repopath.Refused as refusal:
+                raise ToolError(f"refusing to edit {rel}: {refusal}") from None
+            except UnicodeDecodeError:
+                raise ToolError(f"{rel}: not UTF-8 text; edit it by hand") from None
+            try:
+                documents = list(self.yaml.load_all(text))
+            except YAMLError as exc:
+                raise ToolError(f"{rel}: cannot load for a round-trip edit: {exc}") from None
             if self._dump(documents) != text:
                 raise ToolError(f"{rel}: a round-trip edit would reformat the file; edit it by hand")
-            self.files[rel] = _File(text, documents)
+            self.files[rel] = _File(text, documents, real_path)
         return self.files[rel]
 
     def _dump(self, documents: list[Any]) -> str:
@@ -343,9 +381,8 @@ class Editor:
             spec["gpuOperatorVersion"] = _same_style(spec.get("gpuOperatorVersion"), version)
             return
         for driver in upgrades.drivers_of_pool(cluster, unit.pool):
-            if not driver.obj.origin:
-                raise ToolError(f"NVIDIADriver {driver.name} has no source file (originAnnotations missing)")
-            spec = self._document(driver.obj.origin, "NVIDIADriver", driver.name)["spec"]
+            source = _driver_source(driver.obj)
+            spec = self._document(source, "NVIDIADriver", driver.name)["spec"]
             spec["version"] = _same_style(spec.get("version"), version)
 
     def _document(self, rel: str, kind: str, name: str) -> Any:
@@ -392,9 +429,24 @@ class Editor:
         return "".join(chunks)
 
     def write(self) -> None:
+        """Every changed file or none (the transactional writer: a plan recorded as promoted while a pool
+        kept its old version would lie about the fleet)."""
         rendered = self.rendered()
-        for rel in self.changed():
-            (self.root / rel).write_text(rendered[rel], encoding="utf-8")
+        transaction.write_files({self.files[rel].real_path: rendered[rel] for rel in self.changed()})
+
+
+def _driver_source(obj: K8sObject) -> str:
+    """The repo-relative file an NVIDIADriver's origin annotation names; refused (ToolError) when it names
+    none, or one outside the repository: promote must not write where an annotation says."""
+    metadata = obj.body.get("metadata")
+    try:
+        source = origin_path(metadata if isinstance(metadata, dict) else {}, f"clusters/{obj.cluster}")
+    except repopath.Refused as refusal:
+        raise ToolError(f"NVIDIADriver {obj.name} (cluster {obj.cluster}): its origin annotation is refused: "
+                        f"{refusal}; refusing to edit") from None
+    if not source:
+        raise ToolError(f"NVIDIADriver {obj.name} has no source file (originAnnotations missing)")
+    return source
 
 
 def _same_style(old: Any, new: str) -> Any:

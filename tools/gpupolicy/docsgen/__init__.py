@@ -13,6 +13,8 @@ import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import repopath, transaction
+from ..errors import ToolError
 from ..model import Fleet
 
 GENERATED_DIR = "docs/generated"
@@ -32,12 +34,19 @@ class Context:
 
 
 def configuration_version(root: Path) -> str:
+    """A hash of every file under the configuration folders. Files are read through the trust boundary: a
+    symlink out of the repository, a FIFO or a device counts by its name only, and is never opened."""
     digest = hashlib.sha256()
     for top in CONFIG_DIRS:
         for path in sorted((root / top).rglob("*")) if (root / top).is_dir() else []:
-            if path.is_file():
-                digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
+            if path.is_dir():
+                continue
+            rel = path.relative_to(root).as_posix()
+            digest.update(rel.encode() + b"\0")
+            try:
+                digest.update(repopath.file_digest(root, rel))
+            except repopath.Refused:
+                digest.update(b"refused")
     return "cfg-" + digest.hexdigest()[:12]
 
 
@@ -55,24 +64,40 @@ def generate(root: Path, fleet: Fleet) -> dict[str, str]:
 
 def stale_pages(root: Path, pages: dict[str, str]) -> list[str]:
     """Pages whose file differs from what would be generated, and generated files no generator makes."""
-    stale = [rel for rel, text in pages.items()
-             if not (root / rel).is_file() or (root / rel).read_text(encoding="utf-8") != text]
+    stale = [rel for rel, text in pages.items() if _current_text(root, rel) != text]
     generated_dir = root / GENERATED_DIR
     extra = [p.relative_to(root).as_posix() for p in generated_dir.rglob("*.md")] if generated_dir.is_dir() else []
     return sorted(stale + [rel for rel in extra if rel not in pages])
 
 
+def _current_text(root: Path, rel: str) -> str | None:
+    """A generated page as it is on disk; None when missing or not a file the boundary lets us read."""
+    try:
+        return repopath.read_file(root, rel).decode("utf-8")
+    except (repopath.Refused, UnicodeDecodeError):
+        return None
+
+
 def write_pages(root: Path, pages: dict[str, str]) -> list[str]:
-    """Write changed pages and remove generated pages no generator makes; return what changed."""
+    """Write changed pages and remove generated pages no generator makes, all or nothing (a half-written
+    site would be stale and inconsistent at once); return what changed. Page names come partly from content
+    (cluster and pool names), so every target must stay inside docs/generated/."""
+    if not repopath.within(root, root / GENERATED_DIR):  # the folder itself may be a symlink out
+        raise ToolError(f"{GENERATED_DIR} resolves outside the repository; refusing to write pages there")
     changed = stale_pages(root, pages)
-    for rel in changed:
-        target = root / rel
-        if rel in pages:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(pages[rel], encoding="utf-8")
-        else:
-            target.unlink()
+    targets = {rel: _page_target(root, rel) for rel in changed}
+    transaction.write_files({targets[rel]: pages[rel] for rel in changed if rel in pages},
+                            remove=[targets[rel] for rel in changed if rel not in pages])
     return changed
+
+
+def _page_target(root: Path, rel: str) -> Path:
+    inside = rel[len(GENERATED_DIR) + 1:] if rel.startswith(GENERATED_DIR + "/") else ""
+    try:
+        return repopath.output_path(root / GENERATED_DIR, *inside.split("/")) if inside else \
+            repopath.output_path(root / GENERATED_DIR, rel)
+    except repopath.Refused as refusal:
+        raise ToolError(f"refusing to write page {rel!r}: {refusal}") from None
 
 
 def table(headers: list[str], rows: list[list[object]]) -> str:

@@ -19,9 +19,11 @@ Link `https://gpu-platform.example.com/runbooks/GPUFallenOffBus/` and write `doc
 with `## Meaning`, `## Impact`, `## Diagnosis` and `## Mitigation` sections.
 """
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from .. import repopath
 from ..findings import Finding, Severity, at
 from ..model import Fleet
 from ..observability import (
@@ -63,13 +65,12 @@ def _problem(root: Path, alert: Alert) -> tuple[str, str] | None:
     if Path(page).stem != alert.name:
         return (f"alert {alert.name}: runbook_url points at the page of {Path(page).stem}",
                 f"every alert has its own page: use {expected}")
-    file = root / page
-    if not file.is_file():
+    if not os.path.lexists(root / page):
         return f"alert {alert.name}: runbook page {page} does not exist", f"write {page}"
-    try:
-        missing = parse_runbook(file.read_text(encoding="utf-8")).missing_sections()
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"alert {alert.name}: cannot read runbook page {page} ({exc})", "save it as UTF-8 text"
+    try:  # the page's name comes from the alert's annotation: read it through the trust boundary
+        missing = parse_runbook(repopath.read_file(root, page).decode("utf-8")).missing_sections()
+    except (repopath.Refused, UnicodeDecodeError) as exc:
+        return f"alert {alert.name}: cannot read runbook page {page} ({exc})", "save it as a UTF-8 file in docs/"
     if missing:
         return (f"alert {alert.name}: runbook page {page} lacks section(s) {', '.join(missing)}",
                 "a runbook has " + ", ".join(f"## {name}" for name in RUNBOOK_SECTIONS))

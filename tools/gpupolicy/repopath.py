@@ -1,0 +1,170 @@
+"""The trust boundary: every path that comes from content is resolved here, or refused.
+
+A pull request is untrusted input, and paths reach the toolkit through content: kustomize's
+`config.kubernetes.io/origin` annotation (an ordinary annotation that a patch or a `commonAnnotations` line can
+set to anything), the source file of an object `upgrade promote` edits, the group, version and kind of a CRD
+that `schemas import` turns into file names, the member names of a trace archive. Such a path is used only
+after this module has resolved it (symlinks followed, `..` collapsed) inside the repository root (or the named
+output folder), found a regular file there (never a FIFO, a device or a folder: reading those hangs or never
+ends) and found it no bigger than the strict loader's limit. Anything else raises `Refused`, whose message
+says why; callers turn it into a finding or a ToolError and never open the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from .yamlload import MAX_FILE_BYTES
+
+MAX_PATH_CHARS = 1024  # longer than any path a repository needs; the OS limit (4096) is an error, not a refusal
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class Refused(ValueError):
+    """A content-derived path the toolkit will not open; the message says why (fit for a finding)."""
+
+
+def normalize(base: str, text: str) -> str:
+    """The repo-relative POSIX path that `text` names, read relative to the repo-relative folder `base`,
+    with `.` and `..` collapsed on the text alone. Refused: empty, absolute, a URL, a NUL or other control
+    character, too long, or above the repository root."""
+    if not isinstance(text, str) or not text.strip():
+        raise Refused("the path is empty")
+    if len(text) > MAX_PATH_CHARS:
+        raise Refused(f"the path is longer than {MAX_PATH_CHARS} characters")
+    if any(ord(char) < 32 for char in text) or "\\" in text:
+        raise Refused(f"{_shown(text)} contains a control character or a backslash")
+    if "://" in text:
+        raise Refused(f"{_shown(text)} is a URL, not a file of this repository")
+    if text.startswith("/"):
+        raise Refused(f"{_shown(text)} is an absolute path outside the repository")
+    parts: list[str] = []
+    for part in PurePosixPath(base, text).parts if base else PurePosixPath(text).parts:
+        if part == "..":
+            if not parts:
+                raise Refused(f"{_shown(text)} points outside the repository")
+            parts.pop()
+        elif part not in (".", ""):
+            parts.append(part)
+    if not parts:
+        raise Refused(f"{_shown(text)} names the repository root, not a file")
+    return "/".join(parts)
+
+
+def resolve_inside(root: str | Path, rel: str) -> str:
+    """The real path of repo-relative `rel` (symlinks followed), which must lie inside the real `root`."""
+    real_root = os.path.realpath(root)
+    try:
+        real = os.path.realpath(os.path.join(real_root, normalize("", rel)))
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL reached realpath
+        raise Refused(f"{_shown(rel)} cannot be resolved: {exc}") from None
+    if not _is_within(real_root, real):
+        raise Refused(f"{_shown(rel)} resolves outside the repository")
+    return real
+
+
+def regular_file(root: str | Path, rel: str, limit: int | None = MAX_FILE_BYTES) -> str:
+    """`resolve_inside`, and the file is a regular file of at most `limit` bytes (None: any size)."""
+    real = resolve_inside(root, rel)
+    try:
+        info = os.stat(real)
+    except OSError as exc:
+        raise Refused(f"{_shown(rel)} cannot be read: {exc.strerror}") from None
+    _check_regular(rel, info, limit)
+    return real
+
+
+def read_file(root: str | Path, rel: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of repo-relative `rel`, checked as `regular_file` says."""
+    with _opened(root, rel, limit) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise Refused(f"{_shown(rel)} is over the {limit:,}-byte limit")
+    return data
+
+
+def file_digest(root: str | Path, rel: str) -> bytes:
+    """sha256 of repo-relative `rel` of any size (a configuration version hashes big files too), read in
+    chunks; the same containment and regular-file checks as `read_file`."""
+    digest = hashlib.sha256()
+    with _opened(root, rel, None) as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.digest()
+
+
+@contextlib.contextmanager
+def _opened(root: str | Path, rel: str, limit: int | None) -> Iterator[BinaryIO]:
+    """`rel` opened for reading after `regular_file`'s checks. The check is repeated on the open descriptor
+    (opened without blocking), so a file swapped for a FIFO after the check still cannot hang us."""
+    real = regular_file(root, rel, limit)
+    try:
+        descriptor = os.open(real, _READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise Refused(f"{_shown(rel)} cannot be read: {exc.strerror}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        _check_regular(rel, os.fstat(handle.fileno()), limit)
+        yield handle
+
+
+def output_path(out_dir: str | Path, *names: str) -> Path:
+    """`out_dir/names[0]/.../names[-1]` for names that come from content: each must be one plain file name
+    (no `/`, no `..`, nothing hidden), and the result must stay inside the real `out_dir` even where a folder
+    on the way is a symlink."""
+    for name in names:
+        check_name(name)
+    real_out = os.path.realpath(out_dir)
+    target = os.path.join(real_out, *names)
+    if not _is_within(real_out, os.path.realpath(target)):
+        raise Refused(f"{'/'.join(names)!r} would be written outside {out_dir}")
+    return Path(target)
+
+
+def check_name(name: str) -> str:
+    """One plain file or folder name: no separator, not `.` or `..`, not hidden, printable, not too long."""
+    if not isinstance(name, str) or not name or name in (".", "..") or name.startswith("."):
+        raise Refused(f"{_shown(name)} is not a usable file name")
+    if "/" in name or "\\" in name or any(ord(char) < 32 for char in name) or len(name) > 255:
+        raise Refused(f"{_shown(name)} is not a usable file name")
+    return name
+
+
+def within(root: str | Path, path: str | Path) -> bool:
+    """Whether the real `path` lies inside the real `root` (for callers that only need to know)."""
+    return _is_within(os.path.realpath(root), os.path.realpath(path))
+
+
+def special_file_reason(mode: int) -> str | None:
+    """Why a file of this st_mode must not be read (a FIFO blocks, a device never ends), or None."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return f"is {what}, not a regular file"
+    return "is not a regular file"
+
+
+def _check_regular(rel: str, info: os.stat_result, limit: int | None) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise Refused(f"{_shown(rel)} is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise Refused(f"{_shown(rel)} {special_file_reason(info.st_mode)}")
+    if limit is not None and info.st_size > limit:
+        raise Refused(f"{_shown(rel)} is {info.st_size:,} bytes, over the {limit:,}-byte limit")
+
+
+def _is_within(real_root: str, real: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _shown(text: object) -> str:
+    """A path for a message: quoted, control characters escaped, long ones cut."""
+    shown = repr(text)
+    return shown if len(shown) <= 120 else shown[:117] + "..."
