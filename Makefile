@@ -43,13 +43,22 @@ diff: $(STAMP)  ## what the change does (BASE=rev, default: merge base with main
 	mkdir -p artifacts
 	$(GPUPOLICY) diff $(if $(BASE),--base $(BASE)) --format $(DIFF_FORMAT) $(if $(filter-out -,$(DIFF_OUTPUT)),--output $(DIFF_OUTPUT))
 
+# Exit 1 (error findings, all in the report) does not fail these targets; exit 2 (the tool could not do its
+# whole job: a crashed check, a usage error) does, though the report is still written when there is one to
+# write (a crash is an INTERNAL finding in it). The old report goes first so a failed run never leaves a
+# stale one behind to be uploaded, and a "successful" run must have written one.
 sarif: $(STAMP)  ## findings as SARIF 2.1.0 -> artifacts/gpupolicy.sarif (findings do not fail this target)
-	mkdir -p artifacts
-	$(GPUPOLICY) validate --format sarif --output artifacts/gpupolicy.sarif || test $$? -eq 1
+	$(call report,sarif,artifacts/gpupolicy.sarif)
 
 junit: $(STAMP)  ## findings as JUnit XML -> artifacts/gpupolicy-junit.xml (findings do not fail this target)
-	mkdir -p artifacts
-	$(GPUPOLICY) validate --format junit --output artifacts/gpupolicy-junit.xml || test $$? -eq 1
+	$(call report,junit,artifacts/gpupolicy-junit.xml)
+
+define report
+	mkdir -p $(dir $(2))
+	rm -f $(2)
+	$(GPUPOLICY) validate --format $(1) --output $(2) || test $$? -eq 1
+	test -s $(2)
+endef
 
 # System tools that some tests need (promtool, Chromium); CI calls this, developers may.
 system-tools:

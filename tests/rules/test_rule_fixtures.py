@@ -3,11 +3,14 @@
 A fixture is a folder under tests/rules/<ID>/good/ or bad/ whose files are laid over the base repository
 (tests/fixtures/minirepo, or the folder named in the fixture's `base` file). A file `<path>.delete` removes
 <path> from the copy. An optional `expect.yaml` lists findings that must be among the rule's findings:
-`[{path: clusters/mini/queues.yaml, line: 18, message: "substring"}]`.
+`[{path: clusters/mini/queues.yaml, line: 18, message: "substring"}]`. An optional `crash` file names a
+registered rule whose check is made to raise for that fixture: no repository content should crash a rule, so
+this is how INTERNAL (the finding of a crashed check) gets its bad fixture. No other fixture may crash a check.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from gpupolicy.rules import all_rules
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DEFAULT_BASE = REPO / "tests" / "fixtures" / "minirepo"
-SPECIAL = {"expect.yaml", "base", "README.md"}
+SPECIAL = {"expect.yaml", "base", "README.md", "crash"}
 
 
 def _fixtures(kind: str) -> list[Path]:
@@ -53,16 +56,29 @@ def _rule_id(fixture: Path) -> str:
     return fixture.parents[1].name
 
 
-def _findings_of(fixture: Path, tmp_path: Path) -> list:
+def _findings_of(fixture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list:
     repo = build_fixture_repo(fixture, tmp_path / "repo")
+    crash_file = fixture / "crash"
+    if crash_file.is_file():
+        _make_rule_raise(crash_file.read_text().strip(), monkeypatch)
     result = pipeline.run(repo)
-    assert not result.crashes, result.crashes
+    if _rule_id(fixture) != "INTERNAL":
+        assert not result.crashes, result.crashes
     return [f for f in result.findings if f.rule == _rule_id(fixture)]
 
 
+def _make_rule_raise(rule_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def check(fleet):
+        raise ValueError(f"{rule_id} made to crash by the fixture")
+        yield  # a generator, like every rule's check
+
+    rules = all_rules()  # the cached registry the pipeline reads
+    monkeypatch.setitem(rules, rule_id, dataclasses.replace(rules[rule_id], check=check))
+
+
 @pytest.mark.parametrize("fixture", _fixtures("bad"), ids=lambda p: f"{p.parents[1].name}/bad/{p.name}")
-def test_rule_fires_on_bad_fixture(fixture: Path, tmp_path: Path) -> None:
-    found = _findings_of(fixture, tmp_path)
+def test_rule_fires_on_bad_fixture(fixture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _findings_of(fixture, tmp_path, monkeypatch)
     assert found, f"{_rule_id(fixture)} did not fire on {fixture.name}"
     expect_file = fixture / "expect.yaml"
     for expected in yaml.safe_load(expect_file.read_text()) if expect_file.is_file() else []:
@@ -70,8 +86,8 @@ def test_rule_fires_on_bad_fixture(fixture: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fixture", _fixtures("good"), ids=lambda p: f"{p.parents[1].name}/good/{p.name}")
-def test_rule_silent_on_good_fixture(fixture: Path, tmp_path: Path) -> None:
-    found = _findings_of(fixture, tmp_path)
+def test_rule_silent_on_good_fixture(fixture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _findings_of(fixture, tmp_path, monkeypatch)
     assert not found, f"{_rule_id(fixture)} fired on a good fixture: {found}"
 
 

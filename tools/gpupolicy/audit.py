@@ -6,18 +6,21 @@ A snapshot is a directory of what these commands print:
     workloads.json        kubectl get workloads.kueue.x-k8s.io -A -o json   (optional)
     clusterqueues.json    kubectl get clusterqueues -o json                 (optional)
     dcgm.prom             a scrape of the DCGM exporter's /metrics          (optional)
-Bad input raises AuditError with the file (and line for dcgm.prom); the command turns it into exit 2.
+Bad input raises AuditError with the file (and line for dcgm.prom, and the field for a wrong shape: a list
+where a mapping belongs, a word where a number or a time belongs); the command turns it into exit 2.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .errors import ToolError
 from .model import (
     GPU_COUNT_LABEL,
     GPU_RESOURCE,
@@ -35,8 +38,8 @@ _PROM_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)
 _PROM_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
-class AuditError(ValueError):
-    pass
+class AuditError(ToolError, ValueError):
+    """A snapshot the audit cannot read: the message names the file and, where it can, the line or field."""
 
 
 @dataclass
@@ -61,7 +64,7 @@ class AuditReport:
     gpus_by_queue: dict[str, float] = field(default_factory=dict)
     idle_gpus: list[tuple[str, str, str, float]] = field(default_factory=list)  # namespace, pod, gpu, util
     unqueued_pods: list[str] = field(default_factory=list)
-    pending: list[tuple[str, str, float]] = field(default_factory=list)  # ns/name, queue, age hours
+    pending: list[tuple[str, str, float | None]] = field(default_factory=list)  # ns/name, queue, age h (None: unknown)
     issues: list[Issue] = field(default_factory=list)
 
 
@@ -76,10 +79,13 @@ def _items(path: Path, required: bool) -> list[dict] | None:
         raise AuditError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise AuditError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # an integer of 5,000 digits; nesting deeper than Python's stack
+        raise AuditError(f"{path}: cannot read: {type(exc).__name__}: {str(exc)[:120]}") from None
     items = data.get("items") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise AuditError(f"{path}:1: expected a Kubernetes List with `items`")
-    return [item for item in items if isinstance(item, dict)]
+    check_shapes(items, SHAPES[path.name], str(path))
+    return items
 
 
 def parse_prometheus(path: Path) -> list[tuple[str, dict[str, str], float]]:
@@ -158,12 +164,14 @@ def _slices(resource: str) -> int:
 
 
 def parse_time(text: str | None) -> datetime | None:
-    if not text:
+    """An aware datetime (UTC when the text names no zone), or None when `text` is empty or not a time."""
+    if not text or not isinstance(text, str):
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def audit(snapshot: Snapshot, pools: dict[str, Pool], now: datetime | None = None) -> AuditReport:
@@ -267,13 +275,17 @@ def _audit_pending(workloads: list[dict], now: datetime, report: AuditReport) ->
         if admitted or finished:
             continue
         meta = _meta(workload)
-        created = parse_time(meta.get("creationTimestamp"))
-        age = (now - created).total_seconds() / 3600 if created else 0.0
+        created = parse_time(meta.get("creationTimestamp"))  # the shape check refused a malformed one
+        age = (now - created).total_seconds() / 3600 if created else None
         queue = (workload.get("spec") or {}).get("queueName", "")
         report.pending.append((f"{meta.get('namespace', '')}/{meta.get('name', '?')}", queue, age))
         report.issues.append(Issue("pending", f"workload {meta.get('namespace', '')}/{meta.get('name', '?')} in "
-                                              f"queue {queue or '?'} pending for {age:.1f} h"))
-    report.pending.sort(key=lambda item: -item[2])
+                                              f"queue {queue or '?'} pending for {format_age(age)}"))
+    report.pending.sort(key=lambda item: -(item[2] if item[2] is not None else float("inf")))
+
+
+def format_age(hours: float | None) -> str:
+    return "an unknown time (no creationTimestamp)" if hours is None else f"{hours:.1f} h"
 
 
 def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600):
@@ -308,3 +320,76 @@ def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600)
         job.submit = int((created - origin).total_seconds())
         jobs.append(job)
     return jobs
+
+
+# --- snapshot shapes -----------------------------------------------------------------------------------------
+# What the audit reads of each object, and the type it must have. A snapshot is untrusted input (a file
+# someone saved or edited): a wrong shape is an AuditError naming the file and field, never a crash deep in
+# the audit, and a malformed time is an error, never an age of 0.0 h. Fields not listed here are not read.
+
+MAX_DEVICES = 1_000_000  # per container: far above any node (16 GPUs x 7 MIG slices); keeps the sums exact
+TEXT, TIME, RESOURCES = "text", "time", "resources"
+LABELS = {"*": TEXT}  # a mapping of strings to strings
+METADATA = {"name": TEXT, "namespace": TEXT, "labels": LABELS, "creationTimestamp": TIME}
+SHAPES: dict[str, dict] = {
+    "nodes.json": {"metadata": METADATA,
+                   "spec": {"taints": [{"key": TEXT, "value": TEXT, "effect": TEXT}]}},
+    "pods.json": {"metadata": METADATA,
+                  "spec": {"containers": [{"resources": {"limits": RESOURCES, "requests": RESOURCES}}]},
+                  "status": {"phase": TEXT, "startTime": TIME}},
+    "workloads.json": {"metadata": METADATA, "spec": {"queueName": TEXT},
+                       "status": {"conditions": [{"type": TEXT, "status": TEXT}]}},
+    "clusterqueues.json": {"metadata": METADATA},
+}
+
+
+def check_shapes(items: list, shape: dict, source: str) -> None:
+    """Raise AuditError at the first item whose read fields have the wrong type."""
+    for index, item in enumerate(items):
+        _check(item, shape, source, f"items[{index}]")
+
+
+def _check(value: object, shape: object, source: str, where: str) -> None:
+    if value is None:
+        return  # an absent or null field: the audit reads it as empty
+    if isinstance(shape, dict):
+        _expect(isinstance(value, dict), value, "a mapping", source, where)
+        for key, item in value.items():
+            if key in shape or "*" in shape:
+                _check(item, shape.get(key, shape.get("*")), source, f"{where}.{key}")
+    elif isinstance(shape, list):
+        _expect(isinstance(value, list), value, "a list", source, where)
+        for index, item in enumerate(value):
+            _check(item, shape[0], source, f"{where}[{index}]")
+    elif shape == TEXT:
+        _expect(isinstance(value, str), value, "a string", source, where)
+    elif shape == TIME:
+        _expect(isinstance(value, str) and parse_time(value) is not None, value,
+                "an RFC 3339 time such as 2025-06-01T12:00:00Z", source, where)
+    elif shape == RESOURCES:
+        _expect(isinstance(value, dict), value, "a mapping", source, where)
+        for name, amount in value.items():
+            if _is_gpu_resource(name):  # the only amounts the audit adds up
+                _expect(_is_device_count(amount), amount, f"a number of devices from 0 to {MAX_DEVICES:,}", source,
+                        f"{where}.{name}")
+
+
+def _is_gpu_resource(name: object) -> bool:
+    return isinstance(name, str) and (name in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared")
+                                      or name.startswith(MIG_RESOURCE_PREFIX))
+
+
+def _is_device_count(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return False
+    try:
+        amount = float(str(value))
+    except (ValueError, OverflowError):
+        return False
+    return math.isfinite(amount) and 0 <= amount <= MAX_DEVICES
+
+
+def _expect(ok: bool, value: object, wanted: str, source: str, where: str) -> None:
+    if not ok:
+        shown = repr(value) if isinstance(value, str | int | float) else type(value).__name__
+        raise AuditError(f"{source}: {where}: expected {wanted}, got {shown[:80]}")

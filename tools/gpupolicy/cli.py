@@ -1,6 +1,8 @@
 """`gpupolicy` command line: each module in gpupolicy.commands with NAME/HELP/add_arguments/run is a subcommand.
 
-Exit codes everywhere: 0 clean, 1 findings of error severity, 2 the tool could not run.
+Exit codes everywhere: 0 clean, 1 findings of error severity, 2 the tool could not do its whole job (usage,
+a missing dependency, a check that crashed). An unexpected exception is a one-paragraph message and exit 2,
+never a traceback (unless GPUPOLICY_DEBUG=1) and never exit 1, which CI reads as a policy failure.
 """
 
 from __future__ import annotations
@@ -9,11 +11,15 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import traceback
 from pathlib import Path
 
 from . import __version__, commands
 from .errors import ToolError
+from .internal import DEBUG_ENV, debugging, describe
 from .pipeline import find_repo_root
+
+ACTION_DESTINATIONS = ("upgrade_action", "mig_action", "action")  # the subcommands' own subcommands
 
 
 def _command_modules() -> list:
@@ -60,6 +66,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported as one
+        return _internal_error(_command_name(args), exc)
+
+
+def _command_name(args: argparse.Namespace) -> str:
+    """`upgrade status`, `schemas import`, `mig check`, or the plain command."""
+    action = next((getattr(args, name) for name in ACTION_DESTINATIONS if getattr(args, name, None)), None)
+    return f"{args.command} {action}" if action else str(args.command)
+
+
+def _internal_error(command: str, exc: BaseException) -> int:
+    if debugging():
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"gpupolicy: internal error in {command}: {describe(exc)} (please report; run with {DEBUG_ENV}=1 "
+          "for the traceback)", file=sys.stderr)
+    return 2
 
 
 def _repo(given: Path | None) -> Path:

@@ -11,10 +11,12 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from .describe import fleet_as_dict
 from .findings import Finding, Severity
+from .internal import INTERNAL
 from .model import MIG_RESOURCE_PREFIX, Cluster, Fleet
 
 ABSENT = None
@@ -228,13 +230,20 @@ def changed(old: dict, new: dict) -> list[tuple[tuple, Any, Any]]:
             if old.get(key, ABSENT) != new.get(key, ABSENT)]
 
 
+# Above this an amount is shown in scientific notation: an int as large as 1e400 (a quota the model holds
+# exactly) would overflow a float in `:g`, and one past 4,300 digits cannot even be turned into text.
+HUGE = 10**15
+
+
 def _show(value: Any) -> str:
-    return "—" if value is ABSENT else str(value)
+    if value is ABSENT:
+        return "—"
+    return f"{Decimal(value):.3e}" if isinstance(value, int) and abs(value) >= HUGE else str(value)
 
 
 def _delta(old: Any, new: Any) -> str:
     amount = (new or 0) - (old or 0)
-    return f"{amount:+g}"
+    return f"{Decimal(amount):+.3e}" if isinstance(amount, int) and abs(amount) >= HUGE else f"{amount:+g}"
 
 
 def _pool_capacity(model: dict) -> dict[tuple, float]:
@@ -253,7 +262,9 @@ def _pool_capacity(model: dict) -> dict[tuple, float]:
 def _share(nominal: Any, capacity: float | None) -> str:
     if nominal is ABSENT or not capacity:
         return "—"
-    return f"{100 * nominal / capacity:.0f}% of {capacity:g}"
+    percent = 100 * Decimal(nominal) / Decimal(capacity)  # exact: a quota of 1e400 must not overflow a float
+    shown = f"{percent:.0f}" if abs(percent) < 10**6 else f"{percent:.1e}"
+    return f"{shown}% of {capacity:g}"
 
 
 def _teams(model: dict) -> dict[tuple, str]:
@@ -411,6 +422,9 @@ def _rows(by_key: dict[str, Section], key: str) -> list[list[Any]]:
 
 def _verdict(findings: FindingsDiff, by_key: dict[str, Section], head_findings: list[Finding],
              rule_ids: set[str]) -> str:
+    crashed = sum(1 for f in head_findings if f.rule == INTERNAL)
+    if crashed:  # never a reassuring verdict when a check did not run
+        return f"INCOMPLETE: {crashed} check(s) crashed on the head (INTERNAL); its findings are missing"
     errors = [f for f in findings.introduced if f.severity is Severity.ERROR]
     if errors:
         rules = sorted({f.rule for f in errors})
@@ -499,7 +513,9 @@ class FindingsView:
 
 def findings_view(diff: SemanticDiff) -> FindingsView:
     states = [(f, "new") for f in diff.findings.introduced] + [(f, "unchanged") for f in diff.findings.preexisting]
-    return FindingsView(findings=list(diff.findings.introduced), sarif_results=states)
+    # A check that crashed on the head is shown even when it crashed on the base too: this run is incomplete.
+    crashed = [f for f in diff.findings.preexisting if f.rule == INTERNAL]
+    return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states)
 
 
 Formatter = Callable[[SemanticDiff], str]

@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 
 from . import __version__, report
 from .findings import Finding, Severity
+from .internal import INTERNAL
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -41,6 +42,8 @@ def as_sarif(result: Any, root: str = "") -> str:
         "originalUriBaseIds": {SRCROOT: {"description": {"text": "the policy repository root"}}},
         "columnKind": "unicodeCodePoints",
         "results": [_sarif_result(f, state, index) for f, state in pairs],
+        # A crashed check (INTERNAL) means the tool did not do its whole job: SARIF's own word for it.
+        "invocations": [{"executionSuccessful": not any(f.rule == INTERNAL for f, _state in pairs)}],
     }
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)
 
@@ -99,17 +102,18 @@ def fingerprint(finding: Finding) -> str:
 # --- JUnit ---------------------------------------------------------------------------------------------------
 
 def as_junit(result: Any, root: str = "") -> str:
-    """One testcase per rule; a <failure> per error finding. Warnings and notes go to the case's system-out,
-    so a CI test report fails exactly when `validate` exits 1."""
+    """One testcase per rule; a <failure> per error finding, an <error> per crashed check (INTERNAL). Warnings
+    and notes go to the case's system-out, so a CI test report fails exactly when `validate` exits 1 or 2."""
     by_rule: dict[str, list[Finding]] = {rule_id: [] for rule_id in _registry()}
     for finding in result.findings:
         by_rule.setdefault(finding.rule, []).append(finding)
-    failures = sum(1 for f in result.findings if f.severity is Severity.ERROR)
+    crashes = sum(1 for f in result.findings if f.rule == INTERNAL)
+    failures = sum(1 for f in result.findings if f.severity is Severity.ERROR) - crashes
     seconds = f"{sum(getattr(result, 'timings', {}).values()):.3f}"
     suites = ElementTree.Element("testsuites", name="gpupolicy", tests=str(len(by_rule)),
-                                 failures=str(failures), errors="0", time=seconds)
+                                 failures=str(failures), errors=str(crashes), time=seconds)
     suite = ElementTree.SubElement(suites, "testsuite", name="gpupolicy", tests=str(len(by_rule)),
-                                   failures=str(failures), errors="0", skipped="0", time=seconds)
+                                   failures=str(failures), errors=str(crashes), skipped="0", time=seconds)
     registry = _registry()
     for rule_id, findings in by_rule.items():
         rule = registry.get(rule_id)
@@ -118,7 +122,8 @@ def as_junit(result: Any, root: str = "") -> str:
         notes = []
         for finding in findings:
             if finding.severity is Severity.ERROR:
-                failure = ElementTree.SubElement(case, "failure", message=finding.message, type=finding.rule)
+                element = "error" if finding.rule == INTERNAL else "failure"
+                failure = ElementTree.SubElement(case, element, message=finding.message, type=finding.rule)
                 failure.text = _junit_detail(finding)
             else:
                 notes.append(f"{finding.severity.value}: {_junit_detail(finding)}")

@@ -392,16 +392,50 @@ def dashboards_of(cluster: Cluster) -> list[Dashboard]:
     return found
 
 
+# Bounds on a dashboard, checked before anything walks it: the API server's limit on a ConfigMap's data (1 MiB,
+# core.MaxSecretSize), and a nesting depth far above Grafana's own (dashboard > rows > panels > targets is
+# about 8 levels) that keeps every walk of it well inside Python's recursion limit.
+MAX_DASHBOARD_BYTES = 1024 * 1024
+MAX_DASHBOARD_DEPTH = 64
+
+
 def _dashboard(obj: K8sObject, key: str, text: Any) -> Dashboard:
     if not isinstance(text, str):
         return Dashboard(obj, key, None, "value is not a string")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_DASHBOARD_BYTES:
+        return Dashboard(obj, key, None, f"{size:,} bytes, more than a ConfigMap holds ({MAX_DASHBOARD_BYTES:,})")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return Dashboard(obj, key, None, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
+    except (RecursionError, ValueError) as exc:  # nesting past Python's stack; an integer of 5,000 digits
+        return Dashboard(obj, key, None, f"not readable JSON ({_json_problem(exc)})")
     if not isinstance(data, dict):
         return Dashboard(obj, key, None, "not a JSON object")
+    if _depth_exceeds(data, MAX_DASHBOARD_DEPTH):
+        return Dashboard(obj, key, None, f"nested more than {MAX_DASHBOARD_DEPTH} levels deep")
     return Dashboard(obj, key, data)
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return f"nested more than {MAX_DASHBOARD_DEPTH} levels deep"
+    return str(exc).split(";")[0]
+
+
+def _depth_exceeds(data: Any, limit: int) -> bool:
+    """Whether lists and objects nest deeper than `limit` (a stack, so the check itself cannot overflow)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def dashboard_queries(dashboard: dict) -> list[PanelQuery]:

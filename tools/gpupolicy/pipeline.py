@@ -12,13 +12,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import graphcache, kustomize, parsecache
+from . import graphcache, kustomize, parsecache, repopath
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .errors import ToolError
 from .findings import Finding, Location, Severity
+from .internal import DEBUG_ENV, INTERNAL, crash_finding, guarded
 from .model import ClusterFacts, Fleet, K8sObject, Pool
 from .schema import SchemaSet, validate_repo_file
-from .yamlload import Document
+from .yamlload import MAX_FILE_BYTES, Document
 
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -35,7 +36,15 @@ class RunResult:
     objects: int = 0
     rendered_clusters: list[str] = field(default_factory=list)
     cached_renders: int = 0
-    crashes: list[str] = field(default_factory=list)
+
+    @property
+    def internal(self) -> list[Finding]:
+        """INTERNAL findings: checks that crashed, so the run did not do its whole job (exit 2)."""
+        return [f for f in self.findings if f.rule == INTERNAL]
+
+    @property
+    def crashes(self) -> list[str]:
+        return [f.message for f in self.internal]
 
     @property
     def errors(self) -> int:
@@ -68,10 +77,7 @@ def find_repo_root(start: Path) -> Path:
 
 
 def cluster_names(root: Path) -> list[str]:
-    base = root / "clusters"
-    if not base.is_dir():
-        return []
-    return sorted(d.name for d in base.iterdir() if d.is_dir() and kustomize.find_kustomization(d))
+    return kustomize.cluster_folders(root)
 
 
 # --- discovery and strict loading -------------------------------------------------------------------------
@@ -131,7 +137,10 @@ def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.Parse
     findings: list[Finding] = []
     for rel in files:
         try:
-            raw = (root / rel).read_bytes()
+            raw = repopath.read_file(root, rel)
+        except repopath.Refused as refusal:
+            findings.append(_refused_source(root, rel, refusal))
+            continue
         except OSError as exc:
             findings.append(Finding("YAML001", Severity.ERROR, f"cannot read file: {exc.strerror}", rel, 0))
             continue
@@ -139,6 +148,25 @@ def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.Parse
         documents[rel] = loaded.documents
         findings.extend(loaded.findings)
     return documents, findings
+
+
+def _refused_source(root: Path, rel: str, refusal: repopath.Refused) -> Finding:
+    """The finding for a source file the trust boundary will not read: an oversized one keeps the loader's
+    YAML004 (so it reads the same whether the boundary or the loader saw the size first), anything else
+    (a FIFO, a device, a symlink out of the repository) is YAML001 with the boundary's reason."""
+    size = _inside_size(root, rel)
+    if size is not None and size > MAX_FILE_BYTES:
+        return Finding("YAML004", Severity.ERROR, f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
+                       rel, 1, hint="split it, or keep generated data out of the policy repository")
+    return Finding("YAML001", Severity.ERROR, f"cannot read file: {refusal}", rel, 0)
+
+
+def _inside_size(root: Path, rel: str) -> int | None:
+    """The size of `rel` when it is a regular file inside the repository, else None; never opens it."""
+    try:
+        return os.stat(repopath.regular_file(root, rel, limit=None)).st_size
+    except (repopath.Refused, OSError):
+        return None
 
 
 def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, schema: str,
@@ -155,7 +183,10 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
                                     hint=f"write the {kind} document (apiVersion: {REPO_API_VERSION}, kind: {kind})"))
         return None
     doc = docs[0]
-    errors = validate_repo_file(schema, doc.data)
+    errors = guarded(findings, "stage schema", validate_repo_file, schema, doc.data, subject=rel,
+                     location=Location(rel, doc.line))
+    if errors is None:
+        return None
     for error in errors:
         findings.append(Finding("SCHEMA005", Severity.ERROR, f"{kind}: {error.message}", rel,
                                 doc.line_of(error.path)))
@@ -196,6 +227,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
                                     progress=progress)
     try:
         documents, load_findings = load_sources(root, files, parse_cache)
+        load_findings = kustomize.accept_json6902_lists(load_findings, graph)  # issue 13 item 9 (engineer C)
         findings.extend(load_findings)
         broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
         broken = [name for name in renderable if graph.closure(f"clusters/{name}") & broken_inputs]
@@ -227,15 +259,18 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         output = rendered[f"clusters/{name}"]
         kfile = graph.overlays[f"clusters/{name}"].file
         if output.error:
-            findings.append(Finding("KUST004", Severity.ERROR, f"kubectl kustomize failed: {output.error}", kfile, 1,
-                                    cluster=name))
+            # issue 13 item 10 (engineer C): at the file and line that cause the failure
+            findings.append(kustomize.render_failure(graph, f"clusters/{name}", output, name))
             continue
         if not graph.overlays[f"clusters/{name}"].origin_annotations:
             findings.append(Finding("KUST006", Severity.WARNING, "overlay does not set buildMetadata: "
                                     "[originAnnotations]; findings cannot name source files", kfile, 1, cluster=name))
         bodies = parsecache.load_rendered(parse_cache, f"{root}:clusters/{name}", output.text)
-        objects_by_cluster[name] = [object_from(body, f"clusters/{name}", name) for body in bodies
-                                    if isinstance(body, dict)]
+        objects_by_cluster[name] = guarded(findings, "stage parse", _objects_from, bodies, name, kfile, default=[],
+                                           subject=f"the rendered objects of cluster {name}",
+                                           location=Location(kfile, 1), cluster=name)
+        # issue 13 item 9 (engineer C): a patch whose target matches nothing
+        findings.extend(kustomize.unmatched_patches(graph, f"clusters/{name}", objects_by_cluster[name], name))
     result.objects = sum(len(objs) for objs in objects_by_cluster.values())
     clock.lap("parse")
 
@@ -248,16 +283,26 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     for name, objects in objects_by_cluster.items():
         directories = set(graph.directories(f"clusters/{name}"))
         pools = [pool for rel, pool in pool_docs.items() if str(Path(rel).parent) in directories]
-        fleet.clusters[name] = build_cluster(facts[name], objects, pools, generated[name], _gpu_model, index.docs)
+        cluster = guarded(findings, "stage model", build_cluster, facts[name], objects, pools, generated[name],
+                          _gpu_model, index.docs, location=Location(facts[name].path, 1), cluster=name)
+        if cluster is not None:  # a cluster whose model crashed is left out (its INTERNAL finding says so)
+            fleet.clusters[name] = cluster
     _attach_pool_clusters(fleet)
-    findings.extend(_values_findings(fleet, schemas, generated, index))
+    findings.extend(guarded(findings, "stage schema (GPU Operator values)", _values_findings, fleet, schemas,
+                            generated, index, default=[]))
     clock.lap("model")
 
     if rules:
-        findings.extend(_run_rules(fleet, result))
+        findings.extend(_run_rules(fleet))
     clock.lap("rules")
     result.findings = _dedupe(findings)
     return result
+
+
+def _objects_from(bodies: list, cluster: str, kustomization: str) -> list[K8sObject]:
+    """The rendered objects; one whose origin annotation is refused points at the overlay's `kustomization`."""
+    return [object_from(body, f"clusters/{cluster}", cluster, kustomization=kustomization)
+            for body in bodies if isinstance(body, dict)]
 
 
 def _prepare(schemas: SchemaSet, documents: dict[str, list[Document]], versions: set[str], rules: bool) -> None:
@@ -275,8 +320,15 @@ def _prepare(schemas: SchemaSet, documents: dict[str, list[Document]], versions:
 
 
 def load_fleet(root: Path, clusters: list[str] | None = None, use_cache: bool = True) -> Fleet:
-    """The fleet model alone (for generators, the simulator and tests)."""
-    return run(Path(root), clusters=clusters, use_cache=use_cache, rules=False).fleet
+    """The fleet model alone (for generators, the simulator and tests). A stage that crashed leaves the model
+    incomplete (a cluster or pool missing): a ToolError (exit 2), never pages or replays built on part of it."""
+    result = run(Path(root), clusters=clusters, use_cache=use_cache, rules=False)
+    if result.internal:
+        first = result.internal[0]
+        raise ToolError(f"internal error: {first.message} ({first.path or 'repository'}); the fleet model is "
+                        f"incomplete, so nothing was built from it (please report; {DEBUG_ENV}=1 prints the "
+                        "traceback)")
+    return result.fleet
 
 
 def _crd_schemas(root: Path) -> dict:
@@ -287,7 +339,7 @@ def _crd_schemas(root: Path) -> dict:
     imported = root / IMPORTED_SCHEMAS
     if imported.is_dir():
         try:
-            schemas.update(crd.load_schema_dir(imported))
+            schemas.update(crd.load_schema_dir(imported, root))
         except crd.CRDError as exc:
             raise ToolError(f"{IMPORTED_SCHEMAS}: {exc}") from exc
     return schemas
@@ -325,18 +377,22 @@ def _pools(pool_dirs: list[str], documents: dict[str, list[Document]], findings:
     for directory in pool_dirs:
         rel = f"{directory}/pool.yaml"
         doc = _check_repo_file(documents, rel, "Pool", "pool", findings)
-        if doc is not None:
-            pools[rel] = pool_from(doc)
+        pool = None if doc is None else guarded(findings, "stage model", pool_from, doc, subject=rel,
+                                                  location=Location(rel, doc.line))
+        if pool is not None:
+            pools[rel] = pool
     return pools
 
 
 def _facts(root: Path, name: str, documents: dict[str, list[Document]], findings: list[Finding]) -> ClusterFacts:
     rel = f"clusters/{name}/cluster.yaml"
     doc = _check_repo_file(documents, rel, "Cluster", "cluster", findings)
+    empty = ClusterFacts(name=name, path=rel, environment="", region="", zones=(),
+                         kubernetes_version=DEFAULT_KUBERNETES_VERSION, gpu_operator_version="", sync_engine="")
     if doc is None:
-        return ClusterFacts(name=name, path=rel, environment="", region="", zones=(),
-                            kubernetes_version=DEFAULT_KUBERNETES_VERSION, gpu_operator_version="", sync_engine="")
-    return facts_from(doc)
+        return empty
+    return guarded(findings, "stage model", facts_from, doc, default=empty, subject=rel,
+                   location=Location(rel, doc.line))
 
 
 def _attach_pool_clusters(fleet: Fleet) -> None:
@@ -354,7 +410,7 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
     for name, objects in objects_by_cluster.items():
         version = facts[name].kubernetes_version
         for obj in objects:
-            findings.extend(_validate_object(obj, version, schemas, fleet, name))
+            findings.extend(_validate_guarded(obj, version, schemas, fleet, name, findings))
     # Manifests no overlay includes are still validated, so a broken file is never silent.
     inputs = graph.input_files()
     patches = graph.patch_files()
@@ -377,8 +433,14 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
                                         hint="add it to a kustomization, or delete it"))
             obj = object_from(doc.data, "", "")
             obj = K8sObject(obj.api_version, obj.kind, obj.name, obj.namespace, doc.data, rel, "")
-            findings.extend(_validate_object(obj, version, schemas, fleet, ""))
+            findings.extend(_validate_guarded(obj, version, schemas, fleet, "", findings))
     return findings
+
+
+def _validate_guarded(obj: K8sObject, version: str, schemas: SchemaSet, fleet: Fleet, cluster: str,
+                      findings: list[Finding]) -> list[Finding]:
+    return guarded(findings, "stage schema", _validate_object, obj, version, schemas, fleet, cluster, default=[],
+                   subject=obj.ref(), location=Location(obj.origin, 0), cluster=cluster)
 
 
 def _values_findings(fleet: Fleet, schemas: SchemaSet, generated: dict[str, dict], index: SourceIndex) -> list[Finding]:
@@ -436,18 +498,26 @@ def _validate_object(obj: K8sObject, version: str, schemas: SchemaSet, fleet: Fl
     return found
 
 
-def _run_rules(fleet: Fleet, result: RunResult) -> list[Finding]:
+def _run_rules(fleet: Fleet) -> list[Finding]:
     from .rules import all_rules
 
     findings: list[Finding] = []
     for rule in all_rules().values():
-        if rule.stage != "rules" or rule.check is None:
-            continue
-        try:
-            findings.extend(rule.check(fleet))
-        except Exception as exc:  # a rule bug must not hide other findings, nor print a traceback
-            result.crashes.append(f"rule {rule.id} failed: {type(exc).__name__}: {exc}")
+        if rule.stage == "rules" and rule.check is not None:
+            findings.extend(_run_rule(rule, fleet))
     return findings
+
+
+def _run_rule(rule, fleet: Fleet) -> list[Finding]:
+    """The rule's findings; when it raises, those it reported so far plus an INTERNAL finding (a rule bug
+    must not hide the other rules' findings, nor pass as "ok")."""
+    found: list[Finding] = []
+    try:
+        for finding in rule.check(fleet):
+            found.append(finding)
+    except Exception as exc:  # noqa: BLE001 - any bug in a rule becomes a finding
+        found.append(crash_finding(f"rule {rule.id}", exc, fleet))
+    return found
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

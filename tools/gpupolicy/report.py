@@ -7,11 +7,25 @@ from collections.abc import Callable
 from typing import Any
 
 from .findings import Finding, Severity
+from .internal import INTERNAL
 
 
 def summary(result: Any) -> dict:
-    return {"errors": result.errors, "warnings": result.warnings, "objects": result.objects,
-            "clusters": len(result.rendered_clusters), "seconds": round(sum(result.timings.values()), 3)}
+    return {"errors": result.errors, "warnings": result.warnings, "crashed": crashed(result),
+            "objects": result.objects, "clusters": len(result.rendered_clusters),
+            "seconds": round(sum(result.timings.values()), 3)}
+
+
+def crashed(result: Any) -> int:
+    """How many checks crashed (INTERNAL findings, counted among the errors too): the run is incomplete."""
+    return sum(1 for f in result.findings if f.rule == INTERNAL)
+
+
+def verdict(errors: int, crashes: int) -> str:
+    """Never "ok" when a check did not run."""
+    if crashes:
+        return f"INCOMPLETE ({crashes} check(s) crashed, see INTERNAL)"
+    return "FAILED" if errors else "ok"
 
 
 def as_json(result: Any, root: str = "") -> str:
@@ -29,9 +43,9 @@ def as_text(result: Any, root: str = "") -> str:
         if finding.hint:
             lines.append(f"    hint: {finding.hint}")
     stats = summary(result)
-    verdict = "FAILED" if stats["errors"] else "ok"
-    lines.append(f"{verdict}: {stats['errors']} error(s), {stats['warnings']} warning(s) in {stats['objects']} "
-                 f"objects from {stats['clusters']} cluster(s), {stats['seconds']:.2f}s")
+    lines.append(f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "
+                 f"{stats['warnings']} warning(s) in {stats['objects']} objects from {stats['clusters']} cluster(s), "
+                 f"{stats['seconds']:.2f}s")
     return "\n".join(lines)
 
 

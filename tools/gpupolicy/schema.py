@@ -6,6 +6,7 @@ once per run with jsonschema-rs; validating an object then costs about a microse
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -80,6 +81,9 @@ class SchemaSet:
             return None
         if (api_version, kind) in self._crd_schemas:
             body = drop_nulls(body)  # the API server drops nulls of custom resources before validating
+        key_errors = non_json_values(body)
+        if key_errors:
+            return key_errors
         if validator.is_valid(body):
             return []
         return [_schema_error(error) for error in validator.iter_errors(body)]
@@ -158,6 +162,38 @@ def repo_schema(name: str) -> Any:
 
 def validate_repo_file(name: str, data: Any) -> list[SchemaError]:
     validator = repo_schema(name)
+    key_errors = non_json_values(data)
+    if key_errors:
+        return key_errors
     if validator.is_valid(data):
         return []
     return [_schema_error(error) for error in validator.iter_errors(data)]
+
+
+def non_json_values(data: Any) -> list[SchemaError]:
+    """What JSON cannot hold, so no schema can reject it: mapping keys that are not strings (`1: x`, `true: x`)
+    and numbers too large for a float (1.5e400 reads as infinity). jsonschema-rs raises on some of these, skips
+    others, or validates infinity as null; they are found here first. A stack, not recursion: the loader bounds
+    the depth, not this function."""
+    errors: list[SchemaError] = []
+    stack: list[tuple[Any, tuple]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    stack.append((item, path + (key,)))
+                else:
+                    # The line map knows a key by its text: right for 1 and 1.5; `yes` or `~` find their mapping.
+                    errors.append(_located(path, f"key {key!r} is not a string ({type(key).__name__}): quote it",
+                                           line_path=path + (str(key),)))
+        elif isinstance(value, list):
+            stack.extend((item, path + (index,)) for index, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            errors.append(_located(path, f"{value} is not a number JSON can hold (too large for a 64-bit float?)"))
+    return sorted(errors, key=lambda error: repr(error.path))
+
+
+def _located(path: tuple, message: str, line_path: tuple | None = None) -> SchemaError:
+    where = _dotted(path)
+    return SchemaError(path if line_path is None else line_path, f"{where}: {message}" if where else message)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -45,7 +45,18 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(str(text).strip())
     if not match:
         raise ValueError(f"not a duration (30m, 48h, 7d): {text!r}")
-    return int(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        return int(match.group(1)) * _UNITS[match.group(2)]
+    except OverflowError as exc:  # timedelta stops at 999,999,999 days
+        raise ValueError(f"duration too long: {text!r}") from exc
+
+
+def parse_date(text: str) -> date:
+    """'2026-11-24' -> a date; a ValueError for one the pattern admits but the calendar does not (2026-02-30)."""
+    try:
+        return date.fromisoformat(str(text).strip())
+    except ValueError as exc:
+        raise ValueError(f"not a calendar date: {text!r} ({exc})") from exc
 
 
 def format_duration(value: timedelta) -> str:
@@ -286,7 +297,9 @@ def _plan_from(doc: Document) -> tuple[Plan | None, list[Problem]]:
     def where(*path: Any) -> Location:
         return Location(doc.path, doc.line_of(tuple(path)))
 
-    problems: list[Problem] = []
+    problems = _unreadable_times(spec, where)
+    if problems:
+        return None, problems
     stages = tuple(_stage_from(i, raw) for i, raw in enumerate(spec["stages"]))
     plan = Plan(name=metadata["name"], path=doc.path, component=spec["component"], from_version=str(spec["from"]),
                 to_version=str(spec["to"]), stages=stages, rollback_target=str(spec["rollback"]["target"]),
@@ -297,11 +310,33 @@ def _plan_from(doc: Document) -> tuple[Plan | None, list[Problem]]:
     return (None if problems else plan), problems
 
 
+def _unreadable_times(spec: dict, where: Callable[..., Location]) -> list[Problem]:
+    """Dates, timestamps and durations that match the schema's patterns but that the calendar or timedelta
+    cannot hold (2026-02-30, 99999999999d): problems at their lines, found before the plan is built on them."""
+    fields: list[tuple[tuple, Any, Callable[[str], Any]]] = []
+    for i, raw in enumerate(spec["stages"]):
+        fields += [(("spec", "stages", i, name), raw[name], parse) for name, parse in _STAGE_TIMES if raw.get(name)]
+    window = spec["rollback"]["criteria"].get("window")
+    if window:
+        fields.append((("spec", "rollback", "criteria", "window"), window, parse_duration))
+    problems = []
+    for path, value, parse in fields:
+        try:
+            parse(value)
+        except ValueError as exc:
+            problems.append(Problem(str(exc), where(*path)))
+    return problems
+
+
+_STAGE_TIMES = (("planned", parse_date), ("minimumSoak", parse_duration), ("started", parse_timestamp),
+                ("completed", parse_timestamp))
+
+
 def _stage_from(index: int, raw: dict) -> Stage:
     selectors = tuple(Selector(cluster=s.get("cluster"), pools=tuple(s["pools"]) if "pools" in s else None,
                                match_labels=dict(s.get("matchLabels") or {}), index=i)
                       for i, s in enumerate(raw["select"]))
-    return Stage(index=index, name=raw["name"], phase=raw["phase"], planned=date.fromisoformat(raw["planned"]),
+    return Stage(index=index, name=raw["name"], phase=raw["phase"], planned=parse_date(raw["planned"]),
                  minimum_soak=parse_duration(raw["minimumSoak"]), approvers=tuple(raw["approvers"]),
                  selectors=selectors, started=_maybe_time(raw.get("started")),
                  completed=_maybe_time(raw.get("completed")), approved_by=raw.get("approvedBy", ""),

@@ -31,7 +31,16 @@ def _as_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     return loader.construct_scalar(node)
 
 
+def _int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    """An integer, or a parse error at its line for one longer than Python converts (4,300 digits)."""
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(None, None, f"an integer of {len(node.value)} digits is too long", node.start_mark) from exc
+
+
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _as_text)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
 _StrictLoader.add_constructor("tag:yaml.org,2002:binary", _as_text)
 
 

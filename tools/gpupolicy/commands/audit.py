@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--kubeconfig, --dcgm-url and --save-snapshot go with --context, not --snapshot")
     now = parse_time(args.now) if args.now else datetime.now(UTC)
     if now is None:
-        return _fail(f"--now {args.now!r} is not an ISO time such as 2025-01-31T12:00:00Z")
+        return _fail(f"--now {args.now!r} is not a valid ISO time such as 2025-01-31T12:00:00Z (a date that "
+                     "exists, a time of day; UTC unless it names a zone)")
     pools, error = _pools(args)
     if pools is None:
         return _fail(error)
@@ -105,6 +106,8 @@ def _pools(args: argparse.Namespace):
 
 
 def _text(report) -> str:
+    from ..audit import format_age
+
     lines = ["Nodes per pool:"]
     lines += [f"  {pool:32} {count}" for pool, count in report.nodes_per_pool.items()]
     lines.append("GPUs requested per namespace:")
@@ -116,7 +119,7 @@ def _text(report) -> str:
     lines.append(f"GPU pods without a queue label: {len(report.unqueued_pods)}")
     lines += [f"  {name}" for name in report.unqueued_pods]
     lines.append(f"Pending workloads: {len(report.pending)}")
-    lines += [f"  {name} (queue {queue or '?'}): {age:.1f} h" for name, queue, age in report.pending]
+    lines += [f"  {name} (queue {queue or '?'}): {format_age(age)}" for name, queue, age in report.pending]
     drift = [issue.message for issue in report.issues if issue.kind == "pool-drift"]
     lines.append(f"Pool drift: {len(drift)}")
     lines += [f"  {message}" for message in drift]

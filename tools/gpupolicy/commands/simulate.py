@@ -57,6 +57,7 @@ def _mapping(items: list[str]) -> dict[str, str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import ToolError
     from ..simulate import compare
     from ..simulate.failures import parse_failures
     from ..simulate.report import comparison_rows, markdown_table, render_markdown, write_plots
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         result = compare(cluster, jobs, failures, mapping, args.policy)
-    except ValueError as exc:
+    except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
     before, after = result.before_summary, result.after_summary

@@ -6,6 +6,9 @@ import argparse
 import sys
 
 from .. import formats, incremental, pipeline, report  # noqa: F401  (formats registers sarif/junit/github)
+from ..errors import ToolError
+from ..internal import crash_finding
+from ..model import Fleet
 from ..progress import progress_bar
 
 NAME = "validate"
@@ -48,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if clusters == []:
         print("gpupolicy: no cluster depends on the changed paths; nothing to validate", file=sys.stderr)
         return 0
-    with progress_bar("rendering") as bar:
-        result = pipeline.run(args.repo, clusters=clusters, use_cache=not args.no_cache, progress=bar)
+    result = _validate(args, clusters)
     text = report.FORMATTERS[args.format](result, str(args.repo))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
@@ -59,6 +61,26 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose:
         stages = ", ".join(f"{stage} {seconds:.3f}s" for stage, seconds in result.timings.items())
         print(f"timings: {stages}; {result.cached_renders} render(s) from cache", file=sys.stderr)
+    return exit_code(result)
+
+
+def _validate(args: argparse.Namespace, clusters: list[str] | None) -> pipeline.RunResult:
+    """The run; when it crashes outright, a result holding just that crash as an INTERNAL finding, so the
+    report is still written (CI uploads it) and says why it is empty."""
+    try:
+        with progress_bar("rendering") as bar:
+            return pipeline.run(args.repo, clusters=clusters, use_cache=not args.no_cache, progress=bar)
+    except ToolError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code
+        return pipeline.RunResult(fleet=Fleet(root=str(args.repo)),
+                                  findings=[crash_finding("the validate pipeline", exc, subject="the repository")])
+
+
+def exit_code(result: pipeline.RunResult) -> int:
+    """0 clean, 1 error findings, 2 when a check crashed (INTERNAL: the run is incomplete), whatever else
+    was found. The crash is a finding in the report; stderr says it too, so a report sent to a file is not
+    the only place it shows."""
     for crash in result.crashes:
         print(f"gpupolicy: {crash}", file=sys.stderr)
     if result.crashes:

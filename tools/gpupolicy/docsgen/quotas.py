@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from ..model import Cluster
 from . import Context, table
 
@@ -20,6 +22,14 @@ def _fmt(value: object) -> str:
     return "unlimited" if value is None else str(value)
 
 
+def _share(nominal: float, exposed: float) -> str:
+    """The quota as a percentage of what its pools expose; exact, so a quota of 1e400 cannot overflow a float."""
+    if not exposed:
+        return "-"
+    percent = 100 * Decimal(nominal) / Decimal(exposed)
+    return f"{percent:.0f}%" if abs(percent) < 10**6 else f"{percent:.1e}%"
+
+
 def _matrix(cluster: Cluster) -> str:
     rows = []
     totals: dict[tuple[str, str], float] = {}
@@ -30,7 +40,7 @@ def _matrix(cluster: Cluster) -> str:
             flavor = cluster.flavors.get(flavor_name)
             pools = cluster.pools_of_flavor(flavor) if flavor else []
             exposed = sum(p.capacity.get(quota.name, 0) for p in pools)
-            share = f"{quota.nominal / exposed:.0%}" if exposed else "-"
+            share = _share(quota.nominal, exposed)
             totals[(flavor_name, quota.name)] = totals.get((flavor_name, quota.name), 0) + quota.nominal
             rows.append([queue.team or queue.name, queue.name, ", ".join(p.name for p in pools) or flavor_name,
                          f"`{quota.name}`", quota.nominal, _fmt(quota.borrowing_limit) if queue.cohort else "-",

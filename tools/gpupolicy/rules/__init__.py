@@ -2,7 +2,8 @@
 
 A rule module declares `ID`, `SEVERITY`, `SUMMARY`, a docstring that is its documentation page
 (Markdown: why it matters, a bad example, the fix) and, unless the pipeline itself reports it
-(`STAGE = "load"`, `"render"` or `"schema"`), a `check(fleet) -> Iterator[Finding]`.
+(`STAGE = "load"`, `"render"` or `"schema"`; `"pipeline"` for INTERNAL, the finding of a check that crashed),
+a `check(fleet) -> Iterator[Finding]`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ CATEGORIES = {
     "YAML": "Strict loading", "KUST": "Rendering", "SCHEMA": "Schemas", "CAP": "Capacity and quotas",
     "MIG": "MIG layouts", "SHARE": "GPU sharing", "PRIO": "Priorities and preemption",
     "SEC": "Security", "RBAC": "Access control", "UPG": "Upgrades", "OBS": "Observability",
-    "DOC": "Documentation", "POOL": "Pools", "SYNC": "GitOps sync",
+    "DOC": "Documentation", "POOL": "Pools", "SYNC": "GitOps sync", "INTERNAL": "Toolkit faults",
 }
 
 
@@ -30,7 +31,7 @@ class Rule:
     severity: Severity
     summary: str
     doc: str
-    stage: str  # "rules" for check(fleet) rules; "load", "render" or "schema" when the pipeline reports it
+    stage: str  # "rules" for check(fleet) rules; "load", "render", "schema" or "pipeline" when the pipeline reports it
     check: Callable[..., Iterator[Finding]] | None
     module: str
 

@@ -10,6 +10,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..errors import ToolError
+from ..limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MIG_SLICES, MILLI, Job, mig_slices
 
@@ -85,6 +87,17 @@ def sim_pool(pool: Pool) -> SimPool | None:
     return SimPool(pool.name, pool.nodes, pool.gpus_per_node, sharing, replicas, pool.gpu_model)
 
 
+# A quota above this many devices is unlimited for any fleet the simulator replays; clamping keeps absurd
+# values (1e400, which the model holds as an exact int) from overflowing the float arithmetic below.
+MAX_QUOTA_DEVICES = 10**9
+
+
+def _bounded(amount: float) -> float:
+    if amount != amount:  # NaN: no quota
+        return 0.0
+    return float(max(min(amount, MAX_QUOTA_DEVICES), -MAX_QUOTA_DEVICES))
+
+
 def quota_milli(resource: str, amount: float, pool: SimPool) -> int | None:
     """A Kueue quota on one resource name, in milli-GPUs of the pool; None for non-GPU resources."""
     if resource.startswith(MIG_RESOURCE_PREFIX):
@@ -112,16 +125,16 @@ def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[Fla
             nominal = borrow = lend = 0
             has_borrow = has_lend = False
             for quota in fq.resources:
-                n = quota_milli(quota.name, float(quota.nominal), pool)
+                n = quota_milli(quota.name, _bounded(quota.nominal), pool)
                 if n is None:
                     continue
                 nominal += n
                 if quota.borrowing_limit is not None:
                     has_borrow = True
-                    borrow += quota_milli(quota.name, float(quota.borrowing_limit), pool) or 0
+                    borrow += quota_milli(quota.name, _bounded(quota.borrowing_limit), pool) or 0
                 if quota.lending_limit is not None:
                     has_lend = True
-                    lend += quota_milli(quota.name, float(quota.lending_limit), pool) or 0
+                    lend += quota_milli(quota.name, _bounded(quota.lending_limit), pool) or 0
             if nominal or has_borrow:
                 result.append(FlavorQuota(fq.flavor, pool.name, nominal, borrow if has_borrow else None,
                                           lend if has_lend else None))
@@ -136,9 +149,28 @@ def _priorities(cluster: Cluster) -> dict[str, int]:
     return {tier: found.get(tier, DEFAULT_TIER_PRIORITY[tier]) for tier in TIERS}
 
 
+def check_simulable(cluster: Cluster) -> dict[str, SimPool]:
+    """The cluster's simulated pools, or a ToolError (exit 2) for a cluster the simulator must not replay.
+
+    The simulator loads the fleet without running rules, so POOL004 does not protect it: the engine keeps
+    state per node and card, and a cluster declaring more nodes than Kubernetes supports would exhaust memory
+    before any rule reported the typo. A cluster without a usable pool has nothing to place jobs on."""
+    total = sum(pool.nodes for pool in cluster.pools)
+    if total > MAX_NODES_PER_CLUSTER:
+        sizes = ", ".join(f"{pool.path} ({pool.nodes})" for pool in sorted(cluster.pools, key=lambda p: -p.nodes))
+        raise ToolError(f"cluster {cluster.name} declares {total} nodes in its pools ({sizes}); Kubernetes "
+                        f"supports at most {MAX_NODES_PER_CLUSTER} nodes per cluster (POOL004), so it is not "
+                        "simulated")
+    pools = {p.name: sp for p in cluster.pools if (sp := sim_pool(p)) is not None}
+    if not pools:
+        raise ToolError(f"cluster {cluster.name} has no valid pool to simulate (`gpupolicy validate` says why "
+                        "its pools are missing or invalid)")
+    return pools
+
+
 def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
     """The cluster's policy as declared: its ClusterQueues, cohorts, priorities and sharing modes."""
-    pools = {p.name: sp for p in cluster.pools if (sp := sim_pool(p)) is not None}
+    pools = check_simulable(cluster)
     queues: dict[str, SimQueue] = {}
     for cq in cluster.cluster_queues.values():
         flavors = _queue_flavors(cluster, cq, pools)
@@ -151,6 +183,8 @@ def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
             within_queue=str(preemption.get("withinClusterQueue") or "Never"),
             reclaim=str(preemption.get("reclaimWithinCohort") or "Never"),
             allow_shared=cq.workload != "training" or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true")
+    if not queues:  # the engine needs a queue for every job
+        raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
     return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
                      placement=placement, cohort_quota=_cohort_quota(cluster, pools))
 
@@ -168,7 +202,7 @@ def _cohort_quota(cluster: Cluster, pools: dict[str, SimPool]) -> dict[tuple[str
                 pool = _pool_of_flavor(cluster, fq.flavor, pools)
                 if pool is None:
                     continue
-                milli = sum(quota_milli(q.name, float(q.nominal), pool) or 0 for q in fq.resources)
+                milli = sum(quota_milli(q.name, _bounded(q.nominal), pool) or 0 for q in fq.resources)
                 if milli:
                     held[(cohort.name, fq.flavor)] = held.get((cohort.name, fq.flavor), 0) + milli
     return held
@@ -208,11 +242,8 @@ def baseline(cluster: Cluster) -> SimPolicy:
     pools, so the baseline never runs a job on hardware the proposed policy reserves for other work. A
     cluster whose pools all serve one kind of work gets a single line over every pool.
     """
-    pools = {}
-    for pool in cluster.pools:
-        sp = sim_pool(pool)
-        if sp is not None:
-            pools[sp.name] = SimPool(sp.name, sp.nodes, sp.gpus_per_node, "exclusive", 1, sp.model)
+    pools = {sp.name: SimPool(sp.name, sp.nodes, sp.gpus_per_node, "exclusive", 1, sp.model)
+             for sp in check_simulable(cluster).values()}
     purpose = pool_classes(from_cluster(cluster))
     lines: dict[str, list[SimPool]] = {}
     for pool in pools.values():
@@ -236,6 +267,8 @@ def assign_queues(jobs: Sequence[Job], policy: SimPolicy, mapping: dict[str, str
     whose tier (then workload) matches the job's is picked.
     """
     names = list(policy.queues)
+    if not names:  # from_cluster refuses such a cluster; a hand-built policy gets a message, not a crash
+        raise ValueError(f"the {policy.name} policy has no queue to send jobs to")
     if len(names) == 1:
         return [names[0]] * len(jobs)
     if policy.name == "baseline":  # one FIFO line per kind of work

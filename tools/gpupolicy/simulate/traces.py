@@ -13,11 +13,14 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 import tarfile
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import repopath
 from .jobs import Job, mig_slices
 
 CSV_COLUMNS = ("job_id", "submit", "duration", "gpus", "share", "mig", "pods", "team", "queue", "tier",
@@ -56,10 +59,13 @@ def detect_format(path: Path) -> str:
                      f"pass --trace-format {'|'.join(FORMATS)}")
 
 
+MAX_HEADER_CHARS = 64 * 1024
+
+
 def _first_line(path: Path) -> str:
     try:
-        with path.open(encoding="utf-8") as handle:
-            return handle.readline()
+        with path.open(encoding="utf-8", errors="surrogateescape") as handle:  # the rows say where, not this
+            return handle.readline(MAX_HEADER_CHARS)  # a file of one endless line must not be read whole
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: cannot read: {exc}") from exc
 
@@ -77,13 +83,38 @@ def read_trace(path: Path, fmt: str | None = None) -> Trace:
     raise TraceError(f"unknown trace format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
+# A trace's fields are numbers and short names; a field this long is a broken or hostile file, not a job.
+MAX_FIELD_CHARS = 1024
+_UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
+
+
 def _rows(handle: Iterable[str], source: str, required: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
+    """(line, row) of a CSV trace; a row that is not well-formed CSV, has an overlong field or bytes that are
+    not UTF-8 (the handle decodes with surrogateescape, so they arrive here as lone surrogates) is a
+    TraceError at its line."""
     reader = csv.DictReader(handle)
-    missing = [c for c in required if c not in (reader.fieldnames or [])]
-    if missing:
-        raise TraceError(f"{source}:1: missing column(s) {', '.join(missing)}")
-    for row in reader:
-        yield reader.line_num, row
+    try:
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise TraceError(f"{source}:1: missing column(s) {', '.join(missing)}")
+        for row in reader:
+            _check_fields(row, f"{source}:{reader.line_num}")
+            yield reader.line_num, row
+    except csv.Error as exc:  # e.g. a field over the csv module's own limit (131,072 characters)
+        raise TraceError(f"{source}:{reader.line_num + 1}: not a CSV row: {exc}") from None  # the row after
+    except UnicodeDecodeError as exc:  # a handle opened strictly
+        raise TraceError(f"{source}:{reader.line_num + 1}: not UTF-8 (byte {exc.start} of a block)") from None
+
+
+def _check_fields(row: dict, where: str) -> None:
+    for column, value in row.items():
+        for text in value if isinstance(value, list) else [value, column]:  # extra cells come as a list
+            if not isinstance(text, str):
+                continue
+            if len(text) > MAX_FIELD_CHARS:
+                raise TraceError(f"{where}: a field of {len(text):,} characters (at most {MAX_FIELD_CHARS:,})")
+            if not text.isascii() and _UNDECODED.search(text):
+                raise TraceError(f"{where}: not UTF-8 (column {column!r}); save the trace as UTF-8")
 
 
 def _number(row: dict, column: str, where: str, default: float | None = None) -> float:
@@ -95,16 +126,16 @@ def _number(row: dict, column: str, where: str, default: float | None = None) ->
     try:
         value = float(text)
     except ValueError:
-        raise TraceError(f"{where}: column {column!r} is not a number: {text!r}") from None
+        raise TraceError(f"{where}: column {column!r} is not a number: {text[:40]!r}") from None
     if value < 0 or math.isnan(value) or math.isinf(value):
-        raise TraceError(f"{where}: column {column!r} must be a non-negative number, got {text!r}")
+        raise TraceError(f"{where}: column {column!r} must be a non-negative number, got {text[:40]!r}")
     return value
 
 
 def read_csv(path: Path) -> Trace:
     jobs: list[Job] = []
     skipped = 0
-    with path.open(encoding="utf-8", newline="") as handle:
+    with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
         for line, row in _rows(handle, str(path), ("job_id", "submit", "duration")):
             where = f"{path}:{line}"
             job = _csv_job(row, where)
@@ -164,7 +195,7 @@ def read_openb(path: Path) -> Trace:
     """
     jobs: list[Job] = []
     skipped = 0
-    with path.open(encoding="utf-8", newline="") as handle:
+    with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
         for line, row in _rows(handle, str(path), OPENB_COLUMNS):
             where = f"{path}:{line}"
             num_gpu = int(_number(row, "num_gpu", where))
@@ -190,17 +221,9 @@ def read_itp(path: Path) -> Trace:
     """
     members: list[tuple[str, str]] = []
     if path.name.endswith((".tar.gz", ".tgz")):
-        try:
-            with tarfile.open(path, "r:gz") as archive:
-                for member in sorted(archive.getmembers(), key=lambda m: m.name):
-                    if member.isfile() and member.name.endswith(".csv"):
-                        data = archive.extractfile(member)
-                        if data is not None:
-                            members.append((member.name, data.read().decode("utf-8")))
-        except (tarfile.TarError, OSError, EOFError) as exc:
-            raise TraceError(f"{path}: not a readable tar.gz: {exc}") from None
+        members = _archive_members(path)
     else:
-        members.append((path.name, path.read_text(encoding="utf-8")))
+        members.append((path.name, path.read_text(encoding="utf-8", errors="surrogateescape")))
     jobs: list[Job] = []
     for name, text in members:
         team = "itp-" + Path(name).stem
@@ -214,3 +237,49 @@ def read_itp(path: Path) -> Trace:
                             tier="training", workload="training"))
     jobs.sort(key=lambda j: j.submit)
     return Trace(jobs, str(path), "itp", 0)
+
+
+# The ITP archive's largest member is 0.8 MB and the whole archive 4 MB unpacked; a gzip bomb must not get
+# to decide how much memory a run takes.
+MAX_MEMBER_BYTES = 64 * 1024 * 1024
+MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
+
+
+def _archive_members(path: Path) -> list[tuple[str, str]]:
+    """The `*.csv` members of an ITP tar.gz as (name, text), read in memory and never extracted to disk.
+    Member names come from the archive, so each must be a plain relative name (no absolute path, no `..`):
+    the name becomes a team name and a location in messages."""
+    members: list[tuple[str, str]] = []
+    total = 0
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            for member in sorted(archive.getmembers(), key=lambda m: m.name):
+                if not (member.isfile() and member.name.endswith(".csv")):
+                    continue
+                name = _member_name(path, member.name)
+                total += member.size
+                if member.size > MAX_MEMBER_BYTES or total > MAX_ARCHIVE_BYTES:
+                    raise TraceError(f"{path}!{name}: member of {member.size:,} bytes takes the archive over its "
+                                     f"limit ({MAX_MEMBER_BYTES:,} per member, {MAX_ARCHIVE_BYTES:,} in all)")
+                data = archive.extractfile(member)
+                if data is not None:
+                    members.append((name, _member_text(path, name, data.read(MAX_MEMBER_BYTES + 1))))
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise TraceError(f"{path}: not a readable tar.gz: {exc}") from None
+    return members
+
+
+def _member_name(path: Path, name: str) -> str:
+    try:
+        return repopath.normalize("", name)
+    except repopath.Refused as refusal:
+        raise TraceError(f"{path}: archive member refused: {refusal}") from None
+
+
+def _member_text(path: Path, name: str, raw: bytes) -> str:
+    if len(raw) > MAX_MEMBER_BYTES:
+        raise TraceError(f"{path}!{name}: member over the {MAX_MEMBER_BYTES:,}-byte limit")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path}!{name}: not UTF-8 (byte {exc.start})") from None
