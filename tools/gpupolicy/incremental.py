@@ -1,14 +1,18 @@
 """Incremental validation: which clusters a set of changed paths can affect.
 
 A cluster is affected by a changed path when
-- the path is in the cluster overlay's dependency closure (`Graph.closure`: kustomizations, resources,
-  patches, generator inputs) in the working tree;
+- the path is in the cluster overlay's dependency closure (`Graph.closure`: kustomizations and every file a
+  kustomization field names: resources, components, patches of each kind, replacements, openapi,
+  configurations, generator inputs) in the working tree;
 - or the path sits directly in a directory the overlay includes (`Graph.directories`, and folders it names
   that hold no kustomization): this is how `pools/<pool>/pool.yaml` (read by the toolkit, never by kustomize)
   and `clusters/<name>/cluster.yaml` reach the clusters that include that pool or are that cluster;
 - or, for a deleted path, an overlay still names it (or a folder above it) as a missing reference. A
   kustomization that stopped naming it is itself changed, so today's graph is enough; only a graph that
   followed a symlink is not trusted for deletions, and the graph at the base revision is asked instead;
+- or the overlay (or one it includes) is opaque (`Overlay.opaque`: a kustomization field the graph does not
+  know, or plugin configurations, which may name files the graph cannot list): then every changed path
+  reaches it, wherever it lies in the repository;
 - or the path is toolkit input for every cluster (`tools/`, `pyproject.toml`, `policies/crd-schemas/`):
   new rules, new pins or new CRD schemas can change any cluster's findings, so every cluster is affected.
 Anything else (docs, READMEs, CI files) affects no cluster. Files no overlay includes are still strictly
@@ -70,8 +74,11 @@ def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[st
         # there still counts; and the paths they name that do not exist
         directories = {o.directory for o in overlays} | {child for o in overlays for child in o.children}
         missing = [path for o in overlays for path in o.missing]
-        hits = {p for p, parent in parents.items()
-                if p in closure or parent in directories or any(_within(p, gone) for gone in missing)}
+        if graph.opaque_fields(overlay):  # inputs the graph cannot list: any change may reach it
+            hits = set(paths)
+        else:
+            hits = {p for p, parent in parents.items()
+                    if p in closure or parent in directories or any(_within(p, gone) for gone in missing)}
         if hits:
             reached[name] = hits
     return reached

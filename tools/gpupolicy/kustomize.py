@@ -2,7 +2,10 @@
 
 We parse every kustomization before rendering, for three reasons: to refuse what kubectl would fetch from
 the network or read from outside the repository, to know which files feed which cluster (incremental
-validation, cache keys), and to know which source file each generated ConfigMap key came from.
+validation, cache keys), and to know which source file each generated ConfigMap key came from. The graph
+reads every field of kustomize's Kustomization type that names a file, in every spelling kubectl accepts;
+an overlay with a field it does not know, or with plugin configurations, is opaque: never cached, and reached
+by any change. Render failures are mapped back to the file and line that cause them.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cachefiles, parsecache
+from . import cachefiles, parsecache, repopath, yamlload
 from .errors import ToolError
 from .findings import Finding, Severity
+from .yamlload import Document
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)", re.I)
@@ -49,10 +53,15 @@ class Overlay:
     kind: str  # Kustomization | Component
     children: list[str] = field(default_factory=list)  # directories it includes (resources, components)
     files: list[str] = field(default_factory=list)  # plain files it reads (resources, patches, generators)
-    patches: list[str] = field(default_factory=list)  # the subset of `files` that are patches (partial)
+    # the subset of `files` kustomize reads as edits, not resources: patches (JSON6902 ones may be YAML lists),
+    # replacement files
+    patches: list[str] = field(default_factory=list)
     generated: list[GeneratedKey] = field(default_factory=list)
     origin_annotations: bool = False
     missing: list[str] = field(default_factory=list)  # references to paths in the repository that do not exist
+    # Fields that may make kustomize read files the graph cannot list (unknown fields, plugin configs): the
+    # overlay's inputs are not known, so it is never cached and any change may reach it.
+    opaque: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -152,6 +161,17 @@ class Graph:
             self._derived[key] = tuple(seen)
         return self._derived[key]
 
+    def has_kustomization(self, folder: str) -> bool:
+        """Whether a resolved folder holds a kustomization (memoized: a fleet names the same folders often)."""
+        key = ("has_kustomization", folder)
+        if key not in self._derived:
+            self._derived[key] = find_kustomization(folder) is not None
+        return self._derived[key]
+
+    def opaque_fields(self, directory: str) -> list[str]:
+        """The fields that make an overlay (or one it includes) read inputs the graph cannot list."""
+        return sorted({name for d in self.directories(directory) for name in self.overlays[d].opaque})
+
     def generated_keys(self, directory: str) -> list[GeneratedKey]:
         return [key for d in self.directories(directory) for key in self.overlays[d].generated]
 
@@ -184,18 +204,82 @@ def find_kustomization(directory: Path | str) -> Path | None:
     return None
 
 
+# --- cluster folders -------------------------------------------------------------------------------------
+
+CLUSTER_FILE = "cluster.yaml"
+
+
+def cluster_folders(root: Path | str) -> list[str]:
+    """The clusters: folders under clusters/ holding a cluster.yaml or any kustomization entry, even one that
+    is not a regular file. Counting only readable kustomizations made a cluster whose overlay is missing, a
+    folder or a FIFO vanish from the run ("ok ... from 0 cluster(s)"); build_graph reports those instead."""
+    base = os.path.join(root, "clusters")
+    try:
+        names = os.listdir(base)
+    except OSError:  # no clusters/ folder (or not a folder): no clusters
+        return []
+    return sorted(name for name in names if os.path.isdir(os.path.join(base, name))
+                  and _declares_cluster(os.path.join(base, name)))
+
+
+def _declares_cluster(folder: str) -> bool:
+    return any(os.path.lexists(os.path.join(folder, name)) for name in (CLUSTER_FILE, *KUSTOMIZATION_NAMES))
+
+
+def _unreadable_entries(folder: str) -> list[tuple[str, str]]:
+    """(name, why) of each kustomization entry that is not a regular file. kustomize tries every recognized
+    name and counts the ones it can read (LoadKustFile, api/internal/target/kusttarget.go): a folder is
+    skipped, so the overlay is "missing"; a FIFO blocks the read, so kubectl hangs until its timeout."""
+    unreadable = []
+    for name in KUSTOMIZATION_NAMES:
+        path = os.path.join(folder, name)
+        mode = _mode(path) if os.path.lexists(path) else None
+        if mode is None and os.path.lexists(path):
+            unreadable.append((name, "is a dangling symlink"))
+        elif mode == _LOOP:
+            unreadable.append((name, "is a symlink loop"))
+        elif mode is not None and stat.S_ISDIR(mode):
+            unreadable.append((name, "is a folder, not a file"))
+        elif mode is not None and not stat.S_ISREG(mode):
+            unreadable.append((name, repopath.special_file_reason(mode) or "is not a regular file"))
+    return unreadable
+
+
+def _report_unreadable(graph: Graph, directory: str, unreadable: list[tuple[str, str]]) -> None:
+    for name, why in unreadable:
+        graph.findings.append(_kust("KUST004", f"{directory}/{name} {why}: kubectl kustomize cannot read it, so "
+                                    f"{directory} is not rendered", f"{directory}/{name}", 0,
+                                    "make it a regular file, or remove it"))
+
+
+def _report_missing_overlay(graph: Graph, directory: str) -> None:
+    """A cluster folder with a cluster.yaml and no kustomization entry at all: nothing renders or syncs it."""
+    folder = os.path.join(str(graph.root), directory)
+    declaration = f"{directory}/{CLUSTER_FILE}"
+    if any(os.path.lexists(os.path.join(folder, name)) for name in KUSTOMIZATION_NAMES) or \
+            not os.path.lexists(os.path.join(folder, CLUSTER_FILE)):
+        return  # an entry exists (reported where it is read), or this is no cluster folder
+    names = ", ".join(KUSTOMIZATION_NAMES)
+    graph.findings.append(_kust("KUST003", f"{directory} has {CLUSTER_FILE} but no kustomization ({names}): "
+                                "the cluster's overlay is never rendered, validated or synced", declaration, 1,
+                                f"add {directory}/kustomization.yaml, or delete the folder"))
+
+
 def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None = None) -> Graph:
     """Read every kustomization reachable from the entry directories (repo-relative)."""
     graph = Graph(root=Path(root).resolve(), parse_cache=parse_cache)  # resolved once: _rel and the containment check run per reference
     real_root = str(graph.root)
     graph._real_paths[real_root] = (real_root, _mode(real_root))  # resolution never looks above the root
     pending = list(entry_dirs)
+    entries = set(pending)
     while pending:
         directory = pending.pop()
         if directory in graph.overlays:
             continue
         overlay = _read_overlay(graph, directory)
         if overlay is None:
+            if directory in entries:
+                _report_missing_overlay(graph, directory)
             continue
         graph.overlays[directory] = overlay
         pending.extend(overlay.children)
@@ -211,101 +295,240 @@ def _inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
+# Every top-level field of a Kustomization, TypeMeta included: kustomize's api/types/kustomization.go
+# (github.com/kubernetes-sigs/kustomize, read at 12f9e6391464b3ad9dd3fe8182049dc1b1772990; kubectl 1.37 ships
+# kustomize v5.8.1). kubectl rejects any other field ("json: unknown field"), but another kubectl may know one
+# more: a field outside this list may name files the graph cannot see, so it makes the overlay opaque.
+KNOWN_FIELDS = frozenset({
+    "apiVersion", "kind", "metadata", "openapi", "namePrefix", "nameSuffix", "namespace", "commonLabels",
+    "labels", "commonAnnotations", "patchesStrategicMerge", "patchesJson6902", "patches", "images", "imageTags",
+    "replacements", "replicas", "vars", "sortOptions", "resources", "components", "crds", "bases",
+    "configMapGenerator", "secretGenerator", "helmGlobals", "helmCharts", "helmChartInflationGenerator",
+    "generatorOptions", "configurations", "generators", "transformers", "validators", "buildMetadata",
+})
+# Entries are plugin configurations (a file, a folder, or inline YAML); a config may name further files (a
+# PatchTransformer's `path`, a generator's `files`) that the graph does not follow: the overlay is opaque.
+PLUGIN_FIELDS = ("generators", "transformers", "validators")
+# Fields that run helm (which downloads charts); refused, so their values files never reach kubectl.
+HELM_FIELDS = ("helmCharts", "helmChartInflationGenerator")
+
+
+def _go_fold(key: object) -> str:
+    """A field name as Go's encoding/json matches it. kustomize decodes a kustomization with it, and it
+    matches struct fields case-insensitively (bytes.EqualFold: `RESOURCES`, `Resources`, and `reſources` with
+    a long s are all `resources`), so the graph must read every spelling kubectl reads. The only non-ASCII
+    letters that fold to ASCII ones are the Kelvin sign (lower() makes it `k`) and the long s."""
+    text = str(key).replace("\u017f", "s")
+    folded = text.lower()
+    return folded if len(folded) == len(text) and folded.isascii() else ""
+
+
+_KNOWN_FOLDED = {_go_fold(name): name for name in KNOWN_FIELDS}
+
+
+def _spellings(mapping: object, name: str) -> list[tuple[Any, Any]]:
+    """(key, value) of every key of `mapping` that kustomize reads as the field `name`."""
+    if not isinstance(mapping, dict):
+        return []
+    wanted = _go_fold(name)
+    return [(key, value) for key, value in mapping.items() if _go_fold(key) == wanted]
+
+
+def _field(mapping: object, name: str) -> Any:
+    """The field's value as written in its canonical spelling, else in another one (for names and kinds)."""
+    found = _spellings(mapping, name)
+    return dict(found).get(name, found[0][1] if found else None)
+
+
+def _entries(mapping: object, name: str) -> Iterable[tuple[Any, int, Any]]:
+    """(key as written, position, entry) of a list field, over every spelling of it."""
+    for key, value in _spellings(mapping, name):
+        for position, entry in enumerate(_as_list(value)):
+            yield key, position, entry
+
+
 def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
     root = str(graph.root)
     graph.consulted.add(os.path.join(root, directory))
     kfile = find_kustomization(os.path.join(root, directory))
+    unreadable = _unreadable_entries(os.path.join(root, directory))
+    _report_unreadable(graph, directory, unreadable)
     if kfile is None:
         return None
     rel_file = _rel(root, str(kfile))
     graph.kustomizations.append(rel_file)
+    others = [name for name in KUSTOMIZATION_NAMES
+              if name != kfile.name and os.path.isfile(os.path.join(root, directory, name))]
+    if others:  # kubectl refuses the folder; we would read only one of them (and key the cache on it alone)
+        graph.findings.append(_kust("KUST004", f"the folder also holds {', '.join(others)}: kubectl kustomize "
+                                    "fails on more than one kustomization file", rel_file, 1, "keep one of them"))
     loaded = parsecache.load_bytes(graph.parse_cache, kfile.read_bytes(), rel_file)
     graph.findings.extend(loaded.findings)
     if not loaded.documents:
         return None
     doc = loaded.documents[0]
     data = doc.data
-    overlay = Overlay(directory=directory, file=rel_file, kind=str(data.get("kind") or "Kustomization"))
-    overlay.origin_annotations = "originAnnotations" in _as_list(data.get("buildMetadata"))
-
-    def resolve(ref: object, *field_path: object) -> str | None:
-        """A path named in the kustomization, checked: no URL, nothing outside the repo, must exist."""
-        text = str(ref)
-        if _URL.match(text) or "?ref=" in text or text.startswith("//"):
-            graph.findings.append(_kust("KUST001", f"remote reference {text!r}: rendering would reach the "
-                                        "network", rel_file, doc.line_of(field_path),
-                                        "vendor the manifests into the repository"))
-            return None
-        try:
-            target, mode = graph.real_path(os.path.join(root, directory, text))
-        except RuntimeError:  # a symlink loop (Python 3.11)
-            graph.findings.append(_kust("KUST003", f"{text!r} cannot be resolved (symlink loop)", rel_file,
-                                        doc.line_of(field_path)))
-            return None
-        except OSError as exc:  # a name too long for the file system, and the like
-            graph.findings.append(_kust("KUST003", f"{text[:80]!r} cannot be resolved: {exc.strerror}", rel_file,
-                                        doc.line_of(field_path)))
-            return None
-        if not _inside(root, target):
-            graph.findings.append(_kust("KUST002", f"{text!r} points outside the repository", rel_file,
-                                        doc.line_of(field_path),
-                                        "everything a cluster renders must live in this repository"))
-            return None
-        if mode is None:
-            graph.findings.append(_kust("KUST003", f"{text!r} does not exist", rel_file, doc.line_of(field_path)))
-            overlay.missing.append(_rel(root, target))  # a deleted input still reaches this overlay's clusters
-            return None
-        if stat.S_ISDIR(mode):
-            directories.add(target)
-        return target
-
-    directories: set[str] = set()
-    for section in ("resources", "components", "bases", "crds"):
-        for position, ref in enumerate(_as_list(data.get(section))):
-            target = resolve(ref, section, position)
-            if target is None:
-                continue
-            if target in directories:
-                overlay.children.append(_rel(root, target))
-            else:
-                overlay.files.append(_rel(root, target))
-    for position, patch in enumerate(_as_list(data.get("patches"))):
-        if isinstance(patch, dict) and patch.get("path"):
-            target = resolve(patch["path"], "patches", position, "path")
-            if target is not None:
-                overlay.files.append(_rel(root, target))
-                overlay.patches.append(_rel(root, target))
-    for position, patch in enumerate(_as_list(data.get("patchesStrategicMerge"))):
-        if isinstance(patch, str) and "\n" not in patch:
-            target = resolve(patch, "patchesStrategicMerge", position)
-            if target is not None:
-                overlay.files.append(_rel(root, target))
-                overlay.patches.append(_rel(root, target))
-    for section in ("configMapGenerator", "secretGenerator"):
-        for position, generator in enumerate(_as_list(data.get(section))):
-            if isinstance(generator, dict):
-                _read_generator(overlay, generator, resolve, lambda p: _rel(root, p), section, position)
-    if data.get("helmCharts"):
-        graph.findings.append(_kust("KUST001", "helmCharts would download charts while rendering", rel_file,
-                                    doc.line_of(("helmCharts",)),
-                                    "install charts through Flux HelmRelease or an Argo CD Application"))
+    overlay = Overlay(directory=directory, file=rel_file, kind=str(_field(data, "kind") or "Kustomization"))
+    # in the closure, so the KUST004 above blocks the render: kubectl would read them too (a FIFO: forever)
+    overlay.files.extend(f"{directory}/{name}" for name, _why in unreadable)
+    overlay.origin_annotations = "originAnnotations" in _as_list(_field(data, "buildMetadata"))
+    reader = _Reader(graph, overlay, doc)
+    reader.read_includes()
+    reader.read_patches()
+    reader.read_other_files()
+    reader.read_generators()
+    reader.read_plugins()
+    overlay.opaque.extend(sorted(str(key) for key in data if _go_fold(key) not in _KNOWN_FOLDED))
+    for section in HELM_FIELDS:
+        for key, value in _spellings(data, section):
+            if value:
+                reader.finding("KUST001", f"{key} would download charts while rendering", (key,),
+                               "install charts through Flux HelmRelease or an Argo CD Application")
     return overlay
 
 
-def _read_generator(overlay: Overlay, generator: dict, resolve, rel, section: str, position: int) -> None:
-    name = str(generator.get("name") or "")
-    for index, entry in enumerate(_as_list(generator.get("files"))):
-        key, _, path = str(entry).rpartition("=")
-        target = resolve(path, section, position, "files", index)
+class _Reader:
+    """Reads the file references of one kustomization into its Overlay, with a finding for each bad one."""
+
+    def __init__(self, graph: Graph, overlay: Overlay, doc: Document) -> None:
+        self.graph, self.overlay, self.doc, self.data = graph, overlay, doc, doc.data
+        self.root = str(graph.root)
+        self.directories: set[str] = set()  # resolved targets that are folders
+
+    def finding(self, rule: str, message: str, field_path: tuple, hint: str = "") -> None:
+        self.graph.findings.append(_kust(rule, message, self.overlay.file, self.doc.line_of(field_path), hint))
+
+    def resolve(self, ref: object, *field_path: object) -> str | None:
+        """A path named in the kustomization, checked: no URL, nothing outside the repo, must exist."""
+        text = str(ref)
+        if _URL.match(text) or "?ref=" in text or text.startswith("//"):
+            self.finding("KUST001", f"remote reference {text!r}: rendering would reach the network", field_path,
+                         "vendor the manifests into the repository")
+            return None
+        try:
+            target, mode = self.graph.real_path(os.path.join(self.root, self.overlay.directory, text))
+        except RuntimeError:  # a symlink loop (Python 3.11)
+            self.finding("KUST003", f"{text!r} cannot be resolved (symlink loop)", field_path)
+            return None
+        except OSError as exc:  # a name too long for the file system, and the like
+            self.finding("KUST003", f"{text[:80]!r} cannot be resolved: {exc.strerror}", field_path)
+            return None
+        if not _inside(self.root, target):
+            self.finding("KUST002", f"{text!r} points outside the repository", field_path,
+                         "everything a cluster renders must live in this repository")
+            return None
+        if mode is None:
+            self.finding("KUST003", f"{text!r} does not exist", field_path)
+            self.overlay.missing.append(_rel(self.root, target))  # a deleted input still reaches its clusters
+            return None
+        special = repopath.special_file_reason(mode)
+        if special:  # kubectl would block on a FIFO, or read a device without end
+            self.finding("KUST003", f"{text!r} {special}", field_path, "list regular files only")
+            return None
+        if stat.S_ISDIR(mode):
+            self.directories.add(target)
+        return target
+
+    def add_file(self, target: str | None, patch: bool = False) -> None:
         if target is None:
-            continue
-        overlay.files.append(rel(target))
-        overlay.generated.append(GeneratedKey(configmap=name, key=key or os.path.basename(target), source=rel(target)))
-    for field_name in ("envs", "env"):
-        for index, path in enumerate(_as_list(generator.get(field_name))):
-            target = resolve(path, section, position, field_name, index)
-            if target is not None:
-                overlay.files.append(rel(target))
+            return
+        self.overlay.files.append(_rel(self.root, target))
+        if patch:
+            self.overlay.patches.append(_rel(self.root, target))
+
+    def read_includes(self) -> None:
+        """resources, components, bases and crds: files, or folders holding a kustomization. kubectl fails on
+        an entry listed twice and on a folder without a kustomization, naming neither: say so at the entry."""
+        seen: dict[str, str] = {}
+        for section in ("resources", "components", "bases", "crds"):
+            for key, position, ref in _entries(self.data, section):
+                target = self.resolve(ref, key, position)
+                if target is None:
+                    continue
+                if section != "crds" and target in seen:
+                    self.finding("KUST004", f"{ref!r} is listed twice (first in {seen[target]}): kubectl kustomize "
+                                 "fails adding the same objects again", (key, position), "remove one entry")
+                    continue
+                seen[target] = key
+                if target in self.directories:
+                    self._include_folder(target, ref, (key, position))
+                    continue
+                self.add_file(target)
+                if section == "components":
+                    self.finding("KUST004", f"{ref!r} is a file: a component is a folder whose kustomization has "
+                                 "kind: Component, and kubectl kustomize fails on a file", (key, position),
+                                 "list the file under resources, or name the component's folder")
+
+    def _include_folder(self, target: str, ref: object, field_path: tuple) -> None:
+        self.overlay.children.append(_rel(self.root, target))
+        if self.graph.has_kustomization(target):
+            return
+        hint = ("a folder named like a file is read as a kustomization" if str(ref).endswith((".yaml", ".yml"))
+                else "add a kustomization.yaml to the folder, or name its files instead")
+        self.finding("KUST004", f"{ref!r} is a folder without a kustomization: kubectl kustomize cannot "
+                     "render it", field_path, hint)
+
+    def read_patches(self) -> None:
+        """Patch files (a patch written inline needs no file; a one-line patchesStrategicMerge entry that
+        starts like JSON is inline too)."""
+        for section in ("patches", "patchesJson6902"):
+            for key, position, patch in _entries(self.data, section):
+                self._read_paths(patch, (key, position), patch=True)
+        for key, position, patch in _entries(self.data, "patchesStrategicMerge"):
+            if isinstance(patch, str) and "\n" not in patch and not patch.lstrip().startswith("{"):
+                self.add_file(self.resolve(patch, key, position), patch=True)
+
+    def _read_paths(self, entry: object, field_path: tuple, patch: bool = False) -> None:
+        """The `path` of an entry (a patch, a replacement), in every spelling kubectl reads as `path`."""
+        for key, ref in _spellings(entry, "path"):
+            if ref:
+                self.add_file(self.resolve(ref, *field_path, key), patch=patch)
+
+    def read_other_files(self) -> None:
+        """replacements (`path`), openapi (`path`), configurations: files kustomize reads besides resources."""
+        for key, position, replacement in _entries(self.data, "replacements"):
+            self._read_paths(replacement, (key, position), patch=True)
+        for key, openapi in _spellings(self.data, "openapi"):  # a map: its own keys are exact
+            if isinstance(openapi, dict) and openapi.get("path"):
+                self.add_file(self.resolve(openapi["path"], key, "path"))
+        for key, position, ref in _entries(self.data, "configurations"):
+            self.add_file(self.resolve(ref, key, position))
+
+    def read_generators(self) -> None:
+        for section in ("configMapGenerator", "secretGenerator"):
+            for key, position, generator in _entries(self.data, section):
+                if isinstance(generator, dict):
+                    self._read_generator(generator, (key, position))
+
+    def _read_generator(self, generator: dict, at: tuple) -> None:
+        name = str(_field(generator, "name") or "")
+        for key, index, entry in _entries(generator, "files"):
+            source_key, _, path = str(entry).rpartition("=")
+            target = self.resolve(path, *at, key, index)
+            if target is None:
+                continue
+            self.add_file(target)
+            self.overlay.generated.append(GeneratedKey(configmap=name, key=source_key or os.path.basename(target),
+                                                       source=_rel(self.root, target)))
+        for field_name in ("envs", "env"):
+            for key, index, path in _entries(generator, field_name):
+                self.add_file(self.resolve(path, *at, key, index))
+
+    def read_plugins(self) -> None:
+        """generators, transformers, validators: their files and folders are inputs, and since a plugin config
+        may name more files the overlay is opaque."""
+        for section in PLUGIN_FIELDS:
+            entries = list(_entries(self.data, section))
+            if entries:
+                self.overlay.opaque.append(section)
+            for key, position, ref in entries:
+                if not isinstance(ref, str) or "\n" in ref:
+                    continue  # inline configuration
+                target = self.resolve(ref, key, position)
+                if target in self.directories:
+                    self.overlay.children.append(_rel(self.root, target))
+                else:
+                    self.add_file(target)
 
 
 def _as_list(value: object) -> list:
@@ -358,8 +581,8 @@ def input_hash(root: Path, files: Iterable[str], salt: str) -> str:
     for rel in sorted(files):
         digest.update(rel.encode() + b"\0")
         try:
-            digest.update(hashlib.sha256((root / rel).read_bytes()).digest())
-        except OSError:
+            digest.update(repopath.file_digest(root, rel))
+        except repopath.Refused:  # missing, or not a regular file (the graph refused it before rendering)
             digest.update(b"missing")
     return digest.hexdigest()
 
@@ -403,13 +626,16 @@ class RenderJob:
         return {d: rendered for d, rendered in done.items() if d not in self._cancelled}
 
     def _one(self, directory: str) -> Rendered:
-        key = input_hash(self._root, self._graph.closure(directory), self._salt) if self._use_cache else ""
+        # an opaque overlay's inputs are not all known, so no key could cover them: render it every time
+        cacheable = self._use_cache and not self._graph.opaque_fields(directory)
+        key = input_hash(self._root, self._graph.closure(directory), self._salt) if cacheable else ""
         cached_file = self._cache / f"{key}.yaml"
-        if self._use_cache and cached_file.is_file():
-            rendered = Rendered(directory, text=cached_file.read_text(encoding="utf-8"), cached=True)
+        cached_text = cachefiles.read_text(cached_file) if cacheable else None  # verified, or None
+        if cached_text is not None:
+            rendered = Rendered(directory, text=cached_text, cached=True)
         else:
             rendered = self._run_kubectl(directory)
-            if self._use_cache and not rendered.error:
+            if cacheable and not rendered.error:
                 cachefiles.write_bytes(cached_file, rendered.text.encode())
         if self._progress:
             with self._lock:
@@ -455,3 +681,248 @@ def _kubectl_identity(kubectl: str) -> str:
     except OSError:
         return kubectl
     return f"{kubectl}:{info.st_size}:{info.st_mtime_ns}"
+
+
+# --- what a render tells us, mapped back to the repository ---------------------------------------------------
+
+# kubectl's error for a strategic-merge patch that matches nothing names the patch's id, not its file:
+# `no resource matches strategic merge patch "ClusterQueue.v1beta2.kueue.x-k8s.io/nosuch.[noNs]"`.
+_UNMATCHED_PATCH = re.compile(r'no resource matches strategic merge patch "(?P<kind>[^."]+)\.[^"]*?/(?P<name>[^"]*?)'
+                              r'\.\[[^\]"]*\]"')
+# Values JSON cannot hold (`.inf`, `.nan`) and non-string keys: kubectl prints the object, with the origin
+# annotation when the overlay sets it, and no line.
+_UNSERIALIZABLE = re.compile(r"json: unsupported (?:value: [-+]?(?:Inf|NaN)|type: map\[interface \{\}\])")
+_ORIGIN_IN_ERROR = re.compile(r'"config\.kubernetes\.io/origin":"path: (?P<path>[^"\\]+)\\n')
+_QUOTED = re.compile(r"'([^'\n]{1,1024})'")
+_REGISTERED_ID = re.compile(r"already registered id: (?P<kind>[^.\s']+)\.[^\s']*?/(?P<name>[^\s']*?)\.\[")
+
+
+def render_failure(graph: Graph, directory: str, rendered: Rendered, cluster: str) -> Finding:
+    """KUST004 for an overlay kubectl could not render, at the file and line that cause it when kubectl's
+    message lets us tell (else the overlay's kustomization, line 1)."""
+    path, line = failure_location(graph, directory, rendered.error)
+    return Finding("KUST004", Severity.ERROR, f"kubectl kustomize failed: {_short(rendered.error)}", path, line,
+                   cluster=cluster)
+
+
+def _short(error: str) -> str:
+    """kubectl's message without what only repeats the file: the object it dumps before a JSON error, the
+    goroutine stacks after a panic."""
+    unserializable = _UNSERIALIZABLE.search(error)
+    if unserializable:
+        return f"{unserializable[0]} (JSON has no infinite or NaN numbers, and only string keys)"
+    return error.partition("\ngoroutine ")[0].strip()
+
+
+def failure_location(graph: Graph, directory: str, error: str) -> tuple[str, int]:
+    """Where a render error comes from. Only files of the overlay's closure are ever opened: a path in
+    kubectl's message is a hint to match against them, never a file to read."""
+    closure = graph.closure(directory)
+    match = _UNMATCHED_PATCH.search(error)
+    if match:
+        found = _patch_entry(graph, directory, match["kind"], match["name"])
+        if found:
+            return found
+    if _UNSERIALIZABLE.search(error):
+        origin = _ORIGIN_IN_ERROR.search(error)
+        named = _named_file(directory, origin["path"], closure) if origin else None
+        for rel in ([named] if named else []) + sorted(closure):
+            line = _unserializable_line(graph, rel)
+            if line:
+                return rel, line
+    named_files = [rel for text in _QUOTED.findall(error) if (rel := _named_file(directory, text, closure))]
+    if named_files:
+        rel = named_files[-1]  # kubectl names the outer paths first and the file that failed last
+        registered = _REGISTERED_ID.search(error)
+        if registered:  # the second declaration of an object: point at it
+            return rel, _object_line(graph, rel, registered["kind"], registered["name"]) or 1
+        return _entry_naming(graph, directory, rel) or (rel, 1)  # else kubectl could not use the entry
+    return graph.overlays[directory].file, 1
+
+
+def _entry_naming(graph: Graph, directory: str, rel: str) -> tuple[str, int] | None:
+    """The kustomization line of the resources/components/bases entry that names `rel`."""
+    for included in graph.directories(directory):
+        overlay = graph.overlays[included]
+        if rel not in overlay.files:
+            continue
+        docs = _documents(graph, overlay.file)
+        for section in ("resources", "components", "bases"):
+            for key, position, ref in _entries(docs[0].data if docs else None, section):
+                try:
+                    if repopath.normalize(overlay.directory, str(ref)) == rel:
+                        return overlay.file, docs[0].line_of((key, position))
+                except repopath.Refused:
+                    continue
+    return None
+
+
+def _named_file(directory: str, text: str, closure: frozenset[str]) -> str | None:
+    """The closure file a path in kubectl's message names (kubectl prints paths relative to the repository,
+    to the overlay, or absolute; absolute ones were made repo-relative already): None for anything else."""
+    for base in ("", directory):
+        try:
+            rel = repopath.normalize(base, text)
+        except repopath.Refused:  # outside the repository, absolute, a URL: never reported
+            continue
+        if rel in closure:
+            return rel
+    return None
+
+
+def _documents(graph: Graph, rel: str) -> list[Document]:
+    """A closure file's documents through the strict loader (and its cache); [] if it cannot be read."""
+    try:
+        raw = repopath.read_file(graph.root, rel)
+    except repopath.Refused:
+        return []
+    return parsecache.load_bytes(graph.parse_cache, raw, rel).documents
+
+
+def _unserializable_line(graph: Graph, rel: str) -> int:
+    """The line of the first value JSON cannot hold (a non-finite number, a non-string key) in a file."""
+    for doc in _documents(graph, rel):
+        found = _unserializable_path(doc.data, ())
+        if found is not None:
+            return doc.line_of(found)
+    return 0
+
+
+def _unserializable_path(value: Any, at: tuple) -> tuple | None:
+    pending = [(value, at)]
+    while pending:
+        current, path = pending.pop()
+        if isinstance(current, float) and (current != current or current in (float("inf"), float("-inf"))):
+            return path
+        if isinstance(current, dict):
+            for key, item in current.items():
+                if not isinstance(key, str):
+                    return (*path, str(key))  # the line map records a key by its text
+                pending.append((item, (*path, key)))
+        elif isinstance(current, list):
+            pending.extend((item, (*path, index)) for index, item in enumerate(current))
+    return None
+
+
+def _object_line(graph: Graph, rel: str, kind: str, name: str) -> int:
+    for doc in _documents(graph, rel):
+        if _is_object(doc.data, kind, name):
+            return doc.line
+    return 0
+
+
+def _is_object(data: Any, kind: str, name: str) -> bool:
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    return isinstance(metadata, dict) and data.get("kind") == kind and str(metadata.get("name")) == name
+
+
+@dataclass(frozen=True)
+class _PatchEntry:
+    """One entry of a kustomization's patches, patchesJson6902 or patchesStrategicMerge."""
+
+    overlay: Overlay
+    line: int  # of the entry in the overlay's kustomization
+    strategic_merge_list: bool  # an entry of patchesStrategicMerge (never has a target)
+    entry: Any
+
+
+def _patch_entries(graph: Graph, directory: str) -> Iterable[_PatchEntry]:
+    """Every patch entry of the overlays an overlay includes, in every spelling kubectl reads."""
+    for included in graph.directories(directory):
+        key = ("patch_entries", included)
+        if key not in graph._derived:  # once per overlay and run, however many clusters include it
+            graph._derived[key] = list(_overlay_patch_entries(graph, graph.overlays[included]))
+        yield from graph._derived[key]
+
+
+def _overlay_patch_entries(graph: Graph, overlay: Overlay) -> Iterable[_PatchEntry]:
+    docs = _documents(graph, overlay.file)
+    if not docs or not isinstance(docs[0].data, dict):
+        return
+    for section in ("patches", "patchesJson6902", "patchesStrategicMerge"):
+        for key, position, entry in _entries(docs[0].data, section):
+            yield _PatchEntry(overlay, docs[0].line_of((key, position)), section == "patchesStrategicMerge", entry)
+
+
+def _patch_entry(graph: Graph, directory: str, kind: str, name: str) -> tuple[str, int] | None:
+    """The kustomization line of the strategic-merge patch that names this object."""
+    for patch in _patch_entries(graph, directory):
+        if any(_is_object(data, kind, name) for data in _patch_bodies(graph, patch)):
+            return patch.overlay.file, patch.line
+    return None
+
+
+def _patch_bodies(graph: Graph, patch: _PatchEntry) -> list[Any]:
+    """The documents of a patch entry, inline or from its file (only a file the graph resolved)."""
+    entry, overlay = patch.entry, patch.overlay
+    if isinstance(entry, str):
+        inline, refs = (entry, []) if "\n" in entry else (None, [entry])
+    else:
+        inline, refs = _field(entry, "patch"), [ref for _, ref in _spellings(entry, "path")]
+    if isinstance(inline, str):
+        return [doc.data for doc in yamlload.load_text(inline, overlay.file).documents]
+    bodies = []
+    for ref in refs:
+        try:
+            rel = repopath.normalize(overlay.directory, str(ref))
+        except repopath.Refused:
+            continue
+        if rel in overlay.files:
+            bodies.extend(doc.data for doc in _documents(graph, rel))
+    return bodies
+
+
+def unmatched_patches(graph: Graph, directory: str, objects: Iterable[Any], cluster: str) -> list[Finding]:
+    """KUST007: a patch with a `target` that selects none of the rendered objects. kubectl (kustomize v5.8)
+    applies such a JSON6902 or targeted strategic-merge patch to nothing and says nothing.
+
+    The match is lenient, so a finding is certain: kind, group and version must be equal, and the target's
+    name (a regular expression) must match somewhere in the rendered name, whatever prefix or suffix the
+    overlays added; namespace and label or annotation selectors are not checked."""
+    objects = list(objects)
+    findings = []
+    for patch in _patch_entries(graph, directory):
+        target = _target(patch.entry)
+        if patch.strategic_merge_list or target is None:
+            continue
+        if not any(_selects(target, obj) for obj in objects):
+            findings.append(Finding("KUST007", Severity.ERROR, f"the patch's target {_describe(target)} matches "
+                                    "no object: the patch changes nothing", patch.overlay.file, patch.line, cluster,
+                                    "fix the target (kind, name, group, version), or remove the patch"))
+    return findings
+
+
+_TARGET_FIELDS = ("group", "version", "kind", "name", "namespace")
+
+
+def _target(entry: Any) -> dict | None:
+    """A patch entry's target, its fields under their canonical names (kubectl folds their case too)."""
+    target = _field(entry, "target")
+    if not isinstance(target, dict):
+        return None
+    return {name: _field(target, name) for name in _TARGET_FIELDS}
+
+
+def _selects(target: dict, obj: Any) -> bool:
+    group, _, version = obj.api_version.rpartition("/")
+    wanted = {"kind": obj.kind, "group": group, "version": version}
+    if any(target[key] not in (None, "", value) for key, value in wanted.items()):
+        return False
+    name = target["name"]
+    if name in (None, ""):
+        return True
+    try:
+        return re.search(str(name), obj.name) is not None
+    except re.error:
+        return str(name) in obj.name
+
+
+def _describe(target: dict) -> str:
+    return ", ".join(f"{key}={target[key]}" for key in _TARGET_FIELDS if target[key]) or "{}"
+
+
+def accept_json6902_lists(findings: list[Finding], graph: Graph) -> list[Finding]:
+    """The strict loader's findings without YAML006 for a YAML list in a patch or replacements file: a
+    JSON6902 patch in YAML form is a list of operations, and kubectl judges whether a list fits the entry."""
+    edits = graph.patch_files()
+    return [f for f in findings if not (f.rule == "YAML006" and f.path in edits and " is a list," in f.message)]

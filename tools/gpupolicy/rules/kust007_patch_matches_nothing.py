@@ -1,0 +1,28 @@
+"""A patch's target matches no object, so the patch changes nothing.
+
+## Why it matters
+kubectl kustomize applies a JSON6902 patch (in `patches:` with a `target`, or in `patchesJson6902`) or a
+targeted strategic-merge patch to every object its target selects, and when the target selects nothing it
+says nothing and renders the objects unpatched. A quota cut, a taint or a priority change that was reviewed as
+part of the pull request is then silently not deployed, typically after the object was renamed.
+
+## Bad example
+```yaml
+# clusters/prod/kustomization.yaml
+patches:
+  - path: quota.yaml
+    target: {kind: ClusterQueue, name: alpah}   # the queue is called alpha
+```
+
+## Fix
+Fix the target (kind, group, version, name) so that it selects the objects the patch is meant for, or remove
+the patch. The check is lenient (namespace and label selectors are not compared, and the name may match
+anywhere in a prefixed name), so a finding is certain.
+"""
+
+from ..findings import Severity
+
+ID = "KUST007"
+SEVERITY = Severity.ERROR
+SUMMARY = "A patch's target matches no object"
+STAGE = "render"  # reported by the pipeline itself, from the rendered objects
