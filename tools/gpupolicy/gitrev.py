@@ -46,10 +46,22 @@ def _prefix(root: Path) -> str:
 
 def resolve(root: Path, rev: str) -> str:
     """The commit a revision names, or a clear error."""
+    _require_repository(root)
     try:
         return str(_git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")).strip()
     except ToolError:
         raise ToolError(f"unknown git revision {rev!r}") from None
+
+
+def _require_repository(root: Path) -> None:
+    """Outside any git repository every revision is "unknown": say what is really wrong."""
+    try:
+        _git(root, "rev-parse", "--git-dir")
+    except ToolError as exc:
+        if "not a git repository" not in str(exc):  # git missing, or another failure: its own message
+            raise
+        raise ToolError(f"{root} is not a git repository (nor inside one); diff and --changed-since compare "
+                        "git revisions") from None
 
 
 def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> tuple[str, str]:

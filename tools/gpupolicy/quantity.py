@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 
 _SUFFIXES = {
     "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
@@ -17,13 +18,56 @@ class QuantityError(ValueError):
     pass
 
 
+# Kubernetes holds no quantity of 2**63 or more: "no quantity may represent a number greater than 2^63-1 in
+# magnitude" (kubernetes/apimachinery pkg/api/resource/quantity.go, the Quantity doc comment), and Kueue reads
+# every quota as an int64 (kubernetes-sigs/kueue pkg/resources/requests.go ResourceValue -> SafeValue in
+# pkg/util/math/math.go, which clamps to math.MaxInt64). A bigger quota is silently capped upstream, and here it
+# would be an int too long for Python to print (int max str digits), so it is refused.
+INT64_LIMIT = 2**63
+
+
+class QuantityRangeError(QuantityError):
+    """A well-formed quantity whose magnitude Kubernetes cannot hold (2**63 or more)."""
+
+    def __init__(self, message: str, negative: bool) -> None:
+        super().__init__(message)
+        self.negative = negative
+
+
 def parse_quantity(value: object) -> Decimal:
     """Parse a Kubernetes quantity; raise QuantityError with a readable message when it is not one."""
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{value!r} is not a quantity")
+    return _in_range(value, _parse(value))
+
+
+def _in_range(value: object, amount: Decimal) -> Decimal:
+    if abs(amount) >= INT64_LIMIT:
+        raise QuantityRangeError(f"{_shown(value)} is beyond the largest quantity Kubernetes holds (2^63-1)",
+                                 negative=amount < 0)
+    return amount
+
+
+def kueue_quantity(value: object) -> Decimal:
+    """A quota as Kueue reads it: past int64 clamped to +-(2^63-1), as kueue's SafeValue does
+    (pkg/util/math/math.go). For the model, so that a refused quota (CAP016) is not read as 0 by the rest."""
+    try:
+        return parse_quantity(value)
+    except QuantityRangeError as exc:
+        return Decimal(-(INT64_LIMIT - 1) if exc.negative else INT64_LIMIT - 1)
+
+
+def _shown(value: object) -> str:
+    """The value for a message: a huge int literal (thousands of digits) cannot be turned into text."""
+    return f"{Decimal(value):.3e}" if isinstance(value, int) and abs(value) >= INT64_LIMIT else repr(value)
+
+
+def _parse(value: object) -> Decimal:
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
+        if not math.isfinite(value):  # YAML .nan / .inf: no quantity, and NaN breaks every comparison
+            raise QuantityError(f"{value!r} is not a finite quantity")
         return Decimal(str(value))
     text = str(value).strip()
     match = _QUANTITY.match(text)
@@ -34,8 +78,8 @@ def parse_quantity(value: object) -> Decimal:
         raise QuantityError(f"{value!r} mixes an exponent and a suffix")
     try:
         return Decimal(number) * Decimal(_SUFFIXES[suffix])
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity") from exc
+    except DecimalException as exc:  # an exponent beyond Decimal's range (1e999999999999) overflows
+        raise QuantityError(f"{value!r} is out of range for a quantity") from exc
 
 
 def parse_count(value: object) -> int:
@@ -46,3 +90,47 @@ def parse_count(value: object) -> int:
     if amount != amount.to_integral_value():
         raise QuantityError(f"{value!r} is not a whole number of devices")
     return int(amount)
+
+
+# --- countable (extended) resources -------------------------------------------------------------------------
+
+BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+QUOTA_PREFIXES = ("requests.", "limits.")  # ResourceQuota names: requests.nvidia.com/gpu counts nvidia.com/gpu
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' IsExtendedResourceName (pkg/apis/core/helper/helpers.go): a domain-qualified name outside
+    kubernetes.io and without the quota prefix `requests.`. The API server requires whole numbers for these
+    (IsIntegerResourceName): devices (nvidia.com/gpu, nvidia.com/mig-*, nvidia.com/gpu.shared) cannot be split."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def counted_resource(quota_name: str) -> str:
+    """The resource a ResourceQuota `hard` key counts (`requests.nvidia.com/gpu` -> `nvidia.com/gpu`)."""
+    for prefix in QUOTA_PREFIXES:
+        if quota_name.startswith(prefix):
+            return quota_name[len(prefix):]
+    return quota_name
+
+
+def count_problem(value: object) -> str:
+    """Why `value` is not a whole number of devices: "" when it is (or when it is no quantity at all: the
+    schemas and the negative-quota rule report those), else a phrase for a message."""
+    try:
+        amount = parse_quantity(value)
+    except QuantityError:
+        return ""
+    text = str(value).strip()
+    if has_binary_suffix(value):
+        return f"{text} has a binary (memory) suffix: it is {_plain(amount)} devices"
+    if amount != amount.to_integral_value():
+        return f"{text} is not a whole number of devices"
+    return ""
+
+
+def has_binary_suffix(value: object) -> bool:
+    return isinstance(value, str) and value.strip().endswith(BINARY_SUFFIXES)
+
+
+def _plain(amount: Decimal) -> str:
+    return str(int(amount)) if amount == amount.to_integral_value() else f"{amount.normalize():f}"

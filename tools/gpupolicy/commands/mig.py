@@ -20,6 +20,7 @@ from ..mig import LayoutReport, MigConfig, Problem, diagram, evaluate, parse_con
 
 NAME = "mig"
 HELP = "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit"
+NEEDS_REPO = False  # checks FILE on its own: a config from anywhere (the operator's default one, a draft)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,11 +34,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--strategy", choices=("single", "mixed"),
                        help="the cluster's MIG strategy; single also requires one profile type per node")
     check.add_argument("--format", choices=("text", "json"), default="text")
+    # Every command takes --repo (cli.py adds it to `mig`); a sub-action's parser sees only the words after its
+    # name, so `mig check FILE --repo DIR` needs it here too. SUPPRESS keeps `mig --repo DIR check FILE` working.
+    check.add_argument("--repo", type=Path, default=argparse.SUPPRESS,
+                       help="policy repository root (accepted for symmetry; FILE is read on its own)")
 
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "mig_action", "check") != "check":
         return _fail(f"unknown mig action {args.mig_action!r}")
+    repo = getattr(args, "repo", None)  # SUPPRESS: absent unless given
+    if repo is not None and not Path(repo).is_dir():
+        return _fail(f"--repo {repo}: not a directory")
     unknown = [key for key in args.gpu or [] if key not in catalog.GPUS]
     if unknown:
         return _fail(f"unknown GPU model {', '.join(unknown)}; known: {', '.join(catalog.GPUS)}")

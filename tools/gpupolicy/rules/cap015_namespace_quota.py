@@ -25,6 +25,7 @@ Set the namespace's `requests.<resource>` at least to what its queues can admit,
 """
 
 from collections.abc import Iterator
+from decimal import Decimal
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, Namespace, NamespaceQuota
@@ -74,10 +75,10 @@ def _check_namespace(fleet: Fleet, cluster: Cluster, namespace: Namespace) -> It
                           **at(fleet.locate(quota.obj, "spec", "hard", key)))
 
 
-def _hard(quota: NamespaceQuota, key: str) -> float | None:
+def _hard(quota: NamespaceQuota, key: str) -> Decimal | None:
     if key not in quota.hard:
         return None
     try:
-        return float(parse_quantity(quota.hard[key]))
+        return parse_quantity(quota.hard[key])  # a Decimal: exact, and no OverflowError on 1e400
     except QuantityError:
         return None  # the schema stage reports a malformed quantity

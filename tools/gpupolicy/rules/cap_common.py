@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from ..findings import Location
@@ -19,9 +20,18 @@ def is_gpu_resource(name: str) -> bool:
     return name.startswith(GPU_DOMAIN)
 
 
+PLAIN_DIGITS = 15  # beyond this a quota is absurd anyway: scientific notation, not hundreds of digits
+
+
 def number(value: float) -> str:
-    """A quota for a message: 16 rather than 16.0."""
-    return str(int(value)) if float(value).is_integer() else str(value)
+    """A quota for a message: 16 rather than 16.0; 1.000e+400 for a number too large for a float (and for
+    Python's int-to-text limit), never an exception."""
+    amount = Decimal(value)
+    if not amount.is_finite():
+        return str(amount)
+    if abs(amount) >= Decimal(10) ** PLAIN_DIGITS:
+        return f"{amount:.3e}"
+    return str(int(amount)) if amount == amount.to_integral_value() else str(value)
 
 
 @dataclass(frozen=True)
@@ -171,9 +181,9 @@ def admissible(cluster: Cluster, queue: ClusterQueue) -> dict[str, float]:
     """Resource -> the most the queue can have admitted at once, over all its flavors: nominal quota plus
     what it may borrow (its borrowingLimit, or everything the cohort can lend when unlimited)."""
     can_borrow = lendable(cluster, queue)
-    total: dict[str, float] = defaultdict(float)
+    total: dict[str, float] = defaultdict(int)  # ints stay ints: 1e400 + 0.0 would overflow a float
     for flavor, quota in queue.quotas():
-        borrow = can_borrow.get((flavor, quota.name), 0.0)
+        borrow = can_borrow.get((flavor, quota.name), 0)
         if quota.borrowing_limit is not None:
             borrow = min(borrow, quota.borrowing_limit)
         total[quota.name] += quota.nominal + borrow
@@ -189,6 +199,31 @@ def namespace_labels(cluster: Cluster, namespace: str) -> dict[str, str] | None:
     if rendered is None:
         return None
     return {**rendered.labels, NAME_LABEL: namespace}
+
+
+QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
+
+
+def raw_quota_fields(spec: dict) -> Iterator[tuple[tuple, str, str, object]]:
+    """(path under spec, resource name, field, raw value) of every quota field of a ClusterQueue or Cohort spec,
+    read from the body as written (the model has parsed the values already); wrong shapes are skipped (the
+    schema stage reports them)."""
+    groups = spec.get("resourceGroups")
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        flavors = group.get("flavors") if isinstance(group, dict) else None
+        for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
+            resources = flavor.get("resources") if isinstance(flavor, dict) else None
+            for r, resource in enumerate(resources if isinstance(resources, list) else []):
+                for field in QUOTA_FIELDS if isinstance(resource, dict) else ():
+                    if field in resource:
+                        path = ("resourceGroups", g, "flavors", f, "resources", r)
+                        yield path, str(resource.get("name", "")), field, resource[field]
+
+
+def quota_owners(cluster: Cluster) -> list[K8sObject]:
+    """Every ClusterQueue object, then every Cohort object, of the cluster."""
+    owners: list[K8sObject] = [q.obj for q in cluster.cluster_queues.values()]
+    return owners + [c.obj for c in cluster.cohorts.values() if c.obj is not None]
 
 
 def group_owners(cluster: Cluster) -> list[tuple[str, str, K8sObject, tuple[ResourceGroup, ...]]]:
