@@ -34,7 +34,7 @@ from ..model import Fleet, K8sObject
 ID = "SCHEMA007"
 SEVERITY = Severity.ERROR
 SUMMARY = "A ConfigMap or Secret holds more than the API server's 1 MiB of data"
-GENERATORS = {"ConfigMap": "configMapGenerator", "Secret": "secretGenerator"}
+GENERATORS = {"ConfigMap": "configMapGenerator", "Secret": "secretGenerator"}  # pragma: allowlist secret
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
