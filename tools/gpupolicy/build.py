@@ -49,6 +49,7 @@ class SourceIndex:
     def __init__(self, root: str, documents: dict[str, list[Document]]) -> None:
         self.root = root
         self.documents = documents
+        self.reader = repopath.Reader(root)
         self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
         self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
 
@@ -61,7 +62,7 @@ class SourceIndex:
         if not path:
             return []
         try:
-            raw = repopath.read_file(self.root, path)
+            raw = self.reader.read(path)
         except repopath.Refused as refusal:
             self.refused[path] = str(refusal)
             return []
@@ -120,14 +121,16 @@ def object_from(body: dict, cluster_dir: str, cluster: str, kustomization: str =
     something outside the repository, the overlay's kustomization (`kustomization`, else the usual name in
     `cluster_dir`): the file that set the annotation, and never a file the toolkit may not open."""
     metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    refused = ""
     try:
         origin = origin_path(metadata, cluster_dir)
-    except repopath.Refused:
+    except repopath.Refused as refusal:
         origin = kustomization or (f"{cluster_dir}/{KUSTOMIZATION_NAMES[0]}" if cluster_dir else "")
+        refused = str(refusal)
     return K8sObject(
         api_version=str(body.get("apiVersion") or ""), kind=str(body.get("kind") or ""),
         name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or ""),
-        body=body, origin=origin, cluster=cluster)
+        body=body, origin=origin, cluster=cluster, origin_refused=refused)
 
 
 def origin_path(metadata: dict, cluster_dir: str) -> str:

@@ -576,12 +576,12 @@ def parse_cache(enabled: bool = True) -> parsecache.ParseCache | None:
     return parsecache.ParseCache(cache_dir() / "parsed") if enabled else None
 
 
-def input_hash(root: Path, files: Iterable[str], salt: str) -> str:
+def input_hash(reader: repopath.Reader, files: Iterable[str], salt: str) -> str:
     digest = hashlib.sha256(salt.encode())
     for rel in sorted(files):
         digest.update(rel.encode() + b"\0")
         try:
-            digest.update(repopath.file_digest(root, rel))
+            digest.update(reader.digest(rel))
         except repopath.Refused:  # missing, or not a regular file (the graph refused it before rendering)
             digest.update(b"missing")
     return digest.hexdigest()
@@ -596,6 +596,7 @@ class RenderJob:
     def __init__(self, root: Path, directories: list[str], graph: Graph, use_cache: bool = True,
                  workers: int | None = None, progress=None) -> None:
         self._root, self._graph, self._use_cache, self._progress = root, graph, use_cache, progress
+        self._reader = repopath.Reader(root)  # shared files are hashed once, not once per cluster
         self._kubectl = kubectl_path()
         self._salt = _kubectl_identity(self._kubectl) if use_cache else ""
         self._cache = cache_dir()
@@ -628,7 +629,7 @@ class RenderJob:
     def _one(self, directory: str) -> Rendered:
         # an opaque overlay's inputs are not all known, so no key could cover them: render it every time
         cacheable = self._use_cache and not self._graph.opaque_fields(directory)
-        key = input_hash(self._root, self._graph.closure(directory), self._salt) if cacheable else ""
+        key = input_hash(self._reader, self._graph.closure(directory), self._salt) if cacheable else ""
         cached_file = self._cache / f"{key}.yaml"
         cached_text = cachefiles.read_text(cached_file) if cacheable else None  # verified, or None
         if cached_text is not None:

@@ -43,6 +43,7 @@ class K8sObject:
     body: dict = field(repr=False, hash=False, compare=False)
     origin: str = ""
     cluster: str = ""
+    origin_refused: str = ""  # why the boundary refused the origin annotation's path (origin is then the overlay)
 
     @property
     def group(self) -> str:

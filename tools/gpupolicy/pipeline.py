@@ -135,9 +135,10 @@ def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.Parse
                  ) -> tuple[dict[str, list[Document]], list[Finding]]:
     documents: dict[str, list[Document]] = {}
     findings: list[Finding] = []
+    reader = repopath.Reader(root)
     for rel in files:
         try:
-            raw = repopath.read_file(root, rel)
+            raw = reader.read(rel)
         except repopath.Refused as refusal:
             findings.append(_refused_source(root, rel, refusal))
             continue
@@ -227,7 +228,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
                                     progress=progress)
     try:
         documents, load_findings = load_sources(root, files, parse_cache)
-        load_findings = kustomize.accept_json6902_lists(load_findings, graph)  # issue 13 item 9 (engineer C)
+        load_findings = kustomize.accept_json6902_lists(load_findings, graph)  # a JSON6902 patch is a YAML list
         findings.extend(load_findings)
         broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
         broken = [name for name in renderable if graph.closure(f"clusters/{name}") & broken_inputs]
@@ -259,7 +260,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         output = rendered[f"clusters/{name}"]
         kfile = graph.overlays[f"clusters/{name}"].file
         if output.error:
-            # issue 13 item 10 (engineer C): at the file and line that cause the failure
+            # at the file and line that cause the failure, not at the overlay's first line
             findings.append(kustomize.render_failure(graph, f"clusters/{name}", output, name))
             continue
         if not graph.overlays[f"clusters/{name}"].origin_annotations:
@@ -269,7 +270,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         objects_by_cluster[name] = guarded(findings, "stage parse", _objects_from, bodies, name, kfile, default=[],
                                            subject=f"the rendered objects of cluster {name}",
                                            location=Location(kfile, 1), cluster=name)
-        # issue 13 item 9 (engineer C): a patch whose target matches nothing
+        # kubectl applies a patch whose target matches nothing without a word
         findings.extend(kustomize.unmatched_patches(graph, f"clusters/{name}", objects_by_cluster[name], name))
     result.objects = sum(len(objs) for objs in objects_by_cluster.values())
     clock.lap("parse")
@@ -439,8 +440,14 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
 
 def _validate_guarded(obj: K8sObject, version: str, schemas: SchemaSet, fleet: Fleet, cluster: str,
                       findings: list[Finding]) -> list[Finding]:
-    return guarded(findings, "stage schema", _validate_object, obj, version, schemas, fleet, cluster, default=[],
-                   subject=obj.ref(), location=Location(obj.origin, 0), cluster=cluster)
+    """`_validate_object`, or an INTERNAL finding in `findings` when it raises (described only then: this
+    runs once per object of the fleet)."""
+    try:
+        return _validate_object(obj, version, schemas, fleet, cluster)
+    except Exception as exc:  # noqa: BLE001 - a crash validating one object is a finding, not a traceback
+        findings.append(crash_finding("stage schema", exc, subject=obj.ref(), location=Location(obj.origin, 0),
+                                      cluster=cluster))
+        return []
 
 
 def _values_findings(fleet: Fleet, schemas: SchemaSet, generated: dict[str, dict], index: SourceIndex) -> list[Finding]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal, DecimalException
@@ -38,6 +39,13 @@ def parse_quantity(value: object) -> Decimal:
     """Parse a Kubernetes quantity; raise QuantityError with a readable message when it is not one."""
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, str | int):  # a fleet repeats the same few quota texts a million times
+        return _parsed(value)
+    return _in_range(value, _parse(value))
+
+
+@functools.lru_cache(maxsize=65536, typed=True)
+def _parsed(value: str | int) -> Decimal:
     return _in_range(value, _parse(value))
 
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO
 
 from .yamlload import MAX_FILE_BYTES
 
 MAX_PATH_CHARS = 1024  # longer than any path a repository needs; the OS limit (4096) is an error, not a refusal
+_UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\\]")  # control characters and backslashes
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -38,14 +40,14 @@ def normalize(base: str, text: str) -> str:
         raise Refused("the path is empty")
     if len(text) > MAX_PATH_CHARS:
         raise Refused(f"the path is longer than {MAX_PATH_CHARS} characters")
-    if any(ord(char) < 32 for char in text) or "\\" in text:
+    if _UNSAFE_CHARACTERS.search(text):
         raise Refused(f"{_shown(text)} contains a control character or a backslash")
     if "://" in text:
         raise Refused(f"{_shown(text)} is a URL, not a file of this repository")
     if text.startswith("/"):
         raise Refused(f"{_shown(text)} is an absolute path outside the repository")
     parts: list[str] = []
-    for part in PurePosixPath(base, text).parts if base else PurePosixPath(text).parts:
+    for part in (f"{base}/{text}" if base else text).split("/"):
         if part == "..":
             if not parts:
                 raise Refused(f"{_shown(text)} points outside the repository")
@@ -57,60 +59,103 @@ def normalize(base: str, text: str) -> str:
     return "/".join(parts)
 
 
+class Reader:
+    """The boundary's checks for one run over one repository. Each folder's real path is resolved once (a
+    fleet's thousands of files share a few hundred folders, and a realpath per file was most of the cost of
+    reading them), and each file's digest is taken once (the render cache key hashes shared files once per
+    cluster). Make one per run: what it remembers is only true while the tree does not change."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.real_root = os.path.realpath(root)
+        self._folders: dict[str, str] = {}
+        self._digests: dict[str, bytes] = {}
+
+    def resolve(self, rel: str) -> str:
+        """The real path of repo-relative `rel` (symlinks followed), which must lie inside the real root."""
+        return self._resolved(rel)[0]
+
+    def _resolved(self, rel: str) -> tuple[str, os.stat_result | None]:
+        """(real path, its lstat when that is already the file's own stat: no symlink at the end)."""
+        folder, name = os.path.split(normalize("", rel))
+        try:
+            real = os.path.join(self._real_folder(folder), name)
+            info: os.stat_result | None = os.lstat(real)
+        except FileNotFoundError:
+            info = None
+        except (OSError, ValueError) as exc:  # ValueError: an embedded NUL reached lstat
+            raise Refused(f"{_shown(rel)} cannot be resolved: {exc}") from None
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            real, info = os.path.realpath(real), None
+        if not _is_within(self.real_root, real):
+            raise Refused(f"{_shown(rel)} resolves outside the repository")
+        return real, info
+
+    def _real_folder(self, folder: str) -> str:
+        known = self._folders.get(folder)
+        if known is None:
+            known = self._folders[folder] = os.path.realpath(os.path.join(self.real_root, folder))
+        return known
+
+    def regular_file(self, rel: str, limit: int | None = MAX_FILE_BYTES) -> str:
+        """`resolve`, and the file is a regular file of at most `limit` bytes (None: any size)."""
+        real, info = self._resolved(rel)
+        try:
+            info = info or os.stat(real)
+        except OSError as exc:
+            raise Refused(f"{_shown(rel)} cannot be read: {exc.strerror}") from None
+        _check_regular(rel, info, limit)
+        return real
+
+    def read(self, rel: str, limit: int = MAX_FILE_BYTES) -> bytes:
+        """The bytes of repo-relative `rel`, checked as `regular_file` says."""
+        with self._opened(rel, limit) as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise Refused(f"{_shown(rel)} is over the {limit:,}-byte limit")
+        return data
+
+    def digest(self, rel: str) -> bytes:
+        """sha256 of repo-relative `rel` of any size (a configuration version hashes big files too), read in
+        chunks; the same containment and regular-file checks as `read`."""
+        known = self._digests.get(rel)
+        if known is None:
+            digest = hashlib.sha256()
+            with self._opened(rel, None) as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+            known = self._digests[rel] = digest.digest()
+        return known
+
+    @contextlib.contextmanager
+    def _opened(self, rel: str, limit: int | None) -> Iterator[BinaryIO]:
+        """`rel` opened for reading after `regular_file`'s checks. The check is repeated on the open
+        descriptor (opened without blocking), so a file swapped for a FIFO after the check cannot hang us."""
+        real = self.regular_file(rel, limit)
+        try:
+            descriptor = os.open(real, _READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            raise Refused(f"{_shown(rel)} cannot be read: {exc.strerror}") from None
+        with os.fdopen(descriptor, "rb") as handle:
+            _check_regular(rel, os.fstat(handle.fileno()), limit)
+            yield handle
+
+
+# One-off checks (a single file, outside a run's loop): the same rules through a fresh Reader.
+
 def resolve_inside(root: str | Path, rel: str) -> str:
-    """The real path of repo-relative `rel` (symlinks followed), which must lie inside the real `root`."""
-    real_root = os.path.realpath(root)
-    try:
-        real = os.path.realpath(os.path.join(real_root, normalize("", rel)))
-    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL reached realpath
-        raise Refused(f"{_shown(rel)} cannot be resolved: {exc}") from None
-    if not _is_within(real_root, real):
-        raise Refused(f"{_shown(rel)} resolves outside the repository")
-    return real
+    return Reader(root).resolve(rel)
 
 
 def regular_file(root: str | Path, rel: str, limit: int | None = MAX_FILE_BYTES) -> str:
-    """`resolve_inside`, and the file is a regular file of at most `limit` bytes (None: any size)."""
-    real = resolve_inside(root, rel)
-    try:
-        info = os.stat(real)
-    except OSError as exc:
-        raise Refused(f"{_shown(rel)} cannot be read: {exc.strerror}") from None
-    _check_regular(rel, info, limit)
-    return real
+    return Reader(root).regular_file(rel, limit)
 
 
 def read_file(root: str | Path, rel: str, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of repo-relative `rel`, checked as `regular_file` says."""
-    with _opened(root, rel, limit) as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise Refused(f"{_shown(rel)} is over the {limit:,}-byte limit")
-    return data
+    return Reader(root).read(rel, limit)
 
 
 def file_digest(root: str | Path, rel: str) -> bytes:
-    """sha256 of repo-relative `rel` of any size (a configuration version hashes big files too), read in
-    chunks; the same containment and regular-file checks as `read_file`."""
-    digest = hashlib.sha256()
-    with _opened(root, rel, None) as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.digest()
-
-
-@contextlib.contextmanager
-def _opened(root: str | Path, rel: str, limit: int | None) -> Iterator[BinaryIO]:
-    """`rel` opened for reading after `regular_file`'s checks. The check is repeated on the open descriptor
-    (opened without blocking), so a file swapped for a FIFO after the check still cannot hang us."""
-    real = regular_file(root, rel, limit)
-    try:
-        descriptor = os.open(real, _READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        raise Refused(f"{_shown(rel)} cannot be read: {exc.strerror}") from None
-    with os.fdopen(descriptor, "rb") as handle:
-        _check_regular(rel, os.fstat(handle.fileno()), limit)
-        yield handle
+    return Reader(root).digest(rel)
 
 
 def output_path(out_dir: str | Path, *names: str) -> Path:

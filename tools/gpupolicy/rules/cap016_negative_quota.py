@@ -46,18 +46,18 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 def _kueue_quotas(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
     for path, _resource, field, value in raw_quota_fields(obj.spec):
-        where = at(fleet.locate(obj, "spec", *path, field))
         try:
             negative = parse_quantity(value) < 0
-        except QuantityRangeError as exc:  # the model dropped it (a quota of 0): without a finding it is lost
+        except QuantityRangeError as exc:  # the model clamps it as Kueue does: without a finding it is lost
             yield Finding(ID, SEVERITY, f"{obj.ref()}: {field}: {exc}; Kueue reads quotas as int64",
-                          cluster=cluster.name, hint=RANGE_HINT, **where)
+                          cluster=cluster.name, hint=RANGE_HINT, **at(fleet.locate(obj, "spec", *path, field)))
             continue
         except QuantityError:
             continue  # not a quantity at all: the schema reports it
         if negative:
             yield Finding(ID, SEVERITY, f"{obj.ref()}: {field} {value} is negative; Kueue rejects it",
-                          cluster=cluster.name, hint="use 0 to give no quota", **where)
+                          cluster=cluster.name, hint="use 0 to give no quota",
+                          **at(fleet.locate(obj, "spec", *path, field)))
 
 
 def _resource_quota(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:

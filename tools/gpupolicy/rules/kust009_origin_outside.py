@@ -24,7 +24,7 @@ record the real source file of every object.
 from collections.abc import Iterator
 
 from .. import repopath
-from ..build import ORIGIN_ANNOTATION, origin_path, overlay_file
+from ..build import ORIGIN_ANNOTATION, overlay_file
 from ..findings import Finding, Severity
 from ..model import Fleet, K8sObject
 
@@ -57,15 +57,11 @@ def _annotation(obj: K8sObject) -> str:
 
 
 def _refusal(fleet: Fleet, obj: K8sObject) -> str:
-    """Why the boundary refuses the file the object's origin annotation names ("" when it does not)."""
-    metadata = obj.body.get("metadata")
-    try:
-        rel = origin_path(metadata if isinstance(metadata, dict) else {}, f"clusters/{obj.cluster}")
-    except repopath.Refused as refusal:
-        return str(refusal)
-    if not rel:
-        return ""
-    return fleet.memo(("origin-refusal", rel), lambda: _file_refusal(fleet.root, rel))
+    """Why the boundary refuses the file the object's origin annotation names ("" when it does not): refused
+    as a path when the object was built, or (inside the repository) not a regular file we may read."""
+    if obj.origin_refused or not obj.origin:
+        return obj.origin_refused
+    return fleet.memo(("origin-refusal", obj.origin), lambda: _file_refusal(fleet.root, obj.origin))
 
 
 def _file_refusal(root: str, rel: str) -> str:
