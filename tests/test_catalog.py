@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from fractions import Fraction
 
 import pytest
 
@@ -161,3 +162,40 @@ def test_operator_releases() -> None:
     assert catalog.operator_supports_kubernetes("v24.6.0", "1.30") is None
     for item in catalog.OPERATOR_RELEASES.values():
         assert catalog.branch_of(item.default_driver) in catalog.DRIVER_BRANCHES
+
+
+@pytest.mark.parametrize("profile, model, share", [
+    ("3g.40gb", "A100-80GB", Fraction(3, 7)),
+    ("2g.12gb", "A30", Fraction(2, 4)),
+    ("nvidia.com/mig-3g.40gb", "H100-80GB", Fraction(3, 7)),  # named as the mixed-strategy resource
+    ("mig-1g.24gb.me", "RTX-PRO-6000", Fraction(1, 4)),  # '+' written as '.' in the resource name
+    ("4g.96gb", "RTX-PRO-6000", Fraction(1)),
+])
+def test_card_fraction(profile: str, model: str, share: Fraction) -> None:
+    assert catalog.card_fraction(profile, model) == share
+    assert catalog.card_fraction(profile, catalog.gpu(model)) == share
+
+
+@pytest.mark.parametrize("profile, model", [("7z", "A100-80GB"), ("3g.40gb", "A30"), ("1g.10gb", "L4")])
+def test_card_fraction_of_a_profile_the_model_lacks_is_an_error(profile: str, model: str) -> None:
+    with pytest.raises(ValueError, match="no MIG profile"):
+        catalog.card_fraction(profile, model)
+
+
+def test_card_fraction_of_an_unknown_model_is_an_error() -> None:
+    with pytest.raises(KeyError, match="unknown GPU model"):
+        catalog.card_fraction("1g.10gb", "H100")
+
+
+def test_largest_card_fraction_without_a_model() -> None:
+    assert catalog.largest_card_fraction("3g.40gb") == Fraction(3, 7)
+    assert catalog.largest_card_fraction("nvidia.com/mig-2g.12gb") == Fraction(1, 2)
+    assert catalog.largest_card_fraction("1g.24gb") == Fraction(1, 4)  # 1/7 on H100 NVL, 1/4 on RTX PRO 6000
+    with pytest.raises(ValueError, match="not a MIG profile"):
+        catalog.largest_card_fraction("5g.99gb")
+
+
+@pytest.mark.parametrize("model", MIG_MODELS, ids=lambda m: m.key)
+def test_profile_sizes_end_at_the_whole_card(model: catalog.GPUModel) -> None:
+    sizes = catalog.profile_sizes(model)
+    assert sizes[0] == 1 and sizes[-1] == model.compute_slices

@@ -53,6 +53,18 @@ def test_pod_gpus_counts_mig_as_sevenths():
     assert pod_gpus(pod) == pytest.approx(6 / 7)
 
 
+def test_pod_gpus_counts_mig_on_the_pods_gpu():
+    """A30 and RTX PRO 6000 have 4 compute slices: a 2g instance is half a card, a 1g.24gb a quarter there
+    (and a seventh on an H100 NVL, which offers the same name)."""
+    a30 = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/mig-2g.12gb": "1"}}}]}}
+    assert pod_gpus(a30) == pytest.approx(1 / 2) == pytest.approx(pod_gpus(a30, "A30"))
+    shared_name = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/mig-1g.24gb": "1"}}}]}}
+    assert pod_gpus(shared_name, "H100-94GB") == pytest.approx(1 / 7)
+    assert pod_gpus(shared_name, "RTX-PRO-6000") == pytest.approx(1 / 4)
+    unknown = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/mig-9g.1gb": "1"}}}]}}
+    assert pod_gpus(unknown, "A100-80GB") == 1  # not a profile: a whole card
+
+
 def test_bad_json_names_file_and_line(tmp_path):
     (tmp_path / "nodes.json").write_text('{"items": [\n  {,}\n]}')
     (tmp_path / "pods.json").write_text('{"items": []}')

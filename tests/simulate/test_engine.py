@@ -13,7 +13,7 @@ from gpupolicy.simulate.engine import FINISH
 from gpupolicy.simulate.failures import Failure, parse_failures
 from gpupolicy.simulate.jobs import Job, Shape, shape_in_pool
 from gpupolicy.simulate.metrics import percentile, summarize
-from gpupolicy.simulate.policy import assign_queues, baseline, from_cluster
+from gpupolicy.simulate.policy import SimPool, assign_queues, baseline, from_cluster, quota_milli
 
 
 def mixed_jobs(count: int = 300, seed: int = 3, spacing: int = 240) -> list[Job]:
@@ -281,3 +281,17 @@ def test_teamless_jobs_go_to_a_queue_of_their_kind(cluster):
     jobs = [Job("s", 0, 10, share=0.5, tier="production"), Job("t", 0, 10, gpus=8, tier="training")]
     queues = assign_queues(jobs, policy)
     assert queues[0] == "team-c-inference" and queues[1] in ("team-a-training", "team-b-training")
+
+
+def test_mig_sizes_follow_the_pools_gpu():
+    """A MIG pool rounds to its own GPU's profile sizes: quarters on an A30, sevenths on an A100."""
+    assert shape_in_pool(Job("m", 0, 1, mig="2g.12gb"), "mig", 1, 4, False, "A30").milli == 500
+    assert shape_in_pool(Job("s", 0, 1, share=0.3), "mig", 1, 4, False, "A30").milli == 500
+    assert shape_in_pool(Job("s", 0, 1, share=0.3), "mig", 1, 8, False, "A100-80GB").milli == 429
+    assert shape_in_pool(Job("m", 0, 1, mig="3g.40gb"), "mig", 1, 4, False, "A30").milli == 500
+    a30 = SimPool("a30", 1, 4, "mig", model="A30")
+    assert quota_milli("nvidia.com/mig-2g.12gb", 4, a30) == 2000
+    assert quota_milli("nvidia.com/mig-1g.6gb", 4, a30) == 1000
+    assert quota_milli("nvidia.com/gpu", 4, a30) == 1000  # single strategy: 1g instances
+    assert quota_milli("nvidia.com/mig-3g.40gb", 7, SimPool("h", 1, 8, "mig", model="H100-80GB")) == 3000
+    assert quota_milli("nvidia.com/mig-9g.1gb", 1, a30) is None

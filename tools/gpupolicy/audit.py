@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import catalog
 from .errors import ToolError
 from .model import (
     GPU_COUNT_LABEL,
@@ -31,7 +32,6 @@ from .model import (
     TIER_LABEL,
     Pool,
 )
-from .simulate.jobs import MIG_SLICES, mig_slices
 
 IDLE_UTIL_PERCENT = 5.0  # DCGM_FI_DEV_GPU_UTIL at or below this counts as idle
 _PROM_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\d+)?$')
@@ -141,8 +141,9 @@ def _number(text) -> float:
         return 0.0
 
 
-def pod_gpus(pod: dict) -> float:
-    """GPUs a pod asks for: whole cards, plus MIG instances as their share of a card's 7 compute slices."""
+def pod_gpus(pod: dict, model: str = "") -> float:
+    """GPUs a pod asks for: whole cards, plus MIG instances as their share of a card (`catalog.card_fraction`)
+    of the pod's GPU `model` where known, else of the GPUs that offer the profile."""
     total = 0.0
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
@@ -151,16 +152,36 @@ def pod_gpus(pod: dict) -> float:
             if name in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared"):
                 total += _number(amount)
             elif name.startswith(MIG_RESOURCE_PREFIX):
-                total += _number(amount) * _slices(name) / MIG_SLICES
+                total += _number(amount) * _share(name, model)
     return total
 
 
-def _slices(resource: str) -> int:
-    """Compute slices of a MIG resource; a name that is not a profile counts as a whole card."""
+def _share(resource: str, model: str) -> float:
+    """A MIG resource's share of a card; a name that is not a profile counts as a whole card."""
+    card = catalog.GPUS.get(model)
     try:
-        return mig_slices(resource)
+        if card is not None and card.profile(catalog.profile_name(resource)):
+            return float(catalog.card_fraction(resource, card))
+        return float(catalog.largest_card_fraction(resource))
     except ValueError:
-        return MIG_SLICES
+        return 1.0
+
+
+def node_models(nodes: list[dict], pools: dict[str, Pool]) -> dict[str, str]:
+    """Node name -> catalog GPU model: from its `nvidia.com/gpu.product` label, else its pool's declared model."""
+    found: dict[str, str] = {}
+    for node in nodes:
+        labels = _meta(node).get("labels") or {}
+        model = catalog.gpu_by_product_label(labels.get(PRODUCT_LABEL, ""))
+        pool = pools.get(labels.get(POOL_LABEL, ""))
+        key = model.key if model else (pool.gpu_model if pool else "")
+        if key:
+            found[_meta(node).get("name", "")] = key
+    return found
+
+
+def _pod_model(pod: dict, models: dict[str, str]) -> str:
+    return models.get((pod.get("spec") or {}).get("nodeName") or "", "")
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -178,7 +199,7 @@ def audit(snapshot: Snapshot, pools: dict[str, Pool], now: datetime | None = Non
     now = now or datetime.now(UTC)
     report = AuditReport()
     _audit_nodes(snapshot.nodes, pools, report)
-    _audit_pods(snapshot.pods, report)
+    _audit_pods(snapshot.pods, node_models(snapshot.nodes, pools), report)
     if snapshot.dcgm is not None:
         _audit_idle(snapshot.dcgm, report)
     if snapshot.workloads is not None:
@@ -187,8 +208,6 @@ def audit(snapshot: Snapshot, pools: dict[str, Pool], now: datetime | None = Non
 
 
 def _audit_nodes(nodes: list[dict], pools: dict[str, Pool], report: AuditReport) -> None:
-    from . import catalog
-
     by_pool: dict[str, list[dict]] = defaultdict(list)
     for node in nodes:
         by_pool[(_meta(node).get("labels") or {}).get(POOL_LABEL, "")].append(node)
@@ -233,12 +252,12 @@ def _node_drift(node: dict, pool: Pool, products: tuple[str, ...], report: Audit
                                                      f"{taint.key}={taint.value}:{taint.effect} is missing"))
 
 
-def _audit_pods(pods: list[dict], report: AuditReport) -> None:
+def _audit_pods(pods: list[dict], models: dict[str, str], report: AuditReport) -> None:
     by_ns: Counter = Counter()
     by_queue: Counter = Counter()
     for pod in pods:
         phase = (pod.get("status") or {}).get("phase", "")
-        gpus = pod_gpus(pod)
+        gpus = pod_gpus(pod, _pod_model(pod, models))
         if not gpus or phase in ("Succeeded", "Failed"):
             continue
         meta = _meta(pod)
@@ -288,7 +307,8 @@ def format_age(hours: float | None) -> str:
     return "an unknown time (no creationTimestamp)" if hours is None else f"{hours:.1f} h"
 
 
-def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600):
+def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600,
+                pools: dict[str, Pool] | None = None):
     """The snapshot's GPU pods as simulator jobs: submit = creation time, duration = time run so far.
 
     Running pods have run at least as long as they have been up, so their duration is a lower bound;
@@ -296,9 +316,10 @@ def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600)
     """
     from .simulate.jobs import Job
 
+    models = node_models(snapshot.nodes, pools or {})
     rows = []
     for pod in snapshot.pods:
-        gpus = pod_gpus(pod)
+        gpus = pod_gpus(pod, _pod_model(pod, models))
         phase = (pod.get("status") or {}).get("phase", "")
         if not gpus or phase in ("Succeeded", "Failed"):
             continue
@@ -335,7 +356,8 @@ SHAPES: dict[str, dict] = {
     "nodes.json": {"metadata": METADATA,
                    "spec": {"taints": [{"key": TEXT, "value": TEXT, "effect": TEXT}]}},
     "pods.json": {"metadata": METADATA,
-                  "spec": {"containers": [{"resources": {"limits": RESOURCES, "requests": RESOURCES}}]},
+                  "spec": {"nodeName": TEXT,
+                           "containers": [{"resources": {"limits": RESOURCES, "requests": RESOURCES}}]},
                   "status": {"phase": TEXT, "startTime": TIME}},
     "workloads.json": {"metadata": METADATA, "spec": {"queueName": TEXT},
                        "status": {"conditions": [{"type": TEXT, "status": TEXT}]}},

@@ -24,6 +24,7 @@ import calendar
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from fractions import Fraction
 
 # --------------------------------------------------------------------------------------------------
 # Types
@@ -305,6 +306,52 @@ def resource_name(profile: MigProfile | str, strategy: str) -> str:
     if strategy in ("single", "none"):
         return "nvidia.com/gpu"
     raise ValueError(f"unknown MIG strategy {strategy!r} (single, mixed or none)")
+
+
+_RESOURCE_PROFILE = re.compile(r"^(?:nvidia\.com/)?(?:mig-)?(?P<base>\d+g\.\d+gb)(?P<rest>.*)$")
+
+
+def profile_name(name: str) -> str:
+    """The catalog's spelling of a MIG profile named as a profile or as the resource the device plugin advertises:
+    `3g.40gb`, `mig-3g.40gb` and `nvidia.com/mig-3g.40gb` -> `3g.40gb`; `nvidia.com/mig-1g.10gb.me` ->
+    `1g.10gb+me` (the mixed strategy writes `+` as `.`, see `resource_name`). Other text is returned unchanged."""
+    match = _RESOURCE_PROFILE.match(name.strip())
+    if not match:
+        return name
+    rest = match["rest"]
+    return match["base"] + ("+" + rest[1:] if rest.startswith(".") else rest)
+
+
+def card_fraction(profile: MigProfile | str, model: GPUModel | str) -> Fraction:
+    """The share of one `model` card a MIG instance of `profile` takes: its compute slices over the card's
+    ([MIG]: 3g.40gb is 3/7 of an A100 80GB, 2g.12gb is 2/4 of an A30). The profile may be named as its
+    resource (`nvidia.com/mig-3g.40gb`). KeyError for an unknown model, ValueError for a profile the model
+    does not offer."""
+    card = model if isinstance(model, GPUModel) else gpu(model)
+    name = profile.name if isinstance(profile, MigProfile) else profile_name(profile)
+    found = card.profile(name)
+    if found is None or not card.compute_slices:
+        offered = ", ".join(card.mig_profiles) or "none, it has no MIG"
+        raise ValueError(f"{card.key} has no MIG profile {name!r} (its profiles: {offered})")
+    return Fraction(found.compute_slices, card.compute_slices)
+
+
+def largest_card_fraction(profile: str) -> Fraction:
+    """The share of a card a MIG profile takes when the GPU is not known (a trace job, a pod not yet on a node):
+    its `card_fraction` on the catalog GPUs that offer it, the largest where they differ (1g.24gb is 1/7 of an
+    H100 NVL but 1/4 of an RTX PRO 6000), so an estimate never shrinks a request. ValueError when no catalog
+    GPU offers the profile."""
+    name = profile_name(profile)
+    shares = [card_fraction(name, model) for model in GPUS.values() if model.profile(name)]
+    if not shares:
+        raise ValueError(f"not a MIG profile: {profile!r} (no GPU in the catalog offers it; e.g. 1g.10gb)")
+    return max(shares)
+
+
+def profile_sizes(model: GPUModel) -> tuple[int, ...]:
+    """The compute-slice counts the model's MIG profiles come in, smallest first: (1, 2, 3, 4, 7) on a 7-slice
+    GPU, (1, 2, 4) on A30 and RTX PRO 6000; () without MIG."""
+    return tuple(sorted({profile.compute_slices for profile in model.mig_profiles.values()}))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     report = audit(snapshot, pools, now)
     if args.export_trace:
         try:
-            count = write_csv(export_jobs(snapshot, now), args.export_trace)
+            count = write_csv(export_jobs(snapshot, now, pools=pools), args.export_trace)
         except OSError as exc:
             return _fail(f"cannot write {args.export_trace}: {exc}")
         print(f"wrote {count} job(s) to {args.export_trace}", file=sys.stderr)

@@ -127,7 +127,8 @@ class Engine:
         pool = self.policy.pools[pool_name]
         shapes = []
         for job in jobs:
-            shape = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus)
+            shape = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus,
+                                  pool.model)
             if shape is not None:
                 shapes.append((shape.count, shape.milli))
         return typical_sizes(shapes)
@@ -200,7 +201,8 @@ class Engine:
             return self.shapes[key]
         except KeyError:
             pool = self.policy.pools[flavor.pool]
-            shape = shape_in_pool(run.job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus)
+            shape = shape_in_pool(run.job, pool.sharing, pool.replicas, pool.gpus_per_node,
+                                  self.policy.whole_gpus, pool.model)
             self.shapes[key] = shape
             return shape
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
+
+from .. import catalog
 
 MILLI = 1000
-MIG_SLICES = 7  # compute slices of an A100/H100-class card; a profile "3g.40gb" uses 3 of them
-MIG_SIZES = (1, 2, 3, 4, 7)  # compute-slice counts NVIDIA's MIG profiles come in (MIG user guide)
+# The card a MIG pool is simulated as when it names no GPU model the catalog knows (hand-built policies): an
+# assumption of the simulator, not a hardware fact; the card's slices and profile sizes come from the catalog.
+ASSUMED_MIG_GPU = "A100-80GB"
 
 
 @dataclass(slots=True)
@@ -37,8 +41,8 @@ class Job:
     @property
     def fraction(self) -> float:
         """The part of one card a fractional job asks for."""
-        if self.mig:
-            return mig_slices(self.mig) / MIG_SLICES
+        if self.mig:  # the trace does not say which GPU: the profile's share on the GPUs that offer it
+            return float(catalog.largest_card_fraction(self.mig))
         return self.share
 
     def whole_gpus(self) -> int:
@@ -46,12 +50,22 @@ class Job:
         return self.pods * (1 if self.fractional else self.gpus)
 
 
-def mig_slices(profile: str) -> int:
-    """Compute slices of a MIG profile name such as `1g.10gb` or `mig-3g.40gb`."""
-    head = profile.removeprefix("nvidia.com/").removeprefix("mig-").split(".", 1)[0]
-    if not head.endswith("g") or not head[:-1].isdigit():
-        raise ValueError(f"not a MIG profile: {profile!r} (expected e.g. 1g.10gb)")
-    return int(head[:-1])
+def mig_card(model: str) -> catalog.GPUModel:
+    """The MIG-capable catalog card of a pool's `model`, or ASSUMED_MIG_GPU when the model is unknown or has no MIG."""
+    card = catalog.GPUS.get(model)
+    return card if card is not None and card.mig_capable else catalog.gpu(ASSUMED_MIG_GPU)
+
+
+def profile_share(profile: str, model: str = "") -> Fraction | None:
+    """A MIG profile's (or `nvidia.com/mig-*` resource's) share of one card of the pool's `model`: exact when the
+    model offers the profile, else the catalog's estimate for an unknown GPU; None when it is no MIG profile."""
+    card = catalog.GPUS.get(model)
+    try:
+        if card is not None and card.profile(catalog.profile_name(profile)):
+            return catalog.card_fraction(profile, card)
+        return catalog.largest_card_fraction(profile)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +85,24 @@ class Shape:
         return self.count * self.milli
 
 
-def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool) -> Shape | None:
+def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool,
+                  model: str = "") -> Shape | None:
     """How a job occupies a pool with the given sharing mode, or None when it cannot run there at all.
 
     exclusive pools (and the whole-GPU baseline) round a fraction up to a card; time-sliced pools round it up
-    to a multiple of 1/replicas; MIG pools round it up to the next profile size (placement rules are ignored,
-    so this is the optimistic bound). Whole-card jobs run only on exclusive pools (or anywhere in the baseline).
+    to a multiple of 1/replicas; MIG pools round it up to the next profile size of the pool's GPU `model`
+    (placement rules are ignored, so this is the optimistic bound). Whole-card jobs run only on exclusive pools
+    (or anywhere in the baseline).
     """
     if job.fractional and job.gpus <= 1:
         if whole_only or sharing == "exclusive":
             return Shape(job.pods, 1, MILLI)
         if sharing == "mig":
-            wanted = math.ceil(job.fraction * MIG_SLICES - 1e-9)
-            slices = next((s for s in MIG_SIZES if s >= wanted), MIG_SLICES)
-            return Shape(job.pods, 1, math.ceil(slices * MILLI / MIG_SLICES))
+            card = mig_card(model)
+            fraction = (profile_share(job.mig, card.key) if job.mig else None) or job.fraction
+            wanted = math.ceil(fraction * card.compute_slices - 1e-9)
+            slices = next((s for s in catalog.profile_sizes(card) if s >= wanted), card.compute_slices)
+            return Shape(job.pods, 1, math.ceil(slices * MILLI / card.compute_slices))
         replicas = max(replicas, 1)
         slots = max(1, math.ceil(job.fraction * replicas - 1e-9))
         return Shape(job.pods, 1, min(MILLI, math.ceil(slots * MILLI / replicas)))

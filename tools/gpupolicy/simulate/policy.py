@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..errors import ToolError
 from ..limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
-from .jobs import MIG_SLICES, MILLI, Job, mig_slices
+from .jobs import MILLI, Job, mig_card, profile_share
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
 DEFAULT_TIER_PRIORITY = {"production": 1000, "training": 500, "batch": 200, "experiment": 100}
@@ -101,16 +101,15 @@ def _bounded(amount: float) -> float:
 def quota_milli(resource: str, amount: float, pool: SimPool) -> int | None:
     """A Kueue quota on one resource name, in milli-GPUs of the pool; None for non-GPU resources."""
     if resource.startswith(MIG_RESOURCE_PREFIX):
-        try:
-            slices = mig_slices(resource)
-        except ValueError:
+        share = profile_share(resource, pool.model)  # on the pool's GPU model (catalog.card_fraction)
+        if share is None:
             return None
-        return math.floor(amount * slices * MILLI / MIG_SLICES)
+        return math.floor(amount * share.numerator * MILLI / share.denominator)
     if resource in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared"):
         if pool.sharing == "time-sliced":
             return math.floor(amount * MILLI / max(pool.replicas, 1))
         if pool.sharing == "mig":  # single strategy: every instance is a nvidia.com/gpu; assume 1g slices
-            return math.floor(amount * MILLI / MIG_SLICES)
+            return math.floor(amount * MILLI / mig_card(pool.model).compute_slices)
         return math.floor(amount * MILLI)
     return None
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import repopath
-from .jobs import Job, mig_slices
+from .. import catalog, repopath
+from .jobs import Job
 
 CSV_COLUMNS = ("job_id", "submit", "duration", "gpus", "share", "mig", "pods", "team", "queue", "tier",
                "workload", "checkpoint")
@@ -154,7 +154,7 @@ def _csv_job(row: dict, where: str) -> Job | None:
     mig = (row.get("mig") or "").strip()
     if mig:
         try:
-            mig_slices(mig)
+            catalog.largest_card_fraction(mig)  # a profile some catalog GPU offers
         except ValueError as exc:
             raise TraceError(f"{where}: {exc}") from None
     tier = (row.get("tier") or "").strip()
