@@ -2,7 +2,14 @@
 
 Both sides are plain data (`describe.fleet_as_dict`, plus RBAC grants and admission policies read from the
 rendered objects). Every section flattens its side into `{key: value}` and reports the keys whose values
-differ, so adding a comparison is adding one flattening function.
+differ, so adding a comparison is adding one flattening function. Findings are matched by `Finding.identity`.
+
+Outputs: OUTPUTS is this result's table of formats, name -> formatter(diff, root) -> text, which `gpupolicy
+diff --format` offers. It is separate from `report.FORMATTERS` because it formats a different result: a run's
+text and json summarise one run, this module's markdown and json a comparison (sections, headline, findings
+introduced and fixed), and both are rightly called "json". The formats that read nothing but findings (sarif,
+junit, github) are not written twice: OUTPUTS takes them from `report.FORMATTERS` and hands them the diff's
+`findings_view`. A new findings format joins a diff by adding its name to FINDINGS_FORMATS below.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from . import report
 from .describe import fleet_as_dict
 from .findings import Finding, Severity
 from .internal import INTERNAL
@@ -56,25 +64,22 @@ class SemanticDiff:
 
 # --- findings ------------------------------------------------------------------------------------------------
 
-def finding_key(finding: Finding) -> tuple[str, str, str]:
-    """A finding's identity across revisions: rule, file and message; lines shift, clusters come and go."""
-    return (finding.rule, finding.path, finding.message)
-
-
 def compare_findings(base: Iterable[Finding], head: Iterable[Finding]) -> FindingsDiff:
+    """Head findings whose identity the base has too are pre-existing (as often as the base has it); the rest
+    are introduced, and base findings the head no longer has are fixed."""
     base, head = list(base), list(head)
-    remaining = Counter(finding_key(f) for f in base)
+    remaining = Counter(f.identity for f in base)
     result = FindingsDiff()
     for finding in head:
-        key = finding_key(finding)
+        key = finding.identity
         if remaining[key] > 0:
             remaining[key] -= 1
             result.preexisting.append(finding)
         else:
             result.introduced.append(finding)
-    still_there = Counter(finding_key(f) for f in head)
+    still_there = Counter(f.identity for f in head)
     for finding in base:
-        key = finding_key(finding)
+        key = finding.identity
         if still_there[key] > 0:
             still_there[key] -= 1
         else:
@@ -465,14 +470,13 @@ def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def _finding_rows(findings: list[Finding]) -> list[list[str]]:
-    return [[f.severity.value, f.rule, f"`{f.path}:{f.line}`" if f.line else f"`{f.path}`", f.message,
-             f.cluster or "-"] for f in findings]
+    return [[f.severity.value, f.rule, f"`{f.place}`", f.message, f.cluster or "-"] for f in findings]
 
 
 FINDING_COLUMNS = ["severity", "rule", "where", "message", "clusters"]
 
 
-def to_markdown(diff: SemanticDiff) -> str:
+def to_markdown(diff: SemanticDiff, root: str = "") -> str:
     lines = [f"### gpupolicy: {diff.headline}", "",
              f"Compared `{diff.base_label}` (base) with `{diff.head_label}` (head).", ""]
     for section in diff.sections:
@@ -491,7 +495,7 @@ def to_markdown(diff: SemanticDiff) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_json(diff: SemanticDiff) -> str:
+def to_json(diff: SemanticDiff, root: str = "") -> str:
     payload = {
         "headline": diff.headline, "base": diff.base_label, "head": diff.head_label,
         "sections": {s.key: [dict(zip(s.columns, row, strict=True)) for row in s.rows] for s in diff.sections},
@@ -518,5 +522,21 @@ def findings_view(diff: SemanticDiff) -> FindingsView:
     return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states)
 
 
-Formatter = Callable[[SemanticDiff], str]
-OUTPUTS: dict[str, Formatter] = {"markdown": to_markdown, "json": to_json}
+Formatter = Callable[[SemanticDiff, str], str]
+
+
+def _on_findings(formatter: report.Formatter) -> Formatter:
+    """A findings format (sarif, junit, github) applied to what the head introduces: see `findings_view`."""
+    def format_diff(diff: SemanticDiff, root: str = "") -> str:
+        return formatter(findings_view(diff), root)
+
+    return format_diff
+
+
+# The findings formats a diff is offered in; text and json of report.FORMATTERS summarise a run, not a diff.
+FINDINGS_FORMATS = ("github", "junit", "sarif")
+OUTPUTS: dict[str, Formatter] = {
+    "markdown": to_markdown,
+    "json": to_json,
+    **{name: _on_findings(report.FORMATTERS[name]) for name in FINDINGS_FORMATS},
+}

@@ -54,6 +54,19 @@ class Finding:
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.rule, self.message)
 
+    @property
+    def place(self) -> str:
+        """Where it points, as every output writes it: "path:line", "path" when the line is unknown, and
+        "<repository>" for a finding about no file in particular."""
+        return str(Location(self.path, self.line)) or "<repository>"
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """The same finding in two revisions: rule, file and message. Not the line, which edits above it shift,
+        nor the clusters, which come and go with the fleet. `gpupolicy diff` matches base and head findings by
+        it; SARIF's partialFingerprints are its hash (`formats.fingerprint`), so review tools match the same."""
+        return (self.rule, self.path, self.message)
+
 
 def at(location: Location | None) -> dict:
     """Keyword arguments placing a Finding at a Location."""

@@ -1,8 +1,9 @@
 """Review and CI formatters: SARIF 2.1.0 (code review), JUnit XML (CI test reports), GitHub annotations.
 
-Each formatter takes any result with `.findings` (a validate RunResult, or a diff report) and the repository
-root, and returns text. A diff report may also carry `sarif_results`: (finding, baselineState) pairs, so
-code review tools can tell new findings from old ones. Importing this module registers the formatters.
+Each formatter takes any result with `.findings` (a validate RunResult, or a diff's `findings_view`) and the
+repository root, and returns text. A diff's view also carries `sarif_results`: (finding, baselineState) pairs,
+so code review tools can tell new findings from old ones. The formatters are offered by name in
+`report.FORMATTERS` (and, for a diff, `diff.OUTPUTS`); this module imports neither and registers nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 from xml.etree import ElementTree
 
-from . import __version__, report
+from . import __version__
 from .findings import Finding, Severity
 from .internal import INTERNAL
 
@@ -95,8 +96,8 @@ def _sarif_result(finding: Finding, baseline_state: str | None, index: dict[str,
 
 
 def fingerprint(finding: Finding) -> str:
-    """Identity of a finding that ignores its line: rule, file and message."""
-    return hashlib.sha256(f"{finding.rule}\0{finding.path}\0{finding.message}".encode()).hexdigest()[:32]
+    """`Finding.identity` (rule, file and message; not the line), hashed: what `gpupolicy diff` matches on."""
+    return hashlib.sha256("\0".join(finding.identity).encode()).hexdigest()[:32]
 
 
 # --- JUnit ---------------------------------------------------------------------------------------------------
@@ -134,8 +135,7 @@ def as_junit(result: Any, root: str = "") -> str:
 
 
 def _junit_detail(finding: Finding) -> str:
-    place = f"{finding.path}:{finding.line}" if finding.line else (finding.path or "<repository>")
-    parts = [f"{place}: {finding.message}"]
+    parts = [f"{finding.place}: {finding.message}"]
     if finding.cluster:
         parts.append(f"clusters: {finding.cluster}")
     if finding.hint:
@@ -172,7 +172,3 @@ def _escape_data(text: str) -> str:
 def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
-
-FORMATS = {"sarif": as_sarif, "junit": as_junit, "github": as_github}
-for _name, _formatter in FORMATS.items():
-    report.register(_name, _formatter)

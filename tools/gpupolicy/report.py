@@ -1,4 +1,13 @@
-"""Formatters: findings to text (people), JSON (scripts). More formats register in FORMATTERS."""
+"""The output formats of a run's findings: one table, FORMATTERS, name -> formatter(result, root) -> text.
+
+text (people) and json (scripts) are written here; sarif, junit and github (review tools, CI) in formats.py,
+which never imports this module: the table is complete as soon as this module is imported, nothing registers
+into it, and no module imports formats.py for a side effect. Adding a format is writing its function (here
+or in formats.py) and adding its entry to FORMATTERS; `validate --format` offers exactly these names.
+
+A diff is a different result (sections, a headline, introduced and fixed findings): `diff.OUTPUTS` is its
+table, built from the same functions (see diff.py).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +15,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from . import formats
 from .findings import Finding, Severity
 from .internal import INTERNAL
+
+Formatter = Callable[[Any, str], str]
 
 
 def summary(result: Any) -> dict:
@@ -50,16 +62,14 @@ def as_text(result: Any, root: str = "") -> str:
 
 
 def _text_line(finding: Finding) -> str:
-    place = f"{finding.path}:{finding.line}" if finding.line else (finding.path or "<repository>")
     where = f" [{finding.cluster}]" if finding.cluster else ""
-    return f"{place}: {_MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
+    return f"{finding.place}: {_MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
 
 
-FORMATTERS: dict[str, Callable[[Any, str], str]] = {"text": as_text, "json": as_json}
-
-
-def register(name: str, formatter: Callable[[Any, str], str]) -> None:
-    FORMATTERS[name] = formatter
-
-
-from . import formats  # noqa: E402,F401  (registers sarif, junit and github into FORMATTERS)
+FORMATTERS: dict[str, Formatter] = {
+    "text": as_text,
+    "json": as_json,
+    "sarif": formats.as_sarif,
+    "junit": formats.as_junit,
+    "github": formats.as_github,
+}

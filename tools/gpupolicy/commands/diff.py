@@ -7,19 +7,18 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from .. import diff, formats, gitrev, pipeline
+from .. import diff, gitrev, pipeline
 from ..progress import progress_bar
 
 NAME = "diff"
 HELP = "compare two revisions of the fleet (default: merge base with main against the working tree)"
-FINDING_FORMATS = tuple(sorted(formats.FORMATS))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", metavar="REV", help="base revision (default: the merge base of HEAD with main, "
                                                        "or HEAD when there is no main)")
     parser.add_argument("--head", metavar="REV", help="head revision (default: the working tree)")
-    parser.add_argument("--format", default="markdown", choices=(*diff.OUTPUTS, *FINDING_FORMATS),
+    parser.add_argument("--format", default="markdown", choices=tuple(diff.OUTPUTS),
                         help="markdown (a PR comment), json, or a findings format "
                              "(sarif: every head finding with its baseline state; junit, github: introduced ones)")
     parser.add_argument("--no-cache", action="store_true", help="render again even when inputs are unchanged")
@@ -58,10 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, base_label,
                           _label(root, args.head) if args.head else "working tree", all_rules())
-    if args.format in diff.OUTPUTS:
-        text = diff.OUTPUTS[args.format](result)
-    else:
-        text = formats.FORMATS[args.format](diff.findings_view(result), str(root))
+    text = diff.OUTPUTS[args.format](result, str(root))
     if args.output:
         Path(args.output).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
     else:

@@ -94,7 +94,7 @@ def _load(path: Path) -> tuple[Source | None, str]:
         return None, f"{path}: cannot read: {exc.strerror or exc}"
     loaded = yamlload.load_bytes(raw, str(path))
     if loaded.findings:
-        return None, "; ".join(f"{f.path}:{f.line}: {f.message} [{f.rule}]" for f in loaded.findings)
+        return None, "; ".join(f"{f.place}: {f.message} [{f.rule}]" for f in loaded.findings)
     for document in loaded.documents:
         if isinstance(document.data, dict) and "mig-configs" in document.data:
             return Source(str(path), document.data, document), ""

@@ -235,7 +235,7 @@ def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: 
     failing = _upg_errors(findings)
     if failing:
         blockers.append(f"{len(failing)} UPG rule finding(s): " + "; ".join(
-            f"{f.rule} {f.path}:{f.line} {f.message}" for f in failing[:5]) + (" ..." if len(failing) > 5 else ""))
+            f"{f.rule} {f.place} {f.message}" for f in failing[:5]) + (" ..." if len(failing) > 5 else ""))
     return blockers
 
 
@@ -283,7 +283,7 @@ def _rollback(args: argparse.Namespace, fleet: Fleet, plan: Plan, findings: list
     if dirty:
         return _refuse("rollback", plan, [dirty])
     for finding in _upg_errors(findings):  # rollback is the emergency path: report, do not refuse
-        print(f"warning: {finding.rule} {finding.path}:{finding.line} {finding.message}", file=sys.stderr)
+        print(f"warning: {finding.rule} {finding.place} {finding.message}", file=sys.stderr)
     editor = Editor(Path(args.repo))
     for unit in upgrades.stage_units(fleet, plan, stage):
         editor.set_version(fleet, plan, unit, plan.rollback_target)
