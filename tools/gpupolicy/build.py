@@ -46,10 +46,10 @@ class SourceIndex:
     trust boundary (repopath): a path that resolves outside the repository, is not a regular file or is over
     the size limit is never opened, and reads as a file without documents."""
 
-    def __init__(self, root: str, documents: dict[str, list[Document]]) -> None:
+    def __init__(self, root: str, documents: dict[str, list[Document]], reader: repopath.Reader | None = None) -> None:
         self.root = root
-        self.documents = documents
-        self.reader = repopath.Reader(root)
+        self.documents = documents  # the loader's: only files it did not load are read here
+        self.reader = reader or repopath.Reader(root)
         self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
         self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
 
@@ -223,8 +223,7 @@ def _with_capacity(pool: Pool, cluster: Cluster, gpu_model_of: Any) -> Pool:
     if pool.mig_layout and pool.mig_layout in cluster.mig_configs:
         entries = cluster.mig_configs[pool.mig_layout].data
     model = gpu_model_of(pool.gpu_model) if gpu_model_of else None
-    clusters = tuple(sorted({*pool.clusters, cluster.name}))
-    return replace(pool, capacity=capacity.pool_capacity(pool, entries, model), clusters=clusters)
+    return replace(pool, capacity=capacity.pool_capacity(pool, entries, model))
 
 
 def _number(value: Any) -> int | float | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -117,10 +117,36 @@ def record_files(root: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.md") if p.is_file() and p.name not in NOT_RECORDS)
 
 
-def load_log(root: Path) -> list[Decision]:
-    """Every record of the log, by file name; unreadable files come back with their problems."""
+def load_log(root: Path, reader: repopath.Reader | None = None) -> list[Decision]:
+    """Every record of the log, by file name; unreadable files come back with their problems. `reader`: the
+    run's, so the pipeline reads each record once (a generator's one-off read needs none)."""
     root = Path(root)
-    return [load_record(root, path) for path in record_files(root)]
+    reader = reader or repopath.Reader(root)
+    return [load_record(root, path, reader) for path in record_files(root)]
+
+
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def affected_paths(root: Path, log: list[Decision]) -> dict[str, bool]:
+    """Whether each path (or glob) the records' `affects` lists names something in the repository; looked up
+    once by the load stage, so DOC002 reads the answer from the model. Paths outside the repository (absolute,
+    with `..`) are not looked up: DOC002 refuses them as written."""
+    found: dict[str, bool] = {}
+    for decision in log:
+        value = decision.meta.get("affects")
+        for item in value if isinstance(value, list) else ():
+            written = item.strip() if isinstance(item, str) else ""
+            path = PurePosixPath(written.rstrip("/") or "/")
+            if written and written not in found and not path.is_absolute() and ".." not in path.parts:
+                found[written] = _names_something(Path(root), written, path)
+    return found
+
+
+def _names_something(root: Path, written: str, path: PurePosixPath) -> bool:
+    if GLOB_CHARACTERS & set(written):
+        return any(root.glob(path.as_posix()))
+    return (root / path).exists()
 
 
 def number_of(file_name: str) -> str | None:
@@ -128,11 +154,11 @@ def number_of(file_name: str) -> str | None:
     return match.group("number") if match else None
 
 
-def load_record(root: Path, path: Path) -> Decision:
+def load_record(root: Path, path: Path, reader: repopath.Reader | None = None) -> Decision:
     rel = path.relative_to(root).as_posix()
     decision = Decision(path=rel, number=number_of(path.name), meta={})
     try:  # through the trust boundary: a record may be a symlink out of the repository, or a FIFO
-        text = repopath.read_file(root, rel).decode("utf-8")
+        text = (reader or repopath.Reader(root)).read(rel).decode("utf-8")
     except (repopath.Refused, UnicodeDecodeError) as exc:
         decision.problems.append(Problem(f"cannot read the record: {exc}", 1, "save it as UTF-8 Markdown"))
         return decision

@@ -25,18 +25,21 @@ RACY_SECONDS = 2.0
 _FORMAT = 3  # 3: overlays carry `opaque`
 
 
-def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None) -> kustomize.Graph:
+def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None,
+                reader: repopath.Reader | None = None) -> kustomize.Graph:
     """`kustomize.build_graph`, from the previous run's record when it still holds (only with a parse cache:
-    a run with caching off reads everything again)."""
+    a run with caching off reads everything again). `reader`: the run's, so the kustomizations whose digests
+    the record is checked against are read once in the run."""
     entries = sorted(entry_dirs)
     if parse_cache is None:
         return kustomize.build_graph(root, entries, parse_cache)
     real_root = str(Path(root).resolve())
     record_file = parse_cache.directory / "graphs" / _key(real_root, entries)
-    graph = _reuse(record_file, real_root, parse_cache)
+    reader = reader or repopath.Reader(real_root)
+    graph = _reuse(record_file, reader, parse_cache)
     if graph is None:
         graph = kustomize.build_graph(root, entries, parse_cache)
-        _keep(record_file, graph)
+        _keep(record_file, graph, reader)
     return graph
 
 
@@ -44,34 +47,33 @@ def _key(real_root: str, entries: list[str]) -> str:
     return hashlib.blake2b("\0".join([real_root, *entries]).encode(), digest_size=16).hexdigest()
 
 
-def _reuse(record_file: Path, real_root: str, parse_cache: parsecache.ParseCache) -> kustomize.Graph | None:
+def _reuse(record_file: Path, reader: repopath.Reader, parse_cache: parsecache.ParseCache) -> kustomize.Graph | None:
     try:
         version, overlays, findings, folders, kustomizations = cachefiles.read_value(record_file)
     except (TypeError, ValueError):  # no record, or one of another shape
         return None
     if version != _FORMAT or not all(_stamp(folder) == stamp for folder, stamp in folders.items()):
         return None
-    if not all(_digest(real_root, rel) == digest for rel, digest in kustomizations.items()):
+    if not all(_digest(reader, rel) == digest for rel, digest in kustomizations.items()):
         return None
-    graph = kustomize.Graph(root=Path(real_root), parse_cache=parse_cache)
+    graph = kustomize.Graph(root=Path(reader.real_root), parse_cache=parse_cache)
     graph.overlays = {saved[0]: _overlay(saved) for saved in overlays}
     graph.findings = [Finding.from_tuple(values) for values in findings]
     return graph
 
 
-def _keep(record_file: Path, graph: kustomize.Graph) -> None:
+def _keep(record_file: Path, graph: kustomize.Graph, reader: repopath.Reader) -> None:
     if graph.followed_symlink:
         return
     stamps = {folder: _stamp(folder) for folder in graph.consulted}
     newest = max((stamp[1] for stamp in stamps.values() if stamp), default=0)
     if time.time_ns() - newest < RACY_SECONDS * 1e9:
         return
-    root = str(graph.root)
     overlays = [(o.directory, o.file, o.kind, o.children, o.files, o.patches,
                  [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations, o.missing, o.opaque)
                 for o in graph.overlays.values()]
     findings = [f.as_tuple() for f in graph.findings]
-    kustomizations = {rel: _digest(root, rel) for rel in graph.kustomizations}
+    kustomizations = {rel: _digest(reader, rel) for rel in graph.kustomizations}
     cachefiles.write_value(record_file, (_FORMAT, overlays, findings, stamps, kustomizations))
 
 
@@ -90,10 +92,10 @@ def _stamp(folder: str) -> tuple[int, int] | None:
     return info.st_ino, info.st_mtime_ns
 
 
-def _digest(root: str, rel: str) -> str:
+def _digest(reader: repopath.Reader, rel: str) -> str:
     """A kustomization's content digest; "" when the boundary refuses it (the record then holds "" too, or
     differs, and the graph is read again)."""
     try:
-        return hashlib.blake2b(repopath.read_file(root, rel), digest_size=16).hexdigest()
+        return hashlib.blake2b(reader.read(rel), digest_size=16).hexdigest()
     except repopath.Refused:
         return ""

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import gitrev, graphcache, kustomize, pipeline
+from . import gitrev, graphcache, kustomize, sources
 
 EVERY_CLUSTER_PREFIXES = ("tools/", "policies/crd-schemas/")
 EVERY_CLUSTER_FILES = ("pyproject.toml",)
@@ -39,6 +39,9 @@ class Selection:
     changed: set[str]
     reasons: dict[str, list[str]] = field(default_factory=dict)  # cluster -> changed paths that reach it
     everything: list[str] = field(default_factory=list)  # changed paths that affect every cluster
+    # The kustomize graph of every cluster, read to select them: the run takes it instead of reading it again
+    # (None when a toolkit input changed: every cluster is selected without one).
+    graph: kustomize.Graph | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         head = (f"{len(self.clusters)} of {len(self.all_clusters)} cluster(s) affected by "
@@ -55,7 +58,7 @@ class Selection:
 
 def _is_scanned_yaml(path: str) -> bool:
     parts = PurePosixPath(path).parts
-    return bool(parts) and parts[0] in pipeline.SCANNED_DIRS and path.endswith(pipeline.YAML_SUFFIXES)
+    return bool(parts) and parts[0] in sources.SCANNED_DIRS and path.endswith(sources.YAML_SUFFIXES)
 
 
 def affects_every_cluster(path: str) -> bool:
@@ -86,7 +89,7 @@ def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[st
 
 def select(root: Path, changes: gitrev.Changes, rev: str, use_cache: bool = True) -> Selection:
     """The clusters of the working tree at `root` that `changes` (relative to `rev`) can affect."""
-    names = pipeline.cluster_names(root)
+    names = sources.cluster_names(root)
     everything = sorted(p for p in changes.all if affects_every_cluster(p))
     if everything:
         return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
@@ -101,7 +104,7 @@ def select(root: Path, changes: gitrev.Changes, rev: str, use_cache: bool = True
             if name in names:
                 reached.setdefault(name, set()).update(hits)
     return Selection(sorted(reached), list(names), changes.all,
-                     {name: sorted(hits) for name, hits in sorted(reached.items())})
+                     {name: sorted(hits) for name, hits in sorted(reached.items())}, graph=graph)
 
 
 def _within(path: str, gone: str) -> bool:
@@ -112,7 +115,7 @@ def _within(path: str, gone: str) -> bool:
 def _reach_at_revision(root: Path, rev: str, deleted: set[str]) -> dict[str, set[str]]:
     """Deleted paths are gone from today's graph: ask the graph as it was at the revision."""
     with gitrev.materialize(root, rev) as old_root:
-        old_names = pipeline.cluster_names(old_root)
+        old_names = sources.cluster_names(old_root)
         old_graph = kustomize.build_graph(old_root, [f"clusters/{n}" for n in old_names])
         return _reach(old_graph, old_names, deleted)
 

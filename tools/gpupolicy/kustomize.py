@@ -19,7 +19,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,10 @@ from . import cachefiles, parsecache, repopath, yamlload
 from .errors import ToolError
 from .findings import Finding, Severity
 from .yamlload import Document
+
+# A source file's strictly loaded documents ([] when it cannot be read): the run's SourceIndex.docs, so a file
+# the loader read is never read again.
+DocumentsOf = Callable[[str], list[Document]]
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)", re.I)
@@ -207,23 +211,6 @@ def find_kustomization(directory: Path | str) -> Path | None:
 # --- cluster folders -------------------------------------------------------------------------------------
 
 CLUSTER_FILE = "cluster.yaml"
-
-
-def cluster_folders(root: Path | str) -> list[str]:
-    """The clusters: folders under clusters/ holding a cluster.yaml or any kustomization entry, even one that
-    is not a regular file. Counting only readable kustomizations made a cluster whose overlay is missing, a
-    folder or a FIFO vanish from the run ("ok ... from 0 cluster(s)"); build_graph reports those instead."""
-    base = os.path.join(root, "clusters")
-    try:
-        names = os.listdir(base)
-    except OSError:  # no clusters/ folder (or not a folder): no clusters
-        return []
-    return sorted(name for name in names if os.path.isdir(os.path.join(base, name))
-                  and _declares_cluster(os.path.join(base, name)))
-
-
-def _declares_cluster(folder: str) -> bool:
-    return any(os.path.lexists(os.path.join(folder, name)) for name in (CLUSTER_FILE, *KUSTOMIZATION_NAMES))
 
 
 def _unreadable_entries(folder: str) -> list[tuple[str, str]]:
@@ -594,9 +581,10 @@ class RenderJob:
     their inputs."""
 
     def __init__(self, root: Path, directories: list[str], graph: Graph, use_cache: bool = True,
-                 workers: int | None = None, progress=None) -> None:
+                 workers: int | None = None, progress=None, reader: repopath.Reader | None = None) -> None:
         self._root, self._graph, self._use_cache, self._progress = root, graph, use_cache, progress
-        self._reader = repopath.Reader(root)  # shared files are hashed once, not once per cluster
+        # the run's reader: shared files are hashed once, not once per cluster, and read once with the loader
+        self._reader = reader or repopath.Reader(root)
         self._kubectl = kubectl_path()
         self._salt = _kubectl_identity(self._kubectl) if use_cache else ""
         self._cache = cache_dir()
@@ -698,10 +686,11 @@ _QUOTED = re.compile(r"'([^'\n]{1,1024})'")
 _REGISTERED_ID = re.compile(r"already registered id: (?P<kind>[^.\s']+)\.[^\s']*?/(?P<name>[^\s']*?)\.\[")
 
 
-def render_failure(graph: Graph, directory: str, rendered: Rendered, cluster: str) -> Finding:
+def render_failure(graph: Graph, directory: str, rendered: Rendered, cluster: str,
+                   documents_of: DocumentsOf) -> Finding:
     """KUST004 for an overlay kubectl could not render, at the file and line that cause it when kubectl's
     message lets us tell (else the overlay's kustomization, line 1)."""
-    path, line = failure_location(graph, directory, rendered.error)
+    path, line = failure_location(graph, directory, rendered.error, documents_of)
     return Finding("KUST004", Severity.ERROR, f"kubectl kustomize failed: {_short(rendered.error)}", path, line,
                    cluster=cluster)
 
@@ -715,20 +704,20 @@ def _short(error: str) -> str:
     return error.partition("\ngoroutine ")[0].strip()
 
 
-def failure_location(graph: Graph, directory: str, error: str) -> tuple[str, int]:
+def failure_location(graph: Graph, directory: str, error: str, documents_of: DocumentsOf) -> tuple[str, int]:
     """Where a render error comes from. Only files of the overlay's closure are ever opened: a path in
     kubectl's message is a hint to match against them, never a file to read."""
     closure = graph.closure(directory)
     match = _UNMATCHED_PATCH.search(error)
     if match:
-        found = _patch_entry(graph, directory, match["kind"], match["name"])
+        found = _patch_entry(graph, directory, match["kind"], match["name"], documents_of)
         if found:
             return found
     if _UNSERIALIZABLE.search(error):
         origin = _ORIGIN_IN_ERROR.search(error)
         named = _named_file(directory, origin["path"], closure) if origin else None
         for rel in ([named] if named else []) + sorted(closure):
-            line = _unserializable_line(graph, rel)
+            line = _unserializable_line(documents_of(rel))
             if line:
                 return rel, line
     named_files = [rel for text in _QUOTED.findall(error) if (rel := _named_file(directory, text, closure))]
@@ -736,18 +725,18 @@ def failure_location(graph: Graph, directory: str, error: str) -> tuple[str, int
         rel = named_files[-1]  # kubectl names the outer paths first and the file that failed last
         registered = _REGISTERED_ID.search(error)
         if registered:  # the second declaration of an object: point at it
-            return rel, _object_line(graph, rel, registered["kind"], registered["name"]) or 1
-        return _entry_naming(graph, directory, rel) or (rel, 1)  # else kubectl could not use the entry
+            return rel, _object_line(documents_of(rel), registered["kind"], registered["name"]) or 1
+        return _entry_naming(graph, directory, rel, documents_of) or (rel, 1)  # else kubectl could not use the entry
     return graph.overlays[directory].file, 1
 
 
-def _entry_naming(graph: Graph, directory: str, rel: str) -> tuple[str, int] | None:
+def _entry_naming(graph: Graph, directory: str, rel: str, documents_of: DocumentsOf) -> tuple[str, int] | None:
     """The kustomization line of the resources/components/bases entry that names `rel`."""
     for included in graph.directories(directory):
         overlay = graph.overlays[included]
         if rel not in overlay.files:
             continue
-        docs = _documents(graph, overlay.file)
+        docs = documents_of(overlay.file)
         for section in ("resources", "components", "bases"):
             for key, position, ref in _entries(docs[0].data if docs else None, section):
                 try:
@@ -771,18 +760,9 @@ def _named_file(directory: str, text: str, closure: frozenset[str]) -> str | Non
     return None
 
 
-def _documents(graph: Graph, rel: str) -> list[Document]:
-    """A closure file's documents through the strict loader (and its cache); [] if it cannot be read."""
-    try:
-        raw = repopath.read_file(graph.root, rel)
-    except repopath.Refused:
-        return []
-    return parsecache.load_bytes(graph.parse_cache, raw, rel).documents
-
-
-def _unserializable_line(graph: Graph, rel: str) -> int:
+def _unserializable_line(docs: list[Document]) -> int:
     """The line of the first value JSON cannot hold (a non-finite number, a non-string key) in a file."""
-    for doc in _documents(graph, rel):
+    for doc in docs:
         found = _unserializable_path(doc.data, ())
         if found is not None:
             return doc.line_of(found)
@@ -805,8 +785,8 @@ def _unserializable_path(value: Any, at: tuple) -> tuple | None:
     return None
 
 
-def _object_line(graph: Graph, rel: str, kind: str, name: str) -> int:
-    for doc in _documents(graph, rel):
+def _object_line(docs: list[Document], kind: str, name: str) -> int:
+    for doc in docs:
         if _is_object(doc.data, kind, name):
             return doc.line
     return 0
@@ -827,17 +807,17 @@ class _PatchEntry:
     entry: Any
 
 
-def _patch_entries(graph: Graph, directory: str) -> Iterable[_PatchEntry]:
+def _patch_entries(graph: Graph, directory: str, documents_of: DocumentsOf) -> Iterable[_PatchEntry]:
     """Every patch entry of the overlays an overlay includes, in every spelling kubectl reads."""
     for included in graph.directories(directory):
         key = ("patch_entries", included)
         if key not in graph._derived:  # once per overlay and run, however many clusters include it
-            graph._derived[key] = list(_overlay_patch_entries(graph, graph.overlays[included]))
+            graph._derived[key] = list(_overlay_patch_entries(graph.overlays[included], documents_of))
         yield from graph._derived[key]
 
 
-def _overlay_patch_entries(graph: Graph, overlay: Overlay) -> Iterable[_PatchEntry]:
-    docs = _documents(graph, overlay.file)
+def _overlay_patch_entries(overlay: Overlay, documents_of: DocumentsOf) -> Iterable[_PatchEntry]:
+    docs = documents_of(overlay.file)
     if not docs or not isinstance(docs[0].data, dict):
         return
     for section in ("patches", "patchesJson6902", "patchesStrategicMerge"):
@@ -845,15 +825,16 @@ def _overlay_patch_entries(graph: Graph, overlay: Overlay) -> Iterable[_PatchEnt
             yield _PatchEntry(overlay, docs[0].line_of((key, position)), section == "patchesStrategicMerge", entry)
 
 
-def _patch_entry(graph: Graph, directory: str, kind: str, name: str) -> tuple[str, int] | None:
+def _patch_entry(graph: Graph, directory: str, kind: str, name: str,
+                 documents_of: DocumentsOf) -> tuple[str, int] | None:
     """The kustomization line of the strategic-merge patch that names this object."""
-    for patch in _patch_entries(graph, directory):
-        if any(_is_object(data, kind, name) for data in _patch_bodies(graph, patch)):
+    for patch in _patch_entries(graph, directory, documents_of):
+        if any(_is_object(data, kind, name) for data in _patch_bodies(patch, documents_of)):
             return patch.overlay.file, patch.line
     return None
 
 
-def _patch_bodies(graph: Graph, patch: _PatchEntry) -> list[Any]:
+def _patch_bodies(patch: _PatchEntry, documents_of: DocumentsOf) -> list[Any]:
     """The documents of a patch entry, inline or from its file (only a file the graph resolved)."""
     entry, overlay = patch.entry, patch.overlay
     if isinstance(entry, str):
@@ -869,11 +850,12 @@ def _patch_bodies(graph: Graph, patch: _PatchEntry) -> list[Any]:
         except repopath.Refused:
             continue
         if rel in overlay.files:
-            bodies.extend(doc.data for doc in _documents(graph, rel))
+            bodies.extend(doc.data for doc in documents_of(rel))
     return bodies
 
 
-def unmatched_patches(graph: Graph, directory: str, objects: Iterable[Any], cluster: str) -> list[Finding]:
+def unmatched_patches(graph: Graph, directory: str, objects: Iterable[Any], cluster: str,
+                      documents_of: DocumentsOf) -> list[Finding]:
     """KUST007: a patch with a `target` that selects none of the rendered objects. kubectl (kustomize v5.8)
     applies such a JSON6902 or targeted strategic-merge patch to nothing and says nothing.
 
@@ -882,7 +864,7 @@ def unmatched_patches(graph: Graph, directory: str, objects: Iterable[Any], clus
     overlays added; namespace and label or annotation selectors are not checked."""
     objects = list(objects)
     findings = []
-    for patch in _patch_entries(graph, directory):
+    for patch in _patch_entries(graph, directory, documents_of):
         target = _target(patch.entry)
         if patch.strategic_merge_list or target is None:
             continue

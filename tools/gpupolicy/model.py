@@ -90,7 +90,7 @@ class Pool:
     mig_strategy: str | None = None  # single | mixed, for MIG pools
     mps_replicas: int | None = None
     capacity: dict[str, int] = field(default_factory=dict)  # resource name -> devices exposed by the pool
-    clusters: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()  # every cluster of the run whose overlay includes the pool
 
     @property
     def nodes(self) -> int:
@@ -316,6 +316,14 @@ def _memo(store: dict, key: Any, compute: Any) -> Any:
 
 
 @dataclass
+class Pages:
+    """Markdown pages rules check, read once: text by repo-relative path, and why a page could not be read."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class Fleet:
     root: str
     clusters: dict[str, Cluster] = field(default_factory=dict)
@@ -324,9 +332,15 @@ class Fleet:
     # do not report their absence from the model a second time.
     invalid_pools: set[str] = field(default_factory=set)
     locator: Any = field(default=None, repr=False)  # build.SourceIndex: object + field path -> Location
-    # Derived data several rules share (plans, the decision log, admission verdicts); filled lazily per run.
+    # Derived data several rules share (plans, admission verdicts); filled lazily per run.
     derived: dict = field(default_factory=dict, repr=False)
     documents: list = field(default_factory=list, repr=False)  # every strictly loaded source document
+    # Every cluster folder of the repository, validated in this run or not (a run may cover some clusters).
+    repository_clusters: tuple[str, ...] = ()
+    # Pages rules check, read once by the load stage: docs/runbooks, and the decision log (decisions.Decision).
+    runbooks: Pages = field(default_factory=Pages, repr=False)
+    decision_log: list = field(default_factory=list, repr=False)
+    affected_paths: dict[str, bool] = field(default_factory=dict, repr=False)  # decisions.affected_paths
 
     def memo(self, key: Any, compute: Any) -> Any:
         """`compute()` once per fleet (one run) for `key`; rules share what they derive this way."""

@@ -6,23 +6,23 @@
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import graphcache, kustomize, parsecache, repopath
+from . import kustomize, parsecache
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .internal import DEBUG_ENV, INTERNAL, crash_finding, guarded
 from .model import ClusterFacts, Fleet, K8sObject, Pool
 from .schema import SchemaSet, validate_repo_file
-from .yamlload import MAX_FILE_BYTES, Document
+from .sources import SCANNED_DIRS, YAML_SUFFIXES, Sources, cluster_names, discover, load, load_sources
+from .yamlload import Document
 
-SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
-YAML_SUFFIXES = (".yaml", ".yml")
+__all__ = ["SCANNED_DIRS", "YAML_SUFFIXES", "RunResult", "cluster_names", "load_fleet", "load_sources", "run"]
+
 REPO_API_VERSION = "gpupolicy/v1"
 DEFAULT_KUBERNETES_VERSION = "1.33"
 IMPORTED_SCHEMAS = "policies/crd-schemas"
@@ -76,100 +76,6 @@ def find_repo_root(start: Path) -> Path:
                     "pass --repo DIR")
 
 
-def cluster_names(root: Path) -> list[str]:
-    return kustomize.cluster_folders(root)
-
-
-# --- discovery and strict loading -------------------------------------------------------------------------
-
-def source_files(root: Path, only: Iterable[str] | None = None) -> tuple[list[str], list[Finding]]:
-    """Repo-relative YAML files under the scanned folders; symlinks out of the repository are findings.
-    With `only` (a run over some clusters) just those paths are looked at: walking a fleet's whole tree
-    cost more than validating one cluster."""
-    files: list[str] = []
-    findings: list[Finding] = []
-    real_root = root.resolve()
-    candidates = _walk(root) if only is None else sorted(p for p in only if p.split("/", 1)[0] in SCANNED_DIRS)
-    for rel in candidates:
-        full = root / rel
-        if full.is_symlink() and not _symlink_inside(full, rel, real_root, findings):
-            continue
-        if rel.endswith(YAML_SUFFIXES) and full.is_file():
-            files.append(rel)
-    return files, findings
-
-
-def _walk(root: Path) -> Iterator[str]:
-    """Every file under the scanned folders (and every symlinked folder), repo-relative, in a stable order."""
-    prefix = len(str(root)) + 1
-    for top in SCANNED_DIRS:
-        for directory, subdirs, names in os.walk(root / top):
-            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-            for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
-                yield os.path.join(directory, name)[prefix:].replace(os.sep, "/")
-
-
-def _symlink_inside(full: Path, rel: str, real_root: Path, findings: list[Finding]) -> bool:
-    """Whether a symlink resolves inside the repository; a finding when it does not."""
-    target = _resolved(full)
-    if target is None:
-        findings.append(Finding("YAML008", Severity.ERROR, f"symlink cannot be resolved (a loop: {os.readlink(full)})",
-                                rel, 1, hint="replace the symlink with the file itself"))
-        return False
-    if not target.is_relative_to(real_root):
-        findings.append(Finding("YAML008", Severity.ERROR, f"symlink points outside the repository ({os.readlink(full)})",
-                                rel, 1, hint="copy the file into the repository instead"))
-        return False
-    return True
-
-
-def _resolved(path: Path) -> Path | None:
-    """The symlink-free path, or None for a symlink loop."""
-    try:
-        return path.resolve()
-    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a loop
-        return None
-
-
-def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.ParseCache | None = None
-                 ) -> tuple[dict[str, list[Document]], list[Finding]]:
-    documents: dict[str, list[Document]] = {}
-    findings: list[Finding] = []
-    reader = repopath.Reader(root)
-    for rel in files:
-        try:
-            raw = reader.read(rel)
-        except repopath.Refused as refusal:
-            findings.append(_refused_source(root, rel, refusal))
-            continue
-        except OSError as exc:
-            findings.append(Finding("YAML001", Severity.ERROR, f"cannot read file: {exc.strerror}", rel, 0))
-            continue
-        loaded = parsecache.load_bytes(parse_cache, raw, rel)
-        documents[rel] = loaded.documents
-        findings.extend(loaded.findings)
-    return documents, findings
-
-
-def _refused_source(root: Path, rel: str, refusal: repopath.Refused) -> Finding:
-    """The finding for a source file the trust boundary will not read: an oversized one keeps the loader's
-    YAML004 (so it reads the same whether the boundary or the loader saw the size first), anything else
-    (a FIFO, a device, a symlink out of the repository) is YAML001 with the boundary's reason."""
-    size = _inside_size(root, rel)
-    if size is not None and size > MAX_FILE_BYTES:
-        return Finding("YAML004", Severity.ERROR, f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
-                       rel, 1, hint="split it, or keep generated data out of the policy repository")
-    return Finding("YAML001", Severity.ERROR, f"cannot read file: {refusal}", rel, 0)
-
-
-def _inside_size(root: Path, rel: str) -> int | None:
-    """The size of `rel` when it is a regular file inside the repository, else None; never opens it."""
-    try:
-        return os.stat(repopath.regular_file(root, rel, limit=None)).st_size
-    except (repopath.Refused, OSError):
-        return None
-
-
 def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, schema: str,
                      findings: list[Finding]) -> Document | None:
     """Validate a pool.yaml / cluster.yaml document; return it only when it is valid."""
@@ -197,98 +103,51 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
 # --- the run -------------------------------------------------------------------------------------------------
 
 def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, rules: bool = True,
-        progress: Callable | None = None, crd_schemas: dict | None = None) -> RunResult:
+        progress: Callable | None = None, crd_schemas: dict | None = None,
+        graph: kustomize.Graph | None = None) -> RunResult:
+    """Validate the repository at `root`. `graph`: the kustomize graph of every cluster when the caller has
+    read it already (--changed-since does, to select the clusters), so it is not read twice."""
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     root = root.resolve()
     all_clusters = cluster_names(root)
-    if clusters:
-        unknown = sorted(set(clusters) - set(all_clusters))
-        if unknown:
-            raise ToolError(f"no such cluster: {', '.join(unknown)} (clusters: {', '.join(all_clusters) or 'none'})")
-    selected = all_clusters if clusters is None else clusters  # [] selects none (incremental runs)
-    # A run over some clusters (sharding, --changed-since) reads only what those clusters depend on; the
-    # whole-repository checks (files no overlay includes, pools no cluster includes) belong to full runs.
-    whole = set(selected) == set(all_clusters)
     parse_cache = kustomize.parse_cache(use_cache)
-    graph = graphcache.build_graph(root, [f"clusters/{name}" for name in (all_clusters if whole else selected)],
-                                   parse_cache)
-    pool_dirs = _pool_dirs(root, None if whole else graph, selected)
-    files, findings = source_files(root, None if whole else _inputs_of(graph, selected, pool_dirs))
-    findings.extend(graph.findings)
-    blocked = {f.path for f in graph.findings}
-    # An overlay whose kustomization did not load has no graph node; one that names a refused path is blocked.
-    renderable = [name for name in selected if f"clusters/{name}" in graph.overlays
-                  and not graph.closure(f"clusters/{name}") & blocked]
+    sources = discover(root, all_clusters, _selected(all_clusters, clusters), parse_cache, graph)
+    findings = list(sources.findings)
+    renderable = _renderable(sources)
     clock.lap("discover")
 
     # kubectl renders in the background while the sources load strictly and the schemas compile; an overlay
     # with an input the loader refuses is cancelled (and not rendered at all if it had not started).
-    rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], graph, use_cache,
-                                    progress=progress)
+    rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], sources.graph, use_cache,
+                                    progress=progress, reader=sources.reader)
     try:
-        documents, load_findings = load_sources(root, files, parse_cache)
-        load_findings = kustomize.accept_json6902_lists(load_findings, graph)  # a JSON6902 patch is a YAML list
+        load_findings = load(sources, parse_cache)
         findings.extend(load_findings)
-        broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
-        broken = [name for name in renderable if graph.closure(f"clusters/{name}") & broken_inputs]
+        broken = _broken(sources, renderable, load_findings)
         rendering.cancel(f"clusters/{name}" for name in broken)
         renderable = [name for name in renderable if name not in broken]
         clock.lap("load")
 
-        facts = {name: _facts(root, name, documents, findings) for name in selected}
+        facts = {name: _facts(name, sources.documents, findings) for name in sources.selected}
         schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root))
-        _prepare(schemas, documents, {f.kubernetes_version for f in facts.values()}, rules)
+        _prepare(schemas, sources.documents, {f.kubernetes_version for f in facts.values()}, rules)
     except BaseException:
         rendering.abandon()
         raise
     rendered = rendering.results()
     clock.lap("render")
 
-    result = RunResult(fleet=Fleet(root=str(root)), rendered_clusters=renderable, timings=timings)
-    result.cached_renders = sum(1 for r in rendered.values() if r.cached)
-    index = SourceIndex(str(root), documents)
-    fleet = result.fleet
-    fleet.locator = index
-    fleet.documents = [doc for docs in documents.values() for doc in docs]
-
-    pool_docs = _pools(pool_dirs, documents, findings)
-    fleet.pools = {pool.name: pool for pool in pool_docs.values()}
-    fleet.invalid_pools = {Path(d).name for d in pool_dirs} - {Path(rel).parent.name for rel in pool_docs}
-    objects_by_cluster: dict[str, list[K8sObject]] = {}
-    for name in renderable:
-        output = rendered[f"clusters/{name}"]
-        kfile = graph.overlays[f"clusters/{name}"].file
-        if output.error:
-            # at the file and line that cause the failure, not at the overlay's first line
-            findings.append(kustomize.render_failure(graph, f"clusters/{name}", output, name))
-            continue
-        if not graph.overlays[f"clusters/{name}"].origin_annotations:
-            findings.append(Finding("KUST006", Severity.WARNING, "overlay does not set buildMetadata: "
-                                    "[originAnnotations]; findings cannot name source files", kfile, 1, cluster=name))
-        bodies = parsecache.load_rendered(parse_cache, f"{root}:clusters/{name}", output.text)
-        objects_by_cluster[name] = guarded(findings, "stage parse", _objects_from, bodies, name, kfile, default=[],
-                                           subject=f"the rendered objects of cluster {name}",
-                                           location=Location(kfile, 1), cluster=name)
-        # kubectl applies a patch whose target matches nothing without a word
-        findings.extend(kustomize.unmatched_patches(graph, f"clusters/{name}", objects_by_cluster[name], name))
-    result.objects = sum(len(objs) for objs in objects_by_cluster.values())
+    index = SourceIndex(str(root), sources.documents, sources.reader)
+    objects_by_cluster = _parse_stage(sources, renderable, rendered, parse_cache, index, findings)
     clock.lap("parse")
 
-    schema_findings = _schema_stage(objects_by_cluster, facts, schemas, fleet, graph, documents, files)
-    findings.extend(schema_findings)
+    findings.extend(_schema_stage(objects_by_cluster, facts, schemas, index, sources))
     clock.lap("schema")
 
-    generated = {name: {(k.configmap, k.key): k.source for k in graph.generated_keys(f"clusters/{name}")}
+    generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
                  for name in objects_by_cluster}
-    for name, objects in objects_by_cluster.items():
-        directories = set(graph.directories(f"clusters/{name}"))
-        pools = [pool for rel, pool in pool_docs.items() if str(Path(rel).parent) in directories]
-        cluster = guarded(findings, "stage model", build_cluster, facts[name], objects, pools, generated[name],
-                          _gpu_model, index.docs, location=Location(facts[name].path, 1), cluster=name)
-        if cluster is not None:  # a cluster whose model crashed is left out (its INTERNAL finding says so)
-            fleet.clusters[name] = cluster
-    _attach_pool_clusters(fleet)
+    fleet = _assemble_fleet(sources, facts, objects_by_cluster, generated, index, findings)
     findings.extend(guarded(findings, "stage schema (GPU Operator values)", _values_findings, fleet, schemas,
                             generated, index, default=[]))
     clock.lap("model")
@@ -296,8 +155,81 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     if rules:
         findings.extend(_run_rules(fleet))
     clock.lap("rules")
-    result.findings = _dedupe(findings)
-    return result
+    return RunResult(fleet=fleet, findings=_dedupe(findings), timings=timings,
+                     objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
+                     cached_renders=sum(1 for r in rendered.values() if r.cached))
+
+
+def _selected(all_clusters: list[str], clusters: list[str] | None) -> list[str]:
+    if clusters:
+        unknown = sorted(set(clusters) - set(all_clusters))
+        if unknown:
+            raise ToolError(f"no such cluster: {', '.join(unknown)} (clusters: {', '.join(all_clusters) or 'none'})")
+    return all_clusters if clusters is None else clusters  # [] selects none (incremental runs)
+
+
+def _renderable(sources: Sources) -> list[str]:
+    """The selected clusters kubectl can render: an overlay whose kustomization did not load has no graph node;
+    one that names a refused path is blocked."""
+    blocked = {f.path for f in sources.graph.findings}
+    return [name for name in sources.selected if f"clusters/{name}" in sources.graph.overlays
+            and not sources.closure(name) & blocked]
+
+
+def _broken(sources: Sources, renderable: list[str], load_findings: list[Finding]) -> list[str]:
+    """The renderable clusters with an input the strict loader refused: kubectl must not spend time on them."""
+    broken_inputs = {f.path for f in load_findings if f.severity is Severity.ERROR}
+    return [name for name in renderable if sources.closure(name) & broken_inputs]
+
+
+def _parse_stage(sources: Sources, renderable: list[str], rendered: dict, parse_cache: parsecache.ParseCache | None,
+                 index: SourceIndex, findings: list[Finding]) -> dict[str, list[K8sObject]]:
+    """Each rendered cluster's objects (kubectl's failures become findings at the file that causes them)."""
+    graph = sources.graph
+    objects_by_cluster: dict[str, list[K8sObject]] = {}
+    for name in renderable:
+        overlay = f"clusters/{name}"
+        output = rendered[overlay]
+        kfile = graph.overlays[overlay].file
+        if output.error:
+            # at the file and line that cause the failure, not at the overlay's first line
+            findings.append(kustomize.render_failure(graph, overlay, output, name, index.docs))
+            continue
+        if not graph.overlays[overlay].origin_annotations:
+            findings.append(Finding("KUST006", Severity.WARNING, "overlay does not set buildMetadata: "
+                                    "[originAnnotations]; findings cannot name source files", kfile, 1, cluster=name))
+        bodies = parsecache.load_rendered(parse_cache, f"{sources.root}:{overlay}", output.text)
+        objects_by_cluster[name] = guarded(findings, "stage parse", _objects_from, bodies, name, kfile, default=[],
+                                           subject=f"the rendered objects of cluster {name}",
+                                           location=Location(kfile, 1), cluster=name)
+        # kubectl applies a patch whose target matches nothing without a word
+        findings.extend(kustomize.unmatched_patches(graph, overlay, objects_by_cluster[name], name, index.docs))
+    return objects_by_cluster
+
+
+def _assemble_fleet(sources: Sources, facts: dict[str, ClusterFacts], objects_by_cluster: dict[str, list[K8sObject]],
+                    generated: dict[str, dict], index: SourceIndex, findings: list[Finding]) -> Fleet:
+    """The finished model: the repository's clusters, the pools with the clusters that include them (on every
+    copy: a cluster's copy differs only in capacity, which its MIG layouts decide), and the pages rules read."""
+    membership = sources.pool_membership(objects_by_cluster)
+    declared = {rel: replace(pool, clusters=membership.get(str(Path(rel).parent), ()))
+                for rel, pool in _pools(sources.pool_dirs, sources.documents, findings).items()}
+    fleet = Fleet(root=str(sources.root), locator=index,
+                  documents=[doc for docs in sources.documents.values() for doc in docs],
+                  repository_clusters=tuple(sources.all_clusters), runbooks=sources.runbooks,
+                  decision_log=sources.decision_log, affected_paths=sources.affected_paths)
+    fleet.pools = {pool.name: pool for pool in declared.values()}
+    fleet.invalid_pools = {Path(d).name for d in sources.pool_dirs} - {Path(rel).parent.name for rel in declared}
+    for name, objects in objects_by_cluster.items():
+        directories = set(sources.graph.directories(f"clusters/{name}"))
+        pools = [pool for rel, pool in declared.items() if str(Path(rel).parent) in directories]
+        cluster = guarded(findings, "stage model", build_cluster, facts[name], objects, pools, generated[name],
+                          _gpu_model, index.docs, location=Location(facts[name].path, 1), cluster=name)
+        if cluster is None:  # a cluster whose model crashed is left out (its INTERNAL finding says so)
+            continue
+        fleet.clusters[name] = cluster
+        fleet.pools.update({pool.name: pool for pool in cluster.pools})  # with the capacity of the last one
+    return fleet
 
 
 def _objects_from(bodies: list, cluster: str, kustomization: str) -> list[K8sObject]:
@@ -356,23 +288,6 @@ def _gpu_model(model_key: str):
         return None
 
 
-def _pool_dirs(root: Path, graph: kustomize.Graph | None, clusters: list[str]) -> list[str]:
-    """Repo-relative pool folders: every one under pools/, or (given a graph) those the clusters include."""
-    if graph is None:
-        base = root / "pools"
-        return [f"pools/{d.name}" for d in sorted(base.iterdir()) if d.is_dir()] if base.is_dir() else []
-    included = {d for name in clusters for d in graph.directories(f"clusters/{name}")}
-    return sorted(d for d in included if d.startswith("pools/"))
-
-
-def _inputs_of(graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> set[str]:
-    """The source files a run over some clusters needs: their overlays' inputs and their declarations."""
-    needed = {f for name in clusters for f in graph.closure(f"clusters/{name}")}
-    needed |= {f"clusters/{name}/cluster.yaml" for name in clusters}
-    needed |= {f"{d}/pool.yaml" for d in pool_dirs}
-    return needed
-
-
 def _pools(pool_dirs: list[str], documents: dict[str, list[Document]], findings: list[Finding]) -> dict[str, Pool]:
     pools: dict[str, Pool] = {}
     for directory in pool_dirs:
@@ -385,7 +300,7 @@ def _pools(pool_dirs: list[str], documents: dict[str, list[Document]], findings:
     return pools
 
 
-def _facts(root: Path, name: str, documents: dict[str, list[Document]], findings: list[Finding]) -> ClusterFacts:
+def _facts(name: str, documents: dict[str, list[Document]], findings: list[Finding]) -> ClusterFacts:
     rel = f"clusters/{name}/cluster.yaml"
     doc = _check_repo_file(documents, rel, "Cluster", "cluster", findings)
     empty = ClusterFacts(name=name, path=rel, environment="", region="", zones=(),
@@ -396,27 +311,19 @@ def _facts(root: Path, name: str, documents: dict[str, list[Document]], findings
                    location=Location(rel, doc.line))
 
 
-def _attach_pool_clusters(fleet: Fleet) -> None:
-    for cluster in fleet.clusters.values():
-        for pool in cluster.pools:
-            known = fleet.pools.get(pool.name)
-            merged = tuple(sorted({*(known.clusters if known else ()), cluster.name}))
-            fleet.pools[pool.name] = pool.__class__(**{**pool.__dict__, "clusters": merged})
-
-
 def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[str, ClusterFacts],
-                  schemas: SchemaSet, fleet: Fleet, graph: kustomize.Graph,
-                  documents: dict[str, list[Document]], files: list[str]) -> list[Finding]:
+                  schemas: SchemaSet, index: SourceIndex, sources: Sources) -> list[Finding]:
     findings: list[Finding] = []
     for name, objects in objects_by_cluster.items():
         version = facts[name].kubernetes_version
         for obj in objects:
-            findings.extend(_validate_guarded(obj, version, schemas, fleet, name, findings))
+            findings.extend(_validate_guarded(obj, version, schemas, index, name, findings))
     # Manifests no overlay includes are still validated, so a broken file is never silent.
-    inputs = graph.input_files()
-    patches = graph.patch_files()
+    documents = sources.documents
+    inputs = sources.graph.input_files()
+    patches = sources.graph.patch_files()
     version = max((f.kubernetes_version for f in facts.values()), default=DEFAULT_KUBERNETES_VERSION)
-    for rel in files:
+    for rel in sources.files:
         if rel in patches or Path(rel).name in kustomize.KUSTOMIZATION_NAMES:
             continue
         for doc in documents.get(rel, []):
@@ -434,16 +341,16 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
                                         hint="add it to a kustomization, or delete it"))
             obj = object_from(doc.data, "", "")
             obj = K8sObject(obj.api_version, obj.kind, obj.name, obj.namespace, doc.data, rel, "")
-            findings.extend(_validate_guarded(obj, version, schemas, fleet, "", findings))
+            findings.extend(_validate_guarded(obj, version, schemas, index, "", findings))
     return findings
 
 
-def _validate_guarded(obj: K8sObject, version: str, schemas: SchemaSet, fleet: Fleet, cluster: str,
+def _validate_guarded(obj: K8sObject, version: str, schemas: SchemaSet, index: SourceIndex, cluster: str,
                       findings: list[Finding]) -> list[Finding]:
     """`_validate_object`, or an INTERNAL finding in `findings` when it raises (described only then: this
     runs once per object of the fleet)."""
     try:
-        return _validate_object(obj, version, schemas, fleet, cluster)
+        return _validate_object(obj, version, schemas, index, cluster)
     except Exception as exc:  # noqa: BLE001 - a crash validating one object is a finding, not a traceback
         findings.append(crash_finding("stage schema", exc, subject=obj.ref(), location=Location(obj.origin, 0),
                                       cluster=cluster))
@@ -485,21 +392,22 @@ def _is_manifest(data: object) -> bool:
     return isinstance(data, dict) and isinstance(data.get("apiVersion"), str) and isinstance(data.get("kind"), str)
 
 
-def _validate_object(obj: K8sObject, version: str, schemas: SchemaSet, fleet: Fleet, cluster: str) -> list[Finding]:
+def _validate_object(obj: K8sObject, version: str, schemas: SchemaSet, index: SourceIndex,
+                     cluster: str) -> list[Finding]:
     if not obj.api_version or not obj.kind:
-        location = fleet.locate(obj) or Location(obj.origin, 0)
+        location = index.locate(obj, ())
         return [Finding("SCHEMA004", Severity.ERROR, "object has no apiVersion or kind", location.path,
                         location.line, cluster)]
     errors = schemas.validate(obj.body, version)
     if errors is None:
-        location = fleet.locate(obj, "kind") or Location(obj.origin, 0)
+        location = index.locate(obj, ("kind",))
         return [Finding("SCHEMA003", Severity.WARNING, f"no schema for {obj.api_version} {obj.kind}: it is not "
                         "validated", location.path, location.line, cluster,
                         "import its CRD with `gpupolicy schemas import`")]
     rule = "SCHEMA001" if "." not in obj.group or obj.group.endswith(".k8s.io") else "SCHEMA002"
     found = []
     for error in errors:
-        location = fleet.locate(obj, *error.path) or Location(obj.origin, 0)
+        location = index.locate(obj, tuple(error.path))
         found.append(Finding(rule, Severity.ERROR, f"{obj.ref()}: {error.message}", location.path, location.line,
                              cluster))
     return found

@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -62,13 +63,16 @@ def normalize(base: str, text: str) -> str:
 class Reader:
     """The boundary's checks for one run over one repository. Each folder's real path is resolved once (a
     fleet's thousands of files share a few hundred folders, and a realpath per file was most of the cost of
-    reading them), and each file's digest is taken once (the render cache key hashes shared files once per
-    cluster). Make one per run: what it remembers is only true while the tree does not change."""
+    reading them), and each file is read once: its bytes are kept for every later `read` and `digest` (the
+    render cache key hashes the files the loader parses, and shared files once per cluster). Make one per
+    run: what it remembers is only true while the tree does not change."""
 
     def __init__(self, root: str | Path) -> None:
         self.real_root = os.path.realpath(root)
         self._folders: dict[str, str] = {}
         self._digests: dict[str, bytes] = {}
+        self._contents: dict[str, bytes] = {}  # files of at most MAX_FILE_BYTES, as read
+        self._reading = threading.Lock()  # render threads hash what the loader reads: read each file once
 
     def resolve(self, rel: str) -> str:
         """The real path of repo-relative `rel` (symlinks followed), which must lie inside the real root."""
@@ -108,23 +112,44 @@ class Reader:
 
     def read(self, rel: str, limit: int = MAX_FILE_BYTES) -> bytes:
         """The bytes of repo-relative `rel`, checked as `regular_file` says."""
+        data = self._contents.get(rel)
+        if data is None:
+            with self._reading:
+                data = self._contents.get(rel)
+                if data is None:
+                    data = self._read_once(rel, limit)
+        if len(data) > limit:
+            raise Refused(f"{_shown(rel)} is {len(data):,} bytes, over the {limit:,}-byte limit")
+        return data
+
+    def _read_once(self, rel: str, limit: int) -> bytes:
         with self._opened(rel, limit) as handle:
             data = handle.read(limit + 1)
         if len(data) > limit:
             raise Refused(f"{_shown(rel)} is over the {limit:,}-byte limit")
+        if len(data) <= MAX_FILE_BYTES:
+            self._contents[rel] = data
         return data
 
     def digest(self, rel: str) -> bytes:
-        """sha256 of repo-relative `rel` of any size (a configuration version hashes big files too), read in
-        chunks; the same containment and regular-file checks as `read`."""
+        """sha256 of repo-relative `rel` of any size (a configuration version hashes big files too); the same
+        containment and regular-file checks as `read`. A file the loader may parse is read whole and kept."""
         known = self._digests.get(rel)
         if known is None:
-            digest = hashlib.sha256()
-            with self._opened(rel, None) as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(chunk)
-            known = self._digests[rel] = digest.digest()
+            try:
+                data = self.read(rel)
+            except Refused:  # too big to keep (or refused: then reading it in chunks says why)
+                known = self._digests[rel] = self._chunked_digest(rel)
+            else:
+                known = self._digests[rel] = hashlib.sha256(data).digest()
         return known
+
+    def _chunked_digest(self, rel: str) -> bytes:
+        digest = hashlib.sha256()
+        with self._opened(rel, None) as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.digest()
 
     @contextlib.contextmanager
     def _opened(self, rel: str, limit: int | None) -> Iterator[BinaryIO]:

@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from . import catalog
@@ -475,9 +474,8 @@ def stage_units(fleet: Fleet, plan: Plan, stage: Stage) -> list[Unit]:
 
 
 def repository_clusters(fleet: Fleet) -> set[str]:
-    """Every cluster folder of the repository, loaded or not (`validate --cluster` loads a subset)."""
-    base = Path(fleet.root) / "clusters"
-    return {d.name for d in base.iterdir() if d.is_dir()} if base.is_dir() else set(fleet.clusters)
+    """Every cluster of the repository, loaded or not (`validate --cluster` loads a subset)."""
+    return set(fleet.repository_clusters)
 
 
 def selector_fully_loaded(fleet: Fleet, selector: Selector) -> bool:

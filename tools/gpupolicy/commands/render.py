@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import kustomize
 from ..errors import ToolError
-from ..pipeline import cluster_names
+from ..sources import cluster_names
 
 NAME = "render"
 HELP = "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)"

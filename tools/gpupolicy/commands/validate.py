@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import formats, incremental, pipeline, report  # noqa: F401  (formats registers sarif/junit/github)
+from .. import formats, incremental, kustomize, pipeline, report  # noqa: F401  (formats registers sarif/junit/github)
 from ..errors import ToolError
 from ..internal import crash_finding
 from ..model import Fleet
@@ -26,11 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
 
 
-def _clusters(args: argparse.Namespace) -> list[str] | None:
+def _clusters(args: argparse.Namespace) -> tuple[list[str] | None, kustomize.Graph | None]:
     """The clusters to validate: None for all; an empty list when the change reaches no cluster and no
-    loose YAML file (then there is nothing to validate)."""
+    loose YAML file (then there is nothing to validate). With them, the graph --changed-since read to select
+    them (the run takes it rather than reading it again)."""
     if not args.changed_since:
-        return args.cluster
+        return args.cluster, None
     selection = incremental.changed_clusters(args.repo, args.changed_since, use_cache=not args.no_cache)
     chosen = [c for c in selection.clusters if not args.cluster or c in args.cluster]
     print(f"gpupolicy: --changed-since {args.changed_since}: {selection.describe()}", file=sys.stderr)
@@ -38,20 +39,20 @@ def _clusters(args: argparse.Namespace) -> list[str] | None:
         for cluster, paths in selection.reasons.items():
             print(f"  {cluster}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}", file=sys.stderr)
     if chosen:
-        return chosen
+        return chosen, selection.graph
     if selection.validates_loose_files():
         # pipeline.run(clusters=[]) means "all clusters"; changed loose files still need the strict loader.
         print("gpupolicy: changed YAML outside every cluster overlay: validating everything", file=sys.stderr)
-        return args.cluster
-    return []
+        return args.cluster, selection.graph
+    return [], None
 
 
 def run(args: argparse.Namespace) -> int:
-    clusters = _clusters(args)
+    clusters, graph = _clusters(args)
     if clusters == []:
         print("gpupolicy: no cluster depends on the changed paths; nothing to validate", file=sys.stderr)
         return 0
-    result = _validate(args, clusters)
+    result = _validate(args, clusters, graph)
     text = report.FORMATTERS[args.format](result, str(args.repo))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
@@ -64,12 +65,14 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(result)
 
 
-def _validate(args: argparse.Namespace, clusters: list[str] | None) -> pipeline.RunResult:
+def _validate(args: argparse.Namespace, clusters: list[str] | None,
+              graph: kustomize.Graph | None = None) -> pipeline.RunResult:
     """The run; when it crashes outright, a result holding just that crash as an INTERNAL finding, so the
     report is still written (CI uploads it) and says why it is empty."""
     try:
         with progress_bar("rendering") as bar:
-            return pipeline.run(args.repo, clusters=clusters, use_cache=not args.no_cache, progress=bar)
+            return pipeline.run(args.repo, clusters=clusters, use_cache=not args.no_cache, progress=bar,
+                                graph=graph)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code

@@ -26,9 +26,9 @@ mark the record `deprecated` or `superseded`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
-from ..decisions import Decision
+from ..decisions import GLOB_CHARACTERS, Decision
 from ..findings import Finding, Severity
 from ..model import Fleet
 from .doc_common import decision_log
@@ -37,30 +37,26 @@ ID = "DOC002"
 SEVERITY = Severity.ERROR
 SUMMARY = "Decision record affects a path that does not exist"
 
-GLOB_CHARACTERS = frozenset("*?[")
-
-
 def check(fleet: Fleet) -> Iterator[Finding]:
-    root = Path(fleet.root)
     for decision in decision_log(fleet):
         value = decision.meta.get("affects")
         if decision.problems or not isinstance(value, list):
             continue  # DOC001 reports records whose front matter cannot be read
         for index, item in enumerate(value):
             if isinstance(item, str) and item.strip():
-                problem = _problem(root, item.strip())
+                problem = _problem(fleet.affected_paths, item.strip())
                 if problem:
                     yield _finding(decision, index, problem)
 
 
-def _problem(root: Path, written: str) -> str:
-    """Why `written` names nothing in the repository, or "" when it does."""
+def _problem(affected_paths: dict[str, bool], written: str) -> str:
+    """Why `written` names nothing in the repository, or "" when it does (the load stage looked it up)."""
     path = PurePosixPath(written.rstrip("/") or "/")
     if path.is_absolute() or ".." in path.parts:
         return f"{written!r} is not a path inside the repository (write it relative to the repository root)"
     if GLOB_CHARACTERS & set(written):
-        return "" if any(root.glob(path.as_posix())) else f"{written!r} matches no file in the repository"
-    return "" if (root / path).exists() else f"{written!r} does not exist in the repository"
+        return "" if affected_paths.get(written) else f"{written!r} matches no file in the repository"
+    return "" if affected_paths.get(written) else f"{written!r} does not exist in the repository"
 
 
 def _finding(decision: Decision, index: int, problem: str) -> Finding:

@@ -1,12 +1,10 @@
-"""What the DOC rules share: the decision log of the fleet's repository, read once per run."""
+"""What the DOC rules share: the decision log of the fleet's repository, read once by the load stage."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..decisions import Decision, load_log
+from ..decisions import Decision
 from ..model import Fleet
 
 
 def decision_log(fleet: Fleet) -> list[Decision]:
-    return fleet.memo("decision-log", lambda: load_log(Path(fleet.root)))
+    return fleet.decision_log

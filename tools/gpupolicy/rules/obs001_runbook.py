@@ -19,13 +19,11 @@ Link `https://gpu-platform.example.com/runbooks/GPUFallenOffBus/` and write `doc
 with `## Meaning`, `## Impact`, `## Diagnosis` and `## Mitigation` sections.
 """
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import repopath
 from ..findings import Finding, Severity, at
-from ..model import Fleet
+from ..model import Fleet, Pages
 from ..observability import (
     RUNBOOK_BASE_URL,
     RUNBOOK_SECTIONS,
@@ -45,7 +43,7 @@ SUMMARY = "Alert runbook_url must lead to a docs/runbooks page with the four run
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for alert in alerts_of_cluster(cluster):
-            problem = _problem(Path(fleet.root), alert)
+            problem = _problem(fleet.runbooks, alert)
             if problem is None:
                 continue
             message, hint = problem
@@ -53,7 +51,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             yield Finding(rule=ID, severity=SEVERITY, message=message, cluster=cluster.name, hint=hint, **at(where))
 
 
-def _problem(root: Path, alert: Alert) -> tuple[str, str] | None:
+def _problem(runbooks: Pages, alert: Alert) -> tuple[str, str] | None:
     expected = runbook_url(alert.name)
     url = alert.runbook_url.strip()
     if not url:
@@ -65,12 +63,12 @@ def _problem(root: Path, alert: Alert) -> tuple[str, str] | None:
     if Path(page).stem != alert.name:
         return (f"alert {alert.name}: runbook_url points at the page of {Path(page).stem}",
                 f"every alert has its own page: use {expected}")
-    if not os.path.lexists(root / page):
+    if page in runbooks.unreadable:  # refused by the trust boundary (a symlink out, a FIFO), or not UTF-8
+        reason = runbooks.unreadable[page]
+        return f"alert {alert.name}: cannot read runbook page {page} ({reason})", "save it as a UTF-8 file in docs/"
+    if page not in runbooks.texts:
         return f"alert {alert.name}: runbook page {page} does not exist", f"write {page}"
-    try:  # the page's name comes from the alert's annotation: read it through the trust boundary
-        missing = parse_runbook(repopath.read_file(root, page).decode("utf-8")).missing_sections()
-    except (repopath.Refused, UnicodeDecodeError) as exc:
-        return f"alert {alert.name}: cannot read runbook page {page} ({exc})", "save it as a UTF-8 file in docs/"
+    missing = parse_runbook(runbooks.texts[page]).missing_sections()
     if missing:
         return (f"alert {alert.name}: runbook page {page} lacks section(s) {', '.join(missing)}",
                 "a runbook has " + ", ".join(f"## {name}" for name in RUNBOOK_SECTIONS))

@@ -17,7 +17,6 @@ Include the pool's component in the one cluster that owns its nodes; delete pool
 """
 
 from collections.abc import Iterator
-from pathlib import Path
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
@@ -36,12 +35,6 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             yield Finding(ID, SEVERITY, f"pool {pool.name} is included by {len(pool.clusters)} clusters "
                           f"({', '.join(pool.clusters)}); its GPUs are counted in each", **at(location),
                           hint="a pool's nodes belong to one cluster: keep the component in one overlay")
-        elif not pool.clusters and len(fleet.clusters) == len(_all_cluster_dirs(fleet)):
+        elif not pool.clusters and len(fleet.clusters) == len(fleet.repository_clusters):
             yield Finding(ID, Severity.WARNING, f"pool {pool.name} is included by no cluster overlay",
                           **at(location), hint="add `../../pools/<name>` to a cluster's components, or delete it")
-
-
-def _all_cluster_dirs(fleet: Fleet) -> list[str]:
-    from ..pipeline import cluster_names  # the pipeline imports the rules: import it late
-
-    return cluster_names(Path(fleet.root))
