@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
-from ..model import Cluster
+from .. import quotas
+from ..model import Cluster, ResourceQuota
 from . import Context, table
 
 
 def pages(context: Context) -> dict[str, str]:
     text = context.header("Quota matrix")
     text += ("Nominal quota is guaranteed; a queue in a cohort may borrow up to its borrowing limit from what "
-             "others do not use, and lends at most its lending limit. *Share* is the nominal quota as a share of "
-             "what the pool exposes for that resource.\n\n")
+             "others do not use, and lends at most its lending limit. A cohort's own quota is guaranteed too and "
+             "lent to its member queues. *Share* is the nominal quota as a share of what the flavor's pools "
+             "expose for that resource.\n\n")
     for cluster in context.fleet.clusters.values():
         text += f"## {cluster.name}\n\n" + _matrix(cluster) + "\n"
     return {"quotas.md": text}
@@ -23,35 +23,36 @@ def _fmt(value: object) -> str:
 
 
 def _share(nominal: float, exposed: float) -> str:
-    """The quota as a percentage of what its pools expose; exact, so a quota of 1e400 cannot overflow a float."""
-    if not exposed:
+    """The quota as a percentage of what its flavor's pools expose."""
+    percent = quotas.share_percent(nominal, exposed)
+    if percent is None:
         return "-"
-    percent = 100 * Decimal(nominal) / Decimal(exposed)
     return f"{percent:.0f}%" if abs(percent) < 10**6 else f"{percent:.1e}%"
 
 
 def _matrix(cluster: Cluster) -> str:
     rows = []
-    totals: dict[tuple[str, str], float] = {}
     for queue in cluster.cluster_queues.values():
         for flavor_name, quota in queue.quotas():
-            if not quota.name.startswith("nvidia.com/"):
-                continue
-            flavor = cluster.flavors.get(flavor_name)
-            pools = cluster.pools_of_flavor(flavor) if flavor else []
-            exposed = sum(p.capacity.get(quota.name, 0) for p in pools)
-            share = _share(quota.nominal, exposed)
-            totals[(flavor_name, quota.name)] = totals.get((flavor_name, quota.name), 0) + quota.nominal
-            rows.append([queue.team or queue.name, queue.name, ", ".join(p.name for p in pools) or flavor_name,
-                         f"`{quota.name}`", quota.nominal, _fmt(quota.borrowing_limit) if queue.cohort else "-",
-                         _fmt(quota.lending_limit) if queue.cohort else "-", share])
+            if quotas.is_gpu_resource(quota.name):
+                rows.append(_row(cluster, queue.team or queue.name, queue.name, flavor_name, quota, bool(queue.cohort)))
+    for entry in quotas.quota_entries(cluster):  # a Cohort's own quota is guaranteed too (lent to its members)
+        if entry.kind == "Cohort" and quotas.is_gpu_resource(entry.quota.name):
+            rows.append(_row(cluster, "-", entry.label, entry.flavor, entry.quota, True))
     if not rows:
         return "No GPU quotas.\n"
     text = table(["team", "queue", "pool", "resource", "nominal", "borrowing limit", "lending limit", "share"], rows)
     sums = []
-    for (flavor_name, resource), total in sorted(totals.items()):
-        flavor = cluster.flavors.get(flavor_name)
-        exposed = sum(p.capacity.get(resource, 0) for p in (cluster.pools_of_flavor(flavor) if flavor else []))
+    for (flavor_name, resource), total in sorted(quotas.nominal_per_flavor(cluster).items()):
+        exposed = quotas.flavor_capacity(cluster, flavor_name).get(resource, 0)
         sums.append([flavor_name, f"`{resource}`", total, exposed, exposed - total])
     return text + "\nTotals per flavor:\n\n" + table(["flavor", "resource", "nominal total", "pool exposes",
                                                      "unassigned"], sums)
+
+
+def _row(cluster: Cluster, team: str, owner: str, flavor_name: str, quota: ResourceQuota, in_cohort: bool) -> list:
+    pools = quotas.pools_of(cluster, flavor_name)
+    exposed = quotas.flavor_capacity(cluster, flavor_name).get(quota.name, 0)
+    return [team, owner, ", ".join(p.name for p in pools) or flavor_name, f"`{quota.name}`", quota.nominal,
+            _fmt(quota.borrowing_limit) if in_cohort else "-", _fmt(quota.lending_limit) if in_cohort else "-",
+            _share(quota.nominal, exposed)]

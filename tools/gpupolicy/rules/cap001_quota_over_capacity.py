@@ -27,12 +27,12 @@ Lower the nominal quotas so that they sum to at most what the pool exposes (let 
 their cohort), or add nodes to the pool in `pool.yaml`.
 """
 
-from collections import defaultdict
 from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .cap_common import QuotaEntry, capacity_known, is_gpu_resource, number, pool_of, quota_entries
+from ..quotas import QuotaEntry, nominal_per_pool, pool_of
+from .cap_common import number
 
 ID = "CAP001"
 SEVERITY = Severity.ERROR
@@ -41,20 +41,12 @@ SUMMARY = "Nominal quota on a pool exceeds what the pool exposes"
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
-        by_pool: dict[tuple[str, str], list[QuotaEntry]] = defaultdict(list)
-        pools = {}
-        for entry in quota_entries(cluster):
-            pool = pool_of(cluster, entry.flavor)
-            if pool is None or not is_gpu_resource(entry.quota.name) or not capacity_known(cluster, pool):
-                continue
-            if entry.quota.name in pool.capacity:  # CAP002 reports a resource the pool does not expose
-                by_pool[(pool.name, entry.quota.name)].append(entry)
-                pools[pool.name] = pool
-        for (pool_name, resource), entries in sorted(by_pool.items()):
-            exposed = pools[pool_name].capacity[resource]
+        for (_, resource), entries in nominal_per_pool(cluster).items():
+            pool = pool_of(cluster, entries[0].flavor)
+            exposed = pool.capacity[resource]
             total = sum(e.quota.nominal for e in entries)
             if total > exposed:
-                yield _finding(fleet, cluster.name, pools[pool_name], resource, entries, total, exposed)
+                yield _finding(fleet, cluster.name, pool, resource, entries, total, exposed)
 
 
 def _finding(fleet: Fleet, cluster: str, pool, resource: str, entries: list[QuotaEntry], total: float,

@@ -25,7 +25,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .cap_common import capacity_known, is_gpu_resource, number, pool_of, quota_entries
+from ..quotas import capacity_known, is_gpu_resource, pool_of, quota_entries
+from .cap_common import number
 
 ID = "CAP002"
 SEVERITY = Severity.ERROR

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import POOL_LABEL, Cluster, Flavor, Fleet
-from .cap_common import is_gpu_resource, quota_entries
+from ..quotas import is_gpu_resource, quota_entries
 
 ID = "CAP003"
 SEVERITY = Severity.ERROR

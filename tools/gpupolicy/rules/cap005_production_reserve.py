@@ -32,7 +32,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet, Pool
-from .cap_common import QuotaEntry, capacity_known, is_gpu_resource, number, pool_of, queue_entries
+from ..quotas import QuotaEntry, capacity_known, is_gpu_resource, pool_of, queue_entries
+from .cap_common import number
 
 ID = "CAP005"
 SEVERITY = Severity.ERROR

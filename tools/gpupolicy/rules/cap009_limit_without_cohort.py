@@ -26,7 +26,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .cap_common import QuotaEntry, number, quota_entries
+from ..quotas import QuotaEntry, quota_entries
+from .cap_common import number
 
 ID = "CAP009"
 SEVERITY = Severity.ERROR

@@ -21,7 +21,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .cap_common import number, quota_entries
+from ..quotas import quota_entries
+from .cap_common import number
 
 ID = "CAP010"
 SEVERITY = Severity.ERROR

@@ -30,7 +30,8 @@ from decimal import Decimal
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, Namespace, NamespaceQuota
 from ..quantity import QuantityError, parse_quantity
-from .cap_common import admissible, is_gpu_resource, namespace_labels, number, queues_selecting
+from ..quotas import admissible, is_gpu_resource
+from .cap_common import namespace_labels, number, queues_selecting
 
 ID = "CAP015"
 SEVERITY = Severity.ERROR

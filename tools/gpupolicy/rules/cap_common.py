@@ -1,24 +1,14 @@
-"""Shared helpers of the capacity and quota rules (CAP*): quota entries with their source paths, label
-selectors, the flavor -> pool join and what a queue can admit. Not a rule (no `ID`)."""
+"""Shared helpers of the capacity and quota rules (CAP*): how a quota reads in a message, label selectors,
+namespaces and the raw quota fields. Not a rule (no `ID`). The quota arithmetic itself (entries, the flavor ->
+pool join, the capacity a flavor stands for, what a cohort lends) lives in `gpupolicy.quotas`."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
-from ..findings import Location
-from ..model import Cluster, ClusterQueue, Fleet, K8sObject, Pool, ResourceGroup, ResourceQuota
+from ..model import Cluster, ClusterQueue, K8sObject, Pool, ResourceGroup
 from ..selectors import label_selector_matches
-
-GPU_DOMAIN = "nvidia.com/"
-
-
-def is_gpu_resource(name: str) -> bool:
-    return name.startswith(GPU_DOMAIN)
-
 
 PLAIN_DIGITS = 15  # beyond this a quota is absurd anyway: scientific notation, not hundreds of digits
 
@@ -32,64 +22,6 @@ def number(value: float) -> str:
     if abs(amount) >= Decimal(10) ** PLAIN_DIGITS:
         return f"{amount:.3e}"
     return str(int(amount)) if amount == amount.to_integral_value() else str(value)
-
-
-@dataclass(frozen=True)
-class QuotaEntry:
-    """One `resources[]` entry of a ClusterQueue or Cohort, with the field path that locates it."""
-
-    kind: str  # ClusterQueue | Cohort
-    owner: str
-    obj: K8sObject
-    flavor: str
-    quota: ResourceQuota
-    path: tuple  # ("spec", "resourceGroups", g, "flavors", f, "resources", r)
-
-    def locate(self, fleet: Fleet, *field: Any) -> Location | None:
-        return fleet.locate(self.obj, *self.path, *field)
-
-    @property
-    def label(self) -> str:
-        return self.owner if self.kind == "ClusterQueue" else f"cohort {self.owner}"
-
-
-def _entries(kind: str, owner: str, obj: K8sObject, groups: tuple[ResourceGroup, ...]) -> Iterator[QuotaEntry]:
-    for g, group in enumerate(groups):
-        for f, flavor in enumerate(group.flavors):
-            for r, quota in enumerate(flavor.resources):
-                path = ("spec", "resourceGroups", g, "flavors", f, "resources", r)
-                yield QuotaEntry(kind, owner, obj, flavor.flavor, quota, path)
-
-
-def queue_entries(queue: ClusterQueue) -> Iterator[QuotaEntry]:
-    yield from _entries("ClusterQueue", queue.name, queue.obj, queue.resource_groups)
-
-
-def quota_entries(cluster: Cluster) -> list[QuotaEntry]:
-    """Every quota entry of every ClusterQueue, then of every Cohort object, in name order (built once per
-    cluster: several CAP rules walk them)."""
-    def build() -> list[QuotaEntry]:
-        entries = [e for name in sorted(cluster.cluster_queues) for e in queue_entries(cluster.cluster_queues[name])]
-        for name in sorted(cluster.cohorts):
-            cohort = cluster.cohorts[name]
-            if cohort.obj is not None:
-                entries += _entries("Cohort", name, cohort.obj, cohort.resource_groups)
-        return entries
-
-    return cluster.memo("quota_entries", build)
-
-
-# --- flavors and pools ---------------------------------------------------------------------------------------
-
-def pool_of(cluster: Cluster, flavor_name: str) -> Pool | None:
-    """The one pool a flavor selects; None for an unknown flavor or one selecting no or several pools."""
-    flavor = cluster.flavors.get(flavor_name)
-    return cluster.pool_of_flavor(flavor) if flavor else None
-
-
-def capacity_known(cluster: Cluster, pool: Pool) -> bool:
-    """A MIG pool whose layout is missing has no computable capacity (the MIG rules report the layout)."""
-    return not pool.mig_layout or pool.mig_layout in cluster.mig_configs
 
 
 def shared_pool(pool: Pool) -> bool:
@@ -109,85 +41,6 @@ def queues_selecting(cluster: Cluster, labels: dict[str, str]) -> list[ClusterQu
     # several rules ask this per namespace
     return cluster.memo(key, lambda: [cq for _, cq in sorted(cluster.cluster_queues.items())
                                       if selector_matches(cq.namespace_selector, labels)])
-
-
-# --- cohorts and what a queue can admit --------------------------------------------------------------------
-
-def cohort_root(cluster: Cluster, cohort: str) -> str:
-    """The root of a cohort's tree (a cycle stops at the first repeated cohort)."""
-    seen = set()
-    while cohort and cohort not in seen:
-        seen.add(cohort)
-        parent = cluster.cohorts[cohort].parent if cohort in cluster.cohorts else ""
-        if not parent:
-            return cohort
-        cohort = parent
-    return cohort
-
-
-def cohort_tree(cluster: Cluster, root: str) -> set[str]:
-    """Every cohort under `root` (itself included)."""
-    members = {root}
-    changed = True
-    while changed:
-        changed = False
-        for name, cohort in cluster.cohorts.items():
-            if cohort.parent in members and name not in members:
-                members.add(name)
-                changed = True
-    return members
-
-
-def lendable(cluster: Cluster, queue: ClusterQueue) -> dict[tuple[str, str], float]:
-    """(flavor, resource) -> what the rest of the queue's cohort tree can lend it: the other queues' nominal
-    quota (capped by their lendingLimit) plus the cohorts' own nominal quota."""
-    if not queue.cohort:
-        return {}
-    total = dict(_tree_lendable(cluster, cohort_root(cluster, queue.cohort)))
-    for key, lent in _lent_by(queue).items():  # a queue does not lend to itself
-        total[key] = total.get(key, 0.0) - lent
-    return total
-
-
-def _lent_by(queue: ClusterQueue) -> dict[tuple[str, str], float]:
-    lent: dict[tuple[str, str], float] = defaultdict(float)
-    for flavor, quota in queue.quotas():
-        lent[(flavor, quota.name)] += quota.nominal if quota.lending_limit is None else min(quota.nominal,
-                                                                                             quota.lending_limit)
-    return lent
-
-
-def _tree_lendable(cluster: Cluster, root: str) -> dict[tuple[str, str], float]:
-    """Everything a cohort tree can lend: computed once per cluster and root, as every queue of the tree asks."""
-    def build() -> dict[tuple[str, str], float]:
-        tree = cohort_tree(cluster, root)
-        total: dict[tuple[str, str], float] = defaultdict(float)
-        for other in cluster.cluster_queues.values():
-            if other.cohort in tree:
-                for item, lent in _lent_by(other).items():
-                    total[item] += lent
-        for name in tree:
-            cohort = cluster.cohorts.get(name)
-            for group in cohort.resource_groups if cohort else ():
-                for fq in group.flavors:
-                    for quota in fq.resources:
-                        total[(fq.flavor, quota.name)] += quota.nominal
-        return dict(total)
-
-    return cluster.memo(("tree_lendable", root), build)
-
-
-def admissible(cluster: Cluster, queue: ClusterQueue) -> dict[str, float]:
-    """Resource -> the most the queue can have admitted at once, over all its flavors: nominal quota plus
-    what it may borrow (its borrowingLimit, or everything the cohort can lend when unlimited)."""
-    can_borrow = lendable(cluster, queue)
-    total: dict[str, float] = defaultdict(int)  # ints stay ints: 1e400 + 0.0 would overflow a float
-    for flavor, quota in queue.quotas():
-        borrow = can_borrow.get((flavor, quota.name), 0)
-        if quota.borrowing_limit is not None:
-            borrow = min(borrow, quota.borrowing_limit)
-        total[quota.name] += quota.nominal + borrow
-    return dict(total)
 
 
 NAME_LABEL = "kubernetes.io/metadata.name"  # the API server sets it on every namespace

@@ -30,7 +30,8 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import ALLOW_SHARED_TRAINING, WORKLOAD_LABEL, ClusterQueue, Fleet
-from .cap_common import QuotaEntry, is_gpu_resource, pool_of, queue_entries, shared_pool
+from ..quotas import QuotaEntry, is_gpu_resource, pool_of, queue_entries
+from .cap_common import shared_pool
 
 ID = "SHARE008"
 SEVERITY = Severity.ERROR

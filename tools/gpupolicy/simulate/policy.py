@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .. import quotas
 from ..errors import ToolError
 from ..limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
@@ -208,9 +209,10 @@ def _cohort_quota(cluster: Cluster, pools: dict[str, SimPool]) -> dict[tuple[str
 
 
 def _pool_of_flavor(cluster: Cluster, flavor_name: str, pools: dict[str, SimPool]) -> SimPool | None:
-    flavor = cluster.flavors.get(flavor_name)
-    matched = cluster.pools_of_flavor(flavor) if flavor else []
-    return pools.get(matched[0].name) if matched else None
+    """The simulated pool behind a flavor: the one pool it selects (`quotas.pool_of`); a flavor selecting none or
+    several (CAP003) holds no simulated quota."""
+    pool = quotas.pool_of(cluster, flavor_name)
+    return pools.get(pool.name) if pool else None
 
 
 def job_class(job: Job) -> str:
