@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import quotas
 from .model import Cluster, ClusterQueue, Fleet, Pool, selects
 
 
@@ -43,7 +44,8 @@ def cluster_as_dict(cluster: Cluster) -> dict[str, Any]:
         "syncEngine": facts.sync_engine, "objects": len(cluster.objects),
         "pools": [pool_as_dict(p, cluster) for p in cluster.pools],
         "flavors": [{"name": f.name, "nodeLabels": f.node_labels,
-                     "pools": [p.name for p in cluster.pools_of_flavor(f)]} for f in cluster.flavors.values()],
+                     "pools": [p.name for p in cluster.pools_of_flavor(f)],
+                     "capacity": quotas.flavor_capacity(cluster, f.name)} for f in cluster.flavors.values()],
         "clusterQueues": [queue_as_dict(q) for q in cluster.cluster_queues.values()],
         "cohorts": [{"name": c.name, "parent": c.parent, "declared": c.obj is not None} for c in cluster.cohorts.values()],
         "localQueues": [{"name": q.name, "namespace": q.namespace, "clusterQueue": q.cluster_queue}

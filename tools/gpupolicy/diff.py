@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from . import report
+from . import quotas, report
 from .describe import fleet_as_dict
 from .findings import Finding, Severity
 from .internal import INTERNAL
@@ -252,22 +252,16 @@ def _delta(old: Any, new: Any) -> str:
 
 
 def _pool_capacity(model: dict) -> dict[tuple, float]:
-    """(cluster, flavor, resource) -> what the flavor's pools expose: the denominator of a quota's share."""
-    capacity: dict[tuple, float] = {}
-    for cluster in model["clusters"]:
-        pools = {p["name"]: p for p in cluster["pools"]}
-        for flavor in cluster["flavors"]:
-            for pool_name in flavor["pools"]:
-                for resource, amount in pools[pool_name]["capacity"].items():
-                    key = (cluster["name"], flavor["name"], resource)
-                    capacity[key] = capacity.get(key, 0) + amount
-    return capacity
+    """(cluster, flavor, resource) -> what the flavor's pools expose (quotas.flavor_capacity, exported by
+    describe): the denominator of a quota's share."""
+    return {(cluster["name"], flavor["name"], resource): amount for cluster in model["clusters"]
+            for flavor in cluster["flavors"] for resource, amount in flavor.get("capacity", {}).items()}
 
 
 def _share(nominal: Any, capacity: float | None) -> str:
-    if nominal is ABSENT or not capacity:
+    percent = None if nominal is ABSENT else quotas.share_percent(nominal, capacity or 0)
+    if percent is None:
         return "—"
-    percent = 100 * Decimal(nominal) / Decimal(capacity)  # exact: a quota of 1e400 must not overflow a float
     shown = f"{percent:.0f}" if abs(percent) < 10**6 else f"{percent:.1e}"
     return f"{shown}% of {capacity:g}"
 
