@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from . import catalog
+from . import catalog, quotas
 from .findings import Location
 from .model import Cluster, Fleet, NvidiaDriver, Pool
 from .schema import validate_repo_file
@@ -609,15 +609,12 @@ def nodes_down_at_once(policy: dict, nodes_in_scope: int, pool_nodes: int) -> tu
 def production_need(cluster: Cluster, pool: Pool) -> dict[str, float]:
     """Nominal quota of production-tier ClusterQueues on the flavors that select this pool, per GPU resource."""
     need: dict[str, float] = {}
-    for queue in cluster.cluster_queues.values():
-        if queue.tier != PRODUCTION_TIER:
+    for entry in quotas.quota_entries(cluster):
+        queue = cluster.cluster_queues.get(entry.owner) if entry.kind == "ClusterQueue" else None
+        if queue is None or queue.tier != PRODUCTION_TIER or not quotas.is_gpu_resource(entry.quota.name):
             continue
-        for flavor_name, quota in queue.quotas():
-            flavor = cluster.flavors.get(flavor_name)
-            if flavor is None or cluster.pool_of_flavor(flavor) != pool or not quota.name.startswith("nvidia.com/"):
-                continue
-            if quota.nominal:
-                need[quota.name] = need.get(quota.name, 0) + quota.nominal
+        if entry.quota.nominal and quotas.pool_of(cluster, entry.flavor) == pool:
+            need[entry.quota.name] = need.get(entry.quota.name, 0) + entry.quota.nominal
     return need
 
 
