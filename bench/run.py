@@ -40,6 +40,7 @@ sys.path.insert(0, str(HERE))
 import generate_fleet  # noqa: E402
 
 from gpupolicy import cli, incremental, kustomize, pipeline, report  # noqa: E402
+from gpupolicy.cachestore import CacheStore  # noqa: E402
 from gpupolicy.schema import SchemaSet  # noqa: E402
 
 PEER_KUBERNETES_VERSION = "1.33.0"
@@ -111,7 +112,7 @@ def rendered_texts(root: Path) -> tuple[list[str], float]:
     names = pipeline.cluster_names(root)
     graph = kustomize.build_graph(root, [f"clusters/{n}" for n in names])
     with Stopwatch() as rendering:
-        outputs = kustomize.render(root, [f"clusters/{n}" for n in names], graph, use_cache=False)
+        outputs = kustomize.render(root, [f"clusters/{n}" for n in names], graph, CacheStore.off())
     return [output.text for output in outputs.values()], rendering.wall
 
 

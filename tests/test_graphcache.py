@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from support import REPO, copy_repo
 
-from gpupolicy import graphcache, kustomize, parsecache, pipeline
+from gpupolicy import graphcache, kustomize, pipeline
+from gpupolicy.cachestore import CacheStore
 
 
 def _age(root: Path, seconds: float = 60) -> None:
@@ -36,11 +37,11 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def cache(tmp_path: Path) -> parsecache.ParseCache:
-    return parsecache.ParseCache(tmp_path / "cache")
+def cache(tmp_path: Path) -> CacheStore:
+    return CacheStore(tmp_path / "cache")
 
 
-def _build(root: Path, cache: parsecache.ParseCache, monkeypatch) -> tuple[kustomize.Graph, bool]:
+def _build(root: Path, cache: CacheStore, monkeypatch) -> tuple[kustomize.Graph, bool]:
     """The graph through the cache, and whether it was read afresh."""
     calls = []
     real = kustomize.build_graph
@@ -98,5 +99,5 @@ def test_a_graph_that_followed_a_symlink_is_not_kept(repo, cache, monkeypatch) -
 
 
 def test_no_cache_reads_afresh(repo, monkeypatch) -> None:
-    graph = graphcache.build_graph(repo, _entries(repo), None)
+    graph = graphcache.build_graph(repo, _entries(repo), CacheStore.off())
     assert _snapshot(graph) == _snapshot(kustomize.build_graph(repo, _entries(repo)))

@@ -21,6 +21,7 @@ import pytest
 from test_incremental import GPUPOLICY, MINIREPO, commit_all, edit, selected
 
 from gpupolicy import graphcache, kustomize, pipeline
+from gpupolicy.cachestore import CacheStore
 
 KUSTOMIZATION = """apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -130,12 +131,13 @@ def comparable(findings) -> list[tuple]:
 
 def fresh_render(root: Path) -> str:
     graph = kustomize.build_graph(root, ["clusters/mini"])
-    return kustomize.render(root, ["clusters/mini"], graph, use_cache=False)["clusters/mini"].text
+    return kustomize.render(root, ["clusters/mini"], graph, CacheStore.off())["clusters/mini"].text
 
 
 def cached_render(root: Path) -> kustomize.Rendered:
-    graph = graphcache.build_graph(root, ["clusters/mini"], kustomize.parse_cache(True))
-    return kustomize.render(root, ["clusters/mini"], graph, use_cache=True)["clusters/mini"]
+    store = CacheStore()
+    graph = graphcache.build_graph(root, ["clusters/mini"], store)
+    return kustomize.render(root, ["clusters/mini"], graph, store)["clusters/mini"]
 
 
 @pytest.mark.parametrize("kind", INPUTS, ids=lambda kind: kind.id)
@@ -205,7 +207,7 @@ def test_a_reused_graph_still_knows_the_opaque_overlay(tmp_path: Path, monkeypat
     monkeypatch.setenv("GPUPOLICY_CACHE_DIR", str(tmp_path / "cache"))
     root = fleet(tmp_path, next(k for k in INPUTS if k.id == "transformers-file"))
     _age_folders(root)
-    cache = kustomize.parse_cache(True)
+    cache = CacheStore()
     first = graphcache.build_graph(root, ["clusters/mini"], cache)
     reused = graphcache.build_graph(root, ["clusters/mini"], cache)
     assert reused is not first and first.opaque_fields("clusters/mini") == ["transformers"]

@@ -18,27 +18,28 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import cachefiles, kustomize, parsecache, repopath
+from . import cachefiles, kustomize, repopath
+from .cachestore import CacheStore
 from .findings import Finding
 
 RACY_SECONDS = 2.0
 _FORMAT = 3  # 3: overlays carry `opaque`
 
 
-def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None,
+def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore,
                 reader: repopath.Reader | None = None) -> kustomize.Graph:
-    """`kustomize.build_graph`, from the previous run's record when it still holds (only with a parse cache:
-    a run with caching off reads everything again). `reader`: the run's, so the kustomizations whose digests
-    the record is checked against are read once in the run."""
+    """`kustomize.build_graph`, from the previous run's record when it still holds (a run with caching off
+    reads everything again). `reader`: the run's, so the kustomizations whose digests the record is checked
+    against are read once in the run."""
     entries = sorted(entry_dirs)
-    if parse_cache is None:
-        return kustomize.build_graph(root, entries, parse_cache)
     real_root = str(Path(root).resolve())
-    record_file = parse_cache.directory / "graphs" / _key(real_root, entries)
+    record_file = store.graph_record(_key(real_root, entries))
+    if record_file is None:
+        return kustomize.build_graph(root, entries, store)
     reader = reader or repopath.Reader(real_root)
-    graph = _reuse(record_file, reader, parse_cache)
+    graph = _reuse(record_file, reader)
     if graph is None:
-        graph = kustomize.build_graph(root, entries, parse_cache)
+        graph = kustomize.build_graph(root, entries, store)
         _keep(record_file, graph, reader)
     return graph
 
@@ -47,7 +48,7 @@ def _key(real_root: str, entries: list[str]) -> str:
     return hashlib.blake2b("\0".join([real_root, *entries]).encode(), digest_size=16).hexdigest()
 
 
-def _reuse(record_file: Path, reader: repopath.Reader, parse_cache: parsecache.ParseCache) -> kustomize.Graph | None:
+def _reuse(record_file: Path, reader: repopath.Reader) -> kustomize.Graph | None:
     try:
         version, overlays, findings, folders, kustomizations = cachefiles.read_value(record_file)
     except (TypeError, ValueError):  # no record, or one of another shape
@@ -56,7 +57,7 @@ def _reuse(record_file: Path, reader: repopath.Reader, parse_cache: parsecache.P
         return None
     if not all(_digest(reader, rel) == digest for rel, digest in kustomizations.items()):
         return None
-    graph = kustomize.Graph(root=Path(reader.real_root), parse_cache=parse_cache)
+    graph = kustomize.Graph(root=Path(reader.real_root))
     graph.overlays = {saved[0]: _overlay(saved) for saved in overlays}
     graph.findings = [Finding.from_tuple(values) for values in findings]
     return graph

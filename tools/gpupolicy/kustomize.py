@@ -11,7 +11,6 @@ by any change. Render failures are mapped back to the file and line that cause t
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import shutil
@@ -25,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cachefiles, parsecache, repopath, yamlload
+from . import repopath, yamlload
+from .cachestore import NO_CACHE, CacheStore
 from .errors import ToolError
 from .findings import Finding, Severity
 from .yamlload import Document
@@ -73,7 +73,6 @@ class Graph:
     root: Path
     overlays: dict[str, Overlay] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
-    parse_cache: parsecache.ParseCache | None = field(default=None, repr=False)
     _real_paths: dict[str, tuple[str, int | None]] = field(default_factory=dict, repr=False)
     # The folders whose entries the graph was read from, and whether that is all it depends on (no symlink
     # was followed): what `graphcache` checks before it reuses the graph.
@@ -252,9 +251,10 @@ def _report_missing_overlay(graph: Graph, directory: str) -> None:
                                 f"add {directory}/kustomization.yaml, or delete the folder"))
 
 
-def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.ParseCache | None = None) -> Graph:
-    """Read every kustomization reachable from the entry directories (repo-relative)."""
-    graph = Graph(root=Path(root).resolve(), parse_cache=parse_cache)  # resolved once: _rel and the containment check run per reference
+def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CACHE) -> Graph:
+    """Read every kustomization reachable from the entry directories (repo-relative); `store` keeps their
+    strict-load results."""
+    graph = Graph(root=Path(root).resolve())  # resolved once: _rel and the containment check run per reference
     real_root = str(graph.root)
     graph._real_paths[real_root] = (real_root, _mode(real_root))  # resolution never looks above the root
     pending = list(entry_dirs)
@@ -263,7 +263,7 @@ def build_graph(root: Path, entry_dirs: Iterable[str], parse_cache: parsecache.P
         directory = pending.pop()
         if directory in graph.overlays:
             continue
-        overlay = _read_overlay(graph, directory)
+        overlay = _read_overlay(graph, directory, store)
         if overlay is None:
             if directory in entries:
                 _report_missing_overlay(graph, directory)
@@ -334,7 +334,7 @@ def _entries(mapping: object, name: str) -> Iterable[tuple[Any, int, Any]]:
             yield key, position, entry
 
 
-def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
+def _read_overlay(graph: Graph, directory: str, store: CacheStore) -> Overlay | None:
     root = str(graph.root)
     graph.consulted.add(os.path.join(root, directory))
     kfile = find_kustomization(os.path.join(root, directory))
@@ -349,7 +349,7 @@ def _read_overlay(graph: Graph, directory: str) -> Overlay | None:
     if others:  # kubectl refuses the folder; we would read only one of them (and key the cache on it alone)
         graph.findings.append(_kust("KUST004", f"the folder also holds {', '.join(others)}: kubectl kustomize "
                                     "fails on more than one kustomization file", rel_file, 1, "keep one of them"))
-    loaded = parsecache.load_bytes(graph.parse_cache, kfile.read_bytes(), rel_file)
+    loaded = store.load_source(kfile.read_bytes(), rel_file)
     graph.findings.extend(loaded.findings)
     if not loaded.documents:
         return None
@@ -550,44 +550,18 @@ class Rendered:
     cached: bool = False
 
 
-def cache_dir() -> Path:
-    explicit = os.environ.get("GPUPOLICY_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpupolicy" / "render"
-
-
-def parse_cache(enabled: bool = True) -> parsecache.ParseCache | None:
-    """Strict-load results, kept beside the rendered overlays (None: parse everything again)."""
-    return parsecache.ParseCache(cache_dir() / "parsed") if enabled else None
-
-
-def input_hash(reader: repopath.Reader, files: Iterable[str], salt: str) -> str:
-    digest = hashlib.sha256(salt.encode())
-    for rel in sorted(files):
-        digest.update(rel.encode() + b"\0")
-        try:
-            digest.update(reader.digest(rel))
-        except repopath.Refused:  # missing, or not a regular file (the graph refused it before rendering)
-            digest.update(b"missing")
-    return digest.hexdigest()
-
-
 class RenderJob:
     """Overlays rendering in the background, one kubectl per core, while the caller goes on (strict-loading
     the sources, compiling schemas). `cancel` stops overlays whose inputs turned out broken: kubectl must not
     spend its time, or our time bound, on a file the loader has refused. Outputs are cached by a hash of
     their inputs."""
 
-    def __init__(self, root: Path, directories: list[str], graph: Graph, use_cache: bool = True,
+    def __init__(self, root: Path, directories: list[str], graph: Graph, store: CacheStore = NO_CACHE,
                  workers: int | None = None, progress=None, reader: repopath.Reader | None = None) -> None:
-        self._root, self._graph, self._use_cache, self._progress = root, graph, use_cache, progress
+        self._root, self._graph, self._store, self._progress = root, graph, store, progress
         # the run's reader: shared files are hashed once, not once per cluster, and read once with the loader
         self._reader = reader or repopath.Reader(root)
         self._kubectl = kubectl_path()
-        self._salt = _kubectl_identity(self._kubectl) if use_cache else ""
-        self._cache = cache_dir()
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
         self._running: dict[str, subprocess.Popen] = {}
@@ -616,16 +590,15 @@ class RenderJob:
 
     def _one(self, directory: str) -> Rendered:
         # an opaque overlay's inputs are not all known, so no key could cover them: render it every time
-        cacheable = self._use_cache and not self._graph.opaque_fields(directory)
-        key = input_hash(self._reader, self._graph.closure(directory), self._salt) if cacheable else ""
-        cached_file = self._cache / f"{key}.yaml"
-        cached_text = cachefiles.read_text(cached_file) if cacheable else None  # verified, or None
+        cacheable = self._store.enabled and not self._graph.opaque_fields(directory)
+        key = self._store.render_key(self._reader, self._graph.closure(directory), self._kubectl) if cacheable else ""
+        cached_text = self._store.read_render(key) if cacheable else None  # verified, or None
         if cached_text is not None:
             rendered = Rendered(directory, text=cached_text, cached=True)
         else:
             rendered = self._run_kubectl(directory)
             if cacheable and not rendered.error:
-                cachefiles.write_bytes(cached_file, rendered.text.encode())
+                self._store.keep_render(key, rendered.text)
         if self._progress:
             with self._lock:
                 self._progress(rendered)
@@ -656,20 +629,10 @@ class RenderJob:
         return Rendered(directory, text=stdout)
 
 
-def render(root: Path, directories: list[str], graph: Graph, use_cache: bool = True,
+def render(root: Path, directories: list[str], graph: Graph, store: CacheStore = NO_CACHE,
            workers: int | None = None, progress=None) -> dict[str, Rendered]:
     """Render overlays in parallel and wait for all of them."""
-    return RenderJob(root, directories, graph, use_cache, workers, progress).results()
-
-
-def _kubectl_identity(kubectl: str) -> str:
-    """What a cached render depends on besides its inputs: the kubectl binary (path, size, mtime). Cheaper
-    than asking `kubectl version` on every run, and it changes whenever the binary does."""
-    try:
-        info = os.stat(kubectl)
-    except OSError:
-        return kubectl
-    return f"{kubectl}:{info.st_size}:{info.st_mtime_ns}"
+    return RenderJob(root, directories, graph, store, workers, progress).results()
 
 
 # --- what a render tells us, mapped back to the repository ---------------------------------------------------

@@ -28,9 +28,13 @@ from .yamlload import Document, LoadResult
 # kubectl kustomize separates documents with a line that is exactly `---`. Every document it prints is a block
 # mapping, whose lines other than its top-level keys are indented, so no line of content can be `---`.
 _RENDERED_DOCUMENT_SEPARATOR = re.compile(r"^---\n", re.MULTILINE)
+RENDERED_MEMOS = "rendered"  # each overlay's previous output, by document (under the version's folder)
 
 
 class ParseCache:
+    """The strict-load results of one loader version (`directory`), and the rendered-document memos; used
+    through `cachestore.CacheStore`, which decides whether a run caches at all."""
+
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory) / _salt()
 
@@ -53,7 +57,7 @@ class ParseCache:
         """`yamlload.load_rendered(text)` for kubectl's output of an overlay, reusing the objects of the
         documents that are unchanged since the overlay's previous output: a one-pool change re-renders a
         whole cluster, but alters a handful of its hundreds of documents."""
-        memo_file = self.directory / "rendered" / hashlib.blake2b(overlay.encode(), digest_size=16).hexdigest()
+        memo_file = self.directory / RENDERED_MEMOS / hashlib.blake2b(overlay.encode(), digest_size=16).hexdigest()
         previous = cachefiles.read_value(memo_file)
         if not isinstance(previous, dict):
             previous = {}
@@ -83,10 +87,6 @@ def _parse_whole(text: str, chunks: list[str]) -> list[list[Any]] | None:
     return [[document] for document in documents] if len(documents) == len(chunks) else None
 
 
-def load_bytes(cache: ParseCache | None, raw: bytes, path: str) -> LoadResult:
-    return cache.load_bytes(raw, path) if cache is not None else yamlload.load_bytes(raw, path)
-
-
 @cache
 def _salt() -> str:
     digest = hashlib.blake2b(digest_size=8)
@@ -108,6 +108,3 @@ def _thaw(frozen: tuple, path: str) -> LoadResult:
                    for index, line, data, lines in documents],
         findings=[Finding.from_tuple(values) for values in findings])
 
-
-def load_rendered(cache: ParseCache | None, overlay: str, text: str) -> list[Any]:
-    return cache.load_rendered(overlay, text) if cache is not None else yamlload.load_rendered(text)

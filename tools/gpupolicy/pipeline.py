@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, parsecache
+from . import kustomize
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
+from .cachestore import CacheStore
 from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .internal import DEBUG_ENV, INTERNAL, crash_finding, guarded
@@ -104,25 +105,26 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
 
 def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, rules: bool = True,
         progress: Callable | None = None, crd_schemas: dict | None = None,
-        graph: kustomize.Graph | None = None) -> RunResult:
+        graph: kustomize.Graph | None = None, store: CacheStore | None = None) -> RunResult:
     """Validate the repository at `root`. `graph`: the kustomize graph of every cluster when the caller has
-    read it already (--changed-since does, to select the clusters), so it is not read twice."""
+    read it already (--changed-since does, to select the clusters), so it is not read twice. `store`: the
+    command's cache store (built once per run); without one, the run builds its own as `use_cache` says."""
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     root = root.resolve()
     all_clusters = cluster_names(root)
-    parse_cache = kustomize.parse_cache(use_cache)
-    sources = discover(root, all_clusters, _selected(all_clusters, clusters), parse_cache, graph)
+    store = store or (CacheStore() if use_cache else CacheStore.off())
+    sources = discover(root, all_clusters, _selected(all_clusters, clusters), store, graph)
     findings = list(sources.findings)
     renderable = _renderable(sources)
     clock.lap("discover")
 
     # kubectl renders in the background while the sources load strictly and the schemas compile; an overlay
     # with an input the loader refuses is cancelled (and not rendered at all if it had not started).
-    rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], sources.graph, use_cache,
+    rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], sources.graph, store,
                                     progress=progress, reader=sources.reader)
     try:
-        load_findings = load(sources, parse_cache)
+        load_findings = load(sources, store)
         findings.extend(load_findings)
         broken = _broken(sources, renderable, load_findings)
         rendering.cancel(f"clusters/{name}" for name in broken)
@@ -139,7 +141,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     clock.lap("render")
 
     index = SourceIndex(str(root), sources.documents, sources.reader)
-    objects_by_cluster = _parse_stage(sources, renderable, rendered, parse_cache, index, findings)
+    objects_by_cluster = _parse_stage(sources, renderable, rendered, store, index, findings)
     clock.lap("parse")
 
     findings.extend(_schema_stage(objects_by_cluster, facts, schemas, index, sources))
@@ -182,8 +184,8 @@ def _broken(sources: Sources, renderable: list[str], load_findings: list[Finding
     return [name for name in renderable if sources.closure(name) & broken_inputs]
 
 
-def _parse_stage(sources: Sources, renderable: list[str], rendered: dict, parse_cache: parsecache.ParseCache | None,
-                 index: SourceIndex, findings: list[Finding]) -> dict[str, list[K8sObject]]:
+def _parse_stage(sources: Sources, renderable: list[str], rendered: dict, store: CacheStore, index: SourceIndex,
+                 findings: list[Finding]) -> dict[str, list[K8sObject]]:
     """Each rendered cluster's objects (kubectl's failures become findings at the file that causes them)."""
     graph = sources.graph
     objects_by_cluster: dict[str, list[K8sObject]] = {}
@@ -198,7 +200,7 @@ def _parse_stage(sources: Sources, renderable: list[str], rendered: dict, parse_
         if not graph.overlays[overlay].origin_annotations:
             findings.append(Finding("KUST006", Severity.WARNING, "overlay does not set buildMetadata: "
                                     "[originAnnotations]; findings cannot name source files", kfile, 1, cluster=name))
-        bodies = parsecache.load_rendered(parse_cache, f"{sources.root}:{overlay}", output.text)
+        bodies = store.load_rendered(f"{sources.root}:{overlay}", output.text)
         objects_by_cluster[name] = guarded(findings, "stage parse", _objects_from, bodies, name, kfile, default=[],
                                            subject=f"the rendered objects of cluster {name}",
                                            location=Location(kfile, 1), cluster=name)

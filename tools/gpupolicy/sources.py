@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import decisions, graphcache, kustomize, parsecache, repopath
+from . import decisions, graphcache, kustomize, repopath
+from .cachestore import NO_CACHE, CacheStore
 from .findings import Finding, Severity
 from .model import Pages
 from .observability import RUNBOOK_DIR
@@ -79,7 +80,7 @@ class Sources:
 
 # --- discover ------------------------------------------------------------------------------------------------
 
-def discover(root: Path, all_clusters: list[str], selected: list[str], parse_cache: parsecache.ParseCache | None,
+def discover(root: Path, all_clusters: list[str], selected: list[str], store: CacheStore,
              graph: kustomize.Graph | None = None) -> Sources:
     """The clusters' graph (given, or read now) and the source files the run needs. A run over some clusters
     (sharding, --changed-since) reads only what those clusters depend on."""
@@ -87,7 +88,7 @@ def discover(root: Path, all_clusters: list[str], selected: list[str], parse_cac
     whole = set(selected) == set(all_clusters)
     entries = [f"clusters/{name}" for name in (all_clusters if whole else selected)]
     if graph is None:
-        graph = graphcache.build_graph(root, entries, parse_cache, reader)
+        graph = graphcache.build_graph(root, entries, store, reader)
     sources = Sources(root, all_clusters, selected, graph, reader)
     sources.pool_dirs = _pool_dirs(root, None if whole else graph, selected)
     files, findings = source_files(root, None if whole else _inputs_of(graph, selected, sources.pool_dirs))
@@ -172,9 +173,9 @@ def _inputs_of(graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]
 
 # --- load ----------------------------------------------------------------------------------------------------
 
-def load(sources: Sources, parse_cache: parsecache.ParseCache | None) -> list[Finding]:
+def load(sources: Sources, store: CacheStore) -> list[Finding]:
     """Strict-load the sources and read the pages rules check; returns the loader's findings (also kept)."""
-    sources.documents, findings = load_sources(sources.root, sources.files, parse_cache, sources.reader)
+    sources.documents, findings = load_sources(sources.root, sources.files, store, sources.reader)
     # a JSON6902 patch file is a YAML list, which the loader alone would refuse
     sources.load_findings = kustomize.accept_json6902_lists(findings, sources.graph)
     sources.runbooks = read_pages(sources.reader, sources.root, RUNBOOK_DIR)
@@ -183,7 +184,7 @@ def load(sources: Sources, parse_cache: parsecache.ParseCache | None) -> list[Fi
     return sources.load_findings
 
 
-def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.ParseCache | None = None,
+def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
                  reader: repopath.Reader | None = None) -> tuple[dict[str, list[Document]], list[Finding]]:
     documents: dict[str, list[Document]] = {}
     findings: list[Finding] = []
@@ -197,7 +198,7 @@ def load_sources(root: Path, files: Iterable[str], parse_cache: parsecache.Parse
         except OSError as exc:
             findings.append(Finding("YAML001", Severity.ERROR, f"cannot read file: {exc.strerror}", rel, 0))
             continue
-        loaded = parsecache.load_bytes(parse_cache, raw, rel)
+        loaded = store.load_source(raw, rel)
         documents[rel] = loaded.documents
         findings.extend(loaded.findings)
     return documents, findings

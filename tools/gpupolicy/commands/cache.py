@@ -1,8 +1,8 @@
 """`gpupolicy cache`: what the toolkit keeps between runs, and pruning it.
 
-Everything lives under one folder ($GPUPOLICY_CACHE_DIR, else $XDG_CACHE_HOME/gpupolicy/render, else
-~/.cache/gpupolicy/render): rendered overlays, strict-load results, rendered-document memos and kept kustomize
-graphs (decision 0021). Entries are addressed by content, so a stale one is never used, only kept; nothing
+Everything lives under one folder (`cachestore.CacheStore`: $GPUPOLICY_CACHE_DIR, else
+$XDG_CACHE_HOME/gpupolicy/render, else ~/.cache/gpupolicy/render): rendered overlays, strict-load results,
+rendered-document memos and kept kustomize graphs (decision 0021). Entries are addressed by content, so a stale one is never used, only kept; nothing
 deletes them on its own. `--prune DAYS` deletes what no run has read for DAYS days (the file's last access or
 change, whichever is later) and every entry of other toolkit versions; `--clear` deletes it all. Either is
 always safe: the next run only renders and parses again. In CI, prune before saving the folder.
@@ -11,13 +11,8 @@ always safe: the next run only renders and parses again. In CI, prune before sav
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import sys
-import time
-from pathlib import Path
 
-from .. import kustomize, parsecache
+from ..cachestore import CacheStore
 
 NAME = "cache"
 HELP = "show the size of the render and parse caches, prune entries unused for N days, or clear them"
@@ -43,65 +38,18 @@ def _days(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    folder = kustomize.cache_dir()
+    store = CacheStore()
+    folder = store.root
     if args.clear:
-        if folder.is_dir():
-            shutil.rmtree(folder)
+        store.clear()
         print(f"cleared {folder}")
         return 0
     if args.prune is not None:
-        removed, freed = prune(folder, args.prune)
+        removed, freed = store.prune(args.prune)
         print(f"pruned {removed:,} entries ({_size(freed)}) from {folder}")
-    files, size = _usage(folder)
+    files, size = store.usage()
     print(f"{folder}: {files:,} entries, {_size(size)}")
     return 0
-
-
-def prune(folder: Path, days: float, now: float | None = None) -> tuple[int, int]:
-    """Delete entries unread for `days` days and parse results of other toolkit versions: (count, bytes)."""
-    if not folder.is_dir():
-        return 0, 0
-    cutoff = (now if now is not None else time.time()) - days * 86400
-    current = parsecache.ParseCache(folder / "parsed").directory
-    removed = freed = 0
-    for directory, _, names in os.walk(folder):
-        other_version = _under(Path(directory), folder / "parsed") and not _under(Path(directory), current)
-        for name in names:
-            path = os.path.join(directory, name)
-            try:
-                info = os.stat(path)
-                if other_version or max(info.st_atime, info.st_mtime) < cutoff:
-                    os.unlink(path)
-                    removed, freed = removed + 1, freed + info.st_size
-            except OSError as exc:
-                print(f"gpupolicy cache: cannot remove {path}: {exc.strerror}", file=sys.stderr)
-    _remove_empty_folders(folder)
-    return removed, freed
-
-
-def _under(path: Path, parent: Path) -> bool:
-    return path == parent or parent in path.parents
-
-
-def _remove_empty_folders(folder: Path) -> None:
-    for directory, _, _ in os.walk(folder, topdown=False):  # deepest first, so emptied parents go too
-        if directory != str(folder):
-            try:
-                os.rmdir(directory)
-            except OSError:
-                pass  # not empty (or filled again by a run in parallel): keep it
-
-
-def _usage(folder: Path) -> tuple[int, int]:
-    files = size = 0
-    for directory, _, names in os.walk(folder):
-        for name in names:
-            try:
-                size += os.stat(os.path.join(directory, name)).st_size
-                files += 1
-            except OSError:
-                pass
-    return files, size
 
 
 def _size(amount: float) -> str:

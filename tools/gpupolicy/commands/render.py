@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import kustomize
+from ..cachestore import CacheStore
 from ..errors import ToolError
 from ..sources import cluster_names
 
@@ -31,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{finding.path}:{finding.line}: error {finding.rule}: {finding.message}", file=sys.stderr)
     if graph.findings:
         return 1
-    rendered = kustomize.render(args.repo, [f"clusters/{n}" for n in selected], graph, not args.no_cache)
+    store = CacheStore.off() if args.no_cache else CacheStore()
+    rendered = kustomize.render(args.repo, [f"clusters/{n}" for n in selected], graph, store)
     status = 0
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .. import formats, incremental, kustomize, pipeline, report  # noqa: F401  (formats registers sarif/junit/github)
+from ..cachestore import CacheStore
 from ..errors import ToolError
 from ..internal import crash_finding
 from ..model import Fleet
@@ -26,13 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
 
 
-def _clusters(args: argparse.Namespace) -> tuple[list[str] | None, kustomize.Graph | None]:
+def _clusters(args: argparse.Namespace, store: CacheStore) -> tuple[list[str] | None, kustomize.Graph | None]:
     """The clusters to validate: None for all; an empty list when the change reaches no cluster and no
     loose YAML file (then there is nothing to validate). With them, the graph --changed-since read to select
     them (the run takes it rather than reading it again)."""
     if not args.changed_since:
         return args.cluster, None
-    selection = incremental.changed_clusters(args.repo, args.changed_since, use_cache=not args.no_cache)
+    selection = incremental.changed_clusters(args.repo, args.changed_since, store)
     chosen = [c for c in selection.clusters if not args.cluster or c in args.cluster]
     print(f"gpupolicy: --changed-since {args.changed_since}: {selection.describe()}", file=sys.stderr)
     if args.verbose:
@@ -48,11 +49,12 @@ def _clusters(args: argparse.Namespace) -> tuple[list[str] | None, kustomize.Gra
 
 
 def run(args: argparse.Namespace) -> int:
-    clusters, graph = _clusters(args)
+    store = CacheStore.off() if args.no_cache else CacheStore()  # one per run: selection and validation
+    clusters, graph = _clusters(args, store)
     if clusters == []:
         print("gpupolicy: no cluster depends on the changed paths; nothing to validate", file=sys.stderr)
         return 0
-    result = _validate(args, clusters, graph)
+    result = _validate(args, clusters, graph, store)
     text = report.FORMATTERS[args.format](result, str(args.repo))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
@@ -65,14 +67,13 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(result)
 
 
-def _validate(args: argparse.Namespace, clusters: list[str] | None,
-              graph: kustomize.Graph | None = None) -> pipeline.RunResult:
+def _validate(args: argparse.Namespace, clusters: list[str] | None, graph: kustomize.Graph | None,
+              store: CacheStore) -> pipeline.RunResult:
     """The run; when it crashes outright, a result holding just that crash as an INTERNAL finding, so the
     report is still written (CI uploads it) and says why it is empty."""
     try:
         with progress_bar("rendering") as bar:
-            return pipeline.run(args.repo, clusters=clusters, use_cache=not args.no_cache, progress=bar,
-                                graph=graph)
+            return pipeline.run(args.repo, clusters=clusters, progress=bar, graph=graph, store=store)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code

@@ -1,0 +1,166 @@
+"""What the toolkit keeps between runs (decision 0021), in one folder: `$GPUPOLICY_CACHE_DIR`, else
+`$XDG_CACHE_HOME/gpupolicy/render`, else `~/.cache/gpupolicy/render`.
+
+- rendered overlays: `<key>.yaml` at the top, keyed by every input file's content and kubectl's identity;
+- strict-load results and rendered-document memos: `parsed/<salt>/` (`parsecache.ParseCache`);
+- kept kustomize graphs: `parsed/<salt>/graphs/` (`graphcache`).
+
+A command builds one `CacheStore` per run (as pre-commit builds its Store) and hands it to every stage that
+caches; `CacheStore.off()` (--no-cache) keeps and reads nothing. Entries are read and written only through
+`cachefiles` (length and digest verified, decision 0022). `usage`, `prune` and `clear` serve `gpupolicy cache`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from . import cachefiles, parsecache, repopath, yamlload
+from .yamlload import LoadResult
+
+CACHE_DIR_ENV = "GPUPOLICY_CACHE_DIR"
+PARSED = "parsed"  # strict-load results, under a folder per loader version (parsecache's salt)
+GRAPHS = "graphs"  # kept kustomize graphs, beside the strict-load results of the same version
+RENDER_SUFFIX = ".yaml"
+
+
+def default_root() -> Path:
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpupolicy" / "render"
+
+
+class CacheStore:
+    """The run's caches. Build it once per run; a stage that caches takes it, never a flag."""
+
+    def __init__(self, root: Path | str | None = None, enabled: bool = True) -> None:
+        self.root = Path(root) if root is not None else default_root()
+        self.enabled = enabled
+        self._parsed = parsecache.ParseCache(self.root / PARSED) if enabled else None
+        self._identities: dict[str, str] = {}
+
+    @classmethod
+    def off(cls) -> CacheStore:
+        """A store that keeps nothing: every render and parse is done again (--no-cache)."""
+        return cls(enabled=False)
+
+    # --- strict-load results -------------------------------------------------------------------------------
+
+    def load_source(self, raw: bytes, path: str) -> LoadResult:
+        """`yamlload.load_bytes(raw, path)`, from the cache when this name and content were loaded before."""
+        return self._parsed.load_bytes(raw, path) if self._parsed else yamlload.load_bytes(raw, path)
+
+    def load_rendered(self, overlay: str, text: str) -> list[Any]:
+        """kubectl's output of an overlay, parsed; unchanged documents reuse the previous run's objects."""
+        return self._parsed.load_rendered(overlay, text) if self._parsed else yamlload.load_rendered(text)
+
+    @property
+    def parsed_version_dir(self) -> Path:
+        """This toolkit version's folder of strict-load results (other versions' are pruned)."""
+        return parsecache.ParseCache(self.root / PARSED).directory
+
+    # --- kept graphs ---------------------------------------------------------------------------------------
+
+    def graph_record(self, key: str) -> Path | None:
+        """Where the graph of `key` is kept; None when caching is off."""
+        return self._parsed.directory / GRAPHS / key if self._parsed else None
+
+    # --- rendered overlays ---------------------------------------------------------------------------------
+
+    def render_key(self, reader: repopath.Reader, files: Iterable[str], kubectl: str) -> str:
+        """The key of a render: every input file's name and content, and the kubectl binary."""
+        digest = hashlib.sha256(self._kubectl_identity(kubectl).encode())
+        for rel in sorted(files):
+            digest.update(rel.encode() + b"\0")
+            try:
+                digest.update(reader.digest(rel))
+            except repopath.Refused:  # missing, or not a regular file (the graph refused it before rendering)
+                digest.update(b"missing")
+        return digest.hexdigest()
+
+    def read_render(self, key: str) -> str | None:
+        """A kept render, verified; None when there is none (or caching is off)."""
+        return cachefiles.read_text(self._render_file(key)) if self.enabled else None
+
+    def keep_render(self, key: str, text: str) -> None:
+        if self.enabled:
+            cachefiles.write_bytes(self._render_file(key), text.encode())
+
+    def _render_file(self, key: str) -> Path:
+        return self.root / f"{key}{RENDER_SUFFIX}"
+
+    def _kubectl_identity(self, kubectl: str) -> str:
+        """What a render depends on besides its inputs: the kubectl binary (path, size, mtime). Cheaper than
+        asking `kubectl version` on every run, and it changes whenever the binary does."""
+        known = self._identities.get(kubectl)
+        if known is None:
+            try:
+                info = os.stat(kubectl)
+                known = f"{kubectl}:{info.st_size}:{info.st_mtime_ns}"
+            except OSError:
+                known = kubectl
+            self._identities[kubectl] = known
+        return known
+
+    # --- gpupolicy cache -----------------------------------------------------------------------------------
+
+    def usage(self) -> tuple[int, int]:
+        """(entries, bytes) under the cache folder."""
+        files = size = 0
+        for directory, _, names in os.walk(self.root):
+            for name in names:
+                try:
+                    size += os.stat(os.path.join(directory, name)).st_size
+                    files += 1
+                except OSError:
+                    pass
+        return files, size
+
+    def prune(self, days: float, now: float | None = None) -> tuple[int, int]:
+        """Delete entries unread for `days` days and parse results of other toolkit versions: (count, bytes)."""
+        if not self.root.is_dir():
+            return 0, 0
+        cutoff = (now if now is not None else time.time()) - days * 86400
+        parsed, current = self.root / PARSED, self.parsed_version_dir
+        removed = freed = 0
+        for directory, _, names in os.walk(self.root):
+            other_version = _under(Path(directory), parsed) and not _under(Path(directory), current)
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    info = os.stat(path)
+                    if other_version or max(info.st_atime, info.st_mtime) < cutoff:
+                        os.unlink(path)
+                        removed, freed = removed + 1, freed + info.st_size
+                except OSError as exc:
+                    print(f"gpupolicy cache: cannot remove {path}: {exc.strerror}", file=sys.stderr)
+        _remove_empty_folders(self.root)
+        return removed, freed
+
+    def clear(self) -> None:
+        if self.root.is_dir():
+            shutil.rmtree(self.root)
+
+
+NO_CACHE = CacheStore.off()  # the default of helpers called without a run's store (tests, one-off reads)
+
+
+def _under(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
+def _remove_empty_folders(folder: Path) -> None:
+    for directory, _, _ in os.walk(folder, topdown=False):  # deepest first, so emptied parents go too
+        if directory != str(folder):
+            try:
+                os.rmdir(directory)
+            except OSError:
+                pass  # not empty (or filled again by a run in parallel): keep it
