@@ -317,8 +317,9 @@ def _add_namespace(cluster: Cluster, obj: K8sObject) -> None:
 
 
 def _add_resource_quota(cluster: Cluster, obj: K8sObject) -> None:
+    hard = obj.spec.get("hard")  # not a mapping: the schema stage reports it; the model counts no quota
     cluster.namespace_quotas.append(NamespaceQuota(name=obj.name, namespace=obj.namespace,
-                                                   hard=dict(obj.spec.get("hard") or {}), obj=obj))
+                                                   hard=dict(hard) if isinstance(hard, dict) else {}, obj=obj))
 
 
 def _add_nvidia_driver(cluster: Cluster, obj: K8sObject) -> None:
