@@ -22,12 +22,19 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from . import repopath, yamlload
 from .cachestore import NO_CACHE, CacheStore
 from .errors import ToolError
-from .findings import Finding, Severity
+from .findings import Finding
+from .rules import kust001_remote as kust001
+from .rules import kust002_outside as kust002
+from .rules import kust003_missing as kust003
+from .rules import kust004_render_failed as kust004
+from .rules import kust007_patch_matches_nothing as kust007
+from .rules import yaml006_not_mapping as yaml006
 from .yamlload import Document
 
 # A source file's strictly loaded documents ([] when it cannot be read): the run's SourceIndex.docs, so a file
@@ -233,9 +240,9 @@ def _unreadable_entries(folder: str) -> list[tuple[str, str]]:
 
 def _report_unreadable(graph: Graph, directory: str, unreadable: list[tuple[str, str]]) -> None:
     for name, why in unreadable:
-        graph.findings.append(_kust("KUST004", f"{directory}/{name} {why}: kubectl kustomize cannot read it, so "
-                                    f"{directory} is not rendered", f"{directory}/{name}", 0,
-                                    "make it a regular file, or remove it"))
+        graph.findings.append(kust004.finding(f"{directory}/{name} {why}: kubectl kustomize cannot read it, so "
+                                              f"{directory} is not rendered", f"{directory}/{name}", 0,
+                                              hint="make it a regular file, or remove it"))
 
 
 def _report_missing_overlay(graph: Graph, directory: str) -> None:
@@ -246,9 +253,10 @@ def _report_missing_overlay(graph: Graph, directory: str) -> None:
             not os.path.lexists(os.path.join(folder, CLUSTER_FILE)):
         return  # an entry exists (reported where it is read), or this is no cluster folder
     names = ", ".join(KUSTOMIZATION_NAMES)
-    graph.findings.append(_kust("KUST003", f"{directory} has {CLUSTER_FILE} but no kustomization ({names}): "
-                                "the cluster's overlay is never rendered, validated or synced", declaration, 1,
-                                f"add {directory}/kustomization.yaml, or delete the folder"))
+    graph.findings.append(kust003.finding(f"{directory} has {CLUSTER_FILE} but no kustomization ({names}): "
+                                          "the cluster's overlay is never rendered, validated or synced",
+                                          declaration, 1,
+                                          hint=f"add {directory}/kustomization.yaml, or delete the folder"))
 
 
 def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CACHE) -> Graph:
@@ -347,8 +355,9 @@ def _read_overlay(graph: Graph, directory: str, store: CacheStore) -> Overlay | 
     others = [name for name in KUSTOMIZATION_NAMES
               if name != kfile.name and os.path.isfile(os.path.join(root, directory, name))]
     if others:  # kubectl refuses the folder; we would read only one of them (and key the cache on it alone)
-        graph.findings.append(_kust("KUST004", f"the folder also holds {', '.join(others)}: kubectl kustomize "
-                                    "fails on more than one kustomization file", rel_file, 1, "keep one of them"))
+        graph.findings.append(kust004.finding(f"the folder also holds {', '.join(others)}: kubectl kustomize "
+                                              "fails on more than one kustomization file", rel_file, 1,
+                                              hint="keep one of them"))
     loaded = store.load_source(kfile.read_bytes(), rel_file)
     graph.findings.extend(loaded.findings)
     if not loaded.documents:
@@ -369,7 +378,7 @@ def _read_overlay(graph: Graph, directory: str, store: CacheStore) -> Overlay | 
     for section in HELM_FIELDS:
         for key, value in _spellings(data, section):
             if value:
-                reader.finding("KUST001", f"{key} would download charts while rendering", (key,),
+                reader.finding(kust001, f"{key} would download charts while rendering", (key,),
                                "install charts through Flux HelmRelease or an Argo CD Application")
     return overlay
 
@@ -382,35 +391,37 @@ class _Reader:
         self.root = str(graph.root)
         self.directories: set[str] = set()  # resolved targets that are folders
 
-    def finding(self, rule: str, message: str, field_path: tuple, hint: str = "") -> None:
-        self.graph.findings.append(_kust(rule, message, self.overlay.file, self.doc.line_of(field_path), hint))
+    def finding(self, rule: ModuleType, message: str, field_path: tuple, hint: str = "") -> None:
+        """`rule` (a KUST rule module) reported at `field_path` of the overlay's kustomization."""
+        line = self.doc.line_of(field_path)
+        self.graph.findings.append(rule.finding(message, self.overlay.file, line, hint=hint))
 
     def resolve(self, ref: object, *field_path: object) -> str | None:
         """A path named in the kustomization, checked: no URL, nothing outside the repo, must exist."""
         text = str(ref)
         if _URL.match(text) or "?ref=" in text or text.startswith("//"):
-            self.finding("KUST001", f"remote reference {text!r}: rendering would reach the network", field_path,
+            self.finding(kust001, f"remote reference {text!r}: rendering would reach the network", field_path,
                          "vendor the manifests into the repository")
             return None
         try:
             target, mode = self.graph.real_path(os.path.join(self.root, self.overlay.directory, text))
         except RuntimeError:  # a symlink loop (Python 3.11)
-            self.finding("KUST003", f"{text!r} cannot be resolved (symlink loop)", field_path)
+            self.finding(kust003, f"{text!r} cannot be resolved (symlink loop)", field_path)
             return None
         except OSError as exc:  # a name too long for the file system, and the like
-            self.finding("KUST003", f"{text[:80]!r} cannot be resolved: {exc.strerror}", field_path)
+            self.finding(kust003, f"{text[:80]!r} cannot be resolved: {exc.strerror}", field_path)
             return None
         if not _inside(self.root, target):
-            self.finding("KUST002", f"{text!r} points outside the repository", field_path,
+            self.finding(kust002, f"{text!r} points outside the repository", field_path,
                          "everything a cluster renders must live in this repository")
             return None
         if mode is None:
-            self.finding("KUST003", f"{text!r} does not exist", field_path)
+            self.finding(kust003, f"{text!r} does not exist", field_path)
             self.overlay.missing.append(_rel(self.root, target))  # a deleted input still reaches its clusters
             return None
         special = repopath.special_file_reason(mode)
         if special:  # kubectl would block on a FIFO, or read a device without end
-            self.finding("KUST003", f"{text!r} {special}", field_path, "list regular files only")
+            self.finding(kust003, f"{text!r} {special}", field_path, "list regular files only")
             return None
         if stat.S_ISDIR(mode):
             self.directories.add(target)
@@ -433,7 +444,7 @@ class _Reader:
                 if target is None:
                     continue
                 if section != "crds" and target in seen:
-                    self.finding("KUST004", f"{ref!r} is listed twice (first in {seen[target]}): kubectl kustomize "
+                    self.finding(kust004, f"{ref!r} is listed twice (first in {seen[target]}): kubectl kustomize "
                                  "fails adding the same objects again", (key, position), "remove one entry")
                     continue
                 seen[target] = key
@@ -442,7 +453,7 @@ class _Reader:
                     continue
                 self.add_file(target)
                 if section == "components":
-                    self.finding("KUST004", f"{ref!r} is a file: a component is a folder whose kustomization has "
+                    self.finding(kust004, f"{ref!r} is a file: a component is a folder whose kustomization has "
                                  "kind: Component, and kubectl kustomize fails on a file", (key, position),
                                  "list the file under resources, or name the component's folder")
 
@@ -452,7 +463,7 @@ class _Reader:
             return
         hint = ("a folder named like a file is read as a kustomization" if str(ref).endswith((".yaml", ".yml"))
                 else "add a kustomization.yaml to the folder, or name its files instead")
-        self.finding("KUST004", f"{ref!r} is a folder without a kustomization: kubectl kustomize cannot "
+        self.finding(kust004, f"{ref!r} is a folder without a kustomization: kubectl kustomize cannot "
                      "render it", field_path, hint)
 
     def read_patches(self) -> None:
@@ -522,10 +533,6 @@ def _as_list(value: object) -> list:
     if value is None:
         return []
     return value if isinstance(value, list) else [value]
-
-
-def _kust(rule: str, message: str, path: str, line: int, hint: str = "") -> Finding:
-    return Finding(rule=rule, severity=Severity.ERROR, message=message, path=path, line=line, hint=hint)
 
 
 # --- rendering -------------------------------------------------------------------------------------------
@@ -654,8 +661,7 @@ def render_failure(graph: Graph, directory: str, rendered: Rendered, cluster: st
     """KUST004 for an overlay kubectl could not render, at the file and line that cause it when kubectl's
     message lets us tell (else the overlay's kustomization, line 1)."""
     path, line = failure_location(graph, directory, rendered.error, documents_of)
-    return Finding("KUST004", Severity.ERROR, f"kubectl kustomize failed: {_short(rendered.error)}", path, line,
-                   cluster=cluster)
+    return kust004.finding(f"kubectl kustomize failed: {_short(rendered.error)}", path, line, cluster=cluster)
 
 
 def _short(error: str) -> str:
@@ -832,9 +838,10 @@ def unmatched_patches(graph: Graph, directory: str, objects: Iterable[Any], clus
         if patch.strategic_merge_list or target is None:
             continue
         if not any(_selects(target, obj) for obj in objects):
-            findings.append(Finding("KUST007", Severity.ERROR, f"the patch's target {_describe(target)} matches "
-                                    "no object: the patch changes nothing", patch.overlay.file, patch.line, cluster,
-                                    "fix the target (kind, name, group, version), or remove the patch"))
+            findings.append(kust007.finding(f"the patch's target {_describe(target)} matches "
+                                            "no object: the patch changes nothing", patch.overlay.file,
+                                            patch.line, cluster=cluster,
+                                            hint="fix the target (kind, name, group, version), or remove the patch"))
     return findings
 
 
@@ -871,4 +878,4 @@ def accept_json6902_lists(findings: list[Finding], graph: Graph) -> list[Finding
     """The strict loader's findings without YAML006 for a YAML list in a patch or replacements file: a
     JSON6902 patch in YAML form is a list of operations, and kubectl judges whether a list fits the entry."""
     edits = graph.patch_files()
-    return [f for f in findings if not (f.rule == "YAML006" and f.path in edits and " is a list," in f.message)]
+    return [f for f in findings if not (f.rule == yaml006.ID and f.path in edits and " is a list," in f.message)]

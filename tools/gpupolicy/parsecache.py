@@ -90,7 +90,7 @@ def _parse_whole(text: str, chunks: list[str]) -> list[list[Any]] | None:
 @cache
 def _salt() -> str:
     digest = hashlib.blake2b(digest_size=8)
-    for module in (yamlload, findings_module):
+    for module in (yamlload, findings_module, *yamlload.RULES):
         digest.update(Path(module.__file__ or "").read_bytes())
     digest.update(f"{yaml.__version__} {sys.version_info[:2]} {marshal.version}".encode())
     return digest.hexdigest()

@@ -18,6 +18,13 @@ from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .internal import DEBUG_ENV, INTERNAL, crash_finding, guarded
 from .model import ClusterFacts, Fleet, K8sObject, Pool
+from .rules import kust005_unused as kust005
+from .rules import kust006_no_origin as kust006
+from .rules import schema001_core as schema001
+from .rules import schema002_crd as schema002
+from .rules import schema003_no_schema as schema003
+from .rules import schema004_not_object as schema004
+from .rules import schema005_repo_files as schema005
 from .schema import SchemaSet, validate_repo_file
 from .sources import SCANNED_DIRS, YAML_SUFFIXES, Sources, cluster_names, discover, load, load_sources
 from .yamlload import Document
@@ -81,14 +88,16 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
                      findings: list[Finding]) -> Document | None:
     """Validate a pool.yaml / cluster.yaml document; return it only when it is valid."""
     if rel not in documents:
-        findings.append(Finding("SCHEMA005", Severity.ERROR, f"{kind.lower()} declaration missing", rel, 0,
-                                hint=f"create {rel} (apiVersion: {REPO_API_VERSION}, kind: {kind})"))
+        findings.append(schema005.finding(
+            f"{kind.lower()} declaration missing", rel, 0,
+            hint=f"create {rel} (apiVersion: {REPO_API_VERSION}, kind: {kind})"))
         return None
     docs = documents[rel]
     if not docs:
         if not any(f.path == rel for f in findings):  # else the loader already reported why
-            findings.append(Finding("SCHEMA005", Severity.ERROR, f"{kind.lower()} declaration is empty", rel, 1,
-                                    hint=f"write the {kind} document (apiVersion: {REPO_API_VERSION}, kind: {kind})"))
+            findings.append(schema005.finding(
+                f"{kind.lower()} declaration is empty", rel, 1,
+                hint=f"write the {kind} document (apiVersion: {REPO_API_VERSION}, kind: {kind})"))
         return None
     doc = docs[0]
     errors = guarded(findings, "stage schema", validate_repo_file, schema, doc.data, subject=rel,
@@ -96,8 +105,7 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
     if errors is None:
         return None
     for error in errors:
-        findings.append(Finding("SCHEMA005", Severity.ERROR, f"{kind}: {error.message}", rel,
-                                doc.line_of(error.path)))
+        findings.append(schema005.finding(f"{kind}: {error.message}", rel, doc.line_of(error.path)))
     return None if errors else doc
 
 
@@ -198,8 +206,9 @@ def _parse_stage(sources: Sources, renderable: list[str], rendered: dict, store:
             findings.append(kustomize.render_failure(graph, overlay, output, name, index.docs))
             continue
         if not graph.overlays[overlay].origin_annotations:
-            findings.append(Finding("KUST006", Severity.WARNING, "overlay does not set buildMetadata: "
-                                    "[originAnnotations]; findings cannot name source files", kfile, 1, cluster=name))
+            findings.append(kust006.finding("overlay does not set buildMetadata: "
+                                            "[originAnnotations]; findings cannot name source files", kfile,
+                                            1, cluster=name))
         bodies = store.load_rendered(f"{sources.root}:{overlay}", output.text)
         objects_by_cluster[name] = guarded(findings, "stage parse", _objects_from, bodies, name, kfile, default=[],
                                            subject=f"the rendered objects of cluster {name}",
@@ -333,14 +342,13 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
                 continue
             if not _is_manifest(doc.data):
                 if "apiVersion" in doc.data or "kind" in doc.data:
-                    findings.append(Finding("SCHEMA004", Severity.ERROR, "document has no apiVersion or kind",
-                                            rel, doc.line))
+                    findings.append(schema004.finding("document has no apiVersion or kind", rel, doc.line))
                 continue
             if rel.split("/")[0] in ("clusters", "pools", "policies"):
-                findings.append(Finding("KUST005", Severity.WARNING, f"{doc.data['kind']} "
-                                        f"{(doc.data.get('metadata') or {}).get('name', '')} is included by no "
-                                        "cluster overlay", rel, doc.line,
-                                        hint="add it to a kustomization, or delete it"))
+                findings.append(kust005.finding(f"{doc.data['kind']} "
+                                                f"{(doc.data.get('metadata') or {}).get('name', '')} is included by no "
+                                                "cluster overlay", rel, doc.line,
+                                                hint="add it to a kustomization, or delete it"))
             obj = object_from(doc.data, "", "")
             obj = K8sObject(obj.api_version, obj.kind, obj.name, obj.namespace, doc.data, rel, "")
             findings.extend(_validate_guarded(obj, version, schemas, index, "", findings))
@@ -374,9 +382,9 @@ def _values_findings(fleet: Fleet, schemas: SchemaSet, generated: dict[str, dict
         for error in schemas.validate(policy.body, cluster.facts.kubernetes_version) or []:
             values_path = tuple(error.path[1:]) if error.path[:1] == ("spec",) else tuple(error.path)
             location = _deepest_layer(index, layers, values_path) or Location(policy.origin, 0)
-            findings.append(Finding("SCHEMA002", Severity.ERROR, f"GPU Operator values: {error.message}",
-                                    location.path, location.line, name,
-                                    "the chart copies this section into the ClusterPolicy"))
+            findings.append(schema002.finding(f"GPU Operator values: {error.message}", location.path,
+                                              location.line, cluster=name,
+                                              hint="the chart copies this section into the ClusterPolicy"))
     return findings
 
 
@@ -398,20 +406,20 @@ def _validate_object(obj: K8sObject, version: str, schemas: SchemaSet, index: So
                      cluster: str) -> list[Finding]:
     if not obj.api_version or not obj.kind:
         location = index.locate(obj, ())
-        return [Finding("SCHEMA004", Severity.ERROR, "object has no apiVersion or kind", location.path,
-                        location.line, cluster)]
+        return [schema004.finding("object has no apiVersion or kind", location.path, location.line,
+                                  cluster=cluster)]
     errors = schemas.validate(obj.body, version)
     if errors is None:
         location = index.locate(obj, ("kind",))
-        return [Finding("SCHEMA003", Severity.WARNING, f"no schema for {obj.api_version} {obj.kind}: it is not "
-                        "validated", location.path, location.line, cluster,
-                        "import its CRD with `gpupolicy schemas import`")]
-    rule = "SCHEMA001" if "." not in obj.group or obj.group.endswith(".k8s.io") else "SCHEMA002"
+        return [schema003.finding(f"no schema for {obj.api_version} {obj.kind}: it is not "
+                                  "validated", location.path, location.line, cluster=cluster,
+                                  hint="import its CRD with `gpupolicy schemas import`")]
+    rule = schema001 if "." not in obj.group or obj.group.endswith(".k8s.io") else schema002
     found = []
     for error in errors:
         location = index.locate(obj, tuple(error.path))
-        found.append(Finding(rule, Severity.ERROR, f"{obj.ref()}: {error.message}", location.path, location.line,
-                             cluster))
+        found.append(rule.finding(f"{obj.ref()}: {error.message}", location.path, location.line,
+                                  cluster=cluster))
     return found
 
 

@@ -16,9 +16,12 @@ from pathlib import Path
 
 from . import decisions, graphcache, kustomize, repopath
 from .cachestore import NO_CACHE, CacheStore
-from .findings import Finding, Severity
+from .findings import Finding
 from .model import Pages
 from .observability import RUNBOOK_DIR
+from .rules import yaml001_syntax as yaml001
+from .rules import yaml004_file_size as yaml004
+from .rules import yaml008_symlink as yaml008
 from .yamlload import MAX_FILE_BYTES, Document
 
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
@@ -136,12 +139,12 @@ def _symlink_inside(full: Path, rel: str, real_root: Path, findings: list[Findin
     """Whether a symlink resolves inside the repository; a finding when it does not."""
     target = _resolved(full)
     if target is None:
-        findings.append(Finding("YAML008", Severity.ERROR, f"symlink cannot be resolved (a loop: {os.readlink(full)})",
-                                rel, 1, hint="replace the symlink with the file itself"))
+        findings.append(yaml008.finding(f"symlink cannot be resolved (a loop: {os.readlink(full)})", rel, 1,
+                                        hint="replace the symlink with the file itself"))
         return False
     if not target.is_relative_to(real_root):
-        findings.append(Finding("YAML008", Severity.ERROR, f"symlink points outside the repository ({os.readlink(full)})",
-                                rel, 1, hint="copy the file into the repository instead"))
+        findings.append(yaml008.finding(f"symlink points outside the repository ({os.readlink(full)})", rel,
+                                        1, hint="copy the file into the repository instead"))
         return False
     return True
 
@@ -196,7 +199,7 @@ def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
             findings.append(_refused_source(root, rel, refusal))
             continue
         except OSError as exc:
-            findings.append(Finding("YAML001", Severity.ERROR, f"cannot read file: {exc.strerror}", rel, 0))
+            findings.append(yaml001.finding(f"cannot read file: {exc.strerror}", rel, 0))
             continue
         loaded = store.load_source(raw, rel)
         documents[rel] = loaded.documents
@@ -228,9 +231,9 @@ def _refused_source(root: Path, rel: str, refusal: repopath.Refused) -> Finding:
     (a FIFO, a device, a symlink out of the repository) is YAML001 with the boundary's reason."""
     size = _inside_size(root, rel)
     if size is not None and size > MAX_FILE_BYTES:
-        return Finding("YAML004", Severity.ERROR, f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
-                       rel, 1, hint="split it, or keep generated data out of the policy repository")
-    return Finding("YAML001", Severity.ERROR, f"cannot read file: {refusal}", rel, 0)
+        return yaml004.finding(f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", rel, 1,
+                               hint="split it, or keep generated data out of the policy repository")
+    return yaml001.finding(f"cannot read file: {refusal}", rel, 0)
 
 
 def _inside_size(root: Path, rel: str) -> int | None:

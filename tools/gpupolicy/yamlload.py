@@ -13,6 +13,17 @@ from typing import Any
 import yaml
 
 from .findings import Finding, Severity
+from .rules import yaml001_syntax as yaml001
+from .rules import yaml002_duplicate_key as yaml002
+from .rules import yaml003_encoding as yaml003
+from .rules import yaml004_file_size as yaml004
+from .rules import yaml005_tabs as yaml005
+from .rules import yaml006_not_mapping as yaml006
+from .rules import yaml007_alias_bomb as yaml007
+from .rules import yaml009_depth as yaml009
+
+# The rules this loader reports: their IDs and severities are part of its output (the parse cache's salt).
+RULES = (yaml001, yaml002, yaml003, yaml004, yaml005, yaml006, yaml007, yaml009)
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_ALIASES = 64  # Kubernetes manifests hardly ever need anchors; a handful is generous.
@@ -73,29 +84,25 @@ class LoadResult:
         return not any(f.severity is Severity.ERROR for f in self.findings)
 
 
-def _finding(rule: str, message: str, path: str, line: int, hint: str = "") -> Finding:
-    return Finding(rule=rule, severity=Severity.ERROR, message=message, path=path, line=line, hint=hint)
-
-
 def load_bytes(raw: bytes, path: str) -> LoadResult:
     """Load every document of a file's bytes strictly; `path` is what findings name."""
     result = LoadResult()
     if len(raw) > MAX_FILE_BYTES:
-        result.findings.append(_finding(
-            "YAML004", f"file is {len(raw):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", path, 1,
-            "split it, or keep generated data out of the policy repository"))
+        result.findings.append(yaml004.finding(
+            f"file is {len(raw):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", path, 1,
+            hint="split it, or keep generated data out of the policy repository"))
         return result
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        result.findings.append(_finding(
-            "YAML003", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", path, line,
-            "save the file as UTF-8"))
+        result.findings.append(yaml003.finding(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", path, line,
+            hint="save the file as UTF-8"))
         return result
     if "\x00" in text:
-        result.findings.append(_finding("YAML003", "binary content (NUL byte) in a YAML file", path,
-                                        text[: text.index("\x00")].count("\n") + 1))
+        result.findings.append(yaml003.finding("binary content (NUL byte) in a YAML file", path,
+                                               text[: text.index("\x00")].count("\n") + 1))
         return result
     return load_text(text, path, result)
 
@@ -119,9 +126,9 @@ def load_text(text: str, path: str, result: LoadResult | None = None) -> LoadRes
             if not isinstance(node, yaml.MappingNode):
                 if not (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
                     kind = "a list" if isinstance(node, yaml.SequenceNode) else "a scalar"
-                    result.findings.append(_finding(
-                        "YAML006", f"document {index + 1} is {kind}, not a mapping", path,
-                        node.start_mark.line + 1, "a manifest is a mapping with apiVersion and kind"))
+                    result.findings.append(yaml006.finding(
+                        f"document {index + 1} is {kind}, not a mapping", path, node.start_mark.line + 1,
+                        hint="a manifest is a mapping with apiVersion and kind"))
                 index += 1
                 continue
             data = loader.construct_document(node)
@@ -132,9 +139,9 @@ def load_text(text: str, path: str, result: LoadResult | None = None) -> LoadRes
     except yaml.MarkedYAMLError as exc:
         result.findings.append(_syntax_finding(exc, path, text))
     except yaml.YAMLError as exc:
-        result.findings.append(_finding("YAML001", f"cannot parse YAML: {exc}", path, 1))
+        result.findings.append(yaml001.finding(f"cannot parse YAML: {exc}", path, 1))
     except RecursionError:
-        result.findings.append(_finding("YAML009", "nesting too deep to parse", path, 1))
+        result.findings.append(yaml009.finding("nesting too deep to parse", path, 1))
     finally:
         loader.dispose()
     return result
@@ -147,11 +154,11 @@ def _syntax_finding(exc: yaml.MarkedYAMLError, path: str, text: str) -> Finding:
     source_lines = text.splitlines()
     source_line = source_lines[line - 1] if 0 < line <= len(source_lines) else ""
     if "\t" in source_line[: len(source_line) - len(source_line.lstrip())]:
-        return _finding("YAML005", "tab character used for indentation", path, line,
-                        "YAML indentation must be spaces")
+        return yaml005.finding("tab character used for indentation", path, line,
+                               hint="YAML indentation must be spaces")
     if exc.context and "found undefined alias" not in problem:
         problem = f"{exc.context}: {problem}"
-    return _finding("YAML001", f"cannot parse YAML: {problem}", path, line)
+    return yaml001.finding(f"cannot parse YAML: {problem}", path, line)
 
 
 class _AliasBudget:
@@ -185,25 +192,27 @@ def _inspect(root: yaml.Node, path: str, budget: _AliasBudget) -> Finding | None
             size[key] = 1 + sum(size[id(k)] for k in kids)
             height[key] = 1 + max((height[id(k)] for k in kids), default=0)
             if size[key] > MAX_EXPANDED_NODES:
-                return _finding("YAML007", f"aliases expand this document to over {MAX_EXPANDED_NODES:,} nodes "
-                                "(a YAML bomb)", path, node.start_mark.line + 1, "write the values out; "
-                                "do not nest anchors")
+                return yaml007.finding(f"aliases expand this document to over {MAX_EXPANDED_NODES:,} nodes "
+                                       "(a YAML bomb)", path, node.start_mark.line + 1,
+                                       hint="write the values out; "
+                                       "do not nest anchors")
             if height[key] > MAX_DEPTH:
-                return _finding("YAML009", f"nested more than {MAX_DEPTH} levels deep", path,
-                                node.start_mark.line + 1)
+                return yaml009.finding(f"nested more than {MAX_DEPTH} levels deep", path,
+                                       node.start_mark.line + 1)
             continue
         if key in size:  # seen before: this reference is an alias
             budget.used += 1
             if budget.used > MAX_ALIASES:
-                return _finding("YAML007", f"more than {MAX_ALIASES} aliases in one file", path,
-                                node.start_mark.line + 1, "anchors and aliases are rarely needed in manifests")
+                return yaml007.finding(f"more than {MAX_ALIASES} aliases in one file", path,
+                                       node.start_mark.line + 1,
+                                       hint="anchors and aliases are rarely needed in manifests")
             continue
         if key in on_stack:
-            return _finding("YAML007", "recursive alias (a node that contains itself)", path,
-                            node.start_mark.line + 1)
+            return yaml007.finding("recursive alias (a node that contains itself)", path,
+                                   node.start_mark.line + 1)
         if len(on_stack) > MAX_DEPTH:
-            return _finding("YAML009", f"nested more than {MAX_DEPTH} levels deep", path,
-                            node.start_mark.line + 1)
+            return yaml009.finding(f"nested more than {MAX_DEPTH} levels deep", path,
+                                   node.start_mark.line + 1)
         duplicate = _duplicate_key(node, path)
         if duplicate:
             return duplicate
@@ -219,7 +228,8 @@ def _inspect_tree(root: yaml.Node, path: str) -> Finding | None:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return _finding("YAML009", f"nested more than {MAX_DEPTH} levels deep", path, node.start_mark.line + 1)
+            return yaml009.finding(f"nested more than {MAX_DEPTH} levels deep", path,
+                                   node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             duplicate = _duplicate_key(node, path)
             if duplicate:
@@ -240,8 +250,8 @@ def _duplicate_key(node: yaml.Node, path: str) -> Finding | None:
         identity = (key_node.tag, key_node.value)
         line = key_node.start_mark.line + 1
         if identity in seen:
-            return _finding("YAML002", f"duplicate key {key_node.value!r} (first at line {seen[identity]})",
-                            path, line, "YAML keeps only the last value; remove one of them")
+            return yaml002.finding(f"duplicate key {key_node.value!r} (first at line {seen[identity]})", path,
+                                   line, hint="YAML keeps only the last value; remove one of them")
         seen[identity] = line
     return None
 

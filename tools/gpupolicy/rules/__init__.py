@@ -3,7 +3,9 @@
 A rule module declares `ID`, `SEVERITY`, `SUMMARY`, a docstring that is its documentation page
 (Markdown: why it matters, a bad example, the fix) and, unless the pipeline itself reports it
 (`STAGE = "load"`, `"render"` or `"schema"`; `"pipeline"` for INTERNAL, the finding of a check that crashed),
-a `check(fleet) -> Iterator[Finding]`.
+a `check(fleet) -> Iterator[Finding]`. A rule the pipeline reports also defines `finding(message, path, line,
+*, cluster, hint)`, which the stage that reports it calls: the stage modules import their rule modules, never
+the reverse, and this package imports nothing of the pipeline.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 
-from ..findings import Finding, Location, Severity
+from ..findings import Finding, Severity
 
 CATEGORIES = {
     "YAML": "Strict loading", "KUST": "Rendering", "SCHEMA": "Schemas", "CAP": "Capacity and quotas",
@@ -39,13 +41,6 @@ class Rule:
     def category(self) -> str:
         prefix = self.id.rstrip("0123456789")
         return CATEGORIES.get(prefix, prefix)
-
-    def finding(self, message: str, location: Location | None = None, cluster: str = "", hint: str = "",
-                severity: Severity | None = None) -> Finding:
-        return Finding(rule=self.id, severity=severity or self.severity, message=message,
-                       path=location.path if location else "", line=location.line if location else 0,
-                       cluster=cluster, hint=hint)
-
 
 def _rule_from(module: ModuleType) -> Rule:
     stage = getattr(module, "STAGE", "rules")
@@ -73,14 +68,3 @@ def _sort_key(rule_id: str) -> tuple[str, int]:
     prefix = rule_id.rstrip("0123456789")
     return prefix, int(rule_id[len(prefix):] or 0)
 
-
-def get(rule_id: str) -> Rule:
-    return all_rules()[rule_id]
-
-
-def this(module_name: str) -> Rule:
-    """The Rule of the calling module: `RULE = this(__name__)` is not possible at import, so call lazily."""
-    for rule in all_rules().values():
-        if rule.module == module_name:
-            return rule
-    raise KeyError(module_name)

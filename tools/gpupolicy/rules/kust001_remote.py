@@ -14,9 +14,14 @@ resources:
 Vendor the manifests into the repository; install charts with a Flux HelmRelease or an Argo CD Application.
 """
 
-from ..findings import Severity
+from ..findings import Finding, Severity
 
 ID = "KUST001"
 SEVERITY = Severity.ERROR
 SUMMARY = "A kustomization reaches the network"
 STAGE = "render"  # reported by the pipeline itself
+
+
+def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
+    return Finding(ID, SEVERITY, message, path, line, cluster, hint)

@@ -13,9 +13,14 @@ policies/teams/old-team/queue.yaml  # nobody includes it
 Add it to a kustomization, or delete it.
 """
 
-from ..findings import Severity
+from ..findings import Finding, Severity
 
 ID = "KUST005"
 SEVERITY = Severity.WARNING
 SUMMARY = "A manifest is included by no cluster overlay"
 STAGE = "render"  # reported by the pipeline itself
+
+
+def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
+    return Finding(ID, SEVERITY, message, path, line, cluster, hint)

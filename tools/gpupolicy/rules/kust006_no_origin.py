@@ -15,9 +15,14 @@ resources: [...]
 Add `buildMetadata: [originAnnotations]` to clusters/<name>/kustomization.yaml.
 """
 
-from ..findings import Severity
+from ..findings import Finding, Severity
 
 ID = "KUST006"
 SEVERITY = Severity.WARNING
 SUMMARY = "A cluster overlay does not record origin annotations"
 STAGE = "render"  # reported by the pipeline itself
+
+
+def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
+    return Finding(ID, SEVERITY, message, path, line, cluster, hint)

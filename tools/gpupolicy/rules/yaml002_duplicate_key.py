@@ -16,9 +16,14 @@ resources:
 Keep one of the two keys.
 """
 
-from ..findings import Severity
+from ..findings import Finding, Severity
 
 ID = "YAML002"
 SEVERITY = Severity.ERROR
 SUMMARY = "A mapping repeats a key"
 STAGE = "load"  # reported by the pipeline itself
+
+
+def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
+    return Finding(ID, SEVERITY, message, path, line, cluster, hint)

@@ -13,9 +13,14 @@ engine with an error far from its cause.
 Save the file as UTF-8; keep binaries out of the manifest folders.
 """
 
-from ..findings import Severity
+from ..findings import Finding, Severity
 
 ID = "YAML003"
 SEVERITY = Severity.ERROR
 SUMMARY = "A file is not UTF-8 text"
 STAGE = "load"  # reported by the pipeline itself
+
+
+def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
+    return Finding(ID, SEVERITY, message, path, line, cluster, hint)

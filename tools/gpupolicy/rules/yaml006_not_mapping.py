@@ -14,9 +14,14 @@ Every document of a manifest file must be a Kubernetes object: a mapping with `a
 Wrap the fragment in the object it belongs to, or remove it.
 """
 
-from ..findings import Severity
+from ..findings import Finding, Severity
 
 ID = "YAML006"
 SEVERITY = Severity.ERROR
 SUMMARY = "A YAML document is not a mapping"
 STAGE = "load"  # reported by the pipeline itself
+
+
+def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
+    return Finding(ID, SEVERITY, message, path, line, cluster, hint)

@@ -13,9 +13,14 @@ pools/a/pool.yaml -> /etc/passwd
 Copy the file into the repository.
 """
 
-from ..findings import Severity
+from ..findings import Finding, Severity
 
 ID = "YAML008"
 SEVERITY = Severity.ERROR
 SUMMARY = "A symlink points outside the repository"
 STAGE = "load"  # reported by the pipeline itself
+
+
+def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
+    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
