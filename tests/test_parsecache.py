@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpupolicy import parsecache
-from gpupolicy.yamlload import load_bytes
+from gpupolicy.yamlload import parse_source
 
 SAMPLES = {
     "clean": b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {team: nlp}\ndata:\n  k: |\n    x\n---\n"
@@ -31,7 +31,7 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_cached_load_equals_a_fresh_load(tmp_path: Path, name: str) -> None:
     cache = parsecache.ParseCache(tmp_path)
-    fresh = load_bytes(SAMPLES[name], "clusters/x/file.yaml")
+    fresh = parse_source(SAMPLES[name], "clusters/x/file.yaml")
     first = cache.load_bytes(SAMPLES[name], "clusters/x/file.yaml")  # parses and stores
     second = cache.load_bytes(SAMPLES[name], "clusters/x/file.yaml")  # reads the entry
     assert _same(first, fresh) and _same(second, fresh)
@@ -70,7 +70,7 @@ def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path: Path) -> None:
 @given(st.binary(max_size=300))
 def test_any_bytes_round_trip_through_the_cache(tmp_path: Path, raw: bytes) -> None:
     cache = parsecache.ParseCache(tmp_path)
-    fresh = load_bytes(raw, "fuzz.yaml")
+    fresh = parse_source(raw, "fuzz.yaml")
     cache.load_bytes(raw, "fuzz.yaml")
     assert _same(cache.load_bytes(raw, "fuzz.yaml"), fresh)
 

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpupolicy.yamlload import MAX_ALIASES, load_bytes, load_text
+from gpupolicy.yamlload import MAX_ALIASES, load_text, parse_source
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
                          st.text(st.characters(blacklist_categories=("Cs",)), max_size=20))
@@ -29,7 +29,7 @@ def test_round_trip_of_any_mapping(data: dict) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_never_raise(raw: bytes) -> None:
-    result = load_bytes(raw, "fuzz.yaml")
+    result = parse_source(raw, "fuzz.yaml")
     for finding in result.findings:
         assert finding.rule.startswith("YAML") and finding.line >= 0
 
@@ -81,7 +81,7 @@ def test_a_few_aliases_are_fine() -> None:
 
 
 def test_non_utf8_line() -> None:
-    finding = load_bytes(b"a: 1\nb: 2\nc: caf\xe9\n", "l.yaml").findings[0]
+    finding = parse_source(b"a: 1\nb: 2\nc: caf\xe9\n", "l.yaml").findings[0]
     assert (finding.rule, finding.line) == ("YAML003", 3)
 
 

@@ -32,7 +32,7 @@ from .model import (
     WorkloadPriorityClass,
 )
 from .quantity import QuantityError, kueue_quantity
-from .yamlload import Document, load_bytes, load_text, mappings
+from .yamlload import Document, load_text, mappings, parse_source
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 OPERATOR_NAMESPACE = "gpu-operator"
@@ -66,7 +66,7 @@ class SourceIndex:
         except repopath.Refused as refusal:
             self.refused[path] = str(refusal)
             return []
-        return load_bytes(raw, path).documents
+        return parse_source(raw, path).documents
 
     def locate(self, obj: K8sObject, field_path: tuple) -> Location:
         if not obj.origin:

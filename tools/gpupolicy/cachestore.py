@@ -55,8 +55,8 @@ class CacheStore:
     # --- strict-load results -------------------------------------------------------------------------------
 
     def load_source(self, raw: bytes, path: str) -> LoadResult:
-        """`yamlload.load_bytes(raw, path)`, from the cache when this name and content were loaded before."""
-        return self._parsed.load_bytes(raw, path) if self._parsed else yamlload.load_bytes(raw, path)
+        """`yamlload.parse_source(raw, path)`, from the cache when this name and content were loaded before."""
+        return self._parsed.load_bytes(raw, path) if self._parsed else yamlload.parse_source(raw, path)
 
     def load_rendered(self, overlay: str, text: str) -> list[Any]:
         """kubectl's output of an overlay, parsed; unchanged documents reuse the previous run's objects."""

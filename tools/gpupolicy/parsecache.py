@@ -39,7 +39,7 @@ class ParseCache:
         self.directory = Path(directory) / _salt()
 
     def load_bytes(self, raw: bytes, path: str) -> LoadResult:
-        """`yamlload.load_bytes(raw, path)`, from the cache when this name and content were loaded before."""
+        """`yamlload.parse_source(raw, path)`, from the cache when this name and content were loaded before."""
         key = hashlib.blake2b(path.encode() + b"\0" + raw, digest_size=20).hexdigest()
         entry = self.directory / key[:2] / key
         kept = cachefiles.read_value(entry)
@@ -48,7 +48,7 @@ class ParseCache:
                 return _thaw(kept, path)
             except (TypeError, ValueError):
                 pass  # an entry of another shape: parse again
-        result = yamlload.load_bytes(raw, path)
+        result = yamlload.parse_source(raw, path)
         cachefiles.write_value(entry, _freeze(result))
         return result
 

@@ -114,7 +114,8 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
 def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, rules: bool = True,
         progress: Callable | None = None, crd_schemas: dict | None = None,
         graph: kustomize.Graph | None = None, store: CacheStore | None = None) -> RunResult:
-    """Validate the repository at `root`. `graph`: the kustomize graph of every cluster when the caller has
+    """Validate the repository at `root`: `clusters` None is every cluster, else the (non-empty) list named.
+    `graph`: the kustomize graph of every cluster when the caller has
     read it already (--changed-since does, to select the clusters), so it is not read twice. `store`: the
     command's cache store (built once per run); without one, the run builds its own as `use_cache` says."""
     timings: dict[str, float] = {}
@@ -171,11 +172,16 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
 
 
 def _selected(all_clusters: list[str], clusters: list[str] | None) -> list[str]:
-    if clusters:
-        unknown = sorted(set(clusters) - set(all_clusters))
-        if unknown:
-            raise ToolError(f"no such cluster: {', '.join(unknown)} (clusters: {', '.join(all_clusters) or 'none'})")
-    return all_clusters if clusters is None else clusters  # [] selects none (incremental runs)
+    """The clusters the run validates: None is every cluster of the repository; a list names some of them. An
+    empty list would validate nothing, so it is refused (a caller with nothing to validate does not run)."""
+    if clusters is None:
+        return all_clusters
+    if not clusters:
+        raise ValueError("an empty cluster selection validates nothing: pass None for every cluster")
+    unknown = sorted(set(clusters) - set(all_clusters))
+    if unknown:
+        raise ToolError(f"no such cluster: {', '.join(unknown)} (clusters: {', '.join(all_clusters) or 'none'})")
+    return clusters
 
 
 def _renderable(sources: Sources) -> list[str]:

@@ -84,8 +84,9 @@ class LoadResult:
         return not any(f.severity is Severity.ERROR for f in self.findings)
 
 
-def load_bytes(raw: bytes, path: str) -> LoadResult:
-    """Load every document of a file's bytes strictly; `path` is what findings name."""
+def parse_source(raw: bytes, path: str) -> LoadResult:
+    """Parse every document of a source file's bytes strictly, with no cache (`cachestore.CacheStore.load_source`
+    keeps the result); `path` is what findings name."""
     result = LoadResult()
     if len(raw) > MAX_FILE_BYTES:
         result.findings.append(yaml004.finding(

@@ -92,7 +92,7 @@ def _load(path: Path) -> tuple[Source | None, str]:
         return None, f"{path}: is a directory, not a mig-parted config file"
     except OSError as exc:
         return None, f"{path}: cannot read: {exc.strerror or exc}"
-    loaded = yamlload.load_bytes(raw, str(path))
+    loaded = yamlload.parse_source(raw, str(path))
     if loaded.findings:
         return None, "; ".join(f"{f.place}: {f.message} [{f.rule}]" for f in loaded.findings)
     for document in loaded.documents:

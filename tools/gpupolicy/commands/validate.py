@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from .. import formats, incremental, kustomize, pipeline, report  # noqa: F401  (formats registers sarif/junit/github)
 from ..cachestore import CacheStore
@@ -27,12 +28,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
 
 
-def _clusters(args: argparse.Namespace, store: CacheStore) -> tuple[list[str] | None, kustomize.Graph | None]:
-    """The clusters to validate: None for all; an empty list when the change reaches no cluster and no
-    loose YAML file (then there is nothing to validate). With them, the graph --changed-since read to select
-    them (the run takes it rather than reading it again)."""
+@dataclass
+class Scope:
+    """What a validate run covers. `clusters` None is every cluster; `nothing` when --changed-since reaches no
+    cluster and no loose YAML file (then nothing runs). `graph`: the one --changed-since read to select the
+    clusters, which the run takes rather than reading it again."""
+
+    clusters: list[str] | None = None
+    graph: kustomize.Graph | None = None
+    nothing: bool = False
+
+
+def _scope(args: argparse.Namespace, store: CacheStore) -> Scope:
     if not args.changed_since:
-        return args.cluster, None
+        return Scope(args.cluster)
     selection = incremental.changed_clusters(args.repo, args.changed_since, store)
     chosen = [c for c in selection.clusters if not args.cluster or c in args.cluster]
     print(f"gpupolicy: --changed-since {args.changed_since}: {selection.describe()}", file=sys.stderr)
@@ -40,21 +49,21 @@ def _clusters(args: argparse.Namespace, store: CacheStore) -> tuple[list[str] | 
         for cluster, paths in selection.reasons.items():
             print(f"  {cluster}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}", file=sys.stderr)
     if chosen:
-        return chosen, selection.graph
+        return Scope(chosen, selection.graph)
     if selection.validates_loose_files():
-        # pipeline.run(clusters=[]) means "all clusters"; changed loose files still need the strict loader.
+        # no cluster is affected, but changed loose files still need the strict loader: validate as asked
         print("gpupolicy: changed YAML outside every cluster overlay: validating everything", file=sys.stderr)
-        return args.cluster, selection.graph
-    return [], None
+        return Scope(args.cluster, selection.graph)
+    return Scope(nothing=True)
 
 
 def run(args: argparse.Namespace) -> int:
     store = CacheStore.off() if args.no_cache else CacheStore()  # one per run: selection and validation
-    clusters, graph = _clusters(args, store)
-    if clusters == []:
+    scope = _scope(args, store)
+    if scope.nothing:
         print("gpupolicy: no cluster depends on the changed paths; nothing to validate", file=sys.stderr)
         return 0
-    result = _validate(args, clusters, graph, store)
+    result = _validate(args, scope, store)
     text = report.FORMATTERS[args.format](result, str(args.repo))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
@@ -67,13 +76,12 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(result)
 
 
-def _validate(args: argparse.Namespace, clusters: list[str] | None, graph: kustomize.Graph | None,
-              store: CacheStore) -> pipeline.RunResult:
+def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipeline.RunResult:
     """The run; when it crashes outright, a result holding just that crash as an INTERNAL finding, so the
     report is still written (CI uploads it) and says why it is empty."""
     try:
         with progress_bar("rendering") as bar:
-            return pipeline.run(args.repo, clusters=clusters, progress=bar, graph=graph, store=store)
+            return pipeline.run(args.repo, clusters=scope.clusters, progress=bar, graph=scope.graph, store=store)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code
