@@ -98,7 +98,8 @@ def test_stage_rules_declare_a_finding_helper_with_their_severity() -> None:
             assert (emitted.rule, emitted.severity) == (rule.id, rule.severity)
 
 
-@pytest.mark.parametrize("first", ["gpupolicy.rules", "gpupolicy.yamlload", "gpupolicy.kustomize", "gpupolicy.pipeline"])
+@pytest.mark.parametrize("first", ["gpupolicy.rules", "gpupolicy.yamlload", "gpupolicy.kustomize",
+                                   "gpupolicy.pipeline"])
 def test_stage_modules_and_rules_import_in_one_direction(first: str) -> None:
     """Whichever is imported first, the stages and the rule registry load without an import cycle."""
     code = f"import {first}; from gpupolicy.rules import all_rules; import gpupolicy.pipeline; all_rules()"

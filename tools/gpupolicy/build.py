@@ -46,7 +46,8 @@ class SourceIndex:
     trust boundary (repopath): a path that resolves outside the repository, is not a regular file or is over
     the size limit is never opened, and reads as a file without documents."""
 
-    def __init__(self, root: str, documents: dict[str, list[Document]], reader: repopath.Reader | None = None) -> None:
+    def __init__(self, root: str, documents: dict[str, list[Document]],
+                 reader: repopath.Reader | None = None) -> None:
         self.root = root
         self.documents = documents  # the loader's: only files it did not load are read here
         self.reader = reader or repopath.Reader(root)

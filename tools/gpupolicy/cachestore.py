@@ -7,7 +7,8 @@
 
 A command builds one `CacheStore` per run (as pre-commit builds its Store) and hands it to every stage that
 caches; `CacheStore.off()` (--no-cache) keeps and reads nothing. Entries are read and written only through
-`cachefiles` (length and digest verified, decision 0022). `usage`, `prune` and `clear` serve `gpupolicy cache`.
+`cachefiles` (length and digest verified, decision 0022). `usage`, `prune` and `clear` serve
+`gpupolicy cache`.
 """
 
 from __future__ import annotations

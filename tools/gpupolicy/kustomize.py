@@ -598,7 +598,8 @@ class RenderJob:
     def _one(self, directory: str) -> Rendered:
         # an opaque overlay's inputs are not all known, so no key could cover them: render it every time
         cacheable = self._store.enabled and not self._graph.opaque_fields(directory)
-        key = self._store.render_key(self._reader, self._graph.closure(directory), self._kubectl) if cacheable else ""
+        inputs = self._graph.closure(directory)
+        key = self._store.render_key(self._reader, inputs, self._kubectl) if cacheable else ""
         cached_text = self._store.read_render(key) if cacheable else None  # verified, or None
         if cached_text is not None:
             rendered = Rendered(directory, text=cached_text, cached=True)

@@ -2,8 +2,8 @@
 
 Everything lives under one folder (`cachestore.CacheStore`: $GPUPOLICY_CACHE_DIR, else
 $XDG_CACHE_HOME/gpupolicy/render, else ~/.cache/gpupolicy/render): rendered overlays, strict-load results,
-rendered-document memos and kept kustomize graphs (decision 0021). Entries are addressed by content, so a stale one is never used, only kept; nothing
-deletes them on its own. `--prune DAYS` deletes what no run has read for DAYS days (the file's last access or
+rendered-document memos and kept kustomize graphs (decision 0021). Entries are addressed by content, so a
+stale one is never used, only kept; nothing deletes them on its own. `--prune DAYS` deletes what no run has read for DAYS days (the file's last access or
 change, whichever is later) and every entry of other toolkit versions; `--clear` deletes it all. Either is
 always safe: the next run only renders and parses again. In CI, prune before saving the folder.
 """

@@ -81,7 +81,8 @@ def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipe
     report is still written (CI uploads it) and says why it is empty."""
     try:
         with progress_bar("rendering") as bar:
-            return pipeline.run(args.repo, clusters=scope.clusters, progress=bar, graph=scope.graph, store=store)
+            return pipeline.run(args.repo, clusters=scope.clusters, progress=bar, graph=scope.graph,
+                                store=store)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code
