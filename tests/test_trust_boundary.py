@@ -289,6 +289,28 @@ def test_load_sources_reads_through_the_boundary(tmp_path: Path) -> None:
     assert found["fifo.yaml"][:2] == ("YAML001", 0) and "FIFO" in found["fifo.yaml"][2]
 
 
+def test_a_kustomization_symlinked_out_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph reads each kustomization through the boundary: one that is a symlink out of the repository is
+    KUST002, and the file it points at is never opened (its YAML errors would describe an outside file)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "minirepo", repo)
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("apiVersion: v1\nsecret: [unclosed TOPSECRET\n")
+    kustomization = repo / "clusters" / "mini" / "kustomization.yaml"
+    kustomization.unlink()
+    kustomization.symlink_to(outside)
+    monkeypatch.setenv("GPUPOLICY_CACHE_DIR", str(tmp_path / "cache"))
+    trace = FileTrace()
+    trace.install(monkeypatch)
+    code, out, _err = _run(["validate", "--repo", str(repo), "--format", "json"], repo)
+    monkeypatch.undo()
+    findings = json.loads(out)["findings"]
+    assert code == 1
+    assert any(f["rule"] == "KUST002" and f["path"] == "clusters/mini/kustomization.yaml" for f in findings)
+    assert not any(f["rule"] == "YAML001" and f["path"] == "clusters/mini/kustomization.yaml" for f in findings)
+    assert str(outside.resolve()) not in {path for _call, path in trace.touched}
+
+
 def test_output_path_stays_inside_the_output_folder(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

@@ -34,12 +34,12 @@ def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore,
     entries = sorted(entry_dirs)
     real_root = str(Path(root).resolve())
     record_file = store.graph_record(_key(real_root, entries))
-    if record_file is None:
-        return kustomize.build_graph(root, entries, store)
     reader = reader or repopath.Reader(real_root)
+    if record_file is None:
+        return kustomize.build_graph(root, entries, store, reader)
     graph = _reuse(record_file, reader)
     if graph is None:
-        graph = kustomize.build_graph(root, entries, store)
+        graph = kustomize.build_graph(root, entries, store, reader)
         _keep(record_file, graph, reader)
     return graph
 

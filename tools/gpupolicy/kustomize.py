@@ -259,10 +259,12 @@ def _report_missing_overlay(graph: Graph, directory: str) -> None:
                                           hint=f"add {directory}/kustomization.yaml, or delete the folder"))
 
 
-def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CACHE) -> Graph:
+def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CACHE,
+                reader: repopath.Reader | None = None) -> Graph:
     """Read every kustomization reachable from the entry directories (repo-relative); `store` keeps their
-    strict-load results."""
+    strict-load results; `reader` is the run's trust boundary, through which each kustomization is read."""
     graph = Graph(root=Path(root).resolve())  # resolved once: _rel and the containment check run per reference
+    reader = reader or repopath.Reader(graph.root)
     real_root = str(graph.root)
     graph._real_paths[real_root] = (real_root, _mode(real_root))  # resolution never looks above the root
     pending = list(entry_dirs)
@@ -271,7 +273,7 @@ def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CA
         directory = pending.pop()
         if directory in graph.overlays:
             continue
-        overlay = _read_overlay(graph, directory, store)
+        overlay = _read_overlay(graph, directory, store, reader)
         if overlay is None:
             if directory in entries:
                 _report_missing_overlay(graph, directory)
@@ -342,7 +344,7 @@ def _entries(mapping: object, name: str) -> Iterable[tuple[Any, int, Any]]:
             yield key, position, entry
 
 
-def _read_overlay(graph: Graph, directory: str, store: CacheStore) -> Overlay | None:
+def _read_overlay(graph: Graph, directory: str, store: CacheStore, reader: repopath.Reader) -> Overlay | None:
     root = str(graph.root)
     graph.consulted.add(os.path.join(root, directory))
     kfile = find_kustomization(os.path.join(root, directory))
@@ -358,7 +360,13 @@ def _read_overlay(graph: Graph, directory: str, store: CacheStore) -> Overlay | 
         graph.findings.append(kust004.finding(f"the folder also holds {', '.join(others)}: kubectl kustomize "
                                               "fails on more than one kustomization file", rel_file, 1,
                                               hint="keep one of them"))
-    loaded = store.load_source(kfile.read_bytes(), rel_file)
+    try:  # a kustomization symlinked out of the repository is refused, never read
+        raw = reader.read(rel_file)
+    except repopath.Refused as refusal:
+        graph.findings.append(kust002.finding(f"the kustomization cannot be used: {refusal}", rel_file, 1,
+                                              hint="keep the overlay's kustomization in the repository"))
+        return None
+    loaded = store.load_source(raw, rel_file)
     graph.findings.extend(loaded.findings)
     if not loaded.documents:
         return None
