@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError(f"no such cluster: {', '.join(unknown)}")
     graph = kustomize.build_graph(args.repo, [f"clusters/{n}" for n in names])
     for finding in graph.findings:
-        print(f"{finding.path}:{finding.line}: error {finding.rule}: {finding.message}", file=sys.stderr)
+        print(f"{finding.place}: error {finding.rule}: {finding.message}", file=sys.stderr)
     if graph.findings:
         return 1
     store = CacheStore.off() if args.no_cache else CacheStore()

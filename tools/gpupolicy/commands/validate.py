@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from .. import formats, incremental, kustomize, pipeline, report  # noqa: F401  (formats registers sarif/junit/github)
+from .. import incremental, kustomize, pipeline, report
 from ..cachestore import CacheStore
 from ..errors import ToolError
 from ..internal import crash_finding
