@@ -147,6 +147,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         rendering.abandon()
         raise
     rendered = rendering.results()
+    sources.reader.forget_contents()
     clock.lap("render")
 
     index = SourceIndex(str(root), sources.documents, sources.reader)

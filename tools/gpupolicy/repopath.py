@@ -131,6 +131,12 @@ class Reader:
             self._contents[rel] = data
         return data
 
+    def forget_contents(self) -> None:
+        """Drop the bytes kept so far (digests stay): once the sources are loaded and the render keys taken,
+        nothing reads a whole source again, and on a large fleet they are tens of MB held to the end."""
+        with self._reading:
+            self._contents.clear()
+
     def digest(self, rel: str) -> bytes:
         """sha256 of repo-relative `rel` of any size (a configuration version hashes big files too); the same
         containment and regular-file checks as `read`. A file the loader may parse is read whole and kept."""
