@@ -12,6 +12,8 @@ import collections
 import contextlib
 import io
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -69,9 +71,15 @@ def _age_folders(root: Path) -> None:
         os.utime(folder, (info.st_atime - 60, info.st_mtime - 60))
 
 
-def _validate(root: Path) -> int:
+def _validate(root: Path, *extra: str) -> int:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return main(["validate", "--repo", str(root)])
+        return main(["validate", "--repo", str(root), *extra])
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)
 
 
 def test_warm_validate_reads_each_input_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,5 +92,28 @@ def test_warm_validate_reads_each_input_file_once(tmp_path: Path, monkeypatch: p
     assert _validate(root) == 0
     inputs = counter.inputs_of(root)
     assert inputs, "the warm run read no input file at all: the counter is not counting"
+    read_again = {rel: count for rel, count in sorted(inputs.items()) if count > 1}
+    assert not read_again, f"{len(read_again)} of {len(inputs)} input files read more than once: {read_again}"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_changed_since_reads_each_input_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--changed-since reads the graph to select clusters, then validates them: one read of each file for both
+    (the run takes the selection's graph and the boundary Reader that read it)."""
+    root = copy_repo(REPO, tmp_path / "repo")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "fleet")
+    pool = next(p for p in sorted((root / "pools").iterdir()) if (p / "pool.yaml").is_file())
+    flavor = next(f for f in sorted(pool.glob("*.yaml")) if f.name not in ("pool.yaml", "kustomization.yaml"))
+    flavor.write_text("# touched\n" + flavor.read_text())
+    _age_folders(root)
+    monkeypatch.setenv("GPUPOLICY_CACHE_DIR", str(tmp_path / "cache"))
+    assert _validate(root, "--changed-since", "HEAD") == 0  # warms the caches
+    counter = OpenCounter()
+    counter.install(monkeypatch)
+    assert _validate(root, "--changed-since", "HEAD") == 0
+    inputs = counter.inputs_of(root)
+    assert inputs, "the run read no input file at all: the counter is not counting"
     read_again = {rel: count for rel, count in sorted(inputs.items()) if count > 1}
     assert not read_again, f"{len(read_again)} of {len(inputs)} input files read more than once: {read_again}"

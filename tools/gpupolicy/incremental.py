@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import gitrev, graphcache, kustomize, sources
+from . import gitrev, graphcache, kustomize, repopath, sources
 from .cachestore import CacheStore
 
 EVERY_CLUSTER_PREFIXES = ("tools/", "policies/crd-schemas/")
@@ -88,14 +88,15 @@ def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[st
     return reached
 
 
-def select(root: Path, changes: gitrev.Changes, rev: str, store: CacheStore | None = None) -> Selection:
-    """The clusters of the working tree at `root` that `changes` (relative to `rev`) can affect. `store`: the
-    run's (None: one over the default cache folder)."""
+def select(root: Path, changes: gitrev.Changes, rev: str, store: CacheStore | None = None,
+           reader: repopath.Reader | None = None) -> Selection:
+    """The clusters of the working tree at `root` that `changes` (relative to `rev`) can affect. `store` and
+    `reader`: the run's (None: one over the default cache folder, a reader of its own)."""
     names = sources.cluster_names(root)
     everything = sorted(p for p in changes.all if affects_every_cluster(p))
     if everything:
         return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
-    graph = graphcache.build_graph(root, [f"clusters/{n}" for n in names], store or CacheStore())
+    graph = graphcache.build_graph(root, [f"clusters/{n}" for n in names], store or CacheStore(), reader)
     reached = _reach(graph, names, changes.all)
     if changes.deleted and graph.followed_symlink:
         # Without symlinks today's graph already knows every deleted input that mattered: a kustomization that
@@ -121,6 +122,7 @@ def _reach_at_revision(root: Path, rev: str, deleted: set[str]) -> dict[str, set
         return _reach(old_graph, old_names, deleted)
 
 
-def changed_clusters(root: Path, rev: str, store: CacheStore | None = None) -> Selection:
+def changed_clusters(root: Path, rev: str, store: CacheStore | None = None,
+                     reader: repopath.Reader | None = None) -> Selection:
     """`git diff --name-only REV` plus untracked files, mapped to the clusters they affect."""
-    return select(root, gitrev.changed_since(root, rev), rev, store)
+    return select(root, gitrev.changed_since(root, rev), rev, store, reader)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize
+from . import kustomize, repopath
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
@@ -113,17 +113,19 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
 
 def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, rules: bool = True,
         progress: Callable | None = None, crd_schemas: dict | None = None,
-        graph: kustomize.Graph | None = None, store: CacheStore | None = None) -> RunResult:
+        graph: kustomize.Graph | None = None, store: CacheStore | None = None,
+        reader: repopath.Reader | None = None) -> RunResult:
     """Validate the repository at `root`: `clusters` None is every cluster, else the (non-empty) list named.
     `graph`: the kustomize graph of every cluster when the caller has
-    read it already (--changed-since does, to select the clusters), so it is not read twice. `store`: the
-    command's cache store (built once per run); without one, the run builds its own as `use_cache` says."""
+    read it already (--changed-since does, to select the clusters), so it is not read twice; `reader`, the
+    boundary that read it (and keeps what it read). `store`: the command's cache store (built once per run);
+    without one, the run builds its own as `use_cache` says."""
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     root = root.resolve()
     all_clusters = cluster_names(root)
     store = store or (CacheStore() if use_cache else CacheStore.off())
-    sources = discover(root, all_clusters, _selected(all_clusters, clusters), store, graph)
+    sources = discover(root, all_clusters, _selected(all_clusters, clusters), store, graph, reader)
     findings = list(sources.findings)
     renderable = _renderable(sources)
     clock.lap("discover")

@@ -84,10 +84,11 @@ class Sources:
 # --- discover ------------------------------------------------------------------------------------------------
 
 def discover(root: Path, all_clusters: list[str], selected: list[str], store: CacheStore,
-             graph: kustomize.Graph | None = None) -> Sources:
+             graph: kustomize.Graph | None = None, reader: repopath.Reader | None = None) -> Sources:
     """The clusters' graph (given, or read now) and the source files the run needs. A run over some clusters
-    (sharding, --changed-since) reads only what those clusters depend on."""
-    reader = repopath.Reader(root)
+    (sharding, --changed-since) reads only what those clusters depend on. `reader`: the one that read the
+    given graph, so the kustomizations it read are not read again."""
+    reader = reader or repopath.Reader(root)
     whole = set(selected) == set(all_clusters)
     entries = [f"clusters/{name}" for name in (all_clusters if whole else selected)]
     if graph is None:

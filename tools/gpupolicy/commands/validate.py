@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from .. import incremental, kustomize, pipeline, report
+from .. import incremental, kustomize, pipeline, repopath, report
 from ..cachestore import CacheStore
 from ..errors import ToolError
 from ..internal import crash_finding
@@ -36,24 +36,26 @@ class Scope:
 
     clusters: list[str] | None = None
     graph: kustomize.Graph | None = None
+    reader: repopath.Reader | None = None  # the boundary that read `graph`: it keeps what it read
     nothing: bool = False
 
 
 def _scope(args: argparse.Namespace, store: CacheStore) -> Scope:
     if not args.changed_since:
         return Scope(args.cluster)
-    selection = incremental.changed_clusters(args.repo, args.changed_since, store)
+    reader = repopath.Reader(args.repo)
+    selection = incremental.changed_clusters(args.repo, args.changed_since, store, reader)
     chosen = [c for c in selection.clusters if not args.cluster or c in args.cluster]
     print(f"gpupolicy: --changed-since {args.changed_since}: {selection.describe()}", file=sys.stderr)
     if args.verbose:
         for cluster, paths in selection.reasons.items():
             print(f"  {cluster}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}", file=sys.stderr)
     if chosen:
-        return Scope(chosen, selection.graph)
+        return Scope(chosen, selection.graph, reader)
     if selection.validates_loose_files():
         # no cluster is affected, but changed loose files still need the strict loader: validate as asked
         print("gpupolicy: changed YAML outside every cluster overlay: validating everything", file=sys.stderr)
-        return Scope(args.cluster, selection.graph)
+        return Scope(args.cluster, selection.graph, reader)
     return Scope(nothing=True)
 
 
@@ -82,7 +84,7 @@ def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipe
     try:
         with progress_bar("rendering") as bar:
             return pipeline.run(args.repo, clusters=scope.clusters, progress=bar, graph=scope.graph,
-                                store=store)
+                                store=store, reader=scope.reader)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code
