@@ -9,6 +9,12 @@ once `cdi.enabled` is true, which it is by default from GPU Operator v25.10) pas
 cannot forge. `cdi.nriPluginEnabled: true` brings env-var injection back for every container. See
 `../shared/reference/gpu-operator.md` section 8.
 
+Which of the safe strategies is *right* depends on CDI, and WL002 checks that: with CDI on, the operator sets
+`cdi-annotations,cdi-cri` itself (NVIDIA/gpu-operator `controllers/object_controls.go`
+`transformDevicePluginCtrForCDI`) and `nvidia` is not the default runtime, so `volume-mounts` — safe, but meant
+for the `nvidia` runtime — leaves GPU pods without driver libraries. `volume-mounts` is the hardening for
+clusters with `cdi.enabled: false` only.
+
 ## Bad example
 ```yaml
 devicePlugin:
@@ -18,8 +24,8 @@ devicePlugin:
 ```
 
 ## Fix
-Keep CDI enabled (`cdi.enabled: true`, `cdi.nriPluginEnabled: false`), or set
-`DEVICE_LIST_STRATEGY=volume-mounts` together with the toolkit settings (SEC002).
+Keep CDI enabled (`cdi.enabled: true`, `cdi.nriPluginEnabled: false`) and leave `DEVICE_LIST_STRATEGY` unset;
+or, with CDI disabled, set `DEVICE_LIST_STRATEGY=volume-mounts` together with the toolkit settings (SEC002).
 """
 
 from __future__ import annotations
@@ -49,13 +55,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         cdi = spec.get("cdi") if isinstance(spec.get("cdi"), dict) else {}
         strategy = env_value(plugin, "DEVICE_LIST_STRATEGY")
         if strategy is not None:
-            unsafe = sorted({s.strip() for s in strategy.split(",") if s.strip()} - SAFE_STRATEGIES) or \
-                (["(empty)"] if not strategy.strip() else [])
+            unsafe = sorted(strategies(strategy) - SAFE_STRATEGIES) or (["(empty)"] if not strategy.strip() else [])
             if unsafe:
                 yield _finding(fleet, cluster, ("devicePlugin", "env"),
                                f"device plugin DEVICE_LIST_STRATEGY={strategy} lets pods pick GPUs with "
                                f"NVIDIA_VISIBLE_DEVICES ({', '.join(unsafe)} is not volume-mounts or CDI)")
-        elif not _cdi_enabled(cdi, cluster):
+        elif not cdi_enabled(cluster):
             yield _finding(fleet, cluster, ("cdi", "enabled") if "enabled" in cdi else ("devicePlugin",),
                            "CDI is off and DEVICE_LIST_STRATEGY is not set: the device plugin uses the envvar "
                            "strategy, so any pod can take GPUs with NVIDIA_VISIBLE_DEVICES")
@@ -65,7 +70,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                            "NVIDIA_VISIBLE_DEVICES, without the nvidia runtime class")
 
 
-def _cdi_enabled(cdi: dict, cluster: Cluster) -> bool:
+def strategies(value: str) -> set[str]:
+    """The strategies a DEVICE_LIST_STRATEGY value names (a comma-separated list, as the device plugin reads it)."""
+    return {s.strip() for s in value.split(",") if s.strip()}
+
+
+def cdi_enabled(cluster: Cluster) -> bool:
+    """Whether the operator runs the cluster with CDI: `cdi.enabled` when the ClusterPolicy states it, else the
+    operator's default (on from v25.10; `CDIConfigSpec.IsEnabled` in NVIDIA/gpu-operator api/nvidia/v1)."""
+    spec = cluster.cluster_policy.spec if cluster.cluster_policy else {}
+    cdi = spec.get("cdi") if isinstance(spec.get("cdi"), dict) else {}
     if "enabled" in cdi:
         return cdi["enabled"] is True
     return _version(cluster.facts.gpu_operator_version) >= CDI_DEFAULT_FROM
@@ -78,6 +92,6 @@ def _version(text: str) -> tuple[int, int]:
 
 def _finding(fleet: Fleet, cluster: Cluster, path: tuple, message: str) -> Finding:
     return Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message,
-                   hint="enable CDI (cdi.enabled: true, nriPluginEnabled: false) or set "
-                        "DEVICE_LIST_STRATEGY=volume-mounts",
+                   hint="enable CDI (cdi.enabled: true, nriPluginEnabled: false) and leave DEVICE_LIST_STRATEGY "
+                        "unset, or with CDI off set DEVICE_LIST_STRATEGY=volume-mounts",
                    **at(values_location(fleet, cluster, *path)))
