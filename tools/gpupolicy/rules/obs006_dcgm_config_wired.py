@@ -7,10 +7,10 @@ counters, which leave out the ECC counters and clock event reasons our alerts re
 OBS002 — which checks the file — cannot see it.
 
 The repository also ships its own ServiceMonitor for the exporter (`policies/observability/servicemonitors/`,
-with `honorLabels: true` so the `pod` label names the workload holding the GPU, and a `node` label). If the
+with metric relabelings that turn the exporter's `exported_pod`/`exported_namespace` back into `pod`/`namespace`
+of the workload holding the GPU, and a `node` label; WL003 explains why not `honorLabels: true`). If the
 operator's ServiceMonitor (`dcgmExporter.serviceMonitor.enabled`) is on as well, every GPU series is scraped by
-two jobs with the same labels: duplicate samples, doubled counts in `count()` panels, and with the operator's
-default `honorLabels: false` the workload labels arrive as `exported_pod`.
+two jobs: duplicate samples, doubled counts in `count()` panels, and the workload labels left as `exported_pod`.
 
 ## Bad example
 ```yaml
