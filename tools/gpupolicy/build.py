@@ -174,7 +174,21 @@ def pool_from(doc: Document) -> Pool:
         team=spec.get("team", ""), description=doc.data["metadata"].get("description", ""),
         time_slicing_replicas=sliced.get("replicas"), rename_shared=bool(sliced.get("renameByDefault")),
         mig_layout=mig.get("layout"), mig_strategy=mig.get("strategy"),
-        mps_replicas=(spec.get("mps") or {}).get("replicas"))
+        mps_replicas=(spec.get("mps") or {}).get("replicas"), **_node_shape(spec.get("node")))
+
+
+def _node_shape(node: Any) -> dict:
+    """pool.yaml `node: {cpu, memory}` as Pool fields (absent or unparsable: None; the schema reports it)."""
+    node = node if isinstance(node, dict) else {}
+    shape: dict[str, Any] = {"node_cpu": None, "node_memory": None}
+    for key, field_name in (("cpu", "node_cpu"), ("memory", "node_memory")):
+        if key in node:
+            try:
+                amount = kueue_quantity(node[key])
+            except QuantityError:
+                continue
+            shape[field_name] = float(amount) if key == "cpu" else int(amount)
+    return shape
 
 
 def facts_from(doc: Document) -> ClusterFacts:
@@ -328,7 +342,7 @@ def _add_nvidia_driver(cluster: Cluster, obj: K8sObject) -> None:
     cluster.nvidia_drivers.append(NvidiaDriver(
         name=obj.name, version=str(spec.get("version") or ""), driver_type=str(spec.get("driverType") or "gpu"),
         node_selector=dict(spec.get("nodeSelector") or {}), upgrade_policy=dict(spec.get("upgradePolicy") or {}),
-        obj=obj))
+        obj=obj, tolerations=tuple(mappings(spec.get("tolerations")))))
 
 
 def _add_cluster_policy(cluster: Cluster, obj: K8sObject) -> None:

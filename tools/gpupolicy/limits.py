@@ -40,3 +40,7 @@ MAX_PODS_PER_CLUSTER = 150_000
 # Any other event counter (XID errors in a window): int32, the width Kubernetes gives its own counters
 # (core Event.count is int32); it also keeps every count exact as a float.
 MAX_COUNTER = 2**31 - 1
+
+# vCPUs of one node (pool.yaml `node.cpu`): the largest GPU servers have 224 threads (DGX H100/H200/B200: two
+# 56-core Xeon 8480C/8570, Hyper-Threading) and the largest cloud instances 896 vCPUs (AWS u7in-32tb.224xlarge).
+MAX_NODE_CPUS = 1024

@@ -89,6 +89,9 @@ class Pool:
     mig_layout: str | None = None
     mig_strategy: str | None = None  # single | mixed, for MIG pools
     mps_replicas: int | None = None
+    # One node's size (pool.yaml `node`, optional): its instance's vCPUs, and memory in bytes (WL006).
+    node_cpu: float | None = None
+    node_memory: int | None = None
     capacity: dict[str, int] = field(default_factory=dict)  # resource name -> devices exposed by the pool
     clusters: tuple[str, ...] = ()  # every cluster of the run whose overlay includes the pool
 
@@ -235,6 +238,7 @@ class NvidiaDriver:
     node_selector: dict[str, str]
     upgrade_policy: dict
     obj: K8sObject
+    tolerations: tuple[dict, ...] = ()  # spec.tolerations: what the driver pods tolerate (WL005)
 
 
 @dataclass(frozen=True)
