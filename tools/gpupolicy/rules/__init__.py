@@ -23,7 +23,8 @@ CATEGORIES = {
     "YAML": "Strict loading", "KUST": "Rendering", "SCHEMA": "Schemas", "CAP": "Capacity and quotas",
     "MIG": "MIG layouts", "SHARE": "GPU sharing", "PRIO": "Priorities and preemption",
     "SEC": "Security", "RBAC": "Access control", "UPG": "Upgrades", "OBS": "Observability",
-    "DOC": "Documentation", "POOL": "Pools", "SYNC": "GitOps sync", "INTERNAL": "Toolkit faults",
+    "DOC": "Documentation", "POOL": "Pools", "SYNC": "GitOps sync", "WL": "Workload path",
+    "INTERNAL": "Toolkit faults",
 }
 
 
