@@ -545,7 +545,7 @@ class DrainMoment:
     cluster: str
     pool: Pool
     nodes_down: int
-    policy_source: str  # "NVIDIADriver <name>" or "ClusterPolicy driver.upgradePolicy" or "CRD defaults"
+    policy_source: str  # "NVIDIADriver <name>[ (CRD defaults)]", "ClusterPolicy driver.upgradePolicy", "CRD defaults"
     auto_upgrade: bool
     online: dict[str, int]  # resource -> devices left online at the worst moment
     production_need: dict[str, float]  # resource -> production queues' nominal quota on the pool
@@ -571,11 +571,36 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
+# NVIDIADriver `spec.upgradePolicy` when unset (NVIDIA/gpu-operator api/nvidia/v1alpha1/nvidiadriver_types.go,
+# `GetUpgradePolicyWithDefaults` / `getDefaultUpgradePolicySpec`, v26.7.0).
+NVIDIADRIVER_DEFAULT_POLICY = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
+
+
+def uses_nvidia_driver_crd(cluster: Cluster) -> bool:
+    """Driver upgrades are reconciled per NVIDIADriver: no ClusterPolicy, or its `driver.useNvidiaDriverCRD`
+    (chart value `driver.nvidiaDriverCRD.enabled`; default false) is true (upgrade_controller.go `Reconcile`:
+    `clusterPolicy == nil || clusterPolicy.Spec.Driver.UseNvidiaDriverCRDType()`)."""
+    if cluster.cluster_policy is None:
+        return True
+    policy = cluster.cluster_policy.spec
+    driver = policy.get("driver") if isinstance(policy.get("driver"), dict) else {}
+    return driver.get("useNvidiaDriverCRD") is True
+
+
 def upgrade_policy(cluster: Cluster, driver: NvidiaDriver | None) -> tuple[dict, str]:
-    """The driver upgrade policy in force for a pool: the NVIDIADriver's own (GPU Operator 26.7+), else the
-    ClusterPolicy's `driver.upgradePolicy` (from the chart values), else the CRD defaults (autoUpgrade false)."""
-    if driver is not None and driver.upgrade_policy:
-        return driver.upgrade_policy, f"NVIDIADriver {driver.name}"
+    """The driver upgrade policy in force for a pool.
+
+    With the NVIDIADriver CRD on (`driver.useNvidiaDriverCRD`), the operator's upgrade controller reconciles each
+    NVIDIADriver with its own `spec.upgradePolicy` (defaults when unset) and never reads the ClusterPolicy's
+    `driver.upgradePolicy` (NVIDIA/gpu-operator controllers/upgrade_controller.go, `Reconcile` ->
+    `reconcileNVIDIADriverUpgrades`, v26.7.0). With it off, only the ClusterPolicy's `driver.upgradePolicy`
+    counts (`reconcileClusterPolicyDriverUpgrades`; nothing when unset: autoUpgrade false)."""
+    if uses_nvidia_driver_crd(cluster):
+        if driver is not None and driver.upgrade_policy:
+            return driver.upgrade_policy, f"NVIDIADriver {driver.name}"
+        if driver is not None:
+            return dict(NVIDIADRIVER_DEFAULT_POLICY), f"NVIDIADriver {driver.name} (CRD defaults)"
+        return {}, "no NVIDIADriver selects the pool"
     policy = cluster.cluster_policy.spec if cluster.cluster_policy else {}
     values = (policy.get("driver") or {}).get("upgradePolicy") if isinstance(policy.get("driver"), dict) else None
     if isinstance(values, dict) and values:
@@ -629,7 +654,7 @@ def drain_moments(fleet: Fleet, plan: Plan, stage: Stage) -> list[DrainMoment]:
         drivers = drivers_of_pool(cluster, unit.pool)
         driver = drivers[0] if drivers else None
         policy, source = upgrade_policy(cluster, driver)
-        if driver is not None and driver.upgrade_policy:
+        if driver is not None and uses_nvidia_driver_crd(cluster):  # each NVIDIADriver has its own budget
             scope = sum(u.pool.nodes for u in units if u.cluster == unit.cluster
                         and driver in drivers_of_pool(cluster, u.pool))
         else:  # a cluster-wide policy spreads its budget over every node the stage upgrades in the cluster

@@ -11,7 +11,7 @@ Every GPU node of a pool carries the taints its `pool.yaml` declares. Two object
 - the **NVIDIADriver** that selects the pool (`spec.nodeSelector`): its `spec.tolerations` go on the driver
   DaemonSet. A taint it does not tolerate means no driver on the pool's nodes, so no device plugin, no GPUs.
 
-Matching is Kubernetes' own, `Toleration.ToleratesTaint` (kubernetes/kubernetes
+Matching is Kubernetes' own (`gpupolicy.tolerations.tolerates`, shared with WL007), `Toleration.ToleratesTaint` (kubernetes/kubernetes
 `staging/src/k8s.io/api/core/v1/toleration.go`): an empty toleration effect matches every effect, otherwise the
 effects must be equal; an empty key matches every key (with `Exists`), otherwise the keys must be equal; operator
 `Exists` matches any value, `Equal` (or empty) needs the same value, `Lt`/`Gt` compare the values as integers.
@@ -37,8 +37,8 @@ since `pool.yaml` declares what the nodes carry.
 ## Fix
 Spell the key, value and effect of the toleration as the taint declares them (or the taint as every other pool
 and toleration spells it), or add a toleration for a taint the flavor or driver does not tolerate yet. The GPU
-Operator's other components take their tolerations from the Helm values (`daemonsets.tolerations`); those are
-not checked here.
+Operator's other components take their tolerations from the Helm values (`daemonsets.tolerations`, and
+`node-feature-discovery.worker.tolerations` for the NFD subchart); WL007 checks those.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import GPU_RESOURCE, Cluster, Fleet, Pool, Taint, selects
+from ..tolerations import BLOCKING_EFFECTS, tolerates
 
 ID = "WL005"
 SEVERITY = Severity.ERROR
@@ -55,30 +56,6 @@ SUMMARY = "A pool taint is not tolerated by its ResourceFlavor or NVIDIADriver, 
 
 WELL_KNOWN_KEYS = (GPU_RESOURCE,)  # the GPU Operator's and cloud providers' GPU node taint
 TYPO_DISTANCE = 2
-BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-def tolerates(toleration: dict, taint: Taint) -> bool:
-    """Kubernetes `Toleration.ToleratesTaint` (core/v1 toleration.go), on a toleration as written in YAML."""
-    effect = str(toleration.get("effect") or "")
-    if effect and effect != taint.effect:
-        return False
-    key = str(toleration.get("key") or "")
-    if key and key != taint.key:
-        return False
-    operator = str(toleration.get("operator") or "")
-    value = "" if toleration.get("value") is None else str(toleration.get("value"))
-    if operator in ("", "Equal"):
-        return value == taint.value
-    if operator == "Exists":
-        return True
-    if operator in ("Lt", "Gt"):
-        try:
-            wanted, actual = int(value), int(taint.value)
-        except ValueError:
-            return False
-        return actual < wanted if operator == "Lt" else actual > wanted
-    return False
 
 
 def edit_distance(left: str, right: str) -> int:
