@@ -282,7 +282,7 @@ def _audit_idle(samples, report: AuditReport) -> None:
             namespace, pod = labels.get("namespace", ""), labels["pod"]
             gpu = labels.get("gpu", labels.get("UUID", "?"))
             report.idle_gpus.append((namespace, pod, gpu, value))
-            report.issues.append(Issue("idle", f"GPU {gpu} on {labels.get('Hostname', '?')} is allocated to "
+            report.issues.append(Issue("idle", f"GPU {gpu} on {labels.get('hostname') or labels.get('Hostname', '?')} is allocated to "
                                                f"{namespace}/{pod} but {value:g}% busy"))
 
 

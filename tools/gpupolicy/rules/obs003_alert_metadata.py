@@ -8,7 +8,7 @@ wrong people. `summary` is the one line a pager shows; `description` says which 
 ## Bad example
 ```yaml
 - alert: GPUTemperatureHigh
-  expr: max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) >= 85
+  expr: max by (hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) >= 85
   labels:
     severity: high          # not a severity Alertmanager routes
   annotations:
@@ -17,7 +17,7 @@ wrong people. `summary` is the one line a pager shows; `description` says which 
 
 ## Fix
 Use `severity: critical | warning | info`, and give every alert both a `summary` (one sentence) and a templated
-`description` naming what is affected (`{{ $labels.Hostname }}`, `{{ $labels.cluster_queue }}`, ...).
+`description` naming what is affected (`{{ $labels.hostname }}`, `{{ $labels.cluster_queue }}`, ...).
 """
 
 from collections.abc import Iterator
