@@ -25,6 +25,7 @@ from .rules import schema002_crd as schema002
 from .rules import schema003_no_schema as schema003
 from .rules import schema004_not_object as schema004
 from .rules import schema005_repo_files as schema005
+from .rules import sync001_flux_bootstrap_path as sync001
 from .schema import SchemaSet, validate_repo_file
 from .sources import SCANNED_DIRS, YAML_SUFFIXES, Sources, cluster_names, discover, load, load_sources
 from .yamlload import Document
@@ -353,7 +354,8 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
                 if "apiVersion" in doc.data or "kind" in doc.data:
                     findings.append(schema004.finding("document has no apiVersion or kind", rel, doc.line))
                 continue
-            if rel.split("/")[0] in ("clusters", "pools", "policies"):
+            # A cluster's Flux bootstrap folder is applied by Flux's own Kustomization, not by an overlay.
+            if rel.split("/")[0] in ("clusters", "pools", "policies") and not sync001.in_entry_folder(rel):
                 findings.append(kust005.finding(f"{doc.data['kind']} "
                                                 f"{(doc.data.get('metadata') or {}).get('name', '')} is included by no "
                                                 "cluster overlay", rel, doc.line,
