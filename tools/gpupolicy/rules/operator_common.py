@@ -9,6 +9,7 @@ ConfigMap, and an unlabelled node runs `devicePlugin.config.default`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..findings import Location
@@ -31,6 +32,18 @@ def section(data: Any, *path: str) -> Any:
 
 def policy_spec(cluster: Cluster) -> dict:
     return cluster.cluster_policy.spec if cluster.cluster_policy else {}
+
+
+def policy_section(cluster: Cluster, name: str) -> dict:
+    """One top-level section of the ClusterPolicy spec (`devicePlugin`, `toolkit`, `cdi`...); {} when the cluster
+    has no ClusterPolicy or the section is missing or not a mapping."""
+    value = policy_spec(cluster).get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def clusters_with_policy(fleet: Fleet) -> Iterator[Cluster]:
+    """The clusters that run the GPU Operator (they have a ClusterPolicy)."""
+    return (cluster for cluster in fleet.clusters.values() if cluster.cluster_policy is not None)
 
 
 def policy_is_helm_values(cluster: Cluster) -> bool:

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
+from .operator_common import clusters_with_policy, policy_section
 from .sec_common import env_value, values_location
 
 ID = "SEC001"
@@ -46,13 +47,9 @@ CDI_DEFAULT_FROM = (25, 10)  # GPU Operator release that turned cdi.enabled on b
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    for cluster in fleet.clusters.values():
-        policy = cluster.cluster_policy
-        if policy is None:
-            continue
-        spec = policy.spec
-        plugin = spec.get("devicePlugin") if isinstance(spec.get("devicePlugin"), dict) else {}
-        cdi = spec.get("cdi") if isinstance(spec.get("cdi"), dict) else {}
+    for cluster in clusters_with_policy(fleet):
+        plugin = policy_section(cluster, "devicePlugin")
+        cdi = policy_section(cluster, "cdi")
         strategy = env_value(plugin, "DEVICE_LIST_STRATEGY")
         if strategy is not None:
             unsafe = sorted(strategies(strategy) - SAFE_STRATEGIES) or (["(empty)"] if not strategy.strip() else [])
@@ -78,8 +75,7 @@ def strategies(value: str) -> set[str]:
 def cdi_enabled(cluster: Cluster) -> bool:
     """Whether the operator runs the cluster with CDI: `cdi.enabled` when the ClusterPolicy states it, else the
     operator's default (on from v25.10; `CDIConfigSpec.IsEnabled` in NVIDIA/gpu-operator api/nvidia/v1)."""
-    spec = cluster.cluster_policy.spec if cluster.cluster_policy else {}
-    cdi = spec.get("cdi") if isinstance(spec.get("cdi"), dict) else {}
+    cdi = policy_section(cluster, "cdi")
     if "enabled" in cdi:
         return cdi["enabled"] is True
     return _version(cluster.facts.gpu_operator_version) >= CDI_DEFAULT_FROM

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
+from .operator_common import clusters_with_policy, policy_section
 from .sec_common import env_value, values_location
 
 ID = "SEC002"
@@ -40,11 +41,8 @@ MOUNTS_ENV = "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS"
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    for cluster in fleet.clusters.values():
-        policy = cluster.cluster_policy
-        if policy is None:
-            continue
-        toolkit = policy.spec.get("toolkit") if isinstance(policy.spec.get("toolkit"), dict) else {}
+    for cluster in clusters_with_policy(fleet):
+        toolkit = policy_section(cluster, "toolkit")
         if toolkit.get("enabled") is False:
             continue  # a pre-installed toolkit is configured on the hosts, outside this repository
         value = env_value(toolkit, ENV_NAME)
@@ -55,7 +53,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                                   "with NVIDIA_VISIBLE_DEVICES",
                           hint=f"add {{name: {ENV_NAME}, value: \"false\"}} to toolkit.env",
                           **at(values_location(fleet, cluster, "toolkit", "env")))
-        plugin = policy.spec.get("devicePlugin") if isinstance(policy.spec.get("devicePlugin"), dict) else {}
+        plugin = policy_section(cluster, "devicePlugin")
         if env_value(plugin, "DEVICE_LIST_STRATEGY") == "volume-mounts" and \
                 (env_value(toolkit, MOUNTS_ENV) or "").lower() != "true":
             yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,

@@ -50,6 +50,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
+from .operator_common import clusters_with_policy, policy_section
 from .sec001_device_list_strategy import cdi_enabled, strategies
 from .sec_common import env_value, values_location
 
@@ -62,12 +63,8 @@ OPERATOR_CDI_STRATEGY = "cdi-annotations,cdi-cri"
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    for cluster in fleet.clusters.values():
-        policy = cluster.cluster_policy
-        if policy is None:
-            continue
-        spec = policy.spec
-        plugin = spec.get("devicePlugin") if isinstance(spec.get("devicePlugin"), dict) else {}
+    for cluster in clusters_with_policy(fleet):
+        plugin = policy_section(cluster, "devicePlugin")
         if plugin.get("enabled") is False:
             continue
         value = env_value(plugin, ENV_NAME)
