@@ -7,6 +7,7 @@ import re
 from decimal import Decimal
 
 import pytest
+from simulate.simhelpers import _obj
 from support import REPO
 
 from gpupolicy import pipeline, quotas
@@ -19,7 +20,6 @@ from gpupolicy.model import (
     Cohort,
     Flavor,
     FlavorQuotas,
-    K8sObject,
     Pool,
     ResourceGroup,
     ResourceQuota,
@@ -27,10 +27,6 @@ from gpupolicy.model import (
 from gpupolicy.rules import cap001_quota_over_capacity as cap001
 
 GPU = "nvidia.com/gpu"
-
-
-def _obj(kind: str, name: str) -> K8sObject:
-    return K8sObject("kueue.x-k8s.io/v1beta2", kind, name, "", {"metadata": {"name": name}, "spec": {}})
 
 
 def _pool(name: str, gpus: int, product: str = "NVIDIA-H100-80GB-HBM3") -> Pool:

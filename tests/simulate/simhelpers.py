@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import SHARED
 
 from gpupolicy.model import (
     Cluster,
@@ -20,8 +21,6 @@ from gpupolicy.model import (
     WorkloadPriorityClass,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO / ".." / "shared"
 TRACES = SHARED / "traces"
 
 

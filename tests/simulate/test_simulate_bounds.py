@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from simhelpers import build_cluster
+from support import MINIREPO
 
 from gpupolicy.cli import main
 from gpupolicy.errors import ToolError
@@ -18,7 +19,6 @@ from gpupolicy.simulate import placement
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.policy import SimPolicy, assign_queues, baseline, from_cluster
 
-MINIREPO = Path(__file__).resolve().parents[1] / "fixtures" / "minirepo"
 POOL_FILE = "pools/mini-a100/pool.yaml"
 
 

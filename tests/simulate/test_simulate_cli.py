@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import REPO
 
 from gpupolicy.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"
 HAS_FLEET = (REPO / "clusters" / "test-us" / "cluster.yaml").is_file()
 needs_fleet = pytest.mark.skipif(not HAS_FLEET, reason="the reference fleet (clusters/test-us) is absent")
