@@ -35,8 +35,10 @@ class Context:
 
 def configuration_version(root: Path) -> str:
     """A hash of every file under the configuration folders. Files are read through the trust boundary: a
-    symlink out of the repository, a FIFO or a device counts by its name only, and is never opened."""
+    symlink out of the repository, a FIFO or a device counts by its name only, and is never opened. One
+    reader for the walk: each folder is resolved once, not once per file."""
     digest = hashlib.sha256()
+    reader = repopath.Reader(root)
     for top in CONFIG_DIRS:
         for path in sorted((root / top).rglob("*")) if (root / top).is_dir() else []:
             if path.is_dir():
@@ -44,7 +46,7 @@ def configuration_version(root: Path) -> str:
             rel = path.relative_to(root).as_posix()
             digest.update(rel.encode() + b"\0")
             try:
-                digest.update(repopath.file_digest(root, rel))
+                digest.update(reader.digest(rel))
             except repopath.Refused:
                 digest.update(b"refused")
     return "cfg-" + digest.hexdigest()[:12]
@@ -64,16 +66,17 @@ def generate(root: Path, fleet: Fleet) -> dict[str, str]:
 
 def stale_pages(root: Path, pages: dict[str, str]) -> list[str]:
     """Pages whose file differs from what would be generated, and generated files no generator makes."""
-    stale = [rel for rel, text in pages.items() if _current_text(root, rel) != text]
+    reader = repopath.Reader(root)
+    stale = [rel for rel, text in pages.items() if _current_text(reader, rel) != text]
     generated_dir = root / GENERATED_DIR
     extra = [p.relative_to(root).as_posix() for p in generated_dir.rglob("*.md")] if generated_dir.is_dir() else []
     return sorted(stale + [rel for rel in extra if rel not in pages])
 
 
-def _current_text(root: Path, rel: str) -> str | None:
+def _current_text(reader: repopath.Reader, rel: str) -> str | None:
     """A generated page as it is on disk; None when missing or not a file the boundary lets us read."""
     try:
-        return repopath.read_file(root, rel).decode("utf-8")
+        return reader.read(rel).decode("utf-8")
     except (repopath.Refused, UnicodeDecodeError):
         return None
 
