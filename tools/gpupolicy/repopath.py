@@ -74,10 +74,6 @@ class Reader:
         self._contents: dict[str, bytes] = {}  # files of at most MAX_FILE_BYTES, as read
         self._reading = threading.Lock()  # render threads hash what the loader reads: read each file once
 
-    def resolve(self, rel: str) -> str:
-        """The real path of repo-relative `rel` (symlinks followed), which must lie inside the real root."""
-        return self._resolved(rel)[0]
-
     def _resolved(self, rel: str) -> tuple[str, os.stat_result | None]:
         """(real path, its lstat when that is already the file's own stat: no symlink at the end)."""
         folder, name = os.path.split(normalize("", rel))
@@ -172,10 +168,6 @@ class Reader:
 
 
 # One-off checks (a single file, outside a run's loop): the same rules through a fresh Reader.
-
-def resolve_inside(root: str | Path, rel: str) -> str:
-    return Reader(root).resolve(rel)
-
 
 def regular_file(root: str | Path, rel: str, limit: int | None = MAX_FILE_BYTES) -> str:
     return Reader(root).regular_file(rel, limit)
