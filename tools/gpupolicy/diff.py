@@ -24,7 +24,7 @@ from typing import Any
 from . import quotas, report
 from .describe import fleet_as_dict
 from .findings import Finding, Severity
-from .internal import INTERNAL
+from .internal import crashes
 from .model import MIG_RESOURCE_PREFIX, Cluster, Fleet
 
 ABSENT = None
@@ -421,7 +421,7 @@ def _rows(by_key: dict[str, Section], key: str) -> list[list[Any]]:
 
 def _verdict(findings: FindingsDiff, by_key: dict[str, Section], head_findings: list[Finding],
              rule_ids: set[str]) -> str:
-    crashed = sum(1 for f in head_findings if f.rule == INTERNAL)
+    crashed = len(crashes(head_findings))
     if crashed:  # never a reassuring verdict when a check did not run
         return f"INCOMPLETE: {crashed} check(s) crashed on the head (INTERNAL); its findings are missing"
     errors = [f for f in findings.introduced if f.severity is Severity.ERROR]
@@ -512,7 +512,7 @@ class FindingsView:
 def findings_view(diff: SemanticDiff) -> FindingsView:
     states = [(f, "new") for f in diff.findings.introduced] + [(f, "unchanged") for f in diff.findings.preexisting]
     # A check that crashed on the head is shown even when it crashed on the base too: this run is incomplete.
-    crashed = [f for f in diff.findings.preexisting if f.rule == INTERNAL]
+    crashed = crashes(diff.findings.preexisting)
     return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states)
 
 

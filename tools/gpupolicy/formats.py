@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 
 from . import __version__
 from .findings import Finding, Severity
-from .internal import INTERNAL
+from .internal import INTERNAL, crashes
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -44,7 +44,7 @@ def as_sarif(result: Any, root: str = "") -> str:
         "columnKind": "unicodeCodePoints",
         "results": [_sarif_result(f, state, index) for f, state in pairs],
         # A crashed check (INTERNAL) means the tool did not do its whole job: SARIF's own word for it.
-        "invocations": [{"executionSuccessful": not any(f.rule == INTERNAL for f, _state in pairs)}],
+        "invocations": [{"executionSuccessful": not crashes(f for f, _state in pairs)}],
     }
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)
 
@@ -108,13 +108,13 @@ def as_junit(result: Any, root: str = "") -> str:
     by_rule: dict[str, list[Finding]] = {rule_id: [] for rule_id in _registry()}
     for finding in result.findings:
         by_rule.setdefault(finding.rule, []).append(finding)
-    crashes = sum(1 for f in result.findings if f.rule == INTERNAL)
-    failures = sum(1 for f in result.findings if f.severity is Severity.ERROR) - crashes
+    crashed = len(crashes(result.findings))
+    failures = sum(1 for f in result.findings if f.severity is Severity.ERROR) - crashed
     seconds = f"{sum(getattr(result, 'timings', {}).values()):.3f}"
     suites = ElementTree.Element("testsuites", name="gpupolicy", tests=str(len(by_rule)),
-                                 failures=str(failures), errors=str(crashes), time=seconds)
+                                 failures=str(failures), errors=str(crashed), time=seconds)
     suite = ElementTree.SubElement(suites, "testsuite", name="gpupolicy", tests=str(len(by_rule)),
-                                   failures=str(failures), errors=str(crashes), skipped="0", time=seconds)
+                                   failures=str(failures), errors=str(crashed), skipped="0", time=seconds)
     registry = _registry()
     for rule_id, findings in by_rule.items():
         rule = registry.get(rule_id)

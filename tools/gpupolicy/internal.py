@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -22,6 +22,11 @@ HINT = ("this is a bug in gpupolicy, not in the repository: please report it wit
         f"(run with {DEBUG_ENV}=1 for the traceback); the check did not run, so its findings are missing")
 MESSAGE_LIMIT = 300
 T = TypeVar("T")
+
+
+def crashes(findings: Iterable[Finding]) -> list[Finding]:
+    """The INTERNAL findings among `findings`: checks that crashed, so the run did not do its whole job."""
+    return [f for f in findings if f.rule == INTERNAL]
 
 
 def debugging() -> bool:

@@ -16,7 +16,7 @@ from .build import SourceIndex, build_cluster, facts_from, object_from, pool_fro
 from .cachestore import CacheStore
 from .errors import ToolError
 from .findings import Finding, Location, Severity
-from .internal import DEBUG_ENV, INTERNAL, crash_finding, guarded
+from .internal import DEBUG_ENV, crash_finding, crashes, guarded
 from .model import ClusterFacts, Fleet, K8sObject, Pool
 from .rules import kust005_unused as kust005
 from .rules import kust006_no_origin as kust006
@@ -49,7 +49,7 @@ class RunResult:
     @property
     def internal(self) -> list[Finding]:
         """INTERNAL findings: checks that crashed, so the run did not do its whole job (exit 2)."""
-        return [f for f in self.findings if f.rule == INTERNAL]
+        return crashes(self.findings)
 
     @property
     def crashes(self) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import formats
 from .findings import Finding, Severity
-from .internal import INTERNAL
+from .internal import crashes
 
 Formatter = Callable[[Any, str], str]
 
@@ -30,7 +30,7 @@ def summary(result: Any) -> dict:
 
 def crashed(result: Any) -> int:
     """How many checks crashed (INTERNAL findings, counted among the errors too): the run is incomplete."""
-    return sum(1 for f in result.findings if f.rule == INTERNAL)
+    return len(crashes(result.findings))
 
 
 def verdict(errors: int, crashes: int) -> str:
