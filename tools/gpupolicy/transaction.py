@@ -54,13 +54,13 @@ class _Transaction:
 
 
 def write_files(contents: Mapping[str | Path, str | bytes], remove: Iterable[str | Path] = (),
-                keep_backups: bool | None = None, durable: bool = True) -> None:
+                durable: bool = True) -> None:
     """Write every `contents` target (text as UTF-8) and remove every `remove` target, all or nothing.
-    Backups (to undo a failed rename) are taken when more than one file changes, unless told otherwise.
+    Backups (to undo a failed rename) are taken when more than one file changes.
     `durable=False` skips the fsyncs: for cache entries, which verify themselves when read."""
     transaction = _Transaction(durable=durable)
     removals = [os.fspath(path) for path in remove]
-    guarded = keep_backups if keep_backups is not None else len(contents) + len(removals) > 1
+    guarded = len(contents) + len(removals) > 1
     try:
         for target, data in contents.items():
             _stage(transaction, os.fspath(target), data.encode("utf-8") if isinstance(data, str) else data)
