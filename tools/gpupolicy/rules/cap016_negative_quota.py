@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
 from ..quantity import QuantityError, QuantityRangeError, parse_quantity
-from .cap_common import quota_owners, raw_quota_fields
+from .cap_common import core_objects, hard_amounts, quota_owners, raw_quota_fields
 
 ID = "CAP016"
 SEVERITY = Severity.ERROR
@@ -39,9 +39,8 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for obj in quota_owners(cluster):
             yield from _kueue_quotas(fleet, cluster, obj)
-        for obj in cluster.objects:
-            if obj.api_version == "v1" and obj.kind == "ResourceQuota":
-                yield from _resource_quota(fleet, cluster, obj)
+        for obj in core_objects(cluster, "ResourceQuota"):
+            yield from _resource_quota(fleet, cluster, obj)
 
 
 def _kueue_quotas(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
@@ -62,8 +61,7 @@ def _kueue_quotas(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Fi
 
 def _resource_quota(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
     """CAP015 compares `hard` with the queues and skips what it cannot parse: the range is reported here."""
-    hard = obj.spec.get("hard")
-    for name, value in hard.items() if isinstance(hard, dict) else ():
+    for name, value in hard_amounts(obj):
         try:
             parse_quantity(value)
         except QuantityRangeError as exc:

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
 from ..quantity import count_problem, counted_resource, has_binary_suffix, is_extended_resource
-from .cap_common import quota_owners, raw_quota_fields
+from .cap_common import core_objects, hard_amounts, quota_owners, raw_quota_fields
 from .sec_common import Workload, containers, pod_specs, workloads
 
 ID = "CAP017"
@@ -57,11 +57,10 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for obj in quota_owners(cluster):
             yield from _kueue_quotas(fleet, cluster, obj)
-        for obj in cluster.objects:
-            if obj.api_version == "v1" and obj.kind == "ResourceQuota":
-                yield from _resource_quota(fleet, cluster, obj)
-            elif obj.api_version == "v1" and obj.kind == "LimitRange":
-                yield from _limit_range(fleet, cluster, obj)
+        for obj in core_objects(cluster, "ResourceQuota"):
+            yield from _resource_quota(fleet, cluster, obj)
+        for obj in core_objects(cluster, "LimitRange"):
+            yield from _limit_range(fleet, cluster, obj)
     for workload in workloads(fleet):
         yield from _workload(fleet, workload)
 
@@ -76,8 +75,7 @@ def _kueue_quotas(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Fi
 
 
 def _resource_quota(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
-    hard = obj.spec.get("hard")
-    for name, value in hard.items() if isinstance(hard, dict) else ():
+    for name, value in hard_amounts(obj):
         problem = count_problem(value) if is_extended_resource(counted_resource(str(name))) else ""
         if problem:
             yield Finding(ID, SEVERITY, f"{obj.ref()}: hard {name}: {problem}; "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
+from typing import Any
 
 from ..model import Cluster, ClusterQueue, K8sObject, Pool, ResourceGroup
 from ..selectors import label_selector_matches
@@ -77,6 +78,19 @@ def quota_owners(cluster: Cluster) -> list[K8sObject]:
     """Every ClusterQueue object, then every Cohort object, of the cluster."""
     owners: list[K8sObject] = [q.obj for q in cluster.cluster_queues.values()]
     return owners + [c.obj for c in cluster.cohorts.values() if c.obj is not None]
+
+
+def core_objects(cluster: Cluster, kind: str) -> Iterator[K8sObject]:
+    """The cluster's core (`apiVersion: v1`) objects of `kind`, as rendered; unlike the model's lists (e.g.
+    `namespace_quotas`) this keeps objects whose metadata the model could not type, so the rules that check
+    amounts as written still see them."""
+    return (obj for obj in cluster.objects if obj.api_version == "v1" and obj.kind == kind)
+
+
+def hard_amounts(quota: K8sObject) -> Iterator[tuple[Any, object]]:
+    """(resource name, raw amount) of a ResourceQuota's `spec.hard`; nothing when it is not a mapping."""
+    hard = quota.spec.get("hard")
+    yield from hard.items() if isinstance(hard, dict) else ()
 
 
 def group_owners(cluster: Cluster) -> list[tuple[str, str, K8sObject, tuple[ResourceGroup, ...]]]:

@@ -61,6 +61,7 @@ from decimal import Decimal
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
 from ..quantity import QuantityError, parse_quantity
+from .cap_common import core_objects
 from .sec_common import is_gpu_resource
 
 ID = "WL001"
@@ -75,9 +76,8 @@ HINT_POD = "remove {resource} from the Pod item's max/min (decision 0024: node f
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
-        for obj in cluster.objects:
-            if obj.api_version == "v1" and obj.kind == "LimitRange":
-                yield from _limit_range(fleet, cluster, obj)
+        for obj in core_objects(cluster, "LimitRange"):
+            yield from _limit_range(fleet, cluster, obj)
 
 
 def _limit_range(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
