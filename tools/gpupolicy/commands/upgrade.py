@@ -35,7 +35,7 @@ from .. import pipeline, repopath, transaction, upgrades
 from ..build import origin_path
 from ..errors import ToolError
 from ..findings import Finding, Severity
-from ..internal import DEBUG_ENV, INTERNAL
+from ..internal import DEBUG_ENV, crashes
 from ..model import Fleet, K8sObject
 from ..upgrades import Plan, PlanSet, Stage, Unit
 
@@ -103,7 +103,7 @@ def _find_plan(plans: PlanSet, wanted: str) -> Plan:
 
 def _crashed_checks(findings: list[Finding]) -> list[str]:
     """The checks that crashed ("rule CAP001", "stage model"): their findings, and any blocker, are missing."""
-    return sorted({f.message.split(" crashed", 1)[0] for f in findings if f.rule == INTERNAL})
+    return sorted({f.message.split(" crashed", 1)[0] for f in crashes(findings)})
 
 
 def _incomplete(findings: list[Finding]) -> str:
@@ -228,7 +228,8 @@ def _iso(moment: datetime | None) -> str | None:
 # --- promote -------------------------------------------------------------------------------------------------
 
 def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime) -> list[str]:
-    blockers = [_incomplete(findings)] if _crashed_checks(findings) else []
+    incomplete = _incomplete(findings)
+    blockers = [incomplete] if incomplete else []
     soak = upgrades.soak_blocker(plans, plan, now)
     if soak:
         blockers.append(soak)
