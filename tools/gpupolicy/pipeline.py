@@ -360,8 +360,7 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
                                                 f"{(doc.data.get('metadata') or {}).get('name', '')} is included by no "
                                                 "cluster overlay", rel, doc.line,
                                                 hint="add it to a kustomization, or delete it"))
-            obj = object_from(doc.data, "", "")
-            obj = K8sObject(obj.api_version, obj.kind, obj.name, obj.namespace, doc.data, rel, "")
+            obj = replace(object_from(doc.data, "", ""), origin=rel, origin_refused="")  # a loose file is its own origin
             findings.extend(_validate_guarded(obj, version, schemas, index, "", findings))
     return findings
 
