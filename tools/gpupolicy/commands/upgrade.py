@@ -349,14 +349,15 @@ class Editor:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.reader = repopath.Reader(root)
         self.yaml = _yaml()
         self.files: dict[str, _File] = {}
 
     def _load(self, rel: str) -> _File:
         if rel not in self.files:
             try:
-                real_path = repopath.regular_file(self.root, rel)
-                text = repopath.read_file(self.root, rel).decode("utf-8")
+                real_path = self.reader.regular_file(rel)
+                text = self.reader.read(rel).decode("utf-8")
             except repopath.Refused as refusal:
                 raise ToolError(f"refusing to edit {rel}: {refusal}") from None
             except UnicodeDecodeError:
