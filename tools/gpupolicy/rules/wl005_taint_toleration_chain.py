@@ -48,7 +48,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import GPU_RESOURCE, Cluster, Fleet, Pool, Taint, selects
-from ..tolerations import BLOCKING_EFFECTS, tolerates
+from ..tolerations import BLOCKING_EFFECTS, show, tolerates
 
 ID = "WL005"
 SEVERITY = Severity.ERROR
@@ -141,7 +141,7 @@ def _untolerated(fleet: Fleet, cluster: Cluster, consumer: _Consumer, votes: Cou
         for index, taint in enumerate(pool.taints):
             if taint.effect not in BLOCKING_EFFECTS or any(tolerates(t, taint) for t in consumer.tolerations):
                 continue
-            what = f"pool {pool.name}'s taint {_show(taint)} is not tolerated by {consumer.ref}"
+            what = f"pool {pool.name}'s taint {show(taint)} is not tolerated by {consumer.ref}"
             effect = _consequence(consumer)
             miss = _near_miss(consumer, taint)
             taint_place = fleet.locate_file(pool.path, "spec", "taints", index, "key")
@@ -153,7 +153,7 @@ def _untolerated(fleet: Fleet, cluster: Cluster, consumer: _Consumer, votes: Cou
                 place = fleet.locate(consumer.obj, "spec", "tolerations") or fleet.locate(consumer.obj, "spec")
                 yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
                               message=f"{what}: {effect}",
-                              hint=f"add a toleration for {_show(taint)} to {consumer.ref} "
+                              hint=f"add a toleration for {show(taint)} to {consumer.ref} "
                                    f"(taint declared at {taint_place.path}:{taint_place.line})", **at(place))
                 continue
             j, field, wrong_side = miss
@@ -230,11 +230,6 @@ def _why_right(written: str, field: str) -> str:
     if field == "key" and written in WELL_KNOWN_KEYS:
         return "a well-known GPU taint key"
     return "the spelling more of the fleet's taints and tolerations use"
-
-
-def _show(taint: Taint) -> str:
-    value = f"={taint.value}" if taint.value else ""
-    return f"{taint.key}{value}:{taint.effect}"
 
 
 def _consequence(consumer: _Consumer) -> str:
