@@ -465,11 +465,11 @@ def load_schema_dir(path: str | Path, root: str | Path | None = None) -> dict[Sc
     if not repopath.within(root, path):
         raise CRDError(f"{path} resolves outside the repository; not read")
     schemas: dict[SchemaKey, dict] = {}
+    reader = repopath.Reader(root)
     for rel in _json_files(path):
         file = Path(path) / rel
         try:
-            schema = json.loads(repopath.read_file(root, os.path.relpath(file, root), MAX_SCHEMA_BYTES)
-                                .decode("utf-8"))
+            schema = json.loads(reader.read(os.path.relpath(file, root), MAX_SCHEMA_BYTES).decode("utf-8"))
         except repopath.Refused as refusal:
             raise CRDError(f"cannot read schema: {refusal}") from None
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
