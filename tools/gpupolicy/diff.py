@@ -259,11 +259,8 @@ def _pool_capacity(model: dict) -> dict[tuple, float]:
 
 
 def _share(nominal: Any, capacity: float | None) -> str:
-    percent = None if nominal is ABSENT else quotas.share_percent(nominal, capacity or 0)
-    if percent is None:
-        return "—"
-    shown = f"{percent:.0f}" if abs(percent) < 10**6 else f"{percent:.1e}"
-    return f"{shown}% of {capacity:g}"
+    shown = None if nominal is ABSENT else quotas.share_text(nominal, capacity or 0)
+    return "—" if shown is None else f"{shown} of {capacity:g}"
 
 
 def _teams(model: dict) -> dict[tuple, str]:

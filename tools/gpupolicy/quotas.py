@@ -145,6 +145,14 @@ def share_percent(nominal: float, capacity: float) -> Decimal | None:
     return 100 * Decimal(nominal) / Decimal(capacity)
 
 
+def share_text(nominal: float, capacity: float) -> str | None:
+    """`share_percent` as the quota page and `diff` print it: "75%", or "1.0e+402%" for an absurd quota."""
+    percent = share_percent(nominal, capacity)
+    if percent is None:
+        return None
+    return f"{percent:.0f}%" if abs(percent) < 10**6 else f"{percent:.1e}%"
+
+
 # --- cohorts and what a queue can admit --------------------------------------------------------------------
 
 def cohort_root(cluster: Cluster, cohort: str) -> str:

@@ -24,10 +24,7 @@ def _fmt(value: object) -> str:
 
 def _share(nominal: float, exposed: float) -> str:
     """The quota as a percentage of what its flavor's pools expose."""
-    percent = quotas.share_percent(nominal, exposed)
-    if percent is None:
-        return "-"
-    return f"{percent:.0f}%" if abs(percent) < 10**6 else f"{percent:.1e}%"
+    return quotas.share_text(nominal, exposed) or "-"
 
 
 def _matrix(cluster: Cluster) -> str:
