@@ -56,6 +56,11 @@ class RunResult:
         return [f.message for f in self.internal]
 
     @property
+    def stage_times(self) -> str:
+        """The timings as `-v` prints them: "discover 0.017s, load 0.104s, ..."."""
+        return ", ".join(f"{stage} {seconds:.3f}s" for stage, seconds in self.timings.items())
+
+    @property
     def errors(self) -> int:
         return sum(1 for f in self.findings if f.severity is Severity.ERROR)
 

@@ -30,8 +30,7 @@ def _run_side(root: Path, label: str, args: argparse.Namespace) -> pipeline.RunR
     with progress_bar(f"rendering {label}") as bar:
         result = pipeline.run(root, use_cache=not args.no_cache, progress=bar)
     if args.verbose:
-        stages = ", ".join(f"{stage} {seconds:.3f}s" for stage, seconds in result.timings.items())
-        print(f"{label}: {stages}; {result.cached_renders} of {len(result.rendered_clusters)} render(s) "
+        print(f"{label}: {result.stage_times}; {result.cached_renders} of {len(result.rendered_clusters)} render(s) "
               "from cache", file=sys.stderr)
     for crash in result.crashes:
         print(f"gpupolicy: {label}: {crash}", file=sys.stderr)

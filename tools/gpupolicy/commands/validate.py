@@ -73,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text)
     if args.verbose:
-        stages = ", ".join(f"{stage} {seconds:.3f}s" for stage, seconds in result.timings.items())
-        print(f"timings: {stages}; {result.cached_renders} render(s) from cache", file=sys.stderr)
+        print(f"timings: {result.stage_times}; {result.cached_renders} render(s) from cache", file=sys.stderr)
     return exit_code(result)
 
 
