@@ -1,6 +1,7 @@
-"""Shared helpers of the rules that read GPU Operator settings (MIG*, SHARE*, OBS006): the ClusterPolicy spec,
-where one of its settings is written (the manifest, or the Helm values layer that sets it), and which
-device-plugin config a pool's nodes run. Not a rule (no `ID`).
+"""Shared helpers of the rules that read GPU Operator settings (MIG*, SHARE*, OBS006, SEC001, SEC002, WL002, WL007,
+WL008): the ClusterPolicy spec and its sections, the Helm values layers and the value Helm sees, where one of its
+settings is written (the manifest, or the Helm values layer that sets it), and which device-plugin config a pool's
+nodes run. Not a rule (no `ID`).
 
 Facts restated from the GPU Operator docs (../shared/reference/gpu-operator.md): the chart turns its values into
 the ClusterPolicy spec; the node label `nvidia.com/device-plugin.config` names a key of the device-plugin
@@ -73,6 +74,33 @@ def policy_location(fleet: Fleet, cluster: Cluster, *spec_path: Any, nearest: bo
     if best is not None:
         return best[1]
     return Location(policy.origin, 0) if policy.origin else None
+
+
+# --- the Helm values layers ------------------------------------------------------------------------------------
+
+def helm_layers(fleet: Fleet, cluster: Cluster) -> list[tuple[str, Any]]:
+    """The GPU Operator values layers of a cluster in Helm's order (fleet defaults, then the cluster's override):
+    (path, parsed data). Empty when the ClusterPolicy is a manifest, not made by the chart."""
+    if not policy_is_helm_values(cluster) or fleet.locator is None:
+        return []
+    layers = []
+    for pattern in reversed(VALUES_FILES):
+        path = pattern.format(cluster=cluster.name)
+        docs = fleet.locator.docs(path)
+        if docs and isinstance(docs[0].data, dict):
+            layers.append((path, docs[0].data))
+    return layers
+
+
+def setting(fleet: Fleet, cluster: Cluster, *path: str) -> tuple[Any, Location | None]:
+    """The value Helm sees at `path` (the last layer that sets it wins) and where it is written; (None, None)
+    when no layer sets it."""
+    found: tuple[Any, Location | None] = (None, None)
+    for layer, data in helm_layers(fleet, cluster):
+        parent = section(data, *path[:-1]) if len(path) > 1 else data
+        if isinstance(parent, dict) and path[-1] in parent:
+            found = (parent[path[-1]], fleet.locate_file(layer, *path))
+    return found
 
 
 # --- device-plugin configs -------------------------------------------------------------------------------------

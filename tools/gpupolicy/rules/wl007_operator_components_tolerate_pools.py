@@ -49,13 +49,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, Fleet, Pool, Taint
 from ..tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..yamlload import mappings
-from .operator_common import VALUES_FILES, policy_is_helm_values, section
+from .operator_common import helm_layers, policy_is_helm_values, policy_spec, section, setting
 
 ID = "WL007"
 SEVERITY = Severity.ERROR
@@ -79,34 +78,9 @@ class Component:
     location: Location | None
 
 
-def helm_layers(fleet: Fleet, cluster: Cluster) -> list[tuple[str, Any]]:
-    """The GPU Operator values layers of a cluster in Helm's order (fleet defaults, then the cluster's override):
-    (path, parsed data). Empty when the ClusterPolicy is a manifest, not made by the chart."""
-    if not policy_is_helm_values(cluster) or fleet.locator is None:
-        return []
-    layers = []
-    for pattern in reversed(VALUES_FILES):
-        path = pattern.format(cluster=cluster.name)
-        docs = fleet.locator.docs(path)
-        if docs and isinstance(docs[0].data, dict):
-            layers.append((path, docs[0].data))
-    return layers
-
-
-def setting(fleet: Fleet, cluster: Cluster, *path: str) -> tuple[Any, Location | None]:
-    """The value Helm sees at `path` (the last layer that sets it wins) and where it is written; (None, None)
-    when no layer sets it."""
-    found: tuple[Any, Location | None] = (None, None)
-    for layer, data in helm_layers(fleet, cluster):
-        parent = section(data, *path[:-1]) if len(path) > 1 else data
-        if isinstance(parent, dict) and path[-1] in parent:
-            found = (parent[path[-1]], fleet.locate_file(layer, *path))
-    return found
-
-
 def _components(fleet: Fleet, cluster: Cluster) -> list[Component]:
     found = []
-    spec = cluster.cluster_policy.spec if cluster.cluster_policy else {}
+    spec = policy_spec(cluster)
     if policy_is_helm_values(cluster):
         nfd_enabled, _ = setting(fleet, cluster, "nfd", "enabled")
         if nfd_enabled is not False:  # chart default: nfd.enabled true

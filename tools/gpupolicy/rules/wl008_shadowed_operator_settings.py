@@ -52,8 +52,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .operator_common import policy_is_helm_values, section
-from .wl007_operator_components_tolerate_pools import helm_layers, setting
+from .operator_common import helm_layers, policy_is_helm_values, section, setting
 
 ID = "WL008"
 SEVERITY = Severity.ERROR
