@@ -158,11 +158,8 @@ def pod_gpus(pod: dict, model: str = "") -> float:
 
 def _share(resource: str, model: str) -> float:
     """A MIG resource's share of a card; a name that is not a profile counts as a whole card."""
-    card = catalog.GPUS.get(model)
     try:
-        if card is not None and card.profile(catalog.profile_name(resource)):
-            return float(catalog.card_fraction(resource, card))
-        return float(catalog.largest_card_fraction(resource))
+        return float(catalog.share_of_card(resource, model))
     except ValueError:
         return 1.0
 

@@ -348,6 +348,16 @@ def largest_card_fraction(profile: str) -> Fraction:
     return max(shares)
 
 
+def share_of_card(profile: str, model: str = "") -> Fraction:
+    """A MIG profile's (or `nvidia.com/mig-*` resource's) share of one card of GPU `model`: its `card_fraction`
+    when the catalog knows the model and it offers the profile, else `largest_card_fraction` (the GPU is unknown
+    or does not say). ValueError when no catalog GPU offers the profile."""
+    card = GPUS.get(model)
+    if card is not None and card.profile(profile_name(profile)):
+        return card_fraction(profile, card)
+    return largest_card_fraction(profile)
+
+
 def profile_sizes(model: GPUModel) -> tuple[int, ...]:
     """The compute-slice counts the model's MIG profiles come in, smallest first: (1, 2, 3, 4, 7) on a 7-slice
     GPU, (1, 2, 4) on A30 and RTX PRO 6000; () without MIG."""

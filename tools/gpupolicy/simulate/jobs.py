@@ -59,11 +59,8 @@ def mig_card(model: str) -> catalog.GPUModel:
 def profile_share(profile: str, model: str = "") -> Fraction | None:
     """A MIG profile's (or `nvidia.com/mig-*` resource's) share of one card of the pool's `model`: exact when the
     model offers the profile, else the catalog's estimate for an unknown GPU; None when it is no MIG profile."""
-    card = catalog.GPUS.get(model)
     try:
-        if card is not None and card.profile(catalog.profile_name(profile)):
-            return catalog.card_fraction(profile, card)
-        return catalog.largest_card_fraction(profile)
+        return catalog.share_of_card(profile, model)
     except ValueError:
         return None
 
