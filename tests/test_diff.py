@@ -9,12 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import MINIREPO, REPO
 
 from gpupolicy import diff, pipeline
 from gpupolicy.findings import Finding, Severity
-
-REPO = Path(__file__).resolve().parents[1]
-MINIREPO = REPO / "tests" / "fixtures" / "minirepo"
 
 MIG_POOL = """\
 apiVersion: gpupolicy/v1

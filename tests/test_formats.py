@@ -11,13 +11,12 @@ from xml.etree import ElementTree
 
 import jsonschema
 import pytest
+from support import MINIREPO, REPO
 
 from gpupolicy import formats, report
 from gpupolicy.findings import Finding, Severity
 from gpupolicy.rules import all_rules
 
-REPO = Path(__file__).resolve().parents[1]
-MINIREPO = REPO / "tests" / "fixtures" / "minirepo"
 SARIF_SCHEMA = REPO / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
 GPUPOLICY = REPO / ".venv" / "bin" / "gpupolicy"
 
