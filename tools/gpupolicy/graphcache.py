@@ -23,7 +23,7 @@ from .cachestore import CacheStore
 from .findings import Finding
 
 RACY_SECONDS = 2.0
-_FORMAT = 3  # 3: overlays carry `opaque`
+_FORMAT = 4  # 3: overlays carry `opaque`; 4: kustomization digests are the reader's sha256
 
 
 def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore,
@@ -94,9 +94,9 @@ def _stamp(folder: str) -> tuple[int, int] | None:
 
 
 def _digest(reader: repopath.Reader, rel: str) -> str:
-    """A kustomization's content digest; "" when the boundary refuses it (the record then holds "" too, or
-    differs, and the graph is read again)."""
+    """A kustomization's content digest, the reader's (the render key hashes the same files: once per run);
+    "" when the boundary refuses it (the record then holds "" too, or differs, and the graph is read again)."""
     try:
-        return hashlib.blake2b(reader.read(rel), digest_size=16).hexdigest()
+        return reader.digest(rel).hex()
     except repopath.Refused:
         return ""
