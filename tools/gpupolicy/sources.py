@@ -197,7 +197,7 @@ def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
         try:
             raw = reader.read(rel)
         except repopath.Refused as refusal:
-            findings.append(_refused_source(root, rel, refusal))
+            findings.append(_refused_source(reader, rel, refusal))
             continue
         except OSError as exc:
             findings.append(yaml001.finding(f"cannot read file: {exc.strerror}", rel, 0))
@@ -226,20 +226,20 @@ def read_pages(reader: repopath.Reader, root: Path, folder: str) -> Pages:
     return pages
 
 
-def _refused_source(root: Path, rel: str, refusal: repopath.Refused) -> Finding:
+def _refused_source(reader: repopath.Reader, rel: str, refusal: repopath.Refused) -> Finding:
     """The finding for a source file the trust boundary will not read: an oversized one keeps the loader's
     YAML004 (so it reads the same whether the boundary or the loader saw the size first), anything else
     (a FIFO, a device, a symlink out of the repository) is YAML001 with the boundary's reason."""
-    size = _inside_size(root, rel)
+    size = _inside_size(reader, rel)
     if size is not None and size > MAX_FILE_BYTES:
         return yaml004.finding(f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", rel, 1,
                                hint="split it, or keep generated data out of the policy repository")
     return yaml001.finding(f"cannot read file: {refusal}", rel, 0)
 
 
-def _inside_size(root: Path, rel: str) -> int | None:
+def _inside_size(reader: repopath.Reader, rel: str) -> int | None:
     """The size of `rel` when it is a regular file inside the repository, else None; never opens it."""
     try:
-        return os.stat(repopath.regular_file(root, rel, limit=None)).st_size
+        return os.stat(reader.regular_file(rel, limit=None)).st_size
     except (repopath.Refused, OSError):
         return None
