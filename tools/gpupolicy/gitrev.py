@@ -46,10 +46,10 @@ def _prefix(root: Path) -> str:
 
 def resolve(root: Path, rev: str) -> str:
     """The commit a revision names, or a clear error."""
-    _require_repository(root)
     try:
         return str(_git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")).strip()
     except ToolError:
+        _require_repository(root)  # asked only on failure: one git process per revision, not two
         raise ToolError(f"unknown git revision {rev!r}") from None
 
 
