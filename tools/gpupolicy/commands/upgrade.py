@@ -348,7 +348,6 @@ class Editor:
     resolved through the trust boundary first: inside the repository, a regular file, or refused."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
         self.reader = repopath.Reader(root)
         self.yaml = _yaml()
         self.files: dict[str, _File] = {}
