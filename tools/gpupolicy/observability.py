@@ -174,6 +174,39 @@ def locate(fleet: Fleet, obj: K8sObject | None, *path: Any) -> Location:
     return fleet.locate(obj, *path) or Location(obj.origin if obj else "", 0)
 
 
+# --- where a dashboard query is written -------------------------------------------------------------------
+
+_KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def dashboard_location(fleet: Fleet, obj: K8sObject, key: str, path: tuple) -> Location:
+    """The line of `path` in the file a generated ConfigMap's `key` comes from; else the key in the manifest."""
+    source = generated_file(fleet, obj, key)
+    if source:
+        return fleet.locate_file(source, *path)
+    return locate(fleet, obj, "data", key)
+
+
+def generated_file(fleet: Fleet, obj: K8sObject, key: str) -> str | None:
+    """Repository path of the file a configMapGenerator turned into `key` of `obj`, when there is one."""
+    if fleet.locator is None or not obj.origin.endswith(_KUSTOMIZATION_NAMES):
+        return None
+    docs = fleet.locator.docs(obj.origin)
+    data = docs[0].data if docs else None
+    entries = data.get("configMapGenerator") if isinstance(data, dict) else None
+    folder = obj.origin.rsplit("/", 1)[0] if "/" in obj.origin else ""
+    for entry in entries if isinstance(entries, list) else []:
+        name = str(entry.get("name", "")) if isinstance(entry, dict) else ""
+        if not name or not (obj.name == name or obj.name.startswith(name + "-")):
+            continue
+        for item in entry.get("files") or []:
+            item = str(item)
+            item_key, _, file = item.partition("=") if "=" in item else (item.rsplit("/", 1)[-1], "", item)
+            if item_key == key and ".." not in file.split("/") and not file.startswith("/"):
+                return f"{folder}/{file}" if folder else file
+    return None
+
+
 def alerts_of_cluster(cluster: Cluster) -> list[Alert]:
     return [alert for obj in cluster.of_kind("PrometheusRule") for alert in alerts_in(obj.body, obj)]
 

@@ -48,14 +48,15 @@ from ..model import Cluster, Fleet
 from ..observability import (
     DCGM_CSV_KEY,
     alerts_of_cluster,
+    dashboard_location,
     dashboard_queries,
     dashboards_of,
     dcgm_config_of,
     dcgm_configmap,
+    generated_file,
     locate,
     metric_names,
 )
-from .wl009_dcgm_label_spelling import dashboard_location, generated_file
 
 ID = "WL010"
 SEVERITY = Severity.ERROR
