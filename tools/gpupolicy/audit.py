@@ -24,7 +24,7 @@ from . import catalog
 from .errors import ToolError
 from .model import (
     GPU_COUNT_LABEL,
-    GPU_RESOURCE,
+    GPU_RESOURCES,
     MIG_RESOURCE_PREFIX,
     POOL_LABEL,
     PRODUCT_LABEL,
@@ -149,7 +149,7 @@ def pod_gpus(pod: dict, model: str = "") -> float:
         resources = container.get("resources") or {}
         wanted = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         for name, amount in wanted.items():
-            if name in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared"):
+            if name in GPU_RESOURCES:
                 total += _number(amount)
             elif name.startswith(MIG_RESOURCE_PREFIX):
                 total += _number(amount) * _share(name, model)
@@ -394,7 +394,7 @@ def _check(value: object, shape: object, source: str, where: str) -> None:
 
 
 def _is_gpu_resource(name: object) -> bool:
-    return isinstance(name, str) and (name in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared")
+    return isinstance(name, str) and (name in GPU_RESOURCES
                                       or name.startswith(MIG_RESOURCE_PREFIX))
 
 

@@ -25,6 +25,8 @@ PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by GPU feature discovery
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # set by GPU feature discovery
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # a workload's LocalQueue
 GPU_RESOURCE = "nvidia.com/gpu"
+# A card, or one time-slice replica of it when time-slicing renames it (renameByDefault, see capacity.py).
+GPU_RESOURCES = (GPU_RESOURCE, f"{GPU_RESOURCE}.shared")
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 TIERS = ("production", "training", "batch", "experiment")  # highest first

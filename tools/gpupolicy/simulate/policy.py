@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from .. import quotas
 from ..errors import ToolError
 from ..limits import MAX_NODES_PER_CLUSTER
-from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
+from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MILLI, Job, mig_card, profile_share
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
@@ -106,7 +106,7 @@ def quota_milli(resource: str, amount: float, pool: SimPool) -> int | None:
         if share is None:
             return None
         return math.floor(amount * share.numerator * MILLI / share.denominator)
-    if resource in (GPU_RESOURCE, f"{GPU_RESOURCE}.shared"):
+    if resource in GPU_RESOURCES:
         if pool.sharing == "time-sliced":
             return math.floor(amount * MILLI / max(pool.replicas, 1))
         if pool.sharing == "mig":  # single strategy: every instance is a nvidia.com/gpu; assume 1g slices
