@@ -311,6 +311,26 @@ def test_a_kustomization_symlinked_out_is_refused_unread(tmp_path: Path, monkeyp
     assert str(outside.resolve()) not in {path for _call, path in trace.touched}
 
 
+def test_a_kind_holding_a_path_names_no_schema_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A core kind's schema file is named from the manifest's apiVersion and kind: a kind holding `../` must not
+    make validate read a JSON file outside the carried schemas (its words would reach the findings)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(MINIREPO, repo)
+    probe = tmp_path / "probe-v1.json"
+    probe.write_text('{"type": "object", "required": ["probe"]}')
+    kind = "../" * 30 + str(probe.with_name("probe"))[1:]
+    (repo / "policies" / "evil.yaml").write_text(f"apiVersion: v1\nkind: {kind}\nmetadata: {{name: x}}\n")
+    monkeypatch.setenv("GPUPOLICY_CACHE_DIR", str(tmp_path / "cache"))
+    trace = FileTrace()
+    trace.install(monkeypatch)
+    _code, out, _err = _run(["validate", "--repo", str(repo), "--format", "json"], repo)
+    monkeypatch.undo()
+    findings = json.loads(out)["findings"]
+    assert str(probe.resolve()) not in {path for _call, path in trace.touched}
+    assert any(f["rule"] == "SCHEMA003" and f["path"] == "policies/evil.yaml" for f in findings)
+    assert not any("probe" in f["message"] and f["rule"] == "SCHEMA001" for f in findings)
+
+
 def test_output_path_stays_inside_the_output_folder(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from . import repopath
 from .crd import drop_nulls
 from .errors import ToolError
 
@@ -100,8 +101,12 @@ class SchemaSet:
             return jsonschema_rs.Draft202012Validator(crd)
         if not _is_core_group(api_version):
             return None
+        try:  # the name comes from the manifest: a kind or version holding a path names no schema file
+            name = repopath.check_name(_core_file_name(api_version, kind))
+        except repopath.Refused:
+            return None
         folder = core_schema_dir(kubernetes_version)
-        schema_file = folder / _core_file_name(api_version, kind)
+        schema_file = folder / name
         if not schema_file.is_file():
             return None
         definitions = _definitions(str(folder))
