@@ -27,6 +27,7 @@ def test_pool_schema_maxima_are_the_limits() -> None:
     assert spec["zones"]["maxProperties"] == limits.MAX_ZONES
     assert spec["timeSlicing"]["properties"]["replicas"]["maximum"] == limits.MAX_TIME_SLICING_REPLICAS
     assert spec["mps"]["properties"]["replicas"]["maximum"] == limits.MAX_MPS_REPLICAS
+    assert spec["node"]["properties"]["cpu"]["maximum"] == limits.MAX_NODE_CPUS
 
 
 def test_cluster_and_plan_schema_maxima_are_the_limits() -> None:
