@@ -2,7 +2,8 @@
 
 ## Why it matters
 Kueue admits a workload only when every resource it requests fits the quota of the flavor it is assigned, cpu
-and memory included. A GPU job asks for CPU cores and memory in proportion to its GPUs (data loaders,
+and memory included (its flavor assigner checks each requested resource of a pod set against the flavor's quota:
+`fitsResourceQuota` in kubernetes-sigs/kueue `pkg/scheduler/flavorassigner/flavorassigner.go`). A GPU job asks for CPU cores and memory in proportion to its GPUs (data loaders,
 tokenizers, host-side buffers); the usual size is the node's share per GPU, `node.cpu / gpu.perNode`. When a
 queue's GPU quota on a flavor is raised but its cpu/memory quota in the same flavor is not, the GPU quota cannot
 be used: jobs wait in the queue for cpu or memory quota while GPUs stand idle, and nothing reports why.
