@@ -126,7 +126,9 @@ def _relabel(labels: set[str], configs: Any) -> set[str]:
         if not isinstance(config, dict):
             continue
         action = str(config.get("action") or "replace").lower()
-        regex = str(config.get("regex", "(.*)"))
+        # prometheus/prometheus model/relabel/relabel.go `Config.UnmarshalYAML`: an absent regex keeps the default
+        # "(.*)"; one the YAML leaves nil (null) becomes the empty regex, which matches only "".
+        regex = "(.*)" if "regex" not in config else "" if config["regex"] is None else str(config["regex"])
         if action == "labeldrop":
             labels = {label for label in labels if not _full_match(regex, label)}
         elif action == "labelkeep":
