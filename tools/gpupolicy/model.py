@@ -18,6 +18,7 @@ POOL_LABEL = "gpupolicy.io/pool"
 TEAM_LABEL = "gpupolicy.io/team"
 TIER_LABEL = "gpupolicy.io/tier"  # production | training | batch | experiment
 WORKLOAD_LABEL = "gpupolicy.io/workload"  # training | inference | notebook | batch
+NODE_CLASS_LABEL = "gpupolicy.io/node-class"  # "cpu" on the ResourceFlavor of the cluster's CPU nodes (decision 0029)
 ALLOW_SHARED_TRAINING = "gpupolicy.io/allow-shared-gpus"  # "true" lets a training queue use MIG/time-sliced
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -153,6 +154,11 @@ class Flavor:
     node_taints: tuple[Taint, ...]
     tolerations: tuple[dict, ...]
     obj: K8sObject
+
+    @property
+    def is_cpu(self) -> bool:
+        """The flavor of the cluster's CPU nodes: pod sets that request no GPU take it (decision 0029)."""
+        return self.obj.labels.get(NODE_CLASS_LABEL) == "cpu"
 
 
 @dataclass(frozen=True)

@@ -230,3 +230,16 @@ def admissible(cluster: Cluster, queue: ClusterQueue) -> dict[str, float]:
             borrow = min(borrow, quota.borrowing_limit)
         total[quota.name] += quota.nominal + borrow
     return dict(total)
+
+
+def flavor_limit(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str) -> tuple[float, float]:
+    """(nominal quota, the most the queue can use) of one resource in one flavor, the rest of the cohort idle:
+    Kueue's `PotentialAvailable` (kubernetes-sigs/kueue `pkg/cache/scheduler/clusterqueue_snapshot.go`), the nominal quota plus what the
+    cohort can lend up to the queue's borrowingLimit. A resource the flavor does not list has no quota."""
+    for name, quota in queue.quotas():
+        if name == flavor and quota.name == resource:
+            borrow = lendable(cluster, queue).get((flavor, resource), 0)
+            if quota.borrowing_limit is not None:
+                borrow = min(borrow, quota.borrowing_limit)
+            return quota.nominal, quota.nominal + max(borrow, 0)
+    return 0, 0

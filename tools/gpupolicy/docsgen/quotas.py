@@ -31,7 +31,8 @@ def _matrix(cluster: Cluster) -> str:
     rows = []
     for queue in cluster.cluster_queues.values():
         for flavor_name, quota in queue.quotas():
-            if quotas.is_gpu_resource(quota.name):
+            cpu_flavor = flavor_name in cluster.flavors and cluster.flavors[flavor_name].is_cpu  # no GPU (WL013)
+            if quotas.is_gpu_resource(quota.name) and not cpu_flavor:
                 rows.append(_row(cluster, queue.team or queue.name, queue.name, flavor_name, quota, bool(queue.cohort)))
     for entry in quotas.quota_entries(cluster):  # a Cohort's own quota is guaranteed too (lent to its members)
         if entry.kind == "Cohort" and quotas.is_gpu_resource(entry.quota.name):
@@ -41,6 +42,8 @@ def _matrix(cluster: Cluster) -> str:
     text = table(["team", "queue", "pool", "resource", "nominal", "borrowing limit", "lending limit", "share"], rows)
     sums = []
     for (flavor_name, resource), total in sorted(quotas.nominal_per_flavor(cluster).items()):
+        if flavor_name in cluster.flavors and cluster.flavors[flavor_name].is_cpu:
+            continue
         exposed = quotas.flavor_capacity(cluster, flavor_name).get(resource, 0)
         sums.append([flavor_name, f"`{resource}`", total, exposed, exposed - total])
     return text + "\nTotals per flavor:\n\n" + table(["flavor", "resource", "nominal total", "pool exposes",

@@ -18,7 +18,9 @@ spec:
 ## Fix
 Set `nodeLabels` to a subset of the labels in the pool's `pool.yaml` `nodeLabels` that no other pool shares
 (normally `gpupolicy.io/pool: <pool>`), and include the pool's component in the cluster's overlay.
-A flavor counts as a GPU flavor when it carries `gpupolicy.io/pool` or a queue gives it an `nvidia.com/` quota.
+A flavor counts as a GPU flavor when it carries `gpupolicy.io/pool` or a queue gives it an `nvidia.com/` quota,
+unless it is labelled `gpupolicy.io/node-class: cpu`: the flavor of the cluster's CPU nodes selects no pool on
+purpose (decision 0029), and WL013 checks that it stays away from GPUs.
 """
 
 from collections.abc import Iterator
@@ -49,7 +51,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 def _gpu_flavors(cluster: Cluster) -> set[str]:
     named = {name for name, f in cluster.flavors.items() if POOL_LABEL in f.node_labels}
     quoted = {e.flavor for e in quota_entries(cluster) if is_gpu_resource(e.quota.name)}
-    return named | (quoted & set(cluster.flavors))
+    return {name for name in named | (quoted & set(cluster.flavors)) if not cluster.flavors[name].is_cpu}
 
 
 def _message(cluster: Cluster, flavor: Flavor, pools: list) -> str:

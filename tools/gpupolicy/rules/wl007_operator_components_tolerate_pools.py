@@ -78,7 +78,8 @@ class Component:
     location: Location | None
 
 
-def _components(fleet: Fleet, cluster: Cluster) -> list[Component]:
+def operator_components(fleet: Fleet, cluster: Cluster) -> list[Component]:
+    """The GPU Operator components that must run on every GPU node, with the tolerations each is given."""
     found = []
     spec = policy_spec(cluster)
     if policy_is_helm_values(cluster):
@@ -120,7 +121,7 @@ def _fallback(fleet: Fleet, cluster: Cluster, path: tuple[str, ...]) -> Location
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
-        components = _components(fleet, cluster)
+        components = operator_components(fleet, cluster)
         for component in components:
             missing: dict[Taint, list[Pool]] = {}
             for pool in cluster.pools:

@@ -1,0 +1,155 @@
+"""The workload-path model and `gpupolicy explain` on the reference fleet: every example lands, CPU-only pod sets
+land on the CPU flavor with no GPU toleration, a pod too big for any node is blocked at node fit, and defect 4 of
+issue 12 (CPU-only pod sets given a GPU flavor) is caught at the queue that causes it when reintroduced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from support import copy_repo
+
+from gpupolicy import cli, pipeline, workpath, yamlload
+from gpupolicy.model import Fleet
+from gpupolicy.workpath import matrix
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+EXAMPLES = sorted((REPO / "docs" / "examples").glob("*.yaml"))
+GPU_TAINT_KEYS = ("nvidia.com/gpu", "gpupolicy.io/dedicated")
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Fleet:
+    return pipeline.load_fleet(REPO)
+
+
+def _trace(fleet: Fleet, path: Path, cluster: str, namespace: str | None = None) -> workpath.WorkloadPath:
+    loaded = yamlload.parse_source(path.read_bytes(), str(path))
+    return workpath.trace(fleet, fleet.clusters[cluster], loaded.documents[0].data,
+                          workpath.example_locator(loaded.documents[0]), namespace)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_lands_on_every_cluster(fleet: Fleet, example: Path) -> None:
+    for cluster in fleet.clusters:
+        path = _trace(fleet, example, cluster)
+        assert workpath.misplaced(path) == ("", None), (cluster, path.summary())
+        assert all(p.pool or not p.wants_gpu for p in path.pod_sets), path.summary()
+
+
+def test_cpu_only_job_lands_on_the_cpu_flavor_without_gpu_toleration(fleet: Fleet) -> None:
+    for cluster in fleet.clusters:
+        path = _trace(fleet, REPO / "docs/examples/cpu-only-job.yaml", cluster)
+        (pod_set,) = path.pod_sets
+        assert set(pod_set.flavors.values()) == {"cpu"}, pod_set.flavors
+        assert pod_set.pool == "" and not pod_set.stray_pools
+        assert not [t for t in pod_set.spec.get("tolerations", []) if t.get("key") in GPU_TAINT_KEYS]
+        assert "gpupolicy.io/pool" not in pod_set.spec.get("nodeSelector", {})
+
+
+def test_launcher_without_gpu_runs_on_cpu_nodes_and_workers_on_a_pool(fleet: Fleet) -> None:
+    path = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us")
+    launcher, workers = path.pod_sets
+    assert (launcher.name, launcher.count, set(launcher.flavors.values()), launcher.pool) == \
+        ("launcher", 1, {"cpu"}, "")
+    assert (workers.name, workers.count, workers.pool) == ("workers", 2, "us-h100-train")
+    assert set(workers.flavors.values()) == {"us-h100-train"}
+
+
+def test_init_container_asking_more_gpus_than_a_node_has_is_blocked_at_node_fit(fleet: Fleet,
+                                                                                tmp_path: Path) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "big-init", "namespace": "nlp", "labels": {"kueue.x-k8s.io/queue-name": "training"}},
+           "spec": {"initContainers": [{"name": "warmup", "image": "x",
+                                        "resources": {"limits": {"nvidia.com/gpu": 16}}}],
+                    "containers": [{"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(yaml.safe_dump(pod))
+    path = _trace(fleet, manifest, "prod-us")
+    blocked = path.blocked
+    assert blocked is not None and blocked.stage == "node fit"
+    assert "requests 16 nvidia.com/gpu, a node has 8" in blocked.text
+    assert path.pod_sets[0].requests["nvidia.com/gpu"] == 16  # max(init 16, containers 8)
+
+
+def test_limitrange_default_below_a_request_blocks_at_defaulting(fleet: Fleet, tmp_path: Path) -> None:
+    """Decision 0030: a default limit below an explicit request makes the API server refuse the pod."""
+    repo = copy_repo(REPO, tmp_path / "repo")
+    limit_range = repo / "policies/teams/nlp/limitrange.yaml"
+    limit_range.write_text(limit_range.read_text().replace("      defaultRequest:\n",
+                                                           "      default:\n        cpu: \"2\"\n      defaultRequest:\n"))
+    findings = [f for f in pipeline.run(repo).findings if f.rule == "WL011"]
+    assert findings and all(f.path == "policies/teams/nlp/limitrange.yaml" for f in findings), findings
+    assert "requests 96 cpu, above its limit 2" in findings[0].message
+
+
+def test_cpu_flavor_removed_from_a_queue_is_caught_at_that_queue(tmp_path: Path) -> None:
+    """Defect 4 of issue 12 reintroduced: without the CPU flavor, CPU-only pod sets get the GPU pool's flavor."""
+    repo = copy_repo(REPO, tmp_path / "repo")
+    queue = repo / "clusters/prod-us/queues/nlp.yaml"
+    text = queue.read_text()
+    start = text.index("        # CPU-only pod sets")
+    end = text.index("        - name: us-h100-train")
+    queue.write_text(text[:start] + text[end:])
+    findings = [f for f in pipeline.run(repo).findings if f.rule == "WL012"]
+    assert [(f.path, f.cluster) for f in findings] == [("clusters/prod-us/queues/nlp.yaml", "prod-us")]
+    assert findings[0].line == text[:start].count("\n") + 1  # the `- name: us-h100-train` line
+    assert "nlp CPU-only Job" in findings[0].message and "GPU flavor us-h100-train" in findings[0].message
+
+
+def test_matrix_has_every_team_workload_and_cluster(fleet: Fleet) -> None:
+    cases = matrix.cases(fleet)
+    teams = {(c.cluster, c.team) for c in cases}
+    assert len(cases) == len(teams) * len(matrix.KINDS) == 3 * 4 * 6
+    assert not [c for c in cases if c.problem], [c.problem for c in cases if c.problem]
+    not_offered = {(c.team, c.kind) for c in cases if c.path is None}
+    assert not_offered == {("nlp", "MIG inference Deployment")}
+
+
+def _explain(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    code = cli.main(["explain", *args, "--repo", str(REPO)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_explain_prints_each_step_with_its_source(capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = _explain(capsys, str(REPO / "docs/examples/training-job.yaml"), "--cluster", "prod-us")
+    assert code == 0
+    assert out.startswith("Job nlp/llm-pretrain-step1 on prod-us: lands: main x1 -> pool us-h100-train")
+    for stage in ("admission", "defaulting", "namespace quota", "queue", "flavor assignment", "node fit",
+                  "GPU Operator", "runtime"):
+        assert f" {stage}: " in out, stage
+    assert "[policies/teams/nlp/localqueues.yaml:8]" in out
+
+
+def test_explain_json_and_blocked_exit_code(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    manifest = tmp_path / "job.yaml"
+    job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "no-such-queue"
+    manifest.write_text(yaml.safe_dump(job))
+    code, out, _ = _explain(capsys, str(manifest), "--cluster", "test-us", "--format", "json")
+    assert code == 1
+    (report,) = json.loads(out)
+    assert report["lands"] is False and report["problem"].startswith("blocked at queue: LocalQueue nlp/no-such-queue")
+    assert report["change"]["path"] == str(manifest)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n", "no workload in it"),
+    ("a: [1, 2\n", "YAML001"),
+])
+def test_explain_refuses_unusable_input_with_exit_2(capsys: pytest.CaptureFixture, tmp_path: Path, content: str,
+                                                    message: str) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(content)
+    code, out, err = _explain(capsys, str(manifest))
+    assert (code, out) == (2, "")
+    assert message in err and "Traceback" not in err
+
+
+def test_explain_missing_file(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    code, _, err = _explain(capsys, str(tmp_path / "nope.yaml"))
+    assert code == 2 and "nope.yaml: cannot read" in err

@@ -1,0 +1,54 @@
+"""An example workload does not land where the policy intends on a cluster that has its namespace.
+
+## Why it matters
+Teams copy the examples under `docs/examples/`. Each is traced through the workload path (`gpupolicy explain`
+shows the same steps): admission, LimitRange defaulting, the namespace ResourceQuota, Kueue's LocalQueue,
+ClusterQueue and flavor assignment, admission of the pods Kueue starts, node fit in the chosen pool, the GPU
+Operator components on that pool and the container runtime. An example that is blocked at any step, or whose
+CPU-only pods can run on GPU nodes, teaches a manifest that hangs in Pending or is refused, with an error far
+from its cause.
+
+## Bad example
+```yaml
+# docs/examples/training-job.yaml: asks for 9 GPUs per pod; every pool has 8 per node
+resources:
+  limits: {nvidia.com/gpu: 9}
+```
+```text
+docs/examples/training-job.yaml on prod-us: blocked at node fit: us-h100-train: the pod requests 9 nvidia.com/gpu,
+a node has 8
+```
+
+## Fix
+Run `gpupolicy explain docs/examples/<file> --cluster <name>`: it prints every step and the file:line of the
+object that blocks. Fix the example, or the policy object named, whichever is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import workpath
+from ..findings import Finding, Location, Severity, at
+from ..model import Fleet
+from .sec_common import workloads
+
+ID = "WL011"
+SEVERITY = Severity.ERROR
+SUMMARY = "An example workload does not land where the policy intends"
+
+
+def check(fleet: Fleet) -> Iterator[Finding]:
+    for example in (w for w in workloads(fleet) if w.cluster is None):
+        for cluster in fleet.clusters.values():
+            if example.namespace not in cluster.namespaces or workpath.incomplete(fleet, cluster):
+                continue
+            path = workpath.trace(fleet, cluster, example.body, workpath.example_locator(example.document))
+            problem, where = workpath.misplaced(path)
+            if not problem:
+                continue
+            place = where or Location(example.path, example.document.line_of(("metadata", "name")))
+            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
+                          message=f"{example.path} ({example.ref()}) on {cluster.name}: {problem}",
+                          hint=f"gpupolicy explain {example.path} --cluster {cluster.name} shows every step",
+                          **at(place))

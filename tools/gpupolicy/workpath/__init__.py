@@ -1,0 +1,378 @@
+"""The path a workload takes through a cluster, from `kubectl apply` to a running container, each step with the
+object (file:line) that decides it — the offline answer to "why is my pod pending?".
+
+    admission of the workload -> API-server defaulting of its pods (LimitRange) -> namespace ResourceQuota
+    -> Kueue: integration and namespace, LocalQueue, ClusterQueue -> per pod set: flavor assignment (node labels
+    and tolerations injected) -> admission of the pods Kueue starts -> node fit in a pool -> GPU Operator
+    components on that pool -> container runtime
+
+`trace()` returns a `WorkloadPath`: where each pod set lands (a pool with its resources, or the cluster's CPU
+nodes), or the first step that blocks it, why, and where to change it. Used by `gpupolicy explain`, the WL rules
+that run every example and a team x workload matrix (WL011, WL012), and the generated example pages.
+The steps' sources are cited in `pods.py`, `kueue.py`, `nodes.py` and `operands.py`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from .. import cel
+from ..findings import Location
+from ..model import POOL_LABEL, QUEUE_LABEL, Cluster, ClusterQueue, Fleet, K8sObject, LocalQueue
+from ..quotas import is_gpu_resource
+from ..rules.cap_common import namespace_labels
+from ..rules.sec003_admission_policies import chain_of
+from ..selectors import label_selector_matches
+from . import kueue, nodes, operands, pods
+
+KUEUE_SERVICE_ACCOUNT = "system:serviceaccount:kueue-system:kueue-controller-manager"
+
+Locator = Callable[[tuple], "Location | None"]
+
+
+@dataclass(frozen=True)
+class Step:
+    stage: str
+    ok: bool
+    text: str
+    where: Location | None = None
+
+
+@dataclass
+class PodSetPath:
+    name: str
+    count: int
+    requests: dict[str, Decimal] = field(default_factory=dict)  # one pod's effective request
+    steps: list[Step] = field(default_factory=list)
+    flavors: dict[str, str] = field(default_factory=dict)
+    pool: str = ""  # the pool it lands on; "" for CPU nodes or when blocked
+    spec: dict = field(default_factory=dict, repr=False)  # the pod spec as started (Kueue's injection included)
+    stray_pools: tuple[str, ...] = ()
+
+    @property
+    def blocked(self) -> Step | None:
+        return next((s for s in self.steps if not s.ok), None)
+
+    @property
+    def wants_gpu(self) -> bool:
+        return any(is_gpu_resource(r) and q > 0 for r, q in self.requests.items())
+
+    def landing(self) -> str:
+        """Where its pods run, in one phrase."""
+        blocked = self.blocked
+        if blocked:
+            return f"blocked at {blocked.stage}"
+        where = f"pool {self.pool}" if self.pool else "CPU nodes"
+        return f"{where} ({show_requests(self.requests)})" if self.requests else where
+
+
+@dataclass
+class WorkloadPath:
+    ref: str
+    cluster: str
+    namespace: str
+    steps: list[Step] = field(default_factory=list)  # the workload's own steps, before its pod sets
+    pod_sets: list[PodSetPath] = field(default_factory=list)
+
+    @property
+    def blocked(self) -> Step | None:
+        own = next((s for s in self.steps if not s.ok), None)
+        return own or next((p.blocked for p in self.pod_sets if p.blocked), None)
+
+    def summary(self) -> str:
+        if any(not s.ok for s in self.steps):
+            step = self.blocked
+            return f"blocked at {step.stage}: {step.text}"
+        return "; ".join(f"{p.name} x{p.count} -> {p.landing()}" for p in self.pod_sets) or "no pods"
+
+
+def incomplete(fleet: Fleet, cluster: Cluster) -> bool:
+    """The cluster's model lacks a pool whose pool.yaml failed to load (reported already, YAML/SCHEMA005): paths
+    through it would report that one cause many times over, so the WL rules skip the cluster."""
+    return any(f.node_labels.get(POOL_LABEL) in fleet.invalid_pools for f in cluster.flavors.values())
+
+
+def misplaced(path: WorkloadPath) -> tuple[str, Location | None]:
+    """Why the workload does not land where the policy intends, and the place to change ("" when it does): a
+    blocking step, or a pod set that requests no GPU and can run on a GPU pool."""
+    blocked = path.blocked
+    if blocked:
+        return f"blocked at {blocked.stage}: {blocked.text}", blocked.where
+    for pod_set in path.pod_sets:
+        if not pod_set.wants_gpu and (pod_set.pool or pod_set.stray_pools):
+            pools = pod_set.pool or ", ".join(pod_set.stray_pools)
+            step = next(s for s in reversed(pod_set.steps) if s.stage == "node fit")
+            return f"pod set {pod_set.name} requests no GPU but can run on GPU pool {pools}", step.where
+    return "", None
+
+
+def show_requests(requests: dict[str, Decimal]) -> str:
+    order = sorted(requests, key=lambda r: (not is_gpu_resource(r), r))
+    return ", ".join(f"{kueue._show(r, requests[r])} {r}" for r in order if requests[r])
+
+
+def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace: str | None = None) -> WorkloadPath:
+    body = copy.deepcopy(body)
+    metadata = body.setdefault("metadata", {}) if isinstance(body.get("metadata", {}), dict) else {}
+    namespace = namespace or str(metadata.get("namespace") or "default")
+    metadata["namespace"] = namespace
+    path = WorkloadPath(f"{body.get('kind', '?')} {namespace}/{metadata.get('name', '?')}", cluster.name, namespace)
+    labels = namespace_labels(cluster, namespace)
+    if labels is None:
+        path.steps.append(Step("namespace", False, f"namespace {namespace} does not exist in {cluster.name}",
+                               locate(("metadata", "namespace"))))
+        return path
+    namespace_body = cluster.namespaces[namespace].obj.body
+    chain = cluster.memo("workpath.admission_chain", lambda: chain_of(cluster))
+    path.steps += _admit(fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload")
+    if not path.steps[-1].ok:
+        return path
+    sets = kueue.pod_sets(body)
+    ranges = pods.limit_ranges(cluster, namespace)
+    for pod_set in sets:
+        pod_set.spec, written, refusals = pods.default_pod_spec(pod_set.template.get("spec") or {}, ranges)
+        pod_set.requests = pods.pod_requests(pod_set.spec)
+        path.pod_sets.append(PodSetPath(pod_set.name, pod_set.count, pod_set.requests,
+                                        [_defaulting(fleet, written, refusals, pod_set, locate)]))
+    path.steps += _namespace_quota(fleet, cluster, namespace, sets)
+    if not path.steps[-1].ok:
+        return path
+    queue, queue_steps = _queue(fleet, cluster, body, sets, labels, locate)
+    path.steps += queue_steps
+    if not path.steps[-1].ok:
+        return path
+    usage: dict = {}
+    for pod_set, pod_set_path in zip(sets, path.pod_sets, strict=True):
+        if not pod_set_path.blocked:
+            _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate)
+    return path
+
+
+def _admit(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request, what: str) -> list[Step]:
+    denials = _denials(fleet, cluster, chain, request)
+    if not denials:
+        return [Step("admission", True, f"{what} passes the cluster's admission policies")]
+    first = denials[0]
+    return [Step("admission", False, f"{what} is denied by {first.policy}: {first.message}",
+                 _policy_location(fleet, cluster, first))]
+
+
+def _denials(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request) -> list:
+    """`chain.denials`, remembered for the run: clusters that render the same policies see the same requests
+    (the matrix traces every team on every cluster), and CEL evaluation is most of a trace's cost."""
+    policies = cluster.memo("workpath.policy_digest", lambda: _digest(
+        [o.body for o in cluster.objects if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND)]))
+    key = (policies, _digest([request.object, request.namespace, request.operation, request.old_object,
+                              request.username, list(request.groups)]))
+    cache = fleet.memo("workpath.denials", dict)
+    if key not in cache:
+        cache[key] = chain.denials(request)
+    return cache[key]
+
+
+def _digest(data: object) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _policy_location(fleet: Fleet, cluster: Cluster, violation: cel.Violation) -> Location | None:
+    policy = next((o for o in cluster.of_kind(cel.POLICY_KIND) if o.name == violation.policy), None)
+    if policy is None:
+        return None
+    if violation.validation is None:
+        return fleet.locate(policy, "spec", "matchConditions")
+    return fleet.locate(policy, "spec", "validations", violation.validation, "expression")
+
+
+def _defaulting(fleet: Fleet, written: list[pods.Defaulted], refusals: list[pods.Refusal], pod_set: kueue.PodSet,
+                locate: Locator) -> Step:
+    if refusals:
+        refusal = refusals[0]
+        where = (fleet.locate(refusal.source, *refusal.source_path) if refusal.source
+                 else locate((*pod_set.template_path, "spec", *refusal.container_path)))
+        return Step("defaulting", False, f"the API server refuses the pod: {refusal.message}", where)
+    unasked = [w for w in written if w.source is not None and is_gpu_resource(w.resource) and pods.amount(w.value)]
+    if unasked:  # decision 0024: GPUs defaulted onto containers that asked for none (sidecars, init containers)
+        first = unasked[0]
+        text = "; ".join(f"LimitRange {w.source.name} gives container {w.container} {w.field} {w.resource}: "
+                         f"{w.value}, which it did not ask for" for w in unasked)
+        return Step("defaulting", False, text, fleet.locate(first.source, "spec", "limits", first.item))
+    others = sorted({f"{w.resource}" for w in written if w.source is not None})
+    note = f"LimitRange defaults for {', '.join(others)}" if others else "no LimitRange default applies"
+    return Step("defaulting", True, f"{note}; requests: {show_requests(pod_set.requests) or 'none'}")
+
+
+def _namespace_quota(fleet: Fleet, cluster: Cluster, namespace: str, sets: list[kueue.PodSet]) -> list[Step]:
+    """A core ResourceQuota refuses the pod whose creation would exceed `hard` (quota admission plugin)."""
+    total: dict[str, Decimal] = {}
+    for pod_set in sets:
+        for resource, quantity in pod_set.requests.items():
+            total[resource] = total.get(resource, Decimal(0)) + quantity * pod_set.count
+    for quota in sorted((o for o in cluster.of_kind("ResourceQuota") if o.namespace == namespace and not o.group),
+                        key=lambda o: o.name):
+        hard = quota.spec.get("hard") if isinstance(quota.spec.get("hard"), dict) else {}
+        for key, value in hard.items():
+            resource = str(key).removeprefix("requests.")
+            allowed = pods.amount(value)
+            need = total.get(resource, Decimal(0))
+            if allowed is not None and need > allowed:
+                return [Step("namespace quota", False,
+                             f"ResourceQuota {namespace}/{quota.name} allows {value} {key}; the workload's pods "
+                             f"request {kueue._show(resource, need)}", fleet.locate(quota, "spec", "hard", key))]
+    return [Step("namespace quota", True, f"within namespace {namespace}'s ResourceQuotas")]
+
+
+def _queue(fleet: Fleet, cluster: Cluster, body: dict, sets: list[kueue.PodSet], labels: dict,
+           locate: Locator) -> tuple[ClusterQueue | None, list[Step]]:
+    kind = str(body.get("kind", ""))
+    config = kueue.kueue_config(fleet)
+    if not kueue.namespace_managed(config, labels):
+        return None, [Step("queue", True, "Kueue does not manage this namespace: its pods go straight to the "
+                                          "scheduler", config.where)]
+    name = kueue.queue_name(body)
+    if not config.manages(kind):
+        pod_labeled = any(kueue.queue_name(s.template) for s in sets)
+        if not (config.manages("Pod") and pod_labeled):
+            return None, [Step("queue", True, f"Kueue's integration for {kind} is off: its pods are not queued "
+                                              "and go straight to the scheduler", config.where)]
+        name = next(kueue.queue_name(s.template) for s in sets if kueue.queue_name(s.template))
+    if not name:
+        return None, [Step("queue", True, "no kueue.x-k8s.io/queue-name label: Kueue leaves it alone",
+                           locate(("metadata", "labels")))]
+    namespace = str(body["metadata"]["namespace"])
+    local = next((q for q in cluster.local_queues if q.name == name and q.namespace == namespace), None)
+    if local is None:
+        return None, [Step("queue", False, f"LocalQueue {namespace}/{name} does not exist: Kueue keeps the "
+                                           "workload inadmissible", locate(("metadata", "labels", QUEUE_LABEL)))]
+    return _cluster_queue(fleet, cluster, local, labels)
+
+
+def _cluster_queue(fleet: Fleet, cluster: Cluster, local: LocalQueue,
+                   labels: dict) -> tuple[ClusterQueue | None, list[Step]]:
+    queue = cluster.cluster_queues.get(local.cluster_queue)
+    if queue is None:
+        return None, [Step("queue", False, f"LocalQueue {local.namespace}/{local.name} points at ClusterQueue "
+                                           f"{local.cluster_queue}, which does not exist",
+                           fleet.locate(local.obj, "spec", "clusterQueue"))]
+    selector = queue.namespace_selector
+    if selector is None or not label_selector_matches(selector, labels):
+        return None, [Step("queue", False, f"ClusterQueue {queue.name}'s namespaceSelector does not select "
+                                           f"namespace {local.namespace}: the workload stays inadmissible",
+                           fleet.locate(queue.obj, "spec", "namespaceSelector"))]
+    return queue, [Step("queue", True, f"LocalQueue {local.namespace}/{local.name} -> ClusterQueue {queue.name}",
+                        fleet.locate(local.obj, "spec", "clusterQueue"))]
+
+
+def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict, namespace_body: dict,
+                 queue: ClusterQueue | None, pod_set: kueue.PodSet, path: PodSetPath, usage: dict,
+                 locate: Locator) -> None:
+    spec = pod_set.spec
+    if queue is not None:
+        total = {r: q * pod_set.count for r, q in pod_set.requests.items()}
+        assignment = kueue.assign(cluster, kueue.kueue_config(fleet), queue, pod_set, total, usage)
+        path.steps.append(_flavor_step(fleet, cluster, queue, assignment))
+        if not path.steps[-1].ok:
+            return
+        path.flavors = assignment.flavors
+        spec = kueue.inject(spec, [cluster.flavors[f] for f in dict.fromkeys(assignment.flavors.values())])
+    path.spec = spec
+    admitted = _admit(fleet, cluster, chain, _started_pod(body, pod_set, spec, namespace_body, queue),
+                      "the started pod" if queue is not None else "the pod")
+    gpu_flavor = _gpu_flavor_on_cpu_pods(cluster, path)
+    if queue is not None and gpu_flavor:
+        consequence = admitted[0].text if not admitted[0].ok else "its pods hold GPU nodes without using a GPU"
+        path.steps[-1] = Step("flavor assignment", False,
+                              f"the pod set requests no GPU, yet ClusterQueue {queue.name} gives it GPU flavor "
+                              f"{gpu_flavor} (the first flavor of its resource group with cpu/memory quota); Kueue "
+                              f"injects that flavor's node labels and tolerations, so {consequence}",
+                              _flavor_list_location(fleet, queue, gpu_flavor))
+        return
+    path.steps += admitted
+    if not path.steps[-1].ok:
+        return
+    fit = nodes.node_fit(fleet, cluster, spec, pod_set.requests, pods.container_requests(spec))
+    path.stray_pools = fit.stray_pools
+    if not fit.lands:
+        # No pool with the flavor's labels: the flavor; too big for every node: the workload's own request.
+        flavors = [cluster.flavors[f] for f in dict.fromkeys(path.flavors.values())]
+        where = fit.where or (fleet.locate(flavors[0].obj, "spec", "nodeLabels") if fit.no_pool and flavors
+                              else locate((*pod_set.template_path, "spec", "containers")))
+        path.steps.append(Step("node fit", False, fit.reason, where))
+        return
+    if fit.pool is None:
+        path.steps.append(Step("node fit", True, fit.reason, fit.where))
+        return
+    path.pool = fit.pool.name
+    path.steps.append(Step("node fit", True, f"fits a node of pool {fit.pool.name}",
+                           fleet.locate_file(fit.pool.path, "spec")))
+    path.steps += [Step("GPU Operator", c.ok, c.text, c.where) for c in operands.operands_on(fleet, cluster, fit.pool)]
+    check = operands.runtime(fleet, cluster, spec)
+    path.steps.append(Step("runtime", check.ok, check.text, check.where))
+
+
+def _gpu_flavor_on_cpu_pods(cluster: Cluster, path: PodSetPath) -> str:
+    """The GPU flavor a pod set without GPU requests was given (Kueue issue 4 of the workload-path audit)."""
+    if path.wants_gpu:
+        return ""
+    return next((f for f in dict.fromkeys(path.flavors.values()) if cluster.pools_of_flavor(cluster.flavors[f])), "")
+
+
+def _flavor_list_location(fleet: Fleet, queue: ClusterQueue, flavor: str) -> Location | None:
+    for g, group in enumerate(queue.resource_groups):
+        for f, quotas in enumerate(group.flavors):
+            if quotas.flavor == flavor:
+                return fleet.locate(queue.obj, "spec", "resourceGroups", g, "flavors", f, "name")
+    return fleet.locate(queue.obj, "spec", "resourceGroups")
+
+
+def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment: kueue.Assignment) -> Step:
+    if assignment.failure:
+        group = ("resourceGroups", assignment.group, "flavors") if assignment.group is not None else ("resourceGroups",)
+        return Step("flavor assignment", False, assignment.failure, fleet.locate(queue.obj, "spec", *group))
+    if not assignment.flavors:
+        return Step("flavor assignment", True, f"ClusterQueue {queue.name}: requests nothing it covers")
+    chosen = dict.fromkeys(assignment.flavors.values())
+    parts = []
+    for flavor in chosen:
+        flavor_obj = cluster.flavors[flavor]
+        resources = ", ".join(r for r, f in assignment.flavors.items() if f == flavor)
+        borrows = any(a.flavor == flavor and a.borrows for a in assignment.attempts)
+        injected = ", ".join(f"{k}={v}" for k, v in flavor_obj.node_labels.items()) or "no node labels"
+        parts.append(f"flavor {flavor} for {resources}{' (borrowing)' if borrows else ''}: injects {injected}"
+                     f"{' and ' + str(len(flavor_obj.tolerations)) + ' toleration(s)' if flavor_obj.tolerations else ''}")
+    first = next(iter(chosen))
+    return Step("flavor assignment", True, f"ClusterQueue {queue.name}: " + "; ".join(parts),
+                fleet.locate(cluster.flavors[first].obj, "spec"))
+
+
+def _started_pod(body: dict, pod_set: kueue.PodSet, spec: dict, namespace_body: dict,
+                 queue: ClusterQueue | None) -> cel.Request:
+    metadata = dict(pod_set.template.get("metadata") or {})
+    metadata.update({"name": f"{(body.get('metadata') or {}).get('name', 'workload')}-{pod_set.name}",
+                     "namespace": body["metadata"]["namespace"]})
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    kind = str(body.get("kind", ""))
+    if kind == "Pod":
+        pod = {**copy.deepcopy(body), "spec": spec}
+    if queue is not None and kind in kueue.POD_KINDS:  # created gated, then updated by Kueue when admitted
+        old = {**pod, "spec": pod_set.spec}
+        return cel.Request(object=pod, namespace=namespace_body, operation="UPDATE", old_object=old,
+                           username=KUEUE_SERVICE_ACCOUNT, groups=("system:serviceaccounts", "system:authenticated"))
+    return cel.Request(object=pod, namespace=namespace_body, username=cel.pod_creator(kind),
+                       groups=("system:serviceaccounts", "system:authenticated"))
+
+
+def example_locator(document) -> Locator:
+    """Lines inside a loaded YAML document (an example under docs/examples/ or a file given to explain)."""
+    return lambda field_path: Location(document.path, document.line_of(tuple(field_path)))
+
+
+def object_locator(fleet: Fleet, obj: K8sObject) -> Locator:
+    return lambda field_path: fleet.locate(obj, *field_path)
+
+
+__all__ = ["PodSetPath", "Step", "WorkloadPath", "example_locator", "incomplete", "misplaced", "object_locator", "trace"]
