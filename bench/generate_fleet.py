@@ -240,11 +240,6 @@ spec:
       defaultRequest:
         cpu: 500m
         memory: 1Gi
-      default:
-        cpu: "2"
-        memory: 4Gi
-      max:
-        nvidia.com/gpu: "8"
 """)
     _write(base / "localqueues.yaml", "---\n".join(f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
@@ -301,7 +296,6 @@ kind: Kustomization
 buildMetadata:
   - originAnnotations
 resources:
-  - flux-system
 {resources}  - queues
 components:
 {components}  - ../../policies/sync/flux
@@ -315,9 +309,13 @@ patches:
   - path: team-quotas.yaml
 """)
     _write(base / "gpu-operator-values.yaml", "{}\n")
-    _write(base / "flux-system" / "kustomization.yaml",
+    # Flux is bootstrapped at clusters/<name>/flux (decision 0028): its entry and the two stage Kustomizations.
+    _write(base / "flux" / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+           "kind: Kustomization\nresources:\n  - flux-system\n  - stages.yaml\n")
+    _write(base / "flux" / "flux-system" / "kustomization.yaml",
            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n")
-    _write(base / "flux-system" / "gotk-sync.yaml", _flux_sync(cluster.name))
+    _write(base / "flux" / "flux-system" / "gotk-sync.yaml", _flux_entry(cluster.name))
+    _write(base / "flux" / "stages.yaml", _flux_sync(cluster.name))
     _write(base / "queues" / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\n"
            "kind: Kustomization\nresources:\n" + "".join(f"  - {team}.yaml\n" for team in cluster.teams))
     for team in cluster.teams:
@@ -326,7 +324,10 @@ patches:
 
 
 def _cluster_queue(cluster: ClusterPlan, team: str) -> str:
-    flavors = ""
+    # The CPU flavor first (decision 0029), so pod sets without GPUs never get a pool's flavor.
+    flavors = "        - name: cpu\n          resources:\n" + "".join(
+        f"            - name: {name}\n              nominalQuota: {quota}\n"
+        for name, quota in zip(COVERED, (32, '"128Gi"', 0, 0), strict=True))
     for pool in cluster.pools:
         resource, nominal, borrow = team_quota(cluster, pool)
         per_device = 1 if resource == MIG_1G else 8
@@ -389,6 +390,33 @@ spec:
 """
 
 
+def _flux_entry(cluster: str) -> str:
+    return f"""apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  url: https://github.com/example-org/gpu-fleet.git
+  ref:
+    branch: main
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/{cluster}/flux
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
 def _flux_sync(cluster: str) -> str:
     stages = ""
     for name, selector, extra in ((f"{cluster}-operators", "gpupolicy.io/sync-stage!=operators",
@@ -418,17 +446,7 @@ spec:
         metadata:
           name: any
 """
-    return f"""apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m
-  url: https://github.com/example-org/gpu-fleet.git
-  ref:
-    branch: main
-{stages}"""
+    return stages.removeprefix("---\n")
 
 
 def _operator_version() -> str:

@@ -153,3 +153,11 @@ def test_explain_refuses_unusable_input_with_exit_2(capsys: pytest.CaptureFixtur
 def test_explain_missing_file(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
     code, _, err = _explain(capsys, str(tmp_path / "nope.yaml"))
     assert code == 2 and "nope.yaml: cannot read" in err
+
+
+def test_a_workload_without_pod_templates_is_never_reported_as_landing(fleet: Fleet, tmp_path: Path) -> None:
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                                        "metadata": {"name": "empty", "namespace": "nlp"}, "spec": {}}))
+    problem, _where = workpath.misplaced(_trace(fleet, manifest, "prod-us"))
+    assert problem.startswith("blocked at pod sets: no pod template")

@@ -297,7 +297,15 @@ class Cluster:
         return self.facts.name
 
     def of_kind(self, kind: str, group: str | None = None) -> list[K8sObject]:
-        return [o for o in self.objects if o.kind == kind and (group is None or o.group == group)]
+        """The rendered objects of a kind (and API group), indexed on first use: rules ask many times per run."""
+        by_kind = self.memo("objects_by_kind", self._objects_by_kind)
+        return [o for o in by_kind.get(kind, ()) if group is None or o.group == group]
+
+    def _objects_by_kind(self) -> dict[str, list[K8sObject]]:
+        index: dict[str, list[K8sObject]] = {}
+        for obj in self.objects:
+            index.setdefault(obj.kind, []).append(obj)
+        return index
 
     def pool_of_flavor(self, flavor: Flavor) -> Pool | None:
         """The pool whose declared node labels the flavor's nodeLabels select (all must match)."""

@@ -236,10 +236,20 @@ def flavor_limit(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: s
     """(nominal quota, the most the queue can use) of one resource in one flavor, the rest of the cohort idle:
     Kueue's `PotentialAvailable` (kubernetes-sigs/kueue `pkg/cache/scheduler/clusterqueue_snapshot.go`), the nominal quota plus what the
     cohort can lend up to the queue's borrowingLimit. A resource the flavor does not list has no quota."""
-    for name, quota in queue.quotas():
-        if name == flavor and quota.name == resource:
-            borrow = lendable(cluster, queue).get((flavor, resource), 0)
-            if quota.borrowing_limit is not None:
-                borrow = min(borrow, quota.borrowing_limit)
-            return quota.nominal, quota.nominal + max(borrow, 0)
-    return 0, 0
+    return flavor_limits(cluster, queue).get((flavor, resource), (0, 0))
+
+
+def flavor_limits(cluster: Cluster, queue: ClusterQueue) -> dict[tuple[str, str], tuple[float, float]]:
+    """`flavor_limit` of every (flavor, resource) the queue lists, computed once per queue and run."""
+    return cluster.memo(("flavor_limits", queue.name), lambda: _flavor_limits(cluster, queue))
+
+
+def _flavor_limits(cluster: Cluster, queue: ClusterQueue) -> dict[tuple[str, str], tuple[float, float]]:
+    can_borrow = lendable(cluster, queue)
+    limits = {}
+    for flavor, quota in queue.quotas():
+        borrow = can_borrow.get((flavor, quota.name), 0)
+        if quota.borrowing_limit is not None:
+            borrow = min(borrow, quota.borrowing_limit)
+        limits.setdefault((flavor, quota.name), (quota.nominal, quota.nominal + max(borrow, 0)))
+    return limits

@@ -50,7 +50,7 @@ def clusters_with_policy(fleet: Fleet) -> Iterator[Cluster]:
 def policy_is_helm_values(cluster: Cluster) -> bool:
     """True when the ClusterPolicy is the one the Helm chart makes from the values files (Helm defaults apply)."""
     policy = cluster.cluster_policy
-    return policy is not None and not any(obj is policy for obj in cluster.objects)
+    return policy is not None and not cluster.memo("policy_rendered", lambda: any(o is policy for o in cluster.objects))
 
 
 def policy_location(fleet: Fleet, cluster: Cluster, *spec_path: Any, nearest: bool = True) -> Location | None:

@@ -133,6 +133,10 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     if not path.steps[-1].ok:
         return path
     sets = kueue.pod_sets(body)
+    if not sets:  # never a silent "lands": say that nothing could be traced
+        path.steps.append(Step("pod sets", False, f"no pod template with a spec found in this {body.get('kind')}: "
+                                                  "its pods cannot be traced", locate(("spec",))))
+        return path
     ranges = pods.limit_ranges(cluster, namespace)
     for pod_set in sets:
         pod_set.spec, written, refusals = pods.default_pod_spec(pod_set.template.get("spec") or {}, ranges)

@@ -27,7 +27,12 @@ class Check:
 
 
 def operands_on(fleet: Fleet, cluster: Cluster, pool: Pool) -> list[Check]:
-    """One Check per operator component that must run on the pool's nodes."""
+    """One Check per operator component that must run on the pool's nodes (the same for every pod: computed
+    once per pool and run)."""
+    return cluster.memo(("workpath.operands", pool.name), lambda: _operands_on(fleet, cluster, pool))
+
+
+def _operands_on(fleet: Fleet, cluster: Cluster, pool: Pool) -> list[Check]:
     if cluster.cluster_policy is None:
         return [Check(True, "no GPU Operator ClusterPolicy in the repository: the driver and device plugin are "
                             "assumed to be installed another way")]
@@ -59,11 +64,15 @@ def _driver(fleet: Fleet, cluster: Cluster, pool: Pool, taints: list) -> Check:
 
 def runtime(fleet: Fleet, cluster: Cluster, spec: dict) -> Check:
     """How the container gets its GPU: CDI, or the legacy nvidia runtime and the plugin's device-list strategy."""
+    runtime_class = str(spec.get("runtimeClassName") or "")
+    return cluster.memo(("workpath.runtime", runtime_class), lambda: _runtime(fleet, cluster, runtime_class))
+
+
+def _runtime(fleet: Fleet, cluster: Cluster, runtime_class: str) -> Check:
     if cluster.cluster_policy is None:
         return Check(True, "no GPU Operator ClusterPolicy in the repository: the runtime is not modelled")
     plugin = policy_section(cluster, "devicePlugin")
     value = env_value(plugin, ENV_NAME)
-    runtime_class = str(spec.get("runtimeClassName") or "")
     if not cdi_enabled(cluster):
         return Check(True, f"CDI off: the nvidia runtime injects the devices the plugin lists ({value or 'envvar'})")
     if value is None or any(s.startswith("cdi-") for s in strategies(value)):
