@@ -161,3 +161,16 @@ def test_a_workload_without_pod_templates_is_never_reported_as_landing(fleet: Fl
                                         "metadata": {"name": "empty", "namespace": "nlp"}, "spec": {}}))
     problem, _where = workpath.misplaced(_trace(fleet, manifest, "prod-us"))
     assert problem.startswith("blocked at pod sets: no pod template")
+
+
+def test_a_time_sliced_product_label_without_shared_suffix_is_blocked_at_node_fit(fleet: Fleet) -> None:
+    """GPU feature discovery labels time-sliced cards NVIDIA-L40S-SHARED; selecting NVIDIA-L40S finds no node."""
+    loaded = yamlload.parse_source((REPO / "docs/examples/notebook-statefulset.yaml").read_bytes(),
+                                   "docs/examples/notebook-statefulset.yaml")
+    body = loaded.documents[0].data
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
+    path = workpath.trace(fleet, fleet.clusters["prod-us"], body, workpath.example_locator(loaded.documents[0]))
+    blocked = path.blocked
+    assert blocked.stage == "node fit" and "no pool's nodes carry the labels" in blocked.text
+    assert "nvidia.com/gpu.product=NVIDIA-L40S" in blocked.text
+    assert blocked.where.path == "docs/examples/notebook-statefulset.yaml"

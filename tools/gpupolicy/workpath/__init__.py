@@ -301,10 +301,7 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
     fit = nodes.node_fit(fleet, cluster, spec, pod_set.requests, pods.container_requests(spec))
     path.stray_pools = fit.stray_pools
     if not fit.lands:
-        # No pool with the flavor's labels: the flavor; too big for every node: the workload's own request.
-        flavors = [cluster.flavors[f] for f in dict.fromkeys(path.flavors.values())]
-        where = fit.where or (fleet.locate(flavors[0].obj, "spec", "nodeLabels") if fit.no_pool and flavors
-                              else locate((*pod_set.template_path, "spec", "containers")))
+        where = fit.where or _node_fit_culprit(fleet, cluster, pod_set, path, fit, locate)
         path.steps.append(Step("node fit", False, fit.reason, where))
         return
     if fit.pool is None:
@@ -316,6 +313,19 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
     path.steps += [Step("GPU Operator", c.ok, c.text, c.where) for c in operands.operands_on(fleet, cluster, fit.pool)]
     check = operands.runtime(fleet, cluster, spec)
     path.steps.append(Step("runtime", check.ok, check.text, check.where))
+
+
+def _node_fit_culprit(fleet: Fleet, cluster: Cluster, pod_set: kueue.PodSet, path: PodSetPath, fit: nodes.NodeFit,
+                      locate: Locator) -> Location | None:
+    """What to change when no node fits: the pod's own node selector (e.g. a product label without the -SHARED
+    suffix GPU feature discovery gives time-sliced GPUs), else the flavor whose labels no pool carries, else the
+    pod's resource requests (too big for every node)."""
+    if fit.no_pool and pod_set.spec.get("nodeSelector"):
+        return locate((*pod_set.template_path, "spec", "nodeSelector"))
+    flavors = [cluster.flavors[f] for f in dict.fromkeys(path.flavors.values())]
+    if fit.no_pool and flavors:
+        return fleet.locate(flavors[0].obj, "spec", "nodeLabels")
+    return locate((*pod_set.template_path, "spec", "containers"))
 
 
 def _gpu_flavor_on_cpu_pods(cluster: Cluster, path: PodSetPath) -> str:
