@@ -174,3 +174,35 @@ def test_a_time_sliced_product_label_without_shared_suffix_is_blocked_at_node_fi
     assert blocked.stage == "node fit" and "no pool's nodes carry the labels" in blocked.text
     assert "nvidia.com/gpu.product=NVIDIA-L40S" in blocked.text
     assert blocked.where.path == "docs/examples/notebook-statefulset.yaml"
+
+
+WRONG_SHAPES = [None, 0, -1, 10**30, "x", [], {}, [1], {"a": 1}, True, 1.5, "1e400", "-3", [None], [{}], "9Ei"]
+
+
+def _field_paths(data, prefix=()):
+    yield prefix
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield from _field_paths(value, (*prefix, key))
+
+
+def test_trace_never_crashes_on_wrongly_shaped_manifests(fleet: Fleet) -> None:
+    """Examples are unreviewed content: any field of any shape gives a path (maybe blocked), never an exception."""
+    import copy
+    import random
+
+    rng = random.Random(11)
+    bodies = [yamlload.parse_source(p.read_bytes(), p.name).documents[0].data
+              for p in [*EXAMPLES, HERE / "workpath" / "distributed-jobset.yaml"]]
+    clusters = list(fleet.clusters.values())
+    for _ in range(400):
+        body = copy.deepcopy(rng.choice(bodies))
+        for _ in range(rng.randint(1, 4)):
+            target = rng.choice([p for p in _field_paths(body) if p])
+            parent = body
+            for key in target[:-1]:
+                parent = parent[key]
+            parent[target[-1]] = copy.deepcopy(rng.choice(WRONG_SHAPES))
+        path = workpath.trace(fleet, rng.choice(clusters), body, lambda _field: None)
+        workpath.misplaced(path)
+        path.summary()

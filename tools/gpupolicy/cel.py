@@ -31,7 +31,7 @@ with without_submodule("cel.cli"):  # its command line pulls in typer, rich and 
 
 from .quantity import QuantityError, parse_quantity
 from .selectors import label_selector_matches
-from .yamlload import mappings
+from .yamlload import mapping, mappings
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
@@ -159,7 +159,7 @@ class Policy:
     @classmethod
     def from_body(cls, body: dict) -> Policy:
         spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
-        policy = cls(name=str((body.get("metadata") or {}).get("name", "")), body=body,
+        policy = cls(name=str(mapping(body.get("metadata")).get("name", "")), body=body,
                      failure_policy=str(spec.get("failurePolicy") or "Fail"))
         for index, condition in enumerate(mappings(spec.get("matchConditions"))):
             program = policy._compile(condition.get("expression"), ("spec", "matchConditions", index, "expression"))
@@ -225,7 +225,7 @@ class Request:
 
     def as_cel(self) -> dict:
         group, version = self.group_version
-        metadata = self.object.get("metadata") or {}
+        metadata = mapping(self.object.get("metadata"))
         return {
             "kind": {"group": group, "version": version, "kind": self.kind},
             "resource": {"group": group, "version": version, "resource": self.resource},
@@ -309,10 +309,10 @@ def derived_pods(obj: dict) -> list[dict]:
     """The pods a workload's controllers would create: template labels and spec, namespace, owner."""
     if obj.get("kind") == "Pod":
         return []
-    metadata = obj.get("metadata") or {}
+    metadata = mapping(obj.get("metadata"))
     pods = []
     for index, (_path, template) in enumerate(pod_templates(obj)):
-        pod_metadata = dict(template.get("metadata") or {})
+        pod_metadata = dict(mapping(template.get("metadata")))
         pod_metadata.update({"name": f"{metadata.get('name', 'workload')}-{index}",
                              "namespace": metadata.get("namespace", ""),
                              "ownerReferences": [{"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind"),
@@ -369,10 +369,10 @@ def resources_match(match: Any, request: Request, require_rules: bool) -> bool:
         return False
     if any(_rule_matches(rule, request) for rule in mappings(match.get("excludeResourceRules"))):
         return False
-    namespace_labels = ((request.namespace or {}).get("metadata") or {}).get("labels") or {}
+    namespace_labels = mapping(mapping(mapping(request.namespace).get("metadata")).get("labels"))
     if request.namespace is not None and not selector_matches(match.get("namespaceSelector"), namespace_labels):
         return False
-    object_labels = (request.object.get("metadata") or {}).get("labels") or {}
+    object_labels = mapping(mapping(request.object.get("metadata")).get("labels"))
     return selector_matches(match.get("objectSelector"), object_labels)
 
 
@@ -409,7 +409,7 @@ def _context(request: Request) -> dict:
 
 def evaluate(policy: Policy, request: Request, binding: dict | None = None) -> list[Violation]:
     """The violations of one policy (through one binding) for one request; [] when it does not apply."""
-    binding_name = str(((binding or {}).get("metadata") or {}).get("name", ""))
+    binding_name = str(mapping(mapping(binding).get("metadata")).get("name", ""))
     binding_spec = (binding or {}).get("spec") or {}
     actions = tuple(binding_spec.get("validationActions") or ("Deny",))
     spec = policy.body.get("spec") or {}

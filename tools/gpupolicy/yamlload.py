@@ -280,6 +280,12 @@ def _line_map(root: yaml.Node) -> dict[Path, int]:
     return lines
 
 
+def mapping(value: Any) -> dict:
+    """A YAML mapping, or {} for anything else: the tolerant reading of one field whose shape the schema stage
+    already judged (a rule must never crash on `metadata: []`)."""
+    return value if isinstance(value, dict) else {}
+
+
 def mappings(value: Any) -> list[dict]:
     """The mapping items of a YAML list, ignoring anything else (and [] for a non-list): the tolerant reading
     of hand-written data whose shape the schema stage already judged."""

@@ -28,6 +28,7 @@ from ..quotas import is_gpu_resource
 from ..rules.cap_common import namespace_labels
 from ..rules.sec003_admission_policies import chain_of
 from ..selectors import label_selector_matches
+from ..yamlload import mapping
 from . import kueue, nodes, operands, pods
 
 KUEUE_SERVICE_ACCOUNT = "system:serviceaccount:kueue-system:kueue-controller-manager"
@@ -118,7 +119,7 @@ def show_requests(requests: dict[str, Decimal]) -> str:
 
 def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace: str | None = None) -> WorkloadPath:
     body = copy.deepcopy(body)
-    metadata = body.setdefault("metadata", {}) if isinstance(body.get("metadata", {}), dict) else {}
+    metadata = body["metadata"] = mapping(body.get("metadata"))
     namespace = namespace or str(metadata.get("namespace") or "default")
     metadata["namespace"] = namespace
     path = WorkloadPath(f"{body.get('kind', '?')} {namespace}/{metadata.get('name', '?')}", cluster.name, namespace)
@@ -139,7 +140,7 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
         return path
     ranges = pods.limit_ranges(cluster, namespace)
     for pod_set in sets:
-        pod_set.spec, written, refusals = pods.default_pod_spec(pod_set.template.get("spec") or {}, ranges)
+        pod_set.spec, written, refusals = pods.default_pod_spec(mapping(pod_set.template.get("spec")), ranges)
         pod_set.requests = pods.pod_requests(pod_set.spec)
         path.pod_sets.append(PodSetPath(pod_set.name, pod_set.count, pod_set.requests,
                                         [_defaulting(fleet, written, refusals, pod_set, locate)]))
@@ -365,7 +366,7 @@ def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment
 
 def _started_pod(body: dict, pod_set: kueue.PodSet, spec: dict, namespace_body: dict,
                  queue: ClusterQueue | None) -> cel.Request:
-    metadata = dict(pod_set.template.get("metadata") or {})
+    metadata = dict(mapping(pod_set.template.get("metadata")))
     metadata.update({"name": f"{(body.get('metadata') or {}).get('name', 'workload')}-{pod_set.name}",
                      "namespace": body["metadata"]["namespace"]})
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

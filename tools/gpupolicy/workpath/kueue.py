@@ -32,7 +32,7 @@ from ..model import QUEUE_LABEL, Cluster, ClusterQueue, Flavor, Fleet, ResourceG
 from ..quotas import flavor_limit
 from ..selectors import label_selector_matches
 from ..tolerations import BLOCKING_EFFECTS, tolerates
-from ..yamlload import mappings, parse_source
+from ..yamlload import mapping, mappings, parse_source
 from .nodes import node_affinity_matches
 
 KUEUE_VALUES = "policies/kueue/values.yaml"
@@ -152,8 +152,7 @@ def _name_and_count(kind: Any, spec: dict, path: tuple) -> tuple[str, int]:
 
 def queue_name(body: dict) -> str:
     """The LocalQueue a workload names: its own label (Kueue's webhooks copy it to the pods they manage)."""
-    labels = (body.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(QUEUE_LABEL, "")) if isinstance(labels, dict) else ""
+    return str(mapping(mapping(body.get("metadata")).get("labels")).get(QUEUE_LABEL) or "")
 
 
 # --- flavor assignment ---------------------------------------------------------------------------------------
