@@ -1,4 +1,5 @@
-"""gpupolicy diff: what a change does to capacity, quotas, priorities, drivers and access, and its findings."""
+"""gpupolicy diff: what a change does to capacity, quotas, priorities, drivers and access, every rendered object it
+changes, and its findings."""
 
 from __future__ import annotations
 
