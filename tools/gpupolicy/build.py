@@ -80,6 +80,18 @@ class SourceIndex:
             return Location(obj.origin, 1 if docs else 0)
         return Location(obj.origin, doc.line_of(field_path))
 
+    def span(self, obj: K8sObject) -> tuple[str, int, int] | None:
+        """(file, first line, last line) of the source document `obj` comes from; the last document of a file
+        runs to its end (a very large last line). None when the document is not known."""
+        if not obj.origin or obj.origin in self.refused:
+            return None
+        docs = self.docs(obj.origin)
+        doc = _matching_document(docs, obj)
+        if doc is None:
+            return None
+        later = [d.line for d in docs if d.line > doc.line]
+        return obj.origin, doc.line, (min(later) - 1) if later else 2**31
+
     def _overlay_location(self, obj: K8sObject) -> Location:
         if obj.cluster not in self.overlays:
             self.overlays[obj.cluster] = overlay_file(self.root, obj.cluster) if obj.cluster else ""

@@ -68,6 +68,7 @@ class SemanticDiff:
     findings: FindingsDiff
     headline: str = ""
     objects: list[ClusterObjects] = field(default_factory=list)  # every rendered object that differs
+    waived: list = field(default_factory=list)  # waivers.Waived: the head's findings reviewed exceptions accept
 
     @property
     def introduced_errors(self) -> list[Finding]:
@@ -592,12 +593,12 @@ def _verdict(findings: FindingsDiff, by_key: dict[str, Section], head_findings: 
 # --- entry point -------------------------------------------------------------------------------------------
 
 def compare(base_fleet: Fleet, head_fleet: Fleet, base_findings: list[Finding], head_findings: list[Finding],
-            base_label: str, head_label: str, rule_ids: Iterable[str] = ()) -> SemanticDiff:
+            base_label: str, head_label: str, rule_ids: Iterable[str] = (), head_waived: Iterable = ()) -> SemanticDiff:
     sides = Sides(fleet_as_dict(base_fleet), fleet_as_dict(head_fleet), base_fleet, head_fleet)
     sections = build_sections(sides)
     findings = compare_findings(base_findings, head_findings)
     objects = compare_objects(base_fleet, head_fleet)
-    result = SemanticDiff(base_label, head_label, sections, findings, objects=objects)
+    result = SemanticDiff(base_label, head_label, sections, findings, objects=objects, waived=list(head_waived))
     result.headline = headline(sections, findings, head_findings, rule_ids,
                                sum(len(cluster.changes) for cluster in objects))
     return result
@@ -628,16 +629,21 @@ def to_markdown(diff: SemanticDiff, root: str = "") -> str:
     for section in diff.sections:
         lines += [f"#### {section.title}", "", *_table(section.columns, section.rows), ""]
     found = diff.findings
-    if found.introduced or found.fixed or found.preexisting:
+    if found.introduced or found.fixed or found.preexisting or diff.waived:
         lines += ["#### Findings", "",
                   f"{len(found.introduced)} introduced, {len(found.fixed)} fixed, "
-                  f"{len(found.preexisting)} pre-existing.", ""]
+                  f"{len(found.preexisting)} pre-existing, {len(diff.waived)} waived by reviewed exceptions.", ""]
         for title, items in (("Introduced", found.introduced), ("Fixed", found.fixed)):
             if items:
                 lines += [f"**{title}**", "", *_table(FINDING_COLUMNS, _finding_rows(items)), ""]
         if found.preexisting:
             lines += ["<details><summary>Pre-existing</summary>", "",
                       *_table(FINDING_COLUMNS, _finding_rows(found.preexisting)), "", "</details>", ""]
+        if diff.waived:
+            rows = [[*_finding_rows([w.finding])[0], w.waiver.reason, w.waiver.owner, w.waiver.expires.isoformat()]
+                    for w in diff.waived]
+            lines += ["<details><summary>Waived by reviewed exceptions</summary>", "",
+                      *_table([*FINDING_COLUMNS, "reason", "owner", "expires"], rows), "", "</details>", ""]
     lines += _objects_markdown(diff.objects)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -684,6 +690,7 @@ def to_json(diff: SemanticDiff, root: str = "") -> str:
         "findings": {name: [f.as_dict() for f in getattr(diff.findings, name)]
                      for name in ("introduced", "fixed", "preexisting")},
         "objects": [change.as_dict() for cluster in diff.objects for change in cluster.changes],
+        "waived": [item.as_dict() for item in diff.waived],
     }
     return json.dumps(payload, indent=2, default=str)
 
@@ -696,13 +703,14 @@ class FindingsView:
     findings: list[Finding]
     sarif_results: list[tuple[Finding, str]]
     timings: dict[str, float] = field(default_factory=dict)
+    waived: list = field(default_factory=list)  # SARIF lists them with their suppression
 
 
 def findings_view(diff: SemanticDiff) -> FindingsView:
     states = [(f, "new") for f in diff.findings.introduced] + [(f, "unchanged") for f in diff.findings.preexisting]
     # A check that crashed on the head is shown even when it crashed on the base too: this run is incomplete.
     crashed = crashes(diff.findings.preexisting)
-    return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states)
+    return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states, waived=diff.waived)
 
 
 Formatter = Callable[[SemanticDiff, str], str]

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, repopath
+from . import kustomize, repopath, waivers
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .internal import DEBUG_ENV, crash_finding, crashes, guarded
 from .model import ClusterFacts, Fleet, K8sObject, Pool
+from .rules import exc003_unused_exception as exc003
 from .rules import kust005_unused as kust005
 from .rules import kust006_no_origin as kust006
 from .rules import schema001_core as schema001
@@ -45,6 +46,7 @@ class RunResult:
     objects: int = 0
     rendered_clusters: list[str] = field(default_factory=list)
     cached_renders: int = 0
+    waived: list = field(default_factory=list)  # waivers.Waived: findings a reviewed exception accepts
 
     @property
     def internal(self) -> list[Finding]:
@@ -172,12 +174,25 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
                             generated, index, default=[]))
     clock.lap("model")
 
+    waived: list[waivers.Waived] = []
     if rules:
         findings.extend(_run_rules(fleet))
+        findings, waived = _apply_exceptions(fleet, findings, sources.whole)
     clock.lap("rules")
     return RunResult(fleet=fleet, findings=_dedupe(findings), timings=timings,
                      objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
-                     cached_renders=sum(1 for r in rendered.values() if r.cached))
+                     cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived))
+
+
+def _apply_exceptions(fleet: Fleet, findings: list[Finding], whole: bool) -> tuple[list[Finding], list]:
+    """The findings no reviewed exception accepts (plus EXC003 for the exceptions that accepted nothing, in a
+    run over every cluster only: a partial run does not see every finding), and the accepted ones."""
+    outcome = guarded(findings, "stage exceptions", waivers.apply, fleet, findings, default=None,
+                      subject=waivers.EXCEPTIONS_FILE, location=Location(waivers.EXCEPTIONS_FILE, 1))
+    if outcome is None:  # the crash is an INTERNAL finding among `findings`; nothing was waived
+        return findings, []
+    unused = [exc003.finding(waiver) for waiver in outcome.unused] if whole else []
+    return outcome.kept + unused, outcome.waived
 
 
 def _selected(all_clusters: list[str], clusters: list[str] | None) -> list[str]:
@@ -458,6 +473,16 @@ def _run_rule(rule, fleet: Fleet) -> list[Finding]:
     except Exception as exc:  # noqa: BLE001 - any bug in a rule becomes a finding
         found.append(crash_finding(f"rule {rule.id}", exc, fleet))
     return found
+
+
+def _dedupe_waived(waived: list) -> list:
+    """`_dedupe` for accepted findings: one entry per finding and exception, naming every cluster."""
+    by_waiver: dict[int, list] = {}
+    for item in waived:
+        by_waiver.setdefault(id(item.waiver), []).append(item)
+    merged = [waivers.Waived(finding, items[0].waiver) for items in by_waiver.values()
+              for finding in _dedupe([i.finding for i in items])]
+    return sorted(merged, key=lambda item: item.finding.sort_key())
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

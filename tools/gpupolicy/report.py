@@ -24,8 +24,13 @@ Formatter = Callable[[Any, str], str]
 
 def summary(result: Any) -> dict:
     return {"errors": result.errors, "warnings": result.warnings, "crashed": crashed(result),
-            "objects": result.objects, "clusters": len(result.rendered_clusters),
+            "waived": len(waived(result)), "objects": result.objects, "clusters": len(result.rendered_clusters),
             "seconds": round(sum(result.timings.values()), 3)}
+
+
+def waived(result: Any) -> list:
+    """The findings reviewed exceptions accept (`waivers.Waived`); a result without them has none."""
+    return list(getattr(result, "waived", None) or [])
 
 
 def crashed(result: Any) -> int:
@@ -41,7 +46,8 @@ def verdict(errors: int, crashes: int) -> str:
 
 
 def as_json(result: Any, root: str = "") -> str:
-    payload = {"findings": [f.as_dict() for f in result.findings], "summary": summary(result)}
+    payload = {"findings": [f.as_dict() for f in result.findings], "waived": [w.as_dict() for w in waived(result)],
+               "summary": summary(result)}
     return json.dumps(payload, indent=2, sort_keys=False)
 
 
@@ -55,15 +61,27 @@ def as_text(result: Any, root: str = "") -> str:
         if finding.hint:
             lines.append(f"    hint: {finding.hint}")
     stats = summary(result)
+    accepted = f", {stats['waived']} waived by reviewed exceptions" if stats["waived"] else ""
     lines.append(f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "
-                 f"{stats['warnings']} warning(s) in {stats['objects']} objects from {stats['clusters']} cluster(s), "
-                 f"{stats['seconds']:.2f}s")
+                 f"{stats['warnings']} warning(s){accepted} in {stats['objects']} objects from {stats['clusters']} "
+                 f"cluster(s), {stats['seconds']:.2f}s")
     return "\n".join(lines)
 
 
-def _text_line(finding: Finding) -> str:
+def waived_text(result: Any) -> str:
+    """The accepted findings, each with the exception that accepts it (`validate --show-waived`)."""
+    lines = []
+    for item in waived(result):
+        exception = item.waiver
+        lines.append(_text_line(item.finding, f"waived {_MARK[item.finding.severity]}"))
+        lines.append(f"    exception: {exception.reason} (owner {exception.owner}, expires "
+                     f"{exception.expires.isoformat()}; {exception.source})")
+    return "\n".join(lines)
+
+
+def _text_line(finding: Finding, mark: str = "") -> str:
     where = f" [{finding.cluster}]" if finding.cluster else ""
-    return f"{finding.place}: {_MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
+    return f"{finding.place}: {mark or _MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
 
 
 FORMATTERS: dict[str, Formatter] = {

@@ -23,13 +23,15 @@ from .rules import yaml001_syntax as yaml001
 from .rules import yaml004_file_size as yaml004
 from .rules import yaml008_symlink as yaml008
 from .upgrades import PLAN_DIR
+from .waivers import EXCEPTIONS_FILE
 from .yamlload import MAX_FILE_BYTES, Document
 
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
-# Folders of fleet-level declarations that speak about clusters by name: every run loads them, also a run over
+# Fleet-level declarations (folders or files) that speak about clusters: every run loads them, also a run over
 # some clusters, so a fleet-level rule still reports what they say about the clusters the run covers (a rollout
-# plan that leaves a pool of the selected cluster out of every stage, UPG003).
-FLEET_INPUT_DIRS = (PLAN_DIR,)
+# plan that leaves a pool of the selected cluster out of every stage, UPG003), and a reviewed exception still
+# accepts its finding.
+FLEET_INPUTS = (PLAN_DIR, EXCEPTIONS_FILE)
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -173,8 +175,9 @@ def _pool_dirs(root: Path, graph: kustomize.Graph | None, clusters: list[str]) -
 
 
 def _fleet_inputs(root: Path) -> Iterator[str]:
-    """Every file of the fleet-level folders (FLEET_INPUT_DIRS); source_files vets each one like any other."""
-    return _walk(root, FLEET_INPUT_DIRS)
+    """Every file of FLEET_INPUTS (a folder's files, or the file); source_files vets each one like any other."""
+    yield from (rel for rel in FLEET_INPUTS if os.path.lexists(root / rel) and not (root / rel).is_dir())
+    yield from _walk(root, [rel for rel in FLEET_INPUTS if (root / rel).is_dir()])
 
 
 def _inputs_of(root: Path, graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> set[str]:
