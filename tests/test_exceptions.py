@@ -134,7 +134,7 @@ def test_the_site_lists_the_exceptions_in_force(repo: Path) -> None:
 
     _except(repo, "2099-12-31")
     fleet = pipeline.load_fleet(repo)
-    text = pages(Context(repo, fleet, "v"))["exceptions.md"]
+    text = pages(Context(repo, fleet))["exceptions.md"]
     assert "| [SEC003](rules/SEC003.md) | path clusters/*/kustomization.yaml | the mini cluster runs no admission " \
            "policies yet | platform-oncall | 2099-12-31 | `policies/exceptions.yaml:4` |" in text
 

@@ -13,7 +13,8 @@ from . import Context, table
 
 def pages(context: Context) -> dict[str, str]:
     found = waivers_of(context.fleet)
-    text = context.header("Reviewed exceptions")
+    annotated = {w.source.path for w in found.waivers if w.inline}
+    text = context.header("Reviewed exceptions", {EXCEPTIONS_FILE, *annotated})
     text += (f"Findings the repository accepts for a stated reason, by an owner, until a date: the entries of "
              f"`{EXCEPTIONS_FILE}` and the objects' `exception.gpupolicy.io/<RULE>` annotations (how to write one: "
              "[reviewed exceptions](../operations/exceptions.md)). `gpupolicy validate` still reports each accepted "
