@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from . import diffviews, quotas, report
+from . import diffviews, quotas, report, rootcause
 from .describe import fleet_as_dict
 from .findings import Finding, Severity
 from .internal import crashes
@@ -69,6 +69,7 @@ class SemanticDiff:
     headline: str = ""
     objects: list[ClusterObjects] = field(default_factory=list)  # every rendered object that differs
     waived: list = field(default_factory=list)  # waivers.Waived: the head's findings reviewed exceptions accept
+    causes: dict[Finding, Finding] = field(default_factory=dict)  # the head's derived findings -> their causes
 
     @property
     def introduced_errors(self) -> list[Finding]:
@@ -593,12 +594,14 @@ def _verdict(findings: FindingsDiff, by_key: dict[str, Section], head_findings: 
 # --- entry point -------------------------------------------------------------------------------------------
 
 def compare(base_fleet: Fleet, head_fleet: Fleet, base_findings: list[Finding], head_findings: list[Finding],
-            base_label: str, head_label: str, rule_ids: Iterable[str] = (), head_waived: Iterable = ()) -> SemanticDiff:
+            base_label: str, head_label: str, rule_ids: Iterable[str] = (), head_waived: Iterable = (),
+            head_causes: dict[Finding, Finding] | None = None) -> SemanticDiff:
     sides = Sides(fleet_as_dict(base_fleet), fleet_as_dict(head_fleet), base_fleet, head_fleet)
     sections = build_sections(sides)
     findings = compare_findings(base_findings, head_findings)
     objects = compare_objects(base_fleet, head_fleet)
-    result = SemanticDiff(base_label, head_label, sections, findings, objects=objects, waived=list(head_waived))
+    result = SemanticDiff(base_label, head_label, sections, findings, objects=objects, waived=list(head_waived),
+                          causes=dict(head_causes or {}))
     result.headline = headline(sections, findings, head_findings, rule_ids,
                                sum(len(cluster.changes) for cluster in objects))
     return result
@@ -616,8 +619,10 @@ def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def _finding_rows(findings: list[Finding]) -> list[list[str]]:
-    return [[f.severity.value, f.rule, f"`{f.place}`", f.message, f.cluster or "-"] for f in findings]
+def _finding_rows(findings: list[Finding], causes: dict[Finding, Finding] | None = None) -> list[list[str]]:
+    """Table rows, each cause followed by the findings it causes (marked ↳, rootcause.ordered)."""
+    return [[f.severity.value, ("↳ " if depth else "") + f.rule, f"`{f.place}`", f.message, f.cluster or "-"]
+            for f, depth in rootcause.ordered(findings, causes or {})]
 
 
 FINDING_COLUMNS = ["severity", "rule", "where", "message", "clusters"]
@@ -635,10 +640,10 @@ def to_markdown(diff: SemanticDiff, root: str = "") -> str:
                   f"{len(found.preexisting)} pre-existing, {len(diff.waived)} waived by reviewed exceptions.", ""]
         for title, items in (("Introduced", found.introduced), ("Fixed", found.fixed)):
             if items:
-                lines += [f"**{title}**", "", *_table(FINDING_COLUMNS, _finding_rows(items)), ""]
+                lines += [f"**{title}**", "", *_table(FINDING_COLUMNS, _finding_rows(items, diff.causes)), ""]
         if found.preexisting:
             lines += ["<details><summary>Pre-existing</summary>", "",
-                      *_table(FINDING_COLUMNS, _finding_rows(found.preexisting)), "", "</details>", ""]
+                      *_table(FINDING_COLUMNS, _finding_rows(found.preexisting, diff.causes)), "", "</details>", ""]
         if diff.waived:
             rows = [[*_finding_rows([w.finding])[0], w.waiver.reason, w.waiver.owner, w.waiver.expires.isoformat()]
                     for w in diff.waived]
@@ -687,7 +692,7 @@ def to_json(diff: SemanticDiff, root: str = "") -> str:
     payload = {
         "headline": diff.headline, "base": diff.base_label, "head": diff.head_label,
         "sections": {s.key: [dict(zip(s.columns, row, strict=True)) for row in s.rows] for s in diff.sections},
-        "findings": {name: [f.as_dict() for f in getattr(diff.findings, name)]
+        "findings": {name: [report.finding_json(f, diff.causes.get(f)) for f in getattr(diff.findings, name)]
                      for name in ("introduced", "fixed", "preexisting")},
         "objects": [change.as_dict() for cluster in diff.objects for change in cluster.changes],
         "waived": [item.as_dict() for item in diff.waived],
@@ -704,13 +709,15 @@ class FindingsView:
     sarif_results: list[tuple[Finding, str]]
     timings: dict[str, float] = field(default_factory=dict)
     waived: list = field(default_factory=list)  # SARIF lists them with their suppression
+    causes: dict[Finding, Finding] = field(default_factory=dict)  # SARIF relates a derived result to its cause
 
 
 def findings_view(diff: SemanticDiff) -> FindingsView:
     states = [(f, "new") for f in diff.findings.introduced] + [(f, "unchanged") for f in diff.findings.preexisting]
     # A check that crashed on the head is shown even when it crashed on the base too: this run is incomplete.
     crashed = crashes(diff.findings.preexisting)
-    return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states, waived=diff.waived)
+    return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states, waived=diff.waived,
+                        causes=diff.causes)
 
 
 Formatter = Callable[[SemanticDiff, str], str]

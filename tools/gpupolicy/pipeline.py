@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, repopath, waivers
+from . import kustomize, repopath, rootcause, waivers
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
@@ -47,6 +47,7 @@ class RunResult:
     rendered_clusters: list[str] = field(default_factory=list)
     cached_renders: int = 0
     waived: list = field(default_factory=list)  # waivers.Waived: findings a reviewed exception accepts
+    causes: dict[Finding, Finding] = field(default_factory=dict)  # derived finding -> its cause (rootcause)
 
     @property
     def internal(self) -> list[Finding]:
@@ -178,10 +179,13 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     if rules:
         findings.extend(_run_rules(fleet))
         findings, waived = _apply_exceptions(fleet, findings, sources.whole)
+    reported = _dedupe(findings)
+    causes = guarded(reported, "stage root causes", rootcause.link, fleet, reported, default={}) if rules else {}
     clock.lap("rules")
-    return RunResult(fleet=fleet, findings=_dedupe(findings), timings=timings,
+    return RunResult(fleet=fleet, findings=reported, timings=timings,
                      objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
-                     cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived))
+                     cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived),
+                     causes=causes)
 
 
 def _apply_exceptions(fleet: Fleet, findings: list[Finding], whole: bool) -> tuple[list[Finding], list]:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import formats
+from . import formats, rootcause
 from .findings import Finding, Severity
 from .internal import crashes
 
@@ -45,21 +45,37 @@ def verdict(errors: int, crashes: int) -> str:
     return "FAILED" if errors else "ok"
 
 
+def causes(result: Any) -> dict[Finding, Finding]:
+    """Derived finding -> its cause (`rootcause.link`); a result without them has none."""
+    return dict(getattr(result, "causes", None) or {})
+
+
 def as_json(result: Any, root: str = "") -> str:
-    payload = {"findings": [f.as_dict() for f in result.findings], "waived": [w.as_dict() for w in waived(result)],
-               "summary": summary(result)}
+    linked = causes(result)
+    payload = {"findings": [finding_json(f, linked.get(f)) for f in result.findings],
+               "waived": [w.as_dict() for w in waived(result)], "summary": summary(result)}
     return json.dumps(payload, indent=2, sort_keys=False)
+
+
+def finding_json(finding: Finding, cause: Finding | None) -> dict:
+    """A finding's fields; a derived one adds `caused_by`: the rule, place and message of its cause."""
+    data = finding.as_dict()
+    if cause is not None:
+        data["caused_by"] = {"rule": cause.rule, "path": cause.path, "line": cause.line, "message": cause.message}
+    return data
 
 
 _MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
 
 
 def as_text(result: Any, root: str = "") -> str:
+    """Causes first, each with the findings it causes indented under it, then the rest in file order."""
     lines = []
-    for finding in result.findings:
-        lines.append(_text_line(finding))
+    for finding, depth in rootcause.ordered(result.findings, causes(result)):
+        indent = "  " * depth
+        lines.append(indent + ("-> " if depth else "") + _text_line(finding))
         if finding.hint:
-            lines.append(f"    hint: {finding.hint}")
+            lines.append(f"{indent}    hint: {finding.hint}")
     stats = summary(result)
     accepted = f", {stats['waived']} waived by reviewed exceptions" if stats["waived"] else ""
     lines.append(f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "

@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     from ..rules import all_rules
 
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, base_label,
-                          _label(root, args.head) if args.head else "working tree", all_rules(), head.waived)
+                          _label(root, args.head) if args.head else "working tree", all_rules(), head.waived,
+                          head.causes)
     text = diff.OUTPUTS[args.format](result, str(root))
     if args.output:
         Path(args.output).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
