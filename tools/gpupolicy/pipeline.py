@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, repopath, rootcause, waivers
+from . import kustomize, patchsources, repopath, rootcause, waivers
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
@@ -163,13 +163,17 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
 
     index = SourceIndex(str(root), sources.documents, sources.reader)
     objects_by_cluster = _parse_stage(sources, renderable, rendered, store, index, findings)
+    generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
+                 for name in objects_by_cluster}
+    index.generated = generated
+    index.setters = {name: guarded(findings, "stage parse (overlay edits)", patchsources.setters, sources.graph,
+                                   f"clusters/{name}", index.edit_docs, default=[], cluster=name)
+                     for name in objects_by_cluster}
     clock.lap("parse")
 
     findings.extend(_schema_stage(objects_by_cluster, facts, schemas, index, sources))
     clock.lap("schema")
 
-    generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
-                 for name in objects_by_cluster}
     fleet = _assemble_fleet(sources, facts, objects_by_cluster, generated, index, findings)
     findings.extend(guarded(findings, "stage schema (GPU Operator values)", _values_findings, fleet, schemas,
                             generated, index, default=[]))
@@ -179,7 +183,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     if rules:
         findings.extend(_run_rules(fleet))
         findings, waived = _apply_exceptions(fleet, findings, sources.whole)
-    reported = _dedupe(findings)
+    reported = _dedupe(_with_base_context(findings, index))
     causes = guarded(reported, "stage root causes", rootcause.link, fleet, reported, default={}) if rules else {}
     clock.lap("rules")
     return RunResult(fleet=fleet, findings=reported, timings=timings,
@@ -477,6 +481,12 @@ def _run_rule(rule, fleet: Fleet) -> list[Finding]:
     except Exception as exc:  # noqa: BLE001 - any bug in a rule becomes a finding
         found.append(crash_finding(f"rule {rule.id}", exc, fleet))
     return found
+
+
+def _with_base_context(findings: list[Finding], index: SourceIndex) -> list[Finding]:
+    """A finding the locator sent to an overlay edit names the base it overrides, as context."""
+    return [replace(f, message=f"{f.message} (set by this overlay edit; the base is {index.bases[(f.path, f.line)]})")
+            if (f.path, f.line) in index.bases else f for f in findings]
 
 
 def _dedupe_waived(waived: list) -> list:
