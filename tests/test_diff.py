@@ -212,7 +212,7 @@ def test_no_main_branch_falls_back_to_head(tmp_path: Path) -> None:
     code, text = run_cli("diff", "--repo", str(root), "--format", "json")
     data = json.loads(text)
     assert data["sections"] == {} and data["findings"]["introduced"] == []
-    assert data["headline"].startswith("no change to capacity")
+    assert data["headline"].startswith("no change to what the clusters get")
     assert code == 0
 
 

@@ -216,7 +216,7 @@ HOSTILE = {  # name: (base, fixture laid over it, mutation, the finding validate
     "float-overflow-quota": (MINIREPO, None, _hostile_quota, ("CAP016", "clusters/mini/queues.yaml", 18)),
     "date-that-does-not-exist": (UPGRADES, None, _hostile_date, ("UPG001", "policies/upgrades/plan.yaml", 0)),
     "deeply-nested-dashboard": (MINIREPO, DASHBOARD_FIXTURE, _hostile_dashboard,
-                                ("OBS004", "clusters/mini/obs/kustomization.yaml", 0)),
+                                ("OBS004", "clusters/mini/obs/gpu.json", 0)),  # the generator's file (issue 14)
     "non-string-key-in-pool": (MINIREPO, None, _hostile_keys, ("SCHEMA005", "pools/mini-a100/pool.yaml", 7)),
 }
 

@@ -11,7 +11,7 @@ from simulate.simhelpers import _obj
 from support import REPO
 
 from gpupolicy import pipeline, quotas
-from gpupolicy.docsgen import Context, configuration_version
+from gpupolicy.docsgen import Context
 from gpupolicy.docsgen import quotas as quota_page
 from gpupolicy.model import (
     Cluster,
@@ -118,7 +118,7 @@ def _page_totals(text: str) -> dict[tuple[str, str, str], tuple[int, int]]:
 
 
 def test_cap001_and_the_quota_page_agree_on_the_reference_fleet(fleet) -> None:
-    text = quota_page.pages(Context(root=REPO, fleet=fleet, version=configuration_version(REPO)))["quotas.md"]
+    text = quota_page.pages(Context(root=REPO, fleet=fleet))["quotas.md"]
     page = _page_totals(text)
     compared = 0
     for cluster in fleet.clusters.values():

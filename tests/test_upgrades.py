@@ -89,7 +89,7 @@ def test_shipped_plan_soak_blocks_promotion_until_a_week_has_passed(shipped) -> 
 
 def test_update_procedure_page_has_timeline_pools_criteria_and_commands(shipped) -> None:
     result, _plans = shipped
-    context = docsgen.Context(root=REPO, fleet=result.fleet, version="cfg-test")
+    context = docsgen.Context(root=REPO, fleet=result.fleet)
     page = upgrades_page.pages(context)["upgrades.md"]
     assert "```mermaid\ngantt" in page
     assert ":active, canary, 2026-11-24, 7d" in page

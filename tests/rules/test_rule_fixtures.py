@@ -3,7 +3,8 @@
 A fixture is a folder under tests/rules/<ID>/good/ or bad/ whose files are laid over the base repository
 (tests/fixtures/minirepo, or the folder named in the fixture's `base` file). A file `<path>.delete` removes
 <path> from the copy. An optional `expect.yaml` lists findings that must be among the rule's findings:
-`[{path: clusters/mini/queues.yaml, line: 18, message: "substring"}]`. An optional `crash` file names a
+`[{path: clusters/mini/queues.yaml, line: 18, message: "substring"}]`, optionally with `hint` (a substring
+of the hint) and `hint_lacks` (a substring the hint must not hold, such as the value already set). An optional `crash` file names a
 registered rule whose check is made to raise for that fixture: no repository content should crash a rule, so
 this is how INTERNAL (the finding of a crashed check) gets its bad fixture. No other fixture may crash a check.
 """
@@ -94,7 +95,9 @@ def test_rule_silent_on_good_fixture(fixture: Path, tmp_path: Path, monkeypatch:
 def _matches(finding, expected: dict) -> bool:
     return (finding.path == expected.get("path", finding.path)
             and finding.line == expected.get("line", finding.line)
-            and expected.get("message", "") in finding.message)
+            and expected.get("message", "") in finding.message
+            and expected.get("hint", "") in finding.hint
+            and ("hint_lacks" not in expected or expected["hint_lacks"] not in finding.hint))
 
 
 def test_every_rule_has_good_and_bad_fixtures() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from . import capacity, repopath
+from . import capacity, patchsources, repopath
 from .findings import Location
 from .kustomize import KUSTOMIZATION_NAMES
 from .model import (
@@ -53,6 +53,12 @@ class SourceIndex:
         self.reader = reader or repopath.Reader(root)
         self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
         self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
+        # The overlay edits of each cluster and its generated ConfigMap keys: a field they set is located at the
+        # edit (patchsources), and the place in the base it replaced is kept in `bases` as context.
+        self.setters: dict[str, list] = {}
+        self.generated: dict[str, dict[tuple[str, str], str]] = {}
+        self.bases: dict[tuple[str, int], Location] = {}
+        self._edit_cache: dict[tuple[str, str], list[Document]] = {}
 
     def docs(self, path: str) -> list[Document]:
         if path not in self.documents:
@@ -70,6 +76,44 @@ class SourceIndex:
         return parse_source(raw, path).documents
 
     def locate(self, obj: K8sObject, field_path: tuple) -> Location:
+        """Where `field_path` of `obj` was set: the overlay edit that set it (the base then kept in `bases`), else
+        its place in the object's source document."""
+        path = tuple(str(part) for part in field_path)
+        generated = patchsources.generated_location(self.generated.get(obj.cluster, {}), obj, path, self.docs)
+        if generated is not None:  # the generator's file is the key's own source, not an edit over a base
+            return generated
+        base = self._locate_in_origin(obj, field_path)
+        edited = self._edit_location(obj, path)
+        if edited is None or edited == base:
+            return base
+        self.bases[(edited.path, edited.line)] = base
+        return edited
+
+    def edit_docs(self, path: str) -> list[Document]:
+        """The documents of an overlay edit's file: the loader's (a kustomization, a strategic-merge patch), or,
+        for a file the loader kept no document of, its lists (a JSON6902 patch or a replacements file, which the
+        loader refuses as manifests), parsed once through the boundary."""
+        loaded = self.docs(path)
+        if loaded:
+            return loaded
+        key = ("edit", path)
+        if key not in self._edit_cache:
+            try:
+                text = self.reader.read(path).decode("utf-8")
+            except (repopath.Refused, OSError, UnicodeDecodeError):
+                text = ""
+            self._edit_cache[key] = load_text(text, path, lists=True).documents
+        return self._edit_cache[key]
+
+    def _edit_location(self, obj: K8sObject, path: tuple[str, ...]) -> Location | None:
+        for setter in self.setters.get(obj.cluster, ()):
+            if setter.applies_to(obj):
+                line = setter.line_for(path)
+                if line:
+                    return Location(setter.file, line)
+        return None
+
+    def _locate_in_origin(self, obj: K8sObject, field_path: tuple) -> Location:
         if not obj.origin:
             return Location("", 0)
         docs = self.docs(obj.origin)
@@ -79,6 +123,18 @@ class SourceIndex:
         if doc is None:
             return Location(obj.origin, 1 if docs else 0)
         return Location(obj.origin, doc.line_of(field_path))
+
+    def span(self, obj: K8sObject) -> tuple[str, int, int] | None:
+        """(file, first line, last line) of the source document `obj` comes from; the last document of a file
+        runs to its end (a very large last line). None when the document is not known."""
+        if not obj.origin or obj.origin in self.refused:
+            return None
+        docs = self.docs(obj.origin)
+        doc = _matching_document(docs, obj)
+        if doc is None:
+            return None
+        later = [d.line for d in docs if d.line > doc.line]
+        return obj.origin, doc.line, (min(later) - 1) if later else 2**31
 
     def _overlay_location(self, obj: K8sObject) -> Location:
         if obj.cluster not in self.overlays:

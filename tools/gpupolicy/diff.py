@@ -1,8 +1,12 @@
 """Semantic diff between two runs of the pipeline: what a change does to the fleet, not which lines moved.
 
 Both sides are plain data (`describe.fleet_as_dict`, plus RBAC grants and admission policies read from the
-rendered objects). Every section flattens its side into `{key: value}` and reports the keys whose values
-differ, so adding a comparison is adding one flattening function. Findings are matched by `Finding.identity`.
+rendered objects, and the views of `diffviews`: namespace quotas, LimitRanges, node selection, labels, pool
+declarations, upgrade plans). Every section flattens its side into `{key: value}` and reports the keys whose
+values differ, so adding a comparison is adding one flattening function; amounts read in human units
+(`quantity.human_amount`), and each section leaves the headline `Note`s weighted by risk (decision 0032).
+Beneath the sections, `objectdiff` lists every rendered object that differs, with its YAML diff. Findings are
+matched by `Finding.identity`.
 
 Outputs: OUTPUTS is this result's table of formats, name -> formatter(diff, root) -> text, which `gpupolicy
 diff --format` offers. It is separate from `report.FORMATTERS` because it formats a different result: a run's
@@ -14,6 +18,7 @@ junit, github) are not written twice: OUTPUTS takes them from `report.FORMATTERS
 
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -21,11 +26,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from . import quotas, report
+from . import diffviews, quotas, report, rootcause
 from .describe import fleet_as_dict
 from .findings import Finding, Severity
 from .internal import crashes
 from .model import MIG_RESOURCE_PREFIX, Cluster, Fleet
+from .objectdiff import ClusterObjects, compare_objects, fence
+from .quantity import HUGE_COUNT, QuantityError, counted_resource, human_amount, human_delta, parse_quantity
 
 ABSENT = None
 ADMISSION_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
@@ -34,12 +41,16 @@ ADMISSION_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBindin
 GUARANTEES = {"CAP005": "production reserve still holds", "CAP001": "quotas still fit the pools"}
 
 
+NO_LIMIT = "no limit"  # a ResourceQuota without the resource does not limit it
+
+
 @dataclass
 class Section:
     key: str
     title: str
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # what the headline may say about the rows
 
 
 @dataclass
@@ -56,6 +67,9 @@ class SemanticDiff:
     sections: list[Section]
     findings: FindingsDiff
     headline: str = ""
+    objects: list[ClusterObjects] = field(default_factory=list)  # every rendered object that differs
+    waived: list = field(default_factory=list)  # waivers.Waived: the head's findings reviewed exceptions accept
+    causes: dict[Finding, Finding] = field(default_factory=dict)  # the head's derived findings -> their causes
 
     @property
     def introduced_errors(self) -> list[Finding]:
@@ -235,20 +249,53 @@ def changed(old: dict, new: dict) -> list[tuple[tuple, Any, Any]]:
             if old.get(key, ABSENT) != new.get(key, ABSENT)]
 
 
-# Above this an amount is shown in scientific notation: an int as large as 1e400 (a quota the model holds
-# exactly) would overflow a float in `:g`, and one past 4,300 digits cannot even be turned into text.
-HUGE = 10**15
+def changed_amounts(old: dict, new: dict, absent_is_zero: bool = True) -> list[tuple[tuple, Any, Any, Decimal]]:
+    """`changed` for quantities: (key, old, new, new - old) compared as amounts, so "48" and 48 are one quota.
+    With `absent_is_zero` (Kueue quotas, capacity: a resource not listed has none) a row whose amount does not
+    move is no change and is left out; without it (a ResourceQuota's `hard`, where an absent resource has no
+    limit at all) adding or removing a limit is always a change. A value that is no quantity compares as text."""
+    rows = []
+    for key, before, after in changed(old, new):
+        old_amount, new_amount = _amount(before, absent_is_zero), _amount(after, absent_is_zero)
+        if old_amount is not None and new_amount is not None:
+            if old_amount == new_amount:
+                continue
+            rows.append((key, before, after, new_amount - old_amount))
+        else:
+            rows.append((key, before, after, Decimal(0)))
+    return rows
+
+
+def _amount(value: Any, absent_is_zero: bool) -> Decimal | None:
+    if value is ABSENT:
+        return Decimal(0) if absent_is_zero else None
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return None
 
 
 def _show(value: Any) -> str:
     if value is ABSENT:
         return "—"
-    return f"{Decimal(value):.3e}" if isinstance(value, int) and abs(value) >= HUGE else str(value)
+    return human_amount("", value) if isinstance(value, int) and abs(value) >= HUGE_COUNT else str(value)
 
 
-def _delta(old: Any, new: Any) -> str:
-    amount = (new or 0) - (old or 0)
-    return f"{Decimal(amount):+.3e}" if isinstance(amount, int) and abs(amount) >= HUGE else f"{amount:+g}"
+def _amount_shown(resource: str, value: Any, absent: str = "—") -> str:
+    return absent if value is ABSENT else human_amount(resource, value)
+
+
+def is_gpu_resource(resource: str) -> bool:
+    """GPUs and MIG slices (also as a ResourceQuota names them): their rows come first."""
+    name = counted_resource(resource)
+    return name.startswith(("nvidia.com/gpu", MIG_RESOURCE_PREFIX))
+
+
+def _risk_order(resource: str, delta: Decimal, key: tuple) -> tuple:
+    """GPU rows first, then the losses before the gains, then by key."""
+    return (not is_gpu_resource(resource), delta >= 0, [str(part) for part in key])
 
 
 def _pool_capacity(model: dict) -> dict[tuple, float]:
@@ -267,33 +314,67 @@ def _teams(model: dict) -> dict[tuple, str]:
     return {(cluster, queue["name"]): queue["team"] or "-" for cluster, queue in _queues(model)}
 
 
-def build_sections(base: dict, head: dict, base_fleet: Fleet, head_fleet: Fleet) -> list[Section]:
+@dataclass(frozen=True)
+class Sides:
+    """Both revisions: the typed fleets and their plain-data form (`describe.fleet_as_dict`)."""
+
+    base: dict
+    head: dict
+    base_fleet: Fleet
+    head_fleet: Fleet
+
+    def views(self, view: Callable[[Fleet], dict]) -> tuple[dict, dict]:
+        return view(self.base_fleet), view(self.head_fleet)
+
+
+def build_sections(sides: Sides) -> list[Section]:
+    """Every section with a change, in the order of risk: what loses capacity or access first (capacity,
+    quotas, namespace quotas, access, node selection), then priority and preemption, then versions, plans and
+    the declarations behind them."""
+    base, head = sides.base, sides.head
     sections = [_capacity_section(base, head), _pool_section(base, head), _quota_section(base, head),
-                _limits_section(base, head), _simple("cohorts", "Cohort moves", ["cluster", "queue"],
-                                                     cohorts_of(base), cohorts_of(head)),
-                _simple("preemption", "Queue preemption", ["cluster", "queue", "setting"],
-                        preemption_of(base), preemption_of(head)),
+                _namespace_quota_section(*sides.views(diffviews.namespace_quotas)),
+                _limits_section(base, head), _rbac_section(sides.base_fleet, sides.head_fleet),
+                _simple("placement", "Node selection: labels, taints, tolerations and selectors",
+                        ["cluster", "kind", "object", "field"], *sides.views(diffviews.placement)),
+                _admission_section(admission_of(sides.base_fleet), admission_of(sides.head_fleet)),
                 _simple("priorities", "Priority classes", ["cluster", "kind", "name", "setting"],
                         priorities_of(base), priorities_of(head)),
+                _simple("preemption", "Queue preemption", ["cluster", "queue", "setting"],
+                        preemption_of(base), preemption_of(head)),
+                _simple("cohorts", "Cohort moves", ["cluster", "queue"], cohorts_of(base), cohorts_of(head)),
                 _simple("versions", "Driver and GPU Operator versions", ["cluster", "pool", "component"],
                         versions_of(base), versions_of(head)),
-                _admission_section(admission_of(base_fleet), admission_of(head_fleet)),
-                _rbac_section(base_fleet, head_fleet)]
+                _simple("plans", "Upgrade plans", ["plan", "field"], *sides.views(diffviews.upgrade_plans)),
+                _pool_declaration_section(*sides.views(diffviews.pool_declarations)),
+                _simple("labels", "Labels with meaning", ["cluster", "kind", "object", "label"],
+                        *sides.views(diffviews.meaningful_labels)),
+                _limit_range_section(*sides.views(diffviews.limit_ranges))]
     return [s for s in sections if s.rows]
 
 
 def _capacity_section(base: dict, head: dict) -> Section:
     section = Section("capacity", "Capacity", ["cluster", "pool", "resource", "old", "new", "delta"])
-    for (cluster, pool, resource), old, new in changed(capacity_of(base), capacity_of(head)):
-        section.rows.append([cluster, pool, resource, _show(old), _show(new), _delta(old, new)])
+    rows = changed_amounts(capacity_of(base), capacity_of(head))
+    for (cluster, pool, resource), old, new, delta in sorted(rows, key=lambda r: _risk_order(r[0][2], r[3], r[0])):
+        section.rows.append([cluster, pool, resource, _amount_shown(resource, old), _amount_shown(resource, new),
+                             human_delta(resource, old, new)])
+        section.notes.append(Note(_weight(LOST_CAPACITY if delta < 0 else GAINED_CAPACITY, resource, delta),
+                                  f"{human_delta(resource, old, new)} {resource} in pool {pool} of {cluster} "
+                                  f"({_amount_shown(resource, old)} -> {_amount_shown(resource, new)})",
+                                  (cluster, pool)))
     return section
 
 
 def _pool_section(base: dict, head: dict) -> Section:
     section = Section("pools", "Pool hardware, access mode and MIG layout",
                       ["cluster", "pool", "setting", "old", "new"])
+    settings: dict[tuple, list[str]] = {}
     for (cluster, pool, setting), old, new in changed(pool_settings_of(base), pool_settings_of(head)):
         section.rows.append([cluster, pool, setting, _show(old), _show(new)])
+        settings.setdefault((cluster, pool), []).append(f"{setting} {_show(old)} -> {_show(new)}")
+    for (cluster, pool), changes in settings.items():
+        section.notes.append(Note(POOL_SETTINGS, f"pool {pool} ({cluster}): {', '.join(changes)}", (cluster, pool)))
     return section
 
 
@@ -301,12 +382,40 @@ def _quota_section(base: dict, head: dict) -> Section:
     section = Section("quotas", "Quotas", ["cluster", "team", "queue", "flavor", "resource", "old", "new", "delta",
                                            "share of pool (old -> new)"])
     teams = {**_teams(base), **_teams(head)}
+    models = {**_flavor_models(base), **_flavor_models(head)}
     old_capacity, new_capacity = _pool_capacity(base), _pool_capacity(head)
-    for (cluster, queue, flavor, resource), old, new in changed(quotas_of(base), quotas_of(head)):
+    rows = changed_amounts(quotas_of(base), quotas_of(head))
+    for (cluster, queue, flavor, resource), old, new, delta in sorted(rows, key=lambda r: _risk_order(r[0][3], r[3],
+                                                                                                      r[0])):
         shares = (f"{_share(old, old_capacity.get((cluster, flavor, resource)))} -> "
                   f"{_share(new, new_capacity.get((cluster, flavor, resource)))}")
-        section.rows.append([cluster, teams.get((cluster, queue), "-"), queue, flavor, resource, _show(old),
-                             _show(new), _delta(old, new), shares])
+        team = teams.get((cluster, queue), "-")
+        old_text, new_text = _amount_shown(resource, old), _amount_shown(resource, new)
+        section.rows.append([cluster, team, queue, flavor, resource, old_text, new_text,
+                             human_delta(resource, old, new), shares])
+        who = f"team {team}" if team != "-" else f"queue {queue}"
+        section.notes.append(Note(_weight(LOST_CAPACITY if delta < 0 else GAINED_QUOTA, resource, delta),
+                                  f"{human_delta(resource, old, new)} "
+                                  f"{_unit(resource, models.get((cluster, flavor), ''))} for {who} in {cluster} "
+                                  f"({old_text} -> {new_text})"))
+    return section
+
+
+def _namespace_quota_section(old: dict, new: dict) -> Section:
+    section = Section("namespace-quotas", "Namespace quotas (ResourceQuota)",
+                      ["cluster", "namespace", "quota", "resource", "old", "new", "delta"])
+    rows = changed_amounts(old, new, absent_is_zero=False)
+    for (cluster, namespace, name, resource), before, after, delta in sorted(
+            rows, key=lambda r: _risk_order(r[0][3], r[3], r[0])):
+        old_text, new_text = _amount_shown(resource, before, NO_LIMIT), _amount_shown(resource, after, NO_LIMIT)
+        limited = before is not ABSENT and after is not ABSENT
+        section.rows.append([cluster, namespace, name, resource, old_text, new_text,
+                             human_delta(resource, before, after) if limited else ""])
+        lost = after is not ABSENT and (before is ABSENT or delta < 0)  # a new limit, or a lower one
+        words = f"{counted_resource(resource)} for namespace {namespace} in {cluster} ({old_text} -> {new_text})"
+        section.notes.append(Note(_weight(LOST_ACCESS if lost else GAINED_QUOTA - 1, resource, delta),
+                                  f"{human_delta(resource, before, after)} {words}" if limited else
+                                  f"ResourceQuota {words}"))
     return section
 
 
@@ -314,7 +423,18 @@ def _limits_section(base: dict, head: dict) -> Section:
     section = Section("limits", "Borrowing and lending limits",
                       ["cluster", "queue", "flavor", "resource", "limit", "old", "new"])
     for (cluster, queue, flavor, resource, name), old, new in changed(limits_of(base), limits_of(head)):
-        section.rows.append([cluster, queue, flavor, resource, name, _show(old), _show(new)])
+        section.rows.append([cluster, queue, flavor, resource, name, _amount_shown(resource, old),
+                             _amount_shown(resource, new)])
+    return section
+
+
+def _limit_range_section(old: dict, new: dict) -> Section:
+    section = Section("limit-ranges", "Namespace defaults and limits (LimitRange)",
+                      ["cluster", "namespace", "limit range", "type", "setting", "resource", "old", "new"])
+    for key, before, after, _delta in sorted(changed_amounts(old, new, absent_is_zero=False),
+                                            key=lambda r: _risk_order(r[0][5], r[3], r[0])):
+        resource = key[5]
+        section.rows.append([*key, _amount_shown(resource, before), _amount_shown(resource, after)])
     return section
 
 
@@ -323,6 +443,23 @@ def _simple(key: str, title: str, key_columns: list[str], old: dict, new: dict) 
     for parts, before, after in changed(old, new):
         section.rows.append([*parts, _show(before), _show(after)])
     return section
+
+
+def _pool_declaration_section(old: dict, new: dict) -> Section:
+    """pool.yaml fields beyond the hardware; a new taint shuts every workload that does not tolerate it out of the
+    pool's nodes, so the headline weighs it as lost access."""
+    section = _simple("pool-declarations", "Pool declarations (zones, node labels, taints, node shape)",
+                      ["pool", "field"], old, new)
+    for (pool, path), before, after in changed(old, new):
+        added = _items(after) - _items(before) if path == "taints" else set()
+        if added:
+            section.notes.append(Note(LOST_ACCESS - 3, f"new taint {', '.join(sorted(added))} on pool {pool}"))
+    return section
+
+
+def _items(text: Any) -> set[str]:
+    """The items of a list `diffviews` wrote as one line."""
+    return set() if text is ABSENT or text == "[]" else set(text.split(", "))
 
 
 def _admission_section(old: dict, new: dict) -> Section:
@@ -348,13 +485,41 @@ def _rbac_section(base_fleet: Fleet, head_fleet: Fleet) -> Section:
             grouped.setdefault(grant[:3], (set(), set()))[0].add(grant[3])
         for grant in old - new:
             grouped.setdefault(grant[:3], (set(), set()))[1].add(grant[3])
-        for (subject, scope, resource), (gained, lost) in sorted(grouped.items()):
+        for (subject, scope, resource), (gained, lost) in sorted(grouped.items(), key=lambda item: not item[1][1]):
             section.rows.append([name, subject, scope, resource, ", ".join(sorted(gained)),
                                  ", ".join(sorted(lost))])
     return section
 
 
 # --- the headline ------------------------------------------------------------------------------------------
+
+# Weights of the headline's phrases, by risk: lost capacity, then lost access, then priority and preemption
+# changes, then the gains and the rest. Within a band a GPU change outweighs any other resource, and a bigger
+# change a smaller one (`_weight`).
+LOST_CAPACITY, LOST_ACCESS, PRIORITY, GAINED_QUOTA, POOL_SETTINGS, GAINED_CAPACITY = 9e6, 8e6, 7e6, 6e6, 5e6, 4e6
+# Sections summed up as a count, with their band.
+COUNTED = (("rbac", LOST_ACCESS - 1, "RBAC grant change(s)"), ("placement", LOST_ACCESS - 2, "node selection change(s)"),
+           ("priorities", PRIORITY, "priority setting(s)"), ("preemption", PRIORITY - 1, "preemption setting(s)"),
+           ("cohorts", PRIORITY - 2, "cohort move(s)"), ("admission", 3e6, "admission policy change(s)"),
+           ("versions", 2e6, ""), ("plans", 1e6, "upgrade plan setting(s)"),
+           ("pool-declarations", 9e5, "pool declaration setting(s)"), ("labels", 8e5, "label change(s)"),
+           ("limit-ranges", 7e5, "LimitRange setting(s)"), ("limits", 6e5, "borrowing/lending limit change(s)"))
+
+
+@dataclass(frozen=True)
+class Note:
+    """One phrase the headline may use: its weight (higher first), its words, and the pool it is about (a
+    pool's setting change already explains its capacity change)."""
+
+    weight: float
+    words: str
+    pool: tuple[str, str] | None = None
+
+
+def _weight(band: float, resource: str, delta: Decimal) -> float:
+    size = min(float(abs(delta)), 1e5)  # a huge quota must not jump a band
+    return band + (5e5 if is_gpu_resource(resource) else 0) + size
+
 
 def _unit(resource: str, model_name: str) -> str:
     """How a reader names one unit of a resource: the GPU model, or the MIG profile."""
@@ -375,41 +540,31 @@ def _flavor_models(model: dict) -> dict[tuple, str]:
     return models
 
 
-def headline(sections: list[Section], findings: FindingsDiff, base: dict, head: dict,
-             head_findings: list[Finding], rule_ids: Iterable[str]) -> str:
-    """The biggest changes in words, then what the rules say about them."""
-    phrases: list[tuple[float, str]] = []  # (weight, words): quotas first, then pools, versions, access
+def headline(sections: list[Section], findings: FindingsDiff, head_findings: list[Finding],
+             rule_ids: Iterable[str], objects: int = 0) -> str:
+    """The riskiest changes in words, then what the rules say about them."""
     by_key = {s.key: s for s in sections}
-    models = {**_flavor_models(base), **_flavor_models(head)}
-    for cluster, team, queue, flavor, resource, old, new, delta, _share_text in _rows(by_key, "quotas"):
-        who = f"team {team}" if team != "-" else f"queue {queue}"
-        phrases.append((3000 + abs(float(delta)), f"{delta} {_unit(resource, models.get((cluster, flavor), ''))} "
-                                                  f"for {who} in {cluster} ({old} -> {new})"))
-    settings: dict[tuple, list[str]] = {}
-    for cluster, pool, setting, old, new in _rows(by_key, "pools"):
-        settings.setdefault((cluster, pool), []).append(f"{setting} {old} -> {new}")
-    for (cluster, pool), changes in settings.items():
-        phrases.append((2000, f"pool {pool} ({cluster}): {', '.join(changes)}"))
-    for cluster, pool, resource, old, new, delta in _rows(by_key, "capacity"):
-        if (cluster, pool) not in settings:  # a layout change already explains its capacity change
-            phrases.append((1000 + abs(float(delta)), f"{delta} {resource} in pool {pool} of {cluster} "
-                                                      f"({old} -> {new})"))
+    explained = {note.pool for note in _notes(by_key, "pools")}
+    notes = [note for section in sections for note in section.notes
+             if not (section.key == "capacity" and note.pool in explained)]
     for cluster, pool, component, old, new in _rows(by_key, "versions"):
-        where = f"pool {pool}" if pool != "-" else cluster
-        phrases.append((600, f"{component} {old} -> {new} on {where}"))
-    for key, weight, words in (("rbac", 500, "RBAC grant change(s)"), ("admission", 400, "admission policy change(s)"),
-                               ("priorities", 300, "priority setting(s)"), ("preemption", 200, "preemption setting(s)"),
-                               ("cohorts", 150, "cohort move(s)"), ("limits", 100, "borrowing/lending limit change(s)")):
-        if key in by_key:
-            phrases.append((weight, f"{len(by_key[key].rows)} {words}"))
-    phrases.sort(key=lambda item: -item[0])
-    parts = [text for _weight, text in phrases[:3]]
-    if len(phrases) > 3:
-        parts.append(f"{len(phrases) - 3} more change(s)")
+        notes.append(Note(2e6, f"{component} {old} -> {new} on {f'pool {pool}' if pool != '-' else cluster}"))
+    notes += [Note(weight, f"{len(by_key[key].rows)} {words}") for key, weight, words in COUNTED
+              if key in by_key and words]
+    if not notes and objects:
+        notes.append(Note(1, f"{objects} rendered object change(s)"))
+    notes.sort(key=lambda note: -note.weight)
+    parts = [note.words for note in notes[:3]]
+    if len(notes) > 3:
+        parts.append(f"{len(notes) - 3} more change(s)")
     parts.append(_verdict(findings, by_key, head_findings, set(rule_ids)))
-    if not phrases:
-        parts.insert(0, "no change to capacity, quotas, priorities, drivers or access")
+    if not notes:
+        parts.insert(0, "no change to what the clusters get")
     return "; ".join(parts)
+
+
+def _notes(by_key: dict[str, Section], key: str) -> list[Note]:
+    return by_key[key].notes if key in by_key else []
 
 
 def _rows(by_key: dict[str, Section], key: str) -> list[list[Any]]:
@@ -439,12 +594,16 @@ def _verdict(findings: FindingsDiff, by_key: dict[str, Section], head_findings: 
 # --- entry point -------------------------------------------------------------------------------------------
 
 def compare(base_fleet: Fleet, head_fleet: Fleet, base_findings: list[Finding], head_findings: list[Finding],
-            base_label: str, head_label: str, rule_ids: Iterable[str] = ()) -> SemanticDiff:
-    base, head = fleet_as_dict(base_fleet), fleet_as_dict(head_fleet)
-    sections = build_sections(base, head, base_fleet, head_fleet)
+            base_label: str, head_label: str, rule_ids: Iterable[str] = (), head_waived: Iterable = (),
+            head_causes: dict[Finding, Finding] | None = None) -> SemanticDiff:
+    sides = Sides(fleet_as_dict(base_fleet), fleet_as_dict(head_fleet), base_fleet, head_fleet)
+    sections = build_sections(sides)
     findings = compare_findings(base_findings, head_findings)
-    result = SemanticDiff(base_label, head_label, sections, findings)
-    result.headline = headline(sections, findings, base, head, head_findings, rule_ids)
+    objects = compare_objects(base_fleet, head_fleet)
+    result = SemanticDiff(base_label, head_label, sections, findings, objects=objects, waived=list(head_waived),
+                          causes=dict(head_causes or {}))
+    result.headline = headline(sections, findings, head_findings, rule_ids,
+                               sum(len(cluster.changes) for cluster in objects))
     return result
 
 
@@ -460,8 +619,10 @@ def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def _finding_rows(findings: list[Finding]) -> list[list[str]]:
-    return [[f.severity.value, f.rule, f"`{f.place}`", f.message, f.cluster or "-"] for f in findings]
+def _finding_rows(findings: list[Finding], causes: dict[Finding, Finding] | None = None) -> list[list[str]]:
+    """Table rows, each cause followed by the findings it causes (marked ↳, rootcause.ordered)."""
+    return [[f.severity.value, ("↳ " if depth else "") + f.rule, f"`{f.place}`", f.message, f.cluster or "-"]
+            for f, depth in rootcause.ordered(findings, causes or {})]
 
 
 FINDING_COLUMNS = ["severity", "rule", "where", "message", "clusters"]
@@ -473,25 +634,68 @@ def to_markdown(diff: SemanticDiff, root: str = "") -> str:
     for section in diff.sections:
         lines += [f"#### {section.title}", "", *_table(section.columns, section.rows), ""]
     found = diff.findings
-    if found.introduced or found.fixed or found.preexisting:
+    if found.introduced or found.fixed or found.preexisting or diff.waived:
         lines += ["#### Findings", "",
                   f"{len(found.introduced)} introduced, {len(found.fixed)} fixed, "
-                  f"{len(found.preexisting)} pre-existing.", ""]
+                  f"{len(found.preexisting)} pre-existing, {len(diff.waived)} waived by reviewed exceptions.", ""]
         for title, items in (("Introduced", found.introduced), ("Fixed", found.fixed)):
             if items:
-                lines += [f"**{title}**", "", *_table(FINDING_COLUMNS, _finding_rows(items)), ""]
+                lines += [f"**{title}**", "", *_table(FINDING_COLUMNS, _finding_rows(items, diff.causes)), ""]
         if found.preexisting:
             lines += ["<details><summary>Pre-existing</summary>", "",
-                      *_table(FINDING_COLUMNS, _finding_rows(found.preexisting)), "", "</details>", ""]
+                      *_table(FINDING_COLUMNS, _finding_rows(found.preexisting, diff.causes)), "", "</details>", ""]
+        if diff.waived:
+            rows = [[*_finding_rows([w.finding])[0], w.waiver.reason, w.waiver.owner, w.waiver.expires.isoformat()]
+                    for w in diff.waived]
+            lines += ["<details><summary>Waived by reviewed exceptions</summary>", "",
+                      *_table([*FINDING_COLUMNS, "reason", "owner", "expires"], rows), "", "</details>", ""]
+    lines += _objects_markdown(diff.objects)
     return "\n".join(lines).rstrip() + "\n"
+
+
+# Diff lines a Markdown report holds over all objects: a PR comment has a size limit (GitHub: 65,536
+# characters), and the list of objects matters more than the last diff. `--format json` keeps every diff.
+MARKDOWN_DIFF_BUDGET = 1200
+
+
+def _objects_markdown(objects: list[ClusterObjects]) -> list[str]:
+    """Every rendered object that changed, per cluster; each changed object's YAML diff collapsed, as long as
+    the report's budget of diff lines lasts (then the objects are still listed)."""
+    if not objects:
+        return []
+    lines = ["#### Rendered objects", "", "Every object the clusters get that the change adds, removes or changes.",
+             ""]
+    budget = MARKDOWN_DIFF_BUDGET
+    shown: dict[tuple, str] = {}  # (object, diff) -> the cluster whose section shows it
+    for cluster in objects:
+        lines += [f"##### {cluster.cluster}: {cluster.summary()}", "",
+                  *_table(["change", "object", "source"],
+                          [[c.change, c.ref, f"`{c.source}`" if c.source else "-"] for c in cluster.changes]), ""]
+        for change in (c for c in cluster.changes if c.diff):
+            if (change.ref, change.diff) in shown:  # a shared base changes every cluster the same way
+                lines += [f"{html.escape(change.ref)}: the same diff as in {shown[(change.ref, change.diff)]}.", ""]
+                continue
+            shown[(change.ref, change.diff)] = cluster.cluster
+            if len(change.diff) > budget:
+                lines += [f"Diff of {html.escape(change.ref)} left out (report size): `gpupolicy diff --format json`"
+                          " has it.", ""]
+                continue
+            budget -= len(change.diff)
+            body = [*change.diff, *([f"... {change.cut} more line(s)"] if change.cut else [])]
+            mark = fence(body)
+            lines += [f"<details><summary>{html.escape(change.ref)}</summary>", "", f"{mark}diff", *body, mark,
+                      "", "</details>", ""]
+    return lines
 
 
 def to_json(diff: SemanticDiff, root: str = "") -> str:
     payload = {
         "headline": diff.headline, "base": diff.base_label, "head": diff.head_label,
         "sections": {s.key: [dict(zip(s.columns, row, strict=True)) for row in s.rows] for s in diff.sections},
-        "findings": {name: [f.as_dict() for f in getattr(diff.findings, name)]
+        "findings": {name: [report.finding_json(f, diff.causes.get(f)) for f in getattr(diff.findings, name)]
                      for name in ("introduced", "fixed", "preexisting")},
+        "objects": [change.as_dict() for cluster in diff.objects for change in cluster.changes],
+        "waived": [item.as_dict() for item in diff.waived],
     }
     return json.dumps(payload, indent=2, default=str)
 
@@ -504,13 +708,16 @@ class FindingsView:
     findings: list[Finding]
     sarif_results: list[tuple[Finding, str]]
     timings: dict[str, float] = field(default_factory=dict)
+    waived: list = field(default_factory=list)  # SARIF lists them with their suppression
+    causes: dict[Finding, Finding] = field(default_factory=dict)  # SARIF relates a derived result to its cause
 
 
 def findings_view(diff: SemanticDiff) -> FindingsView:
     states = [(f, "new") for f in diff.findings.introduced] + [(f, "unchanged") for f in diff.findings.preexisting]
     # A check that crashed on the head is shown even when it crashed on the base too: this run is incomplete.
     crashed = crashes(diff.findings.preexisting)
-    return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states)
+    return FindingsView(findings=list(diff.findings.introduced) + crashed, sarif_results=states, waived=diff.waived,
+                        causes=diff.causes)
 
 
 Formatter = Callable[[SemanticDiff, str], str]

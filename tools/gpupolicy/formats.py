@@ -35,18 +35,50 @@ def _registry() -> dict:
 
 def as_sarif(result: Any, root: str = "") -> str:
     pairs = list(getattr(result, "sarif_results", None) or [(f, None) for f in result.findings])
-    rules = _sarif_rules(f for f, _state in pairs)
+    accepted = [item.finding for item in getattr(result, "waived", None) or []]
+    linked = getattr(result, "causes", None) or {}
+    rules = _sarif_rules([*(f for f, _state in pairs), *accepted])
     index = {rule["id"]: position for position, rule in enumerate(rules)}
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "gpupolicy", "version": __version__, "informationUri": INFORMATION_URI,
                             "rules": rules}},
         "originalUriBaseIds": {SRCROOT: {"description": {"text": "the policy repository root"}}},
         "columnKind": "unicodeCodePoints",
-        "results": [_sarif_result(f, state, index) for f, state in pairs],
+        "results": [_with_cause(_sarif_result(f, state, index), linked.get(f)) for f, state in pairs]
+        + _sarif_waived(result, index),
         # A crashed check (INTERNAL) means the tool did not do its whole job: SARIF's own word for it.
         "invocations": [{"executionSuccessful": not crashes(f for f, _state in pairs)}],
     }
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)
+
+
+def _with_cause(entry: dict, cause: Finding | None) -> dict:
+    """A derived result points at its cause: SARIF's relatedLocations, with the cause's rule and message."""
+    if cause is not None and cause.path:
+        physical: dict[str, Any] = {"artifactLocation": {"uri": cause.path, "uriBaseId": SRCROOT}}
+        if cause.line > 0:
+            physical["region"] = {"startLine": cause.line}
+        entry["relatedLocations"] = [{"id": 0, "physicalLocation": physical,
+                                      "message": {"text": f"caused by {cause.rule}: {cause.message}"}}]
+    return entry
+
+
+def _sarif_waived(result: Any, index: dict[str, int]) -> list[dict]:
+    """Accepted findings as results with a SARIF `suppressions` entry (status accepted, the reason as its
+    justification): review tools show them as suppressed, not as open."""
+    results = []
+    for item in getattr(result, "waived", None) or []:
+        entry = _sarif_result(item.finding, None, index)
+        exception = item.waiver
+        entry["suppressions"] = [{
+            "kind": "inSource" if exception.inline else "external", "status": "accepted",
+            "justification": f"{exception.reason} (owner {exception.owner}, expires {exception.expires.isoformat()})",
+            "location": {"physicalLocation": {"artifactLocation": {"uri": exception.source.path,
+                                                                   "uriBaseId": SRCROOT},
+                                              "region": {"startLine": max(exception.source.line, 1)}}},
+        }]
+        results.append(entry)
+    return results
 
 
 def _sarif_rules(findings: Iterable[Finding]) -> list[dict]:

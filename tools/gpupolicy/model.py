@@ -372,6 +372,10 @@ class Fleet:
             return None
         return self.locator.locate(obj, tuple(path))
 
+    def span(self, obj: K8sObject) -> tuple[str, int, int] | None:
+        """(file, first line, last line) of the source document of `obj`; None when unknown."""
+        return None if self.locator is None else self.locator.span(obj)
+
     def locate_file(self, path: str, *field_path: Any, document: int = 0) -> Location:
         if self.locator is None:
             return Location(path, 1)

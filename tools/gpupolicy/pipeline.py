@@ -11,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, repopath
+from . import kustomize, patchsources, repopath, rootcause, waivers
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .internal import DEBUG_ENV, crash_finding, crashes, guarded
 from .model import ClusterFacts, Fleet, K8sObject, Pool
+from .rules import exc003_unused_exception as exc003
 from .rules import kust005_unused as kust005
 from .rules import kust006_no_origin as kust006
 from .rules import schema001_core as schema001
@@ -45,6 +46,8 @@ class RunResult:
     objects: int = 0
     rendered_clusters: list[str] = field(default_factory=list)
     cached_renders: int = 0
+    waived: list = field(default_factory=list)  # waivers.Waived: findings a reviewed exception accepts
+    causes: dict[Finding, Finding] = field(default_factory=dict)  # derived finding -> its cause (rootcause)
 
     @property
     def internal(self) -> list[Finding]:
@@ -160,24 +163,44 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
 
     index = SourceIndex(str(root), sources.documents, sources.reader)
     objects_by_cluster = _parse_stage(sources, renderable, rendered, store, index, findings)
+    generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
+                 for name in objects_by_cluster}
+    index.generated = generated
+    index.setters = {name: guarded(findings, "stage parse (overlay edits)", patchsources.setters, sources.graph,
+                                   f"clusters/{name}", index.edit_docs, default=[], cluster=name)
+                     for name in objects_by_cluster}
     clock.lap("parse")
 
     findings.extend(_schema_stage(objects_by_cluster, facts, schemas, index, sources))
     clock.lap("schema")
 
-    generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
-                 for name in objects_by_cluster}
     fleet = _assemble_fleet(sources, facts, objects_by_cluster, generated, index, findings)
     findings.extend(guarded(findings, "stage schema (GPU Operator values)", _values_findings, fleet, schemas,
                             generated, index, default=[]))
     clock.lap("model")
 
+    waived: list[waivers.Waived] = []
     if rules:
         findings.extend(_run_rules(fleet))
+        findings, waived = _apply_exceptions(fleet, findings, sources.whole)
+    reported = _dedupe(_with_base_context(findings, index))
+    causes = guarded(reported, "stage root causes", rootcause.link, fleet, reported, default={}) if rules else {}
     clock.lap("rules")
-    return RunResult(fleet=fleet, findings=_dedupe(findings), timings=timings,
+    return RunResult(fleet=fleet, findings=reported, timings=timings,
                      objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
-                     cached_renders=sum(1 for r in rendered.values() if r.cached))
+                     cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived),
+                     causes=causes)
+
+
+def _apply_exceptions(fleet: Fleet, findings: list[Finding], whole: bool) -> tuple[list[Finding], list]:
+    """The findings no reviewed exception accepts (plus EXC003 for the exceptions that accepted nothing, in a
+    run over every cluster only: a partial run does not see every finding), and the accepted ones."""
+    outcome = guarded(findings, "stage exceptions", waivers.apply, fleet, findings, default=None,
+                      subject=waivers.EXCEPTIONS_FILE, location=Location(waivers.EXCEPTIONS_FILE, 1))
+    if outcome is None:  # the crash is an INTERNAL finding among `findings`; nothing was waived
+        return findings, []
+    unused = [exc003.finding(waiver) for waiver in outcome.unused] if whole else []
+    return outcome.kept + unused, outcome.waived
 
 
 def _selected(all_clusters: list[str], clusters: list[str] | None) -> list[str]:
@@ -458,6 +481,22 @@ def _run_rule(rule, fleet: Fleet) -> list[Finding]:
     except Exception as exc:  # noqa: BLE001 - any bug in a rule becomes a finding
         found.append(crash_finding(f"rule {rule.id}", exc, fleet))
     return found
+
+
+def _with_base_context(findings: list[Finding], index: SourceIndex) -> list[Finding]:
+    """A finding the locator sent to an overlay edit names the base it overrides, as context."""
+    return [replace(f, message=f"{f.message} (set by this overlay edit; the base is {index.bases[(f.path, f.line)]})")
+            if (f.path, f.line) in index.bases else f for f in findings]
+
+
+def _dedupe_waived(waived: list) -> list:
+    """`_dedupe` for accepted findings: one entry per finding and exception, naming every cluster."""
+    by_waiver: dict[int, list] = {}
+    for item in waived:
+        by_waiver.setdefault(id(item.waiver), []).append(item)
+    merged = [waivers.Waived(finding, items[0].waiver) for items in by_waiver.values()
+              for finding in _dedupe([i.finding for i in items])]
+    return sorted(merged, key=lambda item: item.finding.sort_key())
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

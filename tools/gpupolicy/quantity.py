@@ -142,3 +142,62 @@ def has_binary_suffix(value: object) -> bool:
 
 def _plain(amount: Decimal) -> str:
     return str(int(amount)) if amount == amount.to_integral_value() else f"{amount.normalize():f}"
+
+
+# --- amounts as a person reads them ---------------------------------------------------------------------------
+
+# Resources counted in bytes (core/v1 ResourceName: memory, storage, ephemeral-storage, hugepages-<size>).
+BYTE_RESOURCES = ("memory", "storage", "ephemeral-storage")
+_BYTE_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+# Counts at or above this are shown as 1.234e+15: an exact quota can hold an int too long to print.
+HUGE_COUNT = 10**15
+
+
+def human_amount(resource: str, amount: object) -> str:
+    """An amount of `resource` in the unit a reviewer thinks in: bytes as GiB/TiB, cpu as cores, devices
+    (GPUs, MIG slices) and every other count as a plain number. `resource` may carry a ResourceQuota prefix
+    (`requests.memory`). A value that is no quantity is shown as written."""
+    value = _amount(amount)
+    return str(amount) if value is None else _in_unit(counted_resource(resource), value, signed=False)
+
+
+def human_delta(resource: str, old: object, new: object) -> str:
+    """`new - old` with its sign, in the unit of `human_amount`; an absent side (None) counts as 0, and a side
+    that is no quantity makes no delta ("")."""
+    before, after = _amount(0 if old is None else old), _amount(0 if new is None else new)
+    if before is None or after is None:
+        return ""
+    return _in_unit(counted_resource(resource), after - before, signed=True)
+
+
+def _amount(value: object) -> Decimal | None:
+    """A model's number (int, float, Decimal; exact even past int64, which the model may hold) or a quantity's
+    text as a Decimal; None when it is neither."""
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Decimal(value)
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return None
+
+
+def _in_unit(name: str, value: Decimal, signed: bool) -> str:
+    sign = ("+" if value >= 0 else "-") if signed else ("-" if value < 0 else "")
+    size = abs(value)
+    if name in BYTE_RESOURCES or name.startswith("hugepages-"):
+        for unit, scale in _BYTE_UNITS:
+            if size >= scale:
+                return f"{sign}{_rounded(size / scale)} {unit}"
+        return f"{sign}{_plain(size)} bytes"
+    if name == "cpu":
+        return f"{sign}{_rounded(size)} {'core' if size == 1 else 'cores'}"
+    if size >= HUGE_COUNT:
+        return f"{sign}{size:.3e}"
+    return f"{sign}{_rounded(size)}"
+
+
+def _rounded(amount: Decimal) -> str:
+    """At most two decimals, without trailing zeros: 768, 1.5, 0.25."""
+    return _plain(amount.quantize(Decimal("0.01")) if amount != amount.to_integral_value() else amount)

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import formats
+from . import formats, rootcause
 from .findings import Finding, Severity
 from .internal import crashes
 
@@ -24,8 +24,13 @@ Formatter = Callable[[Any, str], str]
 
 def summary(result: Any) -> dict:
     return {"errors": result.errors, "warnings": result.warnings, "crashed": crashed(result),
-            "objects": result.objects, "clusters": len(result.rendered_clusters),
+            "waived": len(waived(result)), "objects": result.objects, "clusters": len(result.rendered_clusters),
             "seconds": round(sum(result.timings.values()), 3)}
+
+
+def waived(result: Any) -> list:
+    """The findings reviewed exceptions accept (`waivers.Waived`); a result without them has none."""
+    return list(getattr(result, "waived", None) or [])
 
 
 def crashed(result: Any) -> int:
@@ -40,30 +45,59 @@ def verdict(errors: int, crashes: int) -> str:
     return "FAILED" if errors else "ok"
 
 
+def causes(result: Any) -> dict[Finding, Finding]:
+    """Derived finding -> its cause (`rootcause.link`); a result without them has none."""
+    return dict(getattr(result, "causes", None) or {})
+
+
 def as_json(result: Any, root: str = "") -> str:
-    payload = {"findings": [f.as_dict() for f in result.findings], "summary": summary(result)}
+    linked = causes(result)
+    payload = {"findings": [finding_json(f, linked.get(f)) for f in result.findings],
+               "waived": [w.as_dict() for w in waived(result)], "summary": summary(result)}
     return json.dumps(payload, indent=2, sort_keys=False)
+
+
+def finding_json(finding: Finding, cause: Finding | None) -> dict:
+    """A finding's fields; a derived one adds `caused_by`: the rule, place and message of its cause."""
+    data = finding.as_dict()
+    if cause is not None:
+        data["caused_by"] = {"rule": cause.rule, "path": cause.path, "line": cause.line, "message": cause.message}
+    return data
 
 
 _MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
 
 
 def as_text(result: Any, root: str = "") -> str:
+    """Causes first, each with the findings it causes indented under it, then the rest in file order."""
     lines = []
-    for finding in result.findings:
-        lines.append(_text_line(finding))
+    for finding, depth in rootcause.ordered(result.findings, causes(result)):
+        indent = "  " * depth
+        lines.append(indent + ("-> " if depth else "") + _text_line(finding))
         if finding.hint:
-            lines.append(f"    hint: {finding.hint}")
+            lines.append(f"{indent}    hint: {finding.hint}")
     stats = summary(result)
+    accepted = f", {stats['waived']} waived by reviewed exceptions" if stats["waived"] else ""
     lines.append(f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "
-                 f"{stats['warnings']} warning(s) in {stats['objects']} objects from {stats['clusters']} cluster(s), "
-                 f"{stats['seconds']:.2f}s")
+                 f"{stats['warnings']} warning(s){accepted} in {stats['objects']} objects from {stats['clusters']} "
+                 f"cluster(s), {stats['seconds']:.2f}s")
     return "\n".join(lines)
 
 
-def _text_line(finding: Finding) -> str:
+def waived_text(result: Any) -> str:
+    """The accepted findings, each with the exception that accepts it (`validate --show-waived`)."""
+    lines = []
+    for item in waived(result):
+        exception = item.waiver
+        lines.append(_text_line(item.finding, f"waived {_MARK[item.finding.severity]}"))
+        lines.append(f"    exception: {exception.reason} (owner {exception.owner}, expires "
+                     f"{exception.expires.isoformat()}; {exception.source})")
+    return "\n".join(lines)
+
+
+def _text_line(finding: Finding, mark: str = "") -> str:
     where = f" [{finding.cluster}]" if finding.cluster else ""
-    return f"{finding.place}: {_MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
+    return f"{finding.place}: {mark or _MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
 
 
 FORMATTERS: dict[str, Formatter] = {

@@ -165,8 +165,21 @@ def repo_schema(name: str) -> Any:
     return jsonschema_rs.Draft202012Validator(yaml.safe_load(source.read_text(encoding="utf-8")))
 
 
-def validate_repo_file(name: str, data: Any) -> list[SchemaError]:
-    validator = repo_schema(name)
+@cache
+def repo_schema_part(name: str, definition: str) -> Any:
+    """A compiled validator for one `$defs` entry of a repository file format: the same definition checks a
+    value written elsewhere (an exception's terms in an annotation are those of policies/exceptions.yaml)."""
+    import yaml
+
+    source = resources.files("gpupolicy") / "schemas" / "repo" / f"{name}.yaml"
+    schema = yaml.safe_load(source.read_text(encoding="utf-8"))
+    return jsonschema_rs.Draft202012Validator({"$schema": schema["$schema"], "$defs": schema["$defs"],
+                                               "$ref": f"#/$defs/{definition}"})
+
+
+def validate_repo_file(name: str, data: Any, definition: str = "") -> list[SchemaError]:
+    """Schema errors of `data` against the repository file format `name` (or one of its `$defs`)."""
+    validator = repo_schema_part(name, definition) if definition else repo_schema(name)
     key_errors = non_json_values(data)
     if key_errors:
         return key_errors

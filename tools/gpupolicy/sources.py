@@ -22,9 +22,16 @@ from .observability import RUNBOOK_DIR
 from .rules import yaml001_syntax as yaml001
 from .rules import yaml004_file_size as yaml004
 from .rules import yaml008_symlink as yaml008
+from .upgrades import PLAN_DIR
+from .waivers import EXCEPTIONS_FILE
 from .yamlload import MAX_FILE_BYTES, Document
 
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
+# Fleet-level declarations (folders or files) that speak about clusters: every run loads them, also a run over
+# some clusters, so a fleet-level rule still reports what they say about the clusters the run covers (a rollout
+# plan that leaves a pool of the selected cluster out of every stage, UPG003), and a reviewed exception still
+# accepts its finding.
+FLEET_INPUTS = (PLAN_DIR, EXCEPTIONS_FILE)
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -95,7 +102,7 @@ def discover(root: Path, all_clusters: list[str], selected: list[str], store: Ca
         graph = graphcache.build_graph(root, entries, store, reader)
     sources = Sources(root, all_clusters, selected, graph, reader)
     sources.pool_dirs = _pool_dirs(root, None if whole else graph, selected)
-    files, findings = source_files(root, None if whole else _inputs_of(graph, selected, sources.pool_dirs))
+    files, findings = source_files(root, None if whole else _inputs_of(root, graph, selected, sources.pool_dirs))
     sources.files = files
     sources.findings = findings + (graph.findings if whole else _graph_findings(graph, entries))
     return sources
@@ -126,10 +133,10 @@ def source_files(root: Path, only: Iterable[str] | None = None) -> tuple[list[st
     return files, findings
 
 
-def _walk(root: Path) -> Iterator[str]:
-    """Every file under the scanned folders (and every symlinked folder), repo-relative, in a stable order."""
+def _walk(root: Path, tops: Iterable[str] = SCANNED_DIRS) -> Iterator[str]:
+    """Every file under the folders `tops` (and every symlinked folder), repo-relative, in a stable order."""
     prefix = len(str(root)) + 1
-    for top in SCANNED_DIRS:
+    for top in tops:
         for directory, subdirs, names in os.walk(root / top):
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
             for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
@@ -167,12 +174,19 @@ def _pool_dirs(root: Path, graph: kustomize.Graph | None, clusters: list[str]) -
     return sorted(d for d in included if d.startswith("pools/"))
 
 
-def _inputs_of(graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> set[str]:
-    """The source files a run over some clusters needs: their overlays' inputs and their declarations."""
+def _fleet_inputs(root: Path) -> Iterator[str]:
+    """Every file of FLEET_INPUTS (a folder's files, or the file); source_files vets each one like any other."""
+    yield from (rel for rel in FLEET_INPUTS if os.path.lexists(root / rel) and not (root / rel).is_dir())
+    yield from _walk(root, [rel for rel in FLEET_INPUTS if (root / rel).is_dir()])
+
+
+def _inputs_of(root: Path, graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> set[str]:
+    """The source files a run over some clusters needs: their overlays' inputs, their declarations and the
+    fleet-level declarations that name them."""
     needed = {f for name in clusters for f in graph.closure(f"clusters/{name}")}
     needed |= {f"clusters/{name}/cluster.yaml" for name in clusters}
     needed |= {f"{d}/pool.yaml" for d in pool_dirs}
-    return needed
+    return needed | set(_fleet_inputs(root))
 
 
 # --- load ----------------------------------------------------------------------------------------------------

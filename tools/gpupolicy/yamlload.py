@@ -108,7 +108,9 @@ def parse_source(raw: bytes, path: str) -> LoadResult:
     return load_text(text, path, result)
 
 
-def load_text(text: str, path: str, result: LoadResult | None = None) -> LoadResult:
+def load_text(text: str, path: str, result: LoadResult | None = None, lists: bool = False) -> LoadResult:
+    """Every document of `text`, strictly. A document must be a mapping, unless `lists` (a JSON6902 patch or a
+    replacements file is a list, as kustomize reads it)."""
     result = result if result is not None else LoadResult()
     loader = _StrictLoader(text)
     index = 0
@@ -124,7 +126,7 @@ def load_text(text: str, path: str, result: LoadResult | None = None) -> LoadRes
             if problem:
                 result.findings.append(problem)
                 return result
-            if not isinstance(node, yaml.MappingNode):
+            if not isinstance(node, yaml.MappingNode) and not (lists and isinstance(node, yaml.SequenceNode)):
                 if not (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
                     kind = "a list" if isinstance(node, yaml.SequenceNode) else "a scalar"
                     result.findings.append(yaml006.finding(

@@ -1,4 +1,5 @@
-"""gpupolicy diff: what a change does to capacity, quotas, priorities, drivers and access, and its findings."""
+"""gpupolicy diff: what a change does to capacity, quotas, priorities, drivers and access, every rendered object it
+changes, and its findings."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     from ..rules import all_rules
 
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, base_label,
-                          _label(root, args.head) if args.head else "working tree", all_rules())
+                          _label(root, args.head) if args.head else "working tree", all_rules(), head.waived,
+                          head.causes)
     text = diff.OUTPUTS[args.format](result, str(root))
     if args.output:
         Path(args.output).write_text(text.rstrip("\n") + "\n", encoding="utf-8")

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="render again even when inputs are unchanged")
     parser.add_argument("--verbose", "-v", action="store_true", help="print timings per stage")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--show-waived", action="store_true",
+                        help="also list the findings reviewed exceptions accept (text format; json and sarif "
+                             "always carry them)")
 
 
 @dataclass
@@ -67,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result = _validate(args, scope, store)
     text = report.FORMATTERS[args.format](result, str(args.repo))
+    if args.show_waived and args.format == "text" and result.waived:
+        text = report.waived_text(result) + "\n" + text
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")

@@ -7,10 +7,13 @@ from ..model import Cluster, K8sObject
 from . import Context, table
 
 PERSONA_LABEL = "gpupolicy.io/persona"
+RBAC_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")  # what the page reads
 
 
 def pages(context: Context) -> dict[str, str]:
-    text = context.header("Access policies")
+    rbac = [obj for cluster in context.fleet.clusters.values() for obj in cluster.objects
+            if obj.kind in RBAC_KINDS]
+    text = context.header("Access policies", context.sources_of(rbac))
     text += ("Three personas: *trainers* launch training in their team's namespace, *platform admins* change shared "
              "settings (queues, flavors, GPU Operator), *viewers* only read metrics and status. The tables below are "
              "read from the ClusterRoles and bindings each cluster renders.\n\n")

@@ -13,7 +13,7 @@ def pages(context: Context) -> dict[str, str]:
         for alert in observability.alerts_of_cluster(cluster):
             alerts.setdefault(alert.name, alert)
             clusters_of.setdefault(alert.name, set()).add(cluster.name)
-    text = context.header("Alert catalog")
+    text = context.header("Alert catalog", {*_rule_sources(context), observability.RUNBOOK_DIR})
     text += ("*critical* pages the on-call engineer, *warning* opens a ticket, *info* is not routed. Each alert links "
              "to its runbook.\n\n")
     rows = []
@@ -34,7 +34,7 @@ def _metrics(context: Context, alerts: dict[str, observability.Alert]) -> str:
     dcgm = None
     for cluster in context.fleet.clusters.values():
         dcgm = dcgm or observability.dcgm_config_of(cluster)
-    text = context.header("Metrics the alerts read")
+    text = context.header("Metrics the alerts read", {*_rule_sources(context), *_dcgm_sources(context)})
     text += "What each metric means and what is normal: see the hand-written [metric catalog](../operations/metric-catalog.md).\n\n"
     rows = []
     for metric in sorted(used):
@@ -53,3 +53,15 @@ def _source(metric: str) -> str:
         if metric.startswith(prefix):
             return source
     return "other"
+
+
+def _rule_sources(context: Context) -> set[str]:
+    """The files the alerts come from (their PrometheusRule objects)."""
+    return context.sources_of(obj for cluster in context.fleet.clusters.values()
+                              for obj in cluster.objects if obj.kind == "PrometheusRule")
+
+
+def _dcgm_sources(context: Context) -> set[str]:
+    """The files of the DCGM exporter's counter list (the generated ConfigMap and its source)."""
+    return context.sources_of(obj for obj in map(observability.dcgm_configmap, context.fleet.clusters.values())
+                              if obj is not None)

@@ -13,7 +13,7 @@ from . import Context, table
 
 def pages(context: Context) -> dict[str, str]:
     log = decisions.load_log(context.root)
-    text = context.header("Decision log")
+    text = context.header("Decision log", [decisions.DECISIONS_DIR])
     text += ("Why the repository is the way it is, one [MADR](https://adr.github.io/madr/) record per decision "
              "(how to write one: [the decision log](../decisions/index.md)). A superseded record names the one "
              "that replaced it.\n\n")

@@ -12,7 +12,7 @@ _COLOURS = ("#76b900", "#1a73e8", "#e8710a", "#9334e6", "#d01884", "#12b5cb", "#
 
 
 def pages(context: Context) -> dict[str, str]:
-    text = context.header("MIG layouts")
+    text = context.header("MIG layouts", _inputs(context))
     text += ("Each picture is one GPU: the columns are its memory slots, each block a MIG instance at the start "
              "slot the placement solver found. The device plugin exposes each instance as `nvidia.com/mig-<profile>` "
              "(mixed strategy) or `nvidia.com/gpu` (single).\n\n")
@@ -25,6 +25,17 @@ def pages(context: Context) -> dict[str, str]:
     if not drawn:
         text += "No pool runs MIG.\n"
     return {"mig-layouts.md": text}
+
+
+def _inputs(context: Context) -> set[str]:
+    """The MIG pools' declarations and the files their layouts come from."""
+    found: set[str] = set()
+    for cluster in context.fleet.clusters.values():
+        for pool in cluster.pools:
+            entry = cluster.mig_configs.get(pool.mig_layout) if pool.mig_layout else None
+            if pool.mig_layout:
+                found |= {pool.path, *([entry.source.path] if entry else [])}
+    return found
 
 
 def _pool_section(cluster: Cluster, pool: Pool) -> str:

@@ -6,7 +6,7 @@ from . import Context, table
 
 
 def pages(context: Context) -> dict[str, str]:
-    text = context.header("GPU sharing per pool")
+    text = context.header("GPU sharing per pool", _inputs(context))
     text += ("*Exclusive*: a pod gets whole GPUs, full memory and bandwidth. *Time-sliced*: the device plugin "
              "advertises each GPU several times; pods share compute in turns with no memory isolation, so a pod "
              "asking for more than one replica is refused where `failRequestsGreaterThanOne` is set. *MIG*: "
@@ -28,3 +28,13 @@ def pages(context: Context) -> dict[str, str]:
     text += table(["cluster", "pool", "GPU", "access mode", "sharing", "replicas", "device-plugin config",
                    "fail >1 replica", "exposes", "dedicated to"], rows)
     return {"sharing.md": text}
+
+
+def _inputs(context: Context) -> set[str]:
+    """Every pool's declaration and the device-plugin config entry its nodes select."""
+    found: set[str] = set()
+    for cluster in context.fleet.clusters.values():
+        for pool in cluster.pools:
+            entry = cluster.device_plugin_configs.get(pool.node_labels.get("nvidia.com/device-plugin.config", "default"))
+            found |= {pool.path, *([entry.source.path] if entry else [])}
+    return found

@@ -79,6 +79,8 @@ def _unknown_names(fleet: Fleet, plan: Plan, selector, location) -> Iterator[Fin
     if selector.cluster and selector.cluster not in repository_clusters(fleet):
         yield _finding(location, f"{plan.name}: no cluster named {selector.cluster}",
                        f"clusters: {', '.join(sorted(repository_clusters(fleet)))}")
+    if not selector_fully_loaded(fleet, selector):
+        return  # a run over other clusters has not loaded the pools this selector names
     for name in selector.pools or ():
         if name not in fleet.pools and name not in fleet.invalid_pools:
             yield _finding(location, f"{plan.name}: no pool named {name}", "pool names are the pools/<name> folders")
