@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, patchsources, repopath, rootcause, waivers
+from . import kustomize, patchsources, repoconfig, repopath, rootcause, waivers
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
@@ -48,6 +48,8 @@ class RunResult:
     cached_renders: int = 0
     waived: list = field(default_factory=list)  # waivers.Waived: findings a reviewed exception accepts
     causes: dict[Finding, Finding] = field(default_factory=dict)  # derived finding -> its cause (rootcause)
+    disabled: int = 0  # findings gpupolicy.yaml disables (repoconfig)
+    rerated: int = 0  # findings whose severity gpupolicy.yaml overrides
 
     @property
     def internal(self) -> list[Finding]:
@@ -180,16 +182,29 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     clock.lap("model")
 
     waived: list[waivers.Waived] = []
+    configured = repoconfig.Applied(findings)
     if rules:
         findings.extend(_run_rules(fleet))
-        findings, waived = _apply_exceptions(fleet, findings, sources.whole)
+        configured = _apply_config(sources.reader, findings)
+        findings, waived = _apply_exceptions(fleet, configured.findings, sources.whole)
     reported = _dedupe(_with_base_context(findings, index))
     causes = guarded(reported, "stage root causes", rootcause.link, fleet, reported, default={}) if rules else {}
     clock.lap("rules")
     return RunResult(fleet=fleet, findings=reported, timings=timings,
                      objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
                      cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived),
-                     causes=causes)
+                     causes=causes, disabled=configured.disabled, rerated=configured.rerated)
+
+
+def _apply_config(reader: repopath.Reader, findings: list[Finding]) -> repoconfig.Applied:
+    """The findings as gpupolicy.yaml configures them (disabled ones dropped, severities overridden)."""
+    from .rules import all_rules
+
+    config = guarded(findings, "stage configuration", repoconfig.read, reader, all_rules(), default=None,
+                     subject=repoconfig.CONFIG_FILE, location=Location(repoconfig.CONFIG_FILE, 1))
+    if config is None:  # the crash is an INTERNAL finding among `findings`; nothing is configured
+        return repoconfig.Applied(findings)
+    return repoconfig.apply(config, findings)
 
 
 def _apply_exceptions(fleet: Fleet, findings: list[Finding], whole: bool) -> tuple[list[Finding], list]:

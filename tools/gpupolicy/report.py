@@ -24,7 +24,8 @@ Formatter = Callable[[Any, str], str]
 
 def summary(result: Any) -> dict:
     return {"errors": result.errors, "warnings": result.warnings, "crashed": crashed(result),
-            "waived": len(waived(result)), "objects": result.objects, "clusters": len(result.rendered_clusters),
+            "waived": len(waived(result)), "disabled": getattr(result, "disabled", 0),
+            "rerated": getattr(result, "rerated", 0), "objects": result.objects, "clusters": len(result.rendered_clusters),
             "seconds": round(sum(result.timings.values()), 3)}
 
 
@@ -78,10 +79,18 @@ def as_text(result: Any, root: str = "") -> str:
             lines.append(f"{indent}    hint: {finding.hint}")
     stats = summary(result)
     accepted = f", {stats['waived']} waived by reviewed exceptions" if stats["waived"] else ""
+    accepted += configured_text(stats)
     lines.append(f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "
                  f"{stats['warnings']} warning(s){accepted} in {stats['objects']} objects from {stats['clusters']} "
                  f"cluster(s), {stats['seconds']:.2f}s")
     return "\n".join(lines)
+
+
+def configured_text(stats: dict) -> str:
+    """What gpupolicy.yaml changed, as the summary line says it ("" when nothing)."""
+    parts = [f"{stats[key]} {word}" for key, word in (("disabled", "disabled"), ("rerated", "re-rated"))
+             if stats.get(key)]
+    return f", {' and '.join(parts)} by gpupolicy.yaml" if parts else ""
 
 
 def waived_text(result: Any) -> str:

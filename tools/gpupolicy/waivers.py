@@ -70,7 +70,7 @@ class Waiver:
         if self.cluster and finding.cluster != self.cluster:
             return False
         if self.path_glob:
-            return _glob(self.path_glob).fullmatch(finding.path) is not None
+            return glob_pattern(self.path_glob).fullmatch(finding.path) is not None
         return any(path == finding.path and first <= finding.line <= last and cluster in ("", finding.cluster)
                    for path, first, last, cluster in self.spans)
 
@@ -264,7 +264,7 @@ def _unwaivable(finding: Finding) -> bool:
 
 
 @cache
-def _glob(pattern: str) -> re.Pattern[str]:
+def glob_pattern(pattern: str) -> re.Pattern[str]:
     """`*` any name part within a folder, `?` one character of it, `**/` any folders (or none), `**` anything."""
     parts = re.split(r"(\*\*/|\*\*|\*|\?)", pattern)
     table = {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}

@@ -1,0 +1,170 @@
+"""The repository's one configuration file, `gpupolicy.yaml` at its root: severity overrides and disabled rules.
+
+```yaml
+apiVersion: gpupolicy/v1
+kind: Config
+severity:                      # the first entry naming the finding's rule whose paths match its file wins
+  - {rule: OBS003, severity: error, paths: ["clusters/prod-*/**"]}
+disable:                       # the rule's findings in these files are not reported
+  - {rule: DOC002, paths: ["docs/archive/**"], reason: "archived runbooks are frozen"}
+```
+
+The pipeline applies it after every check has run and before exceptions and the report (`apply`), so every
+output and `gpupolicy diff` see the same findings; the summary counts what it changed. A config that does not
+load, breaks the schema (`schemas/repo/config.yaml`), names an unknown rule or tries to silence a protected one
+(INTERNAL, the exceptions' EXC rules, CFG001 itself) is a CFG001 error at the offending line, and is then not
+applied at all: half a configuration would be a policy nobody wrote. The reasons are in decision 0041.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from . import repopath
+from .findings import Finding, Location, Severity
+from .internal import INTERNAL
+from .rules import cfg001_invalid_config as cfg001
+from .schema import validate_repo_file
+from .waivers import glob_pattern
+from .yamlload import Document, parse_source
+
+CONFIG_FILE = "gpupolicy.yaml"
+API_VERSION, KIND = "gpupolicy/v1", "Config"
+PROTECTED_PREFIXES = ("EXC", "CFG")  # the exceptions' checks and this file's own: a config cannot silence them
+
+
+@dataclass(frozen=True)
+class Override:
+    rule: str
+    severity: Severity
+    paths: tuple[str, ...]  # empty: every file
+    source: Location
+
+    def matches(self, finding: Finding) -> bool:
+        return finding.rule == self.rule and _in_paths(finding.path, self.paths)
+
+
+@dataclass(frozen=True)
+class Disabled:
+    rule: str
+    paths: tuple[str, ...]
+    reason: str
+    source: Location
+
+    def matches(self, finding: Finding) -> bool:
+        return finding.rule == self.rule and _in_paths(finding.path, self.paths)
+
+
+@dataclass
+class RepoConfig:
+    """What gpupolicy.yaml says; `problems` (CFG001 and loader findings) when it cannot be applied."""
+
+    overrides: list[Override] = field(default_factory=list)
+    disabled: list[Disabled] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
+    present: bool = False
+
+
+@dataclass
+class Applied:
+    """The findings as configured, and what the configuration changed (the summary shows the counts)."""
+
+    findings: list[Finding]
+    disabled: int = 0
+    rerated: int = 0
+
+
+def read(reader: repopath.Reader, known_rules: Iterable[str]) -> RepoConfig:
+    """The configuration at the repository root (none is an empty one), checked against `known_rules`."""
+    if not os.path.lexists(os.path.join(reader.real_root, CONFIG_FILE)):
+        return RepoConfig()
+    try:
+        raw = reader.read(CONFIG_FILE)
+    except repopath.Refused as exc:
+        return RepoConfig(problems=[cfg001.finding(f"cannot read the configuration: {exc}", CONFIG_FILE, 1)],
+                          present=True)
+    loaded = parse_source(raw, CONFIG_FILE)
+    if loaded.findings:  # the loader's own findings (syntax, duplicate keys...) carry the line
+        return RepoConfig(problems=[*loaded.findings, cfg001.finding(
+            "the configuration does not load, so none of it is applied", CONFIG_FILE, 1)], present=True)
+    if len(loaded.documents) != 1:
+        return RepoConfig(problems=[cfg001.finding(
+            f"the configuration must be one YAML document, found {len(loaded.documents)}", CONFIG_FILE, 1,
+            hint=f"one mapping with apiVersion: {API_VERSION} and kind: {KIND}")], present=True)
+    return parse(loaded.documents[0], set(known_rules))
+
+
+def parse(doc: Document, known_rules: set[str]) -> RepoConfig:
+    config = RepoConfig(present=True)
+    errors = validate_repo_file("config", doc.data)
+    for error in errors:
+        config.problems.append(cfg001.finding(f"gpupolicy.yaml: {error.message}", doc.path, doc.line_of(error.path),
+                                              hint="see docs/operations/configuration.md for the format"))
+    if errors:
+        return config
+    for index, entry in enumerate(doc.data.get("severity", [])):
+        where = Location(doc.path, doc.line_of(("severity", index)))
+        severity = Severity(entry["severity"])
+        problem = _rule_problem(entry["rule"], known_rules) or _downgrade_problem(entry["rule"], severity)
+        if problem:
+            config.problems.append(cfg001.finding(problem, where.path, where.line, hint=_HINT))
+        else:
+            config.overrides.append(Override(entry["rule"], severity, tuple(entry.get("paths", ())), where))
+    for index, entry in enumerate(doc.data.get("disable", [])):
+        where = Location(doc.path, doc.line_of(("disable", index)))
+        problem = _rule_problem(entry["rule"], known_rules) or _protection_problem(entry["rule"], "disabled")
+        if problem:
+            config.problems.append(cfg001.finding(problem, where.path, where.line, hint=_HINT))
+        else:
+            config.disabled.append(Disabled(entry["rule"], tuple(entry["paths"]), entry["reason"].strip(), where))
+    if config.problems:  # all or nothing: see the module docstring
+        config.overrides, config.disabled = [], []
+    return config
+
+
+_HINT = "name a rule of `gpupolicy rules`; INTERNAL, EXC* and CFG001 can be raised to error but never lowered or disabled"
+
+
+def _rule_problem(rule: str, known_rules: set[str]) -> str:
+    return "" if rule in known_rules else f"no rule {rule}"
+
+
+def _protected(rule: str) -> bool:
+    return rule == INTERNAL or rule.startswith(PROTECTED_PREFIXES)
+
+
+def _protection_problem(rule: str, what: str) -> str:
+    return f"{rule} cannot be {what} (a crashed check, or the exceptions' and configuration's own checks)" \
+        if _protected(rule) else ""
+
+
+def _downgrade_problem(rule: str, severity: Severity) -> str:
+    from .rules import all_rules
+
+    registered = all_rules().get(rule)
+    if registered is not None and severity.rank > registered.severity.rank:
+        return _protection_problem(rule, f"lowered to {severity.value}")
+    return ""
+
+
+def apply(config: RepoConfig, findings: Iterable[Finding]) -> Applied:
+    """`findings` without those a `disable` entry matches, each re-rated as its first matching override says.
+    The configuration's own problems are added (they are never disabled)."""
+    applied = Applied(findings=[])
+    for finding in findings:
+        if not _protected(finding.rule) and any(entry.matches(finding) for entry in config.disabled):
+            applied.disabled += 1
+            continue
+        override = next((entry for entry in config.overrides if entry.matches(finding)), None)
+        if override is not None and override.severity is not finding.severity:
+            finding = replace(finding, severity=override.severity)
+            applied.rerated += 1
+        applied.findings.append(finding)
+    applied.findings.extend(config.problems)
+    return applied
+
+
+def _in_paths(path: str, globs: tuple[str, ...]) -> bool:
+    return not globs or any(glob_pattern(pattern).fullmatch(path) for pattern in globs)
