@@ -26,7 +26,8 @@ def _tree_hash(root: Path) -> str:
 def test_shipped_repo_exits_zero_with_json_summary(capsys) -> None:
     assert main(["validate", "--repo", str(REPO), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data["summary"]) == {"errors", "warnings", "crashed", "waived", "objects", "clusters", "seconds"}
+    assert set(data["summary"]) == {"errors", "warnings", "crashed", "waived", "disabled", "rerated", "objects",
+                                    "clusters", "seconds"}
     assert data["summary"]["errors"] == 0 and data["summary"]["clusters"] >= 3
     assert data["summary"]["objects"] >= 100
 

@@ -12,7 +12,8 @@ from gpupolicy.yamlload import load_text
 
 REPO = Path(__file__).resolve().parents[1]
 MINIREPO = REPO / "tests" / "fixtures" / "minirepo"
-KNOWN = {"WL012", "OBS003", "EXC002", "INTERNAL"}
+KNOWN = {"WL012": Severity.ERROR, "OBS003": Severity.ERROR, "EXC002": Severity.ERROR, "EXC003": Severity.WARNING,
+         "INTERNAL": Severity.ERROR}
 
 
 def _config(text: str) -> repoconfig.RepoConfig:
@@ -45,7 +46,7 @@ disable:
 
 
 def test_protected_rules_may_be_raised_but_never_lowered_or_disabled() -> None:
-    raised = _config(HEADER + "severity:\n  - {rule: EXC002, severity: error}\n")
+    raised = _config(HEADER + "severity:\n  - {rule: EXC003, severity: error}\n")
     assert not raised.problems
     lowered = _config(HEADER + "severity:\n  - {rule: EXC002, severity: info}\n")
     assert [(p.rule, p.line) for p in lowered.problems] == [("CFG001", 4)]

@@ -382,6 +382,9 @@ class _EvaluationError(Exception):
     pass
 
 
+EvaluationError = _EvaluationError  # what `check_holds` raises
+
+
 def _run(program: Any, context: Any) -> Any:
     """Run a program in an engine context (`_engine_context`): built once per evaluation, since handing the
     engine the request's variables costs many times more than running a typical expression."""
@@ -400,6 +403,12 @@ def _run_bool(program: Any, context: Any) -> bool:
     if not isinstance(result, bool):
         raise _EvaluationError(f"expression returned {type(result).__name__}, not bool")
     return result
+
+
+def check_holds(program: Any, variables: dict) -> bool:
+    """A compiled expression's boolean result over `variables`, with the Kubernetes library functions (for
+    checks outside admission: `orgchecks`). Raises `EvaluationError` when it fails or is not a bool."""
+    return _run_bool(program, _cel.Context(variables=variables, functions=KUBERNETES_FUNCTIONS))
 
 
 def _context(request: Request) -> dict:

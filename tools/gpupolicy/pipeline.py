@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, patchsources, repoconfig, repopath, rootcause, waivers
+from . import kustomize, orgchecks, patchsources, repoconfig, repopath, rootcause, waivers
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
 from .findings import Finding, Location, Severity
-from .internal import DEBUG_ENV, crash_finding, crashes, guarded
+from .internal import DEBUG_ENV, INTERNAL, crash_finding, crashes, guarded
 from .model import ClusterFacts, Fleet, K8sObject, Pool
 from .rules import exc003_unused_exception as exc003
 from .rules import kust005_unused as kust005
@@ -184,8 +184,9 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     waived: list[waivers.Waived] = []
     configured = repoconfig.Applied(findings)
     if rules:
-        findings.extend(_run_rules(fleet))
-        configured = _apply_config(sources.reader, findings)
+        org_rules = _org_rules(fleet, findings)
+        findings.extend(_run_rules(fleet, org_rules))
+        configured = _apply_config(sources.reader, findings, org_rules)
         findings, waived = _apply_exceptions(fleet, configured.findings, sources.whole)
     reported = _dedupe(_with_base_context(findings, index))
     causes = guarded(reported, "stage root causes", rootcause.link, fleet, reported, default={}) if rules else {}
@@ -196,11 +197,30 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
                      causes=causes, disabled=configured.disabled, rerated=configured.rerated)
 
 
-def _apply_config(reader: repopath.Reader, findings: list[Finding]) -> repoconfig.Applied:
+def _org_rules(fleet: Fleet, findings: list[Finding]) -> dict:
+    """The repository's declarative checks as rules (their problems, CFG002, go to `findings`), and the installed
+    plugins' problems: a plugin that broke the contract is CFG002, one that did not import is INTERNAL (its
+    checks did not run, so the run is incomplete)."""
+    from .rules import all_rules, plugins
+    from .rules import cfg002_invalid_org_rule as cfg002
+
+    installed = plugins()
+    findings.extend(cfg002.finding(problem, "", 0, hint="fix or uninstall the plugin package")
+                    for problem in installed.problems)
+    findings.extend(Finding(INTERNAL, Severity.ERROR, problem, hint="the plugin package's rules did not run: fix "
+                            "its installation, or uninstall it") for problem in installed.broken)
+    checks = guarded(findings, "stage organization checks", orgchecks.of_fleet, fleet, set(all_rules()),
+                     default=orgchecks.CheckSet(), subject=orgchecks.CHECKS_DIR)
+    findings.extend(checks.problems)
+    return checks.rules
+
+
+def _apply_config(reader: repopath.Reader, findings: list[Finding], org_rules: dict) -> repoconfig.Applied:
     """The findings as gpupolicy.yaml configures them (disabled ones dropped, severities overridden)."""
     from .rules import all_rules
 
-    config = guarded(findings, "stage configuration", repoconfig.read, reader, all_rules(), default=None,
+    known = {rule_id: rule.severity for rule_id, rule in {**all_rules(), **org_rules}.items()}
+    config = guarded(findings, "stage configuration", repoconfig.read, reader, known, default=None,
                      subject=repoconfig.CONFIG_FILE, location=Location(repoconfig.CONFIG_FILE, 1))
     if config is None:  # the crash is an INTERNAL finding among `findings`; nothing is configured
         return repoconfig.Applied(findings)
@@ -476,11 +496,12 @@ def _validate_object(obj: K8sObject, version: str, schemas: SchemaSet, index: So
     return found
 
 
-def _run_rules(fleet: Fleet) -> list[Finding]:
+def _run_rules(fleet: Fleet, org_rules: dict) -> list[Finding]:
+    """Every rule's findings: built-in, installed plugins', then the repository's declarative checks."""
     from .rules import all_rules
 
     findings: list[Finding] = []
-    for rule in all_rules().values():
+    for rule in [*all_rules().values(), *org_rules.values()]:
         if rule.stage == "rules" and rule.check is not None:
             findings.extend(_run_rule(rule, fleet))
     return findings

@@ -19,7 +19,7 @@ applied at all: half a configuration would be a policy nobody wrote. The reasons
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from . import repopath
@@ -76,8 +76,9 @@ class Applied:
     rerated: int = 0
 
 
-def read(reader: repopath.Reader, known_rules: Iterable[str]) -> RepoConfig:
-    """The configuration at the repository root (none is an empty one), checked against `known_rules`."""
+def read(reader: repopath.Reader, known_rules: Mapping[str, Severity]) -> RepoConfig:
+    """The configuration at the repository root (none is an empty one), checked against `known_rules` (rule ID ->
+    its own severity: the built-in, plugin and declarative rules)."""
     if not os.path.lexists(os.path.join(reader.real_root, CONFIG_FILE)):
         return RepoConfig()
     try:
@@ -93,10 +94,10 @@ def read(reader: repopath.Reader, known_rules: Iterable[str]) -> RepoConfig:
         return RepoConfig(problems=[cfg001.finding(
             f"the configuration must be one YAML document, found {len(loaded.documents)}", CONFIG_FILE, 1,
             hint=f"one mapping with apiVersion: {API_VERSION} and kind: {KIND}")], present=True)
-    return parse(loaded.documents[0], set(known_rules))
+    return parse(loaded.documents[0], known_rules)
 
 
-def parse(doc: Document, known_rules: set[str]) -> RepoConfig:
+def parse(doc: Document, known_rules: Mapping[str, Severity]) -> RepoConfig:
     config = RepoConfig(present=True)
     errors = validate_repo_file("config", doc.data)
     for error in errors:
@@ -107,7 +108,7 @@ def parse(doc: Document, known_rules: set[str]) -> RepoConfig:
     for index, entry in enumerate(doc.data.get("severity", [])):
         where = Location(doc.path, doc.line_of(("severity", index)))
         severity = Severity(entry["severity"])
-        problem = _rule_problem(entry["rule"], known_rules) or _downgrade_problem(entry["rule"], severity)
+        problem = _rule_problem(entry["rule"], known_rules) or _downgrade_problem(entry["rule"], severity, known_rules)
         if problem:
             config.problems.append(cfg001.finding(problem, where.path, where.line, hint=_HINT))
         else:
@@ -127,7 +128,7 @@ def parse(doc: Document, known_rules: set[str]) -> RepoConfig:
 _HINT = "name a rule of `gpupolicy rules`; INTERNAL, EXC* and CFG001 can be raised to error but never lowered or disabled"
 
 
-def _rule_problem(rule: str, known_rules: set[str]) -> str:
+def _rule_problem(rule: str, known_rules: Mapping[str, Severity]) -> str:
     return "" if rule in known_rules else f"no rule {rule}"
 
 
@@ -140,11 +141,8 @@ def _protection_problem(rule: str, what: str) -> str:
         if _protected(rule) else ""
 
 
-def _downgrade_problem(rule: str, severity: Severity) -> str:
-    from .rules import all_rules
-
-    registered = all_rules().get(rule)
-    if registered is not None and severity.rank > registered.severity.rank:
+def _downgrade_problem(rule: str, severity: Severity, known_rules: Mapping[str, Severity]) -> str:
+    if severity.rank > known_rules[rule].rank:
         return _protection_problem(rule, f"lowered to {severity.value}")
     return ""
 

@@ -19,6 +19,7 @@ from .cachestore import NO_CACHE, CacheStore
 from .findings import Finding
 from .model import Pages
 from .observability import RUNBOOK_DIR
+from .orgchecks import CHECKS_DIR
 from .rules import yaml001_syntax as yaml001
 from .rules import yaml004_file_size as yaml004
 from .rules import yaml008_symlink as yaml008
@@ -30,8 +31,8 @@ SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
 # Fleet-level declarations (folders or files) that speak about clusters: every run loads them, also a run over
 # some clusters, so a fleet-level rule still reports what they say about the clusters the run covers (a rollout
 # plan that leaves a pool of the selected cluster out of every stage, UPG003), and a reviewed exception still
-# accepts its finding.
-FLEET_INPUTS = (PLAN_DIR, EXCEPTIONS_FILE)
+# accepts its finding, and an organization's declarative checks still run.
+FLEET_INPUTS = (PLAN_DIR, EXCEPTIONS_FILE, CHECKS_DIR)
 YAML_SUFFIXES = (".yaml", ".yml")
 
 

@@ -92,6 +92,7 @@ class Problem:
 class WaiverSet:
     waivers: list[Waiver] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    known_rules: frozenset[str] = frozenset()  # what an exception may name: built-in, plugin and declarative rules
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,11 @@ def waivers_of(fleet: Fleet) -> WaiverSet:
 
 
 def _read(fleet: Fleet) -> WaiverSet:
-    found = WaiverSet()
+    from . import orgchecks
+    from .rules import all_rules
+
+    installed = set(all_rules())
+    found = WaiverSet(known_rules=frozenset(installed | set(orgchecks.of_fleet(fleet, installed).rules)))
     for doc in fleet.documents:
         if doc.path == EXCEPTIONS_FILE:
             _read_file(fleet, doc, found)
@@ -166,7 +171,7 @@ def _spans(fleet: Fleet, objects: Iterable[tuple[str, K8sObject]]) -> tuple[tupl
 def _terms(entry: dict, where: Location, found: WaiverSet, rule: str = "", inline: bool = False) -> Waiver | None:
     """The terms as a Waiver without a selector, or None (and a problem) when the rule or the date is wrong."""
     rule = rule or entry["rule"]
-    problem = _rule_problem(rule)
+    problem = _rule_problem(rule, found.known_rules)
     expires = _date(entry["expires"])
     if expires is None:
         problem = problem or f"expires {entry['expires']} is not a date"
@@ -179,12 +184,10 @@ def _terms(entry: dict, where: Location, found: WaiverSet, rule: str = "", inlin
                   source=where, inline=inline)
 
 
-def _rule_problem(rule: str) -> str:
-    from .rules import all_rules
-
+def _rule_problem(rule: str, known_rules: frozenset[str]) -> str:
     if rule == INTERNAL or rule.startswith(UNWAIVABLE_PREFIXES):
         return f"{rule} cannot be waived (a crashed check, or the exceptions' own checks)"
-    if rule not in all_rules():
+    if rule not in known_rules:
         return f"no rule {rule}"
     return ""
 

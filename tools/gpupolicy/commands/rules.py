@@ -1,12 +1,19 @@
-"""gpupolicy rules [ID]: the registered rules, or one rule's documentation."""
+"""gpupolicy rules [ID]: the registered rules, or one rule's documentation.
+
+The built-in rules, those of installed plugin packages, and the repository's declarative checks
+(policies/checks/, when run inside a policy repository or with --repo)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
+from .. import orgchecks
 from ..errors import ToolError
-from ..rules import all_rules
+from ..pipeline import find_repo_root
+from ..rules import Rule, all_rules
 
 NAME = "rules"
 HELP = "list every rule (ID, severity, summary) or print one rule's documentation"
@@ -19,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rules = all_rules()
+    rules = {**all_rules(), **_declarative_checks(args.repo)}
     if args.id:
         rule = rules.get(args.id.upper())
         if rule is None:
@@ -35,3 +42,16 @@ def run(args: argparse.Namespace) -> int:
     for rule in rules.values():
         print(f"{rule.id:<{width}}  {rule.severity.value:<7}  {rule.summary}")
     return 0
+
+
+def _declarative_checks(repo: Path | None) -> dict[str, Rule]:
+    """The repository's checks as rules; a check with a problem is left out and the problem goes to stderr
+    (`gpupolicy validate` reports it as CFG002)."""
+    try:
+        root = repo or find_repo_root(Path.cwd())
+    except ToolError:  # not inside a policy repository: the installed rules only
+        return {}
+    checks = orgchecks.read(str(root), set(all_rules()))
+    for problem in checks.problems:
+        print(f"gpupolicy: {problem.place}: {problem.rule}: {problem.message}", file=sys.stderr)
+    return checks.rules

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..rules import all_rules
+from ..rules import builtin_rules
 from . import Context, table
 
 
 def pages(context: Context) -> dict[str, str]:
-    rules = all_rules()
+    rules = builtin_rules()
     result = {}
     index = ("# Rules\n\nEvery check `gpupolicy validate` runs. Each page says why the rule matters, shows a bad "
              "example and the fix. `gpupolicy rules ID` prints the same text.\n\n")

@@ -6,18 +6,33 @@ A rule module declares `ID`, `SEVERITY`, `SUMMARY`, a docstring that is its docu
 a `check(fleet) -> Iterator[Finding]`. A rule the pipeline reports also defines `finding(message, path, line,
 *, cluster, hint)`, which the stage that reports it calls: the stage modules import their rule modules, never
 the reverse, and this package imports nothing of the pipeline.
+
+Organization rules live outside the toolkit. An installed Python package adds rules through the entry-point
+group `gpupolicy.rules` (each entry point names a rule module, or a package whose modules are rules), with the
+same contract as the built-in modules; `all_rules()` holds them after the built-in ones. Their IDs carry an
+organization prefix (`ACME-NET001`, `ORG_RULE_ID`), which no built-in ID has, so they can never clash. A plugin
+that breaks the contract is refused and listed in `plugins().problems`. Declarative checks under
+`policies/checks/` are repository content, not installed code: `orgchecks` reads them per repository.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
+from importlib.metadata import entry_points
 from types import ModuleType
 
 from ..findings import Finding, Severity
+from ..internal import describe
+
+PLUGIN_GROUP = "gpupolicy.rules"
+# An organization rule's ID: its organization's prefix, a dash, then a built-in-style ID (ACME-NET001).
+ORG_RULE_ID = re.compile(r"^[A-Z][A-Z0-9]{1,15}-[A-Z]{1,12}[0-9]{1,4}$")
+ORG_CATEGORY = "Organization rules"
 
 CATEGORIES = {
     "YAML": "Strict loading", "KUST": "Rendering", "SCHEMA": "Schemas", "CAP": "Capacity and quotas",
@@ -41,8 +56,19 @@ class Rule:
 
     @property
     def category(self) -> str:
+        if ORG_RULE_ID.match(self.id):
+            return f"{ORG_CATEGORY} ({self.id.partition('-')[0]})"
         prefix = self.id.rstrip("0123456789")
         return CATEGORIES.get(prefix, prefix)
+
+
+@dataclass
+class Plugins:
+    """The rules installed packages add, and why any plugin module was refused (the run reports those)."""
+
+    rules: dict[str, Rule] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # a module that broke the contract (CFG002)
+    broken: list[str] = field(default_factory=list)  # a module that did not import: its checks never ran
 
 def _rule_from(module: ModuleType) -> Rule:
     stage = getattr(module, "STAGE", "rules")
@@ -55,6 +81,13 @@ def _rule_from(module: ModuleType) -> Rule:
 
 @cache
 def all_rules() -> dict[str, Rule]:
+    """Every rule: the built-in ones, then those of installed organization packages (`plugins()`)."""
+    return {**builtin_rules(), **plugins().rules}
+
+
+@cache
+def builtin_rules() -> dict[str, Rule]:
+    """The toolkit's own rules, the modules of this package (the rule pages document these)."""
     rules: dict[str, Rule] = {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
@@ -70,3 +103,56 @@ def _sort_key(rule_id: str) -> tuple[str, int]:
     prefix = rule_id.rstrip("0123456789")
     return prefix, int(rule_id[len(prefix):] or 0)
 
+
+
+@cache
+def plugins() -> Plugins:
+    """The rules of every entry point of `PLUGIN_GROUP`, each checked against the rule contract."""
+    found = Plugins()
+    for entry in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: (e.name, e.value)):
+        where = f"plugin {entry.name} ({entry.value})"
+        try:
+            loaded = entry.load()
+        except Exception as exc:  # noqa: BLE001 - an installed package is code we do not control
+            found.broken.append(f"{where} cannot be imported: {describe(exc)}")
+            continue
+        for module in _rule_modules(loaded, where, found):
+            try:
+                rule = _rule_from(module)
+            except (AttributeError, TypeError) as exc:
+                found.problems.append(f"{where}: module {module.__name__} is not a rule: {describe(exc)}")
+                continue
+            problem = _plugin_problem(rule, {**builtin_rules(), **found.rules})
+            if problem:
+                found.problems.append(f"{where}: {problem}")
+            else:
+                found.rules[rule.id] = rule
+    return found
+
+
+def _rule_modules(module: ModuleType, where: str, found: Plugins) -> list[ModuleType]:
+    """The module itself when it is a rule, else the rule modules of the package; a module that does not
+    import is recorded in `found.broken` and the package's other rules still run."""
+    if hasattr(module, "ID") or not hasattr(module, "__path__"):
+        return [module]
+    modules = []
+    for info in sorted(pkgutil.iter_modules(module.__path__), key=lambda i: i.name):
+        name = f"{module.__name__}.{info.name}"
+        try:
+            modules.append(importlib.import_module(name))
+        except Exception as exc:  # noqa: BLE001 - as in plugins()
+            found.broken.append(f"{where}: module {name} cannot be imported: {describe(exc)}")
+    return [m for m in modules if hasattr(m, "ID")]
+
+
+def _plugin_problem(rule: Rule, taken: dict[str, Rule]) -> str:
+    if not isinstance(rule.id, str) or not ORG_RULE_ID.match(rule.id):
+        return (f"rule ID {rule.id!r} has no organization prefix (ACME-NET001): built-in IDs are the toolkit's, "
+                "and a plugin must not be able to shadow one")
+    if rule.id in taken:
+        return f"rule {rule.id} is declared twice ({taken[rule.id].module}, {rule.module})"
+    if rule.stage != "rules" or rule.check is None:
+        return f"rule {rule.id} has no check(fleet): only the pipeline reports stage rules"
+    if not isinstance(rule.severity, Severity):
+        return f"rule {rule.id}: SEVERITY must be a gpupolicy.findings.Severity, not {rule.severity!r}"
+    return ""
