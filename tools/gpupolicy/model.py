@@ -357,6 +357,12 @@ class Fleet:
     documents: list = field(default_factory=list, repr=False)  # every strictly loaded source document
     # Every cluster folder of the repository, validated in this run or not (a run may cover some clusters).
     repository_clusters: tuple[str, ...] = ()
+    # pools/<name> folder -> every cluster whose overlay includes it, when the run read every cluster's overlay graph
+    # (a run over every cluster, or the first shard of `validate --shard`); None when it did not.
+    pool_includers: dict[str, tuple[str, ...]] | None = None
+    # False in a shard of `validate --shard` other than the first: rules about the whole fleet (FLEET_LEVEL) do
+    # not run there, so the merged shards report their findings exactly once.
+    fleet_checks: bool = True
     # Pages rules check, read once by the load stage: docs/runbooks, and the decision log (decisions.Decision).
     runbooks: Pages = field(default_factory=Pages, repr=False)
     decision_log: list = field(default_factory=list, repr=False)

@@ -48,6 +48,9 @@ class RunResult:
     cached_renders: int = 0
     waived: list = field(default_factory=list)  # waivers.Waived: findings a reviewed exception accepts
     causes: dict[Finding, Finding] = field(default_factory=dict)  # derived finding -> its cause (rootcause)
+    # EXC003 of a run over some clusters: exceptions that accepted nothing in it. Not findings (another cluster
+    # may use them); a shard's report carries them and `report merge` reports those no shard used.
+    unused_exceptions: list[Finding] = field(default_factory=list)
     disabled: int = 0  # findings gpupolicy.yaml disables (repoconfig)
     rerated: int = 0  # findings whose severity gpupolicy.yaml overrides
 
@@ -125,18 +128,20 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
 def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, rules: bool = True,
         progress: Callable | None = None, crd_schemas: dict | None = None,
         graph: kustomize.Graph | None = None, store: CacheStore | None = None,
-        reader: repopath.Reader | None = None) -> RunResult:
+        reader: repopath.Reader | None = None, fleet_level: bool = False, fleet_checks: bool = True) -> RunResult:
     """Validate the repository at `root`: `clusters` None is every cluster, else the (non-empty) list named.
     `graph`: the kustomize graph of every cluster when the caller has
     read it already (--changed-since does, to select the clusters), so it is not read twice; `reader`, the
     boundary that read it (and keeps what it read). `store`: the command's cache store (built once per run);
-    without one, the run builds its own as `use_cache` says."""
+    without one, the run builds its own as `use_cache` says. `fleet_level`: a run over some clusters also reads
+    what no cluster includes (the first shard of `validate --shard`, see `sources.discover`); `fleet_checks`
+    False (the other shards) skips the rules about the whole fleet (FLEET_LEVEL), which the first shard runs."""
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     root = root.resolve()
     all_clusters = cluster_names(root)
     store = store or (CacheStore() if use_cache else CacheStore.off())
-    sources = discover(root, all_clusters, _selected(all_clusters, clusters), store, graph, reader)
+    sources = discover(root, all_clusters, _selected(all_clusters, clusters), store, graph, reader, fleet_level)
     findings = list(sources.findings)
     renderable = _renderable(sources)
     clock.lap("discover")
@@ -177,24 +182,31 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     clock.lap("schema")
 
     fleet = _assemble_fleet(sources, facts, objects_by_cluster, generated, index, findings)
+    if sources.whole or fleet_level:  # the graph covers every cluster (see sources.discover)
+        fleet.pool_includers = sources.pool_membership(sources.all_clusters)
+    fleet.fleet_checks = fleet_checks
     findings.extend(guarded(findings, "stage schema (GPU Operator values)", _values_findings, fleet, schemas,
                             generated, index, default=[]))
     clock.lap("model")
 
     waived: list[waivers.Waived] = []
+    unused: list[Finding] = []
     configured = repoconfig.Applied(findings)
     if rules:
         org_rules = _org_rules(fleet, findings)
         findings.extend(_run_rules(fleet, org_rules))
         configured = _apply_config(sources.reader, findings, org_rules)
-        findings, waived = _apply_exceptions(fleet, configured.findings, sources.whole)
-    reported = _dedupe(_with_base_context(findings, index))
+        findings, waived, unused = _apply_exceptions(fleet, configured.findings)
+        if sources.whole:
+            findings, unused = findings + unused, []
+    reported = dedupe(_with_base_context(findings, index))
     causes = guarded(reported, "stage root causes", rootcause.link, fleet, reported, default={}) if rules else {}
     clock.lap("rules")
     return RunResult(fleet=fleet, findings=reported, timings=timings,
                      objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
                      cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived),
-                     causes=causes, disabled=configured.disabled, rerated=configured.rerated)
+                     causes=causes, disabled=configured.disabled, rerated=configured.rerated,
+                     unused_exceptions=dedupe(unused))
 
 
 def _org_rules(fleet: Fleet, findings: list[Finding]) -> dict:
@@ -227,15 +239,14 @@ def _apply_config(reader: repopath.Reader, findings: list[Finding], org_rules: d
     return repoconfig.apply(config, findings)
 
 
-def _apply_exceptions(fleet: Fleet, findings: list[Finding], whole: bool) -> tuple[list[Finding], list]:
-    """The findings no reviewed exception accepts (plus EXC003 for the exceptions that accepted nothing, in a
-    run over every cluster only: a partial run does not see every finding), and the accepted ones."""
+def _apply_exceptions(fleet: Fleet, findings: list[Finding]) -> tuple[list[Finding], list, list[Finding]]:
+    """The findings no reviewed exception accepts, the accepted ones, and EXC003 for the exceptions that accepted
+    nothing (a finding only in a run over every cluster: a partial run does not see every finding)."""
     outcome = guarded(findings, "stage exceptions", waivers.apply, fleet, findings, default=None,
                       subject=waivers.EXCEPTIONS_FILE, location=Location(waivers.EXCEPTIONS_FILE, 1))
     if outcome is None:  # the crash is an INTERNAL finding among `findings`; nothing was waived
-        return findings, []
-    unused = [exc003.finding(waiver) for waiver in outcome.unused] if whole else []
-    return outcome.kept + unused, outcome.waived
+        return findings, [], []
+    return outcome.kept, outcome.waived, [exc003.finding(waiver) for waiver in outcome.unused]
 
 
 def _selected(all_clusters: list[str], clusters: list[str] | None) -> list[str]:
@@ -502,7 +513,7 @@ def _run_rules(fleet: Fleet, org_rules: dict) -> list[Finding]:
 
     findings: list[Finding] = []
     for rule in [*all_rules().values(), *org_rules.values()]:
-        if rule.stage == "rules" and rule.check is not None:
+        if rule.stage == "rules" and rule.check is not None and (fleet.fleet_checks or not rule.fleet_level):
             findings.extend(_run_rule(rule, fleet))
     return findings
 
@@ -526,16 +537,16 @@ def _with_base_context(findings: list[Finding], index: SourceIndex) -> list[Find
 
 
 def _dedupe_waived(waived: list) -> list:
-    """`_dedupe` for accepted findings: one entry per finding and exception, naming every cluster."""
+    """`dedupe` for accepted findings: one entry per finding and exception, naming every cluster."""
     by_waiver: dict[int, list] = {}
     for item in waived:
         by_waiver.setdefault(id(item.waiver), []).append(item)
     merged = [waivers.Waived(finding, items[0].waiver) for items in by_waiver.values()
-              for finding in _dedupe([i.finding for i in items])]
+              for finding in dedupe([i.finding for i in items])]
     return sorted(merged, key=lambda item: item.finding.sort_key())
 
 
-def _dedupe(findings: list[Finding]) -> list[Finding]:
+def dedupe(findings: list[Finding]) -> list[Finding]:
     """The same source line rendered into several clusters is one finding, naming every cluster."""
     merged: dict[tuple, Finding] = {}
     for finding in findings:

@@ -92,21 +92,54 @@ class Sources:
 # --- discover ------------------------------------------------------------------------------------------------
 
 def discover(root: Path, all_clusters: list[str], selected: list[str], store: CacheStore,
-             graph: kustomize.Graph | None = None, reader: repopath.Reader | None = None) -> Sources:
+             graph: kustomize.Graph | None = None, reader: repopath.Reader | None = None,
+             fleet_level: bool = False) -> Sources:
     """The clusters' graph (given, or read now) and the source files the run needs. A run over some clusters
-    (sharding, --changed-since) reads only what those clusters depend on. `reader`: the one that read the
-    given graph, so the kustomizations it read are not read again."""
+    (sharding, --changed-since) reads only what those clusters depend on; with `fleet_level` (the first shard of
+    `validate --shard`) it also reads what no cluster includes (loose files, pools in no cluster, the graph's
+    findings outside every overlay), so the shards together cover what one run over every cluster reads.
+    `reader`: the one that read the given graph, so the kustomizations it read are not read again."""
     reader = reader or repopath.Reader(root)
     whole = set(selected) == set(all_clusters)
-    entries = [f"clusters/{name}" for name in (all_clusters if whole else selected)]
+    entries = [f"clusters/{name}" for name in (all_clusters if whole or fleet_level else selected)]
     if graph is None:
         graph = graphcache.build_graph(root, entries, store, reader)
     sources = Sources(root, all_clusters, selected, graph, reader)
-    sources.pool_dirs = _pool_dirs(root, None if whole else graph, selected)
-    files, findings = source_files(root, None if whole else _inputs_of(root, graph, selected, sources.pool_dirs))
-    sources.files = files
-    sources.findings = findings + (graph.findings if whole else _graph_findings(graph, entries))
+    if whole:
+        sources.pool_dirs = _pool_dirs(root, None, selected)
+        sources.files, findings = source_files(root)
+        sources.findings = findings + graph.findings
+        return sources
+    selected_entries = [f"clusters/{name}" for name in selected]
+    sources.pool_dirs = _pool_dirs(root, graph, selected)
+    needed = _inputs_of(root, graph, selected, sources.pool_dirs)
+    graph_findings = _graph_findings(graph, selected_entries)
+    if fleet_level:
+        outside = _outside_every_cluster(root, graph, all_clusters)
+        sources.pool_dirs = sorted(set(sources.pool_dirs) | outside.pool_dirs)
+        needed |= outside.files
+        graph_findings += [f for f in graph.findings if f in outside.graph_findings]
+    sources.files, findings = source_files(root, needed)
+    sources.findings = findings + graph_findings
     return sources
+
+
+@dataclass
+class _Outside:
+    pool_dirs: set[str]
+    files: set[str]
+    graph_findings: list[Finding]
+
+
+def _outside_every_cluster(root: Path, graph: kustomize.Graph, all_clusters: list[str]) -> _Outside:
+    """What a run over every cluster reads that no single cluster's run does: the pool folders no cluster
+    includes, the files no cluster's run needs, and the graph's findings about folders no overlay reaches.
+    `graph` must cover every cluster."""
+    included_pools = _pool_dirs(root, graph, all_clusters)
+    pool_dirs = set(_pool_dirs(root, None, all_clusters)) - set(included_pools)
+    needed = _inputs_of(root, graph, all_clusters, included_pools)
+    reached = set(_graph_findings(graph, [f"clusters/{name}" for name in all_clusters]))
+    return _Outside(pool_dirs, set(_walk(root)) - needed, [f for f in graph.findings if f not in reached])
 
 
 def _graph_findings(graph: kustomize.Graph, entries: list[str]) -> list[Finding]:

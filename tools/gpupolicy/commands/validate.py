@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass
 
-from .. import incremental, kustomize, pipeline, repopath, report
+from .. import incremental, kustomize, pipeline, repopath, report, shards
 from ..cachestore import CacheStore
 from ..errors import ToolError
 from ..internal import crash_finding
@@ -22,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--changed-since", metavar="REV",
                         help="only the clusters whose overlay inputs changed since the git revision REV "
                              "(committed, staged, unstaged and untracked changes)")
+    parser.add_argument("--shard", metavar="K/N",
+                        help="only shard K of N: every N-th cluster by name, shard 1 also the fleet-level checks; "
+                             "combine the shards' --format json reports with `gpupolicy report merge`")
     parser.add_argument("--format", default="text", choices=sorted(report.FORMATTERS), help="output format")
     parser.add_argument("--no-cache", action="store_true", help="render again even when inputs are unchanged")
     parser.add_argument("--verbose", "-v", action="store_true", help="print timings per stage")
@@ -41,9 +45,12 @@ class Scope:
     graph: kustomize.Graph | None = None
     reader: repopath.Reader | None = None  # the boundary that read `graph`: it keeps what it read
     nothing: bool = False
+    shard: shards.Shard | None = None
 
 
 def _scope(args: argparse.Namespace, store: CacheStore) -> Scope:
+    if args.shard:
+        return _shard_scope(args)
     if not args.changed_since:
         return Scope(args.cluster)
     reader = repopath.Reader(args.repo)
@@ -62,6 +69,17 @@ def _scope(args: argparse.Namespace, store: CacheStore) -> Scope:
     return Scope(nothing=True)
 
 
+def _shard_scope(args: argparse.Namespace) -> Scope:
+    if args.cluster or args.changed_since:
+        raise ToolError("--shard splits the whole fleet: it does not combine with --cluster or --changed-since")
+    shard = shards.parse_shard(args.shard)
+    clusters = shard.clusters(pipeline.cluster_names(args.repo))
+    if not clusters:
+        print(f"gpupolicy: shard {shard} has no cluster (there are fewer than {shard.index}); its report is empty",
+              file=sys.stderr)
+    return Scope(clusters, shard=shard)
+
+
 def run(args: argparse.Namespace) -> int:
     store = CacheStore.off() if args.no_cache else CacheStore()  # one per run: selection and validation
     scope = _scope(args, store)
@@ -70,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result = _validate(args, scope, store)
     text = report.FORMATTERS[args.format](result, str(args.repo))
+    if scope.shard is not None and args.format == "json":
+        payload = json.loads(text)
+        payload["shard"] = shards.shard_block(scope.shard, result.rendered_clusters, result.unused_exceptions)
+        text = json.dumps(payload, indent=2)
     if args.show_waived and args.format == "text" and result.waived:
         text = report.waived_text(result) + "\n" + text
     if args.output:
@@ -85,10 +107,14 @@ def run(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipeline.RunResult:
     """The run; when it crashes outright, a result holding just that crash as an INTERNAL finding, so the
     report is still written (CI uploads it) and says why it is empty."""
+    if scope.shard is not None and not scope.clusters:
+        return pipeline.RunResult(fleet=Fleet(root=str(args.repo)))
     try:
         with progress_bar("rendering") as bar:
             return pipeline.run(args.repo, clusters=scope.clusters, progress=bar, graph=scope.graph,
-                                store=store, reader=scope.reader)
+                                store=store, reader=scope.reader,
+                                fleet_level=scope.shard is not None and scope.shard.fleet_level,
+                                fleet_checks=scope.shard is None or scope.shard.fleet_level)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code

@@ -3,7 +3,8 @@
 A rule module declares `ID`, `SEVERITY`, `SUMMARY`, a docstring that is its documentation page
 (Markdown: why it matters, a bad example, the fix) and, unless the pipeline itself reports it
 (`STAGE = "load"`, `"render"` or `"schema"`; `"pipeline"` for INTERNAL, the finding of a check that crashed),
-a `check(fleet) -> Iterator[Finding]`. A rule the pipeline reports also defines `finding(message, path, line,
+a `check(fleet) -> Iterator[Finding]`. `FLEET_LEVEL = True` marks a rule whose findings need every cluster
+(pool membership across overlays): `validate --shard` runs it in the first shard only. A rule the pipeline reports also defines `finding(message, path, line,
 *, cluster, hint)`, which the stage that reports it calls: the stage modules import their rule modules, never
 the reverse, and this package imports nothing of the pipeline.
 
@@ -53,6 +54,7 @@ class Rule:
     stage: str  # "rules" for check(fleet) rules; "load", "render", "schema" or "pipeline" when the pipeline reports it
     check: Callable[..., Iterator[Finding]] | None
     module: str
+    fleet_level: bool = False  # FLEET_LEVEL: its findings need every cluster; one shard of a split runs it
 
     @property
     def category(self) -> str:
@@ -76,7 +78,8 @@ def _rule_from(module: ModuleType) -> Rule:
     if stage == "rules" and check is None:
         raise TypeError(f"rule module {module.__name__} has no check()")
     return Rule(id=module.ID, severity=module.SEVERITY, summary=module.SUMMARY,
-                doc=(module.__doc__ or "").strip(), stage=stage, check=check, module=module.__name__)
+                doc=(module.__doc__ or "").strip(), stage=stage, check=check, module=module.__name__,
+                fleet_level=bool(getattr(module, "FLEET_LEVEL", False)))
 
 
 @cache

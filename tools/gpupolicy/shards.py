@@ -1,0 +1,188 @@
+"""Sharded validation for big fleets: `validate --shard K/N` and `report merge`.
+
+A shard is a run over every N-th cluster in name order (shard K takes the K-th, the K+N-th, ...): the split
+depends only on the cluster names, balances the clusters within one, and needs no state. Shard 1 also does
+the fleet-level work, exactly once: it reads what no cluster includes (loose files, pools in no cluster, the
+kustomize graph's findings outside every overlay; `sources.discover(fleet_level=True)`). Each shard writes
+its JSON report with a `shard` block: its place in the split, its clusters, and the exceptions that accepted
+nothing in it (EXC003 candidates: only the merge can tell which no shard used).
+
+`merge` reads the shards' JSON reports, checks that every shard of one split is there exactly once, and
+returns one `pipeline.RunResult`: a finding reported by several shards (a shared file, rendered into clusters
+of different shards) is one finding naming every cluster, as in a single run; any format of
+`report.FORMATTERS` then writes it, so the merged JSON, SARIF and JUnit are those a single run writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from .errors import ToolError
+from .findings import Finding, Location, Severity
+from .model import Fleet
+from .waivers import Waived
+
+SHARD_PATTERN = re.compile(r"^([1-9][0-9]{0,3})/([1-9][0-9]{0,3})$")
+MAX_REPORT_BYTES = 256 * 1024 * 1024  # a shard report of a huge fleet fits; more is not a report
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1-based
+    count: int
+
+    @property
+    def fleet_level(self) -> bool:
+        """Shard 1 does the fleet-level work."""
+        return self.index == 1
+
+    def clusters(self, all_clusters: list[str]) -> list[str]:
+        return sorted(all_clusters)[self.index - 1::self.count]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    match = SHARD_PATTERN.match(text.strip())
+    if not match or int(match.group(1)) > int(match.group(2)):
+        raise ToolError(f"--shard {text!r}: expected K/N with 1 <= K <= N (such as 2/4)")
+    return Shard(int(match.group(1)), int(match.group(2)))
+
+
+def shard_block(shard: Shard, clusters: list[str], unused_exceptions: list[Finding]) -> dict[str, Any]:
+    """What a shard's JSON report adds for `merge`."""
+    return {"index": shard.index, "count": shard.count, "clusters": clusters,
+            "unused_exceptions": [f.as_dict() for f in unused_exceptions]}
+
+
+# --- merge ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReportedException:
+    """An exception as a shard's report states it (`waivers.Waiver.as_dict`): what the outputs show of it."""
+
+    rule: str
+    selector: str
+    reason: str
+    owner: str
+    expires: date
+    source: Location
+    inline: bool
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ReportedException:
+        path, _, line = str(data["source"]).rpartition(":")
+        source = Location(path, int(line)) if path and line.isdigit() else Location(str(data["source"]))
+        return cls(str(data["rule"]), str(data["selector"]), str(data["reason"]), str(data["owner"]),
+                   date.fromisoformat(str(data["expires"])), source, bool(data["inline"]))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "selector": self.selector, "reason": self.reason, "owner": self.owner,
+                "expires": self.expires.isoformat(), "source": str(self.source), "inline": self.inline}
+
+
+def merge(paths: list[Path], root: str) -> Any:
+    """One run's result from the shards' JSON reports (`paths`); a ToolError names a file that is not one,
+    or a split that is incomplete."""
+    from .pipeline import RunResult, dedupe
+
+    reports = [_read(path) for path in paths]
+    _check_complete(reports, paths)
+    findings, causes, waived, unused = [], {}, [], []
+    for report in reports:
+        for data in report["findings"]:
+            finding = _finding(data)
+            findings.append(finding)
+            if "caused_by" in data:
+                causes.setdefault(_key(finding), data["caused_by"])
+        waived.extend(Waived(_finding(item), ReportedException.from_dict(item["exception"]))
+                      for item in report["waived"])
+        unused.extend(_finding(data) for data in report["shard"]["unused_exceptions"])
+    used = {str(item.waiver.source) for item in waived}
+    findings += [f for f in unused if f.place not in used]  # EXC003: an exception no shard used
+    merged = dedupe(findings)
+    summaries = [report["summary"] for report in reports]
+    return RunResult(fleet=Fleet(root=root), findings=merged, waived=_merge_waived(waived),
+                     causes=_causes(merged, causes), timings={"slowest shard": max(s["seconds"] for s in summaries)},
+                     objects=sum(s["objects"] for s in summaries),
+                     rendered_clusters=sorted(c for r in reports for c in r["shard"]["clusters"]),
+                     disabled=sum(s.get("disabled", 0) for s in summaries),
+                     rerated=sum(s.get("rerated", 0) for s in summaries))
+
+
+def _read(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_REPORT_BYTES + 1)
+    except OSError as exc:
+        raise ToolError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_REPORT_BYTES:
+        raise ToolError(f"{path}: over {MAX_REPORT_BYTES:,} bytes, not a shard report")
+    try:
+        report = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ToolError(f"{path}: not JSON ({exc}); merge reads the JSON reports of `validate --shard K/N "
+                        "--format json`, and writes SARIF or JUnit itself (--format)") from None
+    if not isinstance(report, dict) or not isinstance(report.get("shard"), dict) \
+            or not all(key in report for key in ("findings", "waived", "summary")):
+        raise ToolError(f"{path}: not the JSON report of a shard (`validate --shard K/N --format json`)")
+    return report
+
+
+def _check_complete(reports: list[dict], paths: list[Path]) -> None:
+    counts = {report["shard"]["count"] for report in reports}
+    if len(counts) != 1:
+        raise ToolError(f"the reports come from different splits (N = {', '.join(map(str, sorted(counts)))})")
+    count = counts.pop()
+    seen: dict[int, Path] = {}
+    for report, path in zip(reports, paths, strict=True):
+        index = report["shard"]["index"]
+        if index in seen:
+            raise ToolError(f"shard {index}/{count} twice: {seen[index]} and {path}")
+        seen[index] = path
+    missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in seen]
+    if missing:
+        raise ToolError(f"shard(s) {', '.join(missing)} missing: a merge of part of a split would drop findings")
+
+
+def _finding(data: dict) -> Finding:
+    try:
+        return Finding(str(data["rule"]), Severity(data["severity"]), str(data["message"]), str(data["path"]),
+                       int(data["line"]), str(data["cluster"]), str(data["hint"]))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ToolError(f"a shard report holds a finding that is not one ({exc}): {str(data)[:200]}") from None
+
+
+def _key(finding: Finding) -> tuple:
+    return finding.rule, finding.path, finding.line, finding.message
+
+
+def _causes(findings: list[Finding], caused_by: dict[tuple, dict]) -> dict[Finding, Finding]:
+    """Derived finding -> its cause, the cause found among the merged findings by its rule, place and message."""
+    by_key = {_key(f): f for f in findings}
+    linked = {}
+    for finding in findings:
+        cause = caused_by.get(_key(finding))
+        if cause is not None:
+            found = by_key.get((cause["rule"], cause["path"], cause["line"], cause["message"]))
+            if found is not None:
+                linked[finding] = found
+    return linked
+
+
+def _merge_waived(waived: list[Waived]) -> list[Waived]:
+    """One entry per finding and exception, naming every cluster (as `pipeline` merges them)."""
+    from .pipeline import dedupe
+
+    by_exception: dict[str, list[Waived]] = {}
+    for item in waived:
+        by_exception.setdefault(str(item.waiver.source), []).append(item)
+    merged = [Waived(finding, items[0].waiver) for items in by_exception.values()
+              for finding in dedupe([item.finding for item in items])]
+    return sorted(merged, key=lambda item: item.finding.sort_key())
