@@ -359,6 +359,9 @@ def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment
         injected = ", ".join(f"{k}={v}" for k, v in flavor_obj.node_labels.items()) or "no node labels"
         parts.append(f"flavor {flavor} for {resources}{' (borrowing)' if borrows else ''}: injects {injected}"
                      f"{' and ' + str(len(flavor_obj.tolerations)) + ' toleration(s)' if flavor_obj.tolerations else ''}")
+    skipped = [f"{a.flavor} ({a.reason})" for a in assignment.attempts if a.reason]
+    if skipped:
+        parts.append("tried first: " + ", ".join(skipped))
     first = next(iter(chosen))
     return Step("flavor assignment", True, f"ClusterQueue {queue.name}: " + "; ".join(parts),
                 fleet.locate(cluster.flavors[first].obj, "spec"))
