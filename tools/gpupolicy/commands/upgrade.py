@@ -6,6 +6,13 @@ promote PLAN     put the next stage's pools on the target version (NVIDIADriver 
                  complete. Refuses (exit 1) while the current stage has not soaked, while an UPG rule fails,
                  or when the git working tree is dirty. Prints the change as a diff, ready to commit.
 rollback PLAN    put the last promoted stage's pools back on the rollback target and remove its record.
+watch PLAN       re-evaluate the current stage's rollback criteria against Prometheus every --every minutes;
+                 exit 1 on the first breach (a CI job or CronJob), 0 once the stage has soaked cleanly.
+
+With --prometheus URL, status, promote and watch evaluate the current stage's rollback criteria over its soak
+(`query_range` on the stage's nodes): each holds, is breached (first breaching sample) or has no data. promote
+refuses on a breach or on no data; status recommends the rollback command. The bearer token comes from
+$GPUPOLICY_PROMETHEUS_TOKEN or --prometheus-token-file, never from a flag.
 
 Edits go through ruamel.yaml's round-trip mode, so comments, quoting and layout of the touched files stay as
 they were; a promote followed by a rollback restores every file byte for byte.
@@ -22,6 +29,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +39,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import pipeline, repopath, transaction, upgrades
+from .. import gates, pipeline, promclient, repopath, transaction, upgrades
 from ..build import origin_path
 from ..errors import ToolError
 from ..findings import Finding, Severity
@@ -59,13 +67,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rollback = actions.add_parser("rollback", help="return the last promoted stage to the rollback target",
                                   description=__doc__, formatter_class=raw)
     rollback.add_argument("plan", metavar="PLAN", help="plan name or file")
-    for command in (status, promote, rollback):
+    watch = actions.add_parser("watch", help="re-evaluate the rollback criteria during a soak; exit 1 on breach",
+                               description=__doc__, formatter_class=raw)
+    watch.add_argument("plan", metavar="PLAN", help="plan name or file")
+    watch.add_argument("--every", metavar="MIN", type=_positive_minutes, default=15.0,
+                       help="minutes between evaluations (default 15)")
+    watch.add_argument("--rounds", metavar="N", type=int, default=0,
+                       help="stop after N evaluations (default: until the stage has soaked or a breach)")
+    for command in (status, promote, watch):
+        command.add_argument("--prometheus", metavar="URL", required=command is watch,
+                             help="evaluate the rollback criteria against this Prometheus (HTTP API)")
+        command.add_argument("--prometheus-token-file", metavar="FILE", type=Path,
+                             help=f"bearer token file (default: ${promclient.TOKEN_ENV} if set)")
+    for command in (status, promote, rollback, watch):
         # Also after the action (`upgrade promote PLAN --repo DIR`); SUPPRESS keeps `upgrade --repo DIR ...` working.
         command.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
         command.add_argument("--now", metavar="TIME", type=_parse_now,
                              help="the current time, UTC (2026-12-01T10:00:00Z or 2026-12-01); default: the clock")
     for command in (promote, rollback):
         command.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+
+
+def _positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
+    if not 0 < value <= 7 * 24 * 60:
+        raise argparse.ArgumentTypeError("--every is between 0 and 10080 minutes (a week)")
+    return value
 
 
 def _parse_now(text: str) -> datetime:
@@ -84,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     if args.upgrade_action == "status":
         return _status(args, result.fleet, plans, result.findings, now)
     plan = _find_plan(plans, args.plan)
+    if args.upgrade_action == "watch":
+        return _watch(args, result.fleet, plans, plan)
     _require_complete(args.upgrade_action, plan, result.findings)
     if args.upgrade_action == "promote":
         return _promote(args, result.fleet, plans, plan, result.findings, now)
@@ -139,18 +171,42 @@ def _status(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: li
         return 0
     dirty = _dirty_reason(Path(args.repo))
     incomplete = _incomplete(findings)
+    client = _client(args)
+    verdicts = {plan.name: _gate(client, fleet, plan, now) for plan in chosen}
     if args.format == "json":
-        print(json.dumps([_plan_json(fleet, plans, plan, findings, now, dirty) for plan in chosen], indent=2))
+        print(json.dumps([_plan_json(fleet, plans, plan, findings, now, dirty, verdicts[plan.name])
+                          for plan in chosen], indent=2))
     else:
-        print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty) for plan in chosen))
+        print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty, verdicts[plan.name])
+                           for plan in chosen))
     if incomplete:  # stdout alone would read as a full verdict
         print(f"gpupolicy upgrade status: {incomplete}", file=sys.stderr)
         return 2
     return 0
 
 
+def _client(args: argparse.Namespace) -> promclient.Prometheus | None:
+    if not getattr(args, "prometheus", None):
+        return None
+    return promclient.Prometheus(args.prometheus, promclient.read_token(args.prometheus_token_file))
+
+
+def _gate(client: promclient.Prometheus | None, fleet: Fleet, plan: Plan, now: datetime) -> gates.Evaluation | None:
+    """The current stage's rollback criteria over its soak so far (None without a server or a stage in soak)."""
+    stage = plan.current_stage()
+    if client is None or stage is None or stage.completed:
+        return None
+    return gates.evaluate(client, fleet, plan, stage, now)
+
+
+def _gate_lines(gate: gates.Evaluation | None, indent: str = "  ") -> list[str]:
+    if gate is None:
+        return []
+    return [indent + gate.heading()] + [f"{indent}  {verdict.line()}" for verdict in gate.verdicts]
+
+
 def _plan_text(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
-               dirty: str | None) -> str:
+               dirty: str | None, gate: gates.Evaluation | None = None) -> str:
     lines = [f"{plan.name} ({plan.path}): {plan.component} {plan.from_version} -> {plan.to_version}, "
              f"rollback to {plan.rollback_target}   [at {upgrades.format_timestamp(now)}]"]
     statuses = upgrades.stage_status(fleet, plans, plan, now)
@@ -166,7 +222,8 @@ def _plan_text(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding]
                 line += f"   worst drain: {moment.describe()}"
             lines.append(line)
     lines.append("  rollback criteria: " + "; ".join(plan.criteria.describe()))
-    step = _next_step(plans, plan, findings, now, dirty)
+    lines += _gate_lines(gate)
+    step = _next_step(plans, plan, findings, now, dirty, gate)
     lines += ["  next step: " + step[0]] + [f"    {line}" for line in step[1:]]
     return "\n".join(lines)
 
@@ -189,8 +246,12 @@ def _stage_line(number: int, status: upgrades.StageStatus) -> str:
     return f"{head} - {detail}{approved}; {status.gpus} GPUs"
 
 
-def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime, dirty: str | None) -> list[str]:
-    blockers = _promote_blockers(plans, plan, findings, now)
+def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime, dirty: str | None,
+               gate: gates.Evaluation | None = None) -> list[str]:
+    if gate is not None and gate.breached:
+        return ([f"roll back stage {gate.stage.name}: `{_rollback_command(plan)}`"]
+                + [f"- {verdict.criterion.name}: {verdict.detail}" for verdict in gate.breached])
+    blockers = _promote_blockers(plans, plan, findings, now, gate)
     if dirty:
         blockers.append(dirty)
     nxt = plan.next_stage()
@@ -203,8 +264,12 @@ def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetim
     return [f"{action}: blocked"] + [f"- {b}" for b in blockers]
 
 
+def _rollback_command(plan: Plan) -> str:
+    return f"gpupolicy upgrade rollback {plan.name}"
+
+
 def _plan_json(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
-               dirty: str | None) -> dict:
+               dirty: str | None, gate: gates.Evaluation | None = None) -> dict:
     stages = []
     for status in upgrades.stage_status(fleet, plans, plan, now):
         stage = status.stage
@@ -216,9 +281,14 @@ def _plan_json(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding]
             else None,
             "units": [{"unit": u.unit.label, "version": u.version, "expected": u.expected, "gpus": u.gpus}
                       for u in status.units]})
-    blockers = _promote_blockers(plans, plan, findings, now) + ([dirty] if dirty else [])
-    return {"plan": plan.name, "path": plan.path, "component": plan.component, "from": plan.from_version,
-            "to": plan.to_version, "stages": stages, "blockers": blockers}
+    blockers = _promote_blockers(plans, plan, findings, now, gate) + ([dirty] if dirty else [])
+    answer = {"plan": plan.name, "path": plan.path, "component": plan.component, "from": plan.from_version,
+              "to": plan.to_version, "stages": stages, "blockers": blockers}
+    if gate is not None:
+        answer["criteria"] = [{"criterion": v.criterion.name, "state": v.state, "detail": v.detail}
+                              for v in gate.verdicts]
+        answer["recommend"] = _rollback_command(plan) if gate.breached else None
+    return answer
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -227,12 +297,15 @@ def _iso(moment: datetime | None) -> str | None:
 
 # --- promote -------------------------------------------------------------------------------------------------
 
-def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime) -> list[str]:
+def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
+                      gate: gates.Evaluation | None = None) -> list[str]:
     incomplete = _incomplete(findings)
     blockers = [incomplete] if incomplete else []
     soak = upgrades.soak_blocker(plans, plan, now)
     if soak:
         blockers.append(soak)
+    if gate is not None:
+        blockers += gate.blockers()
     failing = _upg_errors(findings)
     if failing:
         blockers.append(f"{len(failing)} UPG rule finding(s): " + "; ".join(
@@ -248,7 +321,13 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
              now: datetime) -> int:
     if plan.finished:
         return _refuse("promote", plan, ["every stage is done; nothing to promote"])
-    reasons = _promote_blockers(plans, plan, findings, now)
+    gate = _gate(_client(args), fleet, plan, now)
+    for line in _gate_lines(gate, indent=""):
+        print(line, file=sys.stderr)
+    if gate is None and not args.prometheus and plan.current_stage() and not plan.current_stage().completed:
+        print("note: rollback criteria not evaluated (no --prometheus); only soak time and rules gate this promote",
+              file=sys.stderr)
+    reasons = _promote_blockers(plans, plan, findings, now, gate)
     dirty = _dirty_reason(Path(args.repo))
     if dirty:
         reasons.append(dirty)
@@ -272,6 +351,33 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
         editor.set_record(plan, stage, {"started": stamp, "approvedBy": args.approver})
         summary = f"stage {stage.name} promoted to {plan.to_version}"
     return _finish(editor, args, plan, summary, "promote")
+
+
+# --- watch ---------------------------------------------------------------------------------------------------
+
+def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -> int:
+    """Evaluate every --every minutes; 1 on the first breach, or when the last round had no data."""
+    client = _client(args)
+    rounds = 0
+    while True:
+        now = args.now or upgrades.now_utc()
+        gate = _gate(client, fleet, plan, now)
+        if gate is None:
+            print(f"gpupolicy upgrade watch {plan.name}: no stage is soaking; nothing to watch")
+            return 0
+        print(f"[{upgrades.format_timestamp(now)}] " + "\n".join(_gate_lines(gate, indent="")), flush=True)
+        if gate.breached:
+            print(f"breach: roll back stage {gate.stage.name}: {_rollback_command(plan)}", flush=True)
+            return 1
+        rounds += 1
+        soaked = upgrades.soak_blocker(plans, plan, now) is None
+        if soaked or (args.rounds and rounds >= args.rounds):
+            if gate.without_data:
+                print(f"the gate cannot pass: {len(gate.without_data)} criterion(s) without data", flush=True)
+                return 1
+            print("every criterion holds" + (f"; stage {gate.stage.name} has soaked" if soaked else ""), flush=True)
+            return 0
+        time.sleep(args.every * 60)
 
 
 # --- rollback ------------------------------------------------------------------------------------------------
