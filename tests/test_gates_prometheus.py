@@ -134,7 +134,7 @@ def test_promote_and_status_follow_the_verdict(soak, repo: Path, capsys) -> None
     common = ["--prometheus", url, "--now", NOW, "--repo", str(repo)]
     assert main(["upgrade", "status", "driver-next", *common]) == 0
     status = capsys.readouterr().out
-    code = main(["upgrade", "promote", "driver-next", "--approver", "serving-lead", *common])
+    code = main(["upgrade", "promote", "driver-next", *common])
     promote = capsys.readouterr()
     print(f"--- {kind}: status\n{status}\n--- {kind}: promote (exit {code})\n{promote.err}{promote.out}")
     if kind == "healthy":

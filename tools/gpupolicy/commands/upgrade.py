@@ -39,7 +39,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import gates, pipeline, promclient, repopath, transaction, upgrades
+from .. import approvals, gates, pipeline, promclient, repopath, transaction, upgrades
 from ..build import origin_path
 from ..errors import ToolError
 from ..findings import Finding, Severity
@@ -63,7 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     promote = actions.add_parser("promote", help="edit the next stage's pools to the target version",
                                  description=__doc__, formatter_class=raw)
     promote.add_argument("plan", metavar="PLAN", help="plan name or file")
-    promote.add_argument("--approver", metavar="NAME", help="who approves the stage (one of its approvers)")
+    promote.add_argument("--approver", metavar="NAME",
+                         help="optional cross-check: the stage approver (person or group) the promoting commit's "
+                              "identity must match; the approver itself comes from git (Approved-by: trailers of "
+                              "HEAD, else its author) and policies/upgrades/approvers.yaml")
     rollback = actions.add_parser("rollback", help="return the last promoted stage to the rollback target",
                                   description=__doc__, formatter_class=raw)
     rollback.add_argument("plan", metavar="PLAN", help="plan name or file")
@@ -258,7 +261,7 @@ def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetim
     if nxt is None and plan.finished:
         return ["none: every stage is done"]
     action = f"promote stage {nxt.name}" if nxt else f"record stage {plan.current_stage().name} complete"
-    command = f"gpupolicy upgrade promote {plan.name}" + (" --approver <name>" if nxt else "")
+    command = f"gpupolicy upgrade promote {plan.name}"
     if not blockers:
         return [f"{action}: ready (`{command}`)"]
     return [f"{action}: blocked"] + [f"- {b}" for b in blockers]
@@ -332,9 +335,9 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
     if dirty:
         reasons.append(dirty)
     stage = plan.next_stage()
-    if stage is not None and args.approver not in stage.approvers:
-        given = f"--approver {args.approver} is not" if args.approver else "no --approver given;"
-        reasons.append(f"{given} one of stage {stage.name}'s approvers ({', '.join(stage.approvers)})")
+    approval = _approval(args, plans, stage) if stage is not None else None
+    if approval is not None:
+        reasons += approval.reasons
     if reasons:
         return _refuse("promote", plan, reasons)
     editor = Editor(Path(args.repo))
@@ -348,9 +351,19 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
             editor.set_version(fleet, plan, unit, plan.to_version)
         if current is not None and not current.completed:
             editor.set_record(plan, current, {"completed": stamp})
-        editor.set_record(plan, stage, {"started": stamp, "approvedBy": args.approver})
-        summary = f"stage {stage.name} promoted to {plan.to_version}"
+        editor.set_record(plan, stage, {"started": stamp, "approvedBy": approval.approver})
+        summary = (f"stage {stage.name} promoted to {plan.to_version}, approved by {approval.approver}"
+                   f" (promoted by {approval.promoter or 'an author outside the approvers file'})")
     return _finish(editor, args, plan, summary, "promote")
+
+
+def _approval(args: argparse.Namespace, plans: PlanSet, stage: Stage) -> approvals.Decision:
+    """The stage's approver from the promoting commit (HEAD): its Approved-by trailers, else its author."""
+    if plans.approvers is None:
+        return approvals.Decision(None, None, (f"no {approvals.APPROVERS_FILE}: nobody can be checked as stage "
+                                               f"{stage.name}'s approver",))
+    commit = approvals.head_commit(Path(args.repo))
+    return approvals.decide(plans.approvers, stage, commit, args.approver)
 
 
 # --- watch ---------------------------------------------------------------------------------------------------

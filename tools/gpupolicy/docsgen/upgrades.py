@@ -123,7 +123,8 @@ def _stages(fleet: Fleet, plans: PlanSet, plan: Plan) -> str:
             record.append(f"completed {upgrades.format_timestamp(stage.completed)}")
         text += (f"**{number}. {stage.name}** — phase `{stage.phase}`, {stage.state}; planned {stage.planned}, "
                  f"minimum soak {upgrades.format_duration(status.soak_required)}, approvers "
-                 f"{', '.join(stage.approvers)}" + (f"; {', '.join(record)}" if record else "") + ".")
+                 f"{', '.join(stage.approvers)}" + (" (two people: not the promoter)" if stage.two_person else "")
+                 + (f"; {', '.join(record)}" if record else "") + ".")
         text += (f" {stage.description}\n\n" if stage.description else "\n\n")
         moments = {(m.cluster, m.pool.name): m for m in upgrades.drain_moments(fleet, plan, stage)}
         rows = []
@@ -155,10 +156,13 @@ def _drain_cell(moment: upgrades.DrainMoment | None) -> str:
 
 def _commands(plan: Plan) -> str:
     return (f"```shell\n"
-            f"# where the rollout stands, what blocks the next step\n"
-            f"gpupolicy upgrade status {plan.name}\n"
-            f"# after the current stage has soaked and its rollback criteria held: edit the next stage's pools\n"
-            f"gpupolicy upgrade promote {plan.name} --approver <one of the stage's approvers>\n"
+            f"# where the rollout stands, the rollback criteria against Prometheus, what blocks the next step\n"
+            f"gpupolicy upgrade status {plan.name} --prometheus <url>\n"
+            f"# during a soak (CI job or CronJob): exit 1 on the first breached criterion\n"
+            f"gpupolicy upgrade watch {plan.name} --prometheus <url> --every 15\n"
+            f"# in CI on the reviewed merge, after the stage has soaked and its criteria held: the approver is\n"
+            f"# HEAD's Approved-by: trailer (or its author), checked against policies/upgrades/approvers.yaml\n"
+            f"gpupolicy upgrade promote {plan.name} --prometheus <url>\n"
             f"git commit -m \"upgrade promote {plan.name}\" -- {plan.path} <the files the diff names>\n"
             f"# when a rollback criterion is broken: return the last promoted stage to {plan.rollback_target}\n"
             f"gpupolicy upgrade rollback {plan.name}\n"
