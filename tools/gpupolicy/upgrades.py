@@ -17,7 +17,7 @@ from typing import Any
 
 from . import catalog, quotas
 from .findings import Location
-from .model import Cluster, Fleet, NvidiaDriver, Pool
+from .model import Cluster, Fleet, K8sObject, NvidiaDriver, Pool
 from .schema import validate_repo_file
 from .selectors import labels_match
 from .yamlload import Document
@@ -577,6 +577,53 @@ def unit_location(fleet: Fleet, plan: Plan, unit: Unit) -> Location:
     if drivers:
         return fleet.locate(drivers[0].obj, "spec", "version") or Location(drivers[0].obj.origin, 0)
     return Location(unit.pool.path, 0)
+
+
+# --- the GPU Operator chart each cluster installs -------------------------------------------------------------
+
+OPERATOR_CHART = "gpu-operator"
+CHART_PIN_FILE = "gpu-operator-chart.yaml"  # clusters/<name>/: the JSON patch that pins the cluster's chart version
+
+
+@dataclass(frozen=True)
+class ChartInstall:
+    """A rendered object that installs the GPU Operator chart: a Flux HelmRelease or an Argo CD Application."""
+
+    obj: K8sObject
+    version: str
+    field_path: tuple  # where the version sits in the object (JSON patch path = "/" + "/".join)
+
+    @property
+    def patch_path(self) -> str:
+        return "/" + "/".join(str(part) for part in self.field_path)
+
+
+def chart_installs(cluster: Cluster) -> list[ChartInstall]:
+    """Every GPU Operator chart install the cluster renders, with the chart version it asks for."""
+    installs = []
+    for obj in cluster.of_kind("HelmRelease", "helm.toolkit.fluxcd.io"):
+        chart = _mapping(_mapping(obj.spec.get("chart")).get("spec"))
+        if chart.get("chart") == OPERATOR_CHART:
+            installs.append(ChartInstall(obj, str(chart.get("version", "")), ("spec", "chart", "spec", "version")))
+    for obj in cluster.of_kind("Application", "argoproj.io"):
+        sources = obj.spec.get("sources") if isinstance(obj.spec.get("sources"), list) else []
+        for index, source in enumerate(sources):
+            if isinstance(source, dict) and source.get("chart") == OPERATOR_CHART:
+                installs.append(ChartInstall(obj, str(source.get("targetRevision", "")),
+                                             ("spec", "sources", index, "targetRevision")))
+        source = _mapping(obj.spec.get("source"))
+        if source.get("chart") == OPERATOR_CHART:
+            installs.append(ChartInstall(obj, str(source.get("targetRevision", "")),
+                                         ("spec", "source", "targetRevision")))
+    return installs
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def chart_pin_path(cluster: Cluster) -> str:
+    return f"clusters/{cluster.name}/{CHART_PIN_FILE}"
 
 
 # --- teams and CUDA ------------------------------------------------------------------------------------------

@@ -446,12 +446,17 @@ def _dirty_reason(root: Path) -> str | None:
 
 # --- round-trip editing --------------------------------------------------------------------------------------
 
-def _yaml() -> YAML:
+def _yaml(sequence: int = 4, offset: int = 2) -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096  # never re-wrap long lines
-    yaml.indent(mapping=2, sequence=4, offset=2)  # the repository's style: "key:\n  - item"
+    yaml.indent(mapping=2, sequence=sequence, offset=offset)
     return yaml
+
+
+# The repository's styles: "key:\n  - item" in manifests, and "- op: ..." at column 0 in a top-level list (the
+# per-cluster chart pins). A file is edited in the first style that reproduces it byte for byte.
+_STYLES = ((4, 2), (2, 0))
 
 
 @dataclass
@@ -459,6 +464,7 @@ class _File:
     original: str
     documents: list[Any]
     real_path: str  # where the boundary resolved it: the file the edit replaces
+    yaml: YAML  # the style that reproduces the file
 
 
 class Editor:
@@ -468,7 +474,7 @@ class Editor:
 
     def __init__(self, root: Path) -> None:
         self.reader = repopath.Reader(root)
-        self.yaml = _yaml()
+        self.styles = [_yaml(*style) for style in _STYLES]
         self.files: dict[str, _File] = {}
 
     def _load(self, rel: str) -> _File:
@@ -480,30 +486,53 @@ class Editor:
                 raise ToolError(f"refusing to edit {rel}: {refusal}") from None
             except UnicodeDecodeError:
                 raise ToolError(f"{rel}: not UTF-8 text; edit it by hand") from None
-            try:
-                documents = list(self.yaml.load_all(text))
-            except YAMLError as exc:
-                raise ToolError(f"{rel}: cannot load for a round-trip edit: {exc}") from None
-            if self._dump(documents) != text:
-                raise ToolError(f"{rel}: a round-trip edit would reformat the file; edit it by hand")
-            self.files[rel] = _File(text, documents, real_path)
+            self.files[rel] = self._round_trip(rel, text, real_path)
         return self.files[rel]
 
-    def _dump(self, documents: list[Any]) -> str:
-        stream = io.StringIO()
-        self.yaml.dump_all(documents, stream)
-        return stream.getvalue()
+    def _round_trip(self, rel: str, text: str, real_path: str) -> _File:
+        for yaml in self.styles:
+            try:
+                documents = list(yaml.load_all(text))
+            except YAMLError as exc:
+                raise ToolError(f"{rel}: cannot load for a round-trip edit: {exc}") from None
+            if _dump(yaml, documents) == text:
+                return _File(text, documents, real_path, yaml)
+        raise ToolError(f"{rel}: a round-trip edit would reformat the file; edit it by hand")
 
     def set_version(self, fleet: Fleet, plan: Plan, unit: Unit, version: str) -> None:
         cluster = fleet.clusters[unit.cluster]
         if plan.component == "gpu-operator":
             spec = self._document(cluster.facts.path, "Cluster", cluster.name)["spec"]
             spec["gpuOperatorVersion"] = _same_style(spec.get("gpuOperatorVersion"), version)
+            self._set_chart_pin(cluster, version)
             return
         for driver in upgrades.drivers_of_pool(cluster, unit.pool):
             source = _driver_source(driver.obj)
             spec = self._document(source, "NVIDIADriver", driver.name)["spec"]
             spec["version"] = _same_style(spec.get("version"), version)
+
+    def _set_chart_pin(self, cluster: Any, version: str) -> None:
+        """The cluster's chart pin (a JSON patch on its HelmRelease/Application) follows gpuOperatorVersion, so
+        what Argo CD / Flux installs changes with the stage (UPG014 keeps the two equal)."""
+        installs = upgrades.chart_installs(cluster)
+        if not installs:
+            return  # nothing in the repository installs the chart on this cluster: cluster.yaml is the record
+        pin = upgrades.chart_pin_path(cluster)
+        try:
+            operations = self._load(pin).documents
+        except ToolError as exc:
+            raise ToolError(f"cluster {cluster.name} installs the GPU Operator chart ({installs[0].obj.ref()}) but "
+                            f"its per-cluster pin cannot be edited: {exc}; add {pin} (a JSON patch on "
+                            f"{installs[0].patch_path}) to roll the chart out per cluster") from None
+        patches = operations[0] if len(operations) == 1 and isinstance(operations[0], list) else None
+        for install in installs:
+            matching = [op for op in patches or () if isinstance(op, dict) and op.get("path") == install.patch_path
+                        and op.get("op") in ("replace", "add")]
+            if not matching:
+                raise ToolError(f"{pin}: no replace operation on {install.patch_path} ({install.obj.ref()}); "
+                                "the chart version cannot be pinned per cluster")
+            for op in matching:
+                op["value"] = _same_style(op.get("value"), version)
 
     def _document(self, rel: str, kind: str, name: str) -> Any:
         for document in self._load(rel).documents:
@@ -535,7 +564,7 @@ class Editor:
                 del mapping[key]
 
     def rendered(self) -> dict[str, str]:
-        return {rel: self._dump(file.documents) for rel, file in self.files.items()}
+        return {rel: _dump(file.yaml, file.documents) for rel, file in self.files.items()}
 
     def changed(self) -> list[str]:
         return sorted(rel for rel, text in self.rendered().items() if text != self.files[rel].original)
@@ -553,6 +582,12 @@ class Editor:
         kept its old version would lie about the fleet)."""
         rendered = self.rendered()
         transaction.write_files({self.files[rel].real_path: rendered[rel] for rel in self.changed()})
+
+
+def _dump(yaml: YAML, documents: list[Any]) -> str:
+    stream = io.StringIO()
+    yaml.dump_all(documents, stream)
+    return stream.getvalue()
 
 
 def _driver_source(obj: K8sObject) -> str:

@@ -24,6 +24,7 @@ def pages(context: Context) -> dict[str, str]:
              "[the update procedure](../operations/update-procedure.md); the plan file is the record of each "
              "rollout (`started` / `completed` per stage), written by `gpupolicy upgrade promote`.\n\n")
     text += _requirements(plans)
+    text += _running(context.fleet)
     if not plans.plans:
         return {PAGE: text + "No rollout plan is open.\n"}
     for plan in plans.plans:
@@ -44,13 +45,32 @@ def _requirements(plans: PlanSet) -> str:
     return text
 
 
+def _running(fleet: Fleet) -> str:
+    """Both kinds of rollout, as the clusters stand: the operator chart each installs and the drivers its pools run."""
+    rows = []
+    for name, cluster in sorted(fleet.clusters.items()):
+        installs = upgrades.chart_installs(cluster)
+        pinned = (f"`{upgrades.chart_pin_path(cluster)}` on {', '.join(i.obj.ref() for i in installs)}"
+                  if installs else "not installed from this repository")
+        drivers = sorted({d.version for pool in cluster.pools for d in upgrades.drivers_of_pool(cluster, pool)
+                          if d.version})
+        rows.append([name, cluster.facts.environment, cluster.facts.kubernetes_version,
+                     f"`{cluster.facts.gpu_operator_version}`", pinned, ", ".join(f"`{v}`" for v in drivers)])
+    text = ("## What each cluster runs\n\nA driver plan moves NVIDIADriver `spec.version` pool by pool; a "
+            "gpu-operator plan moves the chart per cluster (`gpuOperatorVersion` in cluster.yaml and the cluster's "
+            "chart pin, kept equal by UPG014).\n\n")
+    return text + table(["cluster", "environment", "Kubernetes", "GPU Operator", "chart pinned by",
+                         "drivers on its pools"], rows) + "\n"
+
+
 def catalog_minimum(cuda: str) -> str:
     return catalog.min_driver_for_cuda(cuda) or "unknown"
 
 
 def _plan_section(fleet: Fleet, plans: PlanSet, plan: Plan) -> str:
     what = "NVIDIA driver (NVIDIADriver `spec.version` per pool)" if plan.component == "driver" \
-        else "GPU Operator chart (cluster.yaml `gpuOperatorVersion` per cluster)"
+        else ("GPU Operator chart per cluster (cluster.yaml `gpuOperatorVersion` and its chart pin "
+              f"`clusters/<name>/{upgrades.CHART_PIN_FILE}`)")
     text = f"## {plan.name}\n\n"
     if plan.description:
         text += plan.description + "\n\n"
