@@ -226,3 +226,16 @@ def test_first_breach_counts_offenders_at_each_step() -> None:
 def test_stage_nodes_select_by_the_pool_label_kube_state_metrics_exports() -> None:
     assert gates.ksm_label("nvidia.com/gpu-driver-upgrade-state") == "label_nvidia_com_gpu_driver_upgrade_state"
     assert gates.stage_nodes(("a", "b")) == 'max by (node) (kube_node_labels{label_gpupolicy_io_pool=~"a|b"})'
+
+
+def test_an_unreachable_server_is_a_clear_error_not_a_verdict(repo: Path, capsys) -> None:
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    before = {p: p.read_bytes() for p in repo.rglob("*.yaml")}
+    code = main(["upgrade", "promote", "driver-next", "--prometheus", f"http://127.0.0.1:{port}", "--now", NOW,
+                 "--repo", str(repo)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"Prometheus http://127.0.0.1:{port}/api/v1/rules: cannot connect" in err, err
+    assert "Traceback" not in err and {p: p.read_bytes() for p in repo.rglob("*.yaml")} == before
