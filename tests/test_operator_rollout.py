@@ -178,7 +178,7 @@ def test_upgrades_are_supported_within_a_major_or_to_the_next() -> None:
 
 def test_the_upgrade_page_shows_both_kinds_of_rollout() -> None:
     fleet = pipeline.load_fleet(REPO)
-    page = upgrades_page.pages(docsgen.Context(root=REPO, fleet=fleet, version="cfg-test"))["upgrades.md"]
+    page = upgrades_page.pages(docsgen.Context(root=REPO, fleet=fleet))["upgrades.md"]
     assert "## What each cluster runs" in page
     assert ("| prod-eu | production | 1.33 | `v26.7.0` | `clusters/prod-eu/gpu-operator-chart.yaml` on Application "
             "argocd/gpu-operator | `580.173.02`, `595.91.07` |") in page

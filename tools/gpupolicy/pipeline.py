@@ -161,7 +161,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     sources.reader.forget_contents()
     clock.lap("render")
 
-    index = SourceIndex(str(root), sources.documents, sources.reader)
+    index = SourceIndex(str(root), sources.documents, sources.reader, sources.edit_documents)
     objects_by_cluster = _parse_stage(sources, renderable, rendered, store, index, findings)
     generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
                  for name in objects_by_cluster}
