@@ -18,6 +18,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import FORMAT_HELP
 from ._fleet import load_fleet_or_error
 
 NAME = "audit"
@@ -39,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="NAME", help="compare with this cluster's pools (default: all pools)")
     parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: now)")
     parser.add_argument("--export-trace", metavar="FILE", type=Path, help="write the GPU pods as a CSV trace")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
 def _fail(message: str) -> int:

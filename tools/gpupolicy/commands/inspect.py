@@ -7,6 +7,7 @@ import json
 
 from .. import pipeline
 from ..describe import fleet_as_dict
+from . import FORMAT_HELP
 
 NAME = "inspect"
 HELP = "print the fleet model: pools with capacity per resource, flavors, cluster queues with quotas, priorities"
@@ -14,7 +15,7 @@ HELP = "print the fleet model: pools with capacity per resource, flavors, cluste
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", action="append", metavar="NAME", help="only this cluster (repeatable)")
-    parser.add_argument("--format", default="text", choices=("text", "json"))
+    parser.add_argument("--format", default="text", choices=("text", "json"), help=FORMAT_HELP)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
+from . import FORMAT_HELP
 from ._fleet import load_fleet_or_error
 
 NAME = "simulate"
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs")
     parser.add_argument("--out", metavar="DIR", type=Path, help="report directory (default ./simulation-report)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
 def _fail(message: str) -> int:
