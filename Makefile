@@ -33,7 +33,7 @@ lint: $(STAMP)
 bench: $(STAMP)  ## fleet-scale benchmark: prints a table, writes bench/results.json (~3-5 min; QUICK=1 for ~1 min)
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
-docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/
+docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/ (Mermaid: make system-tools)
 	$(GPUPOLICY) docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
