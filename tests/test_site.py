@@ -341,3 +341,14 @@ def test_the_layout_check_catches_a_clipped_table(page, base_url: str) -> None:
     page.evaluate("""() => { const cell = document.querySelector("article table td");
                              cell.textContent = "x".repeat(400); cell.style.whiteSpace = "nowrap"; }""")
     assert any("table 1" in problem for problem in page.evaluate(_OVERFLOW))
+
+
+def test_rules_are_grouped_by_category_in_collapsed_sections(page, base_url: str) -> None:
+    page.goto(f"{base_url}generated/quotas/")
+    sidebar = page.locator("nav.md-nav--primary")
+    rule_link = sidebar.locator('a[href$="rules/CAP001/"]')
+    assert rule_link.count() == 1 and not rule_link.is_visible(), "the CAP rules are not collapsed"
+    categories = sidebar.locator("label.md-nav__link").all_inner_texts()
+    assert {"CAP", "MIG", "WL", "YAML"} <= {text.strip() for text in categories}
+    sidebar.locator("label.md-nav__link", has_text="CAP").first.click()
+    rule_link.wait_for(state="visible", timeout=5_000)
