@@ -218,7 +218,7 @@ def _cluster_with_pool() -> tuple[str, str]:
     for cluster_page in sorted((REPO / "docs" / "generated" / "clusters").glob("*.md")):
         text = cluster_page.read_text(encoding="utf-8")
         for pool in pools:
-            if f"| {pool} |" in text:
+            if f"| [{pool}](../pools/{pool}.md) |" in text:
                 return cluster_page.stem, pool
     pytest.fail("no generated cluster page lists a pool: run `gpupolicy docs`")
     raise AssertionError  # unreachable

@@ -95,8 +95,11 @@ def _cluster_page(context: Context, cluster: Cluster) -> str:
     for pool in cluster.pools:
         drivers = ", ".join(d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels))
         zones = ", ".join(f"{z} {n}" for z, n in pool.zones.items())
-        rows.append([pool.name, pool.gpu_model, f"{pool.nodes} x {pool.gpus_per_node} ({zones})", pool.access_mode,
+        rows.append([f"[{pool.name}](../pools/{pool.name}.md)", pool.gpu_model,
+                     f"{pool.nodes} x {pool.gpus_per_node} ({zones})", pool.access_mode,
                      _exposes(pool) or "none", ", ".join(teams_of(cluster, pool)) or "-", drivers or "-"])
+    text += ("Each pool's name leads to how its nodes join it: the labels and taints they must carry, as "
+             "kubelet flags, a Karpenter NodePool and a Cluster API MachineDeployment.\n\n")
     text += table(["pool", "GPU", "nodes x GPUs (per zone)", "mode", "exposes", "teams", "driver"], rows)
     text += "\n## Cluster queues\n\nNominal GPU quota per pool; the [quota matrix](../quotas.md) adds borrowing.\n\n"
     rows = [[q.name, q.team or "-", q.tier or "-", q.workload or "-", q.cohort or "-", _queue_quota(cluster, q)]
