@@ -359,6 +359,9 @@ class Fleet:
     repository_clusters: tuple[str, ...] = ()
     # Pages rules check, read once by the load stage: docs/runbooks, and the decision log (decisions.Decision).
     runbooks: Pages = field(default_factory=Pages, repr=False)
+    # The runbook site's public URL (mkdocs.yml site_url, siteconfig), or "" and site_url_problem says why.
+    site_url: str = ""
+    site_url_problem: str = ""
     decision_log: list = field(default_factory=list, repr=False)
     affected_paths: dict[str, bool] = field(default_factory=dict, repr=False)  # decisions.affected_paths
 
