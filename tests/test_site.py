@@ -277,12 +277,16 @@ def test_search_finds_a_pool_on_its_cluster_page(page, base_url: str) -> None:
 
 
 def _all_result_links(page, results) -> list[str]:
-    """Result links; Material renders results in batches as the list scrolls, so scroll until it stops growing."""
+    """Result links; Material renders results in batches as the list scrolls, so scroll until it stops growing.
+    A batch may take a while on a busy machine: the list counts as complete when 3 s pass without growth."""
     seen = -1
     while results.count() != seen:
         seen = results.count()
         results.nth(seen - 1).scroll_into_view_if_needed()
-        page.wait_for_timeout(200)
+        for _ in range(30):
+            page.wait_for_timeout(100)
+            if results.count() != seen:
+                break
     return [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
 
 
