@@ -334,8 +334,10 @@ def _taints(value: Any) -> tuple[Taint, ...]:
 
 def _add_flavor(cluster: Cluster, obj: K8sObject) -> None:
     spec = obj.spec
+    labels = spec.get("nodeLabels")  # anything but a mapping is SCHEMA002's finding; the model holds no labels
     cluster.flavors[obj.name] = Flavor(
-        name=obj.name, node_labels=dict(spec.get("nodeLabels") or {}), node_taints=_taints(spec.get("nodeTaints")),
+        name=obj.name, node_labels=dict(labels) if isinstance(labels, dict) else {},
+        node_taints=_taints(spec.get("nodeTaints")),
         tolerations=tuple(mappings(spec.get("tolerations"))), obj=obj)
 
 

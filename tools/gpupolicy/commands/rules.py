@@ -7,6 +7,7 @@ import json
 
 from ..errors import ToolError
 from ..rules import all_rules
+from . import FORMAT_HELP
 
 NAME = "rules"
 HELP = "list every rule (ID, severity, summary) or print one rule's documentation"
@@ -15,7 +16,7 @@ NEEDS_REPO = False
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", nargs="?", help="a rule ID such as CAP001")
-    parser.add_argument("--format", default="text", choices=("text", "json"))
+    parser.add_argument("--format", default="text", choices=("text", "json"), help=FORMAT_HELP)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,6 +46,7 @@ from ..findings import Finding, Severity
 from ..internal import DEBUG_ENV, crashes
 from ..model import Fleet, K8sObject
 from ..upgrades import Plan, PlanSet, Stage, Unit
+from . import FORMAT_HELP
 
 NAME = "upgrade"
 HELP = "staged driver / GPU Operator upgrades: status, promote the next stage, roll back the last one"
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     status = actions.add_parser("status", help="stage by stage state of a plan (all plans without PLAN)",
                                 description=__doc__, formatter_class=raw)
     status.add_argument("plan", nargs="?", metavar="PLAN", help="plan name or file")
-    status.add_argument("--format", choices=("text", "json"), default="text")
+    status.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
     promote = actions.add_parser("promote", help="edit the next stage's pools to the target version",
                                  description=__doc__, formatter_class=raw)
     promote.add_argument("plan", metavar="PLAN", help="plan name or file")
