@@ -10,14 +10,14 @@ import pytest
 from support import REPO
 
 from gpupolicy import catalog, pipeline
-from gpupolicy.docsgen import Context, configuration_version
+from gpupolicy.docsgen import Context
 from gpupolicy.docsgen import gpus as gpu_page
 
 
 @pytest.fixture(scope="module")
 def page() -> str:
     fleet = pipeline.run(REPO, rules=False).fleet
-    return gpu_page.pages(Context(root=REPO, fleet=fleet, version=configuration_version(REPO)))["gpus.md"]
+    return gpu_page.pages(Context(root=REPO, fleet=fleet))["gpus.md"]
 
 
 def _section(page: str, key: str) -> str:

@@ -16,7 +16,7 @@ import yaml
 from support import REPO
 
 from gpupolicy import pipeline
-from gpupolicy.docsgen import Context, configuration_version, node_join
+from gpupolicy.docsgen import Context, node_join
 from gpupolicy.model import Pool, Taint, is_discovered_label, selects
 
 QUALIFIED_NAME = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -68,7 +68,7 @@ def fleet():
 
 @pytest.fixture(scope="module")
 def pages(fleet) -> dict[str, str]:
-    return node_join.pages(Context(root=REPO, fleet=fleet, version=configuration_version(REPO)))
+    return node_join.pages(Context(root=REPO, fleet=fleet))
 
 
 def _blocks(page: str, language: str) -> list[str]:
