@@ -1,17 +1,25 @@
 # Every target creates and reuses .venv by itself, so a fresh clone needs only `make validate` / `make test`.
+# PYTHON and VENV may be set on the command line: CI also runs `make test PYTHON=/usr/bin/python3 VENV=.venv-system`
+# (Debian 12's own Python 3.11.2, the oldest one supported).
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PIP_LOG := $(VENV)/pip-install.log
 GPUPOLICY := $(BIN)/gpupolicy
 
 .PHONY: validate test lint docs docs-check bench system-tools clean
 
+# pip stays quiet (its full log goes to $(PIP_LOG)); each step says what it does, so a first run is never silent.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@echo "gpupolicy setup: $(VENV) for $$($(PYTHON) --version 2>&1) ($(PYTHON)); a first run takes about a minute"
+	@test -x $(BIN)/python || { echo "  [1/3] creating the virtual environment $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "  [2/3] upgrading pip"
+	@$(BIN)/python -m pip install --quiet --log $(PIP_LOG) --upgrade pip
+	@echo "  [3/3] installing gpupolicy and its dependencies (kubectl, jsonschema-rs, mkdocs-material, playwright ...); log: $(PIP_LOG)"
+	@$(BIN)/python -m pip install --quiet --log $(PIP_LOG) -e '.[test]'
+	@touch $(STAMP)
+	@echo "gpupolicy setup: done ($(GPUPOLICY))"
 
 validate: $(STAMP)  ## the main job: render, load, schema-check and rule-check the whole repository
 	$(GPUPOLICY) validate
@@ -25,7 +33,7 @@ lint: $(STAMP)
 bench: $(STAMP)  ## fleet-scale benchmark: prints a table, writes bench/results.json (~3-5 min; QUICK=1 for ~1 min)
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
-docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/
+docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/ (Mermaid: make system-tools)
 	$(GPUPOLICY) docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
@@ -65,4 +73,4 @@ system-tools:
 	bash .ci/system-tools
 
 clean:
-	rm -rf $(VENV) site .pytest_cache
+	rm -rf $(VENV) .venv-system site .pytest_cache

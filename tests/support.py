@@ -27,7 +27,7 @@ def require_tool(name: str) -> str:
 
 
 def copy_repo(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "site",
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv*", "site",
                                                                                  "__pycache__", ".pytest_cache",
                                                                                  "artifacts"))
     return target

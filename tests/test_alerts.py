@@ -30,6 +30,8 @@ from gpupolicy.observability import (
     runbook_page_for_url,
     runbook_url,
 )
+from gpupolicy.repopath import Reader
+from gpupolicy.siteconfig import read_site_url
 
 REPO = Path(__file__).resolve().parents[1]
 ALERTS_DIR = REPO / "policies" / "observability" / "alerts"
@@ -140,10 +142,12 @@ def test_every_alert_is_proven_to_fire_and_to_stay_quiet() -> None:
 
 
 def test_every_alert_links_its_own_runbook_page() -> None:
+    site_url, problem = read_site_url(Reader(REPO))
+    assert site_url, problem
     for body in _prometheus_rules():
         for alert in alerts_in(body):
-            assert alert.runbook_url == runbook_url(alert.name), alert.name
-            page = runbook_page_for_url(alert.runbook_url)
+            assert alert.runbook_url == runbook_url(site_url, alert.name), alert.name
+            page = runbook_page_for_url(site_url, alert.runbook_url)
             assert page and (REPO / page).is_file(), f"{alert.name}: no page {page}"
 
 
@@ -218,7 +222,8 @@ def test_runbook_sections_ignore_code_fences() -> None:
     ("https://gpu-platform.example.com/runbooks/", None),
 ])
 def test_runbook_page_for_url(url: str, page: str | None) -> None:
-    assert runbook_page_for_url(url) == page
+    assert runbook_page_for_url("https://gpu-platform.example.com/", url) == page
+    assert runbook_page_for_url("", url) is None  # no site_url: no URL is a page of the site
 
 
 DASHBOARDS_DIR = REPO / "policies" / "observability" / "dashboards"

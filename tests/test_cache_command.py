@@ -57,3 +57,18 @@ def test_clear_and_an_absent_cache(cache: Path, capsys) -> None:
 def test_bad_days_is_a_usage_error(cache: Path, days: str, capsys) -> None:
     assert main(["cache", "--prune", days]) == 2
     assert "DAYS" in capsys.readouterr().err or "days" in capsys.readouterr().err
+
+
+def test_usage_shows_the_render_and_parse_caches_separately(cache: Path, capsys) -> None:
+    current = parsecache.ParseCache(cache / "parsed").directory
+    for entry in (cache / "a.yaml", cache / "b.yaml", current / "ab" / "r1", current / "graphs" / "g1",
+                  cache / "parsed" / "0123456789abcdef" / "ef" / "old"):
+        _entry(entry, 0)
+    assert main(["cache"]) == 0
+    lines = {line.split("  ")[1].strip() if line.startswith("  ") else "": " ".join(line.split()[-4:])
+             for line in capsys.readouterr().out.splitlines()}
+    assert lines["render cache (rendered overlays)"] == "2 entries 200 B"
+    assert lines["parse cache (strict-load results, rendered-document memos)"] == "1 entries 100 B"
+    assert lines["kustomize graph cache"] == "1 entries 100 B"
+    assert lines["parse results of other toolkit versions (--prune deletes them)"] == "1 entries 100 B"
+    assert lines["total"] == "5 entries 500 B"

@@ -1,7 +1,7 @@
 """Reviewed exceptions (issue 14): an exception in force accepts its finding, which stays visible and is counted;
-an expired one fails the build; an incomplete one is an error. The minirepo has one error to accept: SEC003
-(no admission policy) at clusters/mini/kustomization.yaml:4; raising alpha's quota adds CAP015 on its
-ResourceQuota."""
+an expired one fails the build; an incomplete one is an error. The minirepo, with the CPU flavor and tainted pool of
+WL012's good fixture laid over it (so every workload-matrix case lands), has one error to accept: SEC003 (no
+admission policy) at clusters/mini/kustomization.yaml:4; raising alpha's quota adds CAP015 on its ResourceQuota."""
 
 from __future__ import annotations
 
@@ -29,9 +29,13 @@ exceptions:
 """
 
 
+LANDING_MATRIX = Path(__file__).resolve().parent / "rules" / "WL012" / "good" / "cpu-flavor-first"
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return shutil.copytree(MINIREPO, tmp_path / "repo")
+    copy = shutil.copytree(MINIREPO, tmp_path / "repo")
+    return shutil.copytree(LANDING_MATRIX, copy, dirs_exist_ok=True)
 
 
 def _except(repo: Path, expires: str) -> None:

@@ -91,6 +91,31 @@ def test_unknown_flavor_stands_for_nothing() -> None:
     assert quotas.nominal_per_flavor(cluster) == {("nope", GPU): 1} and quotas.nominal_per_pool(cluster) == {}
 
 
+def test_the_quota_page_is_a_queue_by_pool_matrix_in_gpus_with_zeros_blank() -> None:
+    cohort = Cohort("prod", "", _groups(("fb", 2)), _obj("Cohort", "prod"))
+    flavors = {"fa": _flavor("fa", {"gpupolicy.io/pool": "a"}), "fb": _flavor("fb", {"gpupolicy.io/pool": "b"})}
+    cluster = _cluster(flavors, [_queue("q1", ("fa", 8), ("fb", 0)), _queue("q2", ("fb", 4), cohort="prod")],
+                       [cohort])
+    lines = quota_page._matrix(cluster).splitlines()
+    assert lines[0] == "| team (queue) | cohort | a (flavor fa) | b (flavor fb) |"
+    assert lines[2:] == [
+        "| q1 | - | 8 GPUs |  |",  # the zero quota on fb is blank, not "0"
+        "| q2 | prod |  | 4 GPUs (+any) |",  # in a cohort with no borrowing limit
+        "| cohort prod (its own quota) | prod |  | 2 GPUs |",
+        "| **nominal total** |  | 8 GPUs | 6 GPUs |",
+        "| **pools expose** |  | 16 GPUs | 8 GPUs |",
+        "| **not in any quota** |  | 8 GPUs | 2 GPUs |",
+    ]
+
+
+def test_amounts_are_in_the_pools_units() -> None:
+    sliced = Pool(name="s", path="pools/s/pool.yaml", gpu_model="L4", gpus_per_node=8, zones={"z": 1},
+                  access_mode="time-sliced", node_labels={}, time_slicing_replicas=4)
+    assert quota_page.amount_text(GPU, 1, [_pool("a", 8)]) == "1 GPU"
+    assert quota_page.amount_text(GPU, 48, [sliced]) == "48 × 1/4 GPU"
+    assert quota_page.amount_text("nvidia.com/mig-1g.10gb", 16, []) == "16 × 1g.10gb"
+
+
 def test_share_percent_is_exact() -> None:
     assert quotas.share_percent(16, 64) == 25
     assert quotas.share_percent(1, 0) is None
@@ -106,14 +131,25 @@ def fleet():
     return pipeline.run(REPO, rules=False).fleet
 
 
+def _amounts(cell: str) -> dict[str, int]:
+    """`64 × 1g.10gb, 32 × 2g.20gb` -> {mig-1g.10gb: 64, ...}; `48 GPUs` and `64 × 1/4 GPU` -> {gpu: 48 / 64}."""
+    found = {}
+    for number, profile in re.findall(r"(\d+) (?:× (\d+g\.\d+gb)|GPUs?|× 1/\d+ GPU)", cell):
+        found[f"mig-{profile}" if profile else "gpu"] = int(number)
+    return found
+
+
 def _page_totals(text: str) -> dict[tuple[str, str, str], tuple[int, int]]:
-    """(cluster, flavor, resource) -> (nominal total, pool exposes) from the page's 'Totals per flavor' tables."""
+    """(cluster, flavor column, resource) -> (nominal total, pools expose) from each cluster's matrix."""
     totals = {}
     for section in re.split(r"^## ", text, flags=re.M)[1:]:
         cluster = section.splitlines()[0].strip()
-        table = section.split("Totals per flavor:", 1)[1]
-        for row in re.findall(r"^\| (\S+) \| `([^`]+)` \| (\S+) \| (\S+) \| \S+ \|$", table, flags=re.M):
-            totals[(cluster, row[0], row[1])] = (int(row[2]), int(row[3]))
+        rows = {line.split(" | ")[0].strip("| *"): [c.strip() for c in line.strip().strip("|").split("|")]
+                for line in section.splitlines() if line.startswith("| ")}
+        header = rows["team (queue)"]
+        for column, (nominal, exposed) in enumerate(zip(rows["nominal total"], rows["pools expose"], strict=True)):
+            for resource, amount in _amounts(exposed).items():
+                totals[(cluster, header[column], resource)] = (_amounts(nominal).get(resource, 0), amount)
     return totals
 
 
@@ -127,8 +163,9 @@ def test_cap001_and_the_quota_page_agree_on_the_reference_fleet(fleet) -> None:
             assert len(flavors) == 1, f"{cluster.name}: pool {pool_name} has several flavors (CAP004)"
             flavor = flavors.pop()
             pool = next(p for p in cluster.pools if p.name == pool_name)
-            assert page[(cluster.name, flavor, resource)] == (sum(e.quota.nominal for e in entries),
-                                                              pool.capacity[resource])
+            short = resource.removeprefix("nvidia.com/").split(".shared")[0]
+            assert page[(cluster.name, flavor, short)] == (sum(e.quota.nominal for e in entries),
+                                                           pool.capacity[resource])
             compared += 1
     assert compared >= 10
     # CAP001 is silent exactly when no flavor's nominal total exceeds what its pool exposes

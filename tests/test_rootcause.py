@@ -52,4 +52,6 @@ def test_json_sarif_and_markdown_name_the_cause(bad_profile) -> None:
     assert related[0]["message"]["text"].startswith("caused by MIG001: all-balanced[0]: 3g.45gb")
     compared = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "b", "h", (), (), head.causes)
     rows = [line for line in diff.to_markdown(compared).splitlines() if line.startswith("| error |")]
-    assert "| MIG001 |" in rows[0] and all("| ↳ CAP002 |" in r or "| ↳ UPG008 |" in r for r in rows[1:7])
+    # each rule links to its page on the runbook site (mkdocs.yml site_url), as SARIF's helpUri does
+    assert "| [MIG001](https://gpu-platform.example.com/generated/rules/MIG001/) |" in rows[0]
+    assert all("| ↳ [CAP002](" in r or "| ↳ [UPG008](" in r for r in rows[1:7])

@@ -1,14 +1,14 @@
 """The runbook site, built with `mkdocs build --strict` and opened in a real browser (headless Chromium).
 
 What the on-call engineer relies on, checked end to end: the home page renders, a generated cluster diagram
-became an SVG (Mermaid ran), searching a pool's name finds its cluster page, and no internal link is broken
-(every built page is crawled in Python; a sample is also followed in the browser). Screenshots of the home page,
-a cluster diagram and the MIG layouts go to artifacts/screenshots/.
+became an SVG (Mermaid ran), searching a pool's name finds its cluster page, no internal link is broken (every
+built page is crawled in Python; a sample is also followed in the browser), and the pages read at 3 a.m. fit a
+1280-pixel window: no horizontal scrolling, no table cut off. Screenshots of those pages go to
+artifacts/screenshots/.
 
-The test never lets the browser reach the network: every request that is not to the local server is aborted,
-except the Mermaid library, which the theme loads from a CDN and the test serves from the `mermaid` npm package
-(see docs/decisions/0016-runbook-site.md). Without mkdocs, Playwright, Chromium or that file the test skips on
-a developer machine and fails in CI.
+The site works with no network at all: every asset, Mermaid included, comes from the build (decision 0039).
+The browser may reach only the local server; a test fails on any request that leaves it. Without mkdocs,
+Playwright, Chromium or the Mermaid library the test skips on a developer machine and fails in CI.
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 from support import REPO, require_tool
 
+from gpupolicy.docsgen.site_hooks import mermaid_js
+
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
-MERMAID_CDN = "https://unpkg.com/mermaid@11/dist/mermaid.min.js"  # what Material for MkDocs 9.x requests
-MERMAID_LOCATIONS = (  # where `make system-tools` leaves the npm package's file
-    Path.home() / ".cache" / "gpupolicy" / "mermaid" / "package" / "dist" / "mermaid.min.js",
-    Path("/usr/local/share/gpupolicy/mermaid.min.js"),
-)
+VIEWPORT = {"width": 1280, "height": 900}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 
@@ -54,6 +52,8 @@ def _require(condition: bool, reason: str) -> None:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _require(importlib.util.find_spec("mkdocs") is not None and importlib.util.find_spec("material") is not None,
              "mkdocs-material is not installed in this environment")
+    _require(mermaid_js() is not None, "mermaid.min.js (npm package `mermaid`) is not on this machine; "
+             "`make system-tools` puts it in ~/.cache/gpupolicy/mermaid")
     out = tmp_path_factory.mktemp("site")
     build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
                            cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -153,11 +153,6 @@ def test_link_checker_catches_a_broken_link(site: Path, tmp_path: Path) -> None:
 
 # --- the browser -----------------------------------------------------------------------------------------------
 
-def _mermaid_js() -> Path | None:
-    candidates = [Path(os.environ["MERMAID_JS"])] if os.environ.get("MERMAID_JS") else []
-    return next((p for p in [*candidates, *MERMAID_LOCATIONS] if p.is_file()), None)
-
-
 @pytest.fixture(scope="module")
 def browser():
     _require(importlib.util.find_spec("playwright") is not None, "playwright (Python) is not installed")
@@ -172,17 +167,14 @@ def browser():
 
 @pytest.fixture
 def page(browser, base_url: str):
-    """A page that can reach only the local server (and the Mermaid library, served from disk)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    """A page that can reach only the local server: any other request is aborted, and fails the test."""
+    context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(_OPEN_SHADOW_ROOTS)
     outside: list[str] = []
-    mermaid = _mermaid_js()
 
     def route(request_route, request) -> None:
         if request.url.startswith(base_url):
             request_route.continue_()
-        elif request.url == MERMAID_CDN and mermaid:
-            request_route.fulfill(path=str(mermaid), content_type="application/javascript")
         else:
             outside.append(request.url)
             request_route.abort()
@@ -192,6 +184,7 @@ def page(browser, base_url: str):
     page.outside_requests = outside
     yield page
     context.close()
+    assert not outside, f"the site asked the network for {sorted(set(outside))}"
 
 
 # Material renders each diagram into a *closed* shadow root, which no selector can see into; in the test only,
@@ -225,7 +218,7 @@ def _cluster_with_pool() -> tuple[str, str]:
     for cluster_page in sorted((REPO / "docs" / "generated" / "clusters").glob("*.md")):
         text = cluster_page.read_text(encoding="utf-8")
         for pool in pools:
-            if f"| {pool} |" in text:
+            if f"| [{pool}](../pools/{pool}.md) |" in text:
                 return cluster_page.stem, pool
     pytest.fail("no generated cluster page lists a pool: run `gpupolicy docs`")
     raise AssertionError  # unreachable
@@ -238,12 +231,10 @@ def test_home_page_renders(page, base_url: str) -> None:
     assert _heading(page) == "GPU platform runbooks"
     assert page.locator("nav.md-tabs").is_visible(), "navigation tabs are missing"
     _screenshot(page, "home")
-    assert not page.outside_requests, f"the home page asked the network for {page.outside_requests}"
 
 
-def test_cluster_diagram_becomes_svg(page, base_url: str) -> None:
-    _require(_mermaid_js() is not None, "mermaid.min.js (npm package `mermaid`) is not on this machine; "
-             "`make system-tools` puts it in ~/.cache/gpupolicy/mermaid")
+def test_cluster_diagram_becomes_svg_from_the_build(page, base_url: str, site: Path) -> None:
+    assert (site / "assets" / "javascripts" / "mermaid.min.js").is_file(), "Mermaid is not in the build"
     cluster, pool = _cluster_with_pool()
     response = page.goto(f"{base_url}generated/clusters/{cluster}/")
     assert response is not None and response.ok
@@ -252,7 +243,15 @@ def test_cluster_diagram_becomes_svg(page, base_url: str) -> None:
     assert pool in svg.text_content(), f"the diagram of {cluster} does not draw pool {pool}"
     _screenshot(page, f"cluster-{cluster}")
     _screenshot(page.locator("div.mermaid").first, f"cluster-{cluster}-diagram")
-    assert not page.outside_requests, f"the cluster page asked the network for {page.outside_requests}"
+
+
+def test_a_request_leaving_localhost_is_caught(page, base_url: str) -> None:
+    """The guard itself: a page that asks another host is recorded (and would fail its test)."""
+    page.goto(base_url)
+    page.set_content('<img src="https://cdn.invalid/x.png">')
+    page.wait_for_load_state("load")
+    assert page.outside_requests == ["https://cdn.invalid/x.png"]
+    page.outside_requests.clear()  # caught as intended: this test passes
 
 
 def test_mig_layouts_page(page, base_url: str) -> None:
@@ -278,12 +277,16 @@ def test_search_finds_a_pool_on_its_cluster_page(page, base_url: str) -> None:
 
 
 def _all_result_links(page, results) -> list[str]:
-    """Result links; Material renders results in batches as the list scrolls, so scroll until it stops growing."""
+    """Result links; Material renders results in batches as the list scrolls, so scroll until it stops growing.
+    A batch may take a while on a busy machine: the list counts as complete when 3 s pass without growth."""
     seen = -1
     while results.count() != seen:
         seen = results.count()
         results.nth(seen - 1).scroll_into_view_if_needed()
-        page.wait_for_timeout(200)
+        for _ in range(30):
+            page.wait_for_timeout(100)
+            if results.count() != seen:
+                break
     return [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
 
 
@@ -296,3 +299,60 @@ def test_sample_of_home_page_links_open_in_the_browser(page, base_url: str) -> N
         response = page.goto(url)
         assert response is not None and response.ok, f"{url}: HTTP {response.status if response else 'none'}"
         assert page.locator("article h1").count() >= 1, f"{url} has no heading"
+
+
+# --- layout at 1280 pixels ------------------------------------------------------------------------------------
+
+# What a reader would have to scroll sideways for: the page itself, or a table whose content is wider than the
+# box Material gives it (a table scrolls inside itself; its right-hand columns are then cut off on screen).
+_OVERFLOW = """() => {
+  const problems = [];
+  const doc = document.documentElement;
+  if (doc.scrollWidth > doc.clientWidth + 1) problems.push(`the page is ${doc.scrollWidth}px wide`);
+  document.querySelectorAll("article table").forEach((table, index) => {
+    const heading = table.rows.length ? table.rows[0].innerText.replace(/\\s+/g, " ").slice(0, 60) : "";
+    const box = table.closest(".md-typeset__scrollwrap") || table;  // Material scrolls a table in this box
+    const article = table.closest("article").getBoundingClientRect();
+    if (box.scrollWidth > box.clientWidth + 1 || table.getBoundingClientRect().right > article.right + 1)
+      problems.push(`table ${index + 1} (${heading}) needs ${box.scrollWidth}px, shows ${box.clientWidth}px`);
+  });
+  return problems;
+}"""
+
+
+def _layout_pages() -> list[tuple[str, str]]:
+    """(screenshot name, path) of the pages an on-call engineer opens first."""
+    cluster, _ = _cluster_with_pool()
+    runbook = sorted(p.stem for p in (REPO / "docs" / "runbooks").glob("*.md") if p.stem != "index")[0]
+    return [("home", ""), (f"cluster-{cluster}", f"generated/clusters/{cluster}/"), ("quotas", "generated/quotas/"),
+            ("mig-layouts", "generated/mig-layouts/"), (f"runbook-{runbook}", f"runbooks/{runbook}/"),
+            ("gpu-catalog", "generated/gpus/")]
+
+
+@pytest.mark.parametrize("name, path", _layout_pages())
+def test_page_fits_1280_pixels_with_no_table_cut_off(page, base_url: str, name: str, path: str) -> None:
+    response = page.goto(f"{base_url}{path}")
+    assert response is not None and response.ok, f"{path}: HTTP {response.status if response else 'none'}"
+    if page.locator("div.mermaid").count():
+        page.locator("div.mermaid svg").first.wait_for(state="visible", timeout=30_000)
+    _screenshot(page, f"layout-{name}")
+    problems = page.evaluate(_OVERFLOW)
+    assert not problems, f"{path} at {VIEWPORT['width']}px: " + "; ".join(problems)
+
+
+def test_the_layout_check_catches_a_clipped_table(page, base_url: str) -> None:
+    page.goto(f"{base_url}generated/quotas/")
+    page.evaluate("""() => { const cell = document.querySelector("article table td");
+                             cell.textContent = "x".repeat(400); cell.style.whiteSpace = "nowrap"; }""")
+    assert any("table 1" in problem for problem in page.evaluate(_OVERFLOW))
+
+
+def test_rules_are_grouped_by_category_in_collapsed_sections(page, base_url: str) -> None:
+    page.goto(f"{base_url}generated/quotas/")
+    sidebar = page.locator("nav.md-nav--primary")
+    rule_link = sidebar.locator('a[href$="rules/CAP001/"]')
+    assert rule_link.count() == 1 and not rule_link.is_visible(), "the CAP rules are not collapsed"
+    categories = sidebar.locator("label.md-nav__link").all_inner_texts()
+    assert {"CAP", "MIG", "WL", "YAML"} <= {text.strip() for text in categories}
+    sidebar.locator("label.md-nav__link", has_text="CAP").first.click()
+    rule_link.wait_for(state="visible", timeout=5_000)

@@ -192,7 +192,7 @@ def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path]
     code, out, err = _run(["diff", "--repo", str(repo), "--base", base, "--format", "json"], repo)
     assert code in (0, 1) and "Traceback" not in err, err
 
-    code, out, err = _run(["upgrade", "promote", "driver-next", "--approver", "serving-lead", "--now", AFTER_SOAK,
+    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK,
                            "--repo", str(repo)], repo)
     assert code == 2 and "refusing to edit" in err and "Traceback" not in err, (code, out, err)
 
@@ -218,7 +218,7 @@ def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path]
 def test_promote_refuses_a_driver_whose_origin_points_outside(crafted: dict[str, Path]) -> None:
     repo, outside = crafted["repo"], crafted["outside"]
     before, outside_before = _snapshot(repo), _snapshot(outside)
-    code, out, err = _run(["upgrade", "promote", "driver-next", "--approver", "serving-lead", "--now", AFTER_SOAK,
+    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK,
                            "--repo", str(repo)], repo)
     assert code == 2, (out, err)
     assert "NVIDIADriver prod-h100" in err and "points outside the repository" in err
@@ -463,7 +463,7 @@ def test_promote_that_cannot_write_one_file_changes_nothing(upgrade_repo: Path, 
         real_replace(source, target)
 
     monkeypatch.setattr(os, "replace", refuse_the_driver)
-    code, out, err = _run(["upgrade", "promote", "driver-next", "--approver", "serving-lead", "--now", AFTER_SOAK,
+    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK,
                            "--repo", str(upgrade_repo)], upgrade_repo)
     assert code == 2, (out, err)
     assert "Traceback" not in err and "nothing was changed" in err and "nvidiadriver.yaml" in err

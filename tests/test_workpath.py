@@ -206,3 +206,14 @@ def test_trace_never_crashes_on_wrongly_shaped_manifests(fleet: Fleet) -> None:
         path = workpath.trace(fleet, rng.choice(clusters), body, lambda _field: None)
         workpath.misplaced(path)
         path.summary()
+
+
+def test_a_deployment_counts_every_replica_against_the_namespace_quota(fleet: Fleet) -> None:
+    """Each replica is its own Kueue workload, but the namespace ResourceQuota sees all their pods at once."""
+    loaded = yamlload.parse_source((REPO / "docs/examples/inference-deployment-mig.yaml").read_bytes(), "x.yaml")
+    body = loaded.documents[0].data
+    body["spec"]["replicas"] = 200  # serving may hold 168 mig-1g.10gb in prod-us (clusters/prod-us/team-quotas.yaml)
+    path = workpath.trace(fleet, fleet.clusters["prod-us"], body, workpath.example_locator(loaded.documents[0]))
+    blocked = path.blocked
+    assert blocked.stage == "namespace quota" and "request 200" in blocked.text, blocked.text
+    assert path.pod_sets[0].count == 1 and path.pod_sets[0].workloads == 200

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from gpupolicy.audit import AuditError, audit, export_jobs, load_snapshot, parse_prometheus, pod_gpus
+from gpupolicy.audit import (
+    AuditError,
+    IdleGPU,
+    PendingWorkload,
+    audit,
+    export_jobs,
+    format_gpus,
+    load_snapshot,
+    parse_prometheus,
+    pod_gpus,
+    report_json,
+    snapshot_time,
+)
 from gpupolicy.model import Pool, Taint
 
 FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"
@@ -28,11 +41,12 @@ def pools() -> dict[str, Pool]:
 def test_audit_fixture():
     report = audit(load_snapshot(FIXTURE), pools(), NOW)
     assert report.nodes_per_pool == {"(no pool label)": 1, "test-a100-mig": 1, "test-h100": 2}
-    assert report.gpus_by_namespace == {"nlp": 12, "research": pytest.approx(1 / 7), "serving": 1, "vision": 2}
+    assert report.nodes_without_pool == ["cpu-0"]
+    assert report.gpus_by_namespace == {"nlp": 12, "research": Fraction(1, 7), "serving": 1, "vision": 2}
     assert report.gpus_by_queue["nlp/nlp"] == 12
     assert report.unqueued_pods == ["serving/api-0"]
-    assert [(ns, pod, gpu) for ns, pod, gpu, _ in report.idle_gpus] == [("vision", "train-1", "0")]
-    assert report.pending == [("nlp/job-train-2", "nlp", 5.0)]
+    assert report.idle_gpus == [IdleGPU("vision", "train-1", "0", "h100-1", 0.0)]
+    assert report.pending == [PendingWorkload("nlp/job-train-2", "nlp", 5.0)]
     drift = sorted(i.message for i in report.issues if i.kind == "pool-drift")
     assert any("h100-1" in m and "NVIDIA-A100-SXM4-80GB" in m for m in drift)
     assert any("h100-1" in m and "taint" in m for m in drift)
@@ -83,3 +97,27 @@ def test_bad_prometheus_line(tmp_path):
     path.write_text("# HELP x\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 5\nnot a sample line at all {\n")
     with pytest.raises(AuditError, match=r"dcgm.prom:3"):
         parse_prometheus(path)
+
+
+def test_without_now_pending_age_is_measured_from_the_snapshot_not_today():
+    """The fixture's newest timestamp is a pod started at 10:00:05; the workload was created at 07:00."""
+    snapshot = load_snapshot(FIXTURE)
+    assert snapshot_time(snapshot) == datetime(2025, 6, 1, 10, 0, 5, tzinfo=UTC)
+    assert audit(snapshot, pools()).pending[0].age_hours == pytest.approx(3 + 5 / 3600)
+
+
+@pytest.mark.parametrize(("share", "text"), [(Fraction(12), "12"), (Fraction(1, 7), "1/7"),
+                                             (Fraction(17, 7), "2 3/7"), (Fraction(1, 2), "1/2")])
+def test_gpu_shares_are_whole_gpus_and_slices(share, text):
+    assert format_gpus(share) == text
+
+
+def test_json_report_is_keyed_objects_with_exact_shares():
+    report = audit(load_snapshot(FIXTURE), pools(), NOW)
+    data = json.loads(json.dumps(report_json(report, NOW)))
+    assert data["snapshot_time"] == "2025-06-01T12:00:00Z"
+    assert data["gpus_by_namespace"]["research"] == {"gpus": 0.142857, "exact": "1/7"}
+    assert data["idle_gpus"] == [{"namespace": "vision", "pod": "train-1", "gpu": "0", "node": "h100-1",
+                                  "utilization_percent": 0.0}]
+    assert data["pending"] == [{"workload": "nlp/job-train-2", "queue": "nlp", "age_hours": 5.0}]
+    assert data["nodes_without_pool"] == ["cpu-0"]

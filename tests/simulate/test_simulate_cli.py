@@ -81,7 +81,7 @@ def test_audit_clean_snapshot_exits_0(tmp_path, capsys):
                  "--format", "json"])
     data = json.loads(capsys.readouterr().out)
     assert data["issues"] == [] and code == 0
-    assert data["gpus_by_queue"] == {"nlp/nlp": 1.0}
+    assert data["gpus_by_queue"] == {"nlp/nlp": {"gpus": 1.0, "exact": "1"}}
 
 
 def test_audit_context_without_kubernetes_package_exits_2(capsys, monkeypatch):

@@ -16,8 +16,9 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 
 from . import catalog
@@ -33,6 +34,7 @@ from .model import (
     Pool,
 )
 
+NO_POOL = "(no pool label)"
 IDLE_UTIL_PERCENT = 5.0  # DCGM_FI_DEV_GPU_UTIL at or below this counts as idle
 _PROM_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\d+)?$')
 _PROM_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -58,13 +60,31 @@ class Snapshot:
 
 
 @dataclass
+class IdleGPU:
+    namespace: str
+    pod: str
+    gpu: str  # the exporter's `gpu` index, else the card's UUID
+    node: str
+    utilization_percent: float
+
+
+@dataclass
+class PendingWorkload:
+    workload: str  # namespace/name
+    queue: str
+    age_hours: float | None  # None: the workload has no creationTimestamp
+
+
+@dataclass
 class AuditReport:
     nodes_per_pool: dict[str, int] = field(default_factory=dict)
-    gpus_by_namespace: dict[str, float] = field(default_factory=dict)
-    gpus_by_queue: dict[str, float] = field(default_factory=dict)
-    idle_gpus: list[tuple[str, str, str, float]] = field(default_factory=list)  # namespace, pod, gpu, util
+    nodes_without_pool: list[str] = field(default_factory=list)  # names of the nodes counted as "(no pool label)"
+    # exact shares of a card: whole GPUs plus MIG instances as compute slices over the card's (1/7, 3/7, 1/2)
+    gpus_by_namespace: dict[str, Fraction] = field(default_factory=dict)
+    gpus_by_queue: dict[str, Fraction] = field(default_factory=dict)
+    idle_gpus: list[IdleGPU] = field(default_factory=list)
     unqueued_pods: list[str] = field(default_factory=list)
-    pending: list[tuple[str, str, float | None]] = field(default_factory=list)  # ns/name, queue, age h (None: unknown)
+    pending: list[PendingWorkload] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
 
 
@@ -144,24 +164,43 @@ def _number(text) -> float:
 def pod_gpus(pod: dict, model: str = "") -> float:
     """GPUs a pod asks for: whole cards, plus MIG instances as their share of a card (`catalog.card_fraction`)
     of the pod's GPU `model` where known, else of the GPUs that offer the profile."""
-    total = 0.0
+    return float(pod_gpu_share(pod, model))
+
+
+def pod_gpu_share(pod: dict, model: str = "") -> Fraction:
+    """`pod_gpus` exactly: a MIG instance is a whole number of compute slices, so 1g.10gb is 1/7, never 0.142857."""
+    total = Fraction(0)
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
         wanted = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         for name, amount in wanted.items():
             if name in GPU_RESOURCES:
-                total += _number(amount)
+                total += _count(amount)
             elif name.startswith(MIG_RESOURCE_PREFIX):
-                total += _number(amount) * _share(name, model)
+                total += _count(amount) * _share(name, model)
     return total
 
 
-def _share(resource: str, model: str) -> float:
+def _count(amount) -> Fraction:
+    """A device count as an exact number (the shape check admits only whole counts; inf/nan count as none)."""
+    number = _number(amount)
+    return Fraction(number) if math.isfinite(number) else Fraction(0)
+
+
+def _share(resource: str, model: str) -> Fraction:
     """A MIG resource's share of a card; a name that is not a profile counts as a whole card."""
     try:
-        return float(catalog.share_of_card(resource, model))
+        return catalog.share_of_card(resource, model)
     except ValueError:
-        return 1.0
+        return Fraction(1)
+
+
+def format_gpus(share: Fraction) -> str:
+    """Whole GPUs and the rest in the card's slices: `12`, `1/7`, `2 3/7`."""
+    whole, rest = divmod(share, 1)
+    if not rest:
+        return str(whole)
+    return f"{whole} {rest}" if whole else str(rest)
 
 
 def node_models(nodes: list[dict], pools: dict[str, Pool]) -> dict[str, str]:
@@ -192,8 +231,26 @@ def parse_time(text: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def snapshot_time(snapshot: Snapshot) -> datetime | None:
+    """When the snapshot was taken, as near as it says: its newest timestamp (an object created, a pod started,
+    a condition changed). Auditing an old snapshot against today's clock would age every pending workload by
+    the months since; None when the snapshot holds no timestamp at all."""
+    stamps = []
+    for obj in _objects(snapshot):
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
+        stamps += [parse_time(_meta(obj).get("creationTimestamp")), parse_time(status.get("startTime"))]
+        stamps += [parse_time(c.get("lastTransitionTime")) for c in conditions if isinstance(c, dict)]
+    known = [stamp for stamp in stamps if stamp is not None]
+    return max(known) if known else None
+
+
+def _objects(snapshot: Snapshot) -> list[dict]:
+    return [*snapshot.nodes, *snapshot.pods, *(snapshot.workloads or []), *(snapshot.cluster_queues or [])]
+
+
 def audit(snapshot: Snapshot, pools: dict[str, Pool], now: datetime | None = None) -> AuditReport:
-    now = now or datetime.now(UTC)
+    now = now or snapshot_time(snapshot) or datetime.now(UTC)
     report = AuditReport()
     _audit_nodes(snapshot.nodes, pools, report)
     _audit_pods(snapshot.pods, node_models(snapshot.nodes, pools), report)
@@ -208,7 +265,8 @@ def _audit_nodes(nodes: list[dict], pools: dict[str, Pool], report: AuditReport)
     by_pool: dict[str, list[dict]] = defaultdict(list)
     for node in nodes:
         by_pool[(_meta(node).get("labels") or {}).get(POOL_LABEL, "")].append(node)
-    report.nodes_per_pool = {name or "(no pool label)": len(members) for name, members in sorted(by_pool.items())}
+    report.nodes_per_pool = {name or NO_POOL: len(members) for name, members in sorted(by_pool.items())}
+    report.nodes_without_pool = sorted(_meta(node).get("name", "?") for node in by_pool.get("", []))
     for name, pool in sorted(pools.items()):
         members = by_pool.get(name, [])
         if len(members) != pool.nodes:
@@ -250,11 +308,11 @@ def _node_drift(node: dict, pool: Pool, products: tuple[str, ...], report: Audit
 
 
 def _audit_pods(pods: list[dict], models: dict[str, str], report: AuditReport) -> None:
-    by_ns: Counter = Counter()
-    by_queue: Counter = Counter()
+    by_ns: Counter[str] = Counter()
+    by_queue: Counter[str] = Counter()
     for pod in pods:
         phase = (pod.get("status") or {}).get("phase", "")
-        gpus = pod_gpus(pod, _pod_model(pod, models))
+        gpus = pod_gpu_share(pod, _pod_model(pod, models))
         if not gpus or phase in ("Succeeded", "Failed"):
             continue
         meta = _meta(pod)
@@ -265,8 +323,8 @@ def _audit_pods(pods: list[dict], models: dict[str, str], report: AuditReport) -
             by_queue[f"{namespace}/{queue}"] += gpus
         else:
             report.unqueued_pods.append(f"{namespace}/{meta.get('name', '?')}")
-            report.issues.append(Issue("no-queue", f"pod {namespace}/{meta.get('name', '?')} requests {gpus:g} "
-                                                   f"GPU(s) without a {QUEUE_LABEL} label"))
+            report.issues.append(Issue("no-queue", f"pod {namespace}/{meta.get('name', '?')} requests "
+                                                   f"{format_gpus(gpus)} GPU(s) without a {QUEUE_LABEL} label"))
     report.gpus_by_namespace = dict(sorted(by_ns.items()))
     report.gpus_by_queue = dict(sorted(by_queue.items()))
 
@@ -276,11 +334,11 @@ def _audit_idle(samples, report: AuditReport) -> None:
         if name != "DCGM_FI_DEV_GPU_UTIL" or not labels.get("pod"):
             continue
         if value <= IDLE_UTIL_PERCENT:
-            namespace, pod = labels.get("namespace", ""), labels["pod"]
-            gpu = labels.get("gpu", labels.get("UUID", "?"))
-            report.idle_gpus.append((namespace, pod, gpu, value))
-            report.issues.append(Issue("idle", f"GPU {gpu} on {labels.get('hostname') or labels.get('Hostname', '?')} is allocated to "
-                                               f"{namespace}/{pod} but {value:g}% busy"))
+            idle = IdleGPU(labels.get("namespace", ""), labels["pod"], labels.get("gpu", labels.get("UUID", "?")),
+                           labels.get("hostname") or labels.get("Hostname", "?"), value)
+            report.idle_gpus.append(idle)
+            report.issues.append(Issue("idle", f"GPU {idle.gpu} on {idle.node} is allocated to "
+                                               f"{idle.namespace}/{idle.pod} but {value:g}% busy"))
 
 
 def _audit_pending(workloads: list[dict], now: datetime, report: AuditReport) -> None:
@@ -294,10 +352,19 @@ def _audit_pending(workloads: list[dict], now: datetime, report: AuditReport) ->
         created = parse_time(meta.get("creationTimestamp"))  # the shape check refused a malformed one
         age = (now - created).total_seconds() / 3600 if created else None
         queue = (workload.get("spec") or {}).get("queueName", "")
-        report.pending.append((f"{meta.get('namespace', '')}/{meta.get('name', '?')}", queue, age))
+        report.pending.append(PendingWorkload(f"{meta.get('namespace', '')}/{meta.get('name', '?')}", queue, age))
         report.issues.append(Issue("pending", f"workload {meta.get('namespace', '')}/{meta.get('name', '?')} in "
                                               f"queue {queue or '?'} pending for {format_age(age)}"))
-    report.pending.sort(key=lambda item: -(item[2] if item[2] is not None else float("inf")))
+    report.pending.sort(key=lambda item: -(item.age_hours if item.age_hours is not None else float("inf")))
+
+
+def report_json(report: AuditReport, now: datetime) -> dict:
+    """The report for scripts: every list entry a keyed object; GPU shares as a number and as exact text."""
+    data = asdict(report)
+    for key in ("gpus_by_namespace", "gpus_by_queue"):
+        data[key] = {name: {"gpus": round(float(share), 6), "exact": format_gpus(share)}
+                     for name, share in getattr(report, key).items()}
+    return {"snapshot_time": now.isoformat().replace("+00:00", "Z"), **data}
 
 
 def format_age(hours: float | None) -> str:

@@ -47,9 +47,10 @@ class SourceIndex:
     the size limit is never opened, and reads as a file without documents."""
 
     def __init__(self, root: str, documents: dict[str, list[Document]],
-                 reader: repopath.Reader | None = None) -> None:
+                 reader: repopath.Reader | None = None, edit_documents: dict[str, list[Document]] | None = None) -> None:
         self.root = root
         self.documents = documents  # the loader's: only files it did not load are read here
+        self.edit_documents = edit_documents or {}  # patch/replacements files as lists, from the loader's read
         self.reader = reader or repopath.Reader(root)
         self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
         self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
@@ -96,6 +97,8 @@ class SourceIndex:
         loaded = self.docs(path)
         if loaded:
             return loaded
+        if path in self.edit_documents:
+            return self.edit_documents[path]
         key = ("edit", path)
         if key not in self._edit_cache:
             try:
@@ -331,8 +334,10 @@ def _taints(value: Any) -> tuple[Taint, ...]:
 
 def _add_flavor(cluster: Cluster, obj: K8sObject) -> None:
     spec = obj.spec
+    labels = spec.get("nodeLabels")  # anything but a mapping is SCHEMA002's finding; the model holds no labels
     cluster.flavors[obj.name] = Flavor(
-        name=obj.name, node_labels=dict(spec.get("nodeLabels") or {}), node_taints=_taints(spec.get("nodeTaints")),
+        name=obj.name, node_labels=dict(labels) if isinstance(labels, dict) else {},
+        node_taints=_taints(spec.get("nodeTaints")),
         tolerations=tuple(mappings(spec.get("tolerations"))), obj=obj)
 
 

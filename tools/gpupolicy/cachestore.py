@@ -29,6 +29,13 @@ CACHE_DIR_ENV = "GPUPOLICY_CACHE_DIR"
 PARSED = "parsed"  # strict-load results, under a folder per loader version (parsecache's salt)
 GRAPHS = "graphs"  # kept kustomize graphs, beside the strict-load results of the same version
 RENDER_SUFFIX = ".yaml"
+# What `gpupolicy cache` reports, one line each (decision 0021 lists the caches)
+RENDER_KIND = "render cache (rendered overlays)"
+PARSE_KIND = "parse cache (strict-load results, rendered-document memos)"
+GRAPH_KIND = "kustomize graph cache"
+OLD_VERSION_KIND = "parse results of other toolkit versions (--prune deletes them)"
+OTHER_KIND = "other files"
+USAGE_KINDS = (RENDER_KIND, PARSE_KIND, GRAPH_KIND, OLD_VERSION_KIND, OTHER_KIND)
 
 
 def default_root() -> Path:
@@ -113,17 +120,32 @@ class CacheStore:
 
     # --- gpupolicy cache -----------------------------------------------------------------------------------
 
-    def usage(self) -> tuple[int, int]:
-        """(entries, bytes) under the cache folder."""
-        files = size = 0
+    def usage(self) -> dict[str, tuple[int, int]]:
+        """(entries, bytes) per kind of entry (`USAGE_KINDS`, in that order), each kind present."""
+        found = {kind: (0, 0) for kind in USAGE_KINDS}
         for directory, _, names in os.walk(self.root):
+            kind = self._kind(Path(directory))
             for name in names:
                 try:
-                    size += os.stat(os.path.join(directory, name)).st_size
-                    files += 1
+                    size = os.stat(os.path.join(directory, name)).st_size
                 except OSError:
-                    pass
-        return files, size
+                    continue
+                entries, total = found[kind]
+                found[kind] = (entries + 1, total + size)
+        return found
+
+    def _kind(self, directory: Path) -> str:
+        """Which cache a folder's files belong to (the layout in this module's docstring)."""
+        parsed, current = self.root / PARSED, self.parsed_version_dir
+        if directory == self.root:
+            return RENDER_KIND
+        if _under(directory, current / GRAPHS):
+            return GRAPH_KIND
+        if _under(directory, current):
+            return PARSE_KIND
+        if _under(directory, parsed):
+            return OLD_VERSION_KIND
+        return OTHER_KIND
 
     def prune(self, days: float, now: float | None = None) -> tuple[int, int]:
         """Delete entries unread for `days` days and parse results of other toolkit versions: (count, bytes)."""

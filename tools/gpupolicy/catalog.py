@@ -486,6 +486,23 @@ def operator_release(version: str) -> OperatorRelease | None:
     return OPERATOR_RELEASES.get(wanted)
 
 
+def operator_major(version: str) -> str:
+    """'v26.7.0' -> '26.7': NVIDIA's life-cycle policy calls the year.month pair a major release."""
+    return ".".join(str(part) for part in parse_version(version.lstrip("v"))[:2])
+
+
+def operator_upgrade_supported(from_version: str, to_version: str) -> bool | None:
+    """[GPUOP] life-cycle-policy.rst: "upgrades are supported within a major release or to the next major
+    release" (e.g. 26.3 -> 26.7). True within a major or to the next one in the catalog, False when it skips one,
+    None when either release is not in the catalog. A downgrade is judged the same way (it reverses an upgrade)."""
+    majors = sorted({operator_major(version) for version in OPERATOR_RELEASES},
+                    key=lambda major: parse_version(major))
+    if operator_release(from_version) is None or operator_release(to_version) is None:
+        return None
+    steps = abs(majors.index(operator_major(to_version)) - majors.index(operator_major(from_version)))
+    return steps <= 1
+
+
 def operator_supports_kubernetes(operator_version: str, kubernetes_version: str) -> bool | None:
     """Whether the release was validated on that Kubernetes minor; None when we hold no range for it."""
     release = operator_release(operator_version)

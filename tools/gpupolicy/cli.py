@@ -21,6 +21,26 @@ from .pipeline import find_repo_root
 
 ACTION_DESTINATIONS = ("upgrade_action", "mig_action", "action")  # the subcommands' own subcommands
 
+# What `gpupolicy --help` tells a user (the module docstring above is for developers).
+DESCRIPTION = """\
+Check a GitOps policy repository for GPU scheduling on Kubernetes before Argo CD or Flux applies it:
+render every cluster, validate each manifest, and check that pools, quotas, priorities, drivers and
+alerts fit the declared hardware. It also writes the runbook site's fleet pages and answers what-if
+questions about capacity and wait times."""
+
+EPILOG = """\
+where to start:
+  gpupolicy validate         is the repository fine? (what CI runs on every pull request)
+  gpupolicy diff             what does my change do to capacity, quotas and access? (the PR comment)
+  gpupolicy rules ID         why a finding matters and how to fix it
+  gpupolicy COMMAND --help   the options of one command
+
+exit codes (every command):
+  0    clean: no finding of error severity
+  1    findings of error severity; the report lists each with file and line
+  2    the tool could not do its whole job: a usage error, a missing dependency, a check that crashed
+  130  interrupted (Ctrl-C)"""
+
 
 def _command_modules() -> list:
     modules = []
@@ -32,9 +52,10 @@ def _command_modules() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpupolicy", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="gpupolicy", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gpupolicy {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for module in _command_modules():
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         command.add_argument("--repo", type=Path, default=None,

@@ -24,6 +24,7 @@ def pool_as_dict(pool: Pool, cluster: Cluster | None = None) -> dict[str, Any]:
         drivers = [d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels)]
         data["driverVersions"] = drivers
         data["flavors"] = sorted(f.name for f in cluster.flavors.values() if pool in cluster.pools_of_flavor(f))
+        data["headroom"] = quotas.headroom(cluster, pool)
     return data
 
 

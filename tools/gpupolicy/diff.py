@@ -33,6 +33,7 @@ from .internal import crashes
 from .model import MIG_RESOURCE_PREFIX, Cluster, Fleet
 from .objectdiff import ClusterObjects, compare_objects, fence
 from .quantity import HUGE_COUNT, QuantityError, counted_resource, human_amount, human_delta, parse_quantity
+from .siteconfig import rule_page
 
 ABSENT = None
 ADMISSION_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
@@ -70,6 +71,7 @@ class SemanticDiff:
     objects: list[ClusterObjects] = field(default_factory=list)  # every rendered object that differs
     waived: list = field(default_factory=list)  # waivers.Waived: the head's findings reviewed exceptions accept
     causes: dict[Finding, Finding] = field(default_factory=dict)  # the head's derived findings -> their causes
+    site_url: str = ""  # the runbook site (siteconfig); each finding's rule links to its page there
 
     @property
     def introduced_errors(self) -> list[Finding]:
@@ -601,7 +603,7 @@ def compare(base_fleet: Fleet, head_fleet: Fleet, base_findings: list[Finding], 
     findings = compare_findings(base_findings, head_findings)
     objects = compare_objects(base_fleet, head_fleet)
     result = SemanticDiff(base_label, head_label, sections, findings, objects=objects, waived=list(head_waived),
-                          causes=dict(head_causes or {}))
+                          causes=dict(head_causes or {}), site_url=str(getattr(head_fleet, "site_url", "") or ""))
     result.headline = headline(sections, findings, head_findings, rule_ids,
                                sum(len(cluster.changes) for cluster in objects))
     return result
@@ -619,9 +621,13 @@ def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def _finding_rows(findings: list[Finding], causes: dict[Finding, Finding] | None = None) -> list[list[str]]:
-    """Table rows, each cause followed by the findings it causes (marked ↳, rootcause.ordered)."""
-    return [[f.severity.value, ("↳ " if depth else "") + f.rule, f"`{f.place}`", f.message, f.cluster or "-"]
+def _finding_rows(findings: list[Finding], causes: dict[Finding, Finding] | None = None,
+                  site_url: str = "") -> list[list[str]]:
+    """Table rows, each cause followed by the findings it causes (marked ↳, rootcause.ordered); with a runbook
+    site, each rule links to its page there (the same URL SARIF's helpUri gives, siteconfig.rule_page)."""
+    def rule(f: Finding) -> str:
+        return f"[{f.rule}]({rule_page(site_url, f.rule)})" if site_url else f.rule
+    return [[f.severity.value, ("↳ " if depth else "") + rule(f), f"`{f.place}`", f.message, f.cluster or "-"]
             for f, depth in rootcause.ordered(findings, causes or {})]
 
 
@@ -640,12 +646,12 @@ def to_markdown(diff: SemanticDiff, root: str = "") -> str:
                   f"{len(found.preexisting)} pre-existing, {len(diff.waived)} waived by reviewed exceptions.", ""]
         for title, items in (("Introduced", found.introduced), ("Fixed", found.fixed)):
             if items:
-                lines += [f"**{title}**", "", *_table(FINDING_COLUMNS, _finding_rows(items, diff.causes)), ""]
+                lines += [f"**{title}**", "", *_table(FINDING_COLUMNS, _finding_rows(items, diff.causes, diff.site_url)), ""]
         if found.preexisting:
             lines += ["<details><summary>Pre-existing</summary>", "",
-                      *_table(FINDING_COLUMNS, _finding_rows(found.preexisting, diff.causes)), "", "</details>", ""]
+                      *_table(FINDING_COLUMNS, _finding_rows(found.preexisting, diff.causes, diff.site_url)), "", "</details>", ""]
         if diff.waived:
-            rows = [[*_finding_rows([w.finding])[0], w.waiver.reason, w.waiver.owner, w.waiver.expires.isoformat()]
+            rows = [[*_finding_rows([w.finding], site_url=diff.site_url)[0], w.waiver.reason, w.waiver.owner, w.waiver.expires.isoformat()]
                     for w in diff.waived]
             lines += ["<details><summary>Waived by reviewed exceptions</summary>", "",
                       *_table([*FINDING_COLUMNS, "reason", "owner", "expires"], rows), "", "</details>", ""]

@@ -17,12 +17,12 @@ from xml.etree import ElementTree
 from . import __version__
 from .findings import Finding, Severity
 from .internal import INTERNAL, crashes
+from .siteconfig import rule_page
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 SRCROOT = "%SRCROOT%"
-INFORMATION_URI = "https://github.com/gpupolicy/gpupolicy"
 
 
 def _registry() -> dict:
@@ -37,11 +37,13 @@ def as_sarif(result: Any, root: str = "") -> str:
     pairs = list(getattr(result, "sarif_results", None) or [(f, None) for f in result.findings])
     accepted = [item.finding for item in getattr(result, "waived", None) or []]
     linked = getattr(result, "causes", None) or {}
-    rules = _sarif_rules([*(f for f, _state in pairs), *accepted])
+    site_url = _site_url(result, root)
+    rules = _sarif_rules([*(f for f, _state in pairs), *accepted], site_url)
     index = {rule["id"]: position for position, rule in enumerate(rules)}
+    # The runbook site (siteconfig: mkdocs.yml site_url) documents the tool and each rule; without one, no link.
+    driver = {"name": "gpupolicy", "version": __version__, **({"informationUri": site_url} if site_url else {})}
     run: dict[str, Any] = {
-        "tool": {"driver": {"name": "gpupolicy", "version": __version__, "informationUri": INFORMATION_URI,
-                            "rules": rules}},
+        "tool": {"driver": {**driver, "rules": rules}},
         "originalUriBaseIds": {SRCROOT: {"description": {"text": "the policy repository root"}}},
         "columnKind": "unicodeCodePoints",
         "results": [_with_cause(_sarif_result(f, state, index), linked.get(f)) for f, state in pairs]
@@ -81,14 +83,27 @@ def _sarif_waived(result: Any, index: dict[str, int]) -> list[dict]:
     return results
 
 
-def _sarif_rules(findings: Iterable[Finding]) -> list[dict]:
+def _site_url(result: Any, root: str) -> str:
+    """The runbook site's public URL: the run's (read with the fleet), else read from `root`, else ""."""
+    fleet = getattr(result, "fleet", None)
+    if fleet is not None:
+        return str(getattr(fleet, "site_url", ""))
+    if not root:
+        return ""
+    from .repopath import Reader
+    from .siteconfig import read_site_url
+
+    return read_site_url(Reader(root))[0]
+
+
+def _sarif_rules(findings: Iterable[Finding], site_url: str = "") -> list[dict]:
     """Every registered rule (so a clean run still documents them), plus any unregistered ID a finding uses."""
     registry = _registry()
     ids = list(registry) + sorted({f.rule for f in findings} - set(registry))
-    return [_sarif_rule(rule_id, registry.get(rule_id)) for rule_id in ids]
+    return [_sarif_rule(rule_id, registry.get(rule_id), site_url) for rule_id in ids]
 
 
-def _sarif_rule(rule_id: str, rule: Any) -> dict:
+def _sarif_rule(rule_id: str, rule: Any, site_url: str = "") -> dict:
     if rule is None:
         return {"id": rule_id, "shortDescription": {"text": rule_id}}
     descriptor: dict[str, Any] = {
@@ -102,6 +117,8 @@ def _sarif_rule(rule_id: str, rule: Any) -> dict:
         first_paragraph = rule.doc.split("\n\n", 1)[0].strip()
         descriptor["fullDescription"] = {"text": first_paragraph}
         descriptor["help"] = {"text": rule.doc, "markdown": rule.doc}
+    if site_url:
+        descriptor["helpUri"] = rule_page(site_url, rule.id)
     return descriptor
 
 

@@ -8,6 +8,9 @@ path here is relative to the policy repository root.
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import stat
 import subprocess
 import tarfile
 import tempfile
@@ -15,7 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
+from . import repopath
 from .errors import ToolError
 
 GIT_TIMEOUT_SECONDS = 120
@@ -78,16 +83,59 @@ def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> tuple[str, str]:
     return commit, f"HEAD ({commit[:12]}; no {branch} branch)"
 
 
-def _extract_filter(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
-    """tarfile's `data` filter, except that a symlink pointing out of the tree is kept as a link: the
-    pipeline reports it (YAML008) as it would in the working tree. Writes through such a link are still
-    refused, because the filter resolves every later member's path on disk."""
-    try:
-        return tarfile.data_filter(member, path)
-    except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
-        if member.issym():
-            return tarfile.tar_filter(member, path)
-        raise
+# What `git archive` writes: folders, files and symlinks. Anything else in an archive is refused.
+_FILE_MODE, _EXECUTABLE_MODE, _FOLDER_MODE = 0o644, 0o755, 0o755
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def unpack(archive: bytes, target: Path) -> None:
+    """Write a tar archive's folders, files and symlinks under the empty folder `target`.
+
+    Our own unpacker rather than `TarFile.extractall(filter=...)`, which Debian 12's Python 3.11.2 lacks (it
+    came in 3.11.4; decision 0038). Each member name goes through the trust boundary (`repopath.normalize`:
+    no absolute path, no `..` above the root); each folder on the way must be a real folder, never a symlink,
+    so no member is written outside `target`; files are created, never overwritten. A symlink is kept as a
+    link whatever it points at, as in the working tree: readers resolve it through `repopath`, which reports
+    one that leaves the repository (YAML008). Hard links, devices and FIFOs are refused: git never writes one.
+    """
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar:
+            try:
+                name = repopath.normalize("", member.name)
+            except repopath.Refused as exc:
+                raise ToolError(f"archive member refused: {exc}") from None
+            parts = name.split("/")
+            folder = _real_folder(target, parts[:-1])
+            if member.isdir():
+                _real_folder(folder, parts[-1:])
+            elif member.isreg():
+                _write_file(folder / parts[-1], tar.extractfile(member), member.mode)
+            elif member.issym():
+                os.symlink(member.linkname, folder / parts[-1])
+            else:
+                raise ToolError(f"archive member {name!r} is not a file, folder or symlink; refused")
+
+
+def _real_folder(base: Path, parts: list[str]) -> Path:
+    """`base/parts...`, creating missing folders; an existing part that is not a real folder (a symlink, a
+    file) is refused, so nothing is ever written through a link."""
+    folder = base
+    for part in parts:
+        folder = folder / part
+        try:
+            os.mkdir(folder, _FOLDER_MODE)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                raise ToolError(f"archive member path {str(folder.relative_to(base))!r} goes through a "
+                                "symlink or a file; refused") from None
+    return folder
+
+
+def _write_file(path: Path, source: BinaryIO | None, mode: int) -> None:
+    descriptor = os.open(path, _CREATE_FLAGS, _EXECUTABLE_MODE if mode & 0o111 else _FILE_MODE)
+    with os.fdopen(descriptor, "wb") as sink:
+        if source is not None:
+            shutil.copyfileobj(source, sink)
 
 
 @contextmanager
@@ -102,9 +150,8 @@ def materialize(root: Path, rev: str) -> Iterator[Path]:
         target = Path(tmp) / "repo"
         target.mkdir()
         try:
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(target, filter=_extract_filter)
-        except (tarfile.TarError, OSError) as exc:
+            unpack(bytes(archive), target)
+        except (tarfile.TarError, OSError, ToolError) as exc:
             raise ToolError(f"cannot unpack revision {rev}: {exc}") from exc
         yield target
 

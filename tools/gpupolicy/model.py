@@ -29,6 +29,20 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # A card, or one time-slice replica of it when time-slicing renames it (renameByDefault, see capacity.py).
 GPU_RESOURCES = (GPU_RESOURCE, f"{GPU_RESOURCE}.shared")
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+# Node labels that GPU Feature Discovery and the GPU Operator's MIG manager write themselves (the GFD label table
+# in NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md, internal/lm; mig-manager's mig.config.state).
+# A pool's nodeLabels may select on them; provisioning must not set them (GFD overwrites them).
+DISCOVERED_LABEL_PREFIXES = ("nvidia.com/gpu.", "nvidia.com/cuda.", "nvidia.com/gfd.", "nvidia.com/vgpu.",
+                             MIG_RESOURCE_PREFIX)
+DISCOVERED_LABELS = ("nvidia.com/mig.capable", "nvidia.com/mps.capable", "nvidia.com/mig.strategy",
+                     "nvidia.com/mig.config.state", "nvidia.com/gpu-driver-upgrade-state")
+
+
+
+def is_discovered_label(key: str) -> bool:
+    """Whether GPU Feature Discovery (or the MIG manager) sets this node label, not the node's provisioning."""
+    return key in DISCOVERED_LABELS or key.startswith(DISCOVERED_LABEL_PREFIXES)
+
 
 TIERS = ("production", "training", "batch", "experiment")  # highest first
 ACCESS_MODES = ("exclusive", "time-sliced", "mig", "isolated")
@@ -365,6 +379,9 @@ class Fleet:
     fleet_checks: bool = True
     # Pages rules check, read once by the load stage: docs/runbooks, and the decision log (decisions.Decision).
     runbooks: Pages = field(default_factory=Pages, repr=False)
+    # The runbook site's public URL (mkdocs.yml site_url, siteconfig), or "" and site_url_problem says why.
+    site_url: str = ""
+    site_url_problem: str = ""
     decision_log: list = field(default_factory=list, repr=False)
     affected_paths: dict[str, bool] = field(default_factory=dict, repr=False)  # decisions.affected_paths
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from .findings import Location
 from .model import Cluster, Fleet, K8sObject
+from .siteconfig import runbook_base
 
-# One place for the runbook site: alert X links to RUNBOOK_BASE_URL + "X/", rendered from docs/runbooks/X.md.
-RUNBOOK_BASE_URL = "https://gpu-platform.example.com/runbooks/"
+# Alert X links to <site_url>runbooks/X/ (siteconfig: mkdocs.yml site_url), rendered from docs/runbooks/X.md.
 RUNBOOK_DIR = "docs/runbooks"
 RUNBOOK_SECTIONS = ("Meaning", "Impact", "Diagnosis", "Mitigation")  # prometheus-operator/runbooks template
 SEVERITIES = ("critical", "warning", "info")  # critical pages, warning opens a ticket, info is not routed
@@ -35,15 +35,16 @@ HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
 # --- runbooks -------------------------------------------------------------------------------------------
 
-def runbook_url(alert_name: str) -> str:
-    return f"{RUNBOOK_BASE_URL}{alert_name}/"
+def runbook_url(site_url: str, alert_name: str) -> str:
+    return f"{runbook_base(site_url)}{alert_name}/"
 
 
-def runbook_page_for_url(url: str) -> str | None:
+def runbook_page_for_url(site_url: str, url: str) -> str | None:
     """The repo-relative page a runbook URL is rendered from, or None when the URL is not on our site."""
-    if not url.startswith(RUNBOOK_BASE_URL):
+    base = runbook_base(site_url)
+    if not site_url or not url.startswith(base):
         return None
-    name = url[len(RUNBOOK_BASE_URL):].split("#", 1)[0].strip("/")
+    name = url[len(base):].split("#", 1)[0].strip("/")
     if not name or "/" in name or name.startswith("."):
         return None
     return f"{RUNBOOK_DIR}/{name}.md"

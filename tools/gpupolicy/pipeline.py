@@ -168,7 +168,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     sources.reader.forget_contents()
     clock.lap("render")
 
-    index = SourceIndex(str(root), sources.documents, sources.reader)
+    index = SourceIndex(str(root), sources.documents, sources.reader, sources.edit_documents)
     objects_by_cluster = _parse_stage(sources, renderable, rendered, store, index, findings)
     generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
                  for name in objects_by_cluster}
@@ -312,6 +312,7 @@ def _assemble_fleet(sources: Sources, facts: dict[str, ClusterFacts], objects_by
     fleet = Fleet(root=str(sources.root), locator=index,
                   documents=[doc for docs in sources.documents.values() for doc in docs],
                   repository_clusters=tuple(sources.all_clusters), runbooks=sources.runbooks,
+                  site_url=sources.site_url[0], site_url_problem=sources.site_url[1],
                   decision_log=sources.decision_log, affected_paths=sources.affected_paths)
     fleet.pools = {pool.name: pool for pool in declared.values()}
     fleet.invalid_pools = {Path(d).name for d in sources.pool_dirs} - {Path(rel).parent.name for rel in declared}

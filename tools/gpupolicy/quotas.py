@@ -137,6 +137,17 @@ def nominal_per_pool(cluster: Cluster) -> dict[tuple[str, str], list[QuotaEntry]
     return cluster.memo("nominal_per_pool", build)
 
 
+def headroom(cluster: Cluster, pool: Pool) -> dict[str, int | float]:
+    """Resource -> the pool's capacity that no ClusterQueue or Cohort holds as nominal quota (negative: promised
+    more than it has, which CAP001 reports); {} when the pool's capacity is unknown. Quota on a flavor that
+    selects several pools is charged to none of them, as in `nominal_per_pool`."""
+    if not capacity_known(cluster, pool):
+        return {}
+    charged = nominal_per_pool(cluster)
+    return {resource: amount - sum(entry.quota.nominal for entry in charged.get((pool.name, resource), []))
+            for resource, amount in pool.capacity.items()}
+
+
 def share_percent(nominal: float, capacity: float) -> Decimal | None:
     """A quota as a percentage of the capacity it draws on; exact, so a quota of 1e400 cannot overflow a float.
     None when there is no capacity to measure against."""

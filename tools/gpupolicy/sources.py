@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import decisions, graphcache, kustomize, repopath
+from . import decisions, graphcache, kustomize, repopath, siteconfig, yamlload
 from .cachestore import NO_CACHE, CacheStore
 from .findings import Finding
 from .model import Pages
@@ -67,8 +67,11 @@ class Sources:
     files: list[str] = field(default_factory=list)  # repo-relative YAML files to load strictly
     findings: list[Finding] = field(default_factory=list)  # discovery's (symlinks, the graph)
     documents: dict[str, list[Document]] = field(default_factory=dict)
+    # JSON6902 patch and replacements files parsed as the YAML lists they are (the loader keeps mappings only)
+    edit_documents: dict[str, list[Document]] = field(default_factory=dict)
     load_findings: list[Finding] = field(default_factory=list)
     runbooks: Pages = field(default_factory=Pages)
+    site_url: tuple[str, str] = ("", "")  # siteconfig.read_site_url: the value, or why there is none
     decision_log: list[decisions.Decision] = field(default_factory=list)
     affected_paths: dict[str, bool] = field(default_factory=dict)  # the log's `affects` entries that exist
 
@@ -227,18 +230,25 @@ def _inputs_of(root: Path, graph: kustomize.Graph, clusters: list[str], pool_dir
 
 def load(sources: Sources, store: CacheStore) -> list[Finding]:
     """Strict-load the sources and read the pages rules check; returns the loader's findings (also kept)."""
-    sources.documents, findings = load_sources(sources.root, sources.files, store, sources.reader)
+    sources.documents, findings = load_sources(sources.root, sources.files, store, sources.reader,
+                                               lists_of=sources.graph.patch_files(), lists=sources.edit_documents)
     # a JSON6902 patch file is a YAML list, which the loader alone would refuse
     sources.load_findings = kustomize.accept_json6902_lists(findings, sources.graph)
     sources.runbooks = read_pages(sources.reader, sources.root, RUNBOOK_DIR)
+    sources.site_url = siteconfig.read_site_url(sources.reader)
     sources.decision_log = decisions.load_log(sources.root, sources.reader)
     sources.affected_paths = decisions.affected_paths(sources.root, sources.decision_log)
     return sources.load_findings
 
 
 def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
-                 reader: repopath.Reader | None = None) -> tuple[dict[str, list[Document]], list[Finding]]:
+                 reader: repopath.Reader | None = None, lists_of: Iterable[str] = (),
+                 lists: dict[str, list[Document]] | None = None) -> tuple[dict[str, list[Document]], list[Finding]]:
+    """The strict loader's documents and findings of each file. The files in `lists_of` (JSON6902 patches and
+    replacements, which kustomize reads as YAML lists) also go into `lists` parsed that way, from the same read:
+    the locator needs their operations, and a second read would break the read-once rule."""
     documents: dict[str, list[Document]] = {}
+    list_files = set(lists_of)
     findings: list[Finding] = []
     reader = reader or repopath.Reader(root)
     for rel in files:
@@ -253,6 +263,8 @@ def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
         loaded = store.load_source(raw, rel)
         documents[rel] = loaded.documents
         findings.extend(loaded.findings)
+        if rel in list_files and lists is not None:
+            lists[rel] = yamlload.load_text(raw.decode("utf-8", "replace"), rel, lists=True).documents
     return documents, findings
 
 

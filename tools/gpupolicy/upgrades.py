@@ -1,5 +1,5 @@
 """Staged upgrades: rollout plans (`policies/upgrades/*.yaml`, kind RolloutPlan), the platform's upgrade
-requirements (kind UpgradeRequirements), what each stage takes, the state the repository is in, and the
+requirements (kind UpgradeRequirements), who may approve (kind Approvers, see approvals.py), what each stage takes, the state the repository is in, and the
 capacity left while a stage's nodes drain.
 
 The UPG rules, `gpupolicy upgrade` and the generated update-procedure page all read this module. It never
@@ -17,7 +17,7 @@ from typing import Any
 
 from . import catalog, quotas
 from .findings import Location
-from .model import Cluster, Fleet, NvidiaDriver, Pool
+from .model import Cluster, Fleet, K8sObject, NvidiaDriver, Pool
 from .schema import validate_repo_file
 from .selectors import labels_match
 from .yamlload import Document
@@ -26,6 +26,7 @@ PLAN_DIR = "policies/upgrades"
 API_VERSION = "gpupolicy/v1"
 PLAN_KIND = "RolloutPlan"
 REQUIREMENTS_KIND = "UpgradeRequirements"
+APPROVERS_KIND = "Approvers"
 PHASES = ("test", "limited", "full")
 COMPONENTS = ("driver", "gpu-operator")
 # Without an UpgradeRequirements file: a day on test pools, three days on the canaries, nothing after the
@@ -116,6 +117,7 @@ class Stage:
     completed: datetime | None = None
     approved_by: str = ""
     description: str = ""
+    two_person: bool = False  # the approver may not be the promoting commit's author
 
     @property
     def state(self) -> str:
@@ -213,11 +215,38 @@ class Problem:
     hint: str = ""
 
 
+@dataclass(frozen=True)
+class Person:
+    name: str
+    emails: tuple[str, ...]
+    handles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Approvers:
+    """policies/upgrades/approvers.yaml: people (name -> git emails, forge handles) and groups of them."""
+
+    people: dict[str, Person]
+    groups: dict[str, tuple[str, ...]]
+    path: str = ""
+    document: Document | None = field(default=None, compare=False, repr=False)
+
+    def locate(self, *path: Any) -> Location:
+        return Location(self.path, self.document.line_of(tuple(path)) if self.document else 0)
+
+    def members(self, name: str) -> tuple[str, ...]:
+        """The people a stage approver entry stands for: a group's members, or the person; () when unknown."""
+        if name in self.groups:
+            return self.groups[name]
+        return (name,) if name in self.people else ()
+
+
 @dataclass
 class PlanSet:
     plans: list[Plan] = field(default_factory=list)
     requirements: Requirements = field(default_factory=lambda: Requirements(dict(DEFAULT_MINIMUM_SOAK)))
     problems: list[Problem] = field(default_factory=list)
+    approvers: Approvers | None = None
 
     def plan(self, name_or_path: str) -> Plan | None:
         wanted = name_or_path.rstrip("/")
@@ -250,9 +279,10 @@ def load_plans(documents: list[Document]) -> PlanSet:
         data = doc.data
         kind = data.get("kind") if isinstance(data, dict) else None
         if not isinstance(data, dict) or data.get("apiVersion") != API_VERSION or \
-                kind not in (PLAN_KIND, REQUIREMENTS_KIND):
+                kind not in (PLAN_KIND, REQUIREMENTS_KIND, APPROVERS_KIND):
             result.problems.append(Problem(
-                f"{PLAN_DIR}/ holds only apiVersion {API_VERSION} {PLAN_KIND} or {REQUIREMENTS_KIND} documents",
+                f"{PLAN_DIR}/ holds only apiVersion {API_VERSION} {PLAN_KIND}, {REQUIREMENTS_KIND} or "
+                f"{APPROVERS_KIND} documents",
                 Location(doc.path, doc.line), "move other files out of policies/upgrades/"))
             continue
         errors = validate_repo_file("plan", data)
@@ -263,6 +293,9 @@ def load_plans(documents: list[Document]) -> PlanSet:
             continue
         if kind == REQUIREMENTS_KIND:
             requirement_docs.append(doc)
+            continue
+        if kind == APPROVERS_KIND:
+            _add_approvers(result, doc)
             continue
         plan, problems = _plan_from(doc)
         result.problems.extend(problems)
@@ -277,6 +310,35 @@ def load_plans(documents: list[Document]) -> PlanSet:
         result.requirements = _requirements_from(requirement_docs[0])
     _check_names(result)
     return result
+
+
+def _add_approvers(result: PlanSet, doc: Document) -> None:
+    if result.approvers is not None:
+        result.problems.append(Problem(f"more than one {APPROVERS_KIND} document (the first is "
+                                       f"{result.approvers.path}); this one is ignored", Location(doc.path, doc.line)))
+        return
+    spec = doc.data["spec"]
+    people = {name: Person(name, tuple(raw["emails"]), tuple(raw.get("handles") or ()))
+              for name, raw in spec["people"].items()}
+    groups = {name: tuple(members) for name, members in (spec.get("groups") or {}).items()}
+    for group, members in groups.items():
+        if group in people:
+            result.problems.append(Problem(f"{group} is both a person and a group",
+                                           Location(doc.path, doc.line_of(("spec", "groups", group)))))
+        for index, member in enumerate(members):
+            if member not in people:
+                result.problems.append(Problem(f"group {group}: {member} is not one of the people",
+                                               Location(doc.path, doc.line_of(("spec", "groups", group, index))),
+                                               "groups list people only; add the person under spec.people"))
+    claimed: dict[str, str] = {}
+    for person in people.values():
+        for index, email in enumerate(person.emails):
+            owner = claimed.setdefault(email.lower(), person.name)
+            if owner != person.name:
+                result.problems.append(Problem(f"{email} belongs to both {owner} and {person.name}",
+                                               Location(doc.path, doc.line_of(("spec", "people", person.name,
+                                                                               "emails", index)))))
+    result.approvers = Approvers(people, groups, doc.path, doc)
 
 
 def _check_names(result: PlanSet) -> None:
@@ -339,7 +401,7 @@ def _stage_from(index: int, raw: dict) -> Stage:
                  minimum_soak=parse_duration(raw["minimumSoak"]), approvers=tuple(raw["approvers"]),
                  selectors=selectors, started=_maybe_time(raw.get("started")),
                  completed=_maybe_time(raw.get("completed")), approved_by=raw.get("approvedBy", ""),
-                 description=raw.get("description", ""))
+                 description=raw.get("description", ""), two_person=raw.get("twoPersonApproval") is True)
 
 
 def _maybe_time(value: Any) -> datetime | None:
@@ -515,6 +577,53 @@ def unit_location(fleet: Fleet, plan: Plan, unit: Unit) -> Location:
     if drivers:
         return fleet.locate(drivers[0].obj, "spec", "version") or Location(drivers[0].obj.origin, 0)
     return Location(unit.pool.path, 0)
+
+
+# --- the GPU Operator chart each cluster installs -------------------------------------------------------------
+
+OPERATOR_CHART = "gpu-operator"
+CHART_PIN_FILE = "gpu-operator-chart.yaml"  # clusters/<name>/: the JSON patch that pins the cluster's chart version
+
+
+@dataclass(frozen=True)
+class ChartInstall:
+    """A rendered object that installs the GPU Operator chart: a Flux HelmRelease or an Argo CD Application."""
+
+    obj: K8sObject
+    version: str
+    field_path: tuple  # where the version sits in the object (JSON patch path = "/" + "/".join)
+
+    @property
+    def patch_path(self) -> str:
+        return "/" + "/".join(str(part) for part in self.field_path)
+
+
+def chart_installs(cluster: Cluster) -> list[ChartInstall]:
+    """Every GPU Operator chart install the cluster renders, with the chart version it asks for."""
+    installs = []
+    for obj in cluster.of_kind("HelmRelease", "helm.toolkit.fluxcd.io"):
+        chart = _mapping(_mapping(obj.spec.get("chart")).get("spec"))
+        if chart.get("chart") == OPERATOR_CHART:
+            installs.append(ChartInstall(obj, str(chart.get("version", "")), ("spec", "chart", "spec", "version")))
+    for obj in cluster.of_kind("Application", "argoproj.io"):
+        sources = obj.spec.get("sources") if isinstance(obj.spec.get("sources"), list) else []
+        for index, source in enumerate(sources):
+            if isinstance(source, dict) and source.get("chart") == OPERATOR_CHART:
+                installs.append(ChartInstall(obj, str(source.get("targetRevision", "")),
+                                             ("spec", "sources", index, "targetRevision")))
+        source = _mapping(obj.spec.get("source"))
+        if source.get("chart") == OPERATOR_CHART:
+            installs.append(ChartInstall(obj, str(source.get("targetRevision", "")),
+                                         ("spec", "source", "targetRevision")))
+    return installs
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def chart_pin_path(cluster: Cluster) -> str:
+    return f"clusters/{cluster.name}/{CHART_PIN_FILE}"
 
 
 # --- teams and CUDA ------------------------------------------------------------------------------------------

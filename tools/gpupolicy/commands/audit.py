@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import FORMAT_HELP
 from ._fleet import load_fleet_or_error
 
 NAME = "audit"
@@ -37,9 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-snapshot", metavar="DIR", type=Path, help="with --context: write what was read "
                         "as a snapshot directory (for --snapshot later)")
     parser.add_argument("--cluster", metavar="NAME", help="compare with this cluster's pools (default: all pools)")
-    parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: now)")
+    parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: the snapshot's "
+                        "newest timestamp; the current time with --context)")
     parser.add_argument("--export-trace", metavar="FILE", type=Path, help="write the GPU pods as a CSV trace")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
 def _fail(message: str) -> int:
@@ -48,13 +49,13 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..audit import AuditError, audit, export_jobs, parse_time
+    from ..audit import AuditError, audit, export_jobs, parse_time, report_json
     from ..simulate.traces import write_csv
 
     if args.snapshot and (args.kubeconfig or args.dcgm_url or args.save_snapshot):
         return _fail("--kubeconfig, --dcgm-url and --save-snapshot go with --context, not --snapshot")
-    now = parse_time(args.now) if args.now else datetime.now(UTC)
-    if now is None:
+    now = parse_time(args.now) if args.now else None
+    if args.now and now is None:
         return _fail(f"--now {args.now!r} is not a valid ISO time such as 2025-01-31T12:00:00Z (a date that "
                      "exists, a time of day; UTC unless it names a zone)")
     pools, error = _pools(args)
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"cannot write {args.save_snapshot}: {exc.strerror or exc}")
+    now, when = _snapshot_time(args, snapshot, now)
     report = audit(snapshot, pools, now)
     if args.export_trace:
         try:
@@ -74,10 +76,25 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"cannot write {args.export_trace}: {exc}")
         print(f"wrote {count} job(s) to {args.export_trace}", file=sys.stderr)
     if args.format == "json":
-        print(json.dumps(asdict(report), indent=2))
+        print(json.dumps(report_json(report, now), indent=2))
     else:
+        print(f"Snapshot time: {now.isoformat().replace('+00:00', 'Z')} ({when})")
         print(_text(report))
     return 1 if report.issues else 0
+
+
+def _snapshot_time(args: argparse.Namespace, snapshot, given: datetime | None) -> tuple[datetime, str]:
+    """The time pending workloads are aged against, and how it was chosen (printed with the report)."""
+    from ..audit import snapshot_time
+
+    if given is not None:
+        return given, "--now"
+    if args.context:
+        return datetime.now(UTC), "read live just now"
+    newest = snapshot_time(snapshot)
+    if newest is not None:
+        return newest, "the snapshot's newest timestamp; --now TIME overrides"
+    return datetime.now(UTC), "the snapshot holds no timestamp: the current time; --now TIME overrides"
 
 
 def _snapshot(args: argparse.Namespace):
@@ -106,20 +123,23 @@ def _pools(args: argparse.Namespace):
 
 
 def _text(report) -> str:
-    from ..audit import format_age
+    from ..audit import NO_POOL, format_age, format_gpus
 
     lines = ["Nodes per pool:"]
-    lines += [f"  {pool:32} {count}" for pool, count in report.nodes_per_pool.items()]
-    lines.append("GPUs requested per namespace:")
-    lines += [f"  {ns:32} {gpus:g}" for ns, gpus in report.gpus_by_namespace.items()]
+    for pool, count in report.nodes_per_pool.items():
+        names = f": {', '.join(report.nodes_without_pool)}" if pool == NO_POOL else ""
+        lines.append(f"  {pool:32} {count}{names}")
+    lines.append("GPUs requested per namespace (whole GPUs and MIG slices of a card):")
+    lines += [f"  {ns:32} {format_gpus(gpus)}" for ns, gpus in report.gpus_by_namespace.items()]
     lines.append("GPUs requested per queue (namespace/queue):")
-    lines += [f"  {queue:32} {gpus:g}" for queue, gpus in report.gpus_by_queue.items()]
+    lines += [f"  {queue:32} {format_gpus(gpus)}" for queue, gpus in report.gpus_by_queue.items()]
     lines.append(f"GPUs allocated but idle: {len(report.idle_gpus)}")
-    lines += [f"  {ns}/{pod} gpu {gpu}: {util:g}%" for ns, pod, gpu, util in report.idle_gpus]
+    lines += [f"  {idle.namespace}/{idle.pod} gpu {idle.gpu} on {idle.node}: {idle.utilization_percent:g}%"
+              for idle in report.idle_gpus]
     lines.append(f"GPU pods without a queue label: {len(report.unqueued_pods)}")
     lines += [f"  {name}" for name in report.unqueued_pods]
     lines.append(f"Pending workloads: {len(report.pending)}")
-    lines += [f"  {name} (queue {queue or '?'}): {format_age(age)}" for name, queue, age in report.pending]
+    lines += [f"  {item.workload} (queue {item.queue or '?'}): {format_age(item.age_hours)}" for item in report.pending]
     drift = [issue.message for issue in report.issues if issue.kind == "pool-drift"]
     lines.append(f"Pool drift: {len(drift)}")
     lines += [f"  {message}" for message in drift]

@@ -47,9 +47,23 @@ def run(args: argparse.Namespace) -> int:
     if args.prune is not None:
         removed, freed = store.prune(args.prune)
         print(f"pruned {removed:,} entries ({_size(freed)}) from {folder}")
-    files, size = store.usage()
-    print(f"{folder}: {files:,} entries, {_size(size)}")
+    print(_usage_table(folder, store.usage()))
     return 0
+
+
+def _usage_table(folder, usage: dict[str, tuple[int, int]]) -> str:
+    """One line per cache (the render and parse caches always, the rest when they hold something), then the
+    total."""
+    from ..cachestore import GRAPH_KIND, PARSE_KIND, RENDER_KIND
+
+    shown = {kind: counts for kind, counts in usage.items()
+             if kind in (RENDER_KIND, PARSE_KIND, GRAPH_KIND) or counts[0]}
+    width = max(len(kind) for kind in shown)
+    entries, size = (sum(column) for column in zip(*usage.values(), strict=True))
+    lines = [f"{folder}:"]
+    lines += [f"  {kind:{width}}  {count:>9,} entries  {_size(amount):>10}" for kind, (count, amount) in shown.items()]
+    lines.append(f"  {'total':{width}}  {entries:>9,} entries  {_size(size):>10}")
+    return "\n".join(lines)
 
 
 def _size(amount: float) -> str:

@@ -82,6 +82,8 @@ def _as_text(path) -> str:
     lines += [_step(step) for step in path.steps]
     for pod_set in path.pod_sets:
         pods = "1 pod" if pod_set.count == 1 else f"{pod_set.count} pods"
+        if pod_set.workloads > 1:
+            pods += f" in each of {pod_set.workloads} Kueue workloads, one per replica"
         lines.append(f"  pod set {pod_set.name} ({pods}): {pod_set.landing()}")
         lines += ["  " + _step(step) for step in pod_set.steps]
     if problem and where:

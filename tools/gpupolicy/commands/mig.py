@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import catalog, yamlload
 from ..mig import LayoutReport, MigConfig, Problem, diagram, evaluate, parse_config
+from . import FORMAT_HELP
 
 NAME = "mig"
 HELP = "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit"
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"check against this catalog model (repeatable): {', '.join(catalog.GPUS)}")
     check.add_argument("--strategy", choices=("single", "mixed"),
                        help="the cluster's MIG strategy; single also requires one profile type per node")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
     # Every command takes --repo (cli.py adds it to `mig`); a sub-action's parser sees only the words after its
     # name, so `mig check FILE --repo DIR` needs it here too. SUPPRESS keeps `mig --repo DIR check FILE` working.
     check.add_argument("--repo", type=Path, default=argparse.SUPPRESS,

@@ -14,6 +14,7 @@ from .. import orgchecks
 from ..errors import ToolError
 from ..pipeline import find_repo_root
 from ..rules import Rule, all_rules
+from . import FORMAT_HELP
 
 NAME = "rules"
 HELP = "list every rule (ID, severity, summary) or print one rule's documentation"
@@ -22,7 +23,7 @@ NEEDS_REPO = False
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", nargs="?", help="a rule ID such as CAP001")
-    parser.add_argument("--format", default="text", choices=("text", "json"))
+    parser.add_argument("--format", default="text", choices=("text", "json"), help=FORMAT_HELP)
 
 
 def run(args: argparse.Namespace) -> int:

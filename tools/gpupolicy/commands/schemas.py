@@ -15,8 +15,11 @@ HELP = "import CustomResourceDefinitions (kubectl get crd -o yaml) as schemas fo
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    importer = sub.add_parser("import", help="convert CRD YAML files into policies/crd-schemas/<group>/<kind>-<version>.json")
-    importer.add_argument("files", nargs="+", metavar="FILE")
+    what = "convert CRD YAML files into policies/crd-schemas/<group>/<kind>-<version>.json"
+    importer = sub.add_parser("import", help=what, description=f"{what}; validate then checks custom "
+                              "resources of those kinds against them")
+    importer.add_argument("files", nargs="+", metavar="FILE",
+                          help="CustomResourceDefinition YAML, e.g. the output of `kubectl get crd NAME -o yaml`")
     importer.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
     importer.add_argument("--out", metavar="DIR", help=f"output folder (default: <repo>/{IMPORTED_SCHEMAS})")
 

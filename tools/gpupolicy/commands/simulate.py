@@ -2,7 +2,9 @@
 
 With no arguments it replays the synthetic trace shipped in the package on the first cluster of the
 repository. The baseline is the same hardware run as whole GPUs, one strict-FIFO queue, no sharing and no
-preemption. The report (Markdown + PNG) goes to --out (default ./simulation-report in the current directory).
+preemption. The report (Markdown + PNG) goes to --out DIR, by default artifacts/simulation/ in the repository
+(git-ignored). The output ends with a verdict that names each metric the proposed policy makes worse than the
+baseline by more than --worse-by percent (waits only when they grow by 5 minutes or more).
 Exit codes: 0 every job ran, 1 some jobs were never scheduled under the proposed policy, 2 could not run.
 """
 
@@ -16,11 +18,14 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
+from . import FORMAT_HELP
 from ._fleet import load_fleet_or_error
 
 NAME = "simulate"
 HELP = "what-if replay of a workload trace against a cluster's queues, pools and preemption vs a baseline"
 SHIPPED_TRACE = "synthetic-week.csv"
+DEFAULT_OUT = "artifacts/simulation"
+WORSE_BY_HELP_DEFAULT = "10"  # verdict.DEFAULT_WORSE_BY, not imported here to keep --help fast (a test pins it)  # artifacts/ is git-ignored; make diff/sarif/junit write there too
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,9 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--map", metavar="TEAM=QUEUE", action="append", default=[],
                         help="send a trace team to a ClusterQueue (repeatable); others are dealt round-robin")
     parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs")
-    parser.add_argument("--out", metavar="DIR", type=Path, help="report directory (default ./simulation-report)")
+    parser.add_argument("--out", metavar="DIR", type=Path,
+                        help=f"report directory (default: {DEFAULT_OUT} in the repository, git-ignored)")
+    parser.add_argument("--worse-by", metavar="PERCENT", type=float, default=None,  # None: verdict's default
+                        help=f"the verdict names metrics worse than the baseline by more than this (default "
+                             f"{WORSE_BY_HELP_DEFAULT})")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
 def _fail(message: str) -> int:
@@ -60,12 +69,19 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ToolError
     from ..simulate import compare
     from ..simulate.failures import parse_failures
-    from ..simulate.report import comparison_rows, markdown_table, render_markdown, write_plots
+    from ..simulate.report import comparison_rows, markdown_table, plot_images, render_markdown
     from ..simulate.traces import TraceError, read_trace
+    from ..simulate.verdict import DEFAULT_WORSE_BY, verdict_lines, worse_metrics
+    from ..transaction import write_files
 
     mapping = _mapping(args.map)
     if mapping is None:
         return _fail("--map takes TEAM=QUEUE")
+    if args.worse_by is not None and not 0 <= args.worse_by < 10_000:
+        return _fail("--worse-by takes a percentage from 0 up, such as 10")
+    out, error = _out_dir(args)
+    if out is None:
+        return _fail(error)
     try:
         failures = parse_failures(args.fail_nodes)
     except ValueError as exc:
@@ -94,26 +110,42 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     seconds = time.perf_counter() - started
     before, after = result.before_summary, result.after_summary
-    out = args.out or Path.cwd() / "simulation-report"
+    worse_by = DEFAULT_WORSE_BY if args.worse_by is None else args.worse_by / 100
+    worse = worse_metrics(before, after, worse_by)
+    verdict = verdict_lines(worse, worse_by)
+    images = {} if args.no_plots else plot_images(result.before, result.after, before, after)
+    context = [f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs, "
+               f"{trace.skipped} rows without GPUs dropped)",
+               f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`",
+               f"- replay time: {seconds:.2f} s for {result.before.events + result.after.events} events"]
+    markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        plots = [] if args.no_plots else write_plots(out, result.before, result.after, before, after)
-        context = [f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs, "
-                   f"{trace.skipped} rows without GPUs dropped)",
-                   f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`",
-                   f"- replay time: {seconds:.2f} s for {result.before.events + result.after.events} events"]
-        (out / "report.md").write_text(render_markdown("Simulation report", context, before, after, plots),
-                                       encoding="utf-8")
-    except OSError as exc:
+        write_files({out / "report.md": markdown, **{out / name: data for name, data in images.items()}})
+    except ToolError as exc:
         return _fail(f"cannot write the report to {out}: {exc}")
     if args.format == "json":
         print(json.dumps({"cluster": cluster.name, "trace": trace.source, "seconds": seconds,
-                          "baseline": asdict(before), "proposed": asdict(after), "report": str(out)}, indent=2))
+                          "baseline": asdict(before), "proposed": asdict(after), "report": str(out),
+                          "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]}}, indent=2))
     else:
         print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s\n")
         print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(before, after)))
         print(f"\nreport: {out / 'report.md'}")
+        print("\n".join(verdict))
     return 1 if after.never_scheduled else 0
+
+
+def _out_dir(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """--out as given (the user's own choice), else artifacts/simulation/ inside the repository; a repository
+    whose artifacts/ is a symlink out of it is content, and refused."""
+    if args.out is not None:
+        return args.out, ""
+    from .. import repopath
+
+    out = Path(args.repo) / DEFAULT_OUT
+    if not repopath.within(args.repo, out):
+        return None, f"{DEFAULT_OUT} resolves outside the repository; pass --out DIR to write elsewhere"
+    return out, ""
 
 
 def _cluster(args: argparse.Namespace):

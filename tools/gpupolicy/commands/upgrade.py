@@ -6,6 +6,13 @@ promote PLAN     put the next stage's pools on the target version (NVIDIADriver 
                  complete. Refuses (exit 1) while the current stage has not soaked, while an UPG rule fails,
                  or when the git working tree is dirty. Prints the change as a diff, ready to commit.
 rollback PLAN    put the last promoted stage's pools back on the rollback target and remove its record.
+watch PLAN       re-evaluate the current stage's rollback criteria against Prometheus every --every minutes;
+                 exit 1 on the first breach (a CI job or CronJob), 0 once the stage has soaked cleanly.
+
+With --prometheus URL, status, promote and watch evaluate the current stage's rollback criteria over its soak
+(`query_range` on the stage's nodes): each holds, is breached (first breaching sample) or has no data. promote
+refuses on a breach or on no data; status recommends the rollback command. The bearer token comes from
+$GPUPOLICY_PROMETHEUS_TOKEN or --prometheus-token-file, never from a flag.
 
 Edits go through ruamel.yaml's round-trip mode, so comments, quoting and layout of the touched files stay as
 they were; a promote followed by a rollback restores every file byte for byte.
@@ -22,6 +29,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,13 +39,14 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import pipeline, repopath, transaction, upgrades
+from .. import approvals, gates, pipeline, promclient, repopath, transaction, upgrades
 from ..build import origin_path
 from ..errors import ToolError
 from ..findings import Finding, Severity
 from ..internal import DEBUG_ENV, crashes
 from ..model import Fleet, K8sObject
 from ..upgrades import Plan, PlanSet, Stage, Unit
+from . import FORMAT_HELP
 
 NAME = "upgrade"
 HELP = "staged driver / GPU Operator upgrades: status, promote the next stage, roll back the last one"
@@ -51,21 +60,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     status = actions.add_parser("status", help="stage by stage state of a plan (all plans without PLAN)",
                                 description=__doc__, formatter_class=raw)
     status.add_argument("plan", nargs="?", metavar="PLAN", help="plan name or file")
-    status.add_argument("--format", choices=("text", "json"), default="text")
+    status.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
     promote = actions.add_parser("promote", help="edit the next stage's pools to the target version",
                                  description=__doc__, formatter_class=raw)
     promote.add_argument("plan", metavar="PLAN", help="plan name or file")
-    promote.add_argument("--approver", metavar="NAME", help="who approves the stage (one of its approvers)")
+    promote.add_argument("--approver", metavar="NAME",
+                         help="optional cross-check: the stage approver (person or group) the promoting commit's "
+                              "identity must match; the approver itself comes from git (Approved-by: trailers of "
+                              "HEAD, else its author) and policies/upgrades/approvers.yaml")
     rollback = actions.add_parser("rollback", help="return the last promoted stage to the rollback target",
                                   description=__doc__, formatter_class=raw)
     rollback.add_argument("plan", metavar="PLAN", help="plan name or file")
-    for command in (status, promote, rollback):
+    watch = actions.add_parser("watch", help="re-evaluate the rollback criteria during a soak; exit 1 on breach",
+                               description=__doc__, formatter_class=raw)
+    watch.add_argument("plan", metavar="PLAN", help="plan name or file")
+    watch.add_argument("--every", metavar="MIN", type=_positive_minutes, default=15.0,
+                       help="minutes between evaluations (default 15)")
+    watch.add_argument("--rounds", metavar="N", type=int, default=0,
+                       help="stop after N evaluations (default: until the stage has soaked or a breach)")
+    for command in (status, promote, watch):
+        command.add_argument("--prometheus", metavar="URL", required=command is watch,
+                             help="evaluate the rollback criteria against this Prometheus (HTTP API)")
+        command.add_argument("--prometheus-token-file", metavar="FILE", type=Path,
+                             help=f"bearer token file (default: ${promclient.TOKEN_ENV} if set)")
+    for command in (status, promote, rollback, watch):
         # Also after the action (`upgrade promote PLAN --repo DIR`); SUPPRESS keeps `upgrade --repo DIR ...` working.
         command.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
         command.add_argument("--now", metavar="TIME", type=_parse_now,
                              help="the current time, UTC (2026-12-01T10:00:00Z or 2026-12-01); default: the clock")
     for command in (promote, rollback):
         command.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+
+
+def _positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
+    if not 0 < value <= 7 * 24 * 60:
+        raise argparse.ArgumentTypeError("--every is between 0 and 10080 minutes (a week)")
+    return value
 
 
 def _parse_now(text: str) -> datetime:
@@ -84,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
     if args.upgrade_action == "status":
         return _status(args, result.fleet, plans, result.findings, now)
     plan = _find_plan(plans, args.plan)
+    if args.upgrade_action == "watch":
+        return _watch(args, result.fleet, plans, plan)
     _require_complete(args.upgrade_action, plan, result.findings)
     if args.upgrade_action == "promote":
         return _promote(args, result.fleet, plans, plan, result.findings, now)
@@ -139,18 +175,42 @@ def _status(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: li
         return 0
     dirty = _dirty_reason(Path(args.repo))
     incomplete = _incomplete(findings)
+    client = _client(args)
+    verdicts = {plan.name: _gate(client, fleet, plan, now) for plan in chosen}
     if args.format == "json":
-        print(json.dumps([_plan_json(fleet, plans, plan, findings, now, dirty) for plan in chosen], indent=2))
+        print(json.dumps([_plan_json(fleet, plans, plan, findings, now, dirty, verdicts[plan.name])
+                          for plan in chosen], indent=2))
     else:
-        print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty) for plan in chosen))
+        print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty, verdicts[plan.name])
+                           for plan in chosen))
     if incomplete:  # stdout alone would read as a full verdict
         print(f"gpupolicy upgrade status: {incomplete}", file=sys.stderr)
         return 2
     return 0
 
 
+def _client(args: argparse.Namespace) -> promclient.Prometheus | None:
+    if not getattr(args, "prometheus", None):
+        return None
+    return promclient.Prometheus(args.prometheus, promclient.read_token(args.prometheus_token_file))
+
+
+def _gate(client: promclient.Prometheus | None, fleet: Fleet, plan: Plan, now: datetime) -> gates.Evaluation | None:
+    """The current stage's rollback criteria over its soak so far (None without a server or a stage in soak)."""
+    stage = plan.current_stage()
+    if client is None or stage is None or stage.completed:
+        return None
+    return gates.evaluate(client, fleet, plan, stage, now)
+
+
+def _gate_lines(gate: gates.Evaluation | None, indent: str = "  ") -> list[str]:
+    if gate is None:
+        return []
+    return [indent + gate.heading()] + [f"{indent}  {verdict.line()}" for verdict in gate.verdicts]
+
+
 def _plan_text(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
-               dirty: str | None) -> str:
+               dirty: str | None, gate: gates.Evaluation | None = None) -> str:
     lines = [f"{plan.name} ({plan.path}): {plan.component} {plan.from_version} -> {plan.to_version}, "
              f"rollback to {plan.rollback_target}   [at {upgrades.format_timestamp(now)}]"]
     statuses = upgrades.stage_status(fleet, plans, plan, now)
@@ -166,7 +226,8 @@ def _plan_text(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding]
                 line += f"   worst drain: {moment.describe()}"
             lines.append(line)
     lines.append("  rollback criteria: " + "; ".join(plan.criteria.describe()))
-    step = _next_step(plans, plan, findings, now, dirty)
+    lines += _gate_lines(gate)
+    step = _next_step(plans, plan, findings, now, dirty, gate)
     lines += ["  next step: " + step[0]] + [f"    {line}" for line in step[1:]]
     return "\n".join(lines)
 
@@ -189,22 +250,30 @@ def _stage_line(number: int, status: upgrades.StageStatus) -> str:
     return f"{head} - {detail}{approved}; {status.gpus} GPUs"
 
 
-def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime, dirty: str | None) -> list[str]:
-    blockers = _promote_blockers(plans, plan, findings, now)
+def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime, dirty: str | None,
+               gate: gates.Evaluation | None = None) -> list[str]:
+    if gate is not None and gate.breached:
+        return ([f"roll back stage {gate.stage.name}: `{_rollback_command(plan)}`"]
+                + [f"- {verdict.criterion.name}: {verdict.detail}" for verdict in gate.breached])
+    blockers = _promote_blockers(plans, plan, findings, now, gate)
     if dirty:
         blockers.append(dirty)
     nxt = plan.next_stage()
     if nxt is None and plan.finished:
         return ["none: every stage is done"]
     action = f"promote stage {nxt.name}" if nxt else f"record stage {plan.current_stage().name} complete"
-    command = f"gpupolicy upgrade promote {plan.name}" + (" --approver <name>" if nxt else "")
+    command = f"gpupolicy upgrade promote {plan.name}"
     if not blockers:
         return [f"{action}: ready (`{command}`)"]
     return [f"{action}: blocked"] + [f"- {b}" for b in blockers]
 
 
+def _rollback_command(plan: Plan) -> str:
+    return f"gpupolicy upgrade rollback {plan.name}"
+
+
 def _plan_json(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
-               dirty: str | None) -> dict:
+               dirty: str | None, gate: gates.Evaluation | None = None) -> dict:
     stages = []
     for status in upgrades.stage_status(fleet, plans, plan, now):
         stage = status.stage
@@ -216,9 +285,14 @@ def _plan_json(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding]
             else None,
             "units": [{"unit": u.unit.label, "version": u.version, "expected": u.expected, "gpus": u.gpus}
                       for u in status.units]})
-    blockers = _promote_blockers(plans, plan, findings, now) + ([dirty] if dirty else [])
-    return {"plan": plan.name, "path": plan.path, "component": plan.component, "from": plan.from_version,
-            "to": plan.to_version, "stages": stages, "blockers": blockers}
+    blockers = _promote_blockers(plans, plan, findings, now, gate) + ([dirty] if dirty else [])
+    answer = {"plan": plan.name, "path": plan.path, "component": plan.component, "from": plan.from_version,
+              "to": plan.to_version, "stages": stages, "blockers": blockers}
+    if gate is not None:
+        answer["criteria"] = [{"criterion": v.criterion.name, "state": v.state, "detail": v.detail}
+                              for v in gate.verdicts]
+        answer["recommend"] = _rollback_command(plan) if gate.breached else None
+    return answer
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -227,12 +301,15 @@ def _iso(moment: datetime | None) -> str | None:
 
 # --- promote -------------------------------------------------------------------------------------------------
 
-def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime) -> list[str]:
+def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
+                      gate: gates.Evaluation | None = None) -> list[str]:
     incomplete = _incomplete(findings)
     blockers = [incomplete] if incomplete else []
     soak = upgrades.soak_blocker(plans, plan, now)
     if soak:
         blockers.append(soak)
+    if gate is not None:
+        blockers += gate.blockers()
     failing = _upg_errors(findings)
     if failing:
         blockers.append(f"{len(failing)} UPG rule finding(s): " + "; ".join(
@@ -248,14 +325,20 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
              now: datetime) -> int:
     if plan.finished:
         return _refuse("promote", plan, ["every stage is done; nothing to promote"])
-    reasons = _promote_blockers(plans, plan, findings, now)
+    gate = _gate(_client(args), fleet, plan, now)
+    for line in _gate_lines(gate, indent=""):
+        print(line, file=sys.stderr)
+    if gate is None and not args.prometheus and plan.current_stage() and not plan.current_stage().completed:
+        print("note: rollback criteria not evaluated (no --prometheus); only soak time and rules gate this promote",
+              file=sys.stderr)
+    reasons = _promote_blockers(plans, plan, findings, now, gate)
     dirty = _dirty_reason(Path(args.repo))
     if dirty:
         reasons.append(dirty)
     stage = plan.next_stage()
-    if stage is not None and args.approver not in stage.approvers:
-        given = f"--approver {args.approver} is not" if args.approver else "no --approver given;"
-        reasons.append(f"{given} one of stage {stage.name}'s approvers ({', '.join(stage.approvers)})")
+    approval = _approval(args, plans, stage) if stage is not None else None
+    if approval is not None:
+        reasons += approval.reasons
     if reasons:
         return _refuse("promote", plan, reasons)
     editor = Editor(Path(args.repo))
@@ -269,9 +352,46 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
             editor.set_version(fleet, plan, unit, plan.to_version)
         if current is not None and not current.completed:
             editor.set_record(plan, current, {"completed": stamp})
-        editor.set_record(plan, stage, {"started": stamp, "approvedBy": args.approver})
-        summary = f"stage {stage.name} promoted to {plan.to_version}"
+        editor.set_record(plan, stage, {"started": stamp, "approvedBy": approval.approver})
+        summary = (f"stage {stage.name} promoted to {plan.to_version}, approved by {approval.approver}"
+                   f" (promoted by {approval.promoter or 'an author outside the approvers file'})")
     return _finish(editor, args, plan, summary, "promote")
+
+
+def _approval(args: argparse.Namespace, plans: PlanSet, stage: Stage) -> approvals.Decision:
+    """The stage's approver from the promoting commit (HEAD): its Approved-by trailers, else its author."""
+    if plans.approvers is None:
+        return approvals.Decision(None, None, (f"no {approvals.APPROVERS_FILE}: nobody can be checked as stage "
+                                               f"{stage.name}'s approver",))
+    commit = approvals.head_commit(Path(args.repo))
+    return approvals.decide(plans.approvers, stage, commit, args.approver)
+
+
+# --- watch ---------------------------------------------------------------------------------------------------
+
+def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -> int:
+    """Evaluate every --every minutes; 1 on the first breach, or when the last round had no data."""
+    client = _client(args)
+    rounds = 0
+    while True:
+        now = args.now or upgrades.now_utc()
+        gate = _gate(client, fleet, plan, now)
+        if gate is None:
+            print(f"gpupolicy upgrade watch {plan.name}: no stage is soaking; nothing to watch")
+            return 0
+        print(f"[{upgrades.format_timestamp(now)}] " + "\n".join(_gate_lines(gate, indent="")), flush=True)
+        if gate.breached:
+            print(f"breach: roll back stage {gate.stage.name}: {_rollback_command(plan)}", flush=True)
+            return 1
+        rounds += 1
+        soaked = upgrades.soak_blocker(plans, plan, now) is None
+        if soaked or (args.rounds and rounds >= args.rounds):
+            if gate.without_data:
+                print(f"the gate cannot pass: {len(gate.without_data)} criterion(s) without data", flush=True)
+                return 1
+            print("every criterion holds" + (f"; stage {gate.stage.name} has soaked" if soaked else ""), flush=True)
+            return 0
+        time.sleep(args.every * 60)
 
 
 # --- rollback ------------------------------------------------------------------------------------------------
@@ -327,12 +447,17 @@ def _dirty_reason(root: Path) -> str | None:
 
 # --- round-trip editing --------------------------------------------------------------------------------------
 
-def _yaml() -> YAML:
+def _yaml(sequence: int = 4, offset: int = 2) -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096  # never re-wrap long lines
-    yaml.indent(mapping=2, sequence=4, offset=2)  # the repository's style: "key:\n  - item"
+    yaml.indent(mapping=2, sequence=sequence, offset=offset)
     return yaml
+
+
+# The repository's styles: "key:\n  - item" in manifests, and "- op: ..." at column 0 in a top-level list (the
+# per-cluster chart pins). A file is edited in the first style that reproduces it byte for byte.
+_STYLES = ((4, 2), (2, 0))
 
 
 @dataclass
@@ -340,6 +465,7 @@ class _File:
     original: str
     documents: list[Any]
     real_path: str  # where the boundary resolved it: the file the edit replaces
+    yaml: YAML  # the style that reproduces the file
 
 
 class Editor:
@@ -349,7 +475,7 @@ class Editor:
 
     def __init__(self, root: Path) -> None:
         self.reader = repopath.Reader(root)
-        self.yaml = _yaml()
+        self.styles = [_yaml(*style) for style in _STYLES]
         self.files: dict[str, _File] = {}
 
     def _load(self, rel: str) -> _File:
@@ -361,30 +487,53 @@ class Editor:
                 raise ToolError(f"refusing to edit {rel}: {refusal}") from None
             except UnicodeDecodeError:
                 raise ToolError(f"{rel}: not UTF-8 text; edit it by hand") from None
-            try:
-                documents = list(self.yaml.load_all(text))
-            except YAMLError as exc:
-                raise ToolError(f"{rel}: cannot load for a round-trip edit: {exc}") from None
-            if self._dump(documents) != text:
-                raise ToolError(f"{rel}: a round-trip edit would reformat the file; edit it by hand")
-            self.files[rel] = _File(text, documents, real_path)
+            self.files[rel] = self._round_trip(rel, text, real_path)
         return self.files[rel]
 
-    def _dump(self, documents: list[Any]) -> str:
-        stream = io.StringIO()
-        self.yaml.dump_all(documents, stream)
-        return stream.getvalue()
+    def _round_trip(self, rel: str, text: str, real_path: str) -> _File:
+        for yaml in self.styles:
+            try:
+                documents = list(yaml.load_all(text))
+            except YAMLError as exc:
+                raise ToolError(f"{rel}: cannot load for a round-trip edit: {exc}") from None
+            if _dump(yaml, documents) == text:
+                return _File(text, documents, real_path, yaml)
+        raise ToolError(f"{rel}: a round-trip edit would reformat the file; edit it by hand")
 
     def set_version(self, fleet: Fleet, plan: Plan, unit: Unit, version: str) -> None:
         cluster = fleet.clusters[unit.cluster]
         if plan.component == "gpu-operator":
             spec = self._document(cluster.facts.path, "Cluster", cluster.name)["spec"]
             spec["gpuOperatorVersion"] = _same_style(spec.get("gpuOperatorVersion"), version)
+            self._set_chart_pin(cluster, version)
             return
         for driver in upgrades.drivers_of_pool(cluster, unit.pool):
             source = _driver_source(driver.obj)
             spec = self._document(source, "NVIDIADriver", driver.name)["spec"]
             spec["version"] = _same_style(spec.get("version"), version)
+
+    def _set_chart_pin(self, cluster: Any, version: str) -> None:
+        """The cluster's chart pin (a JSON patch on its HelmRelease/Application) follows gpuOperatorVersion, so
+        what Argo CD / Flux installs changes with the stage (UPG014 keeps the two equal)."""
+        installs = upgrades.chart_installs(cluster)
+        if not installs:
+            return  # nothing in the repository installs the chart on this cluster: cluster.yaml is the record
+        pin = upgrades.chart_pin_path(cluster)
+        try:
+            operations = self._load(pin).documents
+        except ToolError as exc:
+            raise ToolError(f"cluster {cluster.name} installs the GPU Operator chart ({installs[0].obj.ref()}) but "
+                            f"its per-cluster pin cannot be edited: {exc}; add {pin} (a JSON patch on "
+                            f"{installs[0].patch_path}) to roll the chart out per cluster") from None
+        patches = operations[0] if len(operations) == 1 and isinstance(operations[0], list) else None
+        for install in installs:
+            matching = [op for op in patches or () if isinstance(op, dict) and op.get("path") == install.patch_path
+                        and op.get("op") in ("replace", "add")]
+            if not matching:
+                raise ToolError(f"{pin}: no replace operation on {install.patch_path} ({install.obj.ref()}); "
+                                "the chart version cannot be pinned per cluster")
+            for op in matching:
+                op["value"] = _same_style(op.get("value"), version)
 
     def _document(self, rel: str, kind: str, name: str) -> Any:
         for document in self._load(rel).documents:
@@ -416,7 +565,7 @@ class Editor:
                 del mapping[key]
 
     def rendered(self) -> dict[str, str]:
-        return {rel: self._dump(file.documents) for rel, file in self.files.items()}
+        return {rel: _dump(file.yaml, file.documents) for rel, file in self.files.items()}
 
     def changed(self) -> list[str]:
         return sorted(rel for rel, text in self.rendered().items() if text != self.files[rel].original)
@@ -434,6 +583,12 @@ class Editor:
         kept its old version would lie about the fleet)."""
         rendered = self.rendered()
         transaction.write_files({self.files[rel].real_path: rendered[rel] for rel in self.changed()})
+
+
+def _dump(yaml: YAML, documents: list[Any]) -> str:
+    stream = io.StringIO()
+    yaml.dump_all(documents, stream)
+    return stream.getvalue()
 
 
 def _driver_source(obj: K8sObject) -> str:

@@ -18,7 +18,7 @@ def pages(context: Context) -> dict[str, str]:
              "to its runbook.\n\n")
     rows = []
     for name, alert in sorted(alerts.items(), key=lambda item: (item[1].group, item[0])):
-        page = observability.runbook_page_for_url(alert.runbook_url)
+        page = observability.runbook_page_for_url(context.fleet.site_url, alert.runbook_url)
         runbook = f"[runbook](../{page.removeprefix('docs/')})" if page else "-"
         rows.append([f"`{name}`", alert.group, alert.severity, alert.for_ or "-", alert.summary, runbook,
                      ", ".join(sorted(clusters_of[name]))])

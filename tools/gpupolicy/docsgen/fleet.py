@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
-from ..model import Cluster, selects
+from .. import quotas
+from ..model import Cluster, ClusterQueue, Pool, selects
 from . import Context, table
+from .quotas import amount_text
 
 
 def pages(context: Context) -> dict[str, str]:
@@ -30,12 +32,8 @@ def _overview(context: Context) -> str:
     rows = []
     for cluster in context.fleet.clusters.values():
         for pool in cluster.pools:
-            capacity = ", ".join(f"`{k}` {v}" for k, v in pool.capacity.items()) or "none"
-            teams = sorted({q.team for q in cluster.cluster_queues.values()
-                            if any(cluster.flavors.get(f) and pool in cluster.pools_of_flavor(cluster.flavors[f])
-                                   for f in q.flavors())} - {""})
             rows.append([cluster.name, pool.name, pool.gpu_model, f"{pool.nodes} x {pool.gpus_per_node}",
-                         pool.access_mode, capacity, ", ".join(teams) or "-"])
+                         pool.access_mode, _exposes(pool) or "none", ", ".join(teams_of(cluster, pool)) or "-"])
     text += table(["cluster", "pool", "GPU", "nodes x GPUs", "mode", "exposes", "teams"], rows)
     return text
 
@@ -85,25 +83,50 @@ def mermaid(cluster: Cluster) -> str:
 
 
 def _cluster_page(context: Context, cluster: Cluster) -> str:
+    """What the on-call engineer looks for first comes first: the pools, then the queues, then the diagram."""
     facts = cluster.facts
     text = context.header(f"Cluster {cluster.name}")
     text += (f"{facts.description}\n\n" if facts.description else "")
     text += table(["environment", "region", "zones", "Kubernetes", "GPU Operator", "synced by"],
                   [[facts.environment, facts.region, ", ".join(facts.zones), facts.kubernetes_version,
                     facts.gpu_operator_version, facts.sync_engine]])
-    text += "\n## Diagram\n\nTeams submit to local queues, which feed cluster queues; queues borrow through cohorts "
-    text += "(dotted) and draw quota from flavors, and each flavor selects one pool of nodes in its failure zones.\n\n"
-    text += f"```mermaid\n{mermaid(cluster)}\n```\n\n## Pools\n\n"
+    text += "\n## Pools\n\n"
     rows = []
     for pool in cluster.pools:
         drivers = ", ".join(d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels))
-        rows.append([pool.name, pool.gpu_model, f"{pool.nodes} x {pool.gpus_per_node}",
-                     ", ".join(f"{z}: {n}" for z, n in pool.zones.items()), pool.access_mode,
-                     ", ".join(f"`{k}` {v}" for k, v in pool.capacity.items()) or "none", drivers or "-"])
-    text += table(["pool", "GPU", "nodes x GPUs", "nodes per zone", "mode", "exposes", "driver"], rows)
-    text += "\n## Cluster queues\n\n"
-    rows = [[q.name, q.team or "-", q.tier or "-", q.workload or "-", q.cohort or "-",
-             ", ".join(f"{f}/`{r.name}` {r.nominal}" for f, r in q.quotas() if r.name.startswith("nvidia.com/"))]
+        zones = ", ".join(f"{z} {n}" for z, n in pool.zones.items())
+        rows.append([f"[{pool.name}](../pools/{pool.name}.md)", pool.gpu_model,
+                     f"{pool.nodes} x {pool.gpus_per_node} ({zones})", pool.access_mode,
+                     _exposes(pool) or "none", ", ".join(teams_of(cluster, pool)) or "-", drivers or "-"])
+    text += ("Each pool's name leads to how its nodes join it: the labels and taints they must carry, as "
+             "kubelet flags, a Karpenter NodePool and a Cluster API MachineDeployment.\n\n")
+    text += table(["pool", "GPU", "nodes x GPUs (per zone)", "mode", "exposes", "teams", "driver"], rows)
+    text += "\n## Cluster queues\n\nNominal GPU quota per pool; the [quota matrix](../quotas.md) adds borrowing.\n\n"
+    rows = [[q.name, q.team or "-", q.tier or "-", q.workload or "-", q.cohort or "-", _queue_quota(cluster, q)]
             for q in cluster.cluster_queues.values()]
-    text += table(["queue", "team", "tier", "workload", "cohort", "GPU quota (flavor/resource nominal)"], rows)
+    text += table(["queue", "team", "tier", "workload", "cohort", "GPU quota"], rows)
+    text += "\n## Diagram\n\nTeams submit to local queues, which feed cluster queues; queues borrow through cohorts "
+    text += "(dotted) and draw quota from flavors, and each flavor selects one pool of nodes in its failure zones.\n\n"
+    text += f"```mermaid\n{mermaid(cluster)}\n```\n"
     return text
+
+
+def teams_of(cluster: Cluster, pool: Pool) -> list[str]:
+    """The teams whose cluster queues draw quota from a flavor that selects the pool."""
+    return sorted({q.team for q in cluster.cluster_queues.values()
+                   if any(cluster.flavors.get(f) and pool in cluster.pools_of_flavor(cluster.flavors[f])
+                          for f in q.flavors())} - {""})
+
+
+def _exposes(pool: Pool) -> str:
+    return ", ".join(amount_text(resource, amount, [pool]) for resource, amount in pool.capacity.items())
+
+
+def _queue_quota(cluster: Cluster, queue: ClusterQueue) -> str:
+    """`eu-h200-train 28 GPUs; eu-a100-mig 16 × 1g.10gb, 8 × 2g.20gb`: the GPU quotas that are not zero."""
+    by_flavor: dict[str, list[str]] = {}
+    for flavor, quota in queue.quotas():
+        if quotas.is_gpu_resource(quota.name) and quota.nominal:
+            pools = quotas.pools_of(cluster, flavor)
+            by_flavor.setdefault(flavor, []).append(amount_text(quota.name, quota.nominal, pools))
+    return "; ".join(f"{flavor} {', '.join(amounts)}" for flavor, amounts in by_flavor.items()) or "-"

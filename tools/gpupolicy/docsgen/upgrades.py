@@ -24,6 +24,7 @@ def pages(context: Context) -> dict[str, str]:
              "[the update procedure](../operations/update-procedure.md); the plan file is the record of each "
              "rollout (`started` / `completed` per stage), written by `gpupolicy upgrade promote`.\n\n")
     text += _requirements(plans)
+    text += _running(context.fleet)
     if not plans.plans:
         return {PAGE: text + "No rollout plan is open.\n"}
     for plan in plans.plans:
@@ -44,13 +45,32 @@ def _requirements(plans: PlanSet) -> str:
     return text
 
 
+def _running(fleet: Fleet) -> str:
+    """Both kinds of rollout, as the clusters stand: the operator chart each installs and the drivers its pools run."""
+    rows = []
+    for name, cluster in sorted(fleet.clusters.items()):
+        installs = upgrades.chart_installs(cluster)
+        pinned = (f"`{upgrades.chart_pin_path(cluster)}` on {', '.join(i.obj.ref() for i in installs)}"
+                  if installs else "not installed from this repository")
+        drivers = sorted({d.version for pool in cluster.pools for d in upgrades.drivers_of_pool(cluster, pool)
+                          if d.version})
+        rows.append([name, cluster.facts.environment, cluster.facts.kubernetes_version,
+                     f"`{cluster.facts.gpu_operator_version}`", pinned, ", ".join(f"`{v}`" for v in drivers)])
+    text = ("## What each cluster runs\n\nA driver plan moves NVIDIADriver `spec.version` pool by pool; a "
+            "gpu-operator plan moves the chart per cluster (`gpuOperatorVersion` in cluster.yaml and the cluster's "
+            "chart pin, kept equal by UPG014).\n\n")
+    return text + table(["cluster", "environment", "Kubernetes", "GPU Operator", "chart pinned by",
+                         "drivers on its pools"], rows) + "\n"
+
+
 def catalog_minimum(cuda: str) -> str:
     return catalog.min_driver_for_cuda(cuda) or "unknown"
 
 
 def _plan_section(fleet: Fleet, plans: PlanSet, plan: Plan) -> str:
     what = "NVIDIA driver (NVIDIADriver `spec.version` per pool)" if plan.component == "driver" \
-        else "GPU Operator chart (cluster.yaml `gpuOperatorVersion` per cluster)"
+        else ("GPU Operator chart per cluster (cluster.yaml `gpuOperatorVersion` and its chart pin "
+              f"`clusters/<name>/{upgrades.CHART_PIN_FILE}`)")
     text = f"## {plan.name}\n\n"
     if plan.description:
         text += plan.description + "\n\n"
@@ -123,7 +143,8 @@ def _stages(fleet: Fleet, plans: PlanSet, plan: Plan) -> str:
             record.append(f"completed {upgrades.format_timestamp(stage.completed)}")
         text += (f"**{number}. {stage.name}** — phase `{stage.phase}`, {stage.state}; planned {stage.planned}, "
                  f"minimum soak {upgrades.format_duration(status.soak_required)}, approvers "
-                 f"{', '.join(stage.approvers)}" + (f"; {', '.join(record)}" if record else "") + ".")
+                 f"{', '.join(stage.approvers)}" + (" (two people: not the promoter)" if stage.two_person else "")
+                 + (f"; {', '.join(record)}" if record else "") + ".")
         text += (f" {stage.description}\n\n" if stage.description else "\n\n")
         moments = {(m.cluster, m.pool.name): m for m in upgrades.drain_moments(fleet, plan, stage)}
         rows = []
@@ -155,10 +176,13 @@ def _drain_cell(moment: upgrades.DrainMoment | None) -> str:
 
 def _commands(plan: Plan) -> str:
     return (f"```shell\n"
-            f"# where the rollout stands, what blocks the next step\n"
-            f"gpupolicy upgrade status {plan.name}\n"
-            f"# after the current stage has soaked and its rollback criteria held: edit the next stage's pools\n"
-            f"gpupolicy upgrade promote {plan.name} --approver <one of the stage's approvers>\n"
+            f"# where the rollout stands, the rollback criteria against Prometheus, what blocks the next step\n"
+            f"gpupolicy upgrade status {plan.name} --prometheus <url>\n"
+            f"# during a soak (CI job or CronJob): exit 1 on the first breached criterion\n"
+            f"gpupolicy upgrade watch {plan.name} --prometheus <url> --every 15\n"
+            f"# in CI on the reviewed merge, after the stage has soaked and its criteria held: the approver is\n"
+            f"# HEAD's Approved-by: trailer (or its author), checked against policies/upgrades/approvers.yaml\n"
+            f"gpupolicy upgrade promote {plan.name} --prometheus <url>\n"
             f"git commit -m \"upgrade promote {plan.name}\" -- {plan.path} <the files the diff names>\n"
             f"# when a rollback criterion is broken: return the last promoted stage to {plan.rollback_target}\n"
             f"gpupolicy upgrade rollback {plan.name}\n"

@@ -2,9 +2,11 @@
 
 ## Why it matters
 The on-call engineer opens the runbook from the alert. A missing link, a link to a page that does not exist, or
-a page without the four sections (prometheus-operator/runbooks template) leaves them guessing at 3 a.m. Runbook
-URLs are `https://gpu-platform.example.com/runbooks/<AlertName>/`, rendered from `docs/runbooks/<AlertName>.md`
-(the base URL is `RUNBOOK_BASE_URL` in `gpupolicy.observability`).
+a page without the four sections (prometheus-operator/runbooks template) leaves them guessing at 3 a.m. The site's
+public URL is one setting, `site_url` in mkdocs.yml; runbook URLs are `<site_url>runbooks/<AlertName>/`,
+rendered from `docs/runbooks/<AlertName>.md`, and every alert's `runbook_url` must agree with the setting
+(so do the SARIF report's help links, which the toolkit derives from it). Without a usable `site_url` the
+links cannot be checked: that is a finding on mkdocs.yml.
 
 ## Bad example
 ```yaml
@@ -15,8 +17,9 @@ URLs are `https://gpu-platform.example.com/runbooks/<AlertName>/`, rendered from
 ```
 
 ## Fix
-Link `https://gpu-platform.example.com/runbooks/GPUFallenOffBus/` and write `docs/runbooks/GPUFallenOffBus.md`
-with `## Meaning`, `## Impact`, `## Diagnosis` and `## Mitigation` sections.
+Link `<site_url>runbooks/GPUFallenOffBus/` (with mkdocs.yml's `site_url`) and write
+`docs/runbooks/GPUFallenOffBus.md` with `## Meaning`, `## Impact`, `## Diagnosis` and `## Mitigation` sections.
+When the site moves, change `site_url` and every `runbook_url` in the same pull request.
 """
 
 from collections.abc import Iterator
@@ -25,7 +28,6 @@ from pathlib import Path
 from ..findings import Finding, Severity, at
 from ..model import Fleet, Pages
 from ..observability import (
-    RUNBOOK_BASE_URL,
     RUNBOOK_SECTIONS,
     Alert,
     alerts_of_cluster,
@@ -34,6 +36,7 @@ from ..observability import (
     runbook_page_for_url,
     runbook_url,
 )
+from ..siteconfig import SETTING, SITE_CONFIG, runbook_base
 
 ID = "OBS001"
 SEVERITY = Severity.ERROR
@@ -41,25 +44,31 @@ SUMMARY = "Alert runbook_url must lead to a docs/runbooks page with the four run
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    for cluster in fleet.clusters.values():
-        for alert in alerts_of_cluster(cluster):
-            problem = _problem(fleet.runbooks, alert)
-            if problem is None:
-                continue
-            message, hint = problem
-            where = locate(fleet, alert.obj, *alert.path, "annotations", "runbook_url")
-            yield Finding(rule=ID, severity=SEVERITY, message=message, cluster=cluster.name, hint=hint, **at(where))
+    alerts = [(cluster, alert) for cluster in fleet.clusters.values() for alert in alerts_of_cluster(cluster)]
+    if alerts and not fleet.site_url:
+        yield Finding(rule=ID, severity=SEVERITY, path=SITE_CONFIG, line=1,
+                      message=f"{fleet.site_url_problem}: the runbook site's public URL, which every alert's "
+                              "runbook_url must start with",
+                      hint=f"set {SETTING}: https://<your runbook site>/ in {SITE_CONFIG}")
+        return
+    for cluster, alert in alerts:
+        problem = _problem(fleet.runbooks, fleet.site_url, alert)
+        if problem is None:
+            continue
+        message, hint = problem
+        where = locate(fleet, alert.obj, *alert.path, "annotations", "runbook_url")
+        yield Finding(rule=ID, severity=SEVERITY, message=message, cluster=cluster.name, hint=hint, **at(where))
 
 
-def _problem(runbooks: Pages, alert: Alert) -> tuple[str, str] | None:
-    expected = runbook_url(alert.name)
+def _problem(runbooks: Pages, site_url: str, alert: Alert) -> tuple[str, str] | None:
+    expected = runbook_url(site_url, alert.name)
     url = alert.runbook_url.strip()
     if not url:
         return f"alert {alert.name} has no runbook_url annotation", f"add runbook_url: {expected}"
-    page = runbook_page_for_url(url)
+    page = runbook_page_for_url(site_url, url)
     if page is None:
-        return (f"alert {alert.name}: runbook_url {url} is not a page of the runbook site ({RUNBOOK_BASE_URL})",
-                f"use {expected}")
+        return (f"alert {alert.name}: runbook_url {url} is not a page of the runbook site "
+                f"({runbook_base(site_url)}, from {SETTING} in {SITE_CONFIG})", f"use {expected}")
     if Path(page).stem != alert.name:
         return (f"alert {alert.name}: runbook_url points at the page of {Path(page).stem}",
                 f"every alert has its own page: use {expected}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from .engine import Result
@@ -11,7 +12,7 @@ from .metrics import Summary, WaitStats
 HOUR = 3600
 
 
-def _minutes(value: float) -> str:
+def format_minutes(value: float) -> str:
     if value >= 120:
         return f"{value / 60:.1f} h"
     return f"{value:.1f} min"
@@ -24,9 +25,9 @@ def comparison_rows(before: Summary, after: Summary) -> list[tuple[str, str, str
         ("jobs never scheduled", str(before.never_scheduled), str(after.never_scheduled)),
         ("GPU allocation (mean over the replay)", f"{before.allocation:.1%}", f"{after.allocation:.1%}"),
         ("makespan", f"{before.makespan_hours:.1f} h", f"{after.makespan_hours:.1f} h"),
-        ("wait p50", _minutes(before.wait.p50), _minutes(after.wait.p50)),
-        ("wait p95", _minutes(before.wait.p95), _minutes(after.wait.p95)),
-        ("wait p99", _minutes(before.wait.p99), _minutes(after.wait.p99)),
+        ("wait p50", format_minutes(before.wait.p50), format_minutes(after.wait.p50)),
+        ("wait p95", format_minutes(before.wait.p95), format_minutes(after.wait.p95)),
+        ("wait p99", format_minutes(before.wait.p99), format_minutes(after.wait.p99)),
         ("preemptions", str(before.preemptions), str(after.preemptions)),
         ("GPU-hours lost to preemption", f"{before.lost_to_preemption_gpu_hours:.1f}",
          f"{after.lost_to_preemption_gpu_hours:.1f}"),
@@ -44,11 +45,12 @@ def markdown_table(header: tuple[str, ...], rows: list[tuple]) -> str:
 
 
 def _wait_rows(stats: dict[str, WaitStats]) -> list[tuple]:
-    return [(name, s.jobs, _minutes(s.p50), _minutes(s.p95), _minutes(s.p99)) for name, s in stats.items()]
+    return [(name, s.jobs, format_minutes(s.p50), format_minutes(s.p95), format_minutes(s.p99)) for name, s in stats.items()]
 
 
-def render_markdown(title: str, context: list[str], before: Summary, after: Summary, plots: list[str]) -> str:
-    parts = [f"# {title}", "", *context, "",
+def render_markdown(title: str, context: list[str], before: Summary, after: Summary, plots: list[str],
+                    verdict: list[str]) -> str:
+    parts = [f"# {title}", "", *context, "", "## Verdict", "", *verdict, "",
              "## Baseline against the proposed policy", "",
              markdown_table(("metric", f"baseline ({before.policy})", f"proposed ({after.policy})"),
                             comparison_rows(before, after)), ""]
@@ -76,14 +78,27 @@ def _steps(result: Result, points: int = 2000) -> tuple[list[float], list[float]
     return hours, alloc, avail
 
 
-def write_plots(out: Path, before: Result, after: Result, before_s: Summary, after_s: Summary) -> list[str]:
+def plot_images(before: Result, after: Result, before_s: Summary, after_s: Summary) -> dict[str, bytes]:
+    """The report's PNGs by file name; the caller writes them (through `transaction`, with the report)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written = []
-    fig, ax = plt.subplots(figsize=(9, 4))
+    images = {}
+    for name, figure in (("allocation.png", allocation_figure(before, after)),
+                         ("wait-by-tier.png", wait_figure(before_s, after_s))):
+        buffer = io.BytesIO()
+        figure.savefig(buffer, dpi=110, format="png")
+        plt.close(figure)
+        images[name] = buffer.getvalue()
+    return images
+
+
+def allocation_figure(before: Result, after: Result):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4))
     for result, colour in ((before, "tab:gray"), (after, "tab:blue")):
         hours, alloc, avail = _steps(result)
         ax.step(hours, alloc, where="post", color=colour, label=f"{result.policy}: allocated GPUs")
@@ -92,14 +107,20 @@ def write_plots(out: Path, before: Result, after: Result, before_s: Summary, aft
     ax.set_xlabel("hours since the first submission")
     ax.set_ylabel("GPUs")
     ax.set_title("GPU allocation over time")
-    ax.legend(loc="lower right", fontsize="small")
-    fig.tight_layout()
-    path = out / "allocation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(str(path))
+    _legend_beside(fig, ax)
+    return fig
 
-    fig, ax = plt.subplots(figsize=(9, 4))
+
+def _legend_beside(fig, ax) -> None:
+    """The legend right of the axes, never over a curve (inside, "lower right" hid the busiest hours)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
+    fig.tight_layout()
+
+
+def wait_figure(before_s: Summary, after_s: Summary):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4))
     names = sorted(set(before_s.wait_by_tier) | set(after_s.wait_by_tier))
     width = 0.38
     for offset, summary, colour in ((-width / 2, before_s, "tab:gray"), (width / 2, after_s, "tab:blue")):
@@ -109,10 +130,5 @@ def write_plots(out: Path, before: Result, after: Result, before_s: Summary, aft
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("wait p95 (minutes)")
     ax.set_title("Queue wait p95 per tier")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    path = out / "wait-by-tier.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(str(path))
-    return written
+    _legend_beside(fig, ax)
+    return fig

@@ -47,12 +47,13 @@ class Step:
 @dataclass
 class PodSetPath:
     name: str
-    count: int
+    count: int  # pods per Kueue workload
     requests: dict[str, Decimal] = field(default_factory=dict)  # one pod's effective request
     steps: list[Step] = field(default_factory=list)
     flavors: dict[str, str] = field(default_factory=dict)
     pool: str = ""  # the pool it lands on; "" for CPU nodes or when blocked
     spec: dict = field(default_factory=dict, repr=False)  # the pod spec as started (Kueue's injection included)
+    workloads: int = 1  # Kueue workloads of this shape (a Deployment's replicas)
     stray_pools: tuple[str, ...] = ()
 
     @property
@@ -142,8 +143,9 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     for pod_set in sets:
         pod_set.spec, written, refusals = pods.default_pod_spec(mapping(pod_set.template.get("spec")), ranges)
         pod_set.requests = pods.pod_requests(pod_set.spec)
-        path.pod_sets.append(PodSetPath(pod_set.name, pod_set.count, pod_set.requests,
-                                        [_defaulting(fleet, written, refusals, pod_set, locate)]))
+        steps = [_defaulting(fleet, written, refusals, pod_set, locate)]
+        path.pod_sets.append(PodSetPath(pod_set.name, pod_set.count, pod_set.requests, steps,
+                                        workloads=pod_set.workloads))
     path.steps += _namespace_quota(fleet, cluster, namespace, sets)
     if not path.steps[-1].ok:
         return path
@@ -216,7 +218,7 @@ def _namespace_quota(fleet: Fleet, cluster: Cluster, namespace: str, sets: list[
     total: dict[str, Decimal] = {}
     for pod_set in sets:
         for resource, quantity in pod_set.requests.items():
-            total[resource] = total.get(resource, Decimal(0)) + quantity * pod_set.count
+            total[resource] = total.get(resource, Decimal(0)) + quantity * pod_set.pods
     for quota in sorted((o for o in cluster.of_kind("ResourceQuota") if o.namespace == namespace and not o.group),
                         key=lambda o: o.name):
         hard = quota.spec.get("hard") if isinstance(quota.spec.get("hard"), dict) else {}
@@ -359,6 +361,9 @@ def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment
         injected = ", ".join(f"{k}={v}" for k, v in flavor_obj.node_labels.items()) or "no node labels"
         parts.append(f"flavor {flavor} for {resources}{' (borrowing)' if borrows else ''}: injects {injected}"
                      f"{' and ' + str(len(flavor_obj.tolerations)) + ' toleration(s)' if flavor_obj.tolerations else ''}")
+    skipped = [f"{a.flavor} ({a.reason})" for a in assignment.attempts if a.reason]
+    if skipped:
+        parts.append("tried first: " + ", ".join(skipped))
     first = next(iter(chosen))
     return Step("flavor assignment", True, f"ClusterQueue {queue.name}: " + "; ".join(parts),
                 fleet.locate(cluster.flavors[first].obj, "spec"))

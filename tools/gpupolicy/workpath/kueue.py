@@ -79,6 +79,12 @@ class PodSet:
     template: dict  # metadata + spec, as the workload writes it
     spec: dict = field(default_factory=dict)  # after defaulting
     requests: dict[str, Decimal] = field(default_factory=dict)  # one pod's effective request
+    workloads: int = 1  # Kueue workloads made of this pod set: a Deployment's replicas are one workload each
+
+    @property
+    def pods(self) -> int:
+        """The pods that exist at once (what a namespace ResourceQuota counts)."""
+        return self.count * self.workloads
 
 
 def kueue_config(fleet: Fleet) -> KueueConfig:
@@ -121,7 +127,8 @@ def pod_sets(body: dict) -> list[PodSet]:
     found = []
     for path, template in cel.pod_templates(body):
         name, count = _name_and_count(kind, spec, path)
-        found.append(PodSet(name, count, path, template))
+        workloads = _int(spec.get("replicas"), 1) if kind == "Deployment" else 1
+        found.append(PodSet(name, count, path, template, workloads=workloads))
     return found
 
 

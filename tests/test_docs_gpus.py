@@ -1,0 +1,45 @@
+"""The GPU catalog page says, for every catalog model, what adding a pool of it needs: the product labels, the
+PCI IDs, the driver minimums and every MIG profile with its geometry (before, a B200 pool's profile names and
+PCI ID could only be learnt from error messages)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from support import REPO
+
+from gpupolicy import catalog, pipeline
+from gpupolicy.docsgen import Context
+from gpupolicy.docsgen import gpus as gpu_page
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    fleet = pipeline.run(REPO, rules=False).fleet
+    return gpu_page.pages(Context(root=REPO, fleet=fleet))["gpus.md"]
+
+
+def _section(page: str, key: str) -> str:
+    """The text under `## KEY {...}` up to the next heading of that level."""
+    sections = {text.split(" ", 1)[0]: text for text in re.split(r"^## ", page, flags=re.M)[1:]}
+    return sections[key]
+
+
+@pytest.mark.parametrize("model", list(catalog.GPUS.values()), ids=lambda m: m.key)
+def test_every_model_has_its_labels_ids_drivers_and_profiles(page: str, model: catalog.GPUModel) -> None:
+    section = _section(page, model.key)
+    assert all(f"`{label}`" in section for label in model.product_labels)
+    assert all(f"`{pci}`" in section for pci in model.pci_device_ids)
+    assert f"driver at least | {model.min_driver} |" in section
+    for profile in model.mig_profiles.values():
+        row = (f"| `{profile.name}` | `{catalog.resource_name(profile, 'mixed')}` | {profile.compute_slices} / "
+               f"{profile.memory_slices} | {' '.join(map(str, profile.placements))} | {profile.max_count} |")
+        assert row in section, f"{model.key}: no row for {profile.name}"
+    assert ("MIG profiles" in section) == bool(model.mig_profiles)
+
+
+def test_the_summary_names_the_pools_of_each_model(page: str) -> None:
+    pools = sorted(p.parent.name for p in (REPO / "pools").glob("*/pool.yaml") if "H100-80GB" in p.read_text())
+    row = next(line for line in page.splitlines() if line.startswith("| [H100-80GB]"))
+    assert row.endswith(f"| {', '.join(pools)} |")

@@ -1,0 +1,241 @@
+"""Rollout gates against a real Prometheus (tests/prometheus_server.py): four synthetic soaks of the fixture
+plan's canary stage (pool prod-canary, node canary-1, started 2026-11-10T09:00Z, 72h soak), each with its
+verdicts and the promote/status outcome; then the repository's alert rules evaluated by the same server."""
+
+from __future__ import annotations
+
+import calendar
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from prometheus_server import Series, constant, serve
+
+from gpupolicy import gates, pipeline, upgrades
+from gpupolicy.cli import main
+from gpupolicy.promclient import Prometheus
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "tests" / "fixtures" / "upgrades"
+GIT = ["git", "-c", "user.email=platform@example.com", "-c", "user.name=platform", "-c", "commit.gpgsign=false"]
+STARTED = calendar.timegm((2026, 11, 10, 9, 0, 0))
+NOW = "2026-11-13T09:00:00Z"  # exactly the 72h soak
+END = calendar.timegm((2026, 11, 13, 9, 0, 0))
+HOUR = 3600
+STAGE_NODE, OTHER_NODE = "canary-1", "h100-1"
+
+
+def _node_labels(node: str, pool: str, start: int, end: int, state: str = "upgrade-done") -> Series:
+    return constant("kube_node_labels", {"node": node, "label_gpupolicy_io_pool": pool,
+                                         "label_nvidia_com_gpu_present": "true",
+                                         "label_nvidia_com_gpu_driver_upgrade_state": state}, start, end)
+
+
+def _xid(node: str, gpu: str, start: int, end: int, fault_at: int | None = None, xid: int = 79) -> Series:
+    series = constant("DCGM_FI_DEV_XID_ERRORS", {"node": node, "hostname": node, "gpu": gpu,
+                                                 "UUID": f"GPU-{node}-{gpu}"}, start, end, 0)
+    series.samples = [(t, float(xid) if fault_at is not None and t >= fault_at else 0.0) for t, _ in series.samples]
+    return series
+
+
+def _soak(kind: str) -> list[Series]:
+    """One soak's history: node inventory, exporter series, a running pod; then the soak's own trouble."""
+    begin, end = STARTED - HOUR, END
+    series = [_node_labels(OTHER_NODE, "prod-h100", begin, end),
+              # XID 79 outside the stage (pool prod-h100, not upgraded): must never count against it
+              _xid(OTHER_NODE, "0", begin, end, fault_at=STARTED + 5 * HOUR),
+              constant("kube_pod_status_phase", {"namespace": "nlp", "pod": "train-0", "phase": "Running"},
+                       begin, end),
+              constant("kube_pod_info", {"namespace": "nlp", "pod": "train-0", "node": STAGE_NODE}, begin, end)]
+    if kind == "upgrade-failed":
+        failed_at = STARTED + 30 * HOUR
+        series += [_node_labels(STAGE_NODE, "prod-canary", begin, failed_at - 60),
+                   _node_labels(STAGE_NODE, "prod-canary", failed_at, end, state="upgrade-failed"),
+                   constant("ALERTS", {"alertname": "GPUDriverUpgradeFailed", "alertstate": "firing",
+                                       "node": STAGE_NODE, "severity": "warning"}, failed_at + 300, end)]
+    else:
+        series.append(_node_labels(STAGE_NODE, "prod-canary", begin, end))
+    if kind != "missing-exporter":
+        fault = STARTED + 20 * HOUR if kind == "xid-79" else None
+        series += [_xid(STAGE_NODE, "0", begin, end), _xid(STAGE_NODE, "1", begin, end, fault_at=fault)]
+    return series
+
+
+SOAKS = ("healthy", "xid-79", "upgrade-failed", "missing-exporter")
+# criterion -> verdict per soak (the fixture plan: silent GPUXidCriticalError, GPUDriverUpgradeFailed;
+# maxXidErrors 0; maxFailedPods 2)
+EXPECTED = {
+    "healthy": {},
+    "xid-79": {"at most 0 GPU(s) reporting an XID error": "breached",
+               "no GPU fallen off the bus (XID 79)": "breached"},
+    "upgrade-failed": {"alert GPUDriverUpgradeFailed stays silent": "breached",
+                       "no node in driver upgrade state upgrade-failed": "breached"},
+    "missing-exporter": {"at most 0 GPU(s) reporting an XID error": "no data",
+                         "no GPU fallen off the bus (XID 79)": "no data",
+                         "the DCGM exporter reports from every node of the stage": "breached"},
+}
+
+
+@pytest.fixture(scope="module", params=SOAKS)
+def soak(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    with serve(tmp_path_factory.mktemp(f"prom-{request.param}"), _soak(request.param)) as url:
+        yield request.param, url
+
+
+@pytest.fixture(scope="module")
+def fixture_fleet():
+    result = pipeline.run(FIXTURE)
+    plan = upgrades.plans_of(result.fleet).plan("driver-next")
+    return result.fleet, plan
+
+
+def test_each_soak_gives_its_verdicts(soak, fixture_fleet) -> None:
+    kind, url = soak
+    fleet, plan = fixture_fleet
+    evaluation = gates.evaluate(Prometheus(url), fleet, plan, plan.current_stage(), upgrades.parse_timestamp(NOW))
+    assert evaluation.pools == ("prod-canary",)
+    verdicts = {v.criterion.name: v for v in evaluation.verdicts}
+    got = {name: v.state for name, v in verdicts.items() if v.state != gates.HOLDS}
+    assert got == EXPECTED[kind], "\n".join(v.line() for v in evaluation.verdicts)
+    assert evaluation.passes == (kind == "healthy")
+    if kind == "xid-79":  # the first breaching sample: the GPU, its node and the value, 20h into the soak
+        detail = verdicts["no GPU fallen off the bus (XID 79)"].detail
+        assert detail.startswith("first at 2026-11-11T05:00:00Z: ") and 'gpu="1"' in detail, detail
+        assert f'node="{STAGE_NODE}"' in detail and detail.split(" = ")[1].startswith("79 ")
+    if kind == "upgrade-failed":
+        assert "first at 2026-11-11T15:00:00Z" in verdicts["no node in driver upgrade state upgrade-failed"].detail
+
+
+# --- the commands ------------------------------------------------------------------------------------------
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True)
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    target = tmp_path / "repo"
+    shutil.copytree(FIXTURE, target)
+    _git(target, "init", "-q")
+    _git(target, "add", "-A")
+    _git(target, "commit", "-q", "-m", "start")
+    return target
+
+
+def test_promote_and_status_follow_the_verdict(soak, repo: Path, capsys) -> None:
+    kind, url = soak
+    common = ["--prometheus", url, "--now", NOW, "--repo", str(repo)]
+    assert main(["upgrade", "status", "driver-next", *common]) == 0
+    status = capsys.readouterr().out
+    code = main(["upgrade", "promote", "driver-next", *common])
+    promote = capsys.readouterr()
+    print(f"--- {kind}: status\n{status}\n--- {kind}: promote (exit {code})\n{promote.err}{promote.out}")
+    if kind == "healthy":
+        assert code == 0 and "stage fleet promoted to 595.91.07" in promote.out
+        assert "next step: promote stage fleet: ready" in status
+        return
+    assert code == 1 and "gpupolicy upgrade promote driver-next: refused" in promote.err
+    for criterion, state in EXPECTED[kind].items():
+        assert f"rollback criterion {state}: {criterion}" in promote.err
+    if any(state == "breached" for state in EXPECTED[kind].values()):
+        assert "next step: roll back stage canary: `gpupolicy upgrade rollback driver-next`" in status
+
+
+def test_watch_exits_non_zero_on_breach(soak, repo: Path, capsys) -> None:
+    kind, url = soak
+    code = main(["upgrade", "watch", "driver-next", "--prometheus", url, "--every", "1", "--rounds", "1",
+                 "--now", NOW, "--repo", str(repo)])
+    out = capsys.readouterr().out
+    assert code == (0 if kind == "healthy" else 1), out
+    if kind in ("xid-79", "upgrade-failed"):
+        assert "breach: roll back stage canary: gpupolicy upgrade rollback driver-next" in out
+
+
+def test_status_json_carries_the_criteria(soak, repo: Path, capsys) -> None:
+    kind, url = soak
+    assert main(["upgrade", "status", "driver-next", "--format", "json", "--prometheus", url, "--now", NOW,
+                 "--repo", str(repo)]) == 0
+    [plan] = json.loads(capsys.readouterr().out)
+    states = {c["criterion"]: c["state"] for c in plan["criteria"] if c["state"] != "holds"}
+    assert states == EXPECTED[kind]
+    assert (plan["recommend"] is None) == (kind in ("healthy",))
+
+
+# --- the repository's alert rules, evaluated by the server ---------------------------------------------------
+
+def test_the_server_evaluates_the_repository_alert_rules(tmp_path: Path) -> None:
+    """Rules run at the wall clock: a history that ends now, with XID 79 on one node and an upgrade-failed
+    label on another; the server must raise exactly the matching alerts (pending while `for:` runs)."""
+    now = int(time.time()) // 60 * 60
+    begin = now - 1800
+    series = [_node_labels("good-1", "prod-h100", begin, now), _xid("good-1", "0", begin, now),
+              _node_labels("bad-1", "prod-h100", begin, now, state="upgrade-failed"), _xid("bad-1", "0", begin, now),
+              _node_labels("xid-1", "prod-canary", begin, now), _xid("xid-1", "0", begin, now, fault_at=now - 600),
+              constant("up", {"job": "nvidia-dcgm-exporter", "node": "good-1"}, begin, now),
+              constant("up", {"job": "nvidia-dcgm-exporter", "node": "bad-1"}, begin, now),
+              constant("up", {"job": "nvidia-dcgm-exporter", "node": "xid-1"}, begin, now),
+              # a healthy Kueue, or KueueControllerDown (absent()) would rightly go pending too
+              constant("up", {"job": "kueue-controller-manager-metrics-service"}, begin, now)]
+    with serve(tmp_path, series) as url:
+        alerts = _alerts_after_evaluation(url, {"GPUFallenOffBus", "GPUDriverUpgradeFailed"})
+    by_name = {(a["labels"]["alertname"], a["labels"].get("node", a["labels"].get("hostname"))): a["state"]
+               for a in alerts}
+    assert by_name == {("GPUFallenOffBus", "xid-1"): "firing", ("GPUDriverUpgradeFailed", "bad-1"): "pending"}
+
+
+def _alerts_after_evaluation(url: str, expected: set[str]) -> list[dict]:
+    """The server's active alerts once every expected alert is there (rules evaluate every second)."""
+    deadline = time.monotonic() + 15
+    alerts: list[dict] = []
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/api/v1/alerts", timeout=5) as answer:
+            alerts = json.loads(answer.read())["data"]["alerts"]
+        if expected <= {a["labels"]["alertname"] for a in alerts}:
+            time.sleep(1.5)  # one more evaluation round: nothing else may appear
+            with urllib.request.urlopen(f"{url}/api/v1/alerts", timeout=5) as answer:
+                return json.loads(answer.read())["data"]["alerts"]
+        time.sleep(0.2)
+    pytest.fail(f"the server raised {sorted(a['labels']['alertname'] for a in alerts)}, not {sorted(expected)}")
+
+
+def test_soak_window_is_the_stage_start_to_now(fixture_fleet) -> None:
+    _fleet, plan = fixture_fleet
+    stage = plan.current_stage()
+    start, end = gates.soak_window(stage, datetime(2026, 11, 12, tzinfo=UTC))
+    assert start == stage.started and end == datetime(2026, 11, 12, tzinfo=UTC)
+    assert gates.soak_window(stage, stage.started) is None
+
+
+def test_first_breach_counts_offenders_at_each_step() -> None:
+    one = gates.Series({"pod": "a"}, ((60.0, 1.0), (120.0, 1.0), (180.0, 1.0)))
+    two = gates.Series({"pod": "b"}, ((120.0, 1.0),))
+    three = gates.Series({"pod": "c"}, ((120.0, 2.0), (180.0, 1.0)))
+    assert gates.first_breach([three, one, two], allowed=2) == (120.0, one, 1.0, 3)  # the first by labels
+    assert gates.first_breach([one, three], allowed=2) is None
+    assert gates.first_breach([one, two], allowed=2) is None
+    assert gates.first_breach([two], allowed=0) == (120.0, two, 1.0, 1)
+
+
+def test_stage_nodes_select_by_the_pool_label_kube_state_metrics_exports() -> None:
+    assert gates.ksm_label("nvidia.com/gpu-driver-upgrade-state") == "label_nvidia_com_gpu_driver_upgrade_state"
+    assert gates.stage_nodes(("a", "b")) == 'max by (node) (kube_node_labels{label_gpupolicy_io_pool=~"a|b"})'
+
+
+def test_an_unreachable_server_is_a_clear_error_not_a_verdict(repo: Path, capsys) -> None:
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    before = {p: p.read_bytes() for p in repo.rglob("*.yaml")}
+    code = main(["upgrade", "promote", "driver-next", "--prometheus", f"http://127.0.0.1:{port}", "--now", NOW,
+                 "--repo", str(repo)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"Prometheus http://127.0.0.1:{port}/api/v1/rules: cannot connect" in err, err
+    assert "Traceback" not in err and {p: p.read_bytes() for p in repo.rglob("*.yaml")} == before
