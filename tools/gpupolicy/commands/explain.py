@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from . import FORMAT_HELP
+
 NAME = "explain"
 HELP = "trace a workload manifest through admission, quotas, Kueue, node fit and the GPU Operator, per cluster"
 
@@ -21,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "StatefulSet, JobSet, PyTorchJob, RayJob, LeaderWorkerSet, ...)")
     parser.add_argument("--cluster", metavar="NAME", help="only this cluster (default: every cluster)")
     parser.add_argument("--namespace", metavar="NS", help="trace it in this namespace (default: its own, else default)")
-    parser.add_argument("--format", default="text", choices=("text", "json"))
+    parser.add_argument("--format", default="text", choices=("text", "json"), help=FORMAT_HELP)
 
 
 def run(args: argparse.Namespace) -> int:

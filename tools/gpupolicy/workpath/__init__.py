@@ -304,8 +304,11 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
     fit = nodes.node_fit(fleet, cluster, spec, pod_set.requests, pods.container_requests(spec))
     path.stray_pools = fit.stray_pools
     if not fit.lands:
-        where = fit.where or _node_fit_culprit(fleet, cluster, pod_set, path, fit, locate)
-        path.steps.append(Step("node fit", False, fit.reason, where))
+        where = _node_fit_culprit(fleet, cluster, pod_set, path, fit, locate)
+        reason = fit.reason
+        if fit.untolerated and path.flavors:
+            reason += f" by the tolerations flavor {next(iter(path.flavors.values()))} gives the pod"
+        path.steps.append(Step("node fit", False, reason, where))
         return
     if fit.pool is None:
         path.steps.append(Step("node fit", True, fit.reason, fit.where))
@@ -322,10 +325,15 @@ def _node_fit_culprit(fleet: Fleet, cluster: Cluster, pod_set: kueue.PodSet, pat
                       locate: Locator) -> Location | None:
     """What to change when no node fits: the pod's own node selector (e.g. a product label without the -SHARED
     suffix GPU feature discovery gives time-sliced GPUs), else the flavor whose labels no pool carries, else the
-    pod's resource requests (too big for every node)."""
+    pod's resource requests (too big for every node). An untolerated taint: the flavor whose tolerations Kueue
+    gave the pod, else the pool's taint."""
+    flavors = [cluster.flavors[f] for f in dict.fromkeys(path.flavors.values())]
+    if fit.untolerated:
+        return fleet.locate(flavors[0].obj, "spec", "tolerations") if flavors else fit.where
+    if fit.where:
+        return fit.where
     if fit.no_pool and pod_set.spec.get("nodeSelector"):
         return locate((*pod_set.template_path, "spec", "nodeSelector"))
-    flavors = [cluster.flavors[f] for f in dict.fromkeys(path.flavors.values())]
     if fit.no_pool and flavors:
         return fleet.locate(flavors[0].obj, "spec", "nodeLabels")
     return locate((*pod_set.template_path, "spec", "containers"))

@@ -74,6 +74,7 @@ class NodeFit:
     where: Location | None = None  # the object to change when it does not land
     stray_pools: tuple[str, ...] = ()  # GPU pools a pod without a GPU request could land on
     no_pool: bool = False  # no pool's nodes carry the labels the pod selects
+    untolerated: bool = False  # the selected pool has a taint the pod does not tolerate
 
 
 def node_fit(fleet: Fleet, cluster: Cluster, spec: dict, requests: dict[str, Decimal],
@@ -93,7 +94,7 @@ def node_fit(fleet: Fleet, cluster: Cluster, spec: dict, requests: dict[str, Dec
     if not reachable:
         first = selected[0]
         return NodeFit(None, False, f"pool {first.name}'s taint {untolerated[first.name][0]} is not tolerated",
-                       fleet.locate_file(first.path, "spec", "taints"))
+                       fleet.locate_file(first.path, "spec", "taints"), untolerated=True)
     reasons = []
     for pool in reachable:
         misfit = _resource_misfit(cluster, pool, requests, containers)
