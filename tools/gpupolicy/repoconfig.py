@@ -12,7 +12,7 @@ disable:                       # the rule's findings in these files are not repo
 The pipeline applies it after every check has run and before exceptions and the report (`apply`), so every
 output and `gpupolicy diff` see the same findings; the summary counts what it changed. A config that does not
 load, breaks the schema (`schemas/repo/config.yaml`), names an unknown rule or tries to silence a protected one
-(INTERNAL, the exceptions' EXC rules, CFG001 itself) is a CFG001 error at the offending line, and is then not
+(INTERNAL, the exceptions' EXC rules, the CFG rules) is a CFG001 error at the offending line, and is then not
 applied at all: half a configuration would be a policy nobody wrote. The reasons are in decision 0041.
 """
 
@@ -125,7 +125,7 @@ def parse(doc: Document, known_rules: Mapping[str, Severity]) -> RepoConfig:
     return config
 
 
-_HINT = "name a rule of `gpupolicy rules`; INTERNAL, EXC* and CFG001 can be raised to error but never lowered or disabled"
+_HINT = "name a rule of `gpupolicy rules`; INTERNAL and the EXC and CFG rules can be raised, never lowered or disabled"
 
 
 def _rule_problem(rule: str, known_rules: Mapping[str, Severity]) -> str:
