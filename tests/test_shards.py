@@ -1,7 +1,8 @@
 """Sharded CI (issue 14): `validate --shard K/N` over a generated fleet, merged with `report merge`, reports what
 one run over every cluster reports: the same findings (a shared file's finding naming the clusters of several
 shards), the same waived findings, EXC003 for the exception no shard used, and fleet-level findings (a loose
-manifest, a pool in no cluster, a pool in two clusters of different shards) exactly once."""
+manifest, a pool in no cluster, a pool in two clusters of different shards) exactly once, and a finding about
+the whole fleet that each shard can only propose (an upgrade-plan selector naming no pool) once."""
 
 from __future__ import annotations
 
@@ -46,6 +47,33 @@ exceptions:
 """
 
 
+PLAN = """\
+apiVersion: gpupolicy/v1
+kind: RolloutPlan
+metadata:
+  name: driver-next
+  description: "A plan whose second selector names no pool: true of the whole fleet, which no shard sees alone."
+spec:
+  component: driver
+  from: "580.173.02"
+  to: "595.91.07"
+  owner: platform
+  stages:
+    - name: test
+      phase: test
+      planned: "2026-12-10"
+      minimumSoak: 72h
+      approvers: [platform]
+      select:
+        - cluster: c000
+        - pools: [no-such-pool]
+  rollback:
+    target: "580.173.02"
+    criteria:
+      maxXidErrors: 0
+"""
+
+
 def _generate(root: Path) -> None:
     spec = importlib.util.spec_from_file_location("generate_fleet", REPO / "bench" / "generate_fleet.py")
     module = importlib.util.module_from_spec(spec)
@@ -65,6 +93,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "policies" / "stray").mkdir()
     (root / "policies" / "stray" / "cm.yaml").write_text(  # a loose manifest no cluster includes
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\ndata:\n  a: 1\n")
+    (root / "policies" / "upgrades").mkdir()
+    (root / "policies" / "upgrades" / "driver-next.yaml").write_text(PLAN)  # UPG003 about the whole fleet
     orphan = root / "pools" / "orphan-pool"
     orphan.mkdir()
     (orphan / "pool.yaml").write_text((root / "pools" / "c000-h100-0000" / "pool.yaml").read_text()
@@ -97,6 +127,8 @@ def test_merged_shards_equal_the_full_run(fleet: Path, tmp_path: Path, capsys: p
     full = json.loads(full_text)
     rules = {f["rule"] for f in full["findings"]}
     assert {"ACME-NS001", "EXC003", "POOL002", "SCHEMA001"} <= rules  # the cases below are really there
+    # proposed by every shard (none loads every cluster), kept by the merge (shards._agreed)
+    assert any(f["rule"] == "UPG003" and "no pool named no-such-pool" in f["message"] for f in full["findings"])
     assert any("," in f["cluster"] for f in full["findings"])
     assert len(full["waived"]) == 1
 
@@ -149,7 +181,7 @@ def test_a_shard_without_clusters_writes_an_empty_report(fleet: Path, capsys: py
     output = capsys.readouterr()
     report = json.loads(output.out)
     assert code == 0 and report["findings"] == [] and report["shard"] == {
-        "index": 6, "count": 8, "clusters": [], "unused_exceptions": []}
+        "index": 6, "count": 8, "clusters": [], "unused_exceptions": [], "proposed": []}
     assert "shard 6/8 has no cluster" in output.err
 
 

@@ -377,6 +377,9 @@ class Fleet:
     # False in a shard of `validate --shard` other than the first: rules about the whole fleet (FLEET_LEVEL) do
     # not run there, so the merged shards report their findings exactly once.
     fleet_checks: bool = True
+    # Findings about the whole fleet that a run over part of it can only propose (UPG003: a selector that takes
+    # nothing in the clusters loaded here): `report merge` keeps those every shard proposed (shards.merge).
+    proposed: list = field(default_factory=list, repr=False)
     # Pages rules check, read once by the load stage: docs/runbooks, and the decision log (decisions.Decision).
     runbooks: Pages = field(default_factory=Pages, repr=False)
     # The runbook site's public URL (mkdocs.yml site_url, siteconfig), or "" and site_url_problem says why.

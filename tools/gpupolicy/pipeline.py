@@ -51,6 +51,7 @@ class RunResult:
     # EXC003 of a run over some clusters: exceptions that accepted nothing in it. Not findings (another cluster
     # may use them); a shard's report carries them and `report merge` reports those no shard used.
     unused_exceptions: list[Finding] = field(default_factory=list)
+    proposed: list[Finding] = field(default_factory=list)  # Fleet.proposed: for `report merge` to agree on
     disabled: int = 0  # findings gpupolicy.yaml disables (repoconfig)
     rerated: int = 0  # findings whose severity gpupolicy.yaml overrides
 
@@ -206,7 +207,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
                      objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
                      cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived),
                      causes=causes, disabled=configured.disabled, rerated=configured.rerated,
-                     unused_exceptions=dedupe(unused))
+                     unused_exceptions=dedupe(unused), proposed=dedupe(fleet.proposed))
 
 
 def _org_rules(fleet: Fleet, findings: list[Finding]) -> dict:

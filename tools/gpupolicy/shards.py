@@ -55,10 +55,13 @@ def parse_shard(text: str) -> Shard:
     return Shard(int(match.group(1)), int(match.group(2)))
 
 
-def shard_block(shard: Shard, clusters: list[str], unused_exceptions: list[Finding]) -> dict[str, Any]:
-    """What a shard's JSON report adds for `merge`."""
+def shard_block(shard: Shard, clusters: list[str], unused_exceptions: list[Finding],
+                proposed: list[Finding] = ()) -> dict[str, Any]:
+    """What a shard's JSON report adds for `merge`: its exceptions that accepted nothing, and the whole-fleet
+    findings it can only propose (UPG003 on a selector that takes nothing here: `Fleet.proposed`)."""
     return {"index": shard.index, "count": shard.count, "clusters": clusters,
-            "unused_exceptions": [f.as_dict() for f in unused_exceptions]}
+            "unused_exceptions": [f.as_dict() for f in unused_exceptions],
+            "proposed": [f.as_dict() for f in proposed]}
 
 
 # --- merge ---------------------------------------------------------------------------------------------------
@@ -106,6 +109,7 @@ def merge(paths: list[Path], root: str) -> Any:
         unused.extend(_finding(data) for data in report["shard"]["unused_exceptions"])
     used = {str(item.waiver.source) for item in waived}
     findings += [f for f in unused if f.place not in used]  # EXC003: an exception no shard used
+    findings += _agreed(reports)
     merged = dedupe(findings)
     summaries = [report["summary"] for report in reports]
     return RunResult(fleet=Fleet(root=root), findings=merged, waived=_merge_waived(waived),
@@ -114,6 +118,20 @@ def merge(paths: list[Path], root: str) -> Any:
                      rendered_clusters=sorted(c for r in reports for c in r["shard"]["clusters"]),
                      disabled=sum(s.get("disabled", 0) for s in summaries),
                      rerated=sum(s.get("rerated", 0) for s in summaries))
+
+
+def _agreed(reports: list[dict]) -> list[Finding]:
+    """The proposed findings every shard with clusters proposed: true of the whole fleet (a shard without clusters
+    has nothing to contradict them)."""
+    voters = [r for r in reports if r["shard"]["clusters"]]
+    votes: dict[Finding, int] = {}
+    for report in voters:
+        proposed = report["shard"].get("proposed", [])
+        if not isinstance(proposed, list):
+            raise ToolError("a shard report's shard.proposed is not a list: not the JSON report of a shard")
+        for finding in {_finding(data) for data in proposed}:
+            votes[finding] = votes.get(finding, 0) + 1
+    return [finding for finding, count in votes.items() if count == len(voters)]
 
 
 def _read(path: Path) -> dict:

@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     text = report.FORMATTERS[args.format](result, str(args.repo))
     if scope.shard is not None and args.format == "json":
         payload = json.loads(text)
-        payload["shard"] = shards.shard_block(scope.shard, result.rendered_clusters, result.unused_exceptions)
+        payload["shard"] = shards.shard_block(scope.shard, result.rendered_clusters, result.unused_exceptions,
+                                              result.proposed)
         text = json.dumps(payload, indent=2)
     if args.show_waived and args.format == "text" and result.waived:
         text = report.waived_text(result) + "\n" + text

@@ -55,10 +55,11 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
             location = plan.locate_stage(stage, "select", selector.index)
             yield from _unknown_names(fleet, plan, selector, location)
             units = selector_units(fleet, plan, selector)
-            if not units and selector_fully_loaded(fleet, selector):
-                yield _finding(location, f"{plan.name}: stage {stage.name} selector ({selector.describe()}) takes "
-                               f"no {'pool with an NVIDIADriver' if plan.component == 'driver' else 'cluster'}",
-                               "fix the names, or remove the selector")
+            if not units:
+                yield from _whole_fleet(fleet, selector, _finding(
+                    location, f"{plan.name}: stage {stage.name} selector ({selector.describe()}) takes no "
+                    f"{'pool with an NVIDIADriver' if plan.component == 'driver' else 'cluster'}",
+                    "fix the names, or remove the selector"))
             for unit in units:
                 if stage not in stages_of[unit]:
                     stages_of[unit].append(stage)
@@ -79,11 +80,19 @@ def _unknown_names(fleet: Fleet, plan: Plan, selector, location) -> Iterator[Fin
     if selector.cluster and selector.cluster not in repository_clusters(fleet):
         yield _finding(location, f"{plan.name}: no cluster named {selector.cluster}",
                        f"clusters: {', '.join(sorted(repository_clusters(fleet)))}")
-    if not selector_fully_loaded(fleet, selector):
-        return  # a run over other clusters has not loaded the pools this selector names
     for name in selector.pools or ():
         if name not in fleet.pools and name not in fleet.invalid_pools:
-            yield _finding(location, f"{plan.name}: no pool named {name}", "pool names are the pools/<name> folders")
+            yield from _whole_fleet(fleet, selector, _finding(location, f"{plan.name}: no pool named {name}",
+                                                              "pool names are the pools/<name> folders"))
+
+
+def _whole_fleet(fleet: Fleet, selector, finding: Finding) -> Iterator[Finding]:
+    """A finding that is true only if it holds in every cluster the selector could take: reported when they are
+    all loaded; otherwise (a shard, `--cluster`) proposed, and `report merge` keeps it if every shard proposes it."""
+    if selector_fully_loaded(fleet, selector):
+        yield finding
+    else:
+        fleet.proposed.append(finding)
 
 
 def _shared_drivers(fleet: Fleet, plan: Plan, stages_of: dict) -> Iterator[Finding]:
