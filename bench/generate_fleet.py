@@ -462,6 +462,9 @@ def _operator_version() -> str:
 def copy_shared_policy(source: Path, root: Path) -> None:
     for directory in SHARED_POLICY_DIRS:
         shutil.copytree(source / "policies" / directory, root / "policies" / directory)
+    # The site settings: site_url, which every alert's runbook_url starts with (OBS001), and the alerts' owners
+    # and escalation (extra.oncall, OBS007).
+    shutil.copyfile(source / "mkdocs.yml", root / "mkdocs.yml")
     if (source / "docs" / "runbooks").is_dir():  # alerts link their runbooks (OBS001)
         shutil.copytree(source / "docs" / "runbooks", root / "docs" / "runbooks")
 

@@ -385,6 +385,7 @@ class Fleet:
     # The runbook site's public URL (mkdocs.yml site_url, siteconfig), or "" and site_url_problem says why.
     site_url: str = ""
     site_url_problem: str = ""
+    oncall: Any = field(default=None, repr=False)  # oncall.OnCall (mkdocs.yml extra.oncall), read with site_url
     decision_log: list = field(default_factory=list, repr=False)
     affected_paths: dict[str, bool] = field(default_factory=dict, repr=False)  # decisions.affected_paths
 

@@ -313,7 +313,7 @@ def _assemble_fleet(sources: Sources, facts: dict[str, ClusterFacts], objects_by
     fleet = Fleet(root=str(sources.root), locator=index,
                   documents=[doc for docs in sources.documents.values() for doc in docs],
                   repository_clusters=tuple(sources.all_clusters), runbooks=sources.runbooks,
-                  site_url=sources.site_url[0], site_url_problem=sources.site_url[1],
+                  site_url=sources.site_url[0], site_url_problem=sources.site_url[1], oncall=sources.oncall,
                   decision_log=sources.decision_log, affected_paths=sources.affected_paths)
     fleet.pools = {pool.name: pool for pool in declared.values()}
     fleet.invalid_pools = {Path(d).name for d in sources.pool_dirs} - {Path(rel).parent.name for rel in declared}

@@ -112,12 +112,21 @@ def merge(paths: list[Path], root: str) -> Any:
     findings += _agreed(reports)
     merged = dedupe(findings)
     summaries = [report["summary"] for report in reports]
-    return RunResult(fleet=Fleet(root=root), findings=merged, waived=_merge_waived(waived),
+    return RunResult(fleet=_merged_fleet(root), findings=merged, waived=_merge_waived(waived),
                      causes=_causes(merged, causes), timings={"slowest shard": max(s["seconds"] for s in summaries)},
                      objects=sum(s["objects"] for s in summaries),
                      rendered_clusters=sorted(c for r in reports for c in r["shard"]["clusters"]),
                      disabled=sum(s.get("disabled", 0) for s in summaries),
                      rerated=sum(s.get("rerated", 0) for s in summaries))
+
+
+def _merged_fleet(root: str) -> Fleet:
+    """The merged run's fleet: no model (the shards had it), but the site setting the reports link to, as in a
+    single run (SARIF's informationUri and helpUri, the PR comment's rule links)."""
+    from .repopath import Reader
+    from .siteconfig import read_site_url
+
+    return Fleet(root=root, site_url=read_site_url(Reader(root))[0] if root else "")
 
 
 def _agreed(reports: list[dict]) -> list[Finding]:

@@ -29,17 +29,29 @@ class _SettingsLoader(yaml.SafeLoader):
 _SettingsLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
 
 
-def read_site_url(reader: repopath.Reader) -> tuple[str, str]:
-    """(site_url, "") or ("", why it is not usable). A usable one is an absolute http(s) URL ending in `/`."""
+def read_settings(reader: repopath.Reader) -> tuple[dict | None, str]:
+    """mkdocs.yml as data, or None and why it could not be read."""
     if not os.path.lexists(os.path.join(reader.real_root, SITE_CONFIG)):
-        return "", f"there is no {SITE_CONFIG}"
+        return None, f"there is no {SITE_CONFIG}"
     try:
         data = yaml.load(reader.read(SITE_CONFIG), Loader=_SettingsLoader)  # noqa: S506 - a SafeLoader
     except repopath.Refused as exc:  # a symlink out of the repository, a FIFO, a huge file
-        return "", f"{SITE_CONFIG}: {exc}"
+        return None, f"{SITE_CONFIG}: {exc}"
     except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's stack
-        return "", f"{SITE_CONFIG} is not YAML ({(str(exc).splitlines() or [type(exc).__name__])[0]})"
-    value = data.get(SETTING) if isinstance(data, dict) else None
+        return None, f"{SITE_CONFIG} is not YAML ({(str(exc).splitlines() or [type(exc).__name__])[0]})"
+    return (data if isinstance(data, dict) else {}), ""
+
+
+def read_site_url(reader: repopath.Reader) -> tuple[str, str]:
+    """(site_url, "") or ("", why it is not usable). A usable one is an absolute http(s) URL ending in `/`."""
+    return site_url_of(*read_settings(reader))
+
+
+def site_url_of(data: dict | None, problem: str) -> tuple[str, str]:
+    """`read_site_url` on settings already read (`read_settings`)."""
+    if data is None:
+        return "", problem
+    value = data.get(SETTING)
     if not isinstance(value, str) or not value:
         return "", f"{SITE_CONFIG} sets no {SETTING}"
     parts = urlsplit(value)

@@ -13,8 +13,9 @@ import posixpath
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from . import decisions, graphcache, kustomize, repopath, siteconfig, yamlload
+from . import decisions, graphcache, kustomize, oncall, repopath, siteconfig, yamlload
 from .cachestore import NO_CACHE, CacheStore
 from .findings import Finding
 from .model import Pages
@@ -72,6 +73,7 @@ class Sources:
     load_findings: list[Finding] = field(default_factory=list)
     runbooks: Pages = field(default_factory=Pages)
     site_url: tuple[str, str] = ("", "")  # siteconfig.read_site_url: the value, or why there is none
+    oncall: Any = None  # oncall.OnCall: owners, escalation and the Grafana URL (mkdocs.yml extra.oncall)
     decision_log: list[decisions.Decision] = field(default_factory=list)
     affected_paths: dict[str, bool] = field(default_factory=dict)  # the log's `affects` entries that exist
 
@@ -235,7 +237,9 @@ def load(sources: Sources, store: CacheStore) -> list[Finding]:
     # a JSON6902 patch file is a YAML list, which the loader alone would refuse
     sources.load_findings = kustomize.accept_json6902_lists(findings, sources.graph)
     sources.runbooks = read_pages(sources.reader, sources.root, RUNBOOK_DIR)
-    sources.site_url = siteconfig.read_site_url(sources.reader)
+    settings = siteconfig.read_settings(sources.reader)  # mkdocs.yml, read once for both
+    sources.site_url = siteconfig.site_url_of(*settings)
+    sources.oncall = oncall.oncall_of(*settings)
     sources.decision_log = decisions.load_log(sources.root, sources.reader)
     sources.affected_paths = decisions.affected_paths(sources.root, sources.decision_log)
     return sources.load_findings
