@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The command of the virtual environment running the tests (make test's .venv, or .venv-system on Debian's own
+# Python in CI): never a hard-coded .venv, which would run another interpreter's install.
+GPUPOLICY = Path(sys.executable).parent / "gpupolicy"
 SHARED = REPO.parent / "shared"
 MINIREPO = REPO / "tests" / "fixtures" / "minirepo"
 

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import MINIREPO, REPO
+from support import GPUPOLICY, MINIREPO
 
 from gpupolicy import diff, pipeline
 from gpupolicy.findings import Finding, Severity
@@ -127,7 +127,7 @@ def raise_quota_and_change_layout(root: Path) -> int:
 
 
 def run_cli(*argv: str) -> tuple[int, str]:
-    out = subprocess.run([str(REPO / ".venv" / "bin" / "gpupolicy"), *argv], capture_output=True, text=True,
+    out = subprocess.run([str(GPUPOLICY), *argv], capture_output=True, text=True,
                          check=False)
     assert out.returncode in (0, 1), out.stderr
     return out.returncode, out.stdout
@@ -218,7 +218,7 @@ def test_no_main_branch_falls_back_to_head(tmp_path: Path) -> None:
 
 def test_unknown_revision_is_a_clear_error(tmp_path: Path) -> None:
     root = scenario_repo(tmp_path)
-    out = subprocess.run([str(REPO / ".venv" / "bin" / "gpupolicy"), "diff", "--repo", str(root), "--base",
+    out = subprocess.run([str(GPUPOLICY), "diff", "--repo", str(root), "--base",
                           "no-such-rev"], capture_output=True, text=True, check=False)
     assert out.returncode == 2
     assert "unknown git revision 'no-such-rev'" in out.stderr and "Traceback" not in out.stderr

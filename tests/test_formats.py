@@ -11,14 +11,13 @@ from xml.etree import ElementTree
 
 import jsonschema
 import pytest
-from support import MINIREPO, REPO
+from support import GPUPOLICY, MINIREPO, REPO
 
 from gpupolicy import formats, report
 from gpupolicy.findings import Finding, Severity
 from gpupolicy.rules import all_rules
 
 SARIF_SCHEMA = REPO / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
-GPUPOLICY = REPO / ".venv" / "bin" / "gpupolicy"
 
 
 def _known_rule() -> str:

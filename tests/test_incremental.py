@@ -9,13 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import GPUPOLICY
 
 from gpupolicy import gitrev, incremental, kustomize, pipeline
 from gpupolicy.findings import Finding, Severity
 
 REPO = Path(__file__).resolve().parents[1]
 MINIREPO = REPO / "tests" / "fixtures" / "minirepo"
-GPUPOLICY = REPO / ".venv" / "bin" / "gpupolicy"
 CLUSTERS = ("east", "north", "west")
 
 

@@ -19,6 +19,7 @@ that breaks the contract is refused and listed in `plugins().problems`. Declarat
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import re
 from collections.abc import Callable, Iterator
@@ -78,7 +79,7 @@ def _rule_from(module: ModuleType) -> Rule:
     if stage == "rules" and check is None:
         raise TypeError(f"rule module {module.__name__} has no check()")
     return Rule(id=module.ID, severity=module.SEVERITY, summary=module.SUMMARY,
-                doc=(module.__doc__ or "").strip(), stage=stage, check=check, module=module.__name__,
+                doc=inspect.cleandoc(module.__doc__ or ""), stage=stage, check=check, module=module.__name__,
                 fleet_level=bool(getattr(module, "FLEET_LEVEL", False)))
 
 

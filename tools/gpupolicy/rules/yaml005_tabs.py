@@ -6,7 +6,7 @@ YAML forbids tabs in indentation; an editor that inserts one breaks the file at 
 ## Bad example
 ```yaml
 spec:
-	nodeLabels: {}
+<TAB>nodeLabels: {}   # <TAB> stands for a tab character
 ```
 
 ## Fix
