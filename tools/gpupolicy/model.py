@@ -239,7 +239,8 @@ class Namespace:
 
     @property
     def team(self) -> str:
-        return self.labels.get(TEAM_LABEL, "")
+        value = self.labels.get(TEAM_LABEL, "")
+        return value if isinstance(value, str) else ""  # a non-string label value is the schema stage's finding
 
 
 @dataclass(frozen=True)
