@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,4 +35,20 @@ def copy_repo(source: Path, target: Path) -> Path:
     shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv*", "site",
                                                                                  "__pycache__", ".pytest_cache",
                                                                                  "artifacts"))
+    return target
+
+
+def git(repo: Path, *args: str, name: str = "test", email: str = "test@example.com") -> str:
+    """Run git in `repo` as the given author (no signing, no global config needed); its output."""
+    command = ["git", "-c", f"user.email={email}", "-c", f"user.name={name}", "-c", "commit.gpgsign=false", *args]
+    return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def git_repository(target: Path, name: str = "test", email: str = "test@example.com") -> Path:
+    """Make `target` (already filled) a git repository with one commit of everything; skip the test without git."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git(target, "init", "-q", name=name, email=email)
+    git(target, "add", "-A", name=name, email=email)
+    git(target, "commit", "-q", "-m", "start", name=name, email=email)
     return target

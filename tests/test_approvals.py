@@ -5,10 +5,10 @@ people are required; the approver recorded in the plan."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from support import git, git_repository
 
 from gpupolicy import approvals, pipeline, upgrades
 from gpupolicy.approvals import Commit, Identity
@@ -86,24 +86,18 @@ def test_self_approval_is_refused_where_two_people_are_required(fixture_plans) -
 
 def _git(repo: Path, *args: str, who: str = "tess") -> str:
     name, email = PEOPLE[who]
-    command = ["git", "-c", f"user.email={email}", "-c", f"user.name={name}", "-c", "commit.gpgsign=false", *args]
-    return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout
+    return git(repo, *args, name=name, email=email)
 
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
     target = tmp_path / "repo"
     shutil.copytree(FIXTURE, target)
     plan = target / "policies/upgrades/plan.yaml"
     plan.write_text(plan.read_text().replace("      approvers: [platform, serving-lead]\n",
                                              "      approvers: [platform, serving-lead]\n"
                                              "      twoPersonApproval: true\n"))
-    _git(target, "init", "-q")
-    _git(target, "add", "-A")
-    _git(target, "commit", "-q", "-m", "start")
-    return target
+    return git_repository(target, *PEOPLE["tess"])
 
 
 def _promote(repo: Path, capsys) -> tuple[int, str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import calendar
 import json
 import shutil
-import subprocess
 import time
 import urllib.request
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_server import Series, constant, serve
+from support import git, git_repository
 
 from gpupolicy import gates, pipeline, upgrades
 from gpupolicy.cli import main
@@ -22,7 +22,6 @@ from gpupolicy.promclient import Prometheus
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "upgrades"
-GIT = ["git", "-c", "user.email=platform@example.com", "-c", "user.name=platform", "-c", "commit.gpgsign=false"]
 STARTED = calendar.timegm((2026, 11, 10, 9, 0, 0))
 NOW = "2026-11-13T09:00:00Z"  # exactly the 72h soak
 END = calendar.timegm((2026, 11, 13, 9, 0, 0))
@@ -114,19 +113,12 @@ def test_each_soak_gives_its_verdicts(soak, fixture_fleet) -> None:
 # --- the commands ------------------------------------------------------------------------------------------
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True)
+    git(repo, *args, name="platform", email="platform@example.com")
 
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    target = tmp_path / "repo"
-    shutil.copytree(FIXTURE, target)
-    _git(target, "init", "-q")
-    _git(target, "add", "-A")
-    _git(target, "commit", "-q", "-m", "start")
-    return target
+    return git_repository(shutil.copytree(FIXTURE, tmp_path / "repo"), name="platform", email="platform@example.com")
 
 
 def test_promote_and_status_follow_the_verdict(soak, repo: Path, capsys) -> None:

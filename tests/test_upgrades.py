@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from support import git, git_repository
 
 from gpupolicy import docsgen, pipeline, upgrades
 from gpupolicy.cli import main
@@ -20,7 +20,6 @@ from gpupolicy.yamlload import load_text
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "upgrades"
 SHIPPED_PLAN = "driver-r580-to-r595"
-GIT = ["git", "-c", "user.email=test@example.com", "-c", "user.name=test", "-c", "commit.gpgsign=false"]
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -102,19 +101,12 @@ def test_update_procedure_page_has_timeline_pools_criteria_and_commands(shipped)
 # --- commands on a git copy of the fixture repository ----------------------------------------------------------
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+    return git(repo, *args)
 
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    target = tmp_path / "repo"
-    shutil.copytree(FIXTURE, target)
-    _git(target, "init", "-q")
-    _git(target, "add", "-A")
-    _git(target, "commit", "-q", "-m", "start")
-    return target
+    return git_repository(shutil.copytree(FIXTURE, tmp_path / "repo"))
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
