@@ -43,3 +43,20 @@ def _expression_holds(expression: Mapping[str, Any], labels: Mapping[str, Any]) 
     if operator == "DoesNotExist":
         return key not in labels
     return False  # an unknown operator is a schema error; it matches nothing, as the API server rejects it
+
+
+def node_requirement_holds(requirement: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """A NodeSelectorRequirement (required node affinity): the label selector's operators, plus Gt and Lt, which
+    compare a single integer value (k8s.io/component-helpers scheduling/corev1/nodeaffinity)."""
+    operator = requirement.get("operator")
+    if operator not in ("Gt", "Lt"):
+        return _expression_holds(requirement, labels)
+    key = str(requirement.get("key", ""))
+    values = requirement.get("values")
+    if key not in labels or not isinstance(values, list) or len(values) != 1:
+        return False
+    try:
+        have, bound = int(str(labels[key])), int(str(values[0]))
+    except ValueError:
+        return False
+    return have > bound if operator == "Gt" else have < bound

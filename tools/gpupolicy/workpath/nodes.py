@@ -24,29 +24,9 @@ from ..findings import Location
 from ..model import Cluster, Fleet, Pool
 from ..quotas import is_gpu_resource
 from ..rules.operator_common import pool_config
-from ..selectors import labels_match
+from ..selectors import labels_match, node_requirement_holds
 from ..tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..yamlload import mappings
-
-
-def _expression_holds(expression: dict, labels: dict[str, str]) -> bool:
-    key, operator = str(expression.get("key", "")), expression.get("operator")
-    values = [str(v) for v in expression.get("values") or []] if isinstance(expression.get("values"), list) else []
-    if operator == "In":
-        return labels.get(key) in values
-    if operator == "NotIn":
-        return labels.get(key) not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    if operator in ("Gt", "Lt") and key in labels and len(values) == 1:
-        try:
-            have, bound = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if operator == "Gt" else have < bound
-    return False
 
 
 def node_affinity_matches(spec: dict, labels: dict[str, str], keys: set[str] | None = None) -> bool:
@@ -61,7 +41,7 @@ def node_affinity_matches(spec: dict, labels: dict[str, str], keys: set[str] | N
         expressions = [e for e in mappings(term.get("matchExpressions")) if keys is None or e.get("key") in keys]
         if keys is not None and not expressions:
             return True
-        if expressions and all(_expression_holds(e, labels) for e in expressions):
+        if expressions and all(node_requirement_holds(e, labels) for e in expressions):
             return True
     return False
 
