@@ -486,15 +486,26 @@ def dashboard_queries(dashboard: dict) -> list[PanelQuery]:
     return queries
 
 
-def _panel_queries(panels: Any, path: tuple) -> Iterator[PanelQuery]:
+def dashboard_panels(panels: Any, path: tuple = ("panels",)) -> Iterator[tuple[tuple, dict]]:
+    """(JSON path, panel) of every panel, rows' nested panels included."""
     for index, panel in enumerate(panels if isinstance(panels, list) else []):
-        if not isinstance(panel, dict):
-            continue
-        title = str(panel.get("title") or f"panel {index}")
-        for t_index, target in enumerate(panel.get("targets") or []):
-            if isinstance(target, dict) and isinstance(target.get("expr"), str) and target["expr"].strip():
-                yield PanelQuery(title, target["expr"], path + (index, "targets", t_index, "expr"))
-        yield from _panel_queries(panel.get("panels"), path + (index, "panels"))
+        if isinstance(panel, dict):
+            yield path + (index,), panel
+            yield from dashboard_panels(panel.get("panels"), path + (index, "panels"))
+
+
+def panel_exprs(panel: dict) -> Iterator[tuple[int, str]]:
+    """(target index, PromQL) of each of a panel's targets that has a query."""
+    for t_index, target in enumerate(panel.get("targets") or []):
+        if isinstance(target, dict) and isinstance(target.get("expr"), str) and target["expr"].strip():
+            yield t_index, target["expr"]
+
+
+def _panel_queries(panels: Any, path: tuple) -> Iterator[PanelQuery]:
+    for panel_path, panel in dashboard_panels(panels, path):
+        title = str(panel.get("title") or f"panel {panel_path[-1]}")
+        for t_index, expr in panel_exprs(panel):
+            yield PanelQuery(title, expr, panel_path + ("targets", t_index, "expr"))
 
 
 _LABEL_VALUES = re.compile(r"^\s*label_values\((.*)\)\s*$", re.S)

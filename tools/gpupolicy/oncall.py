@@ -14,11 +14,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from . import repopath, siteconfig
-from .observability import Alert, metric_names
+from .observability import Alert, dashboard_panels, metric_names, panel_exprs
 from .yamlload import mapping
 
 OWNER_LABEL = "gpupolicy.io/owner"
@@ -84,20 +83,12 @@ def panels(dashboards: list[dict]) -> list[Panel]:
     for data in dashboards:
         variables = tuple(str(v.get("name")) for v in mapping(data.get("templating")).get("list") or []
                           if isinstance(v, dict) and v.get("type") == "query")
-        for panel in _walk(data.get("panels")):
-            exprs = [t.get("expr") for t in panel.get("targets") or [] if isinstance(t, dict)]
-            metrics = frozenset(m for e in exprs if isinstance(e, str) for m in metric_names(e))
+        for _path, panel in dashboard_panels(data.get("panels")):
+            metrics = frozenset(m for _index, expr in panel_exprs(panel) for m in metric_names(expr))
             if metrics and isinstance(panel.get("id"), int) and isinstance(data.get("uid"), str):
                 found.append(Panel(str(data.get("title", data["uid"])), data["uid"], panel["id"],
                                    str(panel.get("title", "")), variables, metrics))
     return found
-
-
-def _walk(items: Any):
-    for panel in items if isinstance(items, list) else []:
-        if isinstance(panel, dict):
-            yield panel
-            yield from _walk(panel.get("panels"))
 
 
 def panel_of(alert: Alert, candidates: list[Panel]) -> Panel | None:
