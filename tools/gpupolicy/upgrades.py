@@ -527,6 +527,17 @@ def selector_units(fleet: Fleet, plan: Plan, selector: Selector) -> list[Unit]:
     return [unit for unit in driver_units(fleet) if selector.takes_pool(unit.cluster, unit.pool)]
 
 
+def clusters_by_stage(fleet: Fleet, plan: Plan) -> Iterator[tuple[Stage, str]]:
+    """(stage, cluster) for every cluster the plan's stages take, each cluster once, in stage order (the checks
+    that depend on a cluster's facts, not on its pools: its operator release and the drivers it lists)."""
+    seen: set[str] = set()
+    for stage in plan.stages:
+        for unit in stage_units(fleet, plan, stage):
+            if unit.cluster not in seen:
+                seen.add(unit.cluster)
+                yield stage, unit.cluster
+
+
 def stage_units(fleet: Fleet, plan: Plan, stage: Stage) -> list[Unit]:
     """The units a stage takes, each once, in selector order."""
     taken: list[Unit] = []

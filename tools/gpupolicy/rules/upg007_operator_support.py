@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from .. import catalog
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, drivers_of_pool, plans_of, stage_units
+from ..upgrades import Plan, clusters_by_stage, drivers_of_pool, plans_of, stage_units
 
 ID = "UPG007"
 SEVERITY = Severity.ERROR
@@ -45,23 +45,18 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 
 def _driver_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
-    checked: set[str] = set()
-    for stage in plan.stages:
-        for unit in stage_units(fleet, plan, stage):
-            if unit.cluster in checked:
-                continue
-            checked.add(unit.cluster)
-            facts = fleet.clusters[unit.cluster].facts
-            release = catalog.operator_release(facts.gpu_operator_version)
-            if release is None or not release.supported_drivers:
-                continue
-            if plan.to_version not in release.supported_drivers:
-                location = plan.locate("spec", "to")
-                yield _finding(location, unit.cluster,
-                               f"{plan.name}: GPU Operator {release.version} on {unit.cluster} (stage {stage.name}) "
-                               f"does not list driver {plan.to_version} as supported "
-                               f"({', '.join(release.supported_drivers)})",
-                               "choose a listed driver, or upgrade the GPU Operator first")
+    for stage, name in clusters_by_stage(fleet, plan):
+        facts = fleet.clusters[name].facts
+        release = catalog.operator_release(facts.gpu_operator_version)
+        if release is None or not release.supported_drivers:
+            continue
+        if plan.to_version not in release.supported_drivers:
+            location = plan.locate("spec", "to")
+            yield _finding(location, name,
+                           f"{plan.name}: GPU Operator {release.version} on {name} (stage {stage.name}) "
+                           f"does not list driver {plan.to_version} as supported "
+                           f"({', '.join(release.supported_drivers)})",
+                           "choose a listed driver, or upgrade the GPU Operator first")
 
 
 def _operator_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:

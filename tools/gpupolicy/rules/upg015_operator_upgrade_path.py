@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from .. import catalog
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, drivers_of_pool, plans_of, stage_units
+from ..upgrades import Plan, clusters_by_stage, drivers_of_pool, plans_of, stage_units
 
 ID = "UPG015"
 SEVERITY = Severity.ERROR
@@ -80,20 +80,15 @@ def _operator_rollback(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
 
 
 def _driver_rollback(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
-    checked: set[str] = set()
-    for stage in plan.stages:
-        for unit in stage_units(fleet, plan, stage):
-            if unit.cluster in checked:
-                continue
-            checked.add(unit.cluster)
-            release = catalog.operator_release(fleet.clusters[unit.cluster].facts.gpu_operator_version)
-            if release is None or not release.supported_drivers:
-                continue
-            if plan.rollback_target not in release.supported_drivers:
-                yield _finding(plan, ("spec", "rollback", "target"), unit.cluster,
-                               f"{plan.name}: GPU Operator {release.version} on {unit.cluster} (stage {stage.name}) "
-                               f"does not list the rollback driver {plan.rollback_target}",
-                               "roll back to a driver the cluster's operator lists")
+    for stage, name in clusters_by_stage(fleet, plan):
+        release = catalog.operator_release(fleet.clusters[name].facts.gpu_operator_version)
+        if release is None or not release.supported_drivers:
+            continue
+        if plan.rollback_target not in release.supported_drivers:
+            yield _finding(plan, ("spec", "rollback", "target"), name,
+                           f"{plan.name}: GPU Operator {release.version} on {name} (stage {stage.name}) "
+                           f"does not list the rollback driver {plan.rollback_target}",
+                           "roll back to a driver the cluster's operator lists")
 
 
 def _finding(plan: Plan, path: tuple, cluster: str, message: str, hint: str) -> Finding:
