@@ -33,6 +33,7 @@ from .model import (
     TIER_LABEL,
     Pool,
 )
+from .workpath.pods import pod_requests
 
 NO_POOL = "(no pool label)"
 IDLE_UTIL_PERCENT = 5.0  # DCGM_FI_DEV_GPU_UTIL at or below this counts as idle
@@ -358,6 +359,40 @@ def _audit_pending(workloads: list[dict], now: datetime, report: AuditReport) ->
     report.pending.sort(key=lambda item: -(item.age_hours if item.age_hours is not None else float("inf")))
 
 
+def free_by_pool(snapshot: Snapshot, pools: dict[str, Pool]) -> dict[str, dict[str, int]]:
+    """Devices free now per pool and resource: what the pool's nodes in the snapshot can allocate, less what the
+    pods bound to them request. A node's `status.allocatable` is what the scheduler counts (a card fallen off
+    the bus is already missing there); a node without it counts the pool's declared share of one node. A
+    cordoned node frees nothing: nothing new lands there. A pod counts while it is not Succeeded or Failed, with
+    its effective request (init containers and sidecars, as the scheduler adds them: workpath.pods)."""
+    used = _requests_by_node(snapshot.pods)
+    free: dict[str, dict[str, int]] = {name: dict.fromkeys(pool.capacity, 0) for name, pool in pools.items()}
+    for node in snapshot.nodes:
+        pool = pools.get((_meta(node).get("labels") or {}).get(POOL_LABEL, ""))
+        if pool is None or (node.get("spec") or {}).get("unschedulable"):
+            continue
+        allocatable = (node.get("status") or {}).get("allocatable")
+        taken = used.get(_meta(node).get("name", ""), {})
+        for resource in pool.capacity:
+            offered = _count(allocatable[resource]) if allocatable and resource in allocatable \
+                else Fraction(pool.capacity[resource], max(pool.nodes, 1))
+            free[pool.name][resource] += max(int(offered - taken.get(resource, 0)), 0)
+    return free
+
+
+def _requests_by_node(pods: list[dict]) -> dict[str, Counter[str]]:
+    """Node name -> GPU devices requested by the live pods bound to it."""
+    by_node: dict[str, Counter[str]] = defaultdict(Counter)
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for resource, amount in pod_requests(spec).items():
+            if _is_gpu_resource(resource):
+                by_node[spec["nodeName"]][resource] += int(amount)
+    return by_node
+
+
 def report_json(report: AuditReport, now: datetime) -> dict:
     """The report for scripts: every list entry a keyed object; GPU shares as a number and as exact text."""
     data = asdict(report)
@@ -413,15 +448,16 @@ def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600,
 # the audit, and a malformed time is an error, never an age of 0.0 h. Fields not listed here are not read.
 
 MAX_DEVICES = 1_000_000  # per container: far above any node (16 GPUs x 7 MIG slices); keeps the sums exact
-TEXT, TIME, RESOURCES = "text", "time", "resources"
+TEXT, TIME, RESOURCES, FLAG = "text", "time", "resources", "flag"
+CONTAINER = {"restartPolicy": TEXT, "resources": {"limits": RESOURCES, "requests": RESOURCES}}
 LABELS = {"*": TEXT}  # a mapping of strings to strings
 METADATA = {"name": TEXT, "namespace": TEXT, "labels": LABELS, "creationTimestamp": TIME}
 SHAPES: dict[str, dict] = {
     "nodes.json": {"metadata": METADATA,
-                   "spec": {"taints": [{"key": TEXT, "value": TEXT, "effect": TEXT}]}},
+                   "spec": {"unschedulable": FLAG, "taints": [{"key": TEXT, "value": TEXT, "effect": TEXT}]},
+                   "status": {"allocatable": RESOURCES}},
     "pods.json": {"metadata": METADATA,
-                  "spec": {"nodeName": TEXT,
-                           "containers": [{"resources": {"limits": RESOURCES, "requests": RESOURCES}}]},
+                  "spec": {"nodeName": TEXT, "containers": [CONTAINER], "initContainers": [CONTAINER]},
                   "status": {"phase": TEXT, "startTime": TIME}},
     "workloads.json": {"metadata": METADATA, "spec": {"queueName": TEXT},
                        "status": {"conditions": [{"type": TEXT, "status": TEXT}]}},
@@ -449,6 +485,8 @@ def _check(value: object, shape: object, source: str, where: str) -> None:
             _check(item, shape[0], source, f"{where}[{index}]")
     elif shape == TEXT:
         _expect(isinstance(value, str), value, "a string", source, where)
+    elif shape == FLAG:
+        _expect(isinstance(value, bool), value, "true or false", source, where)
     elif shape == TIME:
         _expect(isinstance(value, str) and parse_time(value) is not None, value,
                 "an RFC 3339 time such as 2025-06-01T12:00:00Z", source, where)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from .. import docsgen, pipeline
+from .. import docsgen, pipeline, repopath, transaction
+from ..audit import load_snapshot
+from ..errors import ToolError
 
 NAME = "docs"
 HELP = "generate the fleet pages of the runbook site (docs/generated/); --check fails when one is stale"
@@ -12,9 +15,17 @@ HELP = "generate the fleet pages of the runbook site (docs/generated/); --check 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page is stale")
+    parser.add_argument("--snapshot", action="append", metavar="CLUSTER=DIR", default=[],
+                        help="an audit snapshot of CLUSTER (the folder `gpupolicy audit` reads): its page gains a "
+                             "'free now' column; needs --out (repeatable)")
+    parser.add_argument("--out", metavar="DIR", type=Path,
+                        help="with --snapshot: write the pages here, not into docs/generated/ (whose committed "
+                             "pages depend on the repository alone)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.snapshot:
+        return _write_live(args)
     fleet = pipeline.load_fleet(args.repo)
     pages = docsgen.generate(args.repo, fleet)
     if args.check:
@@ -26,4 +37,26 @@ def run(args: argparse.Namespace) -> int:
         return 1 if stale else 0
     changed = docsgen.write_pages(args.repo, pages)
     print(f"{len(changed)} page(s) written, {len(pages) - len([c for c in changed if c in pages])} unchanged")
+    return 0
+
+
+def _write_live(args: argparse.Namespace) -> int:
+    """The pages with what is free now on each snapshotted cluster, written to --out (never docs/generated)."""
+    if args.check or args.out is None:
+        raise ToolError("--snapshot writes live pages to --out DIR (and cannot be combined with --check)")
+    if repopath.within(args.repo, args.out) and not repopath.within(args.repo / "artifacts", args.out):
+        raise ToolError(f"--out {args.out}: inside the repository, live pages go only under artifacts/ (ignored "
+                        "by git); the committed pages depend on the repository alone")
+    fleet = pipeline.load_fleet(args.repo)
+    snapshots = {}
+    for given in args.snapshot:
+        cluster, _, folder = given.partition("=")
+        if cluster not in fleet.clusters or not folder:
+            raise ToolError(f"--snapshot {given!r}: expected CLUSTER=DIR with one of {', '.join(fleet.clusters)}")
+        snapshots[cluster] = load_snapshot(Path(folder))
+    pages = docsgen.generate(args.repo, fleet, snapshots)
+    prefix = docsgen.GENERATED_DIR + "/"
+    transaction.write_files({repopath.output_path(args.out, *rel.removeprefix(prefix).split("/")): text
+                             for rel, text in pages.items()})
+    print(f"{len(pages)} page(s) written to {args.out}; 'free now' on {', '.join(sorted(snapshots))}")
     return 0

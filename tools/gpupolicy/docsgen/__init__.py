@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import repopath, transaction
+from ..audit import Snapshot
 from ..build import overlay_file
 from ..errors import ToolError
 from ..kustomize import KUSTOMIZATION_NAMES
@@ -33,6 +34,9 @@ class Context:
     root: Path
     fleet: Fleet
     hashes: dict[str, str] = field(default_factory=dict, compare=False)  # input -> its hash, once per run
+    # cluster name -> an audit snapshot of it: pages then show what is free now (never for the committed pages,
+    # which depend on the repository alone)
+    snapshots: dict[str, Snapshot] = field(default_factory=dict, compare=False)
 
     def header(self, title: str, inputs: Iterable[str] | None = None) -> str:
         """The page's title and stamp. `inputs`: repo-relative files or folders the page reads; None for every
@@ -94,9 +98,9 @@ def content_hash(root: Path, rel: str) -> str:
     return digest.hexdigest()[:12]
 
 
-def generate(root: Path, fleet: Fleet) -> dict[str, str]:
+def generate(root: Path, fleet: Fleet, snapshots: dict[str, Snapshot] | None = None) -> dict[str, str]:
     """Repo-relative path -> page text, for every generator module."""
-    context = Context(root=root, fleet=fleet)
+    context = Context(root=root, fleet=fleet, snapshots=snapshots or {})
     pages: dict[str, str] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         module = importlib.import_module(f"{__name__}.{info.name}")

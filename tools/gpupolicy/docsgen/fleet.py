@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .. import quotas
+from .. import audit, quotas
 from ..model import Cluster, ClusterQueue, Pool, selects
 from . import Context, table
 from .quotas import amount_text
@@ -91,16 +91,26 @@ def _cluster_page(context: Context, cluster: Cluster) -> str:
                   [[facts.environment, facts.region, ", ".join(facts.zones), facts.kubernetes_version,
                     facts.gpu_operator_version, facts.sync_engine]])
     text += "\n## Pools\n\n"
+    snapshot = context.snapshots.get(cluster.name)
+    free = audit.free_by_pool(snapshot, {p.name: p for p in cluster.pools}) if snapshot else None
     rows = []
     for pool in cluster.pools:
         drivers = ", ".join(d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels))
         zones = ", ".join(f"{z} {n}" for z, n in pool.zones.items())
-        rows.append([f"[{pool.name}](../pools/{pool.name}.md)", pool.gpu_model,
-                     f"{pool.nodes} x {pool.gpus_per_node} ({zones})", pool.access_mode,
-                     _exposes(pool) or "none", ", ".join(teams_of(cluster, pool)) or "-", drivers or "-"])
+        row = [f"[{pool.name}](../pools/{pool.name}.md)", pool.gpu_model,
+               f"{pool.nodes} x {pool.gpus_per_node} ({zones})", pool.access_mode, _exposes(pool) or "none"]
+        row += [_free_text(pool, free[pool.name])] if free is not None else []
+        rows.append(row + [", ".join(teams_of(cluster, pool)) or "-", drivers or "-"])
     text += ("Each pool's name leads to how its nodes join it: the labels and taints they must carry, as "
              "kubelet flags, a Karpenter NodePool and a Cluster API MachineDeployment.\n\n")
-    text += table(["pool", "GPU", "nodes x GPUs (per zone)", "mode", "exposes", "teams", "driver"], rows)
+    if snapshot:
+        taken = audit.snapshot_time(snapshot)
+        text += (f"*Free now* is read from the audit snapshot taken {taken:%Y-%m-%d %H:%M} UTC" if taken else
+                 "*Free now* is read from an audit snapshot with no timestamp") + (
+                 ": each node's allocatable devices less what its running pods request; cordoned nodes free "
+                 "nothing.\n\n")
+    text += table(["pool", "GPU", "nodes x GPUs (per zone)", "mode", "exposes", *(["free now"] if free is not None else []),
+                   "teams", "driver"], rows)
     text += "\n## Cluster queues\n\nNominal GPU quota per pool; the [quota matrix](../quotas.md) adds borrowing.\n\n"
     rows = [[q.name, q.team or "-", q.tier or "-", q.workload or "-", q.cohort or "-", _queue_quota(cluster, q)]
             for q in cluster.cluster_queues.values()]
@@ -120,6 +130,11 @@ def teams_of(cluster: Cluster, pool: Pool) -> list[str]:
 
 def _exposes(pool: Pool) -> str:
     return ", ".join(amount_text(resource, amount, [pool]) for resource, amount in pool.capacity.items())
+
+
+def _free_text(pool: Pool, free: dict[str, int]) -> str:
+    """`5 GPUs`, `12 × 1g.10gb, 0 × 2g.20gb`: a zero is shown, since "none free" is the answer being sought."""
+    return ", ".join(amount_text(resource, free.get(resource, 0), [pool]) for resource in pool.capacity) or "-"
 
 
 def _queue_quota(cluster: Cluster, queue: ClusterQueue) -> str:
