@@ -321,7 +321,8 @@ def _resource_groups(spec: dict) -> tuple[ResourceGroup, ...]:
                               lending_limit=_number(r.get("lendingLimit")))
                 for r in mappings(flavor.get("resources")))
             flavors.append(FlavorQuotas(flavor=str(flavor.get("name")), resources=quotas))
-        covered = tuple(str(r) for r in group.get("coveredResources") or [] if isinstance(r, str))
+        listed = group.get("coveredResources")
+        covered = tuple(r for r in listed if isinstance(r, str)) if isinstance(listed, list) else ()
         groups.append(ResourceGroup(covered_resources=covered, flavors=tuple(flavors)))
     return tuple(groups)
 
