@@ -18,7 +18,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -814,22 +814,28 @@ def _patch_entry(graph: Graph, directory: str, kind: str, name: str,
 
 def _patch_bodies(patch: _PatchEntry, documents_of: DocumentsOf) -> list[Any]:
     """The documents of a patch entry, inline or from its file (only a file the graph resolved)."""
-    entry, overlay = patch.entry, patch.overlay
-    if isinstance(entry, str):
-        inline, refs = (entry, []) if "\n" in entry else (None, [entry])
-    else:
-        inline, refs = _field(entry, "patch"), [ref for _, ref in _spellings(entry, "path")]
+    return [doc.data for _, docs in patch_documents(patch.overlay, patch.entry, documents_of) for doc in docs]
+
+
+def patch_documents(overlay: Any, entry: Any, documents_of: DocumentsOf,
+                    lists: bool = False) -> Iterator[tuple[str, list[yamlload.Document]]]:
+    """(file, documents) of a patch entry: its file (only one inside the overlay's resolved files), or its inline
+    text, whose file is the kustomization itself. `lists`: keep a JSON6902 patch's top-level list."""
+    if isinstance(entry, str) and "\n" in entry:
+        yield overlay.file, yamlload.load_text(entry, overlay.file, lists=lists).documents
+        return
+    inline = _field(entry, "patch") if isinstance(entry, dict) else None
     if isinstance(inline, str):
-        return [doc.data for doc in yamlload.load_text(inline, overlay.file).documents]
-    bodies = []
+        yield overlay.file, yamlload.load_text(inline, overlay.file, lists=lists).documents
+        return
+    refs = [entry] if isinstance(entry, str) else [ref for _, ref in _spellings(entry, "path")]
     for ref in refs:
         try:
             rel = repopath.normalize(overlay.directory, str(ref))
         except repopath.Refused:
             continue
         if rel in overlay.files:
-            bodies.extend(doc.data for doc in documents_of(rel))
-    return bodies
+            yield rel, documents_of(rel)
 
 
 def unmatched_patches(graph: Graph, directory: str, objects: Iterable[Any], cluster: str,

@@ -30,7 +30,7 @@ from typing import Any
 from . import kustomize, repopath
 from .findings import Location
 from .sources import YAML_SUFFIXES
-from .yamlload import Document, load_text
+from .yamlload import Document
 
 DocumentsOf = Callable[[str], list[Document]]
 SETTING_OPS = ("add", "replace", "copy", "move")
@@ -101,30 +101,9 @@ def _patches(overlay: Any, kustomization: Document, documents_of: DocumentsOf) -
         for key, position, entry in kustomize._entries(kustomization.data, section):
             entry_line = kustomization.line_of((key, position))
             target = kustomize._target(entry) if section != "patchesStrategicMerge" else None
-            for file, docs in _bodies(overlay, entry, entry_line, documents_of):
+            for file, docs in kustomize.patch_documents(overlay, entry, documents_of, lists=True):
                 for doc in docs:
                     yield from _setter_of(doc, file, target, entry_line if file == overlay.file else 0)
-
-
-def _bodies(overlay: Any, entry: Any, entry_line: int,
-            documents_of: DocumentsOf) -> Iterator[tuple[str, list[Document]]]:
-    """(file, documents) of a patch entry: its file (inside the overlay's resolved files), or its inline text
-    (whose lines are the kustomization's: the entry's line stands for all of them)."""
-    if isinstance(entry, str) and "\n" in entry:
-        yield overlay.file, load_text(entry, overlay.file, lists=True).documents
-        return
-    inline = kustomize._field(entry, "patch") if isinstance(entry, dict) else None
-    if isinstance(inline, str):
-        yield overlay.file, load_text(inline, overlay.file, lists=True).documents
-        return
-    refs = [entry] if isinstance(entry, str) else [ref for _, ref in kustomize._spellings(entry, "path")]
-    for ref in refs:
-        try:
-            rel = repopath.normalize(overlay.directory, str(ref))
-        except repopath.Refused:
-            continue
-        if rel in overlay.files:
-            yield rel, documents_of(rel)
 
 
 def _setter_of(doc: Document, file: str, target: dict | None, fixed_line: int) -> Iterator[Setter]:
