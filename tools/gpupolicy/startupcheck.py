@@ -24,6 +24,10 @@ from .model import Pool
 
 CONTAINER_NAME = "gpu-startup-check"
 CONFIGMAP_NAME = "gpu-startup-check"
+MOUNT_PATH = "/etc/gpu-startup-check"
+# The GPU Operator's own image (validator, operator): glibc distroless with busybox sh (NVIDIA/gpu-operator
+# docker/Dockerfile); every GPU node already has it. Same tag as the fleet's operator (clusters/*/cluster.yaml).
+IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"
 COLUMNS = ("pool", "sharing", "product", "skip", "retries", "backoffSeconds", "maxMemoryUsedPercent",
            "sharePercent")
 GPU_PREFIXES = ("nvidia.com/gpu", "nvidia.com/mig-")
@@ -110,6 +114,28 @@ def problems(pod_spec: Mapping) -> list[str]:
 
 def _show(amounts: Mapping[str, Decimal]) -> str:
     return ", ".join(f"{name}: {amount.normalize()}" for name, amount in sorted(amounts.items())) or "no GPU"
+
+
+def init_container(amounts: Mapping[str, Any]) -> dict:
+    """The check's init container, asking for these GPU amounts (what `devices_to_check` says); the same
+    container as in docs/examples/ and docs/operations/startup-check.md."""
+    return {"name": CONTAINER_NAME, "image": IMAGE, "command": ["sh", f"{MOUNT_PATH}/check.sh"],
+            "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}],
+            "resources": {"requests": {"cpu": "10m", "memory": "32Mi", **amounts},
+                          "limits": {"memory": "32Mi", **amounts}},
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "allowPrivilegeEscalation": False},
+            "volumeMounts": [{"name": CONFIGMAP_NAME, "mountPath": MOUNT_PATH, "readOnly": True}]}
+
+
+def with_check(pod_spec: dict) -> dict:
+    """The pod spec with the check in place (first init container, ConfigMap volume); unchanged without GPUs."""
+    wanted = devices_to_check(pod_spec)
+    if not wanted:
+        return pod_spec
+    amounts = {name: int(amount) for name, amount in wanted.items()}
+    return {**pod_spec, "initContainers": [init_container(amounts), *(pod_spec.get("initContainers") or [])],
+            "volumes": [*(pod_spec.get("volumes") or []),
+                        {"name": CONFIGMAP_NAME, "configMap": {"name": CONFIGMAP_NAME}}]}
 
 
 def table_lines(pools: Iterable[Pool]) -> list[str]:
