@@ -4,7 +4,7 @@ The check itself is `policies/startup-check/check.sh` (POSIX sh, run with the GP
 every GPU node already pulls: it carries busybox sh on a glibc base, and nvidia-smi comes from the driver
 through the container toolkit's `utility` capability). The component ships it with `pools.conf`, one line per
 pool, which must say what each `pool.yaml` `spec.startupCheck` says: `table_lines` writes those lines and
-`read_table` reads them back (tests/test_startup_check.py keeps the shipped table equal). Decision 0051.
+`read_table` reads them back (rule POOL005 compares the shipped table with pool.yaml). Decision 0051.
 
 Why an init container sees the pod's own devices: the kubelet's device manager keeps the devices of an
 ordinary init container in `devicesToReuse` and allocates each app container from that set first
