@@ -29,23 +29,24 @@ H100 = "GPU-8f1c0a5e-1111-4a4e-9d2b-3c1b2a000001 (NVIDIA H100 80GB HBM3)"
 
 # case -> (exit status, fragments the last line must hold, sleeps between attempts)
 CASES = {
-    "free-gpu": (0, ["ok: 1 device(s) free (pool test-h100)"], []),
-    "foreign-process": (1, [f"busy: device {H100}: 40960 MiB of 81559 MiB in use, pool test-h100 allows 5% "
-                            "(4077 MiB), held by pid 4242 (python3, 40950 MiB);",
+    "free-gpu": (0, ["ok: 1 device(s) free (settings of H100 exclusive pools)"], []),
+    "foreign-process": (1, [f"busy: device {H100}: 40960 MiB of 81559 MiB in use, more than the 5% (4077 MiB) "
+                            "allowed on H100 exclusive pools, held by pid 4242 (python3, 40950 MiB);",
                             "runbook: https://runbooks.test/GPUStartupCheckFailed/"], ["5", "10"]),
     "memory-nearly-full": (1, [f"busy: device {H100}: 80100 MiB of 81559 MiB in use",
                                "held by a process this pod cannot see"], ["5", "10"]),
-    "busy-then-free": (0, ["ok: 1 device(s) free (pool test-h100)"], ["5"]),
+    "busy-then-free": (0, ["ok: 1 device(s) free (settings of H100 exclusive pools)"], ["5"]),
     "mig-instance-busy": (1, ["device GPU-1d2e3f4a-4444-4b5c-9d6e-7f8a9b000004/gi9 (NVIDIA A100-SXM4-80GB MIG): "
-                              "9200 MiB of 9728 MiB in use, pool test-a100-mig allows 5% (486 MiB), "
+                              "9200 MiB of 9728 MiB in use, more than the 5% (486 MiB) allowed on A100 mig pools, "
                               "held by pid 31337 (python, 9150 MiB)"], ["5"]),
-    "mig-instance-free": (0, ["ok: 1 device(s) free (pool test-a100-mig)"], []),
+    "mig-instance-free": (0, ["ok: 1 device(s) free (settings of A100 mig pools)"], []),
     "driver-not-loaded": (2, ["cannot check: nvidia-smi cannot read the GPUs: NVIDIA-SMI has failed because it "
                               "couldn't communicate with the NVIDIA driver.", "runbook: "], ["5", "10", "15"]),
-    "time-sliced-share-free": (0, ["ok: 1 device(s) free (pool test-l4-shared)"], []),
+    "time-sliced-share-free": (0, ["ok: 1 device(s) free (settings of L4 time-sliced pools)"], []),
     "time-sliced-share-taken": (1, ["device GPU-4b7d9e21-2222-4c1f-8e3a-5d6e7f000002 (NVIDIA L4): 3534 MiB free of "
-                                    "23034 MiB, pool test-l4-shared needs its share of 25% (5758 MiB)"], ["5"]),
-    "skipped-pool": (0, ["skipped: pool test-l40s-skip sets startupCheck.skip"], []),
+                                    "23034 MiB, less than one replica's share, 25% (5758 MiB), on L4 time-sliced "
+                                    "pools"], ["5"]),
+    "skipped-pool": (0, ["skipped: startupCheck.skip is set for L40S exclusive pools"], []),
 }
 
 
@@ -83,12 +84,12 @@ def test_verdict_and_message(shell: str, case: str, tmp_path: Path) -> None:
 def test_named_pool_wins_over_the_product(tmp_path: Path) -> None:
     # GPU_CHECK_POOL picks the line by name: here the L40S pool that skips, for an H100 device.
     status, lines, _ = _run(SHELLS[0], "foreign-process", tmp_path, GPU_CHECK_POOL="test-l40s-skip")
-    assert status == 0 and "skipped" in lines[-1]
+    assert status == 0 and lines[-1].endswith("skipped: startupCheck.skip is set for pool test-l40s-skip")
 
 
 def test_without_a_table_the_fleet_defaults_apply(tmp_path: Path) -> None:
     status, lines, waited = _run(SHELLS[0], "foreign-process", tmp_path, GPU_CHECK_POOLS=str(tmp_path / "none"))
-    assert status == 1 and "pool unknown allows 5%" in lines[-1]
+    assert status == 1 and "allowed on no pool line (fleet defaults)" in lines[-1]
     assert waited == ["5", "10", "15"]
 
 

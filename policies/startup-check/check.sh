@@ -20,16 +20,17 @@ RUNBOOK=${GPU_CHECK_RUNBOOK:-runbooks/GPUStartupCheckFailed/}
 SLEEP=${GPU_CHECK_SLEEP:-sleep}
 
 # The fleet defaults (pool.yaml's schema defaults) until a device's pool is known.
-POOL=unknown SKIP=false RETRIES=3 BACKOFF=5 MAX_USED_PERCENT=5 SHARE_PERCENT=0
+SETTINGS="no pool line (fleet defaults)" SKIP=false RETRIES=3 BACKOFF=5 MAX_USED_PERCENT=5 SHARE_PERCENT=0
 
 say() { printf 'gpu-startup-check: %s\n' "$*"; }
 
 # The settings of the device's pool: the line naming GPU_CHECK_POOL when set, else the first line whose
 # product stands as a word of the device name (or before a "-": A100-SXM4-80GB) and whose sharing agrees
-# (mig for a MIG instance). Without a line, the fleet defaults above.
+# (mig for a MIG instance); rule POOL005 keeps every line of one product and sharing family equal, so which of
+# them comes first does not matter. SETTINGS says whose they are. Without a line, the fleet defaults above.
 # "$1": device name as nvidia-smi prints it, "$2": yes when the device is a MIG instance.
 pick_settings() {
-    POOL=unknown SKIP=false RETRIES=3 BACKOFF=5 MAX_USED_PERCENT=5 SHARE_PERCENT=0
+    SETTINGS="no pool line (fleet defaults)" SKIP=false RETRIES=3 BACKOFF=5 MAX_USED_PERCENT=5 SHARE_PERCENT=0
     [ -r "$POOLS_FILE" ] || return 0
     line=$(awk -v pool="${GPU_CHECK_POOL:-}" -v name=" $1 " -v mig="$2" '
         /^[ \t]*(#|$)/ { next }
@@ -43,7 +44,8 @@ pick_settings() {
     [ -n "$line" ] || return 0
     # shellcheck disable=SC2086 # the line is split into its fields on purpose
     set -- $line
-    POOL=$1 SKIP=$4 RETRIES=$5 BACKOFF=$6 MAX_USED_PERCENT=$7 SHARE_PERCENT=$8
+    SKIP=$4 RETRIES=$5 BACKOFF=$6 MAX_USED_PERCENT=$7 SHARE_PERCENT=$8
+    if [ -n "${GPU_CHECK_POOL:-}" ]; then SETTINGS="pool $1"; else SETTINGS="$3 $2 pools"; fi
 }
 
 # nvidia-smi, with its output in $SMI_OUT and its exit status returned.
@@ -133,11 +135,11 @@ check_once() {
             # Time-sliced: the share the pool declares for one replica must still be free.
             need=$((total * SHARE_PERCENT / 100)) free=$((total - used))
             [ "$free" -ge "$need" ] && continue
-            what="$free MiB free of $total MiB, pool $POOL needs its share of $SHARE_PERCENT% ($need MiB)"
+            what="$free MiB free of $total MiB, less than one replica's share, $SHARE_PERCENT% ($need MiB), on $SETTINGS"
         else
             limit=$((total * MAX_USED_PERCENT / 100))
             [ "$used" -le "$limit" ] && continue
-            what="$used MiB of $total MiB in use, pool $POOL allows $MAX_USED_PERCENT% ($limit MiB)"
+            what="$used MiB of $total MiB in use, more than the $MAX_USED_PERCENT% ($limit MiB) allowed on $SETTINGS"
         fi
         held=$(holders "$id")
         REASON="$REASON device $id ($name): $what, held by ${held:-a process this pod cannot see};"
@@ -159,9 +161,9 @@ main() {
         verdict=$?
         if [ "$verdict" -eq 0 ]; then
             if [ "$checked" -eq 0 ]; then
-                say "skipped: pool $POOL sets startupCheck.skip"
+                say "skipped: startupCheck.skip is set for $SETTINGS"
             else
-                say "ok: $checked device(s) free (pool $POOL)"
+                say "ok: $checked device(s) free (settings of $SETTINGS)"
             fi
             return 0
         fi

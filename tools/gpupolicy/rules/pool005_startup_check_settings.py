@@ -6,8 +6,8 @@ Every team GPU pod runs `gpu-startup-check` first (decision 0051). The check rea
 into each team namespace. `pool.yaml` `spec.startupCheck` is where a pool's settings are declared; a table that
 lags behind it applies other thresholds, retries or `skip` than the pull request shows, silently. A team
 namespace without the ConfigMap is worse: its GPU pods cannot mount the check's volume and never start. And two
-pools of one cluster with the same GPU product and sharing family (MIG or not) cannot be told apart on the node:
-the check applies the first line's settings to both.
+pools with the same GPU product and sharing family (MIG or not) cannot be told apart on the node, in whichever
+clusters they are (the table is the fleet's): the check applies the first matching line's settings to both.
 
 ## Bad example
 ```yaml
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject, Pool
-from ..startupcheck import COLUMNS, CONFIGMAP_NAME, product, read_table, table_fields
+from ..startupcheck import COLUMNS, CONFIGMAP_NAME, read_table, table_fields
 
 ID = "POOL005"
 SEVERITY = Severity.ERROR
@@ -41,9 +41,9 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         if not tables:
             continue  # the cluster does not ship the check
         yield from _missing_in_team_namespaces(fleet, cluster, tables)
-        for configmap in sorted(tables.values(), key=lambda o: o.namespace)[:1]:  # one component, one table
-            yield from _disagreements(fleet, cluster, configmap)
-        yield from _indistinguishable(fleet, cluster)
+        table = _table(min(tables.values(), key=lambda o: o.namespace))  # one component: one table for all
+        yield from _disagreements(fleet, cluster, table)
+        yield from _indistinguishable(fleet, cluster, table)
 
 
 def _missing_in_team_namespaces(fleet: Fleet, cluster: Cluster, tables: dict) -> Iterator[Finding]:
@@ -56,9 +56,12 @@ def _missing_in_team_namespaces(fleet: Fleet, cluster: Cluster, tables: dict) ->
                           **at(fleet.locate(namespace.obj, "metadata", "name")))
 
 
-def _disagreements(fleet: Fleet, cluster: Cluster, configmap: K8sObject) -> Iterator[Finding]:
+def _table(configmap: K8sObject) -> dict[str, tuple[str, ...]]:
     data = configmap.body.get("data") if isinstance(configmap.body.get("data"), dict) else {}
-    table = read_table(str(data.get(TABLE_KEY, "")))
+    return read_table(str(data.get(TABLE_KEY, "")))
+
+
+def _disagreements(fleet: Fleet, cluster: Cluster, table: dict[str, tuple[str, ...]]) -> Iterator[Finding]:
     for pool in cluster.pools:
         expected = table_fields(pool)
         shipped = table.get(pool.name)
@@ -72,19 +75,22 @@ def _disagreements(fleet: Fleet, cluster: Cluster, configmap: K8sObject) -> Iter
                       **at(_settings_place(fleet, pool)))
 
 
-def _indistinguishable(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
-    first_of: dict[tuple[str, bool], Pool] = {}
+def _indistinguishable(fleet: Fleet, cluster: Cluster, table: dict[str, tuple[str, ...]]) -> Iterator[Finding]:
+    """A pool whose devices can match another line of the table (same product, same MIG-or-not) with other
+    settings: the table is the same in every cluster, so the other pool may live in any cluster."""
     for pool in sorted(cluster.pools, key=lambda p: p.name):
-        family = (product(pool.gpu_model), pool.sharing == "mig")
-        first = first_of.setdefault(family, pool)
-        if first is pool or table_fields(first)[1:] == table_fields(pool)[1:]:
+        expected = table_fields(pool)
+        family = (expected[2], expected[1] == "mig")
+        other = next((line for name, line in sorted(table.items()) if name != pool.name and len(line) == len(COLUMNS)
+                      and (line[2], line[1] == "mig") == family and line[1:] != expected[1:]), None)
+        if other is None:
             continue
         yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                      message=f"pools {first.name} and {pool.name} both have {family[0]} GPUs"
+                      message=f"pools {pool.name} and {other[0]} both have {family[0]} GPUs"
                               f"{' in MIG mode' if family[1] else ''} but different startup-check settings or "
-                              f"sharing ({_show(table_fields(first))} / {_show(table_fields(pool))}); on the node the "
-                              f"check cannot tell them apart and applies {first.name}'s line to both",
-                      hint=f"give {pool.name} the same startupCheck settings as {first.name}",
+                              f"sharing ({_differences(other, expected)}); on the node the check cannot tell them "
+                              f"apart and may apply {other[0]}'s line to {pool.name}'s devices",
+                      hint=f"give {pool.name} and {other[0]} the same startupCheck settings",
                       **at(_settings_place(fleet, pool)))
 
 
@@ -97,7 +103,3 @@ def _differences(shipped: tuple[str, ...], expected: tuple[str, ...]) -> str:
     padded = shipped + ("(none)",) * (len(expected) - len(shipped))
     return ", ".join(f"{name} {have} (pool.yaml: {want})"
                      for name, have, want in zip(COLUMNS[1:], padded[1:], expected[1:], strict=False) if have != want)
-
-
-def _show(fields: tuple[str, ...]) -> str:
-    return ", ".join(f"{name} {value}" for name, value in zip(COLUMNS[1:], fields[1:], strict=False))
