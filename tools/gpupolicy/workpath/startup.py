@@ -30,5 +30,6 @@ def startup_step(fleet: Fleet, pool: Pool, spec: dict) -> tuple[bool, str, Locat
         test = f"one replica's share ({pool.memory_share_percent}% of the card's memory) must be free"
     else:
         test = f"at most {check.max_memory_used_percent}% of each device's memory may be in use"
+    waits = ", ".join(f"{check.backoff_seconds * n}s" for n in range(1, check.retries + 1)) or "none"
     return True, (f"init container {CONTAINER_NAME} is given {devices} before the containers start; pool "
-                  f"{pool.name}: {test}, {check.retries} retries {check.backoff_seconds}s apart (growing)"), where
+                  f"{pool.name}: {test}; {check.retries} retries (waits: {waits})"), where
