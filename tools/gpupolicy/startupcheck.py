@@ -123,7 +123,8 @@ def init_container(amounts: Mapping[str, Any]) -> dict:
             "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}],
             "resources": {"requests": {"cpu": "10m", "memory": "32Mi", **amounts},
                           "limits": {"memory": "32Mi", **amounts}},
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "allowPrivilegeEscalation": False},
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
             "volumeMounts": [{"name": CONFIGMAP_NAME, "mountPath": MOUNT_PATH, "readOnly": True}]}
 
 
