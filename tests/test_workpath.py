@@ -13,6 +13,7 @@ from support import copy_repo
 
 from gpupolicy import cli, pipeline, workpath, yamlload
 from gpupolicy.model import Fleet
+from gpupolicy.startupcheck import with_check
 from gpupolicy.workpath import matrix
 
 HERE = Path(__file__).resolve().parent
@@ -66,6 +67,7 @@ def test_init_container_asking_more_gpus_than_a_node_has_is_blocked_at_node_fit(
            "spec": {"initContainers": [{"name": "warmup", "image": "x",
                                         "resources": {"limits": {"nvidia.com/gpu": 16}}}],
                     "containers": [{"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}
+    pod["spec"] = with_check(pod["spec"])  # a team GPU pod carries the startup check (else refused at admission)
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(yaml.safe_dump(pod))
     path = _trace(fleet, manifest, "prod-us")
@@ -217,3 +219,32 @@ def test_a_deployment_counts_every_replica_against_the_namespace_quota(fleet: Fl
     blocked = path.blocked
     assert blocked.stage == "namespace quota" and "request 200" in blocked.text, blocked.text
     assert path.pod_sets[0].count == 1 and path.pod_sets[0].workloads == 200
+
+
+def test_startup_check_is_a_step_with_the_pools_settings(fleet: Fleet) -> None:
+    path = _trace(fleet, REPO / "docs/examples/training-job.yaml", "prod-us")
+    step = path.pod_sets[0].steps[-1]
+    assert step.stage == "startup check" and step.ok
+    assert "given 8 nvidia.com/gpu" in step.text and "pool us-h100-train: at most 5%" in step.text
+    assert step.where.path == "pools/us-h100-train/pool.yaml"
+
+
+def test_example_without_the_startup_check_is_refused_at_admission(fleet: Fleet, tmp_path: Path) -> None:
+    job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
+    spec = job["spec"]["template"]["spec"]
+    del spec["initContainers"], spec["volumes"]
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job))
+    for cluster in ("prod-eu", "prod-us", "test-us"):
+        blocked = _trace(fleet, manifest, cluster).blocked
+        # The Job itself is refused, before Kueue would reserve quota for pods that could never be created.
+        assert blocked.stage == "admission" and blocked.text.startswith(
+            "the workload is denied by gpu-jobs-require-startup-check: every GPU pod template of this job")
+        assert blocked.where.path == "policies/admission/gpu-startup-check.yaml"
+
+
+def test_time_sliced_pool_checks_its_share(fleet: Fleet) -> None:
+    path = _trace(fleet, REPO / "docs/examples/notebook-statefulset.yaml", "prod-us")
+    pool = path.pod_sets[0].pool
+    assert fleet.pools[pool].sharing == "time-sliced"
+    assert "one replica's share (25% of the card's memory) must be free" in path.pod_sets[0].steps[-1].text

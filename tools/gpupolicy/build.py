@@ -28,6 +28,7 @@ from .model import (
     PriorityClass,
     ResourceGroup,
     ResourceQuota,
+    StartupCheck,
     Taint,
     WorkloadPriorityClass,
 )
@@ -233,7 +234,17 @@ def pool_from(doc: Document) -> Pool:
         team=spec.get("team", ""), description=doc.data["metadata"].get("description", ""),
         time_slicing_replicas=sliced.get("replicas"), rename_shared=bool(sliced.get("renameByDefault")),
         mig_layout=mig.get("layout"), mig_strategy=mig.get("strategy"),
-        mps_replicas=(spec.get("mps") or {}).get("replicas"), **_node_shape(spec.get("node")))
+        mps_replicas=(spec.get("mps") or {}).get("replicas"), **_node_shape(spec.get("node")),
+        startup_check=_startup_check(spec.get("startupCheck")))
+
+
+def _startup_check(settings: Any) -> StartupCheck:
+    """pool.yaml `startupCheck` over the schema's defaults (a malformed block: defaults; the schema reports it)."""
+    settings = settings if isinstance(settings, dict) else {}
+    fields = {"skip": "skip", "retries": "retries", "backoffSeconds": "backoff_seconds",
+              "maxMemoryUsedPercent": "max_memory_used_percent"}
+    return StartupCheck(**{name: settings[key] for key, name in fields.items()
+                           if key in settings and type(settings[key]) is type(getattr(StartupCheck, name))})
 
 
 def _node_shape(node: Any) -> dict:

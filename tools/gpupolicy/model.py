@@ -88,6 +88,17 @@ class Taint:
 
 
 @dataclass(frozen=True)
+class StartupCheck:
+    """pool.yaml `spec.startupCheck`: how the GPU startup check (policies/startup-check) treats the pool's
+    devices. The defaults are the schema's; decision 0051."""
+
+    skip: bool = False
+    retries: int = 3
+    backoff_seconds: int = 5
+    max_memory_used_percent: int = 5
+
+
+@dataclass(frozen=True)
 class Pool:
     """A GPU node pool as its pool.yaml declares it; capacity is what its nodes expose per resource name."""
 
@@ -111,6 +122,7 @@ class Pool:
     node_memory: int | None = None
     capacity: dict[str, int] = field(default_factory=dict)  # resource name -> devices exposed by the pool
     clusters: tuple[str, ...] = ()  # every cluster of the run whose overlay includes the pool
+    startup_check: StartupCheck = field(default_factory=StartupCheck)
 
     @property
     def nodes(self) -> int:
@@ -130,6 +142,13 @@ class Pool:
         if self.mps_replicas:
             return "mps"
         return "exclusive"
+
+    @property
+    def memory_share_percent(self) -> int:
+        """The share of a card one replica of a time-sliced or MPS pool may count on (100 / replicas, rounded
+        down); 0 for exclusive and MIG pools, whose devices are not shared."""
+        replicas = self.time_slicing_replicas or self.mps_replicas
+        return 100 // replicas if replicas and self.sharing in ("time-sliced", "mps") else 0
 
     def capacity_without(self, nodes_lost: int) -> dict[str, int]:
         """Capacity left when `nodes_lost` nodes are gone (capacity scales per node)."""

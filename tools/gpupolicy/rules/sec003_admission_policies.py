@@ -4,12 +4,13 @@
 Kueue quotas, the priority ladder and the GPU Operator hardening all assume that pods cannot route around them:
 a GPU pod without a queue label is never counted against a quota, a pod that tolerates the GPU taint without
 requesting a GPU squats on a GPU node, `NVIDIA_VISIBLE_DEVICES` picks GPUs behind the device plugin's back, and a
-privileged container sees every GPU of the node. Each cluster must render ValidatingAdmissionPolicies, bound with
-`validationActions: [Deny]`, that refuse all four in team namespaces. The rule does not trust names or labels:
+privileged container sees every GPU of the node, and a GPU pod without the GPU startup check starts on a card a
+neighbour already holds (decision 0051). Each cluster must render ValidatingAdmissionPolicies, bound with
+`validationActions: [Deny]`, that refuse all five in team namespaces. The rule does not trust names or labels:
 it evaluates the cluster's rendered policies and bindings (CEL, see `gpupolicy.cel`) on one probe pod per
 purpose, in a team namespace of the cluster, and reports every probe that would be admitted. Policies are
 labelled `gpupolicy.io/admission-policy: <purpose>` by convention; the purposes are `gpu-requires-queue`,
-`no-gpu-toleration-without-request`, `no-visible-devices-env` and `no-privileged-gpu`.
+`no-gpu-toleration-without-request`, `no-visible-devices-env`, `no-privileged-gpu` and `gpu-startup-check`.
 
 ## Bad example
 ```yaml
@@ -32,6 +33,7 @@ from collections.abc import Iterator
 from .. import cel
 from ..findings import Finding, Severity, at
 from ..model import QUEUE_LABEL, TEAM_LABEL, Cluster, Fleet
+from ..startupcheck import with_check
 
 ID = "SEC003"
 SEVERITY = Severity.ERROR
@@ -46,13 +48,23 @@ def _pod(namespace: str, container: dict, **spec: object) -> dict:
                                      **container}], **spec}}
 
 
+def _checked(pod: dict) -> dict:
+    """The probe with the GPU startup check in place, so that only the trick it tries can get it denied."""
+    return {**pod, "spec": with_check(pod["spec"])}
+
+
 def probes(namespace: str) -> dict[str, tuple[str, dict]]:
     """purpose -> (what the probe tries, pod that a correct policy set denies)."""
     gpu = {"resources": {"limits": {"nvidia.com/gpu": 1}}}
-    queued = _pod(namespace, {**gpu, "securityContext": {"privileged": True}})
+    queued = _checked(_pod(namespace, {**gpu, "securityContext": {"privileged": True}}))
     queued["metadata"]["labels"] = {QUEUE_LABEL: "probe"}
+    unchecked = _pod(namespace, gpu)
+    unchecked["metadata"]["labels"] = {QUEUE_LABEL: "probe"}
     return {
-        "gpu-requires-queue": ("a GPU pod without a kueue.x-k8s.io/queue-name label", _pod(namespace, gpu)),
+        "gpu-requires-queue": ("a GPU pod without a kueue.x-k8s.io/queue-name label",
+                               _checked(_pod(namespace, gpu))),
+        "gpu-startup-check": ("a queued GPU pod without the GPU startup check (init container gpu-startup-check)",
+                              unchecked),
         "no-gpu-toleration-without-request": (
             "a pod tolerating nvidia.com/gpu without requesting a GPU",
             _pod(namespace, {}, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists",

@@ -4,7 +4,7 @@ object (file:line) that decides it — the offline answer to "why is my pod pend
     admission of the workload -> API-server defaulting of its pods (LimitRange) -> namespace ResourceQuota
     -> Kueue: integration and namespace, LocalQueue, ClusterQueue -> per pod set: flavor assignment (node labels
     and tolerations injected) -> admission of the pods Kueue starts -> node fit in a pool -> GPU Operator
-    components on that pool -> container runtime
+    components on that pool -> container runtime -> the GPU startup check (init container, `startup.py`)
 
 `trace()` returns a `WorkloadPath`: where each pod set lands (a pool with its resources, or the cluster's CPU
 nodes), or the first step that blocks it, why, and where to change it. Used by `gpupolicy explain`, the WL rules
@@ -30,6 +30,7 @@ from ..rules.sec003_admission_policies import chain_of
 from ..selectors import label_selector_matches
 from ..yamlload import mapping
 from . import kueue, nodes, operands, pods
+from .startup import startup_step
 
 KUEUE_SERVICE_ACCOUNT = "system:serviceaccount:kueue-system:kueue-controller-manager"
 
@@ -319,6 +320,7 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
     path.steps += [Step("GPU Operator", c.ok, c.text, c.where) for c in operands.operands_on(fleet, cluster, fit.pool)]
     check = operands.runtime(fleet, cluster, spec)
     path.steps.append(Step("runtime", check.ok, check.text, check.where))
+    path.steps.append(Step("startup check", *startup_step(fleet, fit.pool, spec)))
 
 
 def _node_fit_culprit(fleet: Fleet, cluster: Cluster, pod_set: kueue.PodSet, path: PodSetPath, fit: nodes.NodeFit,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ..findings import Location
 from ..model import MIG_RESOURCE_PREFIX, QUEUE_LABEL, Cluster, Fleet, Namespace
 from ..quotas import flavor_limit, flavor_limits
+from ..startupcheck import with_check
 from . import WorkloadPath, incomplete, misplaced, trace
 
 GPU = "nvidia.com/gpu"
@@ -64,7 +65,8 @@ def _pod_template(queue: str, containers: list[dict], init: list[dict] | None = 
     spec: dict = {"restartPolicy": "Never", "containers": containers}
     if init:
         spec["initContainers"] = init
-    return {"metadata": {"labels": {QUEUE_LABEL: queue}}, "spec": spec}
+    # A team's GPU pods carry the GPU startup check, as the examples do (decision 0051).
+    return {"metadata": {"labels": {QUEUE_LABEL: queue}}, "spec": with_check(spec)}
 
 
 def _meta(name: str, namespace: str, queue: str) -> dict:
