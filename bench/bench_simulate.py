@@ -8,10 +8,12 @@ Replays (each skipped when its input is absent):
 - the FGD fidelity experiment for one seed per policy (best-fit and FGD).
 The peer figure printed alongside is the naive pure-Python replay measured in
 ../shared/reference/traces-and-simulators.md §5 (about 1.5k events/s on the same kind of machine).
+The figures go to bench/results-simulate.json (replay -> seconds, events, events per second) as well.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections import Counter
@@ -28,6 +30,8 @@ from gpupolicy.simulate.report import comparison_rows, markdown_table  # noqa: E
 from gpupolicy.simulate.traces import read_trace  # noqa: E402
 
 NAIVE_EVENTS_PER_SECOND = 1500
+RESULTS = REPO / "bench" / "results-simulate.json"
+FIGURES: dict[str, dict] = {}  # label -> figures, written to RESULTS at the end
 
 
 def itp_policy(jobs, gpus: int = 1280, placement: str = "best-fit") -> SimPolicy:
@@ -54,6 +58,8 @@ def timed(label: str, policy: SimPolicy, jobs) -> tuple[float, object]:
     result = Engine(policy, jobs, assign_queues(jobs, policy)).run()
     seconds = time.perf_counter() - started
     rate = result.events / seconds if seconds else 0
+    FIGURES[label] = {"jobs": len(jobs), "events": result.events, "seconds": round(seconds, 3),
+                      "events_per_second": round(rate)}
     print(f"{label:48} {len(jobs):>7} jobs {result.events:>8} events {seconds:7.2f} s "
           f"{rate:>10,.0f} events/s ({rate / NAIVE_EVENTS_PER_SECOND:.0f}x the naive replay)")
     return seconds, result
@@ -100,8 +106,10 @@ def bench_fidelity() -> None:
     for policy in fidelity.POLICIES:
         started = time.perf_counter()
         curve = fidelity.run_experiment(nodes, pods, policy, 42)
-        print(f"FGD experiment, {policy:8} seed 42: {time.perf_counter() - started:6.2f} s, "
-              f"allocation at 130% demand {curve[130]:.2f}%")
+        seconds = time.perf_counter() - started
+        FIGURES[f"FGD experiment, {policy}, seed 42"] = {"seconds": round(seconds, 3),
+                                                         "allocation_percent": round(curve[130], 2)}
+        print(f"FGD experiment, {policy:8} seed 42: {seconds:6.2f} s, allocation at 130% demand {curve[130]:.2f}%")
 
 
 if __name__ == "__main__":
@@ -109,4 +117,6 @@ if __name__ == "__main__":
     bench_itp()
     if "--fidelity" in sys.argv:
         bench_fidelity()
+    RESULTS.write_text(json.dumps(FIGURES, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"\nfigures: {RESULTS.relative_to(REPO)}")
     _ = replay  # public entry point kept importable for `make bench` users

@@ -2,7 +2,7 @@
 
     policy.py     model Cluster -> SimPolicy (and the baseline from the same cluster)
     traces.py     csv / openb / itp readers, CSV writer
-    engine.py     the discrete-event engine
+    engine.py     the discrete-event engine; pending.py its queues of pending work, indexed by size
     placement.py  per-pool card bookkeeping, best-fit and fragmentation-aware scores
     metrics.py    summaries; report.py Markdown + PNG; fidelity.py the FGD paper check
 """

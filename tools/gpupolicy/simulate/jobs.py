@@ -82,6 +82,11 @@ class Shape:
         return self.count * self.milli
 
 
+def request_key(job: Job) -> tuple:
+    """Everything `shape_in_pool` reads of a job: jobs with equal keys take the same shape in every pool."""
+    return (job.gpus, job.share, job.mig, job.pods)
+
+
 def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool,
                   model: str = "") -> Shape | None:
     """How a job occupies a pool with the given sharing mode, or None when it cannot run there at all.
