@@ -26,6 +26,11 @@ from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimQueue
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
+# A pod that crashes at start is recreated by the Job controller after 10 s, 20 s, 40 s ... capped at six
+# minutes, and the Job fails after backoffLimit (default 6) failures (kubernetes.io, "Jobs": Pod backoff
+# failure policy).
+CRASH_BACKOFF_SECONDS, CRASH_BACKOFF_CAP, JOB_BACKOFF_LIMIT = 10, 360, 6
+BUSY_DEVICE_REASON = "failed at start on a busy device (Job backoff limit)"
 PROTECTED_TIERS = ("production",)
 PROTECTED_WORKLOADS = ("inference",)
 
@@ -52,6 +57,7 @@ class Run:
     never_reason: str = ""
     size: tuple[int, int] = (0, 0)  # (total milli, milli per pod) as the trace asks, for the skip-larger test
     request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
+    busy_starts: int = 0  # times it crashed at start on a card whose memory a neighbour held
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -69,6 +75,7 @@ class Result:
     events: int = 0
     end: int = 0
     queues: dict[str, SimQueue] = field(default_factory=dict)
+    busy_starts: int = 0  # starts that crashed on a busy device (time-sliced pools without the startup check)
 
 
 class Engine:
@@ -120,6 +127,9 @@ class Engine:
         # queue -> priority -> run indices: a victim search looks only at the priorities it may preempt
         self.queue_running: dict[str, dict[int, set[int]]] = {name: {} for name in policy.queues}
         self.priority_levels = sorted({run.priority for run in self.runs})
+        for name, pool in policy.pools.items():
+            self.pools[name].memory_check = pool.startup_check
+        self.busy_starts = 0
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -195,7 +205,8 @@ class Engine:
                 run.never_reason = "still pending when the replay ended"
         return Result(self.policy.name, self.runs, self.timeline,
                       sum(p.gpus_per_node * len(p.free) * MILLI for p in self.pools.values()),
-                      self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues))
+                      self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues),
+                      self.busy_starts)
 
     def _record(self) -> None:
         point = (self.now, self._allocated(), self._available())
@@ -218,7 +229,7 @@ class Engine:
         if key not in self.shapes:
             pool = self.policy.pools[pool_name]
             self.shapes[key] = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node,
-                                             self.policy.whole_gpus, pool.model)
+                                             self.policy.whole_gpus, pool.model, self.policy.replica_per_pod)
         return self.shapes[key]
 
     def _enqueue(self, run: Run) -> bool:
@@ -358,6 +369,9 @@ class Engine:
         self._use(run.queue, flavor.flavor, shape.total)
 
     def _start(self, run: Run) -> None:
+        if run.shape.memory and self.pools[run.flavor.pool].busy(run.slots):
+            self._crash_at_start(run)
+            return
         run.started = self.now
         if run.first_start < 0:
             run.first_start = self.now
@@ -365,6 +379,21 @@ class Engine:
         self.running[run.flavor.pool].add(run.index)
         self.queue_running[run.queue].setdefault(run.priority, set()).add(run.index)
         self._push(self.now + run.remaining, FINISH, (run.index, run.token))
+
+    def _crash_at_start(self, run: Run) -> None:
+        """No startup check: the pod starts on a card whose memory its neighbours hold, fails, and its Job
+        recreates it after a backoff (a new arrival), or gives up after JOB_BACKOFF_LIMIT failures."""
+        self.busy_starts += 1
+        run.busy_starts += 1
+        self.pools[run.flavor.pool].release(run.slots)
+        self._released(run.flavor.pool)
+        self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        run.slots = []
+        if run.busy_starts >= JOB_BACKOFF_LIMIT:
+            run.never_reason = BUSY_DEVICE_REASON
+            return
+        backoff = min(CRASH_BACKOFF_CAP, CRASH_BACKOFF_SECONDS * 2 ** (run.busy_starts - 1))
+        self._push(self.now + backoff, ARRIVE, run.index)
 
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
@@ -487,7 +516,7 @@ class Engine:
                 if victim.shape.milli != MILLI:
                     whole = False  # a shared card frees capacity only with its neighbours: place for real
                 else:
-                    for node, _, _ in victim.slots:
+                    for node, *_ in victim.slots:
                         cards = freed_cards.get(node, pool.whole[node])
                         freed_cards[node] = cards + 1
                         placeable += (cards + 1) // count - cards // count
@@ -524,8 +553,8 @@ class Engine:
 
     def _rebind_tentative(self, victim: Run) -> None:
         pool = self.pools[victim.flavor.pool]
-        for node, card, milli in victim.slots:
-            pool._take(node, card, milli)
+        for node, card, milli, memory in victim.slots:
+            pool._take(node, card, milli, memory)
         self._use(victim.queue, victim.flavor.flavor, victim.shape.total)
 
     def _evict(self, run: Run, preempted: bool) -> None:

@@ -312,7 +312,20 @@ def fidelity_table(traces: Path, results_csv: Path, trace: str = "default", seed
         published_curves = expected(results_csv, f"openb_pod_list_{trace}", policy)
         published = [published_curves[s][column] for s in seeds if s in published_curves]
         mean_ours = sum(ours) / len(ours)
-        mean_pub = sum(published) / len(published)
+        mean_pub = sum(published) / len(published) if published else math.nan  # a variant the paper did not run
         rows.append(FidelityRow(policy, len(seeds), mean_ours, mean_pub, (1 - mean_ours / 100) * total_gpus,
                                 (1 - mean_pub / 100) * total_gpus))
     return rows
+
+
+def variants(traces: Path) -> list[str]:
+    """Every `openb_pod_list_*` variant in the trace directory (default, cpu*, gpushare*, gpuspec*, multigpu*)."""
+    prefix, suffix = "openb_pod_list_", ".csv"
+    return sorted(p.name[len(prefix):-len(suffix)] for p in traces.glob(f"{prefix}*{suffix}"))
+
+
+def variant_table(traces: Path, results_csv: Path, seeds: Iterable[int] = (42,),
+                  policies: Iterable[str] = POLICIES) -> dict[str, list[FidelityRow]]:
+    """variant -> fidelity rows, for every variant the published results cover."""
+    seeds, policies = list(seeds), list(policies)
+    return {trace: fidelity_table(traces, results_csv, trace, seeds, policies) for trace in variants(traces)}

@@ -67,11 +67,14 @@ def profile_share(profile: str, model: str = "") -> Fraction | None:
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """A job's size in one pool: `pods` pods, each holding `count` cards with `milli` of each."""
+    """A job's size in one pool: `pods` pods, each holding `count` cards with `milli` of each. `memory` is the
+    part of a card's memory (milli) each pod needs where that is tracked apart from `milli`: a time-sliced
+    replica isolates no memory, so a pod may need more than its replica's share (0 = not tracked)."""
 
     pods: int
     count: int
     milli: int
+    memory: int = 0
 
     @property
     def total(self) -> int:
@@ -88,13 +91,14 @@ def request_key(job: Job) -> tuple:
 
 
 def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool,
-                  model: str = "") -> Shape | None:
+                  model: str = "", replica_per_pod: bool = False) -> Shape | None:
     """How a job occupies a pool with the given sharing mode, or None when it cannot run there at all.
 
     exclusive pools (and the whole-GPU baseline) round a fraction up to a card; time-sliced pools round it up
     to a multiple of 1/replicas; MIG pools round it up to the next profile size of the pool's GPU `model`
     (placement rules are ignored, so this is the optimistic bound). Whole-card jobs run only on exclusive pools
-    (or anywhere in the baseline).
+    (or anywhere in the baseline). With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a
+    plain `nvidia.com/gpu: 1` request does, and needs its share of the card's memory (`Shape.memory`).
     """
     if job.fractional and job.gpus <= 1:
         if whole_only or sharing == "exclusive":
@@ -106,6 +110,8 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
             slices = next((s for s in catalog.profile_sizes(card) if s >= wanted), card.compute_slices)
             return Shape(job.pods, 1, math.ceil(slices * MILLI / card.compute_slices))
         replicas = max(replicas, 1)
+        if replica_per_pod:
+            return Shape(job.pods, 1, math.ceil(MILLI / replicas), min(MILLI, math.ceil(job.fraction * MILLI)))
         slots = max(1, math.ceil(job.fraction * replicas - 1e-9))
         return Shape(job.pods, 1, min(MILLI, math.ceil(slots * MILLI / replicas)))
     count, pods = max(job.gpus, 0), job.pods
