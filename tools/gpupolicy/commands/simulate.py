@@ -143,6 +143,10 @@ def run(args: argparse.Namespace) -> int:
                f"{trace.skipped} rows without GPUs dropped)",
                f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`",
                f"- replay time: {seconds:.2f} s for {result.before.events + result.after.events} events"]
+    if unchecked:
+        context.append(f"- busy devices (time-sliced pods as one replica each): {after.busy_starts} starts failed "
+                       f"with the startup check as pool.yaml sets it, {unchecked.busy_starts} without it "
+                       f"({unchecked.lost_to_busy_devices} jobs lost after the Job's backoff limit)")
     markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
     try:
         write_files({out / "report.md": markdown, **{out / name: data for name, data in images.items()}})

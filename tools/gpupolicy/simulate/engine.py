@@ -31,6 +31,7 @@ ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
 # failure policy).
 CRASH_BACKOFF_SECONDS, CRASH_BACKOFF_CAP, JOB_BACKOFF_LIMIT = 10, 360, 6
 BUSY_DEVICE_REASON = "failed at start on a busy device (Job backoff limit)"
+NOT_QUEUED_REASON = "did not fit when it arrived (no queueing)"
 PROTECTED_TIERS = ("production",)
 PROTECTED_WORKLOADS = ("inference",)
 
@@ -79,17 +80,25 @@ class Result:
 
 
 class Engine:
+    """`pools` replaces the PoolState of the named pools (the FGD experiment's node-class pool). The workload
+    protocol of the FGD simulator is two options: `departures=False` (a started job holds its cards to the
+    end) and `queueing=False` (a job that cannot start when it arrives is dropped, not queued)."""
+
     def __init__(self, policy: SimPolicy, jobs: Sequence[Job], queues: Sequence[str],
-                 failures: Sequence[Failure] = ()):
+                 failures: Sequence[Failure] = (), pools: dict | None = None, departures: bool = True,
+                 queueing: bool = True):
         self.policy = policy
+        self.departures, self.queueing = departures, queueing
         self.shapes: dict[tuple[tuple, str], Shape | None] = {}  # (request, pool) -> shape, computed once
         requests: dict[tuple, tuple[Job, int]] = {}  # request -> (a job asking for it, how many jobs do)
         for job in jobs:
             key = request_key(job)
             example, count = requests.get(key, (job, 0))
             requests[key] = (example, count + 1)
-        self.pools = {name: PoolState(name, p.nodes, p.gpus_per_node, policy.placement,
-                                      self._typical(requests, p.name)) for name, p in policy.pools.items()}
+        given = pools or {}
+        self.pools = {name: given.get(name) or PoolState(name, p.nodes, p.gpus_per_node, policy.placement,
+                                                         self._typical(requests, p.name))
+                      for name, p in policy.pools.items()}
         self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration,
                          size=self._size(job), request=request_key(job))
                      for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
@@ -195,6 +204,8 @@ class Engine:
                 self._schedule_all()
             else:
                 self._schedule_arrivals(arrivals)
+            if not self.queueing:
+                self._drop_unstarted(arrivals)
             self._record()
         end = self.now
         for pool_name, nodes, since in self.open_failures:
@@ -204,7 +215,7 @@ class Engine:
             if run.finished < 0 and not run.never_reason:
                 run.never_reason = "still pending when the replay ended"
         return Result(self.policy.name, self.runs, self.timeline,
-                      sum(p.gpus_per_node * len(p.free) * MILLI for p in self.pools.values()),
+                      sum(p.full_capacity for p in self.pools.values()),
                       self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues),
                       self.busy_starts)
 
@@ -309,6 +320,13 @@ class Engine:
                 self.stale.discard(name)
                 self._schedule_queue(name, None)
 
+    def _drop_unstarted(self, arrivals: list[Run]) -> None:
+        """No queueing: an arrival that did not start at once leaves the queue for good."""
+        for run in arrivals:
+            if run.started < 0:
+                self.pending[run.queue].remove((*run.key, run.index), run.size)
+                run.never_reason = NOT_QUEUED_REASON
+
     def _released(self, pool_name: str) -> None:
         self.stale.update(self.queues_in_pool[pool_name])
 
@@ -378,7 +396,8 @@ class Engine:
         run.token += 1
         self.running[run.flavor.pool].add(run.index)
         self.queue_running[run.queue].setdefault(run.priority, set()).add(run.index)
-        self._push(self.now + run.remaining, FINISH, (run.index, run.token))
+        if self.departures:
+            self._push(self.now + run.remaining, FINISH, (run.index, run.token))
 
     def _crash_at_start(self, run: Run) -> None:
         """No startup check: the pod starts on a card whose memory its neighbours hold, fails, and its Job

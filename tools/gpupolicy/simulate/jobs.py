@@ -33,6 +33,10 @@ class Job:
     tier: str = ""
     workload: str = ""
     checkpoint: int = 0  # seconds between checkpoints; 0 = a preempted job starts over
+    # what the FGD experiment's node-class pools also place on (nodeclasses.py); other pools ignore them
+    cpu: int = 0  # milli-CPU per pod
+    memory_mib: int = 0  # per pod
+    gpu_models: frozenset[str] = frozenset()  # GPU models the pod may run on; empty = any
 
     @property
     def fractional(self) -> bool:
@@ -75,6 +79,7 @@ class Shape:
     count: int
     milli: int
     memory: int = 0
+    demand: tuple = ()  # (milli-CPU, memory MiB, GPU models) per pod, for node-class pools ("milli" sharing)
 
     @property
     def total(self) -> int:
@@ -87,7 +92,7 @@ class Shape:
 
 def request_key(job: Job) -> tuple:
     """Everything `shape_in_pool` reads of a job: jobs with equal keys take the same shape in every pool."""
-    return (job.gpus, job.share, job.mig, job.pods)
+    return (job.gpus, job.share, job.mig, job.pods, job.cpu, job.memory_mib, job.gpu_models)
 
 
 def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool,
@@ -99,7 +104,14 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
     (placement rules are ignored, so this is the optimistic bound). Whole-card jobs run only on exclusive pools
     (or anywhere in the baseline). With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a
     plain `nvidia.com/gpu: 1` request does, and needs its share of the card's memory (`Shape.memory`).
+    A "milli" pool (the FGD simulator's cards) gives a pod exactly the milli it asks, or whole cards, and
+    places CPU-only pods too: their CPU and memory count on a node.
     """
+    if sharing == "milli":
+        demand = (job.cpu, job.memory_mib, job.gpu_models)
+        if job.fractional:
+            return Shape(job.pods, 1, round(job.fraction * MILLI), demand=demand)
+        return Shape(job.pods, job.gpus, MILLI if job.gpus else 0, demand=demand)
     if job.fractional and job.gpus <= 1:
         if whole_only or sharing == "exclusive":
             return Shape(job.pods, 1, MILLI)

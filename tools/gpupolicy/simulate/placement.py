@@ -39,7 +39,8 @@ class PoolState:
         self.typical = [(count, milli, weight) for (count, milli), weight in typical]
         self._frag_memo: dict[tuple, float] = {}
         self.allocated = 0  # milli in use
-        self.capacity = nodes * gpus_per_node * MILLI
+        self.capacity = nodes * gpus_per_node * MILLI  # of the working nodes
+        self.full_capacity = self.capacity  # every node up
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def _set_whole(self, node: int, value: int) -> None:
@@ -192,20 +193,25 @@ class PoolState:
         return self.frag_of(tuple(sorted(free))) - before
 
     def frag_of(self, free: tuple[int, ...]) -> float:
-        """Expected free capacity of a node (cards' free milli) that a typical request could not use."""
         cached = self._frag_memo.get(free)
-        if cached is not None:
-            return cached
-        total = sum(free)
-        frag = 0.0
-        for count, milli, weight in self.typical:
-            usable = sum(1 for f in free if f >= milli)
-            if usable < count:
-                frag += weight * total
-            else:
-                frag += weight * sum(f for f in free if f < milli)
-        self._frag_memo[free] = frag
-        return frag
+        if cached is None:
+            cached = self._frag_memo[free] = fragmentation(free, self.typical)
+        return cached
+
+
+def fragmentation(free: tuple[int, ...], typical: list[tuple[int, int, float]]) -> float:
+    """Expected free capacity of a node (its cards' free milli) that a typical request could not use:
+    `typical` is (cards per pod, milli per card, weight); a request that does not fit wastes all of it, one
+    that fits wastes the cards too small for it. The engine's frag-aware score, also run by fidelity.py."""
+    total = sum(free)
+    frag = 0.0
+    for count, milli, weight in typical:
+        usable = sum(1 for f in free if f >= milli)
+        if usable < count:
+            frag += weight * total
+        else:
+            frag += weight * sum(f for f in free if f < milli)
+    return frag
 
 
 def typical_sizes(shapes: Iterable[tuple[int, int]], coverage: float = 0.95) -> list[tuple[tuple[int, int], float]]:
