@@ -55,3 +55,18 @@ def test_the_engine_driven_experiment_places_exactly_as_the_pool_alone():
         curve = fidelity.run_experiment(nodes, pods, policy, seed=7)
         assert curve[130] == 100.0 * direct[-1] / capacity
         assert max(curve) <= 100.0
+
+
+def test_without_queueing_a_retry_that_does_not_fit_is_dropped_too():
+    from gpupolicy.simulate.busy import with_busy_devices
+
+    pool = SimPool("shared", 1, 1, "time-sliced", replicas=2)
+    policy = with_busy_devices(SimPolicy("p", {"shared": pool}, {"q": SimQueue("q", (FlavorQuota("shared", "shared",
+                                                                                                  1000),))}),
+                               {"shared": False})
+    # b fails at start next to a (memory), is retried at 10 s, when c holds the other replica: dropped then
+    jobs = [Job("a", 0, 1000, share=0.6), Job("b", 0, 100, share=0.6), Job("c", 5, 1000, share=0.1)]
+    result = Engine(policy, jobs, ["q"] * 3, queueing=False).run()
+    a, b, c = result.runs
+    assert a.first_start == 0 and c.first_start == 5
+    assert b.busy_starts == 1 and b.first_start < 0 and b.never_reason == NOT_QUEUED_REASON

@@ -323,8 +323,9 @@ class Engine:
     def _drop_unstarted(self, arrivals: list[Run]) -> None:
         """No queueing: an arrival that did not start at once leaves the queue for good."""
         for run in arrivals:
-            if run.started < 0 and not run.busy_starts:  # one that failed at start waits for its Job's retry
-                self.pending[run.queue].remove((*run.key, run.index), run.size)
+            entry, pending = (*run.key, run.index), self.pending[run.queue]
+            if pending.holds(entry, run.size):  # not one that failed at start and waits for its Job's retry
+                pending.remove(entry, run.size)
                 run.never_reason = NOT_QUEUED_REASON
 
     def _released(self, pool_name: str) -> None:

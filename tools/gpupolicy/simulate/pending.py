@@ -37,6 +37,11 @@ class PendingQueue:
         self.count += 1
         self.added += 1
 
+    def holds(self, entry: Entry, size: Size) -> bool:
+        group = self.groups.get(size, ())
+        position = bisect_left(group, entry)
+        return position < len(group) and group[position] == entry
+
     def remove(self, entry: Entry, size: Size) -> None:
         group = self.groups[size]
         del group[bisect_left(group, entry)]
