@@ -1,7 +1,9 @@
 """`gpupolicy simulate`: replay a workload against a cluster's policy and against a naive baseline.
 
 With no arguments it replays the synthetic trace shipped in the package on the first cluster of the
-repository. The baseline is the same hardware run as whole GPUs, one strict-FIFO queue, no sharing and no
+repository. `--workload mixed` builds the congested mixed workload instead (ITP training jobs and openb
+inference pods from --traces DIR, mapped to the fleet's teams, arrivals sped up until the baseline queues;
+see simulate/mixed.py and docs/operations/simulation.md). The baseline is the same hardware run as whole GPUs, one strict-FIFO queue, no sharing and no
 preemption. The report (Markdown + PNG) goes to --out DIR, by default artifacts/simulation/ in the repository
 (git-ignored). The output ends with a verdict that names each metric the proposed policy makes worse than the
 baseline by more than --worse-by percent (waits only when they grow by 5 minutes or more).
@@ -24,6 +26,7 @@ from ._fleet import load_fleet_or_error
 NAME = "simulate"
 HELP = "what-if replay of a workload trace against a cluster's queues, pools and preemption vs a baseline"
 SHIPPED_TRACE = "synthetic-week.csv"
+DEFAULT_TRACES = "../shared/traces"
 DEFAULT_OUT = "artifacts/simulation"
 WORSE_BY_HELP_DEFAULT = "10"  # verdict.DEFAULT_WORSE_BY, not imported here to keep --help fast (a test pins it)  # artifacts/ is git-ignored; make diff/sarif/junit write there too
 
@@ -34,6 +37,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="NAME", help="cluster to replay on (default: the first one)")
     parser.add_argument("--trace", metavar="FILE", type=Path, help="trace file (default: the shipped one)")
     parser.add_argument("--trace-format", choices=("csv", "openb", "itp"), help="detected when omitted")
+    parser.add_argument("--workload", choices=("mixed",),
+                        help="build a workload instead of reading --trace: mixed = ITP training + openb inference")
+    parser.add_argument("--traces", metavar="DIR", type=Path,
+                        help=f"where --workload mixed reads ITP and openb (default: {DEFAULT_TRACES} next to the "
+                             "repository)")
+    parser.add_argument("--scale", metavar="T:I", default="auto",
+                        help="--workload mixed: arrival-rate factors for training and inference, or auto (the "
+                             "smallest that congest the baseline; default)")
+    parser.add_argument("--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed (default 7)")
+    parser.add_argument("--busy-devices", action="store_true",
+                        help="time-sliced pods take one replica each and may land where a neighbour holds the "
+                             "card's memory: count those starts with the startup check (per pool.yaml) and "
+                             "without it (an extra column)")
     parser.add_argument("--policy", choices=("frag-aware", "best-fit"), default="frag-aware",
                         help="placement score of the proposed policy (default frag-aware)")
     parser.add_argument("--fail-nodes", metavar="SPEC", default="",
@@ -68,8 +84,9 @@ def _mapping(items: list[str]) -> dict[str, str] | None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToolError
     from ..simulate import compare
+    from ..simulate.busy import startup_checks
     from ..simulate.failures import parse_failures
-    from ..simulate.report import comparison_rows, markdown_table, plot_images, render_markdown
+    from ..simulate.report import comparison_rows, markdown_table, plot_images, render_markdown, summary_rows
     from ..simulate.traces import TraceError, read_trace
     from ..simulate.verdict import DEFAULT_WORSE_BY, verdict_lines, worse_metrics
     from ..transaction import write_files
@@ -77,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
     mapping = _mapping(args.map)
     if mapping is None:
         return _fail("--map takes TEAM=QUEUE")
+    if args.workload and args.trace is not None:
+        return _fail("--workload builds its own jobs: pass either --workload or --trace")
+    if args.workload and (args.days <= 0 or _scales(args.scale) is None):
+        return _fail("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors, e.g. 1:3")
     if args.worse_by is not None and not 0 <= args.worse_by < 10_000:
         return _fail("--worse-by takes a percentage from 0 up, such as 10")
     out, error = _out_dir(args)
@@ -90,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     if cluster is None:
         return _fail(error)
     try:
-        if args.trace is None:
+        if args.workload == "mixed":
+            trace = _mixed_trace(args, cluster)
+        elif args.trace is None:
             with resources.as_file(resources.files("gpupolicy") / "data" / "traces" / SHIPPED_TRACE) as path:
                 trace = read_trace(path, "csv")
         else:
@@ -105,7 +128,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--map names unknown ClusterQueue(s) {', '.join(unknown)} in cluster {cluster.name}")
     started = time.perf_counter()
     try:
-        result = compare(cluster, jobs, failures, mapping, args.policy)
+        checks = startup_checks(Path(args.repo), cluster) if args.busy_devices else None
+        result = compare(cluster, jobs, failures, mapping, args.policy, checks)
+        unchecked = _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
@@ -118,21 +143,68 @@ def run(args: argparse.Namespace) -> int:
                f"{trace.skipped} rows without GPUs dropped)",
                f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`",
                f"- replay time: {seconds:.2f} s for {result.before.events + result.after.events} events"]
+    if unchecked:
+        context.append(f"- busy devices (time-sliced pods as one replica each): {after.busy_starts} starts failed "
+                       f"with the startup check as pool.yaml sets it, {unchecked.busy_starts} without it "
+                       f"({unchecked.lost_to_busy_devices} jobs lost after the Job's backoff limit)")
     markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
     try:
         write_files({out / "report.md": markdown, **{out / name: data for name, data in images.items()}})
     except ToolError as exc:
         return _fail(f"cannot write the report to {out}: {exc}")
     if args.format == "json":
+        extra = {"proposed_without_startup_check": asdict(unchecked)} if unchecked else {}
         print(json.dumps({"cluster": cluster.name, "trace": trace.source, "seconds": seconds,
-                          "baseline": asdict(before), "proposed": asdict(after), "report": str(out),
+                          "baseline": asdict(before), "proposed": asdict(after), **extra, "report": str(out),
                           "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]}}, indent=2))
     else:
         print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s\n")
-        print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(before, after)))
+        if unchecked:
+            print(markdown_table(("metric", "baseline", "proposed", "proposed without the startup check"),
+                                 summary_rows([before, after, unchecked])))
+        else:
+            print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(before, after)))
         print(f"\nreport: {out / 'report.md'}")
         print("\n".join(verdict))
     return 1 if after.never_scheduled else 0
+
+
+def _without_startup_check(args: argparse.Namespace, cluster, jobs, failures, mapping):
+    """The proposed policy's summary with the startup check off on every pool."""
+    from ..simulate import replay
+    from ..simulate.busy import startup_checks, with_busy_devices
+    from ..simulate.metrics import summarize
+    from ..simulate.policy import from_cluster
+
+    policy = with_busy_devices(from_cluster(cluster, args.policy), startup_checks(Path(args.repo), cluster, False))
+    return summarize(replay(policy, jobs, failures, mapping))
+
+
+def _scales(text: str) -> tuple[float, float] | None | str:
+    """`auto`, or (training, inference) arrival-rate factors from `T:I`; None when malformed."""
+    if text == "auto":
+        return "auto"
+    training, sep, inference = text.partition(":")
+    try:
+        factors = (float(training), float(inference)) if sep else None
+    except ValueError:
+        return None
+    return factors if factors and all(0 < f <= 1000 for f in factors) else None
+
+
+def _mixed_trace(args: argparse.Namespace, cluster):
+    """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong)."""
+    from ..simulate import mixed
+    from ..simulate.traces import Trace
+
+    traces = args.traces if args.traces is not None else Path(args.repo) / DEFAULT_TRACES
+    itp, openb = mixed.read_sources(traces)
+    scales = _scales(args.scale)
+    if scales == "auto":
+        workload = mixed.congestion_scales(cluster, itp, openb, args.days)
+    else:
+        workload = mixed.build(itp, openb, *scales, args.days)
+    return Trace(workload.jobs, workload.describe(), "mixed")
 
 
 def _out_dir(args: argparse.Namespace) -> tuple[Path | None, str]:

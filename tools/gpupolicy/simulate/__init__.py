@@ -2,9 +2,11 @@
 
     policy.py     model Cluster -> SimPolicy (and the baseline from the same cluster)
     traces.py     csv / openb / itp readers, CSV writer
-    engine.py     the discrete-event engine
+    engine.py     the discrete-event engine; pending.py its queues of pending work, indexed by size
     placement.py  per-pool card bookkeeping, best-fit and fragmentation-aware scores
+    nodeclasses.py  heterogeneous nodes (CPU, memory, GPU model) as the FGD simulator places on them
     metrics.py    summaries; report.py Markdown + PNG; fidelity.py the FGD paper check
+    mixed.py      the congested ITP + openb workload; busy.py time-sliced neighbours and the startup check
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import Cluster
+from .busy import with_busy_devices
 from .engine import Engine, Result
 from .failures import Failure
 from .jobs import Job
@@ -34,8 +37,13 @@ def replay(policy: SimPolicy, jobs: Sequence[Job], failures: Sequence[Failure] =
 
 
 def compare(cluster: Cluster, jobs: Sequence[Job], failures: Sequence[Failure] = (),
-            mapping: dict[str, str] | None = None, placement: str = "frag-aware") -> Comparison:
-    """Replay `jobs` under the baseline and under the cluster's declared policy."""
+            mapping: dict[str, str] | None = None, placement: str = "frag-aware",
+            checks: dict[str, bool] | None = None) -> Comparison:
+    """Replay `jobs` under the baseline and under the cluster's declared policy; with `checks` (pool -> startup
+    check on), time-sliced pods take one replica each and may meet busy devices (busy.py)."""
     before = replay(baseline(cluster), jobs, failures, mapping)
-    after = replay(from_cluster(cluster, placement), jobs, failures, mapping)
+    proposed = from_cluster(cluster, placement)
+    if checks is not None:
+        proposed = with_busy_devices(proposed, checks)
+    after = replay(proposed, jobs, failures, mapping)
     return Comparison(before, after, summarize(before), summarize(after))

@@ -15,17 +15,23 @@ requeues; a job on a failed node is requeued with all its work kept.
 from __future__ import annotations
 
 import heapq
-from bisect import insort
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .failures import Failure
-from .jobs import MILLI, Job, Shape, shape_in_pool
+from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
+from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimQueue
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
+# A pod that crashes at start is recreated by the Job controller after 10 s, 20 s, 40 s ... capped at six
+# minutes, and the Job fails after backoffLimit (default 6) failures (kubernetes.io, "Jobs": Pod backoff
+# failure policy).
+CRASH_BACKOFF_SECONDS, CRASH_BACKOFF_CAP, JOB_BACKOFF_LIMIT = 10, 360, 6
+BUSY_DEVICE_REASON = "failed at start on a busy device (Job backoff limit)"
+NOT_QUEUED_REASON = "did not fit when it arrived (no queueing)"
 PROTECTED_TIERS = ("production",)
 PROTECTED_WORKLOADS = ("inference",)
 
@@ -51,6 +57,8 @@ class Run:
     lost_milli_seconds: int = 0
     never_reason: str = ""
     size: tuple[int, int] = (0, 0)  # (total milli, milli per pod) as the trace asks, for the skip-larger test
+    request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
+    busy_starts: int = 0  # times it crashed at start on a card whose memory a neighbour held
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -68,18 +76,32 @@ class Result:
     events: int = 0
     end: int = 0
     queues: dict[str, SimQueue] = field(default_factory=dict)
+    busy_starts: int = 0  # starts that crashed on a busy device (time-sliced pools without the startup check)
 
 
 class Engine:
+    """`pools` replaces the PoolState of the named pools (the FGD experiment's node-class pool). The workload
+    protocol of the FGD simulator is two options: `departures=False` (a started job holds its cards to the
+    end) and `queueing=False` (a job that cannot start when it arrives is dropped, not queued)."""
+
     def __init__(self, policy: SimPolicy, jobs: Sequence[Job], queues: Sequence[str],
-                 failures: Sequence[Failure] = ()):
+                 failures: Sequence[Failure] = (), pools: dict | None = None, departures: bool = True,
+                 queueing: bool = True):
         self.policy = policy
-        self.pools = {name: PoolState(name, p.nodes, p.gpus_per_node, policy.placement,
-                                      self._typical(jobs, p.name)) for name, p in policy.pools.items()}
+        self.departures, self.queueing = departures, queueing
+        self.shapes: dict[tuple[tuple, str], Shape | None] = {}  # (request, pool) -> shape, computed once
+        requests: dict[tuple, tuple[Job, int]] = {}  # request -> (a job asking for it, how many jobs do)
+        for job in jobs:
+            key = request_key(job)
+            example, count = requests.get(key, (job, 0))
+            requests[key] = (example, count + 1)
+        given = pools or {}
+        self.pools = {name: given.get(name) or PoolState(name, p.nodes, p.gpus_per_node, policy.placement,
+                                                         self._typical(requests, p.name))
+                      for name, p in policy.pools.items()}
         self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration,
-                         size=self._size(job))
+                         size=self._size(job), request=request_key(job))
                      for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
-        self.shapes: dict[tuple[int, str], Shape | None] = {}  # (run index, pool) -> shape, computed once
         self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}  # queue -> flavor -> milli
         self.cohorts: dict[str, list[SimQueue]] = {}
         for queue in policy.queues.values():
@@ -101,12 +123,22 @@ class Engine:
         self.borrowed: Counter = Counter()
         self.lendable = {key: sum(lends for _, _, lends in members) + policy.cohort_quota.get(key, 0)
                          for key, members in self.cohort_flavors.items()}
-        self.pending: dict[str, list[tuple]] = {name: [] for name in policy.queues}
-        self.pending_sizes: dict[str, Counter] = {name: Counter() for name in policy.queues}
+        self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
+        # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
+        # per flavor, and a flavor is one pool): a release marks the queues of that pool stale, and a
+        # scheduling pass runs only the stale ones instead of every queue after every finish.
+        self.queues_in_pool: dict[str, set[str]] = {name: set() for name in policy.pools}
+        for queue in policy.queues.values():
+            for fq in queue.flavors:
+                self.queues_in_pool[fq.pool].add(queue.name)
+        self.stale: set[str] = set()
         self.running: dict[str, set[int]] = {name: set() for name in policy.pools}  # pool -> run indices
         # queue -> priority -> run indices: a victim search looks only at the priorities it may preempt
         self.queue_running: dict[str, dict[int, set[int]]] = {name: {} for name in policy.queues}
         self.priority_levels = sorted({run.priority for run in self.runs})
+        for name, pool in policy.pools.items():
+            self.pools[name].memory_check = pool.startup_check
+        self.busy_starts = 0
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -123,15 +155,13 @@ class Engine:
                                  f"{', '.join(sorted(self.pools))})")
             self._push(failure.at, FAIL, failure)
 
-    def _typical(self, jobs: Sequence[Job], pool_name: str):
-        pool = self.policy.pools[pool_name]
-        shapes = []
-        for job in jobs:
-            shape = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node, self.policy.whole_gpus,
-                                  pool.model)
+    def _typical(self, requests: dict[tuple, tuple[Job, int]], pool_name: str):
+        sizes: Counter = Counter()
+        for request, (job, count) in requests.items():
+            shape = self._request_shape(request, job, pool_name)
             if shape is not None:
-                shapes.append((shape.count, shape.milli))
-        return typical_sizes(shapes)
+                sizes[(shape.count, shape.milli)] += count
+        return typical_sizes(sizes.elements())
 
     def _push(self, time: int, kind: int, payload) -> None:
         self.order += 1
@@ -170,9 +200,12 @@ class Engine:
                     self._recover(payload)
                     released = True
             if released:
+                self.stale.update(run.queue for run in arrivals)  # a full pass takes in the new jobs too
                 self._schedule_all()
             else:
                 self._schedule_arrivals(arrivals)
+            if not self.queueing:
+                self._drop_unstarted(arrivals)
             self._record()
         end = self.now
         for pool_name, nodes, since in self.open_failures:
@@ -182,8 +215,9 @@ class Engine:
             if run.finished < 0 and not run.never_reason:
                 run.never_reason = "still pending when the replay ended"
         return Result(self.policy.name, self.runs, self.timeline,
-                      sum(p.gpus_per_node * len(p.free) * MILLI for p in self.pools.values()),
-                      self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues))
+                      sum(p.full_capacity for p in self.pools.values()),
+                      self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues),
+                      self.busy_starts)
 
     def _record(self) -> None:
         point = (self.now, self._allocated(), self._available())
@@ -196,15 +230,18 @@ class Engine:
 
     # -- queues --------------------------------------------------------------------------------------
     def _shape(self, run: Run, flavor: FlavorQuota) -> Shape | None:
-        key = (run.index, flavor.pool)
         try:
-            return self.shapes[key]
+            return self.shapes[(run.request, flavor.pool)]
         except KeyError:
-            pool = self.policy.pools[flavor.pool]
-            shape = shape_in_pool(run.job, pool.sharing, pool.replicas, pool.gpus_per_node,
-                                  self.policy.whole_gpus, pool.model)
-            self.shapes[key] = shape
-            return shape
+            return self._request_shape(run.request, run.job, flavor.pool)
+
+    def _request_shape(self, request: tuple, job: Job, pool_name: str) -> Shape | None:
+        key = (request, pool_name)
+        if key not in self.shapes:
+            pool = self.policy.pools[pool_name]
+            self.shapes[key] = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node,
+                                             self.policy.whole_gpus, pool.model, self.policy.replica_per_pod)
+        return self.shapes[key]
 
     def _enqueue(self, run: Run) -> bool:
         """Queue an arriving job; a job no flavor could ever hold is reported never-scheduled at once."""
@@ -245,16 +282,7 @@ class Engine:
         return (job.pods * count * milli, count * milli)
 
     def _add_pending(self, run: Run) -> None:
-        insort(self.pending[run.queue], (*run.key, run.index))
-        self.pending_sizes[run.queue][run.size] += 1
-
-    def _drop_pending(self, run: Run, position: int) -> None:
-        del self.pending[run.queue][position]
-        sizes = self.pending_sizes[run.queue]
-        size = run.size
-        sizes[size] -= 1
-        if not sizes[size]:
-            del sizes[size]
+        self.pending[run.queue].add((*run.key, run.index), run.size)
 
     # -- quota ---------------------------------------------------------------------------------------
     def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, demand: int) -> bool:
@@ -282,58 +310,67 @@ class Engine:
 
     # -- scheduling ----------------------------------------------------------------------------------
     def _queue_order(self) -> list[str]:
-        heads = [(self.pending[name][0], name) for name in self.pending if self.pending[name]]
+        heads = [(head, name) for name, queue in self.pending.items() if (head := queue.head()) is not None]
         heads.sort()
         return [name for _, name in heads]
 
     def _schedule_all(self) -> None:
         for name in self._queue_order():
-            self._schedule_queue(name, None)
+            if name in self.stale:  # checked as the pass goes: an earlier queue's preemption may free cards
+                self.stale.discard(name)
+                self._schedule_queue(name, None)
+
+    def _drop_unstarted(self, arrivals: list[Run]) -> None:
+        """No queueing: an arrival that did not start at once leaves the queue for good."""
+        for run in arrivals:
+            entry, pending = (*run.key, run.index), self.pending[run.queue]
+            if pending.holds(entry, run.size):  # not one that failed at start and waits for its Job's retry
+                pending.remove(entry, run.size)
+                run.never_reason = NOT_QUEUED_REASON
+
+    def _released(self, pool_name: str) -> None:
+        self.stale.update(self.queues_in_pool[pool_name])
 
     def _schedule_arrivals(self, arrivals: list[Run]) -> None:
         """Nothing was released, so only the new jobs can change anything (older ones already failed)."""
         for run in sorted(arrivals, key=lambda r: r.key):
             queue = self.policy.queues[run.queue]
             pending = self.pending[run.queue]
-            if queue.strategy == "StrictFIFO" and pending and pending[0][-1] != run.index:
+            if queue.strategy == "StrictFIFO" and pending and pending.head()[-1] != run.index:
                 continue
             self._schedule_queue(run.queue, run.index)
 
     def _schedule_queue(self, name: str, only: int | None) -> None:
+        """Start what fits from one queue: just the run `only` when given (an arrival), the head alone while
+        it fits under StrictFIFO, else a pass in scheduling order over the sizes no failure rules out."""
         queue = self.policy.queues[name]
         pending = self.pending[name]
-        sizes = self.pending_sizes[name]
-        failed_total = failed_pod = None
-        position = 0
-        while position < len(pending):
-            index = pending[position][-1]
-            if only is not None and index != only:
-                position += 1
-                continue
-            run = self.runs[index]
-            total, per_pod = run.size
-            if failed_total is not None and total >= failed_total and per_pod >= failed_pod:
-                position += 1
-                if self._all_larger(sizes, failed_total, failed_pod):
-                    return
-                continue
-            if self._admit(run, queue) or self._preempt_for(run, queue):
-                self._drop_pending(run, position)
-                self._start(run)
-                if only is not None:
-                    return
-                continue
-            if queue.strategy == "StrictFIFO" or only is not None:
-                return
-            if failed_total is None or (total <= failed_total and per_pod <= failed_pod):
-                failed_total, failed_pod = total, per_pod
-            position += 1
-            if self._all_larger(sizes, failed_total, failed_pod):
-                return
+        if only is not None:
+            run = self.runs[only]
+            self._try_start(run, queue, (*run.key, run.index))
+            return
+        if queue.strategy == "StrictFIFO":
+            while (head := pending.head()) is not None and self._try_start(self.runs[head[-1]], queue, head):
+                pass
+            return
+        walk = pending.walk()
+        while (step := walk.next()) is not None:
+            entry, size = step
+            requeued = pending.added
+            if self._try_start(self.runs[entry[-1]], queue, entry):
+                if pending.added != requeued:  # a preemption sent a victim back to this queue, behind the pass
+                    walk.rescan(entry)
+                else:
+                    walk.started(entry, size)
+            else:
+                walk.failed(entry, size)
 
-    @staticmethod
-    def _all_larger(sizes: Counter, failed_total: int, failed_pod: int) -> bool:
-        return all(t >= failed_total and p >= failed_pod for t, p in sizes)
+    def _try_start(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
+        if self._admit(run, queue) or self._preempt_for(run, queue):
+            self.pending[run.queue].remove(entry, run.size)
+            self._start(run)
+            return True
+        return False
 
     def _admit(self, run: Run, queue: SimQueue) -> bool:
         for flavor in queue.flavors:
@@ -351,16 +388,36 @@ class Engine:
         self._use(run.queue, flavor.flavor, shape.total)
 
     def _start(self, run: Run) -> None:
+        if run.shape.memory and self.pools[run.flavor.pool].busy(run.slots):
+            self._crash_at_start(run)
+            return
         run.started = self.now
         if run.first_start < 0:
             run.first_start = self.now
         run.token += 1
         self.running[run.flavor.pool].add(run.index)
         self.queue_running[run.queue].setdefault(run.priority, set()).add(run.index)
-        self._push(self.now + run.remaining, FINISH, (run.index, run.token))
+        if self.departures:
+            self._push(self.now + run.remaining, FINISH, (run.index, run.token))
+
+    def _crash_at_start(self, run: Run) -> None:
+        """No startup check: the pod starts on a card whose memory its neighbours hold, fails, and its Job
+        recreates it after a backoff (a new arrival), or gives up after JOB_BACKOFF_LIMIT failures."""
+        self.busy_starts += 1
+        run.busy_starts += 1
+        self.pools[run.flavor.pool].release(run.slots)
+        self._released(run.flavor.pool)
+        self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        run.slots = []
+        if run.busy_starts >= JOB_BACKOFF_LIMIT:
+            run.never_reason = BUSY_DEVICE_REASON
+            return
+        backoff = min(CRASH_BACKOFF_CAP, CRASH_BACKOFF_SECONDS * 2 ** (run.busy_starts - 1))
+        self._push(self.now + backoff, ARRIVE, run.index)
 
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
+        self._released(run.flavor.pool)
         self._use(run.queue, run.flavor.flavor, -run.shape.total)
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
@@ -479,7 +536,7 @@ class Engine:
                 if victim.shape.milli != MILLI:
                     whole = False  # a shared card frees capacity only with its neighbours: place for real
                 else:
-                    for node, _, _ in victim.slots:
+                    for node, *_ in victim.slots:
                         cards = freed_cards.get(node, pool.whole[node])
                         freed_cards[node] = cards + 1
                         placeable += (cards + 1) // count - cards // count
@@ -516,8 +573,8 @@ class Engine:
 
     def _rebind_tentative(self, victim: Run) -> None:
         pool = self.pools[victim.flavor.pool]
-        for node, card, milli in victim.slots:
-            pool._take(node, card, milli)
+        for node, card, milli, memory in victim.slots:
+            pool._take(node, card, milli, memory)
         self._use(victim.queue, victim.flavor.flavor, victim.shape.total)
 
     def _evict(self, run: Run, preempted: bool) -> None:
@@ -535,6 +592,7 @@ class Engine:
             run.interruptions += 1
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
+        self._released(run.flavor.pool)
         run.slots, run.started = [], -1
         run.token += 1
         self._add_pending(run)
@@ -556,4 +614,5 @@ class Engine:
     def _recover(self, payload) -> None:
         pool_name, nodes, since = payload
         self.pools[pool_name].recover(nodes)
+        self._released(pool_name)
         self.failure_milli_seconds += (self.now - since) * len(nodes) * self.pools[pool_name].gpus_per_node * MILLI

@@ -1,4 +1,4 @@
-"""Fidelity check: the FGD paper's experiment on the Alibaba `openb` trace, re-implemented here.
+"""Fidelity check: the FGD paper's experiment on the Alibaba `openb` trace, run by the simulator's engine.
 
 Protocol (Weng et al., "Beware of Fragmentation", USENIX ATC'23; ../shared/reference/traces-and-simulators.md
 §2), as the published simulator runs it (hkust-adsl/kubernetes-scheduler-simulator, pkg/simulator/core.go and
@@ -7,59 +7,32 @@ seeded random order, then pods drawn at random are appended until the next one w
 past `tune` x the cluster's GPUs (1.3); no pod departs. Each arrival is filtered (CPU, memory, GPU model,
 cards that fit) and scored; the result is the GPU allocation ratio against arrived demand.
 
-Scores follow the simulator's definitions, with its integer score quantisation:
-- best-fit: 0.5 x CPU left / 128 cores + 0.5 x GPU milli left / 8000, lower is better, as a 0..100 integer;
-  a shared pod takes the tightest card;
-- FGD (pkg/utils/frag.go, pkg/simulator/plugin/fgd_score.go): the typical pods are the most popular
-  (CPU, GPU count, milli per GPU, GPU model) request shapes of the whole pod list, CPU-only pods included,
-  covering 95% of pods, weighted by popularity. A node's fragmentation is the expected free GPU milli a pod
-  drawn from them could not use: all of it when the pod cannot run there (too few fitting cards, too little
-  CPU, wrong GPU model, or no GPU request), else the cards with less free than the pod asks. The score is
-  sigmoid(fragmentation decrease / 1000) as a 0..100 integer; a shared pod is scored on each card that fits
-  and goes to the best (lowest index on a tie); whole cards are the lowest-index idle ones.
-- ties between nodes go to the node with the lowest fixed random rank, not to a random one (see Cluster):
-  this, not the score, is what made an earlier version of this module land 4.7 points below the paper.
-
-Nodes with equal state are one class, scored once: this makes a 10k-pod run take seconds in plain Python.
+This module is a driver: it turns the arrivals into jobs (one a second) and replays them through the same
+Engine as `gpupolicy simulate`, with the engine's workload-protocol options (no departures, no queueing: a
+pod that does not fit when it arrives is dropped) and a node-class pool (nodeclasses.py: the simulator's
+scores and its node-rank tie-break) in place of the policy replays' pools. The curve is read off the
+engine's allocation timeline.
 """
 
 from __future__ import annotations
 
 import csv
-import heapq
 import math
 import random
-from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-MILLI = 1000
-MAX_CPU = 128_000  # the simulator's normalisation constants (milli-CPU, milli-GPU)
-MAX_GPU = 8_000
-POLICIES = ("best-fit", "fgd")
+from .engine import Engine
+from .jobs import Job
+from .nodeclasses import MILLI, OWN_POLICY, POLICIES, Cluster, Memo, NodeType, Pod, typical_pods
+from .placement import typical_sizes
+from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue
+
+__all__ = ["MILLI", "OWN_POLICY", "POLICIES", "Cluster", "Memo", "NodeType", "Pod", "typical_pods", "arrivals",
+           "run_experiment", "fidelity_table", "variant_table", "variant_markdown", "variants"]
 EXPECTED_POLICY = {"best-fit": "05-BestFit", "fgd": "06-FGD"}
-
-
-@dataclass(frozen=True, slots=True)
-class Pod:
-    cpu: int
-    mem: int
-    num_gpu: int
-    milli: int  # per card
-    spec: frozenset[str]  # allowed GPU models; empty = any
-
-    @property
-    def gpu_demand(self) -> int:
-        return self.num_gpu * self.milli
-
-
-@dataclass(frozen=True, slots=True)
-class NodeType:
-    model: str
-    cpu: int
-    mem: int
-    cards: int
+POOL, QUEUE = "openb", "all"
 
 
 def read_nodes(path: Path) -> list[NodeType]:
@@ -78,158 +51,6 @@ def read_pods(path: Path) -> list[Pod]:
             pods.append(Pod(int(row["cpu_milli"]), int(row["memory_mib"]), num_gpu, milli, spec))
     return pods
 
-
-def typical_pods(pods: Iterable[Pod], threshold: float = 0.95) -> list[tuple[Pod, float]]:
-    """The most popular pod sizes covering `threshold` of pods, weights renormalised to sum to 1."""
-    counts = Counter((p.cpu, p.num_gpu, p.milli, p.spec) for p in pods)
-    total = sum(counts.values())
-    chosen, covered = [], 0
-    for (cpu, num, milli, spec), n in counts.most_common():
-        chosen.append((Pod(cpu, 0, num, milli, spec), n))
-        covered += n
-        if covered >= threshold * total:
-            break
-    return [(pod, n / covered) for pod, n in chosen]
-
-
-@dataclass
-class Memo:
-    """Fragmentation and score of node states; valid for one typical-pod set, so seeds can share it."""
-
-    frag: dict[tuple, float] = field(default_factory=dict)
-    choice: dict[tuple, tuple[float, int | None]] = field(default_factory=dict)
-
-
-class Cluster:
-    """Nodes grouped into classes of equal state: (model, cpu left, memory left, free milli per card in card order).
-
-    Each node has a fixed rank drawn from the seeded generator. The published simulator names its nodes with a
-    random-permutation prefix and its kube-scheduler fork breaks score ties by the smallest node name instead
-    of at random (vendor/k8s.io/kubernetes/pkg/scheduler/core/generic_scheduler.go, `selectHost`), so among
-    equal scores the same nodes keep being chosen: ties pack. Each class keeps its nodes' ranks in a heap.
-    """
-
-    def __init__(self, nodes: list[NodeType], typical: list[tuple[Pod, float]], rng: random.Random,
-                 quantise: bool = True, memo: Memo | None = None):
-        ranks = list(range(len(nodes)))
-        rng.shuffle(ranks)
-        self.classes: dict[tuple, list[int]] = {}
-        for node, rank in zip(nodes, ranks, strict=True):
-            key = (node.model, node.cpu, node.mem, (MILLI,) * node.cards)
-            self.classes.setdefault(key, []).append(rank)
-        for members in self.classes.values():
-            heapq.heapify(members)
-        self.capacity = sum(n.cards for n in nodes) * MILLI
-        self.allocated = 0
-        self.typical = typical
-        self.rng = rng
-        self.quantise = quantise
-        memo = memo if memo is not None else Memo()
-        self._frag = memo.frag
-        self._choice = memo.choice
-
-    def frag(self, model: str, cpu: int, free: tuple[int, ...]) -> float:
-        """Expected GPU milli of a node that a pod drawn from the typical pods could not use (FGD's measure).
-
-        Per typical pod: nothing when it fits (cards with enough free milli and CPU) except the cards too small
-        for it; all the node's free milli when it does not fit or asks for no GPU at all.
-        """
-        free = tuple(sorted(free))
-        key = (model, cpu, free)
-        value = self._frag.get(key)
-        if value is not None:
-            return value
-        total = sum(free)
-        value = 0.0
-        if total:
-            for pod, weight in self.typical:
-                if pod.milli == 0 or (pod.spec and model not in pod.spec) or cpu < pod.cpu:
-                    value += weight * total
-                    continue
-                usable = sum(1 for f in free if f >= pod.milli)
-                if usable < pod.num_gpu:
-                    value += weight * total
-                else:
-                    value += weight * sum(f for f in free if f < pod.milli)
-        self._frag[key] = value
-        return value
-
-    @staticmethod
-    def _fits(key: tuple, pod: Pod) -> bool:
-        model, cpu, mem, free = key
-        if cpu < pod.cpu or mem < pod.mem:
-            return False
-        if pod.num_gpu == 0:
-            return True
-        if pod.spec and model not in pod.spec:
-            return False
-        return sum(1 for f in free if f >= pod.milli) >= pod.num_gpu
-
-    @staticmethod
-    def _take(free: tuple[int, ...], pod: Pod, card: int | None) -> tuple[int, ...]:
-        """Cards after placing `pod`: a shared pod on `card`, whole cards on the lowest-index idle ones."""
-        cards = list(free)
-        if card is not None:
-            cards[card] -= pod.milli
-            return tuple(cards)
-        taken = 0
-        for i, f in enumerate(cards):
-            if taken < pod.num_gpu and f == MILLI:
-                cards[i] = 0
-                taken += 1
-        return tuple(cards)
-
-    def _choose(self, key: tuple, pod: Pod, policy: str) -> tuple[float, int | None]:
-        """(score, card for a shared pod) of placing `pod` on a node of class `key`; higher is better."""
-        memo = (key, pod, policy)
-        cached = self._choice.get(memo)
-        if cached is not None:
-            return cached
-        model, cpu, mem, free = key
-        shared = pod.num_gpu == 1 and 0 < pod.milli < MILLI
-        if policy == "best-fit":
-            # the tightest card, lowest index first (the simulator's default `best` GPU selection)
-            card = min((i for i, f in enumerate(free) if f >= pod.milli), key=lambda i: free[i]) if shared else None
-            left = 0.5 * (cpu - pod.cpu) / MAX_CPU + 0.5 * (sum(free) - pod.gpu_demand) / MAX_GPU
-            result = (self._score((1.0 - left) * 100), card)
-        else:
-            before = self.frag(model, cpu, free)
-            result = (-1.0, None)
-            for card in (i for i, f in enumerate(free) if f >= pod.milli) if shared else (None,):
-                after = self.frag(model, cpu - pod.cpu, self._take(free, pod, card) if pod.num_gpu else free)
-                score = self._score(_sigmoid((before - after) / 1000) * 100)
-                if score > result[0]:  # strictly better: the lowest-index card wins a tie
-                    result = (score, card)
-        self._choice[memo] = result
-        return result
-
-    def _score(self, value: float) -> float:
-        return float(int(value)) if self.quantise else value
-
-    def schedule(self, pod: Pod, policy: str) -> bool:
-        best, best_rank, chosen = -1.0, -1, None
-        for key, members in self.classes.items():
-            if not self._fits(key, pod):
-                continue
-            score, card = self._choose(key, pod, policy)
-            if score > best or (score == best and members[0] < best_rank):
-                best, best_rank, chosen = score, members[0], (key, card)
-        if chosen is None:
-            return False
-        key, card = chosen
-        members = self.classes[key]
-        rank = heapq.heappop(members)
-        if not members:
-            del self.classes[key]
-        model, cpu, mem, free = key
-        new_key = (model, cpu - pod.cpu, mem - pod.mem, self._take(free, pod, card) if pod.num_gpu else free)
-        heapq.heappush(self.classes.setdefault(new_key, []), rank)
-        self.allocated += pod.gpu_demand
-        return True
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
 
 
 def arrivals(pods: list[Pod], capacity: int, tune: float, rng: random.Random) -> Iterator[Pod]:
@@ -255,20 +76,51 @@ def run_experiment(nodes: list[NodeType], pods: list[Pod], policy: str, seed: in
 
     `memo` may be shared between runs with the same typical pods (and quantisation); it only saves time."""
     rng = random.Random(seed)
-    cluster = Cluster(nodes, typical if typical is not None else typical_pods(pods), rng, quantise, memo)
-    columns = int(round(tune * 100))
+    own = [(count, milli, weight) for (count, milli), weight in
+           typical_sizes((p.num_gpu, p.milli) for p in pods if p.num_gpu)] if policy == OWN_POLICY else None
+    # the pool draws its node ranks from `rng` before the arrivals do, as the published simulator orders them
+    pool = Cluster(nodes, typical if typical is not None else typical_pods(pods), rng, quantise, memo, own, policy)
+    order = list(arrivals(pods, pool.capacity, tune, rng))
+    jobs = [_job(pod, second) for second, pod in enumerate(order)]
+    result = Engine(_policy(nodes, pool.capacity), jobs, [QUEUE] * len(jobs), pools={POOL: pool},
+                    departures=False, queueing=False).run()
+    return _curve(order, result.timeline, pool.capacity, int(round(tune * 100)))
+
+
+def _job(pod: Pod, second: int) -> Job:
+    """One arrival as the engine's job: whole cards, or the milli of one card it asks for."""
+    shared = pod.num_gpu == 1 and 0 < pod.milli < MILLI
+    return Job(str(second), second, 1, gpus=pod.num_gpu, share=pod.milli / MILLI if shared else 0.0,
+               cpu=pod.cpu, memory_mib=pod.mem, gpu_models=pod.spec)
+
+
+def _policy(nodes: list[NodeType], capacity: int) -> SimPolicy:
+    """One pool of the trace's nodes (its cards shared by the milli, as the simulator shares them) and one
+    queue whose quota never limits: only placement decides."""
+    pool = SimPool(POOL, len(nodes), max(node.cards for node in nodes), "milli")
+    queue = SimQueue(QUEUE, (FlavorQuota(POOL, POOL, 2 * capacity),))
+    return SimPolicy("fgd-protocol", {POOL: pool}, {QUEUE: queue})
+
+
+def _curve(order: list[Pod], timeline: list[tuple[int, int, int]], capacity: int, columns: int) -> list[float]:
+    """Allocation (%) when the arrived demand first reaches each percent of capacity, read off the engine's
+    timeline (arrival i happens at second i)."""
     curve = [0.0] * (columns + 1)
-    arrived = 0
-    reached = 0
-    for pod in arrivals(pods, cluster.capacity, tune, rng):
-        cluster.schedule(pod, policy)
+    arrived = reached = point = allocated = 0
+    for second, pod in enumerate(order):
+        while point < len(timeline) and timeline[point][0] <= second:
+            allocated = timeline[point][1]
+            point += 1
         arrived += pod.gpu_demand
-        percent = min(columns, int(arrived * 100 // cluster.capacity))
+        percent = min(columns, int(arrived * 100 // capacity))
         while reached <= percent:
-            curve[reached] = 100.0 * cluster.allocated / cluster.capacity
+            curve[reached] = 100.0 * allocated / capacity
             reached += 1
+    while point < len(timeline):  # nothing after the last arrival changes it, but read to the end
+        allocated = timeline[point][1]
+        point += 1
     while reached <= columns:  # the last draw stopped short of the final column
-        curve[reached] = 100.0 * cluster.allocated / cluster.capacity
+        curve[reached] = 100.0 * allocated / capacity
         reached += 1
     return curve
 
@@ -309,10 +161,38 @@ def fidelity_table(traces: Path, results_csv: Path, trace: str = "default", seed
     for policy in policies:
         memo = Memo()
         ours = [run_experiment(nodes, pods, policy, seed, typical=typical, memo=memo)[column] for seed in seeds]
-        published_curves = expected(results_csv, f"openb_pod_list_{trace}", policy)
+        published_curves = expected(results_csv, f"openb_pod_list_{trace}", policy) if policy in EXPECTED_POLICY else {}
         published = [published_curves[s][column] for s in seeds if s in published_curves]
         mean_ours = sum(ours) / len(ours)
-        mean_pub = sum(published) / len(published)
+        mean_pub = sum(published) / len(published) if published else math.nan  # a variant the paper did not run
         rows.append(FidelityRow(policy, len(seeds), mean_ours, mean_pub, (1 - mean_ours / 100) * total_gpus,
                                 (1 - mean_pub / 100) * total_gpus))
     return rows
+
+
+def variants(traces: Path) -> list[str]:
+    """Every `openb_pod_list_*` variant in the trace directory (default, cpu*, gpushare*, gpuspec*, multigpu*)."""
+    prefix, suffix = "openb_pod_list_", ".csv"
+    return sorted(p.name[len(prefix):-len(suffix)] for p in traces.glob(f"{prefix}*{suffix}"))
+
+
+def variant_table(traces: Path, results_csv: Path, seeds: Iterable[int] = (42,),
+                  policies: Iterable[str] = (*POLICIES, OWN_POLICY)) -> dict[str, list[FidelityRow]]:
+    """variant -> fidelity rows (published_percent is NaN where the published results do not cover it)."""
+    seeds, policies = list(seeds), list(policies)
+    return {trace: fidelity_table(traces, results_csv, trace, seeds, policies) for trace in variants(traces)}
+
+
+def variant_markdown(table: dict[str, list[FidelityRow]]) -> str:
+    """The FGD fidelity table: per variant, published vs ours for best-fit and FGD, and the project's own policy."""
+    lines = ["| variant | best-fit published | best-fit ours | FGD published | FGD ours | frag-aware (ours) | "
+             "frag-aware - FGD |", "|---|---|---|---|---|---|---|"]
+    for trace, rows in table.items():
+        by = {row.policy: row for row in rows}
+
+        def shown(value: float) -> str:
+            return "not published" if math.isnan(value) else f"{value:.2f}"
+        own, fgd = by[OWN_POLICY].ours_percent, by["fgd"].ours_percent
+        lines.append(f"| {trace} | {shown(by['best-fit'].published_percent)} | {by['best-fit'].ours_percent:.2f} | "
+                     f"{shown(by['fgd'].published_percent)} | {fgd:.2f} | {own:.2f} | {own - fgd:+.2f} |")
+    return "\n".join(lines)

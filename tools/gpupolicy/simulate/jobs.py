@@ -33,6 +33,10 @@ class Job:
     tier: str = ""
     workload: str = ""
     checkpoint: int = 0  # seconds between checkpoints; 0 = a preempted job starts over
+    # what the FGD experiment's node-class pools also place on (nodeclasses.py); other pools ignore them
+    cpu: int = 0  # milli-CPU per pod
+    memory_mib: int = 0  # per pod
+    gpu_models: frozenset[str] = frozenset()  # GPU models the pod may run on; empty = any
 
     @property
     def fractional(self) -> bool:
@@ -67,11 +71,15 @@ def profile_share(profile: str, model: str = "") -> Fraction | None:
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """A job's size in one pool: `pods` pods, each holding `count` cards with `milli` of each."""
+    """A job's size in one pool: `pods` pods, each holding `count` cards with `milli` of each. `memory` is the
+    part of a card's memory (milli) each pod needs where that is tracked apart from `milli`: a time-sliced
+    replica isolates no memory, so a pod may need more than its replica's share (0 = not tracked)."""
 
     pods: int
     count: int
     milli: int
+    memory: int = 0
+    demand: tuple = ()  # (milli-CPU, memory MiB, GPU models) per pod, for node-class pools ("milli" sharing)
 
     @property
     def total(self) -> int:
@@ -82,15 +90,28 @@ class Shape:
         return self.count * self.milli
 
 
+def request_key(job: Job) -> tuple:
+    """Everything `shape_in_pool` reads of a job: jobs with equal keys take the same shape in every pool."""
+    return (job.gpus, job.share, job.mig, job.pods, job.cpu, job.memory_mib, job.gpu_models)
+
+
 def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool,
-                  model: str = "") -> Shape | None:
+                  model: str = "", replica_per_pod: bool = False) -> Shape | None:
     """How a job occupies a pool with the given sharing mode, or None when it cannot run there at all.
 
     exclusive pools (and the whole-GPU baseline) round a fraction up to a card; time-sliced pools round it up
     to a multiple of 1/replicas; MIG pools round it up to the next profile size of the pool's GPU `model`
     (placement rules are ignored, so this is the optimistic bound). Whole-card jobs run only on exclusive pools
-    (or anywhere in the baseline).
+    (or anywhere in the baseline). With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a
+    plain `nvidia.com/gpu: 1` request does, and needs its share of the card's memory (`Shape.memory`).
+    A "milli" pool (the FGD simulator's cards) gives a pod exactly the milli it asks, or whole cards, and
+    places CPU-only pods too: their CPU and memory count on a node.
     """
+    if sharing == "milli":
+        demand = (job.cpu, job.memory_mib, job.gpu_models)
+        if job.fractional:
+            return Shape(job.pods, 1, round(job.fraction * MILLI), demand=demand)
+        return Shape(job.pods, job.gpus, MILLI if job.gpus else 0, demand=demand)
     if job.fractional and job.gpus <= 1:
         if whole_only or sharing == "exclusive":
             return Shape(job.pods, 1, MILLI)
@@ -101,6 +122,8 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
             slices = next((s for s in catalog.profile_sizes(card) if s >= wanted), card.compute_slices)
             return Shape(job.pods, 1, math.ceil(slices * MILLI / card.compute_slices))
         replicas = max(replicas, 1)
+        if replica_per_pod:
+            return Shape(job.pods, 1, math.ceil(MILLI / replicas), min(MILLI, math.ceil(job.fraction * MILLI)))
         slots = max(1, math.ceil(job.fraction * replicas - 1e-9))
         return Shape(job.pods, 1, min(MILLI, math.ceil(slots * MILLI / replicas)))
     count, pods = max(job.gpus, 0), job.pods

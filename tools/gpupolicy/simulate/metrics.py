@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .engine import Result
+from .engine import BUSY_DEVICE_REASON, Result
 from .jobs import MILLI
 
 HOUR = 3600
@@ -51,6 +51,9 @@ class Summary:
     lost_to_preemption_gpu_hours: float = 0.0
     lost_to_failures_gpu_hours: float = 0.0
     never_reasons: dict[str, int] = field(default_factory=dict)
+    useful: float = 0.0  # GPU-time of the work jobs kept (what they asked for, not the cards they held) / capacity
+    busy_starts: int = 0  # starts that failed on a card whose memory a neighbour held (busy.py)
+    lost_to_busy_devices: int = 0  # jobs that gave up after failing at start that often
 
 
 def summarize(result: Result) -> Summary:
@@ -59,10 +62,11 @@ def summarize(result: Result) -> Summary:
     by_tier: dict[str, list[float]] = defaultdict(list)
     reasons: dict[str, int] = defaultdict(int)
     completed = never = interruptions = 0
-    lost = 0
+    lost = useful = 0
     start = min((r.job.submit for r in result.runs), default=0)
     for run in result.runs:
         lost += run.lost_milli_seconds
+        useful += run.size[0] * (run.job.duration - run.remaining)  # work kept, at the size the job asked for
         interruptions += run.interruptions
         if run.first_start < 0:
             never += 1
@@ -77,13 +81,15 @@ def summarize(result: Result) -> Summary:
     allocated, available = _integrals(result.timeline, start, result.end)
     return Summary(
         policy=result.policy, jobs=len(result.runs), completed=completed, never_scheduled=never,
-        allocation=allocated / available if available else 0.0, allocated_gpu_hours=allocated / MILLI / HOUR,
+        allocation=allocated / available if available else 0.0, useful=useful / available if available else 0.0,
+        allocated_gpu_hours=allocated / MILLI / HOUR,
         makespan_hours=(result.end - start) / HOUR, wait=WaitStats.of(waits),
         wait_by_queue={q: WaitStats.of(v) for q, v in sorted(by_queue.items())},
         wait_by_tier={t: WaitStats.of(v) for t, v in sorted(by_tier.items())},
         preemptions=result.preemptions, interruptions=interruptions,
         lost_to_preemption_gpu_hours=lost / MILLI / HOUR,
-        lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR, never_reasons=dict(reasons))
+        lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR, never_reasons=dict(reasons),
+        busy_starts=result.busy_starts, lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0))
 
 
 def _integrals(timeline: list[tuple[int, int, int]], start: int, end: int) -> tuple[float, float]:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from .jobs import MILLI, Shape
 
-Slot = tuple[int, int, int]  # node, card, milli taken
+Slot = tuple[int, int, int, int]  # node, card, milli taken, memory milli taken (Shape.memory)
 
 
 class PoolState:
@@ -27,6 +27,9 @@ class PoolState:
         self.name = name
         self.gpus_per_node = gpus_per_node
         self.free = [[MILLI] * gpus_per_node for _ in range(nodes)]
+        self.memory = [[0] * gpus_per_node for _ in range(nodes)]  # memory milli in use, where pods declare it
+        # a startup check keeps a pod off a card whose memory its neighbours hold (it waits instead of starting)
+        self.memory_check = True
         self.whole = [gpus_per_node] * nodes  # fully free cards per node
         self.buckets: list[dict[int, None]] = [{} for _ in range(gpus_per_node + 1)]  # ordered sets
         self.buckets[gpus_per_node] = dict.fromkeys(range(nodes))
@@ -36,7 +39,8 @@ class PoolState:
         self.typical = [(count, milli, weight) for (count, milli), weight in typical]
         self._frag_memo: dict[tuple, float] = {}
         self.allocated = 0  # milli in use
-        self.capacity = nodes * gpus_per_node * MILLI
+        self.capacity = nodes * gpus_per_node * MILLI  # of the working nodes
+        self.full_capacity = self.capacity  # every node up
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def _set_whole(self, node: int, value: int) -> None:
@@ -47,7 +51,8 @@ class PoolState:
                 self.buckets[value][node] = None
             self.whole[node] = value
 
-    def _take(self, node: int, card: int, milli: int) -> None:
+    def _take(self, node: int, card: int, milli: int, memory: int = 0) -> None:
+        self.memory[node][card] += memory
         before = self.free[node][card]
         after = before - milli
         self.free[node][card] = after
@@ -60,7 +65,8 @@ class PoolState:
         self.allocated += milli
 
     def release(self, slots: Iterable[Slot]) -> None:
-        for node, card, milli in slots:
+        for node, card, milli, memory in slots:
+            self.memory[node][card] -= memory
             after = self.free[node][card] + milli
             self.free[node][card] = after
             if after == MILLI:
@@ -87,14 +93,18 @@ class PoolState:
                 self.capacity += self.gpus_per_node * MILLI
 
     def nodes_of(self, slots: Iterable[Slot]) -> set[int]:
-        return {node for node, _, _ in slots}
+        return {slot[0] for slot in slots}
+
+    def busy(self, slots: Iterable[Slot]) -> bool:
+        """True when a card of `slots` has more memory in use than it holds: the newest pod meets a busy device."""
+        return any(self.memory[node][card] > MILLI for node, card, _, memory in slots if memory)
 
     # -- placement -----------------------------------------------------------------------------------
     def place(self, shape: Shape) -> list[Slot] | None:
         """Place every pod of `shape` (gang: all or nothing); the cards are taken when it succeeds."""
         slots: list[Slot] = []
         for _ in range(shape.pods):
-            pod = self._place_pod(shape.count, shape.milli)
+            pod = self._place_pod(shape.count, shape.milli, shape.memory)
             if pod is None:
                 self.release(slots)
                 return None
@@ -115,7 +125,7 @@ class PoolState:
         self.release(slots)
         return True
 
-    def _place_pod(self, count: int, milli: int) -> list[Slot] | None:
+    def _place_pod(self, count: int, milli: int, memory: int = 0) -> list[Slot] | None:
         if milli == MILLI:
             node = self._whole_node(count)
             if node is None:
@@ -124,12 +134,12 @@ class PoolState:
             cards = [c for c in range(self.gpus_per_node) if free[c] == MILLI][:count]
             for card in cards:
                 self._take(node, card, MILLI)
-            return [(node, card, MILLI) for card in cards]
-        spot = self._fraction_card(milli)
+            return [(node, card, MILLI, 0) for card in cards]
+        spot = self._fraction_card(milli, memory if self.memory_check else 0)
         if spot is None:
             return None
-        self._take(spot[0], spot[1], milli)
-        return [(spot[0], spot[1], milli)]
+        self._take(spot[0], spot[1], milli, memory)
+        return [(spot[0], spot[1], milli, memory)]
 
     def _whole_node(self, count: int) -> int | None:
         candidates = [(k, next(iter(self.buckets[k]))) for k in range(count, self.gpus_per_node + 1)
@@ -145,8 +155,10 @@ class PoolState:
             return min(candidates, key=growth)[1]
         return candidates[0][1]
 
-    def _fraction_card(self, milli: int) -> tuple[int, int] | None:
-        fitting = [(n, c) for (n, c) in self.partial if self.free[n][c] >= milli and n not in self.failed]
+    def _fraction_card(self, milli: int, memory: int = 0) -> tuple[int, int] | None:
+        """A card with `milli` free and, when `memory` is given, that much memory its neighbours leave free."""
+        fitting = [(n, c) for (n, c) in self.partial if self.free[n][c] >= milli and n not in self.failed
+                   and self.memory[n][c] + memory <= MILLI]
         fresh = [(k, next(iter(self.buckets[k]))) for k in range(1, self.gpus_per_node + 1) if self.buckets[k]]
         if self.strategy == "frag-aware" and self.typical:
             options = fitting + [(node, self.free[node].index(MILLI)) for _, node in fresh]
@@ -181,20 +193,25 @@ class PoolState:
         return self.frag_of(tuple(sorted(free))) - before
 
     def frag_of(self, free: tuple[int, ...]) -> float:
-        """Expected free capacity of a node (cards' free milli) that a typical request could not use."""
         cached = self._frag_memo.get(free)
-        if cached is not None:
-            return cached
-        total = sum(free)
-        frag = 0.0
-        for count, milli, weight in self.typical:
-            usable = sum(1 for f in free if f >= milli)
-            if usable < count:
-                frag += weight * total
-            else:
-                frag += weight * sum(f for f in free if f < milli)
-        self._frag_memo[free] = frag
-        return frag
+        if cached is None:
+            cached = self._frag_memo[free] = fragmentation(free, self.typical)
+        return cached
+
+
+def fragmentation(free: tuple[int, ...], typical: list[tuple[int, int, float]]) -> float:
+    """Expected free capacity of a node (its cards' free milli) that a typical request could not use:
+    `typical` is (cards per pod, milli per card, weight); a request that does not fit wastes all of it, one
+    that fits wastes the cards too small for it. The engine's frag-aware score, also run by fidelity.py."""
+    total = sum(free)
+    frag = 0.0
+    for count, milli, weight in typical:
+        usable = sum(1 for f in free if f >= milli)
+        if usable < count:
+            frag += weight * total
+        else:
+            frag += weight * sum(f for f in free if f < milli)
+    return frag
 
 
 def typical_sizes(shapes: Iterable[tuple[int, int]], coverage: float = 0.95) -> list[tuple[tuple[int, int], float]]:

@@ -30,6 +30,7 @@ class SimPool:
     sharing: str  # exclusive | time-sliced | mig
     replicas: int = 1
     model: str = ""
+    startup_check: bool = True  # pool.yaml `startupCheck: {skip: true}` turns it off (busy.py)
 
     @property
     def capacity(self) -> int:
@@ -73,6 +74,8 @@ class SimPolicy:
     placement: str = "best-fit"  # best-fit | frag-aware
     # (cohort, flavor) -> milli-GPUs a Kueue Cohort object holds itself, lendable to its member queues
     cohort_quota: dict[tuple[str, str], int] = field(default_factory=dict)
+    # a pod on a time-sliced pool takes one replica and needs its share of the card's memory (busy.py)
+    replica_per_pod: bool = False
 
     def priority(self, tier: str) -> int:
         return self.priorities.get(tier, 0)

@@ -19,23 +19,32 @@ def format_minutes(value: float) -> str:
 
 
 def comparison_rows(before: Summary, after: Summary) -> list[tuple[str, str, str]]:
-    return [
-        ("jobs replayed", str(before.jobs), str(after.jobs)),
-        ("jobs completed", str(before.completed), str(after.completed)),
-        ("jobs never scheduled", str(before.never_scheduled), str(after.never_scheduled)),
-        ("GPU allocation (mean over the replay)", f"{before.allocation:.1%}", f"{after.allocation:.1%}"),
-        ("makespan", f"{before.makespan_hours:.1f} h", f"{after.makespan_hours:.1f} h"),
-        ("wait p50", format_minutes(before.wait.p50), format_minutes(after.wait.p50)),
-        ("wait p95", format_minutes(before.wait.p95), format_minutes(after.wait.p95)),
-        ("wait p99", format_minutes(before.wait.p99), format_minutes(after.wait.p99)),
-        ("preemptions", str(before.preemptions), str(after.preemptions)),
-        ("GPU-hours lost to preemption", f"{before.lost_to_preemption_gpu_hours:.1f}",
-         f"{after.lost_to_preemption_gpu_hours:.1f}"),
-        ("GPU-hours of capacity lost to node failures", f"{before.lost_to_failures_gpu_hours:.1f}",
-         f"{after.lost_to_failures_gpu_hours:.1f}"),
-        ("jobs interrupted by node failures (requeued, work kept)", str(before.interruptions),
-         str(after.interruptions)),
-    ]
+    return summary_rows([before, after])
+
+
+# (metric, how one summary shows it): the rows of every comparison table, in order
+ROWS = (
+    ("jobs replayed", lambda s: str(s.jobs)),
+    ("jobs completed", lambda s: str(s.completed)),
+    ("jobs never scheduled", lambda s: str(s.never_scheduled)),
+    ("GPU allocation (mean over the replay)", lambda s: f"{s.allocation:.1%}"),
+    ("useful utilization (GPU-time of the work kept / capacity)", lambda s: f"{s.useful:.1%}"),
+    ("makespan", lambda s: f"{s.makespan_hours:.1f} h"),
+    ("wait p50", lambda s: format_minutes(s.wait.p50)),
+    ("wait p95", lambda s: format_minutes(s.wait.p95)),
+    ("wait p99", lambda s: format_minutes(s.wait.p99)),
+    ("preemptions", lambda s: str(s.preemptions)),
+    ("GPU-hours lost to preemption", lambda s: f"{s.lost_to_preemption_gpu_hours:.1f}"),
+    ("GPU-hours of capacity lost to node failures", lambda s: f"{s.lost_to_failures_gpu_hours:.1f}"),
+    ("jobs interrupted by node failures (requeued, work kept)", lambda s: str(s.interruptions)),
+    ("starts failed on a busy device (time-sliced neighbour's memory)", lambda s: str(s.busy_starts)),
+    ("jobs lost to busy devices (Job backoff limit)", lambda s: str(s.lost_to_busy_devices)),
+)
+
+
+def summary_rows(summaries: list[Summary]) -> list[tuple[str, ...]]:
+    """One row per metric, one column per summary."""
+    return [(label, *(show(s) for s in summaries)) for label, show in ROWS]
 
 
 def markdown_table(header: tuple[str, ...], rows: list[tuple]) -> str:
