@@ -53,13 +53,13 @@ def _minor(version: str) -> tuple[int, int]:
     return (int(match.group(1)), int(match.group(2))) if match else (1, 33)
 
 
-def _core_file_name(api_version: str, kind: str) -> str:
+def core_file_name(api_version: str, kind: str) -> str:
     group, _, version = api_version.rpartition("/")
     short = group.split(".", 1)[0] if group else ""
     return f"{kind.lower()}-{short}-{version}.json" if short else f"{kind.lower()}-{version}.json"
 
 
-def _is_core_group(api_version: str) -> bool:
+def is_core_group(api_version: str) -> bool:
     group = api_version.rpartition("/")[0]
     return group == "" or group.endswith(CORE_GROUPS_SUFFIX) or "." not in group
 
@@ -99,10 +99,10 @@ class SchemaSet:
         crd = self._crd_schemas.get((api_version, kind))
         if crd is not None:
             return jsonschema_rs.Draft202012Validator(crd)
-        if not _is_core_group(api_version):
+        if not is_core_group(api_version):
             return None
         try:  # the name comes from the manifest: a kind or version holding a path names no schema file
-            name = repopath.check_name(_core_file_name(api_version, kind))
+            name = repopath.check_name(core_file_name(api_version, kind))
         except repopath.Refused:
             return None
         folder = core_schema_dir(kubernetes_version)
