@@ -89,16 +89,6 @@ class _Clock:
         self.started = now
 
 
-def find_repo_root(start: Path) -> Path:
-    """The nearest directory at or above `start` that has clusters/ or pools/ (the policy repository)."""
-    start = start.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / "clusters").is_dir() or (candidate / "pools").is_dir():
-            return candidate
-    raise ToolError(f"{start} is not inside a policy repository (no clusters/ or pools/ above it); "
-                    "pass --repo DIR")
-
-
 def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, schema: str,
                      findings: list[Finding]) -> Document | None:
     """Validate a pool.yaml / cluster.yaml document; return it only when it is valid."""
