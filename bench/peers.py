@@ -187,3 +187,28 @@ def _jsonschema_kept(sample: list[dict]) -> int:
 def _ours_in_process(sample: list[dict]) -> int:
     schemas = schema.SchemaSet()
     return sum(bool(schemas.validate(body, OUR_KUBERNETES_VERSION)) for body in sample)
+
+
+# --- fixed costs: small repositories and the command line ------------------------------------------------------
+
+IMPORT_FLOOR = "import gpupolicy.commands.validate, gpupolicy.rules as r; r.all_rules()"
+
+
+def fixed_costs(repository: Path, cache_dir: Path, repeats: int = 5) -> dict:
+    """A warm `gpupolicy validate` of `repository` (this one) against its floor: a process that starts and
+    imports everything a validate run imports (the rules included), which no warm run avoids without a resident
+    process; and `gpupolicy --help` against `yamllint --version`, the other linter a pre-commit hook starts."""
+    environment = {**_environment(), "GPUPOLICY_CACHE_DIR": str(cache_dir)}
+    validate = [sys.executable, "-m", "gpupolicy", "validate", "--repo", str(repository)]
+    subprocess.run(validate, capture_output=True, env=environment, check=False)  # warm the caches
+
+    def command(argv: list[str]) -> Callable[[], object]:
+        return lambda: subprocess.run(argv, capture_output=True, env=environment, check=False)
+
+    warm, _ = timed(command(validate), repeats)
+    floor, _ = timed(command([sys.executable, "-c", IMPORT_FLOOR]), repeats)
+    help_seconds, _ = timed(command([sys.executable, "-m", "gpupolicy", "--help"]), repeats)
+    yamllint, _ = timed(command([str(Path(sys.executable).parent / "yamllint"), "--version"]), repeats)
+    return {"warm_validate_seconds": spread(warm), "floor_seconds": spread(floor),
+            "warm_over_floor": ratio_spread(warm, floor, 2), "help_seconds": spread(help_seconds),
+            "yamllint_version_seconds": spread(yamllint), "help_over_yamllint": ratio_spread(help_seconds, yamllint, 2)}

@@ -137,7 +137,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     renderable = _renderable(sources)
     clock.lap("discover")
 
-    # kubectl renders in the background while the sources load strictly and the schemas compile; an overlay
+    # kubectl renders in the background while the sources load strictly and the rules import; an overlay
     # with an input the loader refuses is cancelled (and not rendered at all if it had not started).
     rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], sources.graph, store,
                                     progress=progress, reader=sources.reader)
@@ -150,8 +150,8 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         clock.lap("load")
 
         facts = {name: _facts(name, sources.documents, findings) for name in sources.selected}
-        schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root))
-        _prepare(schemas, sources.documents, {f.kubernetes_version for f in facts.values()}, rules)
+        schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root), store)
+        _prepare(rules)
     except BaseException:
         rendering.abandon()
         raise
@@ -325,14 +325,9 @@ def _objects_from(bodies: list, cluster: str, kustomization: str) -> list[K8sObj
             for body in bodies if isinstance(body, dict)]
 
 
-def _prepare(schemas: SchemaSet, documents: dict[str, list[Document]], versions: set[str], rules: bool) -> None:
-    """Work that does not need the rendered objects, done while kubectl renders them: compile the validators
-    of the kinds the source files declare, for each cluster's Kubernetes version, and import the rules."""
-    kinds = {(str(d.data["apiVersion"]), str(d.data["kind"])) for docs in documents.values() for d in docs
-             if isinstance(d.data, dict) and _is_manifest(d.data)}
-    for version in versions:
-        for api_version, kind in kinds:
-            schemas.has_schema(api_version, kind, version)
+def _prepare(rules: bool) -> None:
+    """Work that does not need the rendered objects, done while kubectl renders them: import the rules. The
+    validators are compiled in the schema stage, for the kinds rendered (from prepared schemas: ms each)."""
     if rules:
         from .rules import all_rules
 
