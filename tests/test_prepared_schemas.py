@@ -94,6 +94,9 @@ HOSTILE = {
     "wrong shape": lambda entry: cachefiles.write_bytes(entry, json.dumps({"schema": [], "definitions": 1}).encode()),
     "not a schema": lambda entry: cachefiles.write_bytes(
         entry, json.dumps({"schema": {"type": 12}, "definitions": {}}).encode()),
+    "a reference it cannot resolve": lambda entry: cachefiles.write_bytes(entry, json.dumps(
+        {"schema": {"properties": {"data": {"$ref": "/api/_definitions.json#/$defs/Missing"}}},
+         "definitions": {"$id": "https://kubernetes.io/api/_definitions.json", "$defs": {}}}).encode()),
     "deeply nested": lambda entry: cachefiles.write_bytes(entry, b"[" * 100_000 + b"]" * 100_000),
     "oversized": lambda entry: cachefiles.write_bytes(entry, b" " * (MAX_PREPARED_SCHEMA_BYTES + 1)),
 }
