@@ -30,7 +30,7 @@ test: $(STAMP)  ## the test suite
 lint: $(STAMP)
 	$(BIN)/ruff check tools tests bench
 
-bench: $(STAMP)  ## fleet-scale benchmark: prints a table, writes bench/results.json (~3-5 min; QUICK=1 for ~1 min)
+bench: $(STAMP)  ## fleet-scale benchmark: prints a table, writes bench/results.json (~9 min; QUICK=1 for ~2 min)
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
 docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/ (Mermaid: make system-tools)

@@ -1,17 +1,19 @@
-"""`make bench`: validate a generated fleet and compare against a peer and a floor, measured in the same run.
+"""`make bench`: validate a generated fleet and compare it with its peers and a floor, measured in the same run.
 
-Measures, on a synthetic fleet written by bench/generate_fleet.py:
+Measures, on a synthetic fleet written by bench/generate_fleet.py, each of the first three `peers.REPEATS`
+times (min / median / max reported):
 - end-to-end `validate` (pipeline.run with a cold render cache), per stage, plus the report;
-- the peer: `kubernetes_validate.validate(obj, "1.33.0", strict=True)` on a sample of the same rendered core
-  objects (it cannot validate custom resources), against our compiled validators on the same sample;
-- the floor: `kubectl kustomize` (our render stage) plus parsing its output with PyYAML's C loader;
+- the floor: `kubectl kustomize` (our render stage alone) plus parsing its output with PyYAML's C loader;
+- the peers, on exactly the same objects (bench/peers.py): the `kubernetes-validate --strict` command against
+  the `gpupolicy validate` command (the ratio to quote), and `jsonschema` with kept validators against our
+  SchemaSet in process;
 - incremental validation after a one-pool change (--changed-since HEAD, and --cluster of the affected cluster);
-- `gpupolicy docs` generation; peak memory (ru_maxrss) after the end-to-end run.
+- `gpupolicy docs` generation; peak memory (ru_maxrss) after the first end-to-end run.
 Writes bench/results.json (see docs/operations/performance.md for how to read it).
 
-    python bench/run.py            # 25 clusters, ~13,000 objects, peer on 5,000 objects (about 5 minutes)
-    python bench/run.py --quick    # 6 clusters, peer on 1,000 objects (about a minute)
-    python bench/run.py --full     # 100 clusters x 1,000 pools, ~52,000 objects (about 15-20 minutes)
+    python bench/run.py            # 25 clusters, ~13,000 objects, peers on up to 2,000 distinct objects (about 9 minutes)
+    python bench/run.py --quick    # 6 clusters, peers on 500 objects (about two minutes)
+    python bench/run.py --full     # 100 clusters x 1,000 pools, ~52,000 objects (about 25 minutes)
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import io
 import json
 import os
 import platform
-import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,17 +40,18 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import generate_fleet  # noqa: E402
+import peers  # noqa: E402
 
 from gpupolicy import cli, incremental, kustomize, pipeline, report  # noqa: E402
 from gpupolicy.cachestore import CacheStore  # noqa: E402
-from gpupolicy.schema import SchemaSet  # noqa: E402
 
-PEER_KUBERNETES_VERSION = "1.33.0"
-OUR_KUBERNETES_VERSION = "1.33"
 TARGETS = {
-    "schema_rules_speedup_min": 100.0,
+    "command_ratio_vs_kubernetes_validate_min": 100.0,
+    "end_to_end_over_render_max": 1.1,
     "end_to_end_over_floor_max": 1.5,
     "one_pool_change_seconds_max": 3.0,
+    "reference_warm_over_floor_max": 1.3,
+    "help_over_yamllint_version_max": 2.0,
     "peak_memory_mib_max": 1024.0,
 }
 
@@ -63,9 +66,9 @@ class Size:
 
 
 SIZES = {
-    "quick": Size(clusters=6, pools=60, teams=24, teams_per_cluster=20, peer_sample=1000),
-    "default": Size(clusters=25, pools=250, teams=100, teams_per_cluster=50, peer_sample=5000),
-    "full": Size(clusters=100, pools=1000, teams=200, teams_per_cluster=50, peer_sample=5000),
+    "quick": Size(clusters=6, pools=60, teams=24, teams_per_cluster=20, peer_sample=500),
+    "default": Size(clusters=25, pools=250, teams=100, teams_per_cluster=50, peer_sample=2000),
+    "full": Size(clusters=100, pools=1000, teams=200, teams_per_cluster=50, peer_sample=2000),
 }
 
 
@@ -124,54 +127,29 @@ def floor(texts: list[str], render_seconds: float) -> dict:
             "seconds": round(render_seconds + parsing.wall, 2), "objects": objects}
 
 
-def core_sample(texts: list[str], size: int, seed: int = 7) -> list[dict]:
-    """A seeded sample of rendered objects of core kinds (the ones kubernetes-validate has schemas for)."""
-    import kubernetes_validate
-
+def rendered_bodies(texts: list[str]) -> list[dict]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    core = []
-    for text in texts:
-        for body in yaml.load_all(text, Loader=loader):
-            if isinstance(body, dict) and pipeline._is_manifest(body) and _peer_knows(kubernetes_validate, body):
-                core.append(body)
-    rng = random.Random(seed)
-    return rng.sample(core, size) if len(core) > size else core
+    return [body for text in texts for body in yaml.load_all(text, Loader=loader) if pipeline._is_manifest(body)]
 
 
-_PEER_KINDS: dict[tuple[str, str], bool] = {}
+def compare_with_peers(workdir: Path, fleet: Path, texts: list[str], size: int) -> dict:
+    """Both peers on the same seeded sample of the rendered objects kubernetes-validate can check."""
+    sample = peers.distinct_sample(peers.peer_checkable(rendered_bodies(texts)), size)
+    sample_root = workdir / "peer-sample"
+    objects_file = peers.write_sample_repository(sample_root, fleet, sample)
+    return {"command": peers.command_against_command(sample_root, objects_file, len(sample),
+                                                     workdir / "peer-cache"),
+            "kept_validators": peers.kept_validators(sample),
+            "kubernetes_validate_version": _version("kubernetes-validate"), "jsonschema_version": _version("jsonschema")}
 
 
-def _peer_knows(kubernetes_validate, body: dict) -> bool:
-    key = (str(body.get("apiVersion")), str(body.get("kind")))
-    if key not in _PEER_KINDS:
-        try:
-            kubernetes_validate.validate(body, PEER_KUBERNETES_VERSION, strict=True)
-            _PEER_KINDS[key] = True
-        except kubernetes_validate.SchemaNotFoundError:
-            _PEER_KINDS[key] = False
-        except kubernetes_validate.ValidationError:
-            _PEER_KINDS[key] = True
-    return _PEER_KINDS[key]
+def _version(distribution: str) -> str:
+    from importlib import metadata
 
-
-def peer(sample: list[dict]) -> dict:
-    import kubernetes_validate
-
-    failures = 0
-    with Stopwatch() as theirs:
-        for body in sample:
-            try:
-                kubernetes_validate.validate(body, PEER_KUBERNETES_VERSION, strict=True)
-            except kubernetes_validate.ValidationError:
-                failures += 1
-    with Stopwatch() as ours:  # a fresh SchemaSet: compile time included
-        schemas = SchemaSet()
-        our_errors = sum(len(schemas.validate(body, OUR_KUBERNETES_VERSION) or []) for body in sample)
-    return {"objects": len(sample), "kubernetes_validate_seconds": round(theirs.wall, 3),
-            "kubernetes_validate_invalid": failures, "ours_seconds": round(ours.wall, 4), "ours_errors": our_errors,
-            "kubernetes_validate_ms_per_object": round(1000 * theirs.wall / max(len(sample), 1), 3),
-            "schema_speedup_same_objects": round(theirs.wall / max(ours.wall, 1e-9), 1),
-            "version": kubernetes_validate.__version__ if hasattr(kubernetes_validate, "__version__") else ""}
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def one_pool_change(root: Path, plans: list, repeats: int = 3) -> dict:
@@ -218,59 +196,93 @@ def _rounded(timings: dict) -> dict:
 # --- the table -----------------------------------------------------------------------------------------------
 
 def summarize(results: dict) -> dict:
-    e2e, flo, peer_result = results["end_to_end"], results["floor"], results["peer"]
+    e2e, flo, command, kept = (results["end_to_end"], results["floor"], results["peers"]["command"],
+                               results["peers"]["kept_validators"])
     stages = e2e["stages"]
     ours_schema_rules = stages.get("schema", 0) + stages.get("rules", 0)
-    theirs_all = peer_result["kubernetes_validate_ms_per_object"] / 1000 * e2e["objects"]
-    incremental_seconds = results["one_pool_change"]["changed_since_seconds"]
+    theirs_all = command["kubernetes_validate_ms_per_object"] / 1000 * e2e["objects"]
     return {
-        "kubernetes_validate_seconds_all_objects": round(theirs_all, 1),
-        "ours_schema_plus_rules_seconds": round(ours_schema_rules, 2),
-        "ratio_vs_kubernetes_validate": round(theirs_all / max(ours_schema_rules, 1e-9), 1),
-        "end_to_end_over_floor": round(e2e["seconds"] / max(flo["seconds"], 1e-9), 2),
-        "one_pool_change_seconds": incremental_seconds,
+        "ratio_vs_kubernetes_validate": command["ratio"],
+        "ratio_vs_jsonschema_kept_validators": kept["ratio"],
+        "end_to_end_over_render": peers.ratio_spread(e2e["seconds"]["runs"], flo["render_seconds"]["runs"], 2),
+        "end_to_end_over_floor": peers.ratio_spread(e2e["seconds"]["runs"], flo["seconds"]["runs"], 2),
+        # The old headline, kept under its own name: not what a user measures (see the performance page).
+        "schema_rules_over_kubernetes_validate_scaled": round(theirs_all / max(ours_schema_rules, 1e-9), 1),
+        "one_pool_change_seconds": results["one_pool_change"]["changed_since_seconds"],
+        "reference_warm_over_floor": results["fixed_costs"]["warm_over_floor"],
+        "help_over_yamllint_version": results["fixed_costs"]["help_over_yamllint"],
         "peak_memory_mib": e2e["peak_memory_mib"],
     }
 
 
 def verdicts(summary: dict) -> dict:
     return {
-        "schema_rules_speedup": summary["ratio_vs_kubernetes_validate"] >= TARGETS["schema_rules_speedup_min"],
-        "end_to_end_over_floor": summary["end_to_end_over_floor"] <= TARGETS["end_to_end_over_floor_max"],
+        "command_ratio_vs_kubernetes_validate": summary["ratio_vs_kubernetes_validate"]["median"]
+        >= TARGETS["command_ratio_vs_kubernetes_validate_min"],
+        "end_to_end_over_render": summary["end_to_end_over_render"]["median"] <= TARGETS["end_to_end_over_render_max"],
+        "end_to_end_over_floor": summary["end_to_end_over_floor"]["median"] <= TARGETS["end_to_end_over_floor_max"],
         "one_pool_change": summary["one_pool_change_seconds"] <= TARGETS["one_pool_change_seconds_max"],
+        "reference_warm_over_floor": summary["reference_warm_over_floor"]["median"]
+        <= TARGETS["reference_warm_over_floor_max"],
+        "help_over_yamllint_version": summary["help_over_yamllint_version"]["median"]
+        <= TARGETS["help_over_yamllint_version_max"],
         "peak_memory": summary["peak_memory_mib"] <= TARGETS["peak_memory_mib_max"],
     }
 
 
+def _spread_text(values: dict, unit: str = " s", digits: int = 2) -> str:
+    return (f"{values['median']:.{digits}f}{unit} (min {values['min']:.{digits}f}, "
+            f"max {values['max']:.{digits}f})")
+
+
 def table(results: dict) -> str:
-    e2e, flo, peer_result, change = (results["end_to_end"], results["floor"], results["peer"],
-                                     results["one_pool_change"])
-    summary, passed = results["summary"], results["verdicts"]
-    size = results["fleet"]
+    e2e, flo, change = results["end_to_end"], results["floor"], results["one_pool_change"]
+    command, kept = results["peers"]["command"], results["peers"]["kept_validators"]
+    summary, passed, size = results["summary"], results["verdicts"], results["fleet"]
+    fixed = results["fixed_costs"]
     rows = [("fleet", f"{size['clusters']} clusters, {size['pools']} pools, {size['teams']} teams, "
                       f"{e2e['objects']:,} rendered objects")]
-    rows.append(("validate end to end", f"{e2e['seconds']:.1f} s wall ({e2e['cpu_seconds']:.1f} s CPU incl. kubectl)"))
+    rows.append(("validate end to end (command, cold)", f"{_spread_text(e2e['seconds'])} wall"))
+    rows.append(("validate end to end (in process, cold)", f"{e2e['in_process_seconds']:.2f} s wall, "
+                                                           f"{e2e['cpu_seconds']:.1f} s CPU incl. kubectl; stages:"))
     for stage, seconds in e2e["stages"].items():
         rows.append((f"  {stage}", f"{seconds:.2f} s"))
     rows += [
-        ("floor: render + C-loader parse", f"{flo['seconds']:.1f} s ({flo['render_seconds']:.1f} + "
-                                           f"{flo['parse_seconds']:.1f})"),
-        ("end to end / floor", f"{summary['end_to_end_over_floor']:.2f}x (target <= 1.5x) "
+        ("render alone (kubectl kustomize)", _spread_text(flo["render_seconds"])),
+        ("floor: render + C-loader parse", _spread_text(flo["seconds"])),
+        ("end to end / render alone", f"{_spread_text(summary['end_to_end_over_render'], 'x')} (target <= 1.1x) "
+                                      f"{_mark(passed['end_to_end_over_render'])}"),
+        ("end to end / floor", f"{_spread_text(summary['end_to_end_over_floor'], 'x')} (target <= 1.5x) "
                                f"{_mark(passed['end_to_end_over_floor'])}"),
-        (f"kubernetes-validate --strict, {peer_result['objects']:,} objects",
-         f"{peer_result['kubernetes_validate_seconds']:.1f} s ({peer_result['kubernetes_validate_ms_per_object']:.2f} "
-         "ms/object)"),
-        ("ours (jsonschema-rs), same objects", f"{peer_result['ours_seconds']:.3f} s incl. compile: "
-                                               f"{peer_result['schema_speedup_same_objects']:,.0f}x faster"),
-        ("kubernetes-validate, all objects (scaled)", f"{summary['kubernetes_validate_seconds_all_objects']:.1f} s"),
-        ("ours schema + rules, all objects", f"{summary['ours_schema_plus_rules_seconds']:.2f} s"),
-        ("ratio_vs_kubernetes_validate", f"{summary['ratio_vs_kubernetes_validate']:,.1f}x (target >= 100x) "
-                                         f"{_mark(passed['schema_rules_speedup'])}"),
+        (f"kubernetes-validate --strict (command), {command['objects']:,} core objects",
+         f"{_spread_text(command['kubernetes_validate_seconds'])}, "
+         f"{command['kubernetes_validate_ms_per_object']:.2f} ms/object"),
+        ("gpupolicy validate (command), same objects", f"{_spread_text(command['ours_seconds'])}, "
+                                                       f"{command['ours_ms_per_object']:.3f} ms/object"),
+        ("ratio_vs_kubernetes_validate (command against command)",
+         f"{_spread_text(command['ratio'], 'x', 1)} (target >= 100x) "
+         f"{_mark(passed['command_ratio_vs_kubernetes_validate'])}"),
+        ("  (ours with every cache warm, for context)", f"{_spread_text(command['ours_warm_seconds'])}: "
+                                                       f"{command['ratio_warm_caches']['median']:.1f}x"),
+        ("jsonschema, kept validators (in process)", f"{_spread_text(kept['jsonschema_seconds'], ' s', 3)}, "
+                                                     f"{kept['jsonschema_ms_per_object']:.3f} ms/object"),
+        ("ours, SchemaSet (in process), same objects", f"{_spread_text(kept['ours_seconds'], ' s', 3)}, "
+                                                       f"{kept['ours_ms_per_object']:.4f} ms/object"),
+        ("ratio_vs_jsonschema_kept_validators", _spread_text(kept["ratio"], "x", 1)),
+        ("(old) schema + rules vs kubernetes-validate scaled to all objects",
+         f"{summary['schema_rules_over_kubernetes_validate_scaled']:,.1f}x (not a like-for-like figure)"),
         ("one-pool change, `validate --changed-since HEAD`",
          f"{change['changed_since_seconds']:.2f} s median of {change['changed_since_runs']}, re-rendering "
          f"{len(change['affected_clusters'])} cluster (target < 3 s) {_mark(passed['one_pool_change'])}"),
         ("same cluster again, render cached (in process)", f"{change['cluster_seconds']:.2f} s"),
         ("gpupolicy docs", f"{results['docs']['seconds']:.1f} s (exit {results['docs']['exit']})"),
+        ("this repository: warm `gpupolicy validate`", _spread_text(fixed["warm_validate_seconds"])),
+        ("  floor: start and import what validate imports", _spread_text(fixed["floor_seconds"])),
+        ("  warm / floor", f"{_spread_text(fixed['warm_over_floor'], 'x')} (target <= 1.3x) "
+                           f"{_mark(passed['reference_warm_over_floor'])}"),
+        ("`gpupolicy --help` / `yamllint --version`",
+         f"{_spread_text(fixed['help_seconds'], ' s', 3)} / {_spread_text(fixed['yamllint_version_seconds'], ' s', 3)}"
+         f" = {fixed['help_over_yamllint']['median']:.2f}x (target <= 2x) {_mark(passed['help_over_yamllint_version'])}"),
         ("peak memory (RSS)", f"{e2e['peak_memory_mib']:.0f} MiB (target < 1024) {_mark(passed['peak_memory'])}"),
     ]
     width = max(len(label) for label, _ in rows)
@@ -289,32 +301,81 @@ def run(size_name: str, size: Size, workdir: Path, seed: int) -> dict:
     with Stopwatch() as generating:
         plans = generate_fleet.generate(root, size.clusters, size.pools, size.teams, size.teams_per_cluster,
                                         seed=seed, git=True)
-    os.environ["GPUPOLICY_CACHE_DIR"] = str(workdir / "render-cache")  # cold: nothing rendered yet
-    print("bench: validate (cold render cache)", file=sys.stderr)
-    e2e, result = end_to_end(root)
-    del result
-    texts, render_seconds = rendered_texts(root)
-    print("bench: floor, peer", file=sys.stderr)
+    print(f"bench: validate in process, then {peers.REPEATS} times as a command, each with a cold cache",
+          file=sys.stderr)
+    e2e = repeated_end_to_end(root, workdir)
+    print(f"bench: the floor, {peers.REPEATS} times", file=sys.stderr)
+    floors = [floor(*rendered_texts(root)) for _ in range(peers.REPEATS)]
+    texts, _ = rendered_texts(root)
+    print("bench: peers", file=sys.stderr)
     results = {
         "size": size_name,
         "fleet": {"clusters": size.clusters, "pools": size.pools, "teams": len({t for p in plans for t in p.teams}),
                   "teams_per_cluster": size.teams_per_cluster, "seed": seed,
                   "generate_seconds": round(generating.wall, 2)},
         "end_to_end": e2e,
-        "floor": floor(texts, render_seconds),
+        "floor": {"render_seconds": peers.spread([f["render_seconds"] for f in floors], 2),
+                  "parse_seconds": peers.spread([f["parse_seconds"] for f in floors], 2),
+                  "seconds": peers.spread([f["seconds"] for f in floors], 2), "objects": floors[0]["objects"]},
+        "peers": compare_with_peers(workdir, root, texts, size.peer_sample),
     }
-    results["peer"] = peer(core_sample(texts, size.peer_sample))
     del texts
     print("bench: one-pool change, docs", file=sys.stderr)
     results["one_pool_change"] = one_pool_change(root, plans)
     results["docs"] = docs_generation(root)
+    print("bench: fixed costs on this repository", file=sys.stderr)
+    results["fixed_costs"] = peers.fixed_costs(generate_fleet.SOURCE_REPO, workdir / "reference-cache")
     results["summary"] = summarize(results)
     results["verdicts"] = verdicts(results["summary"])
     results["targets"] = TARGETS
-    results["ratio_vs_kubernetes_validate"] = results["summary"]["ratio_vs_kubernetes_validate"]
+    results["ratio_vs_kubernetes_validate"] = results["summary"]["ratio_vs_kubernetes_validate"]["median"]
+    results["method"] = METHOD
     results["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                           "platform": platform.platform(), "load_average_at_end": list(os.getloadavg())}
     return results
+
+
+METHOD = {
+    "repeats": f"each timed measurement runs {peers.REPEATS} times in a row; min / median / max are reported and a "
+               "ratio is the median over the median, with the lowest and highest per-repeat ratio",
+    "ratio_vs_kubernetes_validate": "command against command on the same objects: `kubernetes-validate --strict` "
+                                    "on a file of a seeded sample of rendered core objects (the only ones it can "
+                                    "check), against `gpupolicy validate` on a one-cluster repository whose overlay "
+                                    "renders that file (render cache warm, every other cache cold); interpreter "
+                                    "start, parsing, validation (and our rules) included on both sides",
+    "ratio_vs_jsonschema_kept_validators": "in process, same objects: the jsonschema library with one validator "
+                                           "per kind built once, against our SchemaSet; compilation included",
+    "end_to_end_over_render": "the `gpupolicy validate` command, cold (a new process and an empty cache folder "
+                              "each run), over `kubectl kustomize` of every cluster alone (one per core, no cache)",
+    "end_to_end_over_floor": "the same cold command over render alone plus parsing its output with PyYAML's C "
+                             "loader",
+    "reference_warm_over_floor": "this repository, a warm `gpupolicy validate` (after one untimed run) over a "
+                                 "process that only starts and imports what validate imports, rules included; "
+                                 "median of 5",
+    "help_over_yamllint_version": "`gpupolicy --help` over `yamllint --version`, as commands; median of 5",
+    "schema_rules_over_kubernetes_validate_scaled": "the old headline: kubernetes-validate's time per object times "
+                                                    "all rendered objects (custom resources included, which it "
+                                                    "cannot check) over our schema and rules stages alone",
+}
+
+
+def repeated_end_to_end(root: Path, workdir: Path) -> dict:
+    """The stages and peak memory of one cold run in this process, and the wall seconds of `peers.REPEATS`
+    cold runs of the `gpupolicy validate` command, each a new process with a new, empty cache folder (runs in
+    one process would find its modules imported and its memos filled)."""
+    os.environ["GPUPOLICY_CACHE_DIR"] = str(workdir / "render-cache")  # cold: nothing rendered yet
+    measured, result = end_to_end(root)
+    del result
+    command = [sys.executable, "-m", "gpupolicy", "validate", "--repo", str(root), "--format", "json"]
+    seconds = []
+    for attempt in range(peers.REPEATS):
+        cache_dir = workdir / f"command-cache-{attempt}"
+        with Stopwatch() as run_once:
+            subprocess.run(command, capture_output=True, check=False,
+                           env={**os.environ, "GPUPOLICY_CACHE_DIR": str(cache_dir)})
+        seconds.append(run_once.wall)
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    return {**measured, "in_process_seconds": measured["seconds"], "seconds": peers.spread(seconds, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,8 @@
 
 - rendered overlays: `<key>.yaml` at the top, keyed by every input file's content and kubectl's identity;
 - strict-load results and rendered-document memos: `parsed/<salt>/` (`parsecache.ParseCache`);
-- kept kustomize graphs: `parsed/<salt>/graphs/` (`graphcache`).
+- kept kustomize graphs: `parsed/<salt>/graphs/` (`graphcache`);
+- prepared core schemas (a kind's schema and the definitions it reaches): `parsed/<salt>/schemas/` (`schema`).
 
 A command builds one `CacheStore` per run (as pre-commit builds its Store) and hands it to every stage that
 caches; `CacheStore.off()` (--no-cache) keeps and reads nothing. Entries are read and written only through
@@ -14,6 +15,7 @@ caches; `CacheStore.off()` (--no-cache) keeps and reads nothing. Entries are rea
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -28,14 +30,17 @@ from .yamlload import LoadResult
 CACHE_DIR_ENV = "GPUPOLICY_CACHE_DIR"
 PARSED = "parsed"  # strict-load results, under a folder per loader version (parsecache's salt)
 GRAPHS = "graphs"  # kept kustomize graphs, beside the strict-load results of the same version
+SCHEMAS = "schemas"  # prepared core schemas, beside them too
+MAX_PREPARED_SCHEMA_BYTES = 4 * 1024 * 1024  # the largest prepared schema is ~0.5 MB; all definitions are 1.4 MB
 RENDER_SUFFIX = ".yaml"
 # What `gpupolicy cache` reports, one line each (decision 0021 lists the caches)
 RENDER_KIND = "render cache (rendered overlays)"
 PARSE_KIND = "parse cache (strict-load results, rendered-document memos)"
 GRAPH_KIND = "kustomize graph cache"
+SCHEMA_KIND = "prepared schemas (core kinds' schemas with the definitions they reach)"
 OLD_VERSION_KIND = "parse results of other toolkit versions (--prune deletes them)"
 OTHER_KIND = "other files"
-USAGE_KINDS = (RENDER_KIND, PARSE_KIND, GRAPH_KIND, OLD_VERSION_KIND, OTHER_KIND)
+USAGE_KINDS = (RENDER_KIND, PARSE_KIND, GRAPH_KIND, SCHEMA_KIND, OLD_VERSION_KIND, OTHER_KIND)
 
 
 def default_root() -> Path:
@@ -80,6 +85,35 @@ class CacheStore:
     def graph_record(self, key: str) -> Path | None:
         """Where the graph of `key` is kept; None when caching is off."""
         return self._parsed.directory / GRAPHS / key if self._parsed else None
+
+    # --- prepared schemas ----------------------------------------------------------------------------------
+
+    def read_prepared_schema(self, key: str) -> object | None:
+        """A kept prepared schema (JSON: nothing in it runs when read), or None when there is none, caching is
+        off, or the entry is oversized, corrupt or not JSON. What it holds is the caller's to check."""
+        if not self._parsed:
+            return None
+        entry = self._prepared_schema_file(key)
+        try:
+            if entry.stat().st_size > MAX_PREPARED_SCHEMA_BYTES:
+                return None
+        except OSError:
+            return None
+        payload = cachefiles.read_bytes(entry)
+        if payload is None:
+            return None
+        try:
+            return json.loads(payload)
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            return None
+
+    def keep_prepared_schema(self, key: str, value: dict) -> None:
+        if self._parsed:
+            cachefiles.write_bytes(self._prepared_schema_file(key), json.dumps(value).encode())
+
+    def _prepared_schema_file(self, key: str) -> Path:
+        assert self._parsed is not None
+        return self._parsed.directory / SCHEMAS / key[:2] / key
 
     # --- rendered overlays ---------------------------------------------------------------------------------
 
@@ -141,6 +175,8 @@ class CacheStore:
             return RENDER_KIND
         if _under(directory, current / GRAPHS):
             return GRAPH_KIND
+        if _under(directory, current / SCHEMAS):
+            return SCHEMA_KIND
         if _under(directory, current):
             return PARSE_KIND
         if _under(directory, parsed):

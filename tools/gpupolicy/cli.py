@@ -1,4 +1,6 @@
-"""`gpupolicy` command line: each module in gpupolicy.commands with NAME/HELP/add_arguments/run is a subcommand.
+"""`gpupolicy` command line: each module in gpupolicy.commands with NAME/HELP/add_arguments/run is a subcommand,
+listed in `commands.COMMANDS`. Only the command that runs is imported: `gpupolicy --help` imports none of them
+(and none of the pipeline), `gpupolicy rules` only what listing the rules needs.
 
 Exit codes everywhere: 0 clean, 1 findings of error severity, 2 the tool could not do its whole job (usage,
 a missing dependency, a check that crashed). An unexpected exception is a one-paragraph message and exit 2,
@@ -9,15 +11,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from . import __version__, commands
 from .errors import ToolError
 from .internal import DEBUG_ENV, debugging, describe
-from .pipeline import find_repo_root
+from .reporoot import find_repo_root
 
 ACTION_DESTINATIONS = ("upgrade_action", "mig_action", "action")  # the subcommands' own subcommands
 
@@ -42,31 +44,41 @@ exit codes (every command):
   130  interrupted (Ctrl-C)"""
 
 
-def _command_modules() -> list:
-    modules = []
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        if hasattr(module, "NAME") and hasattr(module, "run"):
-            modules.append(module)
-    return modules
+def command_module(name: str) -> ModuleType:
+    """The module of the subcommand `name` (a key of `commands.COMMANDS`), imported now."""
+    return importlib.import_module(f"{commands.__name__}.{name}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given the arguments it will parse, it imports only the command they name
+    (none for `--help` or a usage error); without them, every command (for tests and the help checks)."""
     parser = argparse.ArgumentParser(prog="gpupolicy", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gpupolicy {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for module in _command_modules():
-        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        command.add_argument("--repo", type=Path, default=None,
-                             help="policy repository root (default: the one containing the current directory)")
-        module.add_arguments(command)
-        command.set_defaults(_module=module)
+    wanted = None if argv is None else _named_command(argv)
+    for name, help_text in commands.COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if argv is None or name == wanted:
+            _add_command(command, command_module(name))
     return parser
 
 
+def _named_command(argv: list[str]) -> str | None:
+    """The command `argv` names: its first word that is not an option (the top level's options take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _add_command(command: argparse.ArgumentParser, module: ModuleType) -> None:
+    command.add_argument("--repo", type=Path, default=None,
+                         help="policy repository root (default: the one containing the current directory)")
+    module.add_arguments(command)
+    command.set_defaults(_module=module)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse: 0 for --help, 2 for usage errors

@@ -198,7 +198,8 @@ def _read_front_matter(decision: Decision, yaml_text: str) -> None:
         return
     document = strict.documents[0]
     decision.meta_lines = {path: line + offset for path, line in document.lines.items()}
-    as_written = yaml.load(yaml_text, Loader=yaml.BaseLoader)  # noqa: S506 - BaseLoader builds only str/list/dict
+    # BaseLoader builds only str/list/dict; its C twin is 10x faster (the strict load above found any error)
+    as_written = yaml.load(yaml_text, Loader=getattr(yaml, "CBaseLoader", yaml.BaseLoader))  # noqa: S506
     decision.meta = as_written if isinstance(as_written, dict) else {}
 
 

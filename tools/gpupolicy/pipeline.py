@@ -89,16 +89,6 @@ class _Clock:
         self.started = now
 
 
-def find_repo_root(start: Path) -> Path:
-    """The nearest directory at or above `start` that has clusters/ or pools/ (the policy repository)."""
-    start = start.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / "clusters").is_dir() or (candidate / "pools").is_dir():
-            return candidate
-    raise ToolError(f"{start} is not inside a policy repository (no clusters/ or pools/ above it); "
-                    "pass --repo DIR")
-
-
 def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, schema: str,
                      findings: list[Finding]) -> Document | None:
     """Validate a pool.yaml / cluster.yaml document; return it only when it is valid."""
@@ -147,7 +137,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     renderable = _renderable(sources)
     clock.lap("discover")
 
-    # kubectl renders in the background while the sources load strictly and the schemas compile; an overlay
+    # kubectl renders in the background while the sources load strictly and the rules import; an overlay
     # with an input the loader refuses is cancelled (and not rendered at all if it had not started).
     rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], sources.graph, store,
                                     progress=progress, reader=sources.reader)
@@ -160,8 +150,8 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         clock.lap("load")
 
         facts = {name: _facts(name, sources.documents, findings) for name in sources.selected}
-        schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root))
-        _prepare(schemas, sources.documents, {f.kubernetes_version for f in facts.values()}, rules)
+        schemas = SchemaSet(crd_schemas if crd_schemas is not None else _crd_schemas(root), store)
+        _prepare(rules)
     except BaseException:
         rendering.abandon()
         raise
@@ -335,14 +325,9 @@ def _objects_from(bodies: list, cluster: str, kustomization: str) -> list[K8sObj
             for body in bodies if isinstance(body, dict)]
 
 
-def _prepare(schemas: SchemaSet, documents: dict[str, list[Document]], versions: set[str], rules: bool) -> None:
-    """Work that does not need the rendered objects, done while kubectl renders them: compile the validators
-    of the kinds the source files declare, for each cluster's Kubernetes version, and import the rules."""
-    kinds = {(str(d.data["apiVersion"]), str(d.data["kind"])) for docs in documents.values() for d in docs
-             if isinstance(d.data, dict) and _is_manifest(d.data)}
-    for version in versions:
-        for api_version, kind in kinds:
-            schemas.has_schema(api_version, kind, version)
+def _prepare(rules: bool) -> None:
+    """Work that does not need the rendered objects, done while kubectl renders them: import the rules. The
+    validators are compiled in the schema stage, for the kinds rendered (from prepared schemas: ms each)."""
     if rules:
         from .rules import all_rules
 

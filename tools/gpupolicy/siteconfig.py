@@ -22,8 +22,9 @@ RUNBOOKS_PATH = "runbooks/"
 RULES_PATH = "generated/rules/"
 
 
-class _SettingsLoader(yaml.SafeLoader):
-    """Safe loading that reads any `!!python/...` tag as null instead of refusing the whole file."""
+class _SettingsLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe loading (PyYAML's C parser when it has one) that reads any `!!python/...` tag as null instead of
+    refusing the whole file."""
 
 
 _SettingsLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)

@@ -1,3 +1,27 @@
-"""Subcommands of `gpupolicy`: one module each, with NAME, HELP, add_arguments(parser) and run(args) -> int."""
+"""Subcommands of `gpupolicy`: one module each, with NAME, HELP, add_arguments(parser) and run(args) -> int.
+
+Adding one: write `commands/<name>.py` and add its line to COMMANDS (the command line imports a command's
+module only when that command runs, so it needs the name and help before; tests/test_cli_lazy.py fails while a
+module is missing here or its help differs from its HELP).
+"""
 
 FORMAT_HELP = "text for people (the default) or json for scripts"  # the --format choice most commands offer
+
+COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help` lists them
+    "audit": "audit a cluster snapshot: pool drift, GPU requests per queue, idle GPUs, pending work; export a trace",
+    "cache": "show the size of the render and parse caches, prune entries unused for N days, or clear them",
+    "diff": "compare two revisions of the fleet (default: merge base with main against the working tree)",
+    "docs": "generate the fleet pages of the runbook site (docs/generated/); --check fails when one is stale",
+    "explain": "trace a workload manifest through admission, quotas, Kueue, node fit and the GPU Operator, "
+               "per cluster",
+    "inspect": "print the fleet model: pools with capacity and the part no quota holds, cluster queues with their "
+               "GPU quotas, priorities",
+    "mig": "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit",
+    "render": "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)",
+    "report": "combine the shards' JSON reports of `validate --shard K/N` into one report (any format)",
+    "rules": "list every rule (ID, severity, summary) or print one rule's documentation",
+    "schemas": "import CustomResourceDefinitions (kubectl get crd -o yaml) as schemas for validation",
+    "simulate": "what-if replay of a workload trace against a cluster's queues, pools and preemption vs a baseline",
+    "upgrade": "staged driver / GPU Operator upgrades: status, promote the next stage, roll back the last one",
+    "validate": "validate the whole repository (render, strict load, schemas, fleet rules)",
+}
