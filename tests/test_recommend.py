@@ -13,7 +13,7 @@ import pytest
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import edits, executors, space, targets
-from gpupolicy.recommend.search import search
+from gpupolicy.recommend.search import search, simplify
 from gpupolicy.simulate.traces import read_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +76,22 @@ def test_ray_gives_the_same_numbers(cluster, jobs):
         ray.shutdown()
 
 
+def test_simplify_keeps_only_changes_that_help(cluster, jobs):
+    knob_list = space.knobs(cluster)
+    wanted = targets.parse("training:p50<2h")
+    run = executors.Serial(jobs).map
+    best = next(c for c in search(cluster, knob_list, wanted, trials=6, seed=7, batch=3, run=run) if c.number)
+    smaller = simplify(cluster, knob_list, wanted, best, run)
+    kept = space.changes(knob_list, smaller.params)
+    assert set(kept) <= set(space.changes(knob_list, best.params))
+    assert smaller.score >= best.score and smaller.reverted == len(space.changes(knob_list, best.params)) - len(kept)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", *args], cwd=root,
+                   check=True, capture_output=True, timeout=120)
+
+
 def _copy(tmp_path: Path) -> Path:
     return edits.copy_repository(REPO, tmp_path)
 
@@ -87,6 +103,9 @@ def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, cluster):
     root = _copy(tmp_path)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
     knob_list = space.knobs(cluster)
     params = space.current_values(knob_list) | {"research/cohort": "training",
                                                 "research/us-h100-train/nvidia.com/gpu/borrow": 12}
@@ -100,6 +119,10 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     assert "# research in prod-us" in research  # comments kept
     validate = _cli(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
+    diff = _cli(root, "diff", "--base", "HEAD")
+    assert diff.returncode == 0, diff.stderr
+    assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 76 | +4 |" in diff.stdout
+    assert "| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | 8 | 12 |" in diff.stdout
 
 
 def test_command_json_and_refused_out(tmp_path):

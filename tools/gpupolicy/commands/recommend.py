@@ -13,6 +13,7 @@ Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _recommend(args: argparse.Namespace, out: Path) -> int:
     from ..recommend import edits, executors, plot, space, targets
-    from ..recommend.search import search
+    from ..recommend.search import search, simplify
     from ..simulate.policy import baseline, from_cluster
     from ..transaction import write_files
     from . import simulate
@@ -96,11 +97,12 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     runner = executors.executor(jobs, args.jobs, args.ray)
     try:
         candidates = search(cluster, knob_list, wanted, args.trials, args.seed, args.batch, runner.map)
+        seconds = time.perf_counter() - started
         base = runner.map([(baseline(cluster), 1.0)])[0]
+        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=runner.map)
+        chosen, rejected = _first_clean(Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller)
     finally:
         runner.close()
-    seconds = time.perf_counter() - started
-    chosen, rejected = _first_clean(Path(args.repo), cluster.name, knob_list, candidates, args.check)
     repo_policy = next(c for c in candidates if c.number == 0)
     write_files({out / "pareto.png": plot.pareto_png(candidates, chosen[0] if chosen else None)})
     if chosen and args.apply:
@@ -131,14 +133,16 @@ def _jobs(args: argparse.Namespace, cluster):
     return jobs
 
 
-def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int):
+def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, simplified):
     """The first ranked candidate (whole replay) whose files add no error finding to the repository's own:
-    (candidate, files), and the candidates passed over with their first error findings."""
+    (candidate, files), and the candidates passed over with their first error findings. Each is first
+    `simplified` (search.simplify: changes that do not help are taken back)."""
     from ..recommend.edits import edited_files, repository_errors
 
     known = repository_errors(root)
     rejected = []
-    for candidate in [c for c in candidates if c.summary is not None][:limit]:
+    for ranked_candidate in [c for c in candidates if c.summary is not None][:limit]:
+        candidate = simplified(ranked_candidate)
         texts, errors = edited_files(root, cluster, knob_list, candidate.params, known)
         if not errors:
             return (candidate, texts), rejected
@@ -187,7 +191,8 @@ def _print_text(report: dict) -> None:
         print(f"\ncandidate {number} passed over: " + "; ".join(errors))
     if chosen:
         lines = _changes(report, chosen[0]) or ["(none: the repository's policy is the best found)"]
-        print(f"\nrecommended: trial {chosen[0].number}\n  " + "\n  ".join(lines))
+        print(f"\nrecommended: trial {chosen[0].number} ({chosen[0].reverted} change(s) that did not help taken "
+              "back)\n  " + "\n  ".join(lines))
         print("files: " + (", ".join(sorted(chosen[1])) or "none") +
               (" (written)" if report["applied"] else " (not written; --apply writes them)"))
     else:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..model import Cluster
 from ..simulate.metrics import Summary
-from .space import BORROW, COHORT, LEND, Knob, candidate_policy, current_values
+from .space import BORROW, COHORT, LEND, Knob, candidate_policy, changes, current_values
 from .targets import Target, shortfall, worst_waits
 
 PARTIAL = 0.5  # the share of the workload a candidate is first replayed on, for the pruner
@@ -30,6 +30,7 @@ class Candidate:
     summary: Summary | None = None  # the whole workload's (None when pruned)
     waits: dict[str, float] = field(default_factory=dict)  # target -> worst wait of its queues, minutes
     score: float = 0.0
+    reverted: int = 0  # changes `simplify` took back because they did not help
 
     @property
     def meets_targets(self) -> bool:
@@ -90,6 +91,24 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
             candidates.append(Candidate(trial.number, dict(trial.params), summary=summary, waits=waits,
                                         score=value, miss=shortfall(list(targets), waits)))
     return ranked(candidates)
+
+
+def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], best: Candidate, run,
+             placement: str = "frag-aware") -> Candidate:
+    """The candidate with each change taken back, in knob order, where the whole replay scores no worse without
+    it (and still meets the targets if it did): TPE moves every knob, most of them to no effect, and a pull
+    request should change only what matters. Deterministic, like the search."""
+    current = best
+    for knob, _ in changes(knob_list, best.params):
+        params = current.params | {knob.name: knob.current}
+        policy = candidate_policy(cluster, knob_list, params, placement)
+        summary = run([(policy, 1.0)])[0]
+        waits = worst_waits(list(targets), policy, summary)
+        trial = Candidate(best.number, params, summary=summary, waits=waits, score=score(summary, waits, targets),
+                          miss=shortfall(list(targets), waits), reverted=current.reverted + 1)
+        if trial.score >= current.score and (trial.meets_targets or not current.meets_targets):
+            current = trial
+    return current
 
 
 def ranked(candidates: list[Candidate]) -> list[Candidate]:
