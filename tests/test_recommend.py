@@ -128,11 +128,18 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
 def test_command_json_and_refused_out(tmp_path):
     root = _copy(tmp_path)
     result = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
-                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json")
+                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json", "--record")
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     assert len(report["candidates"]) == 4 and report["candidates"][0]["trial"] is not None
     assert (root / "artifacts/recommend/pareto.png").read_bytes()[:4] == b"\x89PNG"
+    recorded = json.loads((root / "docs/recommendations/prod-us.json").read_text())
+    assert recorded["trials"] == 4 and recorded["command"].startswith("gpupolicy recommend --cluster prod-us")
+    assert _cli(root, "docs", "--check").returncode != 0  # the new record's page is missing
+    assert _cli(root, "docs").returncode == 0
+    page = (root / "docs/generated/recommendations/prod-us.md").read_text()
+    assert "| metric | baseline | repository policy |" in page and "prod-us.png" in page
+    assert _cli(root, "docs", "--check").returncode == 0
     bad = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--target", "serving<1")
     assert bad.returncode == 2 and "expected KEY" in bad.stderr
     shutil.rmtree(root / "artifacts")

@@ -50,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="walk down at most N ranked candidates for one that every rule accepts (default 5)")
     parser.add_argument("--out", metavar="DIR", type=Path, help=f"where pareto.png goes (default {DEFAULT_OUT})")
     parser.add_argument("--apply", action="store_true", help="write the recommendation into the repository")
+    parser.add_argument("--record", action="store_true",
+                        help="keep the result as docs/recommendations/<cluster>.json and .png for `gpupolicy docs`")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace, out: Path) -> int:
-    from ..recommend import edits, executors, plot, space, targets
+    from ..recommend import edits, executors, plot, record, space, targets
     from ..recommend.search import search, simplify
     from ..simulate.policy import baseline, from_cluster
     from ..transaction import write_files
@@ -104,10 +106,17 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     finally:
         runner.close()
     repo_policy = next(c for c in candidates if c.number == 0)
-    write_files({out / "pareto.png": plot.pareto_png(candidates, chosen[0] if chosen else None)})
+    png = plot.pareto_png(candidates, chosen[0] if chosen else None)
+    write_files({out / "pareto.png": png})
+    summaries = [base, repo_policy.summary] + ([chosen[0].summary] if chosen else [])
+    if args.record:
+        changes = _changes(knob_list, chosen[0]) if chosen else []
+        text = record.record_text(cluster.name, _rebuild_command(args), summaries, changes,
+                                  sorted(chosen[1]) if chosen else [], _points(candidates),
+                                  len(candidates))
+        record.write_record(Path(args.repo), cluster.name, text, png)
     if chosen and args.apply:
         edits.apply_to_repository(Path(args.repo), chosen[1])
-    summaries = [base, repo_policy.summary] + ([chosen[0].summary] if chosen else [])
     report = dict(cluster=cluster.name, jobs=len(jobs), trials=len(candidates), seconds=seconds,
                   executor=runner.name, candidates=candidates, chosen=chosen, rejected=rejected,
                   summaries=summaries, knobs=knob_list, out=out, applied=bool(chosen and args.apply))
@@ -163,10 +172,33 @@ def _out_dir(args: argparse.Namespace) -> tuple[Path | None, str]:
     return out, ""
 
 
-def _changes(report: dict, candidate) -> list[str]:
+def _changes(knob_list, candidate) -> list[str]:
     from ..recommend.space import changes
 
-    return [f"{knob.name}: {knob.current} -> {value}" for knob, value in changes(report["knobs"], candidate.params)]
+    return [f"{knob.name}: {knob.current} -> {value}" for knob, value in changes(knob_list, candidate.params)]
+
+
+def _points(candidates) -> list[dict]:
+    """Each whole replay's place in the plot, for the record."""
+    from ..recommend.search import pareto_front
+
+    front = {c.number for c in pareto_front(candidates)}
+    return [{"trial": c.number, "useful": c.summary.useful, "worst_wait_minutes": c.worst_wait,
+             "front": c.number in front} for c in sorted(candidates, key=lambda c: c.number) if c.summary]
+
+
+def _rebuild_command(args: argparse.Namespace) -> str:
+    """The command line that rebuilds this recommendation (the repository's own paths, never this machine's)."""
+    parts = ["gpupolicy recommend", f"--cluster {args.cluster}"]
+    parts.append("--workload mixed" if args.workload else f"--trace {args.trace.name}")
+    if args.workload and (args.scale != "auto" or args.days != 7):
+        parts.append(f"--scale {args.scale} --days {args.days}")
+    if args.limit:
+        parts.append(f"--limit {args.limit}")
+    if args.target:
+        parts.append(f"--target '{args.target}'")
+    parts.append(f"--trials {args.trials} --batch {args.batch} --seed {args.seed} --check {args.check} --record")
+    return " ".join(parts)
 
 
 def _print_text(report: dict) -> None:
@@ -190,7 +222,7 @@ def _print_text(report: dict) -> None:
     for number, errors in report["rejected"]:
         print(f"\ncandidate {number} passed over: " + "; ".join(errors))
     if chosen:
-        lines = _changes(report, chosen[0]) or ["(none: the repository's policy is the best found)"]
+        lines = _changes(report["knobs"], chosen[0]) or ["(none: the repository's policy is the best found)"]
         print(f"\nrecommended: trial {chosen[0].number} ({chosen[0].reverted} change(s) that did not help taken "
               "back)\n  " + "\n  ".join(lines))
         print("files: " + (", ".join(sorted(chosen[1])) or "none") +
@@ -210,6 +242,6 @@ def _print_json(report: dict) -> None:
         "executor": report["executor"], "candidates": [candidate(c) for c in report["candidates"]],
         "baseline": asdict(report["summaries"][0]), "repository": asdict(report["summaries"][1]),
         "recommended": candidate(chosen[0]) if chosen else None,
-        "changes": _changes(report, chosen[0]) if chosen else [], "files": sorted(chosen[1]) if chosen else [],
+        "changes": _changes(report["knobs"], chosen[0]) if chosen else [], "files": sorted(chosen[1]) if chosen else [],
         "applied": report["applied"], "passed_over": [{"trial": n, "errors": e} for n, e in report["rejected"]],
         "pareto": str(report["out"] / "pareto.png")}, indent=2))
