@@ -7,7 +7,10 @@ Replays (each skipped when its input is absent):
   pool whose nominal quotas follow each source cluster's share of GPU-hours (target: under 20 s);
 - the mixed congested workload (`gpupolicy simulate --workload mixed`) on prod-us and prod-eu, baseline,
   proposed and proposed without the startup check (target: 50k events/s or more);
-- the FGD fidelity experiment for one seed per policy (best-fit and FGD).
+- the FGD fidelity experiment for one seed per policy (best-fit and FGD);
+- with `--recommend` (alone): `gpupolicy recommend`'s search, 64 candidates on prod-us and the mixed workload,
+  in the local process pool (2 workers) and on a local Ray instance with 2 workers, back to back: candidates
+  per second, Ray's speed-up against the pool, and a check that both found the same candidates and numbers.
 The peer figure printed alongside is the naive pure-Python replay measured in
 ../shared/reference/traces-and-simulators.md §5 (about 1.5k events/s on the same kind of machine).
 The figures go to bench/results-simulate.json (replay -> seconds, events, events per second) as well.
@@ -155,7 +158,62 @@ def fidelity_variants() -> None:
     print(fidelity.variant_markdown(fidelity.variant_table(traces, results, seeds=range(42, 45))))
 
 
+def bench_recommend(trials: int = 64, workers: int = 2) -> None:
+    from gpupolicy.simulate import mixed
+
+    itp, openb = mixed.trace_paths(TRACES)
+    if not (itp.is_file() and openb.is_file() and (REPO / "clusters" / "prod-us").is_dir()):
+        print("recommend: skipped (traces or reference fleet absent)")
+        return
+    from gpupolicy.pipeline import load_fleet
+    from gpupolicy.recommend import executors, space, targets
+    from gpupolicy.recommend.search import search
+
+    cluster = load_fleet(REPO, ["prod-us"]).clusters["prod-us"]
+    jobs = sorted(mixed.congestion_scales(cluster, *mixed.read_sources(TRACES)).jobs, key=lambda j: (j.submit, j.id))
+    knob_list = space.knobs(cluster)
+    wanted = targets.parse("serving:p95<15m,training:p50<2h")
+    found = {}
+    for label, make in (("process pool", lambda: executors.ProcessPool(jobs, workers)), ("Ray", lambda: _ray(jobs))):
+        started = time.perf_counter()
+        runner = make()
+        ready = time.perf_counter()
+        try:
+            candidates = search(cluster, knob_list, wanted, trials, 0, 8, runner.map)
+        finally:
+            runner.close()
+        took = time.perf_counter() - ready
+        found[label] = [(c.number, c.pruned, c.summary and c.summary.useful) for c in candidates]
+        FIGURES[f"recommend on prod-us, mixed, {trials} candidates ({label}, {workers} workers)"] = {
+            "candidates": trials, "seconds": round(took, 3), "startup_seconds": round(ready - started, 3),
+            "candidates_per_second": round(trials / took, 2),
+            "replayed_whole": sum(1 for c in candidates if c.summary)}
+        print(f"recommend, {trials} candidates on prod-us ({label:12}): {took:6.2f} s, {trials / took:5.2f} "
+              f"candidates/s (+{ready - started:.1f} s to start)")
+    pool, ray = (FIGURES[f"recommend on prod-us, mixed, {trials} candidates ({k}, {workers} workers)"]["seconds"]
+                 for k in ("process pool", "Ray"))
+    FIGURES["recommend: Ray speed-up against the process pool"] = {"speed_up": round(pool / ray, 2),
+                                                                   "identical_results": found["Ray"] == found["process pool"]}
+    print(f"Ray against the process pool: {pool / ray:.2f}x; identical results: {found['Ray'] == found['process pool']}")
+
+
+def _ray(jobs):
+    import ray
+
+    from gpupolicy.recommend import executors
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    runner = executors.RayCluster(jobs, "local")
+    runner.started = True  # this bench started Ray: close() shuts it down
+    return runner
+
+
 if __name__ == "__main__":
+    if "--recommend" in sys.argv:  # merged into the figures of the last full run
+        FIGURES.update(json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {})
+        bench_recommend()
+        RESULTS.write_text(json.dumps(FIGURES, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        sys.exit(0)
     if "--fidelity-variants" in sys.argv:  # about 10 minutes; prints the table alone
         fidelity_variants()
         sys.exit(0)

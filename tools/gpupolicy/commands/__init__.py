@@ -1,8 +1,8 @@
 """Subcommands of `gpupolicy`: one module each, with NAME, HELP, add_arguments(parser) and run(args) -> int.
 
-Adding one: write `commands/<name>.py` and add its line to COMMANDS (the command line imports a command's
-module only when that command runs, so it needs the name and help before; tests/test_cli_lazy.py fails while a
-module is missing here or its help differs from its HELP).
+Adding one: add its line to COMMANDS, the one home of its help text (the command line imports a command's
+module only when that command runs, so it needs the name and help before), and write `commands/<name>.py` with
+`HELP = COMMANDS[NAME]`; tests/test_cli_lazy.py fails while a module is missing here.
 """
 
 FORMAT_HELP = "text for people (the default) or json for scripts"  # the --format choice most commands offer
@@ -19,6 +19,8 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "mig": "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit",
     "render": "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)",
     "report": "combine the shards' JSON reports of `validate --shard K/N` into one report (any format)",
+    "recommend": "search queue borrowing/lending and cohorts with the simulator; propose (or --apply) the best "
+                 "policy",
     "rules": "list every rule (ID, severity, summary) or print one rule's documentation",
     "schemas": "import CustomResourceDefinitions (kubectl get crd -o yaml) as schemas for validation",
     "simulate": "what-if replay of a workload trace against a cluster's queues, pools and preemption vs a baseline",

@@ -17,11 +17,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP
 from ._fleet import load_fleet_or_error
 
 NAME = "audit"
-HELP = "audit a cluster snapshot: pool drift, GPU requests per queue, idle GPUs, pending work; export a trace"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 
 from ..cachestore import CacheStore
+from . import COMMANDS
 
 NAME = "cache"
-HELP = "show the size of the render and parse caches, prune entries unused for N days, or clear them"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 NEEDS_REPO = False
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from .. import diff, gitrev, pipeline
 from ..progress import progress_bar
+from . import COMMANDS
 
 NAME = "diff"
-HELP = "compare two revisions of the fleet (default: merge base with main against the working tree)"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

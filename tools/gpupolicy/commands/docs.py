@@ -8,9 +8,10 @@ from pathlib import Path
 from .. import docsgen, pipeline, repopath, transaction
 from ..audit import load_snapshot
 from ..errors import ToolError
+from . import COMMANDS
 
 NAME = "docs"
-HELP = "generate the fleet pages of the runbook site (docs/generated/); --check fails when one is stale"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,10 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from . import FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP
 
 NAME = "explain"
-HELP = "trace a workload manifest through admission, quotas, Kueue, node fit and the GPU Operator, per cluster"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,14 +9,13 @@ import textwrap
 from .. import pipeline
 from ..describe import fleet_as_dict
 from ..quotas import GPU_DOMAIN
-from . import FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP
 
 LINE_WIDTH = 110  # a terminal split in two still shows a whole line
 CONTINUATION = " " * 6
 
 NAME = "inspect"
-HELP = ("print the fleet model: pools with capacity and the part no quota holds, cluster queues with their "
-        "GPU quotas, priorities")
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 
 from .. import catalog, yamlload
 from ..mig import LayoutReport, MigConfig, Problem, diagram, evaluate, parse_config
-from . import FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP
 
 NAME = "mig"
-HELP = "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 NEEDS_REPO = False  # checks FILE on its own: a config from anywhere (the operator's default one, a draft)
 
 

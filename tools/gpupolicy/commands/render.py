@@ -10,9 +10,10 @@ from .. import kustomize
 from ..cachestore import CacheStore
 from ..errors import ToolError
 from ..sources import cluster_names
+from . import COMMANDS
 
 NAME = "render"
-HELP = "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,10 +6,11 @@ import argparse
 from pathlib import Path
 
 from .. import report, shards
+from . import COMMANDS
 from .validate import exit_code
 
 NAME = "report"
-HELP = "combine the shards' JSON reports of `validate --shard K/N` into one report (any format)"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,10 +14,10 @@ from .. import orgchecks
 from ..errors import ToolError
 from ..reporoot import find_repo_root
 from ..rules import Rule, all_rules
-from . import FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP
 
 NAME = "rules"
-HELP = "list every rule (ID, severity, summary) or print one rule's documentation"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 NEEDS_REPO = False
 
 

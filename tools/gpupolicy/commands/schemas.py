@@ -8,9 +8,10 @@ from pathlib import Path
 from .. import crd, repopath
 from ..errors import ToolError
 from ..pipeline import IMPORTED_SCHEMAS
+from . import COMMANDS
 
 NAME = "schemas"
-HELP = "import CustomResourceDefinitions (kubectl get crd -o yaml) as schemas for validation"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,11 +20,11 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
-from . import FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP
 from ._fleet import load_fleet_or_error
 
 NAME = "simulate"
-HELP = "what-if replay of a workload trace against a cluster's queues, pools and preemption vs a baseline"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 SHIPPED_TRACE = "synthetic-week.csv"
 DEFAULT_TRACES = "../shared/traces"
 DEFAULT_OUT = "artifacts/simulation"

@@ -46,10 +46,10 @@ from ..findings import Finding, Severity
 from ..internal import DEBUG_ENV, crashes
 from ..model import Fleet, K8sObject
 from ..upgrades import Plan, PlanSet, Stage, Unit
-from . import FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP
 
 NAME = "upgrade"
-HELP = "staged driver / GPU Operator upgrades: status, promote the next stage, roll back the last one"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 RECORD_KEYS = ("started", "approvedBy", "completed")
 
 

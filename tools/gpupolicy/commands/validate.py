@@ -13,9 +13,10 @@ from ..errors import ToolError
 from ..internal import crash_finding
 from ..model import Fleet
 from ..progress import progress_bar
+from . import COMMANDS
 
 NAME = "validate"
-HELP = "validate the whole repository (render, strict load, schemas, fleet rules)"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,148 @@
+"""`gpupolicy recommend`: targets, the search's reproducibility across executors, edits that keep validate clean."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpupolicy.errors import ToolError
+from gpupolicy.pipeline import load_fleet
+from gpupolicy.recommend import edits, executors, space, targets
+from gpupolicy.recommend.search import search, simplify
+from gpupolicy.simulate.traces import read_trace
+
+REPO = Path(__file__).resolve().parents[1]
+TRACE = REPO / "tools/gpupolicy/data/traces/synthetic-week.csv"
+LIMIT = 150  # a tiny workload keeps each test fast
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    return load_fleet(REPO, ["prod-us"]).clusters["prod-us"]
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    return sorted(read_trace(TRACE, "csv").jobs, key=lambda j: (j.submit, j.id))[:LIMIT]
+
+
+def test_targets_parse_units_and_refuse_garbage():
+    parsed = targets.parse("serving:p95<15m, training:p50<2h,x:p99<30s")
+    assert [(t.key, t.percentile, t.minutes) for t in parsed] == [("serving", "p95", 15), ("training", "p50", 120),
+                                                                   ("x", "p99", 0.5)]
+    with pytest.raises(ToolError, match="expected KEY"):
+        targets.parse("serving:p90<15m")
+
+
+def test_knobs_leave_production_alone_and_start_at_the_repository(cluster):
+    knob_list = space.knobs(cluster)
+    assert knob_list and not any(k.queue == "serving" for k in knob_list)
+    research = {k.name: k for k in knob_list}["research/us-h100-train/nvidia.com/gpu/borrow"]
+    assert research.current == 8 and research.high == 64  # 0 nominal of 64 cards
+
+
+def _search(cluster, jobs, run):
+    wanted = targets.parse("serving:p95<15m,training:p50<2h")
+    return search(cluster, space.knobs(cluster), wanted, trials=6, seed=7, batch=3, run=run)
+
+
+def _fingerprint(candidates):
+    return [(c.number, c.pruned, c.params, c.summary and (c.summary.useful, c.summary.wait.p95)) for c in candidates]
+
+
+def test_same_seed_same_candidates_serial_and_process_pool(cluster, jobs):
+    serial = _fingerprint(_search(cluster, jobs, executors.Serial(jobs).map))
+    pool = executors.ProcessPool(jobs, 2)
+    try:
+        assert _fingerprint(_search(cluster, jobs, pool.map)) == serial
+    finally:
+        pool.close()
+    assert any(c[2] != serial[0][2] for c in serial)  # the search did move away from the repository's values
+
+
+def test_ray_gives_the_same_numbers(cluster, jobs):
+    ray = pytest.importorskip("ray")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = executors.RayCluster(jobs, "local")
+        assert _fingerprint(_search(cluster, jobs, on_ray.map)) == \
+            _fingerprint(_search(cluster, jobs, executors.Serial(jobs).map))
+    finally:
+        ray.shutdown()
+
+
+def test_simplify_keeps_only_changes_that_help(cluster, jobs):
+    knob_list = space.knobs(cluster)
+    wanted = targets.parse("training:p50<2h")
+    run = executors.Serial(jobs).map
+    best = next(c for c in search(cluster, knob_list, wanted, trials=6, seed=7, batch=3, run=run) if c.number)
+    smaller = simplify(cluster, knob_list, wanted, best, run)
+    kept = space.changes(knob_list, smaller.params)
+    assert set(kept) <= set(space.changes(knob_list, best.params))
+    assert smaller.score >= best.score and smaller.reverted == len(space.changes(knob_list, best.params)) - len(kept)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", *args], cwd=root,
+                   check=True, capture_output=True, timeout=120)
+
+
+def _copy(tmp_path: Path) -> Path:
+    return edits.copy_repository(REPO, tmp_path)
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]], capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, cluster):
+    root = _copy(tmp_path)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    knob_list = space.knobs(cluster)
+    params = space.current_values(knob_list) | {"research/cohort": "training",
+                                                "research/us-h100-train/nvidia.com/gpu/borrow": 12}
+    texts, errors = edits.edited_files(root, "prod-us", knob_list, params)
+    assert errors == []
+    edits.apply_to_repository(root, texts)
+    research = (root / "clusters/prod-us/queues/research.yaml").read_text()
+    assert "cohortName: training" in research and "borrow up to 12." in research
+    assert 'borrowingLimit: "2400Gi"' in research  # memory in step: 200Gi per card
+    assert 'requests.nvidia.com/gpu: "76"' in (root / "clusters/prod-us/team-quotas.yaml").read_text()
+    assert "# research in prod-us" in research  # comments kept
+    validate = _cli(root, "validate")
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+    diff = _cli(root, "diff", "--base", "HEAD")
+    assert diff.returncode == 0, diff.stderr
+    assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 76 | +4 |" in diff.stdout
+    assert "| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | 8 | 12 |" in diff.stdout
+
+
+def test_command_json_and_refused_out(tmp_path):
+    root = _copy(tmp_path)
+    result = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
+                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json", "--record")
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert len(report["candidates"]) == 4 and report["candidates"][0]["trial"] is not None
+    assert (root / "artifacts/recommend/pareto.png").read_bytes()[:4] == b"\x89PNG"
+    recorded = json.loads((root / "docs/recommendations/prod-us.json").read_text())
+    assert recorded["trials"] == 4 and recorded["command"].startswith("gpupolicy recommend --cluster prod-us")
+    assert _cli(root, "docs", "--check").returncode != 0  # the new record's page is missing
+    assert _cli(root, "docs").returncode == 0
+    page = (root / "docs/generated/recommendations/prod-us.md").read_text()
+    assert "| metric | baseline | repository policy |" in page and "prod-us.png" in page
+    assert _cli(root, "docs", "--check").returncode == 0
+    bad = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--target", "serving<1")
+    assert bad.returncode == 2 and "expected KEY" in bad.stderr
+    shutil.rmtree(root / "artifacts")
+    (root / "artifacts").symlink_to(tmp_path)
+    refused = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--trials", "1")
+    assert refused.returncode == 2 and "outside the repository" in refused.stderr

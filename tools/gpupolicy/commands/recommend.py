@@ -1,0 +1,247 @@
+"""`gpupolicy recommend`: search a cluster's queue policy with the simulator and propose the best one.
+
+Knobs searched: borrowing and lending limits of each non-production ClusterQueue per GPU flavor, and which
+cohort it joins (recommend/space.py). Candidates come from Optuna's seeded TPE sampler in fixed batches and are
+replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
+the numbers never depend on the executor. The best candidate that, written into a temporary copy of the
+repository, leaves no error finding is the recommendation; --apply writes it into the repository's files.
+Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto front
+as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored).
+Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from . import COMMANDS, FORMAT_HELP
+
+NAME = "recommend"
+HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
+DEFAULT_OUT = "artifacts/recommend"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--cluster", metavar="NAME", required=True, help="cluster whose policy is searched")
+    parser.add_argument("--workload", choices=("mixed",), help="the mixed ITP + openb workload (as simulate builds)")
+    parser.add_argument("--trace", metavar="FILE", type=Path, help="a trace file instead of --workload")
+    parser.add_argument("--trace-format", choices=("csv", "openb", "itp"), help="detected when omitted")
+    parser.add_argument("--traces", metavar="DIR", type=Path, help="--workload mixed: where ITP and openb are")
+    parser.add_argument("--scale", metavar="T:I", default="auto", help="--workload mixed: arrival-rate factors")
+    parser.add_argument("--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed")
+    parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs")
+    parser.add_argument("--target", default="", metavar="SPEC",
+                        help="wait targets, e.g. 'serving:p95<15m,training:p50<2h' (KEY: queue, tier or workload)")
+    parser.add_argument("--trials", type=int, default=64, metavar="N", help="candidates to evaluate (default 64)")
+    parser.add_argument("--batch", type=int, default=8, metavar="N",
+                        help="candidates sampled per batch (default 8); part of what the seed reproduces")
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    parser.add_argument("--jobs", type=int, default=2, metavar="K", help="local worker processes (default 2)")
+    parser.add_argument("--ray", metavar="ADDRESS", help="run the replays on Ray (auto, ray://head:10001, local)")
+    parser.add_argument("--check", type=int, default=5, metavar="N",
+                        help="walk down at most N ranked candidates for one that every rule accepts (default 5)")
+    parser.add_argument("--out", metavar="DIR", type=Path, help=f"where pareto.png goes (default {DEFAULT_OUT})")
+    parser.add_argument("--apply", action="store_true", help="write the recommendation into the repository")
+    parser.add_argument("--record", action="store_true",
+                        help="keep the result as docs/recommendations/<cluster>.json and .png for `gpupolicy docs`")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
+
+
+def _fail(message: str) -> int:
+    print(f"gpupolicy recommend: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import ToolError
+
+    if not 1 <= args.trials <= 10_000 or not 1 <= args.batch <= 1_000 or not 1 <= args.jobs <= 256 \
+            or not 1 <= args.check <= 100:
+        return _fail("--trials 1..10000, --batch 1..1000, --jobs 1..256 and --check 1..100")
+    if args.workload and args.trace is not None:
+        return _fail("pass either --workload or --trace")
+    if not args.workload and args.trace is None:
+        return _fail("name the workload: --workload mixed or --trace FILE")
+    out, error = _out_dir(args)
+    if out is None:
+        return _fail(error)
+    try:
+        return _recommend(args, out)
+    except ToolError as exc:
+        return _fail(str(exc))
+
+
+def _recommend(args: argparse.Namespace, out: Path) -> int:
+    from ..recommend import edits, executors, plot, record, space, targets
+    from ..recommend.search import search, simplify
+    from ..simulate.policy import baseline, from_cluster
+    from ..transaction import write_files
+    from . import simulate
+
+    cluster, error = simulate._cluster(args)
+    if cluster is None:
+        return _fail(error)
+    wanted = targets.parse(args.target)
+    jobs = _jobs(args, cluster)
+    targets.check_known(wanted, from_cluster(cluster), cluster.name)
+    knob_list = space.knobs(cluster)
+    if not knob_list:
+        return _fail(f"cluster {cluster.name} has no non-production ClusterQueue in a cohort: nothing to search")
+    started = time.perf_counter()
+    runner = executors.executor(jobs, args.jobs, args.ray)
+    try:
+        candidates = search(cluster, knob_list, wanted, args.trials, args.seed, args.batch, runner.map)
+        seconds = time.perf_counter() - started
+        base = runner.map([(baseline(cluster), 1.0)])[0]
+        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=runner.map)
+        chosen, rejected = _first_clean(Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller)
+    finally:
+        runner.close()
+    repo_policy = next(c for c in candidates if c.number == 0)
+    png = plot.pareto_png(candidates, chosen[0] if chosen else None)
+    write_files({out / "pareto.png": png})
+    summaries = [base, repo_policy.summary] + ([chosen[0].summary] if chosen else [])
+    if args.record:
+        changes = _changes(knob_list, chosen[0]) if chosen else []
+        text = record.record_text(cluster.name, _rebuild_command(args), summaries, changes,
+                                  sorted(chosen[1]) if chosen else [], _points(candidates),
+                                  len(candidates))
+        record.write_record(Path(args.repo), cluster.name, text, png)
+    if chosen and args.apply:
+        edits.apply_to_repository(Path(args.repo), chosen[1])
+    report = dict(cluster=cluster.name, jobs=len(jobs), trials=len(candidates), seconds=seconds,
+                  executor=runner.name, candidates=candidates, chosen=chosen, rejected=rejected,
+                  summaries=summaries, knobs=knob_list, out=out, applied=bool(chosen and args.apply))
+    (_print_json if args.format == "json" else _print_text)(report)
+    return 0 if chosen else 1
+
+
+def _jobs(args: argparse.Namespace, cluster):
+    from ..errors import ToolError
+    from ..simulate.traces import TraceError, read_trace
+    from . import simulate
+
+    if args.workload and (args.days <= 0 or simulate._scales(args.scale) is None):
+        raise ToolError("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors")
+    try:
+        trace = simulate._mixed_trace(args, cluster) if args.workload else read_trace(args.trace, args.trace_format)
+    except TraceError as exc:
+        raise ToolError(str(exc)) from None
+    jobs = sorted(trace.jobs, key=lambda job: (job.submit, job.id))  # partial replays take a prefix
+    jobs = jobs[: args.limit] if args.limit else jobs
+    if not jobs:
+        raise ToolError(f"{trace.source}: no GPU jobs in the workload")
+    return jobs
+
+
+def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, simplified):
+    """The first ranked candidate (whole replay) whose files add no error finding to the repository's own:
+    (candidate, files), and the candidates passed over with their first error findings. Each is first
+    `simplified` (search.simplify: changes that do not help are taken back)."""
+    from ..recommend.edits import edited_files, repository_errors
+
+    known = repository_errors(root)
+    rejected = []
+    for ranked_candidate in [c for c in candidates if c.summary is not None][:limit]:
+        candidate = simplified(ranked_candidate)
+        texts, errors = edited_files(root, cluster, knob_list, candidate.params, known)
+        if not errors:
+            return (candidate, texts), rejected
+        rejected.append((candidate.number, errors[:3]))
+    return None, rejected
+
+
+def _out_dir(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """--out as given (the user's own choice), else artifacts/recommend/ inside the repository, refused when it
+    resolves outside the repository (content is untrusted: an artifacts symlink must not redirect writes)."""
+    if args.out is not None:
+        return args.out, ""
+    from .. import repopath
+
+    out = Path(args.repo) / DEFAULT_OUT
+    if not repopath.within(args.repo, out):
+        return None, f"{DEFAULT_OUT} resolves outside the repository; pass --out DIR to write elsewhere"
+    return out, ""
+
+
+def _changes(knob_list, candidate) -> list[str]:
+    from ..recommend.space import changes
+
+    return [f"{knob.name}: {knob.current} -> {value}" for knob, value in changes(knob_list, candidate.params)]
+
+
+def _points(candidates) -> list[dict]:
+    """Each whole replay's place in the plot, for the record."""
+    from ..recommend.search import pareto_front
+
+    front = {c.number for c in pareto_front(candidates)}
+    return [{"trial": c.number, "useful": c.summary.useful, "worst_wait_minutes": c.worst_wait,
+             "front": c.number in front} for c in sorted(candidates, key=lambda c: c.number) if c.summary]
+
+
+def _rebuild_command(args: argparse.Namespace) -> str:
+    """The command line that rebuilds this recommendation (the repository's own paths, never this machine's)."""
+    parts = ["gpupolicy recommend", f"--cluster {args.cluster}"]
+    parts.append("--workload mixed" if args.workload else f"--trace {args.trace.name}")
+    if args.workload and (args.scale != "auto" or args.days != 7):
+        parts.append(f"--scale {args.scale} --days {args.days}")
+    if args.limit:
+        parts.append(f"--limit {args.limit}")
+    if args.target:
+        parts.append(f"--target '{args.target}'")
+    parts.append(f"--trials {args.trials} --batch {args.batch} --seed {args.seed} --check {args.check} --record")
+    return " ".join(parts)
+
+
+def _print_text(report: dict) -> None:
+    from ..simulate.report import markdown_table, summary_rows
+
+    print(f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs in "
+          f"{report['seconds']:.1f} s ({report['executor']})\n")
+    rows = []
+    for rank, c in enumerate(report["candidates"], 1):
+        if c.summary is None:
+            rows.append((rank, c.number, "pruned", "", "", "", ""))
+            continue
+        waits = ", ".join(f"{k} {v:.0f}m" for k, v in c.waits.items())
+        rows.append((rank, c.number, "yes" if c.meets_targets else "no", f"{100 * c.summary.useful:.1f}%",
+                     c.summary.never_scheduled, f"{c.worst_wait:.0f}m", waits))
+    print(markdown_table(("rank", "trial", "meets targets", "useful", "never placed", "worst wait", "waits"),
+                         rows[:20]))
+    chosen = report["chosen"]
+    header = ("metric", "baseline", "repository policy") + (("recommended",) if chosen else ())
+    print("\n" + markdown_table(header, summary_rows(report["summaries"])))
+    for number, errors in report["rejected"]:
+        print(f"\ncandidate {number} passed over: " + "; ".join(errors))
+    if chosen:
+        lines = _changes(report["knobs"], chosen[0]) or ["(none: the repository's policy is the best found)"]
+        print(f"\nrecommended: trial {chosen[0].number} ({chosen[0].reverted} change(s) that did not help taken "
+              "back)\n  " + "\n  ".join(lines))
+        print("files: " + (", ".join(sorted(chosen[1])) or "none") +
+              (" (written)" if report["applied"] else " (not written; --apply writes them)"))
+    else:
+        print("\nno candidate checked was clean under every rule; nothing to recommend")
+    print(f"Pareto front: {report['out'] / 'pareto.png'}")
+
+
+def _print_json(report: dict) -> None:
+    def candidate(c):
+        return {"trial": c.number, "pruned": c.pruned, "params": c.params, "meets_targets": c.meets_targets,
+                "score": c.score, "waits": c.waits, "summary": asdict(c.summary) if c.summary else None}
+    chosen = report["chosen"]
+    print(json.dumps({
+        "cluster": report["cluster"], "jobs": report["jobs"], "seconds": report["seconds"],
+        "executor": report["executor"], "candidates": [candidate(c) for c in report["candidates"]],
+        "baseline": asdict(report["summaries"][0]), "repository": asdict(report["summaries"][1]),
+        "recommended": candidate(chosen[0]) if chosen else None,
+        "changes": _changes(report["knobs"], chosen[0]) if chosen else [], "files": sorted(chosen[1]) if chosen else [],
+        "applied": report["applied"], "passed_over": [{"trial": n, "errors": e} for n, e in report["rejected"]],
+        "pareto": str(report["out"] / "pareto.png")}, indent=2))
