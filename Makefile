@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PIP_LOG := $(VENV)/pip-install.log
 GPUPOLICY := $(BIN)/gpupolicy
 
-.PHONY: validate test lint docs docs-check bench system-tools clean
+.PHONY: validate test lint docs docs-check bench bench-simulate system-tools clean
 
 # pip stays quiet (its full log goes to $(PIP_LOG)); each step says what it does, so a first run is never silent.
 $(STAMP): pyproject.toml
@@ -32,6 +32,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)  ## fleet-scale benchmark: prints a table, writes bench/results.json (~9 min; QUICK=1 for ~2 min)
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
+
+bench-simulate: $(STAMP)  ## simulator events/s (openb, ITP, mixed) -> bench/results-simulate.json; RECOMMEND=1: recommend's candidates/s, pool vs Ray
+	$(BIN)/python bench/bench_simulate.py $(if $(RECOMMEND),--recommend,)
 
 docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/ (Mermaid: make system-tools)
 	$(GPUPOLICY) docs
