@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -44,6 +45,15 @@ def test_knobs_leave_production_alone_and_start_at_the_repository(cluster):
     assert knob_list and not any(k.queue == "serving" for k in knob_list)
     research = {k.name: k for k in knob_list}["research/us-h100-train/nvidia.com/gpu/borrow"]
     assert research.current == 8 and research.high == 64  # 0 nominal of 64 cards
+    # the fleet's cohorts form a tree (fleet -> training, research), whose borrowing the engine does not model
+    assert space.cohort_tree(cluster) and not any(k.kind == space.COHORT for k in knob_list)
+
+
+def test_cohort_moves_are_searched_where_cohorts_are_flat(cluster):
+    flat = dataclasses.replace(cluster, cohorts={name: dataclasses.replace(c, parent="")
+                                                 for name, c in cluster.cohorts.items()})
+    moves = {k.name: k for k in space.knobs(flat) if k.kind == space.COHORT}
+    assert moves["research/cohort"].choices == ("research", "training")
 
 
 def _search(cluster, jobs, run):
@@ -106,7 +116,8 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     _git(root, "init", "-q", "-b", "main")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "base")
-    knob_list = space.knobs(cluster)
+    knob_list = [*space.knobs(cluster), space.Knob("research/cohort", "research", space.COHORT, "research",
+                                                   choices=("research", "training"))]  # edits work in any fleet
     params = space.current_values(knob_list) | {"research/cohort": "training",
                                                 "research/us-h100-train/nvidia.com/gpu/borrow": 12}
     texts, errors = edits.edited_files(root, "prod-us", knob_list, params)

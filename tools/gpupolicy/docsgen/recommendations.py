@@ -39,12 +39,6 @@ def _load(raw: bytes, rel: str) -> dict:
     return data
 
 
-# The engine's one known gap that bears on a proposal (docs/operations/recommend.md, "Cohort moves").
-COHORT_CAVEAT = ("!!! warning \"Cohort moves\"\n    The simulator lends only within a queue's own cohort, not through "
-                 "parent cohorts, so a proposed cohort move may fix the replay's blind spot rather than the cluster: "
-                 "see [what is searched](../../operations/recommend.md#what-is-searched).\n\n")
-
-
 def _page(context: Context, cluster: str, rel: str, data: dict) -> str:
     png = f"{RECORD_DIR}/{cluster}.png"
     keys = [key for key in SUMMARY_KEYS if key in data]
@@ -56,7 +50,6 @@ def _page(context: Context, cluster: str, rel: str, data: dict) -> str:
             + f"Rebuild with:\n\n```sh\n{data.get('command', '')}\n```\n\n"
             + "## Before and after\n\n" + table(["metric", *(HEADERS[k] for k in keys)], rows)
             + f"\n## The change\n\n{changes}\n\nFiles: {files}. `--apply` writes them; `gpupolicy diff` shows them.\n\n"
-            + (COHORT_CAVEAT if any("/cohort:" in str(change) for change in data["changes"]) else "")
             + f"## Candidates\n\n{data.get('trials', '?')} candidates, {len(data.get('candidates') or ())} replayed "
             + "whole (the others pruned on the first half of the workload); useful utilization against the worst "
             + f"target wait:\n\n![Pareto front of {cluster}](../../recommendations/{cluster}.png)\n")

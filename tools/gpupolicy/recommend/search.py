@@ -43,6 +43,17 @@ class Candidate:
         return max(self.waits.values(), default=0.0)
 
 
+# A change must earn its place in a pull request: one that raises the score by less than half a point of useful
+# utilization, or by less than 1% of the score's size (the targets' relative shortfall dominates it while a
+# target is far off: a few seconds on a p95 of 8 hours moves it by more than half a point), is replay noise.
+MIN_GAIN = 0.005
+MIN_RELATIVE_GAIN = 0.01
+
+
+def min_gain(score: float) -> float:
+    return max(MIN_GAIN, MIN_RELATIVE_GAIN * abs(score))
+
+
 def score(summary: Summary, waits: dict[str, float], targets: Sequence[Target]) -> float:
     """Useful utilization, less the targets' shortfall and the share of jobs never placed (both as fractions)."""
     never = summary.never_scheduled / summary.jobs if summary.jobs else 0.0
@@ -95,9 +106,9 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
 
 def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], best: Candidate, run,
              placement: str = "frag-aware") -> Candidate:
-    """The candidate with each change taken back, in knob order, where the whole replay scores no worse without
-    it (and still meets the targets if it did): TPE moves every knob, most of them to no effect, and a pull
-    request should change only what matters. Deterministic, like the search."""
+    """The candidate with each change taken back, in knob order, where the whole replay scores at most `min_gain`
+    lower without it (and still meets the targets if it did): TPE moves every knob, most of them to no effect, and
+    a pull request should change only what matters. Deterministic, like the search."""
     current = best
     for knob, _ in changes(knob_list, best.params):
         params = current.params | {knob.name: knob.current}
@@ -106,7 +117,7 @@ def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target],
         waits = worst_waits(list(targets), policy, summary)
         trial = Candidate(best.number, params, summary=summary, waits=waits, score=score(summary, waits, targets),
                           miss=shortfall(list(targets), waits), reverted=current.reverted + 1)
-        if trial.score >= current.score and (trial.meets_targets or not current.meets_targets):
+        if trial.score >= current.score - min_gain(current.score) and (trial.meets_targets or not current.meets_targets):
             current = trial
     return current
 
