@@ -203,6 +203,18 @@ def check_name(name: str) -> str:
     return name
 
 
+def output_folder(repo: str | Path, given: Path | None, default: str) -> tuple[Path | None, str]:
+    """A command's output folder: `given` as is (the user's own choice), else `default` inside the repository,
+    refused (None and the reason) when it resolves outside: an `artifacts` symlink is content, and must not
+    redirect writes."""
+    if given is not None:
+        return given, ""
+    out = Path(repo) / default
+    if not within(repo, out):
+        return None, f"{default} resolves outside the repository; pass --out DIR to write elsewhere"
+    return out, ""
+
+
 def within(root: str | Path, path: str | Path) -> bool:
     """Whether the real `path` lies inside the real `root` (for callers that only need to know)."""
     return _is_within(os.path.realpath(root), os.path.realpath(path))

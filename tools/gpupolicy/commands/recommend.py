@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from .. import repopath
 from . import COMMANDS, FORMAT_HELP
 
 NAME = "recommend"
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail("pass either --workload or --trace")
     if not args.workload and args.trace is None:
         return _fail("name the workload: --workload mixed or --trace FILE")
-    out, error = _out_dir(args)
+    out, error = repopath.output_folder(args.repo, args.out, DEFAULT_OUT)
     if out is None:
         return _fail(error)
     try:
@@ -157,19 +158,6 @@ def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, si
             return (candidate, texts), rejected
         rejected.append((candidate.number, errors[:3]))
     return None, rejected
-
-
-def _out_dir(args: argparse.Namespace) -> tuple[Path | None, str]:
-    """--out as given (the user's own choice), else artifacts/recommend/ inside the repository, refused when it
-    resolves outside the repository (content is untrusted: an artifacts symlink must not redirect writes)."""
-    if args.out is not None:
-        return args.out, ""
-    from .. import repopath
-
-    out = Path(args.repo) / DEFAULT_OUT
-    if not repopath.within(args.repo, out):
-        return None, f"{DEFAULT_OUT} resolves outside the repository; pass --out DIR to write elsewhere"
-    return out, ""
 
 
 def _changes(knob_list, candidate) -> list[str]:

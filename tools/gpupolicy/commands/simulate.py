@@ -20,6 +20,7 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
+from .. import repopath
 from . import COMMANDS, FORMAT_HELP
 from ._fleet import load_fleet_or_error
 
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors, e.g. 1:3")
     if args.worse_by is not None and not 0 <= args.worse_by < 10_000:
         return _fail("--worse-by takes a percentage from 0 up, such as 10")
-    out, error = _out_dir(args)
+    out, error = repopath.output_folder(args.repo, args.out, DEFAULT_OUT)
     if out is None:
         return _fail(error)
     try:
@@ -205,19 +206,6 @@ def _mixed_trace(args: argparse.Namespace, cluster):
     else:
         workload = mixed.build(itp, openb, *scales, args.days)
     return Trace(workload.jobs, workload.describe(), "mixed")
-
-
-def _out_dir(args: argparse.Namespace) -> tuple[Path | None, str]:
-    """--out as given (the user's own choice), else artifacts/simulation/ inside the repository; a repository
-    whose artifacts/ is a symlink out of it is content, and refused."""
-    if args.out is not None:
-        return args.out, ""
-    from .. import repopath
-
-    out = Path(args.repo) / DEFAULT_OUT
-    if not repopath.within(args.repo, out):
-        return None, f"{DEFAULT_OUT} resolves outside the repository; pass --out DIR to write elsewhere"
-    return out, ""
 
 
 def _cluster(args: argparse.Namespace):
