@@ -13,7 +13,7 @@ from gpupolicy.simulate.engine import FINISH
 from gpupolicy.simulate.failures import Failure, parse_failures
 from gpupolicy.simulate.jobs import Job, Shape, shape_in_pool
 from gpupolicy.simulate.metrics import percentile, summarize
-from gpupolicy.simulate.policy import SimPool, assign_queues, baseline, from_cluster, quota_milli
+from gpupolicy.simulate.policy import FlavorQuota, SimPool, assign_queues, baseline, from_cluster, quota_milli
 
 
 def mixed_jobs(count: int = 300, seed: int = 3, spacing: int = 240) -> list[Job]:
@@ -54,13 +54,12 @@ class CheckedEngine(Engine):
                     assert used <= flavor.nominal + flavor.borrowing_limit, (queue.name, used)
                 if not queue.cohort:
                     assert used <= flavor.nominal
-        for cohort, members in self.cohorts.items():
-            flavors = {f.flavor for q in members for f in q.flavors}
-            for name in flavors:
-                total = sum(self.usage[q.name][name] for q in members)
-                nominal = sum(f.nominal for q in members for f in q.flavors if f.flavor == name)
-                nominal += self.policy.cohort_quota.get((cohort, name), 0)
-                assert total <= nominal, (cohort, name, total, nominal)
+        for node in self.quota.nodes():  # no cohort lends more than its subtree holds
+            if node.parent is None:
+                assert node.usage <= node.subtree, (node.name, node.usage, node.subtree)
+            assert node.usage >= 0, node.name
+        for (queue, flavor), leaf in self.quota.leaves.items():
+            assert leaf.usage == self.usage[queue][flavor], (queue, flavor)
         super()._record()
 
 
@@ -168,7 +167,7 @@ def test_quota_a_cohort_holds_is_lent_to_its_queues(cluster):
     held = ResourceGroup(("nvidia.com/gpu",), (FlavorQuotas("train-flavor", (ResourceQuota("nvidia.com/gpu", 8),)),))
     with_reserve = dataclasses.replace(alone, cohorts={"research": Cohort("research", "", (held,), None)})
     policy = from_cluster(with_reserve)
-    assert policy.cohort_quota == {("research", "train-flavor"): 8_000}
+    assert policy.cohorts["research"].flavors == (FlavorQuota("train-flavor", "train", 8_000),)
     assert _peak_usage(policy, jobs, "team-a-training", "train-flavor") == 24_000
 
 

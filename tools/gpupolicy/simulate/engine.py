@@ -5,10 +5,11 @@ All events at one instant are applied, then one scheduling pass runs. Checkpoint
 preempted job keeps is computed from its checkpoint interval when it is evicted.
 
 Admission follows Kueue's model, simplified: a job is admitted to the first flavor of its ClusterQueue where
-its quota fits (nominal, then borrowing from the cohort within borrowing and lending limits) and the pool can
-place every pod. If none fits, a job may preempt lower-priority jobs in its own queue
-(`withinClusterQueue`) or jobs that other queues run on borrowed quota (`reclaimWithinCohort`). Experiments
-never preempt production or inference jobs. A preempted job loses the work since its last checkpoint and
+its quota fits (nominal, then borrowing through its cohort tree within borrowing and lending limits, see
+quota.py) and the pool can place every pod. If none fits, a job may preempt lower-priority jobs in its own queue
+(`withinClusterQueue`) or jobs that other queues of its cohort tree run on borrowed quota
+(`reclaimWithinCohort`, where the job has Kueue's hierarchical advantage; `borrowWithinCohort` is not
+modelled). Experiments never preempt production or inference jobs. A preempted job loses the work since its last checkpoint and
 requeues; a job on a failed node is requeued with all its work kept.
 """
 
@@ -24,6 +25,7 @@ from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimQueue
+from .quota import QuotaTree
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
 # A pod that crashes at start is recreated by the Job controller after 10 s, 20 s, 40 s ... capped at six
@@ -103,26 +105,9 @@ class Engine:
                          size=self._size(job), request=request_key(job))
                      for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
         self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}  # queue -> flavor -> milli
-        self.cohorts: dict[str, list[SimQueue]] = {}
-        for queue in policy.queues.values():
-            if queue.cohort:
-                self.cohorts.setdefault(queue.cohort, []).append(queue)
-        # (cohort, flavor) -> [(queue, guaranteed milli, lendable milli)]: the cohort arithmetic, precomputed
-        self.cohort_flavors: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
-        self.guaranteed: dict[tuple[str, str], int] = {}  # (queue, flavor) -> quota it never lends
-        self.nominal: dict[tuple[str, str], int] = {}
-        for queue in policy.queues.values():
-            for fq in queue.flavors:
-                self.nominal[(queue.name, fq.flavor)] = fq.nominal
-                if queue.cohort:
-                    self.guaranteed[(queue.name, fq.flavor)] = fq.nominal - fq.lendable
-                    self.cohort_flavors.setdefault((queue.cohort, fq.flavor), []).append(
-                        (queue.name, fq.nominal - fq.lendable, fq.lendable))
-        # kept up to date on every usage change, so a quota check never walks the cohort:
-        # (cohort, flavor) -> milli used above members' guaranteed quota, and what the members lend in all
-        self.borrowed: Counter = Counter()
-        self.lendable = {key: sum(lends for _, _, lends in members) + policy.cohort_quota.get(key, 0)
-                         for key, members in self.cohort_flavors.items()}
+        self.nominal: dict[tuple[str, str], int] = {(queue.name, fq.flavor): fq.nominal
+                                                    for queue in policy.queues.values() for fq in queue.flavors}
+        self.quota = QuotaTree(policy.queues, policy.cohorts)  # Kueue's cohort-tree arithmetic, usage kept in step
         self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
         # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
         # per flavor, and a flavor is one pool): a release marks the queues of that pool stale, and a
@@ -260,20 +245,7 @@ class Engine:
         return shape.total <= min(self._max_quota(run.queue, flavor), pool.capacity)
 
     def _max_quota(self, queue_name: str, flavor: FlavorQuota) -> int:
-        queue = self.policy.queues[queue_name]
-        if not queue.cohort:
-            return flavor.nominal
-        lent = sum(self._flavor_of(q, flavor.flavor).lendable for q in self.cohorts[queue.cohort]
-                   if q.name != queue_name and self._flavor_of(q, flavor.flavor))
-        reach = flavor.nominal + lent + self.policy.cohort_quota.get((queue.cohort, flavor.flavor), 0)
-        return reach if flavor.borrowing_limit is None else min(reach, flavor.nominal + flavor.borrowing_limit)
-
-    @staticmethod
-    def _flavor_of(queue: SimQueue, flavor: str) -> FlavorQuota | None:
-        for fq in queue.flavors:
-            if fq.flavor == flavor:
-                return fq
-        return None
+        return self.quota.potential(queue_name, flavor.flavor)
 
     @staticmethod
     def _size(job: Job) -> tuple[int, int]:
@@ -286,27 +258,12 @@ class Engine:
 
     # -- quota ---------------------------------------------------------------------------------------
     def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, demand: int) -> bool:
-        usage = self.usage[queue.name][flavor.flavor]
-        used = usage + demand
-        if not queue.cohort:
-            return used <= flavor.nominal
-        if flavor.borrowing_limit is not None and used > flavor.nominal + flavor.borrowing_limit:
-            return False
-        # the cohort's borrowed total with this queue's share recomputed for the extra demand
-        guaranteed = self.guaranteed[(queue.name, flavor.flavor)]
-        key = (queue.cohort, flavor.flavor)
-        borrowed = self.borrowed[key] - max(0, usage - guaranteed) + max(0, used - guaranteed)
-        return borrowed <= self.lendable[key]
+        return self.quota.fits(queue.name, flavor.flavor, demand)
 
     def _use(self, queue_name: str, flavor: str, delta: int) -> None:
-        """Change a queue's usage of a flavor, keeping the cohort's borrowed total in step."""
-        usage = self.usage[queue_name]
-        before = usage[flavor]
-        usage[flavor] = after = before + delta
-        cohort = self.policy.queues[queue_name].cohort
-        if cohort:
-            guaranteed = self.guaranteed[(queue_name, flavor)]
-            self.borrowed[(cohort, flavor)] += max(0, after - guaranteed) - max(0, before - guaranteed)
+        """Change a queue's usage of a flavor, and its cohorts' up the tree."""
+        self.usage[queue_name][flavor] += delta
+        self.quota.use(queue_name, flavor, delta)
 
     # -- scheduling ----------------------------------------------------------------------------------
     def _queue_order(self) -> list[str]:
@@ -455,17 +412,13 @@ class Engine:
         return []
 
     def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, demand: int) -> list[Run]:
-        """Running jobs on this flavor the job may evict: its own queue's, and those of borrowing cohort peers."""
+        """Running jobs on this flavor the job may evict: its own queue's, and those of queues of its cohort tree
+        that borrow where the job has the advantage (QuotaTree.reclaim_sources)."""
         sources: list[tuple[str, bool]] = []
         if queue.within_queue != "Never":
             sources.append((queue.name, False))
-        within_nominal = self.usage[queue.name][flavor.flavor] + demand <= flavor.nominal
-        if queue.cohort and queue.reclaim != "Never" and within_nominal:
-            for member in self.cohorts[queue.cohort]:
-                nominal = self.nominal.get((member.name, flavor.flavor))
-                if member.name != queue.name and nominal is not None and \
-                        self.usage[member.name][flavor.flavor] > nominal:
-                    sources.append((member.name, True))
+        if queue.reclaim != "Never":
+            sources += [(name, True) for name in self.quota.reclaim_sources(queue.name, flavor.flavor, demand)]
         found: list[Run] = []
         for name, reclaim in sources:
             by_priority = self.queue_running[name]

@@ -64,6 +64,15 @@ class SimQueue:
     allow_shared: bool = True
 
 
+@dataclass(frozen=True)
+class SimCohort:
+    """A Kueue Cohort: its parent and the quota it holds itself (v1beta2 `Cohort.spec`), per flavor."""
+
+    name: str
+    parent: str = ""
+    flavors: tuple[FlavorQuota, ...] = ()
+
+
 @dataclass
 class SimPolicy:
     name: str
@@ -72,8 +81,8 @@ class SimPolicy:
     priorities: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TIER_PRIORITY))
     whole_gpus: bool = False  # round every fractional request up to a card
     placement: str = "best-fit"  # best-fit | frag-aware
-    # (cohort, flavor) -> milli-GPUs a Kueue Cohort object holds itself, lendable to its member queues
-    cohort_quota: dict[tuple[str, str], int] = field(default_factory=dict)
+    # every cohort named by a queue or a parent, with its own quota (simulate/quota.py does the arithmetic)
+    cohorts: dict[str, SimCohort] = field(default_factory=dict)
     # a pod on a time-sliced pool takes one replica and needs its share of the card's memory (busy.py)
     replica_per_pod: bool = False
 
@@ -119,6 +128,7 @@ def quota_milli(resource: str, amount: float, pool: SimPool) -> int | None:
 
 
 def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[FlavorQuota, ...]:
+    """The GPU quota of a ClusterQueue's or a Cohort's flavors, in milli-GPUs of each flavor's pool."""
     result: list[FlavorQuota] = []
     for group in cq.resource_groups:
         for fq in group.flavors:
@@ -189,26 +199,25 @@ def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
     if not queues:  # the engine needs a queue for every job
         raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
     return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
-                     placement=placement, cohort_quota=_cohort_quota(cluster, pools))
+                     placement=placement, cohorts=_cohorts(cluster, pools))
 
 
-def _cohort_quota(cluster: Cluster, pools: dict[str, SimPool]) -> dict[tuple[str, str], int]:
-    """The quota Cohort objects hold themselves (Kueue v1beta2 `Cohort.spec.resourceGroups`), per flavor.
+def _cohorts(cluster: Cluster, pools: dict[str, SimPool]) -> dict[str, SimCohort]:
+    """Every cohort of the cluster (implied ones too) with its parent and the GPU quota it holds itself.
 
-    Flat: a cohort's own quota is lendable to the ClusterQueues whose `cohortName` is that cohort. What a
-    cohort would lend up to its parent (`lendingLimit`), and quota held by parent cohorts, is not modelled.
-    """
-    held: dict[tuple[str, str], int] = {}
-    for cohort in cluster.cohorts.values():
-        for group in cohort.resource_groups:
-            for fq in group.flavors:
-                pool = _pool_of_flavor(cluster, fq.flavor, pools)
-                if pool is None:
-                    continue
-                milli = sum(quota_milli(q.name, _bounded(q.nominal), pool) or 0 for q in fq.resources)
-                if milli:
-                    held[(cohort.name, fq.flavor)] = held.get((cohort.name, fq.flavor), 0) + milli
-    return held
+    Kueue refuses a cohort tree with a cycle (pkg/cache/scheduler/resource_node.go `updateCohortTreeResources`);
+    so does the simulator, which would otherwise walk it forever."""
+    for name in cluster.cohorts:
+        seen: set[str] = set()
+        cohort = name
+        while cohort in cluster.cohorts and cohort not in seen:
+            seen.add(cohort)
+            cohort = cluster.cohorts[cohort].parent
+        if cohort in seen:
+            raise ToolError(f"cluster {cluster.name}: cohort {name}'s parentName chain loops "
+                            "(CAP008), which Kueue refuses; it is not simulated")
+    return {cohort.name: SimCohort(cohort.name, cohort.parent, _queue_flavors(cluster, cohort, pools))
+            for cohort in cluster.cohorts.values()}
 
 
 def _pool_of_flavor(cluster: Cluster, flavor_name: str, pools: dict[str, SimPool]) -> SimPool | None:

@@ -1,0 +1,201 @@
+"""Kueue's quota arithmetic over a cohort tree, per flavor, in milli-GPUs.
+
+Every node of the tree (a ClusterQueue, or a Cohort) holds, per flavor:
+- a *subtree quota*: its own nominal quota plus what each child passes up, the child's subtree quota minus the
+  child's *local quota*;
+- a *local quota*: what its `lendingLimit` keeps from its parent, max(0, subtree - lendingLimit) (0 without a
+  limit);
+- a *usage*: a ClusterQueue's own; a Cohort's is what its children use beyond their local quota.
+A request fits when it is at most `available`: the node's unused local quota plus what its parent has left,
+capped by the node's `borrowingLimit`. All of it as Kueue computes it in pkg/cache/scheduler/resource_node.go
+(v0.19.2: `localQuota`, `available`, `potentialAvailable`, `addUsage`, `removeUsage`, `accumulateFromChild`),
+and reclaim candidates as pkg/scheduler/preemption/classical/hierarchical_preemption.go collects them
+(`collectCandidatesForHierarchicalReclaim`). A flat cohort is the one-level case of the same arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from .policy import FlavorQuota, SimCohort, SimQueue
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """One ClusterQueue's or Cohort's quota in one flavor."""
+
+    name: str
+    is_queue: bool
+    nominal: int = 0
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+    subtree: int = 0
+    local: int = 0
+    usage: int = 0
+    parent: Node | None = None
+    children: list[Node] = field(default_factory=list)
+
+    def local_available(self) -> int:
+        return max(0, self.local - self.usage)
+
+    def within_nominal(self) -> bool:
+        """Kueue's IsWithinNominalInResources: the node uses no more than its subtree quota."""
+        return self.usage <= self.subtree
+
+
+def available(node: Node) -> int:
+    """What the node could still admit now (resource_node.go `available`). Plain comparisons instead of min/max:
+    the engine asks this on every admission attempt."""
+    parent = node.parent
+    if parent is None:
+        return node.subtree - node.usage
+    from_parent = available(parent)
+    local, usage = node.local, node.usage
+    if node.borrowing_limit is not None:
+        used_in_parent = usage - local if usage > local else 0
+        capped = node.subtree - local - used_in_parent + node.borrowing_limit
+        if capped < from_parent:
+            from_parent = capped
+    return (local - usage if local > usage else 0) + from_parent
+
+
+def potential(node: Node) -> int:
+    """What the node could admit with nothing running anywhere (resource_node.go `potentialAvailable`)."""
+    if node.parent is None:
+        return node.subtree
+    reach = node.local + potential(node.parent)
+    if node.borrowing_limit is not None:
+        reach = min(node.subtree + node.borrowing_limit, reach)
+    return reach
+
+
+def add_usage(node: Node, amount: int) -> None:
+    """Charge the node; what exceeds its unused local quota is charged to its parent as well."""
+    local_available = node.local_available()
+    node.usage += amount
+    if node.parent is not None and amount > local_available:
+        add_usage(node.parent, amount - local_available)
+
+
+def remove_usage(node: Node, amount: int) -> None:
+    """Refund the node, and the parent for the part the node had stored there."""
+    stored_in_parent = node.usage - node.local
+    node.usage -= amount
+    if node.parent is not None and stored_in_parent > 0:
+        remove_usage(node.parent, min(amount, stored_in_parent))
+
+
+class QuotaTree:
+    """The cohort forest of a SimPolicy, one tree of Nodes per flavor, with each queue's leaf at hand."""
+
+    def __init__(self, queues: Mapping[str, SimQueue], cohorts: Mapping[str, SimCohort]):
+        self.leaves: dict[tuple[str, str], Node] = {}  # (queue, flavor) -> its node
+        cohort_nodes: dict[tuple[str, str], Node] = {}
+        flavors = {fq.flavor for q in queues.values() for fq in q.flavors}
+        flavors |= {fq.flavor for c in cohorts.values() for fq in c.flavors}
+
+        def cohort_node(name: str, flavor: str) -> Node:
+            key = (name, flavor)
+            if key not in cohort_nodes:
+                cohort = cohorts.get(name) or SimCohort(name)
+                node = _node(name, False, _quota_in(cohort.flavors, flavor))
+                cohort_nodes[key] = node
+                if cohort.parent:  # policy.from_cluster refuses a cycle (CAP008), so this ends
+                    _attach(node, cohort_node(cohort.parent, flavor))
+            return cohort_nodes[key]
+
+        for flavor in sorted(flavors):
+            for name in sorted(cohorts):
+                if _quota_in(cohorts[name].flavors, flavor):
+                    cohort_node(name, flavor)
+            for queue in queues.values():
+                quota = _quota_in(queue.flavors, flavor)
+                if quota is None:
+                    continue
+                leaf = self.leaves[(queue.name, flavor)] = _node(queue.name, True, quota)
+                if queue.cohort:
+                    _attach(leaf, cohort_node(queue.cohort, flavor))
+        for root in [n for n in cohort_nodes.values() if n.parent is None] + [
+                leaf for leaf in self.leaves.values() if leaf.parent is None]:
+            _accumulate(root)
+
+    def fits(self, queue: str, flavor: str, demand: int) -> bool:
+        return demand <= available(self.leaves[(queue, flavor)])
+
+    def potential(self, queue: str, flavor: str) -> int:
+        return potential(self.leaves[(queue, flavor)])
+
+    def use(self, queue: str, flavor: str, delta: int) -> None:
+        leaf = self.leaves[(queue, flavor)]
+        if delta >= 0:
+            add_usage(leaf, delta)
+        else:
+            remove_usage(leaf, -delta)
+
+    def reclaim_sources(self, queue: str, flavor: str, demand: int) -> list[str]:
+        """Queues of the tree from which `queue` may reclaim `demand` on `flavor`: those above their nominal
+        quota in a subtree where the request fits the quota of the preemptor's side (Kueue's hierarchical
+        advantage). Candidates without that advantage are reclaimed by Kueue only through `borrowWithinCohort`,
+        which the simulator does not model."""
+        leaf = self.leaves[(queue, flavor)]
+        advantage = leaf.usage + demand <= leaf.subtree
+        remaining = max(0, demand - leaf.local_available())
+        found: list[str] = []
+        previous, current = leaf, leaf.parent
+        while current is not None:
+            if advantage:
+                found += [n.name for n in _over_nominal(current, skip=previous) if n is not leaf]
+            advantage = advantage or current.usage + remaining <= current.subtree
+            remaining = max(0, remaining - current.local_available())
+            previous, current = current, current.parent
+        return found
+
+    def nodes(self) -> Iterator[Node]:
+        seen: set[int] = set()
+        for leaf in self.leaves.values():
+            node: Node | None = leaf
+            while node is not None and id(node) not in seen:
+                seen.add(id(node))
+                yield node
+                node = node.parent
+
+
+def _quota_in(flavors: tuple[FlavorQuota, ...], flavor: str) -> FlavorQuota | None:
+    for fq in flavors:
+        if fq.flavor == flavor:
+            return fq
+    return None
+
+
+def _node(name: str, is_queue: bool, quota: FlavorQuota | None) -> Node:
+    if quota is None:
+        return Node(name, is_queue)
+    return Node(name, is_queue, quota.nominal, quota.borrowing_limit, quota.lending_limit)
+
+
+def _attach(child: Node, parent: Node) -> None:
+    child.parent = parent
+    parent.children.append(child)
+
+
+def _accumulate(node: Node) -> None:
+    """Subtree and local quota, bottom up (resource_node.go `updateCohortResourceNode`)."""
+    node.subtree = node.nominal
+    for child in node.children:
+        _accumulate(child)
+        node.subtree += child.subtree - child.local
+    node.local = 0 if node.lending_limit is None else max(0, node.subtree - node.lending_limit)
+
+
+def _over_nominal(cohort: Node, skip: Node) -> Iterator[Node]:
+    """The queues under `cohort` using more than their nominal quota, not descending into `skip` or into child
+    cohorts within their quota (hierarchical_preemption.go `collectCandidatesInSubtree`)."""
+    for child in cohort.children:
+        if child is skip:
+            continue
+        if child.is_queue:
+            if not child.within_nominal():
+                yield child
+        elif not child.within_nominal():
+            yield from _over_nominal(child, skip)
