@@ -8,13 +8,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import edits, executors, space, targets
-from gpupolicy.recommend.search import search, simplify
+from gpupolicy.recommend.search import Candidate, earns_its_place, search, simplify
 from gpupolicy.simulate.traces import read_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,7 +95,22 @@ def test_simplify_keeps_only_changes_that_help(cluster, jobs):
     smaller = simplify(cluster, knob_list, wanted, best, run)
     kept = space.changes(knob_list, smaller.params)
     assert set(kept) <= set(space.changes(knob_list, best.params))
-    assert smaller.score >= best.score and smaller.reverted == len(space.changes(knob_list, best.params)) - len(kept)
+    assert smaller.reverted == len(space.changes(knob_list, best.params)) - len(kept)
+    assert smaller.score >= best.score - 0.005 * smaller.reverted  # each take-back cost less than half a point
+
+
+def _candidate(useful: float, miss: float, never: int = 0) -> Candidate:
+    return Candidate(1, {}, summary=SimpleNamespace(useful=useful, never_scheduled=never), miss=miss)
+
+
+def test_an_unreachable_target_does_not_hide_a_utilization_gain():
+    # serving p95 488 min against 15 min: a shortfall of 31.5 that no searched knob changes
+    assert earns_its_place(_candidate(0.178, 31.5), _candidate(0.115, 31.5))  # +6.3 points of useful utilization
+    assert not earns_its_place(_candidate(0.118, 31.5), _candidate(0.115, 31.5))  # 0.3 point: noise
+    assert earns_its_place(_candidate(0.115, 30.0), _candidate(0.115, 31.5))  # 5% closer to the targets
+    assert not earns_its_place(_candidate(0.115, 31.4), _candidate(0.115, 31.5))
+    assert earns_its_place(_candidate(0.115, 31.5, never=0), _candidate(0.115, 31.5, never=3))
+    assert earns_its_place(_candidate(0.100, 0.0), _candidate(0.100, 0.2))  # meets the targets only with it
 
 
 def _git(root: Path, *args: str) -> None:
