@@ -73,6 +73,20 @@ def build_cluster() -> Cluster:
                    workload_priority_classes=wpcs)
 
 
+def peak_usage(engine, queue: str, flavor: str):
+    """Run the engine; return the most milli-GPUs `queue` held at once on `flavor`, and the result."""
+    peak = 0
+    original = engine._start
+
+    def start(run):
+        nonlocal peak
+        original(run)
+        peak = max(peak, engine.usage[queue][flavor])
+    engine._start = start
+    result = engine.run()
+    return peak, result
+
+
 def shared_trace(*parts: str) -> Path:
     path = TRACES.joinpath(*parts)
     if not path.exists():

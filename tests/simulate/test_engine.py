@@ -6,6 +6,7 @@ import dataclasses
 import random
 
 import pytest
+from simhelpers import peak_usage
 
 from gpupolicy.model import Cohort, FlavorQuotas, ResourceGroup, ResourceQuota
 from gpupolicy.simulate import Engine, compare, replay
@@ -132,31 +133,13 @@ def test_borrowing_limit_caps_a_queue(cluster):
     # team-b may borrow 8 GPUs over its 16: 32 single-GPU jobs never run more than 24 at once
     jobs = [Job(f"b{i}", 0, 3600, gpus=1, team="team-b", tier="training") for i in range(32)]
     policy = from_cluster(cluster)
-    engine = CheckedEngine(policy, jobs, ["team-b-training"] * len(jobs))
-    peak = 0
-    original = engine._start
-
-    def start(run):
-        nonlocal peak
-        original(run)
-        peak = max(peak, engine.usage["team-b-training"]["train-flavor"])
-    engine._start = start
-    engine.run()
+    peak, _ = peak_usage(CheckedEngine(policy, jobs, ["team-b-training"] * len(jobs)), "team-b-training",
+                         "train-flavor")
     assert peak == 24_000
 
 
 def _peak_usage(policy, jobs, queue: str, flavor: str) -> int:
-    engine = CheckedEngine(policy, jobs, [queue] * len(jobs))
-    peak = 0
-    original = engine._start
-
-    def start(run):
-        nonlocal peak
-        original(run)
-        peak = max(peak, engine.usage[queue][flavor])
-    engine._start = start
-    engine.run()
-    return peak
+    return peak_usage(CheckedEngine(policy, jobs, [queue] * len(jobs)), queue, flavor)[0]
 
 
 def test_quota_a_cohort_holds_is_lent_to_its_queues(cluster):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from simhelpers import build_cluster
+from simhelpers import build_cluster, peak_usage
 
 from gpupolicy.errors import ToolError
 from gpupolicy.model import Cohort, FlavorQuotas, ResourceGroup, ResourceQuota
@@ -100,16 +100,8 @@ def _sibling_cohort_cluster():
 def test_engine_lends_through_the_parent_cohort():
     policy = from_cluster(_sibling_cohort_cluster())
     jobs = [Job(f"x{i}", 0, 3600, gpus=1, team="team-c", tier="experiment") for i in range(12)]
-    engine = Engine(policy, jobs, ["team-c-experiments"] * len(jobs))
-    peak = 0
-    original = engine._start
-
-    def start(run):
-        nonlocal peak
-        original(run)
-        peak = max(peak, engine.usage["team-c-experiments"]["train-flavor"])
-    engine._start = start
-    result = engine.run()
+    peak, result = peak_usage(Engine(policy, jobs, ["team-c-experiments"] * len(jobs)), "team-c-experiments",
+                              "train-flavor")
     assert peak == 8 * G  # its borrowingLimit, lent by team-a and team-b through `fleet`
     assert all(run.finished > 0 for run in result.runs)
 
