@@ -111,3 +111,17 @@ def test_a_cohort_cycle_is_refused_not_walked():
     cycle = {"research": Cohort("research", "a", (), None), "a": Cohort("a", "research", (), None)}
     with pytest.raises(ToolError, match="loops"):
         from_cluster(dataclasses.replace(cluster, cohorts=cycle))
+
+
+def test_a_head_within_nominal_quota_goes_before_a_borrowing_one(cluster):
+    # 32 cards; team-a holds its 16, team-b 8 of its 16. At t=10 both ask for 8 of the last 8 free cards:
+    # team-a's job would borrow, team-b's fits its nominal quota, so team-b's goes first although its
+    # priority (batch) is lower than team-a's (training), as Kueue's classicalIterator orders heads.
+    jobs = [Job("a-own", 0, 36000, gpus=8, pods=2, team="team-a", tier="training"),
+            Job("b-own", 0, 36000, gpus=8, team="team-b", tier="training"),
+            Job("a-borrow", 10, 3600, gpus=8, team="team-a", tier="training"),
+            Job("b-nominal", 10, 3600, gpus=8, team="team-b", tier="batch")]
+    queues = ["team-a-training", "team-b-training", "team-a-training", "team-b-training"]
+    runs = {run.job.id: run for run in Engine(from_cluster(cluster), jobs, queues).run().runs}
+    assert runs["b-nominal"].first_start == 10
+    assert runs["a-borrow"].first_start > 10

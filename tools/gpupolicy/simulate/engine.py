@@ -25,7 +25,7 @@ from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimQueue
-from .quota import QuotaTree
+from .quota import QuotaTree, available
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
 # A pod that crashes at start is recreated by the Job controller after 10 s, 20 s, 40 s ... capped at six
@@ -258,7 +258,7 @@ class Engine:
 
     # -- quota ---------------------------------------------------------------------------------------
     def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, demand: int) -> bool:
-        return self.quota.fits(queue.name, flavor.flavor, demand)
+        return demand <= available(self.quota.leaves[(queue.name, flavor.flavor)])  # asked on every attempt
 
     def _use(self, queue_name: str, flavor: str, delta: int) -> None:
         """Change a queue's usage of a flavor, and its cohorts' up the tree."""
@@ -266,16 +266,46 @@ class Engine:
         self.quota.use(queue_name, flavor, delta)
 
     # -- scheduling ----------------------------------------------------------------------------------
-    def _queue_order(self) -> list[str]:
-        heads = [(head, name) for name, queue in self.pending.items() if (head := queue.head()) is not None]
-        heads.sort()
-        return [name for _, name in heads]
+    def _next_queue(self, done: set[str]) -> str | None:
+        """The stale queue to run next, by its head job as Kueue orders heads (pkg/scheduler/scheduler.go,
+        classicalIterator, v0.19.2): a head within its queue's nominal quota before one that must borrow, then
+        priority, then submit time. Stale queues with nothing pending are no longer stale."""
+        heads = []
+        for name in list(self.stale):
+            head = self.pending[name].head()
+            if head is None:
+                self.stale.discard(name)
+            elif name not in done:
+                heads.append((head, name))
+        if len(heads) > 1:
+            return min(heads, key=lambda item: (self._head_borrows(item[0][-1]), item[0]))[1]
+        return heads[0][1] if heads else None
+
+    def _head_borrows(self, index: int) -> bool:
+        """Whether the job's flavor assignment would borrow: the first flavor where it is within the queue's nominal
+        quota says no; one where it fits only by borrowing says yes (Kueue's default `whenCanBorrow:
+        MayStopSearch` stops there). A job no flavor fits now counts as borrowing: it waits either way."""
+        run = self.runs[index]
+        queue = self.policy.queues[run.queue]
+        usage = self.usage[run.queue]
+        for flavor in queue.flavors:
+            shape = self._shape(run, flavor)
+            if shape is None:
+                continue
+            if usage[flavor.flavor] + shape.total <= flavor.nominal:
+                return False  # within nominal quota: it fits, or reclaims what the queue lent
+            if self._quota_fits(queue, flavor, shape.total):
+                return True
+        return True
 
     def _schedule_all(self) -> None:
-        for name in self._queue_order():
-            if name in self.stale:  # checked as the pass goes: an earlier queue's preemption may free cards
-                self.stale.discard(name)
-                self._schedule_queue(name, None)
+        """One pass over each stale queue, the order chosen as the pass goes: a queue's preemption may free
+        cards for another. A queue marked stale again after its pass waits for the next event."""
+        done: set[str] = set()
+        while (name := self._next_queue(done)) is not None:
+            self.stale.discard(name)
+            done.add(name)
+            self._schedule_queue(name, None)
 
     def _drop_unstarted(self, arrivals: list[Run]) -> None:
         """No queueing: an arrival that did not start at once leaves the queue for good."""
@@ -289,8 +319,15 @@ class Engine:
         self.stale.update(self.queues_in_pool[pool_name])
 
     def _schedule_arrivals(self, arrivals: list[Run]) -> None:
-        """Nothing was released, so only the new jobs can change anything (older ones already failed)."""
-        for run in sorted(arrivals, key=lambda r: r.key):
+        """Nothing was released, so only the new jobs can change anything (older ones already failed). They go
+        in the order of `_next_queue`, each queue's first arrival standing for its queue (Kueue orders the
+        queues' heads; within a queue, priority and submit time alone decide)."""
+        first: dict[str, Run] = {}
+        for run in arrivals:
+            if run.queue not in first or run.key < first[run.queue].key:
+                first[run.queue] = run
+        borrows = {name: len(first) > 1 and self._head_borrows(run.index) for name, run in first.items()}
+        for run in sorted(arrivals, key=lambda r: (borrows[r.queue], r.key)):
             queue = self.policy.queues[run.queue]
             pending = self.pending[run.queue]
             if queue.strategy == "StrictFIFO" and pending and pending.head()[-1] != run.index:
@@ -414,19 +451,22 @@ class Engine:
     def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, demand: int) -> list[Run]:
         """Running jobs on this flavor the job may evict: its own queue's, and those of queues of its cohort tree
         that borrow where the job has the advantage (QuotaTree.reclaim_sources)."""
-        sources: list[tuple[str, bool]] = []
-        if queue.within_queue != "Never":
-            sources.append((queue.name, False))
-        if queue.reclaim != "Never":
-            sources += [(name, True) for name in self.quota.reclaim_sources(queue.name, flavor.flavor, demand)]
+        # the priorities each policy lets the job preempt ([]: none, None: any), worked out once per attempt
+        within = [] if queue.within_queue == "Never" else self._victim_priorities(run, queue.within_queue, False)
+        reclaim = [] if queue.reclaim == "Never" else self._victim_priorities(run, queue.reclaim, True)
+        sources: list[tuple[str, bool, list[int] | None]] = []
+        if within != []:
+            sources.append((queue.name, False, within))
+        if reclaim != []:
+            sources += [(name, True, reclaim)
+                        for name in self.quota.reclaim_sources(queue.name, flavor.flavor, demand)]
         found: list[Run] = []
-        for name, reclaim in sources:
+        for name, is_reclaim, wanted in sources:
             by_priority = self.queue_running[name]
-            wanted = self._victim_priorities(run, queue.reclaim if reclaim else queue.within_queue, reclaim)
             for priority in by_priority if wanted is None else wanted:
                 for index in by_priority.get(priority, ()):
                     victim = self.runs[index]
-                    if victim.flavor.flavor == flavor.flavor and self._may_preempt(run, victim, queue, reclaim):
+                    if victim.flavor.flavor == flavor.flavor and self._may_preempt(run, victim, queue, is_reclaim):
                         found.append(victim)
         found.sort(key=lambda v: (v.priority, -v.started, v.index))
         return found

@@ -72,7 +72,7 @@ def potential(node: Node) -> int:
 
 def add_usage(node: Node, amount: int) -> None:
     """Charge the node; what exceeds its unused local quota is charged to its parent as well."""
-    local_available = node.local_available()
+    local_available = node.local - node.usage if node.local > node.usage else 0
     node.usage += amount
     if node.parent is not None and amount > local_available:
         add_usage(node.parent, amount - local_available)
