@@ -84,6 +84,16 @@ def test_audit_clean_snapshot_exits_0(tmp_path, capsys):
     assert data["gpus_by_queue"] == {"nlp/nlp": {"gpus": 1.0, "exact": "1"}}
 
 
+@needs_fleet
+def test_audit_compares_a_snapshot_with_the_cluster_its_nodes_belong_to(capsys):
+    """Without --cluster, test-us's snapshot is not reported as missing every node of prod-eu and prod-us."""
+    code = main(["audit", "--repo", str(REPO), "--snapshot", str(FIXTURE), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["compared_with"].startswith("cluster test-us's pools")
+    drift = [issue["message"] for issue in data["issues"] if issue["kind"] == "pool-drift"]
+    assert drift and not any(name in message for message in drift for name in ("eu-", "us-h100", "us-a100"))
+
+
 def test_audit_context_without_kubernetes_package_exits_2(capsys, monkeypatch):
     for name in [m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")]:
         monkeypatch.delitem(sys.modules, name)

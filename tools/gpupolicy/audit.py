@@ -246,6 +246,13 @@ def snapshot_time(snapshot: Snapshot) -> datetime | None:
     return max(known) if known else None
 
 
+def snapshot_clusters(snapshot: Snapshot, fleet) -> list[str]:
+    """The clusters some of whose pools the snapshot's nodes are labelled with: a snapshot of one cluster is
+    compared with that cluster's pools, not with the other clusters' (which it would report as missing)."""
+    labelled = {(_meta(node).get("labels") or {}).get(POOL_LABEL, "") for node in snapshot.nodes}
+    return sorted(name for name, cluster in fleet.clusters.items() if labelled & {p.name for p in cluster.pools})
+
+
 def _objects(snapshot: Snapshot) -> list[dict]:
     return [*snapshot.nodes, *snapshot.pods, *(snapshot.workloads or []), *(snapshot.cluster_queues or [])]
 

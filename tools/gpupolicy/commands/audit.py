@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "exporter's /metrics, or Prometheus /federate?match[]=DCGM_FI_DEV_GPU_UTIL)")
     parser.add_argument("--save-snapshot", metavar="DIR", type=Path, help="with --context: write what was read "
                         "as a snapshot directory (for --snapshot later)")
-    parser.add_argument("--cluster", metavar="NAME", help="compare with this cluster's pools (default: all pools)")
+    parser.add_argument("--cluster", metavar="NAME", help="compare with this cluster's pools (default: the one "
+                        "cluster whose pools the snapshot's nodes are labelled with, else every pool)")
     parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: the snapshot's "
                         "newest timestamp; the current time with --context)")
     parser.add_argument("--export-trace", metavar="FILE", type=Path, help="write the GPU pods as a CSV trace")
@@ -58,15 +59,15 @@ def run(args: argparse.Namespace) -> int:
     if args.now and now is None:
         return _fail(f"--now {args.now!r} is not a valid ISO time such as 2025-01-31T12:00:00Z (a date that "
                      "exists, a time of day; UTC unless it names a zone)")
-    pools, error = _pools(args)
-    if pools is None:
-        return _fail(error)
     try:
         snapshot = _snapshot(args)
     except AuditError as exc:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"cannot write {args.save_snapshot}: {exc.strerror or exc}")
+    pools, compared = _pools(args, snapshot)
+    if pools is None:
+        return _fail(compared)
     now, when = _snapshot_time(args, snapshot, now)
     report = audit(snapshot, pools, now)
     if args.export_trace:
@@ -76,9 +77,10 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"cannot write {args.export_trace}: {exc}")
         print(f"wrote {count} job(s) to {args.export_trace}", file=sys.stderr)
     if args.format == "json":
-        print(json.dumps(report_json(report, now), indent=2))
+        print(json.dumps({**report_json(report, now), "compared_with": compared}, indent=2))
     else:
         print(f"Snapshot time: {now.isoformat().replace('+00:00', 'Z')} ({when})")
+        print(f"Compared with: {compared}")
         print(_text(report))
     return 1 if report.issues else 0
 
@@ -111,15 +113,23 @@ def _snapshot(args: argparse.Namespace):
     return snapshot
 
 
-def _pools(args: argparse.Namespace):
+def _pools(args: argparse.Namespace, snapshot):
+    """The pools the snapshot is compared with, and a line saying which and why (or None and an error)."""
+    from ..audit import snapshot_clusters
+
     fleet, error = load_fleet_or_error(args)
     if fleet is None:
         return None, error
     if args.cluster:
         if args.cluster not in fleet.clusters:
             return None, f"no cluster {args.cluster!r}; known: {', '.join(sorted(fleet.clusters))}"
-        return {p.name: p for p in fleet.clusters[args.cluster].pools}, ""
-    return {p.name: p for p in fleet.pools.values()}, ""
+        return {p.name: p for p in fleet.clusters[args.cluster].pools}, f"cluster {args.cluster}'s pools (--cluster)"
+    matched = snapshot_clusters(snapshot, fleet)
+    if len(matched) == 1:
+        return ({p.name: p for p in fleet.clusters[matched[0]].pools},
+                f"cluster {matched[0]}'s pools (its nodes carry them; --cluster NAME overrides)")
+    why = f"its nodes carry pools of {', '.join(matched)}" if matched else "no node carries a pool of one cluster"
+    return {p.name: p for p in fleet.pools.values()}, f"every pool of the fleet ({why}; --cluster NAME narrows it)"
 
 
 def _text(report) -> str:
