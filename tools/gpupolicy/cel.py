@@ -538,23 +538,32 @@ def _violation_message(validation: dict, engine: RequestEngine, variables: _Vari
 class AdmissionChain:
     policies: dict[str, Policy]
     bindings: list[dict]
+    # verdicts kept between runs (`keptreviews.KeptReviews`) and this chain's key there; None: not kept
+    kept: Any = None
+    kept_key: str | None = None
 
     @classmethod
-    def from_objects(cls, objects: Iterable[dict]) -> AdmissionChain:
+    def from_objects(cls, objects: Iterable[dict], kept: Any = None) -> AdmissionChain:
+        """The chain of these policies and bindings; `kept`: the run's kept verdicts, if it keeps them."""
         policies: dict[str, Policy] = {}
         bindings: list[dict] = []
-        for body in objects:
-            if not isinstance(body, dict):
-                continue
+        bodies = [body for body in objects if isinstance(body, dict)]
+        for body in bodies:
             if body.get("kind") == POLICY_KIND:
                 policy = Policy.from_body(body)
                 policies[policy.name] = policy
             elif body.get("kind") == BINDING_KIND:
                 bindings.append(body)
-        return cls(policies, bindings)
+        key = kept.chain_key(bodies) if kept is not None and policies else None
+        return cls(policies, bindings, kept if key else None, key)
 
     def review(self, request: Request) -> list[Violation]:
         """Every violation of every bound policy; a policy without a binding is not enforced."""
+        if self.kept is not None and self.kept_key:
+            return self.kept.review(self.kept_key, request, lambda: self._evaluate(request))
+        return self._evaluate(request)
+
+    def _evaluate(self, request: Request) -> list[Violation]:
         violations: list[Violation] = []
         engine = RequestEngine(request)
         for binding in self.bindings:
@@ -565,5 +574,3 @@ class AdmissionChain:
 
     def denials(self, request: Request) -> list[Violation]:
         return [v for v in self.review(request) if v.denies]
-
-
