@@ -80,7 +80,7 @@ def _salt() -> str:
     digest = hashlib.sha256(f"{__version__} {sys.version_info[:2]} {marshal.version}".encode())
     for module in _EVALUATING_MODULES:
         digest.update(Path(module.__file__ or "").read_bytes())
-    engine = Path(getattr(cel._cel.cel, "__file__", "") or "")  # the compiled extension
+    engine = Path(getattr(getattr(cel._cel, "cel", None), "__file__", "") or "")  # the compiled extension
     try:
         info = engine.stat()
         digest.update(f"{engine}:{info.st_size}:{info.st_mtime_ns}".encode())
