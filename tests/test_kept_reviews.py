@@ -95,7 +95,7 @@ def test_the_code_that_evaluates_is_part_of_the_key(monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize("value", [{1: "a"}, {"a": (1, 2)}, {"a": datetime.date(2026, 1, 1)}, {"a": float("nan")}])
 def test_a_value_json_cannot_hold_exactly_is_never_a_key(value: dict) -> None:
     assert keptreviews._canonical(value) is None
-    assert keptreviews._canonical({"1": "a"}) is not None  # the string key {1: 'a'} would have shared a text with
+    assert keptreviews._canonical({"1": "a"}) is not None  # the text {1: 'a'} would have shared with it
 
 
 def test_a_request_json_cannot_hold_is_evaluated_every_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
