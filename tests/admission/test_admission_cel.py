@@ -170,3 +170,60 @@ def test_kubernetes_library_functions() -> None:
 def test_compile_errors_are_reported(expression: str, fragment: str) -> None:
     [problem] = cel.compile_errors(_policy([{"expression": expression}]))
     assert fragment in problem.message and problem.path == ("spec", "validations", 0, "expression")
+
+
+# --- one engine context per request, shared by its policies (decision 0055) -----------------------------------
+
+def _named_policy(name: str, validations: list[dict], **spec) -> dict:
+    policy = _policy(validations, **spec)
+    return {**policy, "metadata": {"name": name}}
+
+
+def _named_binding(name: str) -> dict:
+    return {"kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]}}
+
+
+def _chain_of(*policies: dict) -> cel.AdmissionChain:
+    names = [p["metadata"]["name"] for p in policies]
+    return cel.AdmissionChain.from_objects([*policies, *(_named_binding(n) for n in names)])
+
+
+def test_a_policy_does_not_see_the_variables_of_a_policy_reviewed_before_it() -> None:
+    defines = _named_policy("a", [{"expression": "variables.secret == 'a'"}],
+                            variables=[{"name": "secret", "expression": "'a'"}])
+    reads = _named_policy("b", [{"expression": "variables.secret != 'a'", "message": "saw a's variable"}])
+    conditioned = _named_policy("c", [{"expression": "false", "message": "c applied"}],
+                                matchConditions=[{"name": "none", "expression": "size(variables) == 0"}])
+    violations = _chain_of(defines, reads, conditioned).review(cel.Request(object=POD, namespace=NAMESPACES["alpha"]))
+    assert [(v.policy, v.message.split(":")[0]) for v in violations] == [("b", "expression error"),
+                                                                          ("c", "c applied")]
+
+
+def test_a_request_does_not_see_the_object_or_variables_of_the_request_before_it() -> None:
+    policy = _named_policy("p", [{"expression": "false", "messageExpression": "variables.name"}],
+                           variables=[{"name": "name", "expression": "object.metadata.name"}])
+    chain = _chain_of(policy)
+    names = [[v.message for v in chain.review(cel.Request(object={**POD, "metadata": {**POD["metadata"], "name": n}},
+                                                          namespace=NAMESPACES["alpha"]))]
+             for n in ("first", "second")]
+    assert names == [["first"], ["second"]]
+
+
+def test_a_variable_set_again_is_seen_with_its_new_value() -> None:
+    policy = _policy([{"expression": "variables.n == 2 && variables.m == 1", "message": "stale variables"}],
+                     variables=[{"name": "n", "expression": "1"}, {"name": "m", "expression": "variables.n"},
+                                {"name": "n", "expression": "variables.n + 1"}])
+    assert _review(policy, _binding(["Deny"])) == []
+
+
+def test_one_engine_context_per_request_whatever_the_number_of_policies(monkeypatch) -> None:
+    built: list[str] = []
+    real = cel._engine_context
+    monkeypatch.setattr(cel, "_engine_context", lambda request: built.append(request.kind) or real(request))
+    policies = [_named_policy(f"p{i}", [{"expression": "variables.x == 1"}],
+                              variables=[{"name": "x", "expression": "1"}]) for i in range(3)]
+    chain = _chain_of(*policies)
+    assert chain.review(cel.Request(object=POD, namespace=NAMESPACES["alpha"])) == []
+    assert chain.review(cel.Request(object={**POD, "kind": "Service"}, namespace=NAMESPACES["alpha"])) == []
+    assert built == ["Pod"]  # one for the pod's three policies, none for a request no policy matches

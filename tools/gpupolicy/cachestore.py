@@ -4,7 +4,8 @@
 - rendered overlays: `<key>.yaml` at the top, keyed by every input file's content and kubectl's identity;
 - strict-load results and rendered-document memos: `parsed/<salt>/` (`parsecache.ParseCache`);
 - kept kustomize graphs: `parsed/<salt>/graphs/` (`graphcache`);
-- prepared core schemas (a kind's schema and the definitions it reaches): `parsed/<salt>/schemas/` (`schema`).
+- prepared core schemas (a kind's schema and the definitions it reaches): `parsed/<salt>/schemas/` (`schema`);
+- admission verdicts per policy chain and request: `parsed/<salt>/reviews/` (`keptreviews`).
 
 A command builds one `CacheStore` per run (as pre-commit builds its Store) and hands it to every stage that
 caches; `CacheStore.off()` (--no-cache) keeps and reads nothing. Entries are read and written only through
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import shutil
 import sys
@@ -31,6 +33,7 @@ CACHE_DIR_ENV = "GPUPOLICY_CACHE_DIR"
 PARSED = "parsed"  # strict-load results, under a folder per loader version (parsecache's salt)
 GRAPHS = "graphs"  # kept kustomize graphs, beside the strict-load results of the same version
 SCHEMAS = "schemas"  # prepared core schemas, beside them too
+REVIEWS = "reviews"  # admission verdicts, beside them too (their keys carry their own salt)
 MAX_PREPARED_SCHEMA_BYTES = 4 * 1024 * 1024  # the largest prepared schema is ~0.5 MB; all definitions are 1.4 MB
 RENDER_SUFFIX = ".yaml"
 # What `gpupolicy cache` reports, one line each (decision 0021 lists the caches)
@@ -38,9 +41,10 @@ RENDER_KIND = "render cache (rendered overlays)"
 PARSE_KIND = "parse cache (strict-load results, rendered-document memos)"
 GRAPH_KIND = "kustomize graph cache"
 SCHEMA_KIND = "prepared schemas (core kinds' schemas with the definitions they reach)"
+REVIEW_KIND = "admission verdicts (per policy chain and request)"
 OLD_VERSION_KIND = "parse results of other toolkit versions (--prune deletes them)"
 OTHER_KIND = "other files"
-USAGE_KINDS = (RENDER_KIND, PARSE_KIND, GRAPH_KIND, SCHEMA_KIND, OLD_VERSION_KIND, OTHER_KIND)
+USAGE_KINDS = (RENDER_KIND, PARSE_KIND, GRAPH_KIND, SCHEMA_KIND, REVIEW_KIND, OLD_VERSION_KIND, OTHER_KIND)
 
 
 def default_root() -> Path:
@@ -115,6 +119,31 @@ class CacheStore:
         assert self._parsed is not None
         return self._parsed.directory / SCHEMAS / key[:2] / key
 
+    # --- admission verdicts --------------------------------------------------------------------------------
+
+    def read_reviews(self, key: str, max_bytes: int) -> object | None:
+        """A kept entry of admission verdicts (marshal: plain values, nothing runs when read), or None when
+        there is none, caching is off, or it is over `max_bytes` or does not verify. Its shape is the caller's
+        to check."""
+        if not self._parsed:
+            return None
+        entry = self._reviews_file(key)
+        try:
+            if entry.stat().st_size > max_bytes:
+                return None
+        except OSError:
+            return None
+        return cachefiles.read_value(entry)
+
+    def keep_reviews(self, key: str, value: dict, max_bytes: int) -> None:
+        data = marshal.dumps(value)
+        if self._parsed and len(data) <= max_bytes:
+            cachefiles.write_bytes(self._reviews_file(key), data)
+
+    def _reviews_file(self, key: str) -> Path:
+        assert self._parsed is not None
+        return self._parsed.directory / REVIEWS / key[:2] / key
+
     # --- rendered overlays ---------------------------------------------------------------------------------
 
     def render_key(self, reader: repopath.Reader, files: Iterable[str], kubectl: str) -> str:
@@ -177,6 +206,8 @@ class CacheStore:
             return GRAPH_KIND
         if _under(directory, current / SCHEMAS):
             return SCHEMA_KIND
+        if _under(directory, current / REVIEWS):
+            return REVIEW_KIND
         if _under(directory, current):
             return PARSE_KIND
         if _under(directory, parsed):

@@ -19,6 +19,7 @@ optional syntax (`.?field`, `orValue`); policies using them are reported by `com
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -386,8 +387,6 @@ EvaluationError = _EvaluationError  # what `check_holds` raises
 
 
 def _run(program: Any, context: Any) -> Any:
-    """Run a program in an engine context (`_engine_context`): built once per evaluation, since handing the
-    engine the request's variables costs many times more than running a typical expression."""
     try:
         return program.execute(context)
     except Exception as exc:  # the engine raises KeyError, TypeError, RuntimeError, ValueError
@@ -399,7 +398,10 @@ def _engine_context(request: Request) -> Any:
 
 
 def _run_bool(program: Any, context: Any) -> bool:
-    result = _run(program, context)
+    return _as_bool(_run(program, context))
+
+
+def _as_bool(result: Any) -> bool:
     if not isinstance(result, bool):
         raise _EvaluationError(f"expression returned {type(result).__name__}, not bool")
     return result
@@ -416,8 +418,61 @@ def _context(request: Request) -> dict:
             "namespaceObject": request.namespace, "params": None, "variables": {}}
 
 
-def evaluate(policy: Policy, request: Request, binding: dict | None = None) -> list[Violation]:
-    """The violations of one policy (through one binding) for one request; [] when it does not apply."""
+_generations = itertools.count()
+
+
+class _Variables:
+    """A policy's `variables` map as its evaluation fills it; `generation` changes with every value set and
+    is never reused, so the engine can tell whether the map it holds is this one as it stands."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.generation = next(_generations)
+
+    def set(self, name: str, value: Any) -> None:
+        self.values[name] = value
+        self.generation = next(_generations)
+
+
+@lru_cache(maxsize=4096)
+def _reads_variables(expression: str) -> bool:
+    """Whether an expression (one that compiled) names `variables` at all; one that does not cannot see it."""
+    program, _ = _compiled(expression)
+    return program is None or "variables" in program.variables()
+
+
+class RequestEngine:
+    """The engine context of one admission request, shared by every policy reviewed for it.
+
+    Handing the engine a request (object, namespace, request attributes) costs about ten times running a
+    typical expression, and the engine rebuilds its environment after every change, so the context is built
+    once, when the first policy applies, and only `variables` changes afterwards. Each policy has its own
+    `variables` (`_Variables`); it is handed to the engine only before a program that names `variables`, and
+    only when the engine holds another map (another policy's, or this one's before its latest value): a policy
+    never sees another's variables, and a large value is converted once, not once per later variable.
+    """
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self._context: Any = None
+        self._held: int | None = None  # the generation of the `variables` map the engine holds
+
+    def run(self, program: Any, variables: _Variables) -> Any:
+        if self._context is None:
+            self._context = _engine_context(self.request)
+        if self._held != variables.generation and _reads_variables(program.source):
+            self._context.add_variable("variables", variables.values)
+            self._held = variables.generation
+        return _run(program, self._context)
+
+    def run_bool(self, program: Any, variables: _Variables) -> bool:
+        return _as_bool(self.run(program, variables))
+
+
+def evaluate(policy: Policy, request: Request, binding: dict | None = None,
+             engine: RequestEngine | None = None) -> list[Violation]:
+    """The violations of one policy (through one binding) for one request; [] when it does not apply.
+    `engine`: the request's engine context when the caller reviews several policies for it."""
     binding_name = str(mapping(mapping(binding).get("metadata")).get("name", ""))
     binding_spec = (binding or {}).get("spec") or {}
     actions = tuple(binding_spec.get("validationActions") or ("Deny",))
@@ -427,49 +482,49 @@ def evaluate(policy: Policy, request: Request, binding: dict | None = None) -> l
     if binding is not None and not resources_match(binding_spec.get("matchResources"), request, False):
         return []
     fail = policy.failure_policy != "Ignore"
-    context = _engine_context(request)
+    engine = engine or RequestEngine(request)
+    empty = _Variables()  # match conditions see no variables
     for name, program in policy.match_conditions:
         try:
-            if program is None or not _run_bool(program, context):
+            if program is None or not engine.run_bool(program, empty):
                 return []
         except _EvaluationError as exc:
             return [Violation(policy.name, binding_name, f"matchCondition {name}: {exc}", actions)] if fail else []
-    context.add_variable("variables", _variables(policy, context))
+    variables = _variables(policy, engine)
     violations = []
     for index, validation in enumerate(policy.validations):
-        message = _violation_message(validation, context)
+        message = _violation_message(validation, engine, variables)
         if message is not None and (fail or not message.startswith("expression error")):
             violations.append(Violation(policy.name, binding_name, message, actions, index))
     return violations
 
 
-def _variables(policy: Policy, context: Any) -> dict:
+def _variables(policy: Policy, engine: RequestEngine) -> _Variables:
     """Variables in declaration order, each seeing those before it; one that fails is left out, so using it
     fails the validation."""
-    values: dict[str, Any] = {}
+    variables = _Variables()
     for name, program in policy.variables:
         if program is None:
             continue
-        context.add_variable("variables", values)
         try:
-            values[name] = _run(program, context)
+            variables.set(name, engine.run(program, variables))
         except _EvaluationError:
             continue
-    return values
+    return variables
 
 
-def _violation_message(validation: dict, context: Any) -> str | None:
+def _violation_message(validation: dict, engine: RequestEngine, variables: _Variables) -> str | None:
     program = validation["program"]
     if program is None:
         return "expression error: it does not compile"
     try:
-        if _run_bool(program, context):
+        if engine.run_bool(program, variables):
             return None
     except _EvaluationError as exc:
         return f"expression error: {exc}"
     if validation["message_program"] is not None:
         try:
-            text = _run(validation["message_program"], context)
+            text = engine.run(validation["message_program"], variables)
             if isinstance(text, str) and text.strip():
                 return text
         except _EvaluationError:
@@ -483,31 +538,39 @@ def _violation_message(validation: dict, context: Any) -> str | None:
 class AdmissionChain:
     policies: dict[str, Policy]
     bindings: list[dict]
+    # verdicts kept between runs (`keptreviews.KeptReviews`) and this chain's key there; None: not kept
+    kept: Any = None
+    kept_key: str | None = None
 
     @classmethod
-    def from_objects(cls, objects: Iterable[dict]) -> AdmissionChain:
+    def from_objects(cls, objects: Iterable[dict], kept: Any = None) -> AdmissionChain:
+        """The chain of these policies and bindings; `kept`: the run's kept verdicts, if it keeps them."""
         policies: dict[str, Policy] = {}
         bindings: list[dict] = []
-        for body in objects:
-            if not isinstance(body, dict):
-                continue
+        bodies = [body for body in objects if isinstance(body, dict)]
+        for body in bodies:
             if body.get("kind") == POLICY_KIND:
                 policy = Policy.from_body(body)
                 policies[policy.name] = policy
             elif body.get("kind") == BINDING_KIND:
                 bindings.append(body)
-        return cls(policies, bindings)
+        key = kept.chain_key(bodies) if kept is not None and policies else None
+        return cls(policies, bindings, kept if key else None, key)
 
     def review(self, request: Request) -> list[Violation]:
         """Every violation of every bound policy; a policy without a binding is not enforced."""
+        if self.kept is not None and self.kept_key:
+            return self.kept.review(self.kept_key, request, lambda: self._evaluate(request))
+        return self._evaluate(request)
+
+    def _evaluate(self, request: Request) -> list[Violation]:
         violations: list[Violation] = []
+        engine = RequestEngine(request)
         for binding in self.bindings:
             name = str((binding.get("spec") or {}).get("policyName", ""))
             if name in self.policies:
-                violations.extend(evaluate(self.policies[name], request, binding))
+                violations.extend(evaluate(self.policies[name], request, binding, engine))
         return violations
 
     def denials(self, request: Request) -> list[Violation]:
         return [v for v in self.review(request) if v.denies]
-
-

@@ -408,6 +408,9 @@ class Fleet:
     oncall: Any = field(default=None, repr=False)  # oncall.OnCall (mkdocs.yml extra.oncall), read with site_url
     decision_log: list = field(default_factory=list, repr=False)
     affected_paths: dict[str, bool] = field(default_factory=dict, repr=False)  # decisions.affected_paths
+    # Admission verdicts kept between runs (keptreviews.KeptReviews), when the run keeps them; chains built
+    # with it (`rules.sec003_admission_policies.chain_of`) answer a request seen before without CEL.
+    admission_reviews: Any = field(default=None, repr=False)
 
     def memo(self, key: Any, compute: Any) -> Any:
         """`compute()` once per fleet (one run) for `key`; rules share what they derive this way."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import kustomize, orgchecks, patchsources, repoconfig, repopath, rootcause, waivers
+from . import keptreviews, kustomize, orgchecks, patchsources, repoconfig, repopath, rootcause, waivers
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
@@ -176,6 +176,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     if sources.whole or fleet_level:  # the graph covers every cluster (see sources.discover)
         fleet.pool_includers = sources.pool_membership(sources.all_clusters)
     fleet.fleet_checks = fleet_checks
+    fleet.admission_reviews = keptreviews.KeptReviews(store) if store.enabled else None
     findings.extend(guarded(findings, "stage schema (GPU Operator values)", _values_findings, fleet, schemas,
                             generated, index, default=[]))
     clock.lap("model")
@@ -186,6 +187,8 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     if rules:
         org_rules = _org_rules(fleet, findings)
         findings.extend(_run_rules(fleet, org_rules))
+        if fleet.admission_reviews is not None:
+            fleet.admission_reviews.save()
         configured = _apply_config(sources.reader, findings, org_rules)
         findings, waived, unused = _apply_exceptions(fleet, configured.findings)
         if sources.whole:

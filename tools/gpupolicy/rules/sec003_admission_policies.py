@@ -83,9 +83,11 @@ def team_namespace(cluster: Cluster) -> dict:
             "metadata": {"name": "team-probe", "labels": {TEAM_LABEL: "probe"}}}
 
 
-def chain_of(cluster: Cluster) -> cel.AdmissionChain:
-    return cel.AdmissionChain.from_objects(o.body for o in cluster.objects
-                                           if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND))
+def chain_of(fleet: Fleet, cluster: Cluster) -> cel.AdmissionChain:
+    """The cluster's admission chain, built once per run; its verdicts are kept between runs when the run
+    keeps them (`Fleet.admission_reviews`)."""
+    return cluster.memo("admission_chain", lambda: cel.AdmissionChain.from_objects(
+        (o.body for o in cluster.objects if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND)), fleet.admission_reviews))
 
 
 def _admitted_probes(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain,
@@ -103,7 +105,7 @@ def _admitted_probes(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain,
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         where = fleet.locate_file(f"clusters/{cluster.name}/kustomization.yaml", "resources")
-        chain = chain_of(cluster)
+        chain = chain_of(fleet, cluster)
         if not chain.policies:
             yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
                           message=f"cluster {cluster.name} renders no ValidatingAdmissionPolicy: nothing stops GPU "

@@ -41,7 +41,7 @@ SUMMARY = "Example workloads pass the clusters' admission policies"
 def check(fleet: Fleet) -> Iterator[Finding]:
     examples = [w for w in workloads(fleet) if w.cluster is None]
     for cluster in fleet.clusters.values():
-        chain = chain_of(cluster)
+        chain = chain_of(fleet, cluster)
         if not chain.policies or not examples:
             continue
         fallback = team_namespace(cluster)

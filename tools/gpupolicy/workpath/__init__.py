@@ -131,7 +131,7 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
                                locate(("metadata", "namespace"))))
         return path
     namespace_body = cluster.namespaces[namespace].obj.body
-    chain = cluster.memo("workpath.admission_chain", lambda: chain_of(cluster))
+    chain = chain_of(fleet, cluster)
     path.steps += _admit(fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload")
     if not path.steps[-1].ok:
         return path
