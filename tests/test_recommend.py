@@ -46,15 +46,24 @@ def test_knobs_leave_production_alone_and_start_at_the_repository(cluster):
     assert knob_list and not any(k.queue == "serving" for k in knob_list)
     research = {k.name: k for k in knob_list}["research/us-h100-train/nvidia.com/gpu/borrow"]
     assert research.current == 8 and research.high == 64  # 0 nominal of 64 cards
-    # the fleet's cohorts form a tree (fleet -> training, research), whose borrowing the engine does not model
-    assert space.cohort_tree(cluster) and not any(k.kind == space.COHORT for k in knob_list)
 
 
 def test_cohort_moves_are_searched_where_cohorts_are_flat(cluster):
     flat = dataclasses.replace(cluster, cohorts={name: dataclasses.replace(c, parent="")
                                                  for name, c in cluster.cohorts.items()})
+    assert not any(c.parent for c in flat.cohorts.values())
     moves = {k.name: k for k in space.knobs(flat) if k.kind == space.COHORT}
     assert moves["research/cohort"].choices == ("research", "training")
+
+
+def test_cohort_moves_are_searched_in_a_cohort_tree(cluster):
+    # the fleet's cohorts form a tree (fleet -> production, training, research); the engine lends through it
+    assert {c.parent for c in cluster.cohorts.values() if c.parent} == {"fleet"}
+    moves = {k.name: k for k in space.knobs(cluster) if k.kind == space.COHORT}
+    assert moves["research/cohort"].choices == ("research", "training")
+    assert moves["research/cohort"].current == "research" and "serving/cohort" not in moves
+    moved = space.candidate_policy(cluster, list(moves.values()), {"research/cohort": "training"})
+    assert moved.queues["research"].cohort == "training" and moved.cohorts["training"].parent == "fleet"
 
 
 def _search(cluster, jobs, run):

@@ -4,9 +4,9 @@ Knobs (each names a ClusterQueue and, for limits, a flavor and its GPU resource)
 - `<queue>/<flavor>/<resource>/borrow`: the GPU borrowingLimit, 0 .. what the flavor's pools expose beyond the
   queue's nominal quota;
 - `<queue>/<flavor>/<resource>/lend`: the GPU lendingLimit, 0 .. the queue's nominal quota;
-- `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins; only where no cohort has a
-  parent: the engine lends within a queue's own cohort and not through a parent (simulate/policy.py), so in a
-  cohort tree it would judge a move by quota the cluster shares anyway (decision 0053).
+- `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins, in a flat fleet and in a
+  cohort tree alike: the engine lends through the whole tree as Kueue does (simulate/quota.py, decision 0054),
+  so it judges a move by what the queue can borrow in the new place (decision 0058).
 Queues of the production tier are left as they are: their reserve is what CAP005 protects. Nominal quotas,
 MIG layouts and time-slicing replicas are not searched (docs/decisions/0044-recommend-search-method.md says why).
 
@@ -46,7 +46,7 @@ def knobs(cluster: Cluster) -> list[Knob]:
     found: list[Knob] = []
     searched = [cq for _, cq in sorted(cluster.cluster_queues.items()) if cq.tier != PRODUCTION and cq.cohort]
     cohorts = tuple(sorted({cq.cohort for cq in searched}))
-    movable = len(cohorts) > 1 and not cohort_tree(cluster)
+    movable = len(cohorts) > 1
     for cq in searched:
         if movable:
             found.append(Knob(f"{cq.name}/cohort", cq.name, COHORT, cq.cohort, choices=cohorts))
@@ -61,11 +61,6 @@ def knobs(cluster: Cluster) -> list[Knob]:
                 found.append(Knob(f"{cq.name}/{flavor}/{quota.name}/{LEND}", cq.name, LEND, lend, 0,
                                   max(nominal, lend), flavor=flavor, resource=quota.name))
     return found
-
-
-def cohort_tree(cluster: Cluster) -> bool:
-    """Whether a cohort of the cluster has a parent: borrowing through it is beyond the engine's model."""
-    return any(cohort.parent for cohort in cluster.cohorts.values())
 
 
 def _gpu_quotas(cq: ClusterQueue):
