@@ -182,3 +182,24 @@ def test_command_json_and_refused_out(tmp_path):
     (root / "artifacts").symlink_to(tmp_path)
     refused = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--trials", "1")
     assert refused.returncode == 2 and "outside the repository" in refused.stderr
+
+
+def test_apply_refuses_files_with_uncommitted_changes_unless_forced(tmp_path):
+    from gpupolicy.commands.recommend import _apply_refusal
+
+    root = _copy(tmp_path)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    queue = root / "clusters/prod-us/queues/research.yaml"
+    queue.write_text(queue.read_text() + "# a reviewer's note\n")
+    texts = {"clusters/prod-us/queues/research.yaml": "", "clusters/prod-us/team-quotas.yaml": ""}
+    refusal = _apply_refusal(SimpleNamespace(repo=str(root), force=False), texts)
+    assert "clusters/prod-us/queues/research.yaml" in refusal and "team-quotas" not in refusal
+    assert "commit or stash" in refusal and "--force" in refusal
+    assert _apply_refusal(SimpleNamespace(repo=str(root), force=True), texts) is None
+    assert _apply_refusal(SimpleNamespace(repo=str(root), force=False),
+                          {"clusters/prod-us/team-quotas.yaml": ""}) is None
+    new = {"clusters/prod-us/queues/new.yaml": ""}
+    (root / "clusters/prod-us/queues/new.yaml").write_text("untracked\n")
+    assert "new.yaml" in _apply_refusal(SimpleNamespace(repo=str(root), force=False), new)

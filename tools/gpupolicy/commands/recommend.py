@@ -51,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="walk down at most N ranked candidates for one that every rule accepts (default 5)")
     parser.add_argument("--out", metavar="DIR", type=Path, help=f"where pareto.png goes (default {DEFAULT_OUT})")
     parser.add_argument("--apply", action="store_true", help="write the recommendation into the repository")
+    parser.add_argument("--force", action="store_true",
+                        help="--apply: overwrite files that have uncommitted changes (refused without it)")
     parser.add_argument("--record", action="store_true",
                         help="keep the result as docs/recommendations/<cluster>.json and .png for `gpupolicy docs`")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
@@ -116,13 +118,28 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
                                   sorted(chosen[1]) if chosen else [], _points(candidates),
                                   len(candidates))
         record.write_record(Path(args.repo), cluster.name, text, png)
-    if chosen and args.apply:
+    refusal = _apply_refusal(args, chosen[1]) if chosen and args.apply else None
+    if chosen and args.apply and refusal is None:
         edits.apply_to_repository(Path(args.repo), chosen[1])
     report = dict(cluster=cluster.name, jobs=len(jobs), trials=len(candidates), seconds=seconds,
                   executor=runner.name, candidates=candidates, chosen=chosen, rejected=rejected,
-                  summaries=summaries, knobs=knob_list, out=out, applied=bool(chosen and args.apply))
+                  summaries=summaries, knobs=knob_list, out=out,
+                  applied=bool(chosen and args.apply and refusal is None))
     (_print_json if args.format == "json" else _print_text)(report)
+    if refusal:
+        return _fail(refusal)
     return 0 if chosen else 1
+
+
+def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
+    """Why --apply must not write these files (some have uncommitted changes, which it would overwrite), or None;
+    --force writes them anyway."""
+    from .. import gitrev
+
+    if args.force or not texts:
+        return None
+    reason = gitrev.dirty_reason(Path(args.repo), sorted(texts))
+    return f"--apply wrote nothing: {reason}, or pass --force to overwrite them" if reason else None
 
 
 def _jobs(args: argparse.Namespace, cluster):
