@@ -112,6 +112,15 @@ def _candidate(useful: float, miss: float, never: int = 0) -> Candidate:
     return Candidate(1, {}, summary=SimpleNamespace(useful=useful, never_scheduled=never), miss=miss)
 
 
+def test_target_rows_show_each_wait_against_its_bound():
+    wanted = targets.parse("serving:p95<15m,training:p50<2h")
+    entries = targets.target_report(wanted, {"repository": {"serving:p95<15m": 488.2, "training:p50<120m": 30.0},
+                                             "recommended": {"serving:p95<15m": 12.0, "training:p50<120m": 150.0}})
+    assert targets.target_rows(entries, ["repository", "recommended"]) == [
+        ["serving:p95<15m", "15m", "488m (missed)", "12m (met)"],
+        ["training:p50<120m", "120m", "30m (met)", "150m (missed)"]]
+
+
 def test_an_unreachable_target_does_not_hide_a_utilization_gain():
     # serving p95 488 min against 15 min: a shortfall of 31.5 that no searched knob changes
     assert earns_its_place(_candidate(0.178, 31.5), _candidate(0.115, 31.5))  # +6.3 points of useful utilization
@@ -164,17 +173,28 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
 def test_command_json_and_refused_out(tmp_path):
     root = _copy(tmp_path)
     result = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
-                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json", "--record")
+                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json", "--record",
+                  "--target", "training:p50<2h")
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     assert len(report["candidates"]) == 4 and report["candidates"][0]["trial"] is not None
+    [target] = report["targets"]
+    assert target["target"] == "training:p50<120m" and target["bound_minutes"] == 120
+    repository = next(c for c in report["candidates"] if c["trial"] == 0)
+    assert target["waits_minutes"]["repository"] == repository["waits"]["training:p50<120m"]
     assert (root / "artifacts/recommend/pareto.png").read_bytes()[:4] == b"\x89PNG"
     recorded = json.loads((root / "docs/recommendations/prod-us.json").read_text())
     assert recorded["trials"] == 4 and recorded["command"].startswith("gpupolicy recommend --cluster prod-us")
+    assert recorded["targets"][0]["target"] == "training:p50<120m"
     assert _cli(root, "docs", "--check").returncode != 0  # the new record's page is missing
     assert _cli(root, "docs").returncode == 0
     page = (root / "docs/generated/recommendations/prod-us.md").read_text()
     assert "| metric | baseline | repository policy |" in page and "prod-us.png" in page
+    assert "## Wait targets" in page and "| training:p50<120m | 120m |" in page
+    text = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
+                "--trials", "2", "--batch", "2", "--jobs", "1", "--check", "1", "--target", "training:p50<2h")
+    assert text.returncode in (0, 1), text.stderr
+    assert "worst wait of each target's queues" in text.stdout and "| training:p50<120m | 120m |" in text.stdout
     assert _cli(root, "docs", "--check").returncode == 0
     bad = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--target", "serving<1")
     assert bad.returncode == 2 and "expected KEY" in bad.stderr

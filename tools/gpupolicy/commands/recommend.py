@@ -112,18 +112,20 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     png = plot.pareto_png(candidates, chosen[0] if chosen else None)
     write_files({out / "pareto.png": png})
     summaries = [base, repo_policy.summary] + ([chosen[0].summary] if chosen else [])
+    waits = targets.target_report(wanted, {"repository": repo_policy.waits} |
+                                  ({"recommended": chosen[0].waits} if chosen else {}))
     if args.record:
         changes = _changes(knob_list, chosen[0]) if chosen else []
         text = record.record_text(cluster.name, _rebuild_command(args), summaries, changes,
                                   sorted(chosen[1]) if chosen else [], _points(candidates),
-                                  len(candidates))
+                                  len(candidates), waits)
         record.write_record(Path(args.repo), cluster.name, text, png)
     refusal = _apply_refusal(args, chosen[1]) if chosen and args.apply else None
     if chosen and args.apply and refusal is None:
         edits.apply_to_repository(Path(args.repo), chosen[1])
     report = dict(cluster=cluster.name, jobs=len(jobs), trials=len(candidates), seconds=seconds,
                   executor=runner.name, candidates=candidates, chosen=chosen, rejected=rejected,
-                  summaries=summaries, knobs=knob_list, out=out,
+                  summaries=summaries, knobs=knob_list, out=out, targets=waits,
                   applied=bool(chosen and args.apply and refusal is None))
     (_print_json if args.format == "json" else _print_text)(report)
     if refusal:
@@ -206,7 +208,11 @@ def _rebuild_command(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
+TARGET_HEADERS = {"repository": "repository policy", "recommended": "recommended"}
+
+
 def _print_text(report: dict) -> None:
+    from ..recommend.targets import target_rows
     from ..simulate.report import markdown_table, summary_rows
 
     print(f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs in "
@@ -224,6 +230,10 @@ def _print_text(report: dict) -> None:
     chosen = report["chosen"]
     header = ("metric", "baseline", "repository policy") + (("recommended",) if chosen else ())
     print("\n" + markdown_table(header, summary_rows(report["summaries"])))
+    if report["targets"]:
+        policies = ["repository", "recommended"] if chosen else ["repository"]
+        print("\nworst wait of each target's queues:\n" + markdown_table(
+            ("target", "bound", *(TARGET_HEADERS[p] for p in policies)), target_rows(report["targets"], policies)))
     for number, errors in report["rejected"]:
         print(f"\ncandidate {number} passed over: " + "; ".join(errors))
     if chosen:
@@ -249,4 +259,4 @@ def _print_json(report: dict) -> None:
         "recommended": candidate(chosen[0]) if chosen else None,
         "changes": _changes(report["knobs"], chosen[0]) if chosen else [], "files": sorted(chosen[1]) if chosen else [],
         "applied": report["applied"], "passed_over": [{"trial": n, "errors": e} for n, e in report["rejected"]],
-        "pareto": str(report["out"] / "pareto.png")}, indent=2))
+        "targets": report["targets"], "pareto": str(report["out"] / "pareto.png")}, indent=2))
