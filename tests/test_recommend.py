@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from gpupolicy import quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import edits, executors, space, targets
@@ -64,6 +66,41 @@ def test_cohort_moves_are_searched_in_a_cohort_tree(cluster):
     assert moves["research/cohort"].current == "research" and "serving/cohort" not in moves
     moved = space.candidate_policy(cluster, list(moves.values()), {"research/cohort": "training"})
     assert moved.queues["research"].cohort == "training" and moved.cohorts["training"].parent == "fleet"
+
+
+def test_apportion_fits_whole_units_into_the_room():
+    assert space.apportion({"a": 10, "b": 20}, 40) == {"a": 10, "b": 20}  # fits: left as asked
+    assert space.apportion({"a": 10, "b": 20}, 20) == {"a": 7, "b": 13}  # 6.67 and 13.33: the larger remainder
+    assert space.apportion({"b": 1, "a": 1}, 1) == {"a": 1, "b": 0}  # a tie goes by name
+    assert space.apportion({"a": 5}, 0) == {"a": 0}
+
+
+def _over_capacity(cluster) -> list[str]:
+    """CAP001's sum: the pools where the nominal quota given out exceeds what the pool exposes."""
+    return [f"{pool} {resource}" for (pool, resource), entries in quotas.nominal_per_pool(cluster).items()
+            if sum(e.quota.nominal for e in entries) > quotas.pool_of(cluster, entries[0].flavor).capacity[resource]]
+
+
+def test_nominal_knobs_keep_every_pool_within_capacity(cluster):
+    knob_list = space.knobs(cluster)
+    nominal = {k.name: k for k in knob_list if k.kind == space.NOMINAL}
+    assert not any(k.queue == "serving" for k in nominal.values())  # production's reserve is not searched
+    assert nominal["research/us-l40s-shared/nvidia.com/gpu/nominal"].high == 48  # 64 less serving's 16
+    assert nominal["nlp/us-h100-train/nvidia.com/gpu/nominal"].high == 64
+    rng = random.Random(3)
+    for _ in range(50):
+        params = {k.name: rng.randint(k.low, k.high) for k in knob_list if k.kind != space.COHORT}
+        values = space.resolved(knob_list, params)
+        candidate = space.with_params(cluster, knob_list, params)
+        assert _over_capacity(candidate) == []
+        for knob in knob_list:
+            if knob.kind == space.LEND:
+                assert values[knob.name] <= values[f"{knob.queue}/{knob.flavor}/{knob.resource}/nominal"]
+    both = space.resolved(knob_list, {"nlp/us-h100-train/nvidia.com/gpu/nominal": 64,
+                                      "vision/us-h100-train/nvidia.com/gpu/nominal": 64})
+    assert (both["nlp/us-h100-train/nvidia.com/gpu/nominal"], both["vision/us-h100-train/nvidia.com/gpu/nominal"],
+            both["research/us-h100-train/nvidia.com/gpu/nominal"]) == (32, 32, 0)
+    assert space.resolved(knob_list, {}) == space.current_values(knob_list)  # trial 0: the repository's policy
 
 
 def _search(cluster, jobs, run):
@@ -153,21 +190,28 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     knob_list = [*space.knobs(cluster), space.Knob("research/cohort", "research", space.COHORT, "research",
                                                    choices=("research", "training"))]  # edits work in any fleet
     params = space.current_values(knob_list) | {"research/cohort": "training",
-                                                "research/us-h100-train/nvidia.com/gpu/borrow": 12}
+                                                "research/us-h100-train/nvidia.com/gpu/borrow": 12,
+                                                "research/us-l40s-shared/nvidia.com/gpu/nominal": 40}
     texts, errors = edits.edited_files(root, "prod-us", knob_list, params)
     assert errors == []
     edits.apply_to_repository(root, texts)
     research = (root / "clusters/prod-us/queues/research.yaml").read_text()
     assert "cohortName: training" in research and "borrow up to 12." in research
     assert 'borrowingLimit: "2400Gi"' in research  # memory in step: 200Gi per card
-    assert 'requests.nvidia.com/gpu: "76"' in (root / "clusters/prod-us/team-quotas.yaml").read_text()
+    # 48 + 16 + 8 -> 40 + 16 + 12: the namespace quota follows what its queues can admit (CAP015)
+    assert 'requests.nvidia.com/gpu: "68"' in (root / "clusters/prod-us/team-quotas.yaml").read_text()
     assert "# research in prod-us" in research  # comments kept
+    assert "us-l40s-shared (time-sliced): gpu 40 of 64, borrow up to 16, lend at most 40." in research
+    shared = research[research.index("- name: us-l40s-shared"):research.index("- name: us-a100-mig-1g")]
+    assert "nominalQuota: 40\n" in shared and "lendingLimit: 40\n" in shared  # lending kept within nominal
+    assert "nominalQuota: 80\n" in shared and 'nominalQuota: "640Gi"' in shared  # cpu and memory in step
     validate = _cli(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
     diff = _cli(root, "diff", "--base", "HEAD")
     assert diff.returncode == 0, diff.stderr
-    assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 76 | +4 |" in diff.stdout
+    assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 68 | -4 |" in diff.stdout
     assert "| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | 8 | 12 |" in diff.stdout
+    assert "-8 L40S for team research in prod-us (48 -> 40)" in diff.stdout
 
 
 def test_command_json_and_refused_out(tmp_path):

@@ -1,10 +1,10 @@
 """A candidate written into the repository's files, and checked by every rule on a temporary copy first.
 
 What changes, in step, for each knob:
-- the ClusterQueue's GPU `borrowingLimit`/`lendingLimit` on the flavor, and the same limit on its cpu and memory
-  at the flavor's per-device ratio (from its nominal quotas, else from the limit it had), so Kueue never stops
-  at cpu before the GPUs the limit promises; `spec.cohortName` for a cohort knob;
-- the "borrow up to N, lend at most N" of the queue file's header comment;
+- the ClusterQueue's GPU `nominalQuota`/`borrowingLimit`/`lendingLimit` on the flavor, and the same field on its
+  cpu and memory at the flavor's per-device ratio (from its nominal quotas, else from a limit both set), so Kueue
+  never stops at cpu before the GPUs the quota promises (WL006); `spec.cohortName` for a cohort knob;
+- the "N of M, borrow up to N, lend at most N" of the queue file's header comment;
 - each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
   or lowered with them where it was exactly that before.
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
@@ -28,9 +28,9 @@ from ..quantity import QuantityError, parse_quantity
 from ..quotas import admissible, is_gpu_resource
 from ..rules.cap_common import namespace_labels, queues_selecting
 from ..transaction import write_files
-from .space import BORROW, COHORT, Knob, changes
+from .space import BORROW, COHORT, LEND, NOMINAL, Knob, changes
 
-FIELD = {BORROW: "borrowingLimit", "lend": "lendingLimit"}
+FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
 _COPY_IGNORED = shutil.ignore_patterns(".git", ".venv", "artifacts", "site", "node_modules", "__pycache__")
 GI = Decimal(2**30)
 
@@ -113,8 +113,9 @@ def _set_value(mapping, key: str, value) -> None:
 
 
 def _set_in_step(resource, gpu, key: str, devices: int) -> None:
-    """cpu or memory `key` at the flavor's ratio per GPU device; left alone when no ratio is known."""
-    for pair in ("nominalQuota", key):
+    """cpu or memory `key` at the flavor's ratio per GPU device (from its nominal quotas, else from the first
+    limit both set); left alone when no ratio is known."""
+    for pair in dict.fromkeys(("nominalQuota", key, "borrowingLimit", "lendingLimit")):
         try:
             per_device = parse_quantity(resource.get(pair, 0)) / Decimal(gpu.get(pair) or 0)
         except (QuantityError, ArithmeticError):
@@ -129,6 +130,9 @@ def _set_in_step(resource, gpu, key: str, devices: int) -> None:
 
 def _comment_with(text: str, knob: Knob, value: int) -> str:
     """The header line `#   <flavor> (...): <resource> N of M, borrow up to B, lend at most L.` with the new value."""
+    if knob.kind == NOMINAL:
+        nominal = re.compile(rf"^(#\s+{re.escape(knob.flavor)} \([^)]*\): \S+ )\d+( of \d+)", re.M)
+        return nominal.sub(lambda m: f"{m.group(1)}{value}{m.group(2)}", text, count=1)
     phrase = "borrow up to" if knob.kind == BORROW else "lend at most"
     line = re.compile(rf"^(#\s+{re.escape(knob.flavor)} \(.*?\d+ of \d+)((?:, [a-z ]+ \d+)*)(\..*)$", re.M)
 

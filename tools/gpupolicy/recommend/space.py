@@ -1,14 +1,19 @@
 """The search space of `recommend`: knobs on a cluster's ClusterQueues, and the policy a candidate simulates.
 
-Knobs (each names a ClusterQueue and, for limits, a flavor and its GPU resource):
+Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource):
+- `<queue>/<flavor>/<resource>/nominal`: the GPU nominalQuota, 0 .. the pool's room: what it exposes less the
+  nominal quota of production queues and Cohorts there (`nominal_rooms`). Where the searched queues together
+  ask for more than the room, their quotas are scaled down to fit in whole units (`resolved`, `apportion`), so
+  every candidate keeps CAP001 true by construction;
 - `<queue>/<flavor>/<resource>/borrow`: the GPU borrowingLimit, 0 .. what the flavor's pools expose beyond the
   queue's nominal quota;
-- `<queue>/<flavor>/<resource>/lend`: the GPU lendingLimit, 0 .. the queue's nominal quota;
+- `<queue>/<flavor>/<resource>/lend`: the GPU lendingLimit, 0 .. the room, brought down to the queue's nominal
+  quota when above it (CAP010);
 - `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins, in a flat fleet and in a
   cohort tree alike: the engine lends through the whole tree as Kueue does (simulate/quota.py, decision 0054),
   so it judges a move by what the queue can borrow in the new place (decision 0058).
-Queues of the production tier are left as they are: their reserve is what CAP005 protects. Nominal quotas,
-MIG layouts and time-slicing replicas are not searched (docs/decisions/0044-recommend-search-method.md says why).
+Queues of the production tier are left as they are: their reserve is what CAP005 protects. MIG layouts are not
+searched: the simulator cannot tell two layouts apart (decision 0058).
 
 A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob values and handing the result to
 `simulate.policy.from_cluster`, so the simulated policy comes from the same code as `gpupolicy simulate`'s.
@@ -17,28 +22,31 @@ A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..model import Cluster, ClusterQueue, ResourceGroup
-from ..quotas import flavor_capacity, is_gpu_resource
+from ..quotas import flavor_capacity, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
 
 PRODUCTION = "production"
-BORROW, LEND, COHORT = "borrow", "lend", "cohort"
+BORROW, LEND, COHORT, NOMINAL = "borrow", "lend", "cohort", "nominal"
+LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_limit"}
 
 
 @dataclass(frozen=True)
 class Knob:
     name: str  # the Optuna parameter name
     queue: str
-    kind: str  # borrow | lend | cohort
+    kind: str  # borrow | lend | cohort | nominal
     current: int | str
     low: int = 0
-    high: int = 0
+    high: int = 0  # for a nominal knob: the room its pool has for all the searched queues' nominal quota
     choices: tuple[str, ...] = ()
     flavor: str = ""
     resource: str = ""
+    pool: str = ""
 
 
 def knobs(cluster: Cluster) -> list[Knob]:
@@ -46,21 +54,57 @@ def knobs(cluster: Cluster) -> list[Knob]:
     found: list[Knob] = []
     searched = [cq for _, cq in sorted(cluster.cluster_queues.items()) if cq.tier != PRODUCTION and cq.cohort]
     cohorts = tuple(sorted({cq.cohort for cq in searched}))
-    movable = len(cohorts) > 1
+    rooms = nominal_rooms(cluster, searched)
     for cq in searched:
-        if movable:
+        if len(cohorts) > 1:
             found.append(Knob(f"{cq.name}/cohort", cq.name, COHORT, cq.cohort, choices=cohorts))
         for flavor, quota in _gpu_quotas(cq):
-            exposed = int(flavor_capacity(cluster, flavor).get(quota.name, 0))
-            nominal = int(quota.nominal)
-            borrow = _whole(quota.borrowing_limit, exposed - nominal)
-            found.append(Knob(f"{cq.name}/{flavor}/{quota.name}/{BORROW}", cq.name, BORROW, borrow, 0,
-                              max(exposed - nominal, borrow), flavor=flavor, resource=quota.name))
-            if nominal > 0:
-                lend = _whole(quota.lending_limit, nominal)
-                found.append(Knob(f"{cq.name}/{flavor}/{quota.name}/{LEND}", cq.name, LEND, lend, 0,
-                                  max(nominal, lend), flavor=flavor, resource=quota.name))
+            found.extend(_quota_knobs(cluster, cq, flavor, quota, rooms))
     return found
+
+
+def _quota_knobs(cluster: Cluster, cq: ClusterQueue, flavor: str, quota, rooms: dict) -> list[Knob]:
+    """The nominal quota (where its pool's room is known), borrowing and lending limits of one GPU quota."""
+    exposed = int(flavor_capacity(cluster, flavor).get(quota.name, 0))
+    nominal = int(quota.nominal)
+    prefix = f"{cq.name}/{flavor}/{quota.name}"
+    found = []
+    pool = pool_of(cluster, flavor)
+    room = rooms.get((pool.name, quota.name)) if pool else None
+    if room is not None:
+        found.append(Knob(f"{prefix}/{NOMINAL}", cq.name, NOMINAL, nominal, 0, room, flavor=flavor,
+                          resource=quota.name, pool=pool.name))
+    borrow = _whole(quota.borrowing_limit, exposed - nominal)
+    found.append(Knob(f"{prefix}/{BORROW}", cq.name, BORROW, borrow, 0, max(exposed - nominal, borrow),
+                      flavor=flavor, resource=quota.name))
+    if nominal > 0:
+        lend = _whole(quota.lending_limit, nominal)
+        found.append(Knob(f"{prefix}/{LEND}", cq.name, LEND, lend, 0, max(room or nominal, lend), flavor=flavor,
+                          resource=quota.name))
+    return found
+
+
+def nominal_rooms(cluster: Cluster, searched: list[ClusterQueue]) -> dict[tuple[str, str], int]:
+    """(pool, GPU resource) -> the nominal quota the searched queues may hold there together: what the pool
+    exposes less every other queue's and Cohort's nominal quota on it (production's reserve among them), the sum
+    CAP001 checks. A pool whose searched quota is already over its room (a CAP001 finding) gets no nominal knob."""
+    names = {cq.name for cq in searched}
+    held = {(cq.name, flavor, quota.name) for cq in searched for flavor, quota in _gpu_quotas(cq)}
+    rooms = {}
+    for (pool_name, resource), entries in nominal_per_pool(cluster).items():
+        mine = [e for e in entries if e.kind == "ClusterQueue" and e.owner in names
+                and (e.owner, e.flavor, resource) in held]
+        if not mine:
+            continue
+        others = sum(e.quota.nominal for e in entries if e not in mine)
+        room = math.floor(pool_capacity(cluster, pool_name).get(resource, 0) - others)
+        if sum(int(e.quota.nominal) for e in mine) <= room:
+            rooms[(pool_name, resource)] = room
+    return rooms
+
+
+def pool_capacity(cluster: Cluster, pool_name: str) -> dict[str, int]:
+    return next((p.capacity for p in cluster.pools if p.name == pool_name), {})
 
 
 def _gpu_quotas(cq: ClusterQueue):
@@ -87,8 +131,43 @@ def current_values(knob_list: list[Knob]) -> dict[str, int | str]:
 
 
 def changes(knob_list: list[Knob], params: Mapping[str, int | str]) -> list[tuple[Knob, int | str]]:
-    """The knobs whose value differs from the repository's, with the new value."""
-    return [(knob, params[knob.name]) for knob in knob_list if knob.name in params and params[knob.name] != knob.current]
+    """The knobs whose value, once resolved (`resolved`), differs from the repository's, with the new value."""
+    values = resolved(knob_list, params)
+    return [(knob, values[knob.name]) for knob in knob_list if values[knob.name] != knob.current]
+
+
+def resolved(knob_list: list[Knob], params: Mapping[str, int | str]) -> dict[str, int | str]:
+    """The values a candidate's parameters stand for, valid by construction: knobs missing from `params` keep
+    the repository's value; the searched queues' nominal quotas on a pool that together exceed its room (CAP001)
+    are scaled down to fit it (`apportion`); a lending limit above its queue's nominal quota comes down to it
+    (CAP010)."""
+    values = current_values(knob_list) | dict(params)
+    groups: dict[tuple[str, str], list[Knob]] = {}
+    for knob in knob_list:
+        if knob.kind == NOMINAL:
+            groups.setdefault((knob.pool, knob.resource), []).append(knob)
+    for group in groups.values():
+        values.update(apportion({k.name: int(values[k.name]) for k in group}, group[0].high))
+    for knob in knob_list:
+        nominal = f"{knob.queue}/{knob.flavor}/{knob.resource}/{NOMINAL}"
+        if knob.kind == LEND and nominal in values:
+            values[knob.name] = min(int(values[knob.name]), int(values[nominal]))
+    return values
+
+
+def apportion(wanted: Mapping[str, int], room: int) -> dict[str, int]:
+    """Whole amounts summing to at most `room`: `wanted` itself when it fits, else each share of the room in
+    proportion to what was wanted, rounded down, the units left over going to the largest remainders (ties by
+    name), so the result is a function of its input alone."""
+    total = sum(wanted.values())
+    if total <= room:
+        return dict(wanted)
+    exact = {name: amount * room / total for name, amount in wanted.items()}
+    result = {name: math.floor(value) for name, value in exact.items()}
+    left = room - sum(result.values())
+    for name in sorted(exact, key=lambda n: (result[n] - exact[n], n))[:left]:
+        result[name] += 1
+    return result
 
 
 def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> Cluster:
@@ -102,7 +181,7 @@ def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, in
 def _changed(cq: ClusterQueue, knob: Knob, value: int | str) -> ClusterQueue:
     if knob.kind == COHORT:
         return dataclasses.replace(cq, cohort=str(value))
-    field = "borrowing_limit" if knob.kind == BORROW else "lending_limit"
+    field = LIMIT_FIELDS[knob.kind]
     groups = []
     for group in cq.resource_groups:
         flavors = []
