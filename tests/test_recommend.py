@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,25 @@ def test_nominal_knobs_keep_every_pool_within_capacity(cluster):
     assert (both["nlp/us-h100-train/nvidia.com/gpu/nominal"], both["vision/us-h100-train/nvidia.com/gpu/nominal"],
             both["research/us-h100-train/nvidia.com/gpu/nominal"]) == (32, 32, 0)
     assert space.resolved(knob_list, {}) == space.current_values(knob_list)  # trial 0: the repository's policy
+
+
+def test_replica_knobs_rescale_the_pool_and_its_quotas(cluster):
+    knob_list = space.knobs(cluster)
+    [knob] = [k for k in knob_list if k.kind == space.REPLICAS]
+    assert (knob.name, knob.current, knob.low, knob.high) == ("us-l40s-shared/replicas", 4, 2, 8)
+    changed = space.with_params(cluster, knob_list, {knob.name: 6, "research/us-l40s-shared/nvidia.com/gpu/nominal": 45})
+    pool = next(p for p in changed.pools if p.name == "us-l40s-shared")
+    assert pool.time_slicing_replicas == 6 and pool.capacity["nvidia.com/gpu"] == 96
+    shared = {q.name: q for g in changed.cluster_queues["research"].resource_groups for f in g.flavors
+              if f.flavor == "us-l40s-shared" for q in f.resources}
+    assert (shared["nvidia.com/gpu"].nominal, shared["nvidia.com/gpu"].borrowing_limit) == (67, 24)  # 45 x 1.5
+    assert shared["cpu"].nominal == 96  # the same cards need the same cpu (WL006 counts cards)
+    serving = {q.name: q for g in changed.cluster_queues["serving"].resource_groups for f in g.flavors
+               if f.flavor == "us-l40s-shared" for q in f.resources}
+    assert serving["nvidia.com/gpu"].nominal == 24  # production's reserve: the same 4 cards, in the new unit
+    assert _over_capacity(changed) == []
+    policy = space.candidate_policy(cluster, knob_list, {knob.name: 6})
+    assert policy.pools["us-l40s-shared"].replicas == 6  # the simulator sees the finer share
 
 
 def _search(cluster, jobs, run):
@@ -212,6 +232,30 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 68 | -4 |" in diff.stdout
     assert "| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | 8 | 12 |" in diff.stdout
     assert "-8 L40S for team research in prod-us (48 -> 40)" in diff.stdout
+
+
+def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):
+    root = _copy(tmp_path)
+    knob_list = space.knobs(cluster)
+    params = {"us-l40s-shared/replicas": 8, "research/us-l40s-shared/nvidia.com/gpu/nominal": 40}
+    texts, errors = edits.edited_files(root, "prod-us", knob_list, params)
+    assert errors == []
+    assert {"pools/us-l40s-shared/pool.yaml", "pools/us-l40s-shared/device-plugin.yaml",
+            "policies/startup-check/pools.conf", "clusters/prod-us/queues/research.yaml",
+            "clusters/prod-us/queues/serving.yaml", "clusters/prod-us/team-quotas.yaml"} <= set(texts)
+    pool = texts["pools/us-l40s-shared/pool.yaml"]
+    assert "    replicas: 8\n" in pool and "16 GPUs x 8 replicas = 128 schedulable" in pool
+    assert "exposes nvidia.com/gpu = 128." in pool
+    assert "        replicas: 8\n" in texts["pools/us-l40s-shared/device-plugin.yaml"]
+    assert re.search(r"^  us-l40s-shared\s+time-sliced.*\s12$", texts["policies/startup-check/pools.conf"], re.M)
+    research = texts["clusters/prod-us/queues/research.yaml"]
+    assert "us-l40s-shared (time-sliced): gpu 80 of 128, borrow up to 32, lend at most 80." in research
+    assert "              nominalQuota: 80\n              borrowingLimit: 32\n" in research  # gpu, in replicas
+    assert "nominalQuota: 32\n              borrowingLimit: 32\n              lendingLimit: 32\n" in \
+        texts["clusters/prod-us/queues/serving.yaml"]  # serving's 16 replicas of 4 cards are 32 of 8
+    edits.apply_to_repository(root, texts)
+    validate = _cli(root, "validate")
+    assert validate.returncode == 0, validate.stdout + validate.stderr
 
 
 def test_command_json_and_refused_out(tmp_path):

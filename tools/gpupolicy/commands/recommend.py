@@ -1,10 +1,11 @@
 """`gpupolicy recommend`: search a cluster's queue policy with the simulator and propose the best one.
 
-Knobs searched: borrowing and lending limits of each non-production ClusterQueue per GPU flavor, and which
-cohort it joins (recommend/space.py). Candidates come from Optuna's seeded TPE sampler in fixed batches and are
+Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU flavor,
+which cohort it joins, and each time-sliced pool's replicas (recommend/space.py). Candidates come from Optuna's seeded TPE sampler in fixed batches and are
 replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
 the numbers never depend on the executor. The best candidate that, written into a temporary copy of the
-repository, leaves no error finding is the recommendation; --apply writes it into the repository's files.
+repository, leaves no error finding is the recommendation; --apply writes it into the repository's files
+(refused for files with uncommitted changes unless --force).
 Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto front
 as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored).
 Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.

@@ -16,7 +16,18 @@ from dataclasses import dataclass, field
 
 from ..model import Cluster
 from ..simulate.metrics import Summary
-from .space import BORROW, COHORT, LEND, NOMINAL, Knob, candidate_policy, changes, current_values, resolved
+from .space import (
+    BORROW,
+    COHORT,
+    LEND,
+    NOMINAL,
+    REPLICAS,
+    Knob,
+    candidate_policy,
+    changes,
+    current_values,
+    resolved,
+)
 from .targets import Target, shortfall, worst_waits
 
 PARTIAL = 0.5  # the share of the workload a candidate is first replayed on, for the pruner
@@ -72,7 +83,7 @@ def distributions(knob_list: list[Knob]) -> dict:
     for knob in knob_list:
         if knob.kind == COHORT:
             result[knob.name] = CategoricalDistribution(knob.choices)
-        elif knob.kind in (BORROW, LEND, NOMINAL):
+        elif knob.kind in (BORROW, LEND, NOMINAL, REPLICAS):
             result[knob.name] = IntDistribution(knob.low, knob.high)
     return result
 

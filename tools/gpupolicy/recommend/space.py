@@ -12,6 +12,8 @@ Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource)
 - `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins, in a flat fleet and in a
   cohort tree alike: the engine lends through the whole tree as Kueue does (simulate/quota.py, decision 0054),
   so it judges a move by what the queue can borrow in the new place (decision 0058).
+- `<pool>/replicas`: a time-sliced pool's replica count, 2 .. twice today's; every quota in the pool's replica
+  units (production's too: the same cards) is rescaled with it, rounded down (`with_replicas`).
 Queues of the production tier are left as they are: their reserve is what CAP005 protects. MIG layouts are not
 searched: the simulator cannot tell two layouts apart (decision 0058).
 
@@ -26,12 +28,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..limits import MAX_TIME_SLICING_REPLICAS
 from ..model import Cluster, ClusterQueue, ResourceGroup
 from ..quotas import flavor_capacity, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
 
 PRODUCTION = "production"
-BORROW, LEND, COHORT, NOMINAL = "borrow", "lend", "cohort", "nominal"
+BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
+QUOTA_KINDS = (NOMINAL, BORROW, LEND)
 LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_limit"}
 
 
@@ -39,7 +43,7 @@ LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_li
 class Knob:
     name: str  # the Optuna parameter name
     queue: str
-    kind: str  # borrow | lend | cohort | nominal
+    kind: str  # borrow | lend | cohort | nominal | replicas (queue "", pool set)
     current: int | str
     low: int = 0
     high: int = 0  # for a nominal knob: the room its pool has for all the searched queues' nominal quota
@@ -60,7 +64,58 @@ def knobs(cluster: Cluster) -> list[Knob]:
             found.append(Knob(f"{cq.name}/cohort", cq.name, COHORT, cq.cohort, choices=cohorts))
         for flavor, quota in _gpu_quotas(cq):
             found.extend(_quota_knobs(cluster, cq, flavor, quota, rooms))
+    return found + replica_knobs(cluster)
+
+
+def replica_knobs(cluster: Cluster) -> list[Knob]:
+    """`<pool>/replicas` for each time-sliced pool some flavor selects: 2 (the device plugin's minimum) to twice
+    today's count, at most MAX_REPLICAS. Values of the other knobs stay in today's replica units; `with_params`
+    rescales every quota on the pool when the count changes."""
+    found = []
+    for pool in sorted(cluster.pools, key=lambda p: p.name):
+        replicas = pool.time_slicing_replicas
+        if pool.sharing != "time-sliced" or not replicas or not _flavors_of(cluster, pool.name):
+            continue
+        found.append(Knob(f"{pool.name}/{REPLICAS}", "", REPLICAS, replicas, 2,
+                          max(min(2 * replicas, MAX_TIME_SLICING_REPLICAS), replicas), pool=pool.name))
     return found
+
+
+def _flavors_of(cluster: Cluster, pool_name: str) -> set[str]:
+    return {name for name in cluster.flavors if (pool := pool_of(cluster, name)) and pool.name == pool_name}
+
+
+def rescaled(amount, old: int, new: int):
+    """A quota in replica units at `new` replicas instead of `old`: rounded down, so quotas that fit the pool
+    still fit it (CAP001) and a lending limit stays within its nominal quota."""
+    if isinstance(amount, float) and amount.is_integer():
+        amount = int(amount)
+    return amount * new // old if isinstance(amount, int) else amount
+
+
+def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Cluster:
+    """The cluster with the pool at `new` time-slicing replicas, its capacity and every GPU quota on it (of
+    ClusterQueues and Cohorts alike, production's included: the same cards in the new unit) rescaled."""
+    flavors = _flavors_of(cluster, pool_name)
+    pools = [dataclasses.replace(p, time_slicing_replicas=new,
+                                 capacity={k: v * new // old for k, v in p.capacity.items()})
+             if p.name == pool_name else p for p in cluster.pools]
+    queues = {name: dataclasses.replace(cq, resource_groups=_rescaled_groups(cq.resource_groups, flavors, old, new))
+              for name, cq in cluster.cluster_queues.items()}
+    cohorts = {name: dataclasses.replace(c, resource_groups=_rescaled_groups(c.resource_groups, flavors, old, new))
+               for name, c in cluster.cohorts.items()}
+    return dataclasses.replace(cluster, pools=pools, cluster_queues=queues, cohorts=cohorts, derived={})
+
+
+def _rescaled_groups(groups, flavors: set[str], old: int, new: int) -> tuple[ResourceGroup, ...]:
+    def quota(q):
+        if not is_gpu_resource(q.name):
+            return q
+        return dataclasses.replace(q, **{f: rescaled(getattr(q, f), old, new) for f in LIMIT_FIELDS.values()
+                                         if getattr(q, f) is not None})
+    return tuple(ResourceGroup(g.covered_resources, tuple(
+        dataclasses.replace(fq, resources=tuple(quota(q) for q in fq.resources)) if fq.flavor in flavors else fq
+        for fq in g.flavors)) for g in groups)
 
 
 def _quota_knobs(cluster: Cluster, cq: ClusterQueue, flavor: str, quota, rooms: dict) -> list[Knob]:
@@ -171,11 +226,18 @@ def apportion(wanted: Mapping[str, int], room: int) -> dict[str, int]:
 
 
 def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> Cluster:
-    """A shallow copy of the cluster whose ClusterQueues carry the knob values (the model is never mutated)."""
+    """A shallow copy of the cluster whose ClusterQueues carry the knob values, then whose time-sliced pools have
+    their new replica counts (`with_replicas`); the model is never mutated."""
     queues = dict(cluster.cluster_queues)
-    for knob, value in changes(knob_list, params):
-        queues[knob.queue] = _changed(queues[knob.queue], knob, value)
-    return dataclasses.replace(cluster, cluster_queues=queues, derived={})
+    found = changes(knob_list, params)
+    for knob, value in found:
+        if knob.kind != REPLICAS:
+            queues[knob.queue] = _changed(queues[knob.queue], knob, value)
+    cluster = dataclasses.replace(cluster, cluster_queues=queues, derived={})
+    for knob, value in found:
+        if knob.kind == REPLICAS:
+            cluster = with_replicas(cluster, knob.pool, int(knob.current), int(value))
+    return cluster
 
 
 def _changed(cq: ClusterQueue, knob: Knob, value: int | str) -> ClusterQueue:
