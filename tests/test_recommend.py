@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from gpupolicy import quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import edits, executors, space, targets
@@ -46,15 +49,78 @@ def test_knobs_leave_production_alone_and_start_at_the_repository(cluster):
     assert knob_list and not any(k.queue == "serving" for k in knob_list)
     research = {k.name: k for k in knob_list}["research/us-h100-train/nvidia.com/gpu/borrow"]
     assert research.current == 8 and research.high == 64  # 0 nominal of 64 cards
-    # the fleet's cohorts form a tree (fleet -> training, research), whose borrowing the engine does not model
-    assert space.cohort_tree(cluster) and not any(k.kind == space.COHORT for k in knob_list)
 
 
 def test_cohort_moves_are_searched_where_cohorts_are_flat(cluster):
     flat = dataclasses.replace(cluster, cohorts={name: dataclasses.replace(c, parent="")
                                                  for name, c in cluster.cohorts.items()})
+    assert not any(c.parent for c in flat.cohorts.values())
     moves = {k.name: k for k in space.knobs(flat) if k.kind == space.COHORT}
     assert moves["research/cohort"].choices == ("research", "training")
+
+
+def test_cohort_moves_are_searched_in_a_cohort_tree(cluster):
+    # the fleet's cohorts form a tree (fleet -> production, training, research); the engine lends through it
+    assert {c.parent for c in cluster.cohorts.values() if c.parent} == {"fleet"}
+    moves = {k.name: k for k in space.knobs(cluster) if k.kind == space.COHORT}
+    assert moves["research/cohort"].choices == ("research", "training")
+    assert moves["research/cohort"].current == "research" and "serving/cohort" not in moves
+    moved = space.candidate_policy(cluster, list(moves.values()), {"research/cohort": "training"})
+    assert moved.queues["research"].cohort == "training" and moved.cohorts["training"].parent == "fleet"
+
+
+def test_apportion_fits_whole_units_into_the_room():
+    assert space.apportion({"a": 10, "b": 20}, 40) == {"a": 10, "b": 20}  # fits: left as asked
+    assert space.apportion({"a": 10, "b": 20}, 20) == {"a": 7, "b": 13}  # 6.67 and 13.33: the larger remainder
+    assert space.apportion({"b": 1, "a": 1}, 1) == {"a": 1, "b": 0}  # a tie goes by name
+    assert space.apportion({"a": 5}, 0) == {"a": 0}
+
+
+def _over_capacity(cluster) -> list[str]:
+    """CAP001's sum: the pools where the nominal quota given out exceeds what the pool exposes."""
+    return [f"{pool} {resource}" for (pool, resource), entries in quotas.nominal_per_pool(cluster).items()
+            if sum(e.quota.nominal for e in entries) > quotas.pool_of(cluster, entries[0].flavor).capacity[resource]]
+
+
+def test_nominal_knobs_keep_every_pool_within_capacity(cluster):
+    knob_list = space.knobs(cluster)
+    nominal = {k.name: k for k in knob_list if k.kind == space.NOMINAL}
+    assert not any(k.queue == "serving" for k in nominal.values())  # production's reserve is not searched
+    assert nominal["research/us-l40s-shared/nvidia.com/gpu/nominal"].high == 48  # 64 less serving's 16
+    assert nominal["nlp/us-h100-train/nvidia.com/gpu/nominal"].high == 64
+    rng = random.Random(3)
+    for _ in range(50):
+        params = {k.name: rng.randint(k.low, k.high) for k in knob_list if k.kind != space.COHORT}
+        values = space.resolved(knob_list, params)
+        candidate = space.with_params(cluster, knob_list, params)
+        assert _over_capacity(candidate) == []
+        for knob in knob_list:
+            if knob.kind == space.LEND:
+                assert values[knob.name] <= values[f"{knob.queue}/{knob.flavor}/{knob.resource}/nominal"]
+    both = space.resolved(knob_list, {"nlp/us-h100-train/nvidia.com/gpu/nominal": 64,
+                                      "vision/us-h100-train/nvidia.com/gpu/nominal": 64})
+    assert (both["nlp/us-h100-train/nvidia.com/gpu/nominal"], both["vision/us-h100-train/nvidia.com/gpu/nominal"],
+            both["research/us-h100-train/nvidia.com/gpu/nominal"]) == (32, 32, 0)
+    assert space.resolved(knob_list, {}) == space.current_values(knob_list)  # trial 0: the repository's policy
+
+
+def test_replica_knobs_rescale_the_pool_and_its_quotas(cluster):
+    knob_list = space.knobs(cluster)
+    [knob] = [k for k in knob_list if k.kind == space.REPLICAS]
+    assert (knob.name, knob.current, knob.low, knob.high) == ("us-l40s-shared/replicas", 4, 2, 8)
+    changed = space.with_params(cluster, knob_list, {knob.name: 6, "research/us-l40s-shared/nvidia.com/gpu/nominal": 45})
+    pool = next(p for p in changed.pools if p.name == "us-l40s-shared")
+    assert pool.time_slicing_replicas == 6 and pool.capacity["nvidia.com/gpu"] == 96
+    shared = {q.name: q for g in changed.cluster_queues["research"].resource_groups for f in g.flavors
+              if f.flavor == "us-l40s-shared" for q in f.resources}
+    assert (shared["nvidia.com/gpu"].nominal, shared["nvidia.com/gpu"].borrowing_limit) == (67, 24)  # 45 x 1.5
+    assert shared["cpu"].nominal == 96  # the same cards need the same cpu (WL006 counts cards)
+    serving = {q.name: q for g in changed.cluster_queues["serving"].resource_groups for f in g.flavors
+               if f.flavor == "us-l40s-shared" for q in f.resources}
+    assert serving["nvidia.com/gpu"].nominal == 24  # production's reserve: the same 4 cards, in the new unit
+    assert _over_capacity(changed) == []
+    policy = space.candidate_policy(cluster, knob_list, {knob.name: 6})
+    assert policy.pools["us-l40s-shared"].replicas == 6  # the simulator sees the finer share
 
 
 def _search(cluster, jobs, run):
@@ -103,6 +169,15 @@ def _candidate(useful: float, miss: float, never: int = 0) -> Candidate:
     return Candidate(1, {}, summary=SimpleNamespace(useful=useful, never_scheduled=never), miss=miss)
 
 
+def test_target_rows_show_each_wait_against_its_bound():
+    wanted = targets.parse("serving:p95<15m,training:p50<2h")
+    entries = targets.target_report(wanted, {"repository": {"serving:p95<15m": 488.2, "training:p50<120m": 30.0},
+                                             "recommended": {"serving:p95<15m": 12.0, "training:p50<120m": 150.0}})
+    assert targets.target_rows(entries, ["repository", "recommended"]) == [
+        ["serving:p95<15m", "15m", "488m (missed)", "12m (met)"],
+        ["training:p50<120m", "120m", "30m (met)", "150m (missed)"]]
+
+
 def test_an_unreachable_target_does_not_hide_a_utilization_gain():
     # serving p95 488 min against 15 min: a shortfall of 31.5 that no searched knob changes
     assert earns_its_place(_candidate(0.178, 31.5), _candidate(0.115, 31.5))  # +6.3 points of useful utilization
@@ -135,37 +210,79 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     knob_list = [*space.knobs(cluster), space.Knob("research/cohort", "research", space.COHORT, "research",
                                                    choices=("research", "training"))]  # edits work in any fleet
     params = space.current_values(knob_list) | {"research/cohort": "training",
-                                                "research/us-h100-train/nvidia.com/gpu/borrow": 12}
+                                                "research/us-h100-train/nvidia.com/gpu/borrow": 12,
+                                                "research/us-l40s-shared/nvidia.com/gpu/nominal": 40}
     texts, errors = edits.edited_files(root, "prod-us", knob_list, params)
     assert errors == []
     edits.apply_to_repository(root, texts)
     research = (root / "clusters/prod-us/queues/research.yaml").read_text()
     assert "cohortName: training" in research and "borrow up to 12." in research
     assert 'borrowingLimit: "2400Gi"' in research  # memory in step: 200Gi per card
-    assert 'requests.nvidia.com/gpu: "76"' in (root / "clusters/prod-us/team-quotas.yaml").read_text()
+    # 48 + 16 + 8 -> 40 + 16 + 12: the namespace quota follows what its queues can admit (CAP015)
+    assert 'requests.nvidia.com/gpu: "68"' in (root / "clusters/prod-us/team-quotas.yaml").read_text()
     assert "# research in prod-us" in research  # comments kept
+    assert "us-l40s-shared (time-sliced): gpu 40 of 64, borrow up to 16, lend at most 40." in research
+    shared = research[research.index("- name: us-l40s-shared"):research.index("- name: us-a100-mig-1g")]
+    assert "nominalQuota: 40\n" in shared and "lendingLimit: 40\n" in shared  # lending kept within nominal
+    assert "nominalQuota: 80\n" in shared and 'nominalQuota: "640Gi"' in shared  # cpu and memory in step
     validate = _cli(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
     diff = _cli(root, "diff", "--base", "HEAD")
     assert diff.returncode == 0, diff.stderr
-    assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 76 | +4 |" in diff.stdout
+    assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 68 | -4 |" in diff.stdout
     assert "| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | 8 | 12 |" in diff.stdout
+    assert "-8 L40S for team research in prod-us (48 -> 40)" in diff.stdout
+
+
+def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):
+    root = _copy(tmp_path)
+    knob_list = space.knobs(cluster)
+    params = {"us-l40s-shared/replicas": 8, "research/us-l40s-shared/nvidia.com/gpu/nominal": 40}
+    texts, errors = edits.edited_files(root, "prod-us", knob_list, params)
+    assert errors == []
+    assert {"pools/us-l40s-shared/pool.yaml", "pools/us-l40s-shared/device-plugin.yaml",
+            "policies/startup-check/pools.conf", "clusters/prod-us/queues/research.yaml",
+            "clusters/prod-us/queues/serving.yaml", "clusters/prod-us/team-quotas.yaml"} <= set(texts)
+    pool = texts["pools/us-l40s-shared/pool.yaml"]
+    assert "    replicas: 8\n" in pool and "16 GPUs x 8 replicas = 128 schedulable" in pool
+    assert "exposes nvidia.com/gpu = 128." in pool
+    assert "        replicas: 8\n" in texts["pools/us-l40s-shared/device-plugin.yaml"]
+    assert re.search(r"^  us-l40s-shared\s+time-sliced.*\s12$", texts["policies/startup-check/pools.conf"], re.M)
+    research = texts["clusters/prod-us/queues/research.yaml"]
+    assert "us-l40s-shared (time-sliced): gpu 80 of 128, borrow up to 32, lend at most 80." in research
+    assert "              nominalQuota: 80\n              borrowingLimit: 32\n" in research  # gpu, in replicas
+    assert "nominalQuota: 32\n              borrowingLimit: 32\n              lendingLimit: 32\n" in \
+        texts["clusters/prod-us/queues/serving.yaml"]  # serving's 16 replicas of 4 cards are 32 of 8
+    edits.apply_to_repository(root, texts)
+    validate = _cli(root, "validate")
+    assert validate.returncode == 0, validate.stdout + validate.stderr
 
 
 def test_command_json_and_refused_out(tmp_path):
     root = _copy(tmp_path)
     result = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
-                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json", "--record")
+                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json", "--record",
+                  "--target", "training:p50<2h")
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     assert len(report["candidates"]) == 4 and report["candidates"][0]["trial"] is not None
+    [target] = report["targets"]
+    assert target["target"] == "training:p50<120m" and target["bound_minutes"] == 120
+    repository = next(c for c in report["candidates"] if c["trial"] == 0)
+    assert target["waits_minutes"]["repository"] == repository["waits"]["training:p50<120m"]
     assert (root / "artifacts/recommend/pareto.png").read_bytes()[:4] == b"\x89PNG"
     recorded = json.loads((root / "docs/recommendations/prod-us.json").read_text())
     assert recorded["trials"] == 4 and recorded["command"].startswith("gpupolicy recommend --cluster prod-us")
+    assert recorded["targets"][0]["target"] == "training:p50<120m"
     assert _cli(root, "docs", "--check").returncode != 0  # the new record's page is missing
     assert _cli(root, "docs").returncode == 0
     page = (root / "docs/generated/recommendations/prod-us.md").read_text()
     assert "| metric | baseline | repository policy |" in page and "prod-us.png" in page
+    assert "## Wait targets" in page and "| training:p50<120m | 120m |" in page
+    text = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
+                "--trials", "2", "--batch", "2", "--jobs", "1", "--check", "1", "--target", "training:p50<2h")
+    assert text.returncode in (0, 1), text.stderr
+    assert "worst wait of each target's queues" in text.stdout and "| training:p50<120m | 120m |" in text.stdout
     assert _cli(root, "docs", "--check").returncode == 0
     bad = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--target", "serving<1")
     assert bad.returncode == 2 and "expected KEY" in bad.stderr
@@ -173,3 +290,24 @@ def test_command_json_and_refused_out(tmp_path):
     (root / "artifacts").symlink_to(tmp_path)
     refused = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--trials", "1")
     assert refused.returncode == 2 and "outside the repository" in refused.stderr
+
+
+def test_apply_refuses_files_with_uncommitted_changes_unless_forced(tmp_path):
+    from gpupolicy.commands.recommend import _apply_refusal
+
+    root = _copy(tmp_path)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    queue = root / "clusters/prod-us/queues/research.yaml"
+    queue.write_text(queue.read_text() + "# a reviewer's note\n")
+    texts = {"clusters/prod-us/queues/research.yaml": "", "clusters/prod-us/team-quotas.yaml": ""}
+    refusal = _apply_refusal(SimpleNamespace(repo=str(root), force=False), texts)
+    assert "clusters/prod-us/queues/research.yaml" in refusal and "team-quotas" not in refusal
+    assert "commit or stash" in refusal and "--force" in refusal
+    assert _apply_refusal(SimpleNamespace(repo=str(root), force=True), texts) is None
+    assert _apply_refusal(SimpleNamespace(repo=str(root), force=False),
+                          {"clusters/prod-us/team-quotas.yaml": ""}) is None
+    new = {"clusters/prod-us/queues/new.yaml": ""}
+    (root / "clusters/prod-us/queues/new.yaml").write_text("untracked\n")
+    assert "new.yaml" in _apply_refusal(SimpleNamespace(repo=str(root), force=False), new)

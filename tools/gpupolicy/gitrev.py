@@ -14,7 +14,7 @@ import stat
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +81,35 @@ def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> tuple[str, str]:
         return commit, f"merge base with {candidate} ({commit[:12]})"
     commit = resolve(root, "HEAD")
     return commit, f"HEAD ({commit[:12]}; no {branch} branch)"
+
+
+def dirty_paths(root: Path, paths: Sequence[str] = (".",)) -> list[str]:
+    """The files among `paths` (relative to the policy repository) with uncommitted changes, untracked ones
+    included, relative to the policy repository; a ToolError when git cannot tell."""
+    listed = str(_git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--", *paths))
+    prefix = _prefix(root)
+    entries = listed.split("\0")
+    found = []
+    for i, entry in enumerate(entries):
+        if len(entry) < 4 or (i and entries[i - 1][:1] == "R"):  # a rename's second entry is its old path
+            continue
+        path = entry[3:]
+        found.append(path[len(prefix):] if path.startswith(prefix) else path)
+    return found
+
+
+def dirty_reason(root: Path, paths: Sequence[str] = (".",)) -> str | None:
+    """Why the files among `paths` are not clean enough to edit (naming them, and what to do), or None. The
+    one check every command that writes files in place makes first (`upgrade`, `recommend --apply`)."""
+    try:
+        changed = dirty_paths(root, paths)
+    except ToolError as exc:
+        return f"cannot ask git whether the working tree is clean ({exc})"
+    if not changed:
+        return None
+    listed = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+    return (f"the git working tree is dirty ({len(changed)} path(s) with uncommitted changes: {listed}); "
+            "commit or stash them first")
 
 
 # What `git archive` writes: folders, files and symlinks. Anything else in an archive is refused.

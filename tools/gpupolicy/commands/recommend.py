@@ -1,10 +1,11 @@
 """`gpupolicy recommend`: search a cluster's queue policy with the simulator and propose the best one.
 
-Knobs searched: borrowing and lending limits of each non-production ClusterQueue per GPU flavor, and which
-cohort it joins (recommend/space.py). Candidates come from Optuna's seeded TPE sampler in fixed batches and are
+Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU flavor,
+which cohort it joins, and each time-sliced pool's replicas (recommend/space.py). Candidates come from Optuna's seeded TPE sampler in fixed batches and are
 replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
 the numbers never depend on the executor. The best candidate that, written into a temporary copy of the
-repository, leaves no error finding is the recommendation; --apply writes it into the repository's files.
+repository, leaves no error finding is the recommendation; --apply writes it into the repository's files
+(refused for files with uncommitted changes unless --force).
 Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto front
 as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored).
 Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
@@ -51,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="walk down at most N ranked candidates for one that every rule accepts (default 5)")
     parser.add_argument("--out", metavar="DIR", type=Path, help=f"where pareto.png goes (default {DEFAULT_OUT})")
     parser.add_argument("--apply", action="store_true", help="write the recommendation into the repository")
+    parser.add_argument("--force", action="store_true",
+                        help="--apply: overwrite files that have uncommitted changes (refused without it)")
     parser.add_argument("--record", action="store_true",
                         help="keep the result as docs/recommendations/<cluster>.json and .png for `gpupolicy docs`")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
@@ -110,19 +113,36 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     png = plot.pareto_png(candidates, chosen[0] if chosen else None)
     write_files({out / "pareto.png": png})
     summaries = [base, repo_policy.summary] + ([chosen[0].summary] if chosen else [])
+    waits = targets.target_report(wanted, {"repository": repo_policy.waits} |
+                                  ({"recommended": chosen[0].waits} if chosen else {}))
     if args.record:
         changes = _changes(knob_list, chosen[0]) if chosen else []
         text = record.record_text(cluster.name, _rebuild_command(args), summaries, changes,
                                   sorted(chosen[1]) if chosen else [], _points(candidates),
-                                  len(candidates))
+                                  len(candidates), waits)
         record.write_record(Path(args.repo), cluster.name, text, png)
-    if chosen and args.apply:
+    refusal = _apply_refusal(args, chosen[1]) if chosen and args.apply else None
+    if chosen and args.apply and refusal is None:
         edits.apply_to_repository(Path(args.repo), chosen[1])
     report = dict(cluster=cluster.name, jobs=len(jobs), trials=len(candidates), seconds=seconds,
                   executor=runner.name, candidates=candidates, chosen=chosen, rejected=rejected,
-                  summaries=summaries, knobs=knob_list, out=out, applied=bool(chosen and args.apply))
+                  summaries=summaries, knobs=knob_list, out=out, targets=waits,
+                  applied=bool(chosen and args.apply and refusal is None))
     (_print_json if args.format == "json" else _print_text)(report)
+    if refusal:
+        return _fail(refusal)
     return 0 if chosen else 1
+
+
+def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
+    """Why --apply must not write these files (some have uncommitted changes, which it would overwrite), or None;
+    --force writes them anyway."""
+    from .. import gitrev
+
+    if args.force or not texts:
+        return None
+    reason = gitrev.dirty_reason(Path(args.repo), sorted(texts))
+    return f"--apply wrote nothing: {reason}, or pass --force to overwrite them" if reason else None
 
 
 def _jobs(args: argparse.Namespace, cluster):
@@ -189,7 +209,11 @@ def _rebuild_command(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
+TARGET_HEADERS = {"repository": "repository policy", "recommended": "recommended"}
+
+
 def _print_text(report: dict) -> None:
+    from ..recommend.targets import target_rows
     from ..simulate.report import markdown_table, summary_rows
 
     print(f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs in "
@@ -207,6 +231,10 @@ def _print_text(report: dict) -> None:
     chosen = report["chosen"]
     header = ("metric", "baseline", "repository policy") + (("recommended",) if chosen else ())
     print("\n" + markdown_table(header, summary_rows(report["summaries"])))
+    if report["targets"]:
+        policies = ["repository", "recommended"] if chosen else ["repository"]
+        print("\nworst wait of each target's queues:\n" + markdown_table(
+            ("target", "bound", *(TARGET_HEADERS[p] for p in policies)), target_rows(report["targets"], policies)))
     for number, errors in report["rejected"]:
         print(f"\ncandidate {number} passed over: " + "; ".join(errors))
     if chosen:
@@ -232,4 +260,4 @@ def _print_json(report: dict) -> None:
         "recommended": candidate(chosen[0]) if chosen else None,
         "changes": _changes(report["knobs"], chosen[0]) if chosen else [], "files": sorted(chosen[1]) if chosen else [],
         "applied": report["applied"], "passed_over": [{"trial": n, "errors": e} for n, e in report["rejected"]],
-        "pareto": str(report["out"] / "pareto.png")}, indent=2))
+        "targets": report["targets"], "pareto": str(report["out"] / "pareto.png")}, indent=2))

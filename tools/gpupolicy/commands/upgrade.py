@@ -27,7 +27,6 @@ import argparse
 import difflib
 import io
 import json
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import approvals, gates, pipeline, promclient, repopath, transaction, upgrades
+from .. import approvals, gates, gitrev, pipeline, promclient, repopath, transaction, upgrades
 from ..build import origin_path
 from ..errors import ToolError
 from ..findings import Finding, Severity
@@ -173,7 +172,7 @@ def _status(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: li
     if not chosen:
         print(f"no rollout plans under {upgrades.PLAN_DIR}/")
         return 0
-    dirty = _dirty_reason(Path(args.repo))
+    dirty = gitrev.dirty_reason(Path(args.repo))
     incomplete = _incomplete(findings)
     client = _client(args)
     verdicts = {plan.name: _gate(client, fleet, plan, now) for plan in chosen}
@@ -332,7 +331,7 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
         print("note: rollback criteria not evaluated (no --prometheus); only soak time and rules gate this promote",
               file=sys.stderr)
     reasons = _promote_blockers(plans, plan, findings, now, gate)
-    dirty = _dirty_reason(Path(args.repo))
+    dirty = gitrev.dirty_reason(Path(args.repo))
     if dirty:
         reasons.append(dirty)
     stage = plan.next_stage()
@@ -400,7 +399,7 @@ def _rollback(args: argparse.Namespace, fleet: Fleet, plan: Plan, findings: list
     stage = plan.current_stage()
     if stage is None:
         return _refuse("rollback", plan, ["no stage has been promoted; nothing to roll back"])
-    dirty = _dirty_reason(Path(args.repo))
+    dirty = gitrev.dirty_reason(Path(args.repo))
     if dirty:
         return _refuse("rollback", plan, [dirty])
     for finding in _upg_errors(findings):  # rollback is the emergency path: report, do not refuse
@@ -425,24 +424,6 @@ def _finish(editor: Editor, args: argparse.Namespace, plan: Plan, summary: str, 
     print(f"# {summary}; {len(editor.changed())} file(s) changed. Commit it:\n"
           f"#   git commit -m \"upgrade {action} {plan.name}: {summary}\" -- {' '.join(editor.changed())}")
     return 0
-
-
-# --- git -----------------------------------------------------------------------------------------------------
-
-def _dirty_reason(root: Path) -> str | None:
-    """Why the working tree is not clean enough to edit, or None."""
-    try:
-        proc = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=root, capture_output=True,
-                              text=True, timeout=60, check=False)
-    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
-        return f"cannot ask git whether the working tree is clean ({exc})"
-    if proc.returncode != 0:
-        return f"{root} is not a git working tree ({proc.stderr.strip().splitlines()[-1:] or 'git failed'})"
-    changed = [line[3:] for line in proc.stdout.splitlines() if line.strip()]
-    if changed:
-        listed = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-        return f"the git working tree is dirty ({len(changed)} path(s): {listed}); commit or stash first"
-    return None
 
 
 # --- round-trip editing --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import json
 from .. import repopath
 from ..errors import ToolError
 from ..recommend.record import RECORD_DIR, SUMMARY_KEYS, summary_from
+from ..recommend.targets import target_rows
 from ..simulate.report import summary_rows
 from . import Context, table
 
@@ -49,7 +50,23 @@ def _page(context: Context, cluster: str, rel: str, data: dict) -> str:
     return (context.header(f"Recommendation for {cluster}", [rel, png])
             + f"Rebuild with:\n\n```sh\n{data.get('command', '')}\n```\n\n"
             + "## Before and after\n\n" + table(["metric", *(HEADERS[k] for k in keys)], rows)
+            + _targets(data, rel)
             + f"\n## The change\n\n{changes}\n\nFiles: {files}. `--apply` writes them; `gpupolicy diff` shows them.\n\n"
             + f"## Candidates\n\n{data.get('trials', '?')} candidates, {len(data.get('candidates') or ())} replayed "
             + "whole (the others pruned on the first half of the workload); useful utilization against the worst "
             + f"target wait:\n\n![Pareto front of {cluster}](../../recommendations/{cluster}.png)\n")
+
+
+def _targets(data: dict, rel: str) -> str:
+    """Each target's worst wait against its bound, under the repository's policy and the recommended one."""
+    entries = data.get("targets") or []
+    if not entries:
+        return ""
+    policies = [key for key in ("repository", "recommended") if key in data]
+    try:
+        rows = target_rows(entries, policies)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise ToolError(f"{rel}: not a recommendation record's targets ({exc}); record it again with "
+                        "`gpupolicy recommend --record`") from None
+    return ("\n## Wait targets\n\nThe worst wait among each target's queues, against its bound:\n\n"
+            + table(["target", "bound", *(HEADERS[k] for k in policies)], rows))

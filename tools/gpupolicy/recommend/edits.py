@@ -1,10 +1,10 @@
 """A candidate written into the repository's files, and checked by every rule on a temporary copy first.
 
 What changes, in step, for each knob:
-- the ClusterQueue's GPU `borrowingLimit`/`lendingLimit` on the flavor, and the same limit on its cpu and memory
-  at the flavor's per-device ratio (from its nominal quotas, else from the limit it had), so Kueue never stops
-  at cpu before the GPUs the limit promises; `spec.cohortName` for a cohort knob;
-- the "borrow up to N, lend at most N" of the queue file's header comment;
+- the ClusterQueue's GPU `nominalQuota`/`borrowingLimit`/`lendingLimit` on the flavor, and the same field on its
+  cpu and memory at the flavor's per-device ratio (from its nominal quotas, else from a limit both set), so Kueue
+  never stops at cpu before the GPUs the quota promises (WL006); `spec.cohortName` for a cohort knob;
+- the "N of M, borrow up to N, lend at most N" of the queue file's header comment;
 - each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
   or lowered with them where it was exactly that before.
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
@@ -13,6 +13,7 @@ written through the transactional writer, to the copy and, with --apply, to the 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import tempfile
@@ -20,24 +21,30 @@ from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 
+from .. import repopath
 from ..commands.upgrade import Editor
 from ..errors import ToolError
 from ..findings import Severity
 from ..model import Cluster, Fleet
 from ..quantity import QuantityError, parse_quantity
-from ..quotas import admissible, is_gpu_resource
+from ..quotas import admissible, is_gpu_resource, pool_of
 from ..rules.cap_common import namespace_labels, queues_selecting
 from ..transaction import write_files
-from .space import BORROW, COHORT, Knob, changes
+from .space import BORROW, COHORT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 
-FIELD = {BORROW: "borrowingLimit", "lend": "lendingLimit"}
+FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
 _COPY_IGNORED = shutil.ignore_patterns(".git", ".venv", "artifacts", "site", "node_modules", "__pycache__")
 GI = Decimal(2**30)
+POOLS_CONF = "policies/startup-check/pools.conf"  # the startup check's settings per pool (sharePercent)
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 
 
 class CandidateEditor(Editor):
     def apply(self, fleet: Fleet, cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> None:
-        for knob, value in changes(knob_list, params):
+        found = changes(knob_list, params)
+        for knob, value in found:
+            if knob.kind == REPLICAS:
+                continue
             cq = cluster.cluster_queues[knob.queue]
             source = _source(fleet, cq.obj, ("spec", "cohortName") if knob.kind == COHORT else ("spec",))
             spec = self._document(source, "ClusterQueue", cq.name)["spec"]
@@ -46,6 +53,45 @@ class CandidateEditor(Editor):
                 continue
             self._set_limit(spec, knob, int(value))
             self.comment_edits.setdefault(source, []).append((knob, int(value)))
+        for knob, value in found:  # after the quota knobs: their values are in today's replica units
+            if knob.kind == REPLICAS:
+                self.set_replicas(fleet, cluster, knob.pool, int(knob.current), int(value))
+
+    def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
+        """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup
+        check's pools.conf), and every GPU quota on the pool's flavors rescaled (`space.rescaled`)."""
+        pool = next(p for p in cluster.pools if p.name == pool_name)
+        self._document(pool.path, "Pool", pool_name)["spec"]["timeSlicing"]["replicas"] = new
+        self.replica_edits.append((pool.path, old, new, pool.capacity.get("nvidia.com/gpu", 0)))
+        entry = cluster.device_plugin_configs.get(pool.node_labels.get(DEVICE_PLUGIN_LABEL, ""))
+        if entry is None or not entry.source.path:
+            raise ToolError(f"pool {pool_name}: no device-plugin config entry to set its replicas in")
+        config = self._load(entry.source.path).documents[0]
+        for resource in config["sharing"]["timeSlicing"]["resources"]:
+            if resource.get("name") == "nvidia.com/gpu":
+                resource["replicas"] = new
+        self.replica_edits.append((entry.source.path, old, new, 0))
+        share = dataclasses.replace(pool, time_slicing_replicas=new).memory_share_percent
+        self.plain_edits.setdefault(POOLS_CONF, []).append((pool_name, share))
+        flavors = {name for name in cluster.flavors if (p := pool_of(cluster, name)) and p.name == pool_name}
+        for owner in [*cluster.cluster_queues.values(), *(c for c in cluster.cohorts.values() if c.obj)]:
+            if any(fq.flavor in flavors for g in owner.resource_groups for fq in g.flavors):
+                source = _source(fleet, owner.obj, ("spec",))
+                kind = "ClusterQueue" if owner in cluster.cluster_queues.values() else "Cohort"
+                self._rescale(self._document(source, kind, owner.name)["spec"], flavors, old, new)
+                self.rescaled_comments.setdefault(source, []).append((flavors, old, new))
+
+    @staticmethod
+    def _rescale(spec, flavors: set[str], old: int, new: int) -> None:
+        for group in spec.get("resourceGroups") or ():
+            for flavor in group.get("flavors") or ():
+                if flavor.get("name") not in flavors:
+                    continue
+                for resource in flavor.get("resources") or ():
+                    if is_gpu_resource(str(resource.get("name"))):
+                        for key in FIELD.values():
+                            if key in resource:
+                                _set_value(resource, key, rescaled(int(resource[key]), old, new))
 
     def _set_limit(self, spec, knob: Knob, value: int) -> None:
         key = FIELD[knob.kind]
@@ -87,18 +133,38 @@ class CandidateEditor(Editor):
                 return document
         raise ToolError(f"{rel}: no {kind} named {name} to edit (is it made by a kustomize patch?)")
 
-    comment_edits: dict[str, list[tuple[Knob, int]]]
-
     def __init__(self, root: Path) -> None:
         super().__init__(root)
-        self.comment_edits = {}
+        self.comment_edits: dict[str, list[tuple[Knob, int]]] = {}
+        self.rescaled_comments: dict[str, list[tuple[set[str], int, int]]] = {}
+        self.replica_edits: list[tuple[str, int, int, int]] = []  # (file, old, new, devices exposed before)
+        self.plain_edits: dict[str, list[tuple[str, int]]] = {}  # pools.conf: (pool, sharePercent)
 
     def rendered(self) -> dict[str, str]:
         texts = super().rendered()
         for rel, edits in self.comment_edits.items():
             for knob, value in edits:
                 texts[rel] = _comment_with(texts[rel], knob, value)
+        for rel, edits in self.rescaled_comments.items():
+            for flavors, old, new in edits:
+                texts[rel] = _rescaled_comment(texts[rel], flavors, old, new)
+        for rel, old, new, exposed in self.replica_edits:
+            texts[rel] = _replica_comments(texts[rel], old, new, exposed)
+        for rel, edits in self.plain_edits.items():
+            texts[rel] = self.original(rel)
+            for pool_name, share in edits:
+                texts[rel] = re.sub(rf"^(  {re.escape(pool_name)}\s.*\s)\d+$", rf"\g<1>{share}", texts[rel],
+                                    count=1, flags=re.M)
         return texts
+
+    def original(self, rel: str) -> str:
+        """The file's text before any edit (YAML files are loaded round-trip; pools.conf is plain text)."""
+        if rel in self.files:
+            return self.files[rel].original
+        try:
+            return self.reader.read(rel).decode("utf-8")
+        except (repopath.Refused, UnicodeDecodeError) as exc:
+            raise ToolError(f"{rel}: cannot be edited ({exc})") from None
 
 
 def _source(fleet: Fleet, obj, path: tuple[str, ...]) -> str:
@@ -113,8 +179,9 @@ def _set_value(mapping, key: str, value) -> None:
 
 
 def _set_in_step(resource, gpu, key: str, devices: int) -> None:
-    """cpu or memory `key` at the flavor's ratio per GPU device; left alone when no ratio is known."""
-    for pair in ("nominalQuota", key):
+    """cpu or memory `key` at the flavor's ratio per GPU device (from its nominal quotas, else from the first
+    limit both set); left alone when no ratio is known."""
+    for pair in dict.fromkeys(("nominalQuota", key, "borrowingLimit", "lendingLimit")):
         try:
             per_device = parse_quantity(resource.get(pair, 0)) / Decimal(gpu.get(pair) or 0)
         except (QuantityError, ArithmeticError):
@@ -129,6 +196,9 @@ def _set_in_step(resource, gpu, key: str, devices: int) -> None:
 
 def _comment_with(text: str, knob: Knob, value: int) -> str:
     """The header line `#   <flavor> (...): <resource> N of M, borrow up to B, lend at most L.` with the new value."""
+    if knob.kind == NOMINAL:
+        nominal = re.compile(rf"^(#\s+{re.escape(knob.flavor)} \([^)]*\): \S+ )\d+( of \d+)", re.M)
+        return nominal.sub(lambda m: f"{m.group(1)}{value}{m.group(2)}", text, count=1)
     phrase = "borrow up to" if knob.kind == BORROW else "lend at most"
     line = re.compile(rf"^(#\s+{re.escape(knob.flavor)} \(.*?\d+ of \d+)((?:, [a-z ]+ \d+)*)(\..*)$", re.M)
 
@@ -138,6 +208,23 @@ def _comment_with(text: str, knob: Knob, value: int) -> str:
         clauses.sort(key=lambda c: 0 if c.startswith("borrow") else 1)
         return match.group(1) + "".join(f", {c}" for c in clauses) + match.group(3)
     return line.sub(replace, text, count=1)
+
+
+def _rescaled_comment(text: str, flavors: set[str], old: int, new: int) -> str:
+    """The queue header's `<flavor> (...): <resource> N of M, borrow up to B, lend at most L` in the new unit."""
+    for flavor in flavors:
+        line = re.compile(rf"^(#\s+{re.escape(flavor)} \([^)]*\): \S+ )(\d+ of \d+(?:, [a-z ]+ \d+)*)", re.M)
+        text = line.sub(lambda m: m.group(1) + re.sub(r"\d+", lambda n: str(int(n.group()) * new // old),
+                                                      m.group(2)), text, count=1)
+    return text
+
+
+def _replica_comments(text: str, old: int, new: int, exposed: int) -> str:
+    """pool.yaml's `x N replicas = M` and `exposes nvidia.com/gpu = M`, the device-plugin's `N pods share`."""
+    after = exposed * new // old
+    text = re.sub(rf"x {old} replicas = {exposed}\b", f"x {new} replicas = {after}", text)
+    text = re.sub(rf"exposes nvidia.com/gpu = {exposed}\b", f"exposes nvidia.com/gpu = {after}", text)
+    return re.sub(rf"# {old} pods share each GPU", f"# {new} pods share each GPU", text)
 
 
 def _admitted(cluster: Cluster) -> dict[str, dict[str, Decimal]]:
@@ -187,7 +274,7 @@ def edited_files(root: Path, cluster_name: str, knob_list: list[Knob], params: M
         _write(copy, editor.rendered())
         after_fleet: Fleet = load_fleet(copy, [cluster_name], use_cache=False)
         editor.set_namespace_quotas(after_fleet, before, after_fleet.clusters[cluster_name])
-        texts = {rel: text for rel, text in editor.rendered().items() if text != editor.files[rel].original}
+        texts = {rel: text for rel, text in editor.rendered().items() if text != editor.original(rel)}
         _write(copy, texts)
         errors = sorted(_errors(run(copy, use_cache=False).findings) - known)
     return texts, errors
@@ -202,5 +289,8 @@ def apply_to_repository(root: Path, texts: Mapping[str, str]) -> None:
     editor = Editor(root)
     targets = {}
     for rel, text in texts.items():
-        targets[editor._load(rel).real_path] = text
+        try:
+            targets[editor.reader.regular_file(rel)] = text
+        except repopath.Refused as refusal:
+            raise ToolError(f"refusing to write {rel}: {refusal}") from None
     write_files(targets)

@@ -31,10 +31,11 @@ def _rounded(value):
 
 
 def record_text(cluster: str, command: str, summaries: list[Summary], changes: list[str], files: list[str],
-                points: list[dict], trials: int) -> str:
-    """`points`: the candidates replayed whole (trial, useful, worst wait, on the Pareto front); `trials`: all."""
+                points: list[dict], trials: int, targets: list[dict] = ()) -> str:
+    """`points`: the candidates replayed whole (trial, useful, worst wait, on the Pareto front); `trials`: all;
+    `targets`: each target's bound and worst waits (targets.target_report)."""
     data = {"cluster": cluster, "command": command, "changes": changes, "files": files, "candidates": points,
-            "trials": trials,
+            "trials": trials, "targets": list(targets),
             **{key: asdict(summary) for key, summary in zip(SUMMARY_KEYS, summaries, strict=False)}}
     return json.dumps(_rounded(data), indent=2, sort_keys=True) + "\n"
 

@@ -16,7 +16,18 @@ from dataclasses import dataclass, field
 
 from ..model import Cluster
 from ..simulate.metrics import Summary
-from .space import BORROW, COHORT, LEND, Knob, candidate_policy, changes, current_values
+from .space import (
+    BORROW,
+    COHORT,
+    LEND,
+    NOMINAL,
+    REPLICAS,
+    Knob,
+    candidate_policy,
+    changes,
+    current_values,
+    resolved,
+)
 from .targets import Target, shortfall, worst_waits
 
 PARTIAL = 0.5  # the share of the workload a candidate is first replayed on, for the pruner
@@ -72,7 +83,7 @@ def distributions(knob_list: list[Knob]) -> dict:
     for knob in knob_list:
         if knob.kind == COHORT:
             result[knob.name] = CategoricalDistribution(knob.choices)
-        elif knob.kind in (BORROW, LEND):
+        elif knob.kind in (BORROW, LEND, NOMINAL, REPLICAS):
             result[knob.name] = IntDistribution(knob.low, knob.high)
     return result
 
@@ -97,14 +108,14 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
             trial.report(score(summary, worst_waits(list(targets), policy, summary), targets), step=0)
             if trial.should_prune():
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                candidates.append(Candidate(trial.number, dict(trial.params), pruned=True))
+                candidates.append(Candidate(trial.number, resolved(knob_list, trial.params), pruned=True))
             else:
                 survivors.append((trial, policy))
         for (trial, policy), summary in zip(survivors, run([(p, 1.0) for _, p in survivors]), strict=True):
             waits = worst_waits(list(targets), policy, summary)
             value = score(summary, waits, targets)
             study.tell(trial, value)
-            candidates.append(Candidate(trial.number, dict(trial.params), summary=summary, waits=waits,
+            candidates.append(Candidate(trial.number, resolved(knob_list, trial.params), summary=summary, waits=waits,
                                         score=value, miss=shortfall(list(targets), waits)))
     return ranked(candidates)
 
@@ -113,10 +124,13 @@ def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target],
              placement: str = "frag-aware") -> Candidate:
     """The candidate with each change taken back, in knob order, that does not earn its place (`earns_its_place`):
     TPE moves every knob, most of them to no effect, and a pull request should change only what matters.
-    Deterministic, like the search."""
+    A change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a lending
+    limit would have to come down with them: `space.resolved`) stays. Deterministic, like the search."""
     current = best
     for knob, _ in changes(knob_list, best.params):
         params = current.params | {knob.name: knob.current}
+        if resolved(knob_list, params) != params:
+            continue
         policy = candidate_policy(cluster, knob_list, params, placement)
         summary = run([(policy, 1.0)])[0]
         waits = worst_waits(list(targets), policy, summary)

@@ -1,14 +1,21 @@
 """The search space of `recommend`: knobs on a cluster's ClusterQueues, and the policy a candidate simulates.
 
-Knobs (each names a ClusterQueue and, for limits, a flavor and its GPU resource):
+Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource):
+- `<queue>/<flavor>/<resource>/nominal`: the GPU nominalQuota, 0 .. the pool's room: what it exposes less the
+  nominal quota of production queues and Cohorts there (`nominal_rooms`). Where the searched queues together
+  ask for more than the room, their quotas are scaled down to fit in whole units (`resolved`, `apportion`), so
+  every candidate keeps CAP001 true by construction;
 - `<queue>/<flavor>/<resource>/borrow`: the GPU borrowingLimit, 0 .. what the flavor's pools expose beyond the
   queue's nominal quota;
-- `<queue>/<flavor>/<resource>/lend`: the GPU lendingLimit, 0 .. the queue's nominal quota;
-- `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins; only where no cohort has a
-  parent: the engine lends within a queue's own cohort and not through a parent (simulate/policy.py), so in a
-  cohort tree it would judge a move by quota the cluster shares anyway (decision 0053).
-Queues of the production tier are left as they are: their reserve is what CAP005 protects. Nominal quotas,
-MIG layouts and time-slicing replicas are not searched (docs/decisions/0044-recommend-search-method.md says why).
+- `<queue>/<flavor>/<resource>/lend`: the GPU lendingLimit, 0 .. the room, brought down to the queue's nominal
+  quota when above it (CAP010);
+- `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins, in a flat fleet and in a
+  cohort tree alike: the engine lends through the whole tree as Kueue does (simulate/quota.py, decision 0054),
+  so it judges a move by what the queue can borrow in the new place (decision 0058).
+- `<pool>/replicas`: a time-sliced pool's replica count, 2 .. twice today's; every quota in the pool's replica
+  units (production's too: the same cards) is rescaled with it, rounded down (`with_replicas`).
+Queues of the production tier are left as they are: their reserve is what CAP005 protects. MIG layouts are not
+searched: the simulator cannot tell two layouts apart (decision 0058).
 
 A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob values and handing the result to
 `simulate.policy.from_cluster`, so the simulated policy comes from the same code as `gpupolicy simulate`'s.
@@ -17,28 +24,33 @@ A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..limits import MAX_TIME_SLICING_REPLICAS
 from ..model import Cluster, ClusterQueue, ResourceGroup
-from ..quotas import flavor_capacity, is_gpu_resource
+from ..quotas import flavor_capacity, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
 
 PRODUCTION = "production"
-BORROW, LEND, COHORT = "borrow", "lend", "cohort"
+BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
+QUOTA_KINDS = (NOMINAL, BORROW, LEND)
+LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_limit"}
 
 
 @dataclass(frozen=True)
 class Knob:
     name: str  # the Optuna parameter name
     queue: str
-    kind: str  # borrow | lend | cohort
+    kind: str  # borrow | lend | cohort | nominal | replicas (queue "", pool set)
     current: int | str
     low: int = 0
-    high: int = 0
+    high: int = 0  # for a nominal knob: the room its pool has for all the searched queues' nominal quota
     choices: tuple[str, ...] = ()
     flavor: str = ""
     resource: str = ""
+    pool: str = ""
 
 
 def knobs(cluster: Cluster) -> list[Knob]:
@@ -46,26 +58,108 @@ def knobs(cluster: Cluster) -> list[Knob]:
     found: list[Knob] = []
     searched = [cq for _, cq in sorted(cluster.cluster_queues.items()) if cq.tier != PRODUCTION and cq.cohort]
     cohorts = tuple(sorted({cq.cohort for cq in searched}))
-    movable = len(cohorts) > 1 and not cohort_tree(cluster)
+    rooms = nominal_rooms(cluster, searched)
     for cq in searched:
-        if movable:
+        if len(cohorts) > 1:
             found.append(Knob(f"{cq.name}/cohort", cq.name, COHORT, cq.cohort, choices=cohorts))
         for flavor, quota in _gpu_quotas(cq):
-            exposed = int(flavor_capacity(cluster, flavor).get(quota.name, 0))
-            nominal = int(quota.nominal)
-            borrow = _whole(quota.borrowing_limit, exposed - nominal)
-            found.append(Knob(f"{cq.name}/{flavor}/{quota.name}/{BORROW}", cq.name, BORROW, borrow, 0,
-                              max(exposed - nominal, borrow), flavor=flavor, resource=quota.name))
-            if nominal > 0:
-                lend = _whole(quota.lending_limit, nominal)
-                found.append(Knob(f"{cq.name}/{flavor}/{quota.name}/{LEND}", cq.name, LEND, lend, 0,
-                                  max(nominal, lend), flavor=flavor, resource=quota.name))
+            found.extend(_quota_knobs(cluster, cq, flavor, quota, rooms))
+    return found + replica_knobs(cluster)
+
+
+def replica_knobs(cluster: Cluster) -> list[Knob]:
+    """`<pool>/replicas` for each time-sliced pool some flavor selects: 2 (the device plugin's minimum) to twice
+    today's count, at most MAX_REPLICAS. Values of the other knobs stay in today's replica units; `with_params`
+    rescales every quota on the pool when the count changes."""
+    found = []
+    for pool in sorted(cluster.pools, key=lambda p: p.name):
+        replicas = pool.time_slicing_replicas
+        if pool.sharing != "time-sliced" or not replicas or not _flavors_of(cluster, pool.name):
+            continue
+        found.append(Knob(f"{pool.name}/{REPLICAS}", "", REPLICAS, replicas, 2,
+                          max(min(2 * replicas, MAX_TIME_SLICING_REPLICAS), replicas), pool=pool.name))
     return found
 
 
-def cohort_tree(cluster: Cluster) -> bool:
-    """Whether a cohort of the cluster has a parent: borrowing through it is beyond the engine's model."""
-    return any(cohort.parent for cohort in cluster.cohorts.values())
+def _flavors_of(cluster: Cluster, pool_name: str) -> set[str]:
+    return {name for name in cluster.flavors if (pool := pool_of(cluster, name)) and pool.name == pool_name}
+
+
+def rescaled(amount, old: int, new: int):
+    """A quota in replica units at `new` replicas instead of `old`: rounded down, so quotas that fit the pool
+    still fit it (CAP001) and a lending limit stays within its nominal quota."""
+    if isinstance(amount, float) and amount.is_integer():
+        amount = int(amount)
+    return amount * new // old if isinstance(amount, int) else amount
+
+
+def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Cluster:
+    """The cluster with the pool at `new` time-slicing replicas, its capacity and every GPU quota on it (of
+    ClusterQueues and Cohorts alike, production's included: the same cards in the new unit) rescaled."""
+    flavors = _flavors_of(cluster, pool_name)
+    pools = [dataclasses.replace(p, time_slicing_replicas=new,
+                                 capacity={k: v * new // old for k, v in p.capacity.items()})
+             if p.name == pool_name else p for p in cluster.pools]
+    queues = {name: dataclasses.replace(cq, resource_groups=_rescaled_groups(cq.resource_groups, flavors, old, new))
+              for name, cq in cluster.cluster_queues.items()}
+    cohorts = {name: dataclasses.replace(c, resource_groups=_rescaled_groups(c.resource_groups, flavors, old, new))
+               for name, c in cluster.cohorts.items()}
+    return dataclasses.replace(cluster, pools=pools, cluster_queues=queues, cohorts=cohorts, derived={})
+
+
+def _rescaled_groups(groups, flavors: set[str], old: int, new: int) -> tuple[ResourceGroup, ...]:
+    def quota(q):
+        if not is_gpu_resource(q.name):
+            return q
+        return dataclasses.replace(q, **{f: rescaled(getattr(q, f), old, new) for f in LIMIT_FIELDS.values()
+                                         if getattr(q, f) is not None})
+    return tuple(ResourceGroup(g.covered_resources, tuple(
+        dataclasses.replace(fq, resources=tuple(quota(q) for q in fq.resources)) if fq.flavor in flavors else fq
+        for fq in g.flavors)) for g in groups)
+
+
+def _quota_knobs(cluster: Cluster, cq: ClusterQueue, flavor: str, quota, rooms: dict) -> list[Knob]:
+    """The nominal quota (where its pool's room is known), borrowing and lending limits of one GPU quota."""
+    exposed = int(flavor_capacity(cluster, flavor).get(quota.name, 0))
+    nominal = int(quota.nominal)
+    prefix = f"{cq.name}/{flavor}/{quota.name}"
+    found = []
+    pool = pool_of(cluster, flavor)
+    room = rooms.get((pool.name, quota.name)) if pool else None
+    if room is not None:
+        found.append(Knob(f"{prefix}/{NOMINAL}", cq.name, NOMINAL, nominal, 0, room, flavor=flavor,
+                          resource=quota.name, pool=pool.name))
+    borrow = _whole(quota.borrowing_limit, exposed - nominal)
+    found.append(Knob(f"{prefix}/{BORROW}", cq.name, BORROW, borrow, 0, max(exposed - nominal, borrow),
+                      flavor=flavor, resource=quota.name))
+    if nominal > 0:
+        lend = _whole(quota.lending_limit, nominal)
+        found.append(Knob(f"{prefix}/{LEND}", cq.name, LEND, lend, 0, max(room or nominal, lend), flavor=flavor,
+                          resource=quota.name))
+    return found
+
+
+def nominal_rooms(cluster: Cluster, searched: list[ClusterQueue]) -> dict[tuple[str, str], int]:
+    """(pool, GPU resource) -> the nominal quota the searched queues may hold there together: what the pool
+    exposes less every other queue's and Cohort's nominal quota on it (production's reserve among them), the sum
+    CAP001 checks. A pool whose searched quota is already over its room (a CAP001 finding) gets no nominal knob."""
+    names = {cq.name for cq in searched}
+    held = {(cq.name, flavor, quota.name) for cq in searched for flavor, quota in _gpu_quotas(cq)}
+    rooms = {}
+    for (pool_name, resource), entries in nominal_per_pool(cluster).items():
+        mine = [e for e in entries if e.kind == "ClusterQueue" and e.owner in names
+                and (e.owner, e.flavor, resource) in held]
+        if not mine:
+            continue
+        others = sum(e.quota.nominal for e in entries if e not in mine)
+        room = math.floor(pool_capacity(cluster, pool_name).get(resource, 0) - others)
+        if sum(int(e.quota.nominal) for e in mine) <= room:
+            rooms[(pool_name, resource)] = room
+    return rooms
+
+
+def pool_capacity(cluster: Cluster, pool_name: str) -> dict[str, int]:
+    return next((p.capacity for p in cluster.pools if p.name == pool_name), {})
 
 
 def _gpu_quotas(cq: ClusterQueue):
@@ -92,22 +186,64 @@ def current_values(knob_list: list[Knob]) -> dict[str, int | str]:
 
 
 def changes(knob_list: list[Knob], params: Mapping[str, int | str]) -> list[tuple[Knob, int | str]]:
-    """The knobs whose value differs from the repository's, with the new value."""
-    return [(knob, params[knob.name]) for knob in knob_list if knob.name in params and params[knob.name] != knob.current]
+    """The knobs whose value, once resolved (`resolved`), differs from the repository's, with the new value."""
+    values = resolved(knob_list, params)
+    return [(knob, values[knob.name]) for knob in knob_list if values[knob.name] != knob.current]
+
+
+def resolved(knob_list: list[Knob], params: Mapping[str, int | str]) -> dict[str, int | str]:
+    """The values a candidate's parameters stand for, valid by construction: knobs missing from `params` keep
+    the repository's value; the searched queues' nominal quotas on a pool that together exceed its room (CAP001)
+    are scaled down to fit it (`apportion`); a lending limit above its queue's nominal quota comes down to it
+    (CAP010)."""
+    values = current_values(knob_list) | dict(params)
+    groups: dict[tuple[str, str], list[Knob]] = {}
+    for knob in knob_list:
+        if knob.kind == NOMINAL:
+            groups.setdefault((knob.pool, knob.resource), []).append(knob)
+    for group in groups.values():
+        values.update(apportion({k.name: int(values[k.name]) for k in group}, group[0].high))
+    for knob in knob_list:
+        nominal = f"{knob.queue}/{knob.flavor}/{knob.resource}/{NOMINAL}"
+        if knob.kind == LEND and nominal in values:
+            values[knob.name] = min(int(values[knob.name]), int(values[nominal]))
+    return values
+
+
+def apportion(wanted: Mapping[str, int], room: int) -> dict[str, int]:
+    """Whole amounts summing to at most `room`: `wanted` itself when it fits, else each share of the room in
+    proportion to what was wanted, rounded down, the units left over going to the largest remainders (ties by
+    name), so the result is a function of its input alone."""
+    total = sum(wanted.values())
+    if total <= room:
+        return dict(wanted)
+    exact = {name: amount * room / total for name, amount in wanted.items()}
+    result = {name: math.floor(value) for name, value in exact.items()}
+    left = room - sum(result.values())
+    for name in sorted(exact, key=lambda n: (result[n] - exact[n], n))[:left]:
+        result[name] += 1
+    return result
 
 
 def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> Cluster:
-    """A shallow copy of the cluster whose ClusterQueues carry the knob values (the model is never mutated)."""
+    """A shallow copy of the cluster whose ClusterQueues carry the knob values, then whose time-sliced pools have
+    their new replica counts (`with_replicas`); the model is never mutated."""
     queues = dict(cluster.cluster_queues)
-    for knob, value in changes(knob_list, params):
-        queues[knob.queue] = _changed(queues[knob.queue], knob, value)
-    return dataclasses.replace(cluster, cluster_queues=queues, derived={})
+    found = changes(knob_list, params)
+    for knob, value in found:
+        if knob.kind != REPLICAS:
+            queues[knob.queue] = _changed(queues[knob.queue], knob, value)
+    cluster = dataclasses.replace(cluster, cluster_queues=queues, derived={})
+    for knob, value in found:
+        if knob.kind == REPLICAS:
+            cluster = with_replicas(cluster, knob.pool, int(knob.current), int(value))
+    return cluster
 
 
 def _changed(cq: ClusterQueue, knob: Knob, value: int | str) -> ClusterQueue:
     if knob.kind == COHORT:
         return dataclasses.replace(cq, cohort=str(value))
-    field = "borrowing_limit" if knob.kind == BORROW else "lending_limit"
+    field = LIMIT_FIELDS[knob.kind]
     groups = []
     for group in cq.resource_groups:
         flavors = []

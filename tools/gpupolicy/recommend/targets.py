@@ -63,3 +63,24 @@ def worst_waits(targets: list[Target], policy: SimPolicy, summary: Summary) -> d
 def shortfall(targets: list[Target], waits: dict[str, float]) -> float:
     """How far the waits are above their targets, summed as fractions of each target (0 when all are met)."""
     return sum(max(0.0, waits[str(t)] - t.minutes) / max(t.minutes, 1e-9) for t in targets)
+
+
+def target_report(targets: list[Target], waits: dict[str, dict[str, float]]) -> list[dict]:
+    """Per target, its bound and each policy's worst wait (`waits`: policy -> worst_waits), in minutes: what the
+    command prints, the record keeps and the recommendation page shows."""
+    return [{"target": str(t), "bound_minutes": t.minutes,
+             "waits_minutes": {policy: found[str(t)] for policy, found in waits.items() if str(t) in found}}
+            for t in targets]
+
+
+def target_rows(entries: list[dict], policies: list[str]) -> list[list[str]]:
+    """Table rows of a target report: target, bound, then each policy's worst wait and whether it meets it."""
+    rows = []
+    for entry in entries:
+        bound = float(entry["bound_minutes"])
+        cells = []
+        for policy in policies:
+            wait = entry["waits_minutes"].get(policy)
+            cells.append("" if wait is None else f"{wait:.0f}m ({'met' if wait <= bound else 'missed'})")
+        rows.append([entry["target"], f"{bound:g}m", *cells])
+    return rows
