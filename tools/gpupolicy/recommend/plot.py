@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
+from ..simulate.report import legend_beside
 from .search import Candidate, pareto_front
 
 
@@ -31,8 +32,7 @@ def pareto_png(candidates: Sequence[Candidate], best: Candidate | None) -> bytes
     ax.set_xlabel("worst target wait (hours)")
     ax.set_ylabel("useful utilization (%)")
     ax.set_title("Candidates: useful utilization vs worst wait")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
-    fig.tight_layout()
+    legend_beside(fig, ax)
     buffer = io.BytesIO()
     fig.savefig(buffer, dpi=110, format="png")
     plt.close(fig)

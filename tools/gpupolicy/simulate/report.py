@@ -116,11 +116,11 @@ def allocation_figure(before: Result, after: Result):
     ax.set_xlabel("hours since the first submission")
     ax.set_ylabel("GPUs")
     ax.set_title("GPU allocation over time")
-    _legend_beside(fig, ax)
+    legend_beside(fig, ax)
     return fig
 
 
-def _legend_beside(fig, ax) -> None:
+def legend_beside(fig, ax) -> None:
     """The legend right of the axes, never over a curve (inside, "lower right" hid the busiest hours)."""
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
     fig.tight_layout()
@@ -139,5 +139,5 @@ def wait_figure(before_s: Summary, after_s: Summary):
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("wait p95 (minutes)")
     ax.set_title("Queue wait p95 per tier")
-    _legend_beside(fig, ax)
+    legend_beside(fig, ax)
     return fig
