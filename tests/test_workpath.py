@@ -139,6 +139,20 @@ def test_explain_json_and_blocked_exit_code(capsys: pytest.CaptureFixture, tmp_p
     assert report["change"]["path"] == str(manifest)
 
 
+def test_explain_says_the_workload_changes_when_a_policy_denies_it(capsys: pytest.CaptureFixture,
+                                                                   tmp_path: Path) -> None:
+    manifest = tmp_path / "job.yaml"
+    job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
+    job["spec"]["template"]["spec"].pop("initContainers")  # the GPU startup check
+    manifest.write_text(yaml.safe_dump(job))
+    code, out, _ = _explain(capsys, str(manifest), "--cluster", "prod-us")
+    assert code == 1
+    assert "BLOCKED admission: the workload is denied by gpu-jobs-require-startup-check" in out
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("  -> change the workload as the policy's message says "
+                           "(the rule: policies/admission/gpu-startup-check.yaml:"), last
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n", "no workload in it"),
     ("a: [1, 2\n", "YAML001"),

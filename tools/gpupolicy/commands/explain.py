@@ -89,8 +89,16 @@ def _as_text(path) -> str:
         lines.append(f"  pod set {pod_set.name} ({pods}): {pod_set.landing()}")
         lines += ["  " + _step(step) for step in pod_set.steps]
     if problem and where:
-        lines.append(f"  -> change: {where}")
+        lines.append(_where_to_change(path, where))
     return "\n".join(lines)
+
+
+def _where_to_change(path, where) -> str:
+    """An admission denial's location is the policy's rule, but it is usually the workload that must change:
+    say so, so nobody loosens a policy to get a pod through."""
+    if path.blocked and path.blocked.stage == "admission":
+        return f"  -> change the workload as the policy's message says (the rule: {where})"
+    return f"  -> change: {where}"
 
 
 def _step(step) -> str:
