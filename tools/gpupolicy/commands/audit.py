@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({**report_json(report, now), "compared_with": compared}, indent=2))
     else:
         print(f"Snapshot time: {now.isoformat().replace('+00:00', 'Z')} ({when})")
-        print(f"Compared with: {compared}")
+        print(f"Compared with: {_compared_line(compared)}")
         print(_text(report))
     return 1 if report.issues else 0
 
@@ -114,7 +114,8 @@ def _snapshot(args: argparse.Namespace):
 
 
 def _pools(args: argparse.Namespace, snapshot):
-    """The pools the snapshot is compared with, and a line saying which and why (or None and an error)."""
+    """The pools the snapshot is compared with, and which cluster's they are and why, as
+    {"cluster": name or None for every pool of the fleet, "why": ...} (or None and an error)."""
     from ..audit import snapshot_clusters
 
     fleet, error = load_fleet_or_error(args)
@@ -123,13 +124,22 @@ def _pools(args: argparse.Namespace, snapshot):
     if args.cluster:
         if args.cluster not in fleet.clusters:
             return None, f"no cluster {args.cluster!r}; known: {', '.join(sorted(fleet.clusters))}"
-        return {p.name: p for p in fleet.clusters[args.cluster].pools}, f"cluster {args.cluster}'s pools (--cluster)"
+        return _pools_of(fleet, args.cluster), {"cluster": args.cluster, "why": "--cluster"}
     matched = snapshot_clusters(snapshot, fleet)
     if len(matched) == 1:
-        return ({p.name: p for p in fleet.clusters[matched[0]].pools},
-                f"cluster {matched[0]}'s pools (its nodes carry them; --cluster NAME overrides)")
+        return _pools_of(fleet, matched[0]), {"cluster": matched[0],
+                                              "why": "its nodes carry them; --cluster NAME overrides"}
     why = f"its nodes carry pools of {', '.join(matched)}" if matched else "no node carries a pool of one cluster"
-    return {p.name: p for p in fleet.pools.values()}, f"every pool of the fleet ({why}; --cluster NAME narrows it)"
+    return {p.name: p for p in fleet.pools.values()}, {"cluster": None, "why": f"{why}; --cluster NAME narrows it"}
+
+
+def _pools_of(fleet, cluster: str) -> dict:
+    return {p.name: p for p in fleet.clusters[cluster].pools}
+
+
+def _compared_line(compared: dict) -> str:
+    which = f"cluster {compared['cluster']}'s pools" if compared["cluster"] else "every pool of the fleet"
+    return f"{which} ({compared['why']})"
 
 
 def _text(report) -> str:
