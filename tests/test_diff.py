@@ -184,7 +184,7 @@ def test_markdown_headline_and_tables(reviewed: tuple[Path, int, str]) -> None:
     root, quota_line, _head = reviewed
     _code, text = run_cli("diff", "--repo", str(root), "--head", "HEAD", "--base", "main")
     first = text.splitlines()[0]
-    assert first.startswith("### gpupolicy: +8 A100 for team alpha in mini (16 -> 24)")
+    assert first.startswith("### gpupolicy: +8 A100 on mini-a100 for team alpha in mini (16 -> 24)")
     assert "pool mini-mig (mini): MIG layout all-3g.40gb (mixed) -> all-1g.10gb (mixed)" in first
     assert "| mini | alpha | alpha | mini-a100 | nvidia.com/gpu | 16 | 24 | +8 |" in text
     assert f"`clusters/mini/queues.yaml:{quota_line}`" in text

@@ -113,7 +113,7 @@ def test_quantities_read_in_human_units_with_gpu_rows_first_and_no_zero_rows(min
     rows = [(r["resource"], r["old"], r["new"], r["delta"]) for r in _rows(result, "quotas")]
     # cpu 0 (absent before) is no change: no "+0" row
     assert rows == [("nvidia.com/gpu", "16", "8", "-8"), ("memory", "—", "768 GiB", "+768 GiB")]
-    assert result.headline.startswith("-8 A100 for team alpha in mini (16 -> 8); +768 GiB memory for team alpha")
+    assert result.headline.startswith("-8 A100 on mini-a100 for team alpha in mini (16 -> 8); +768 GiB memory on mini-a100 for team alpha")
     assert "e+" not in result.headline
 
 

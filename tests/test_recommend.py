@@ -231,7 +231,7 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     assert diff.returncode == 0, diff.stderr
     assert "| prod-us | research | gpu | requests.nvidia.com/gpu | 72 | 68 | -4 |" in diff.stdout
     assert "| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | 8 | 12 |" in diff.stdout
-    assert "-8 L40S for team research in prod-us (48 -> 40)" in diff.stdout
+    assert "-8 L40S on us-l40s-shared for team research in prod-us (48 -> 40)" in diff.stdout
 
 
 def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):

@@ -398,7 +398,8 @@ def _quota_section(base: dict, head: dict) -> Section:
         who = f"team {team}" if team != "-" else f"queue {queue}"
         section.notes.append(Note(_weight(LOST_CAPACITY if delta < 0 else GAINED_QUOTA, resource, delta),
                                   f"{human_delta(resource, old, new)} "
-                                  f"{_unit(resource, models.get((cluster, flavor), ''))} for {who} in {cluster} "
+                                  f"{_unit(resource, models.get((cluster, flavor), ''))} on {flavor} for {who} "
+                                  f"in {cluster} "
                                   f"({old_text} -> {new_text})"))
     return section
 
