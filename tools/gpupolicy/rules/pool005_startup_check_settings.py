@@ -8,6 +8,7 @@ lags behind it applies other thresholds, retries or `skip` than the pull request
 namespace without the ConfigMap is worse: its GPU pods cannot mount the check's volume and never start. And two
 pools with the same GPU product and sharing family (MIG or not) cannot be told apart on the node, in whichever
 clusters they are (the table is the fleet's): the check applies the first matching line's settings to both.
+A pool whose GPU model the catalog does not know is left to POOL001: its product word would be a guess.
 
 ## Bad example
 ```yaml
@@ -25,6 +26,7 @@ the same `startupCheck` settings.
 
 from collections.abc import Iterator
 
+from ..catalog import GPUS
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject, Pool
 from ..startupcheck import COLUMNS, CONFIGMAP_NAME, read_table, table_fields
@@ -42,8 +44,11 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             continue  # the cluster does not ship the check
         yield from _missing_in_team_namespaces(fleet, cluster, tables)
         table = _table(min(tables.values(), key=lambda o: o.namespace))  # one component: one table for all
-        yield from _disagreements(fleet, cluster, table)
-        yield from _indistinguishable(fleet, cluster, table)
+        # A pool of a model the catalog does not know has no product word to compare (POOL001 names the
+        # model); guessing one would send the user to pools.conf instead of to the typo.
+        known = [pool for pool in cluster.pools if pool.gpu_model in GPUS]
+        yield from _disagreements(fleet, cluster, known, table)
+        yield from _indistinguishable(fleet, cluster, known, table)
 
 
 def _missing_in_team_namespaces(fleet: Fleet, cluster: Cluster, tables: dict) -> Iterator[Finding]:
@@ -61,8 +66,9 @@ def _table(configmap: K8sObject) -> dict[str, tuple[str, ...]]:
     return read_table(str(data.get(TABLE_KEY, "")))
 
 
-def _disagreements(fleet: Fleet, cluster: Cluster, table: dict[str, tuple[str, ...]]) -> Iterator[Finding]:
-    for pool in cluster.pools:
+def _disagreements(fleet: Fleet, cluster: Cluster, pools: list[Pool],
+                   table: dict[str, tuple[str, ...]]) -> Iterator[Finding]:
+    for pool in pools:
         expected = table_fields(pool)
         shipped = table.get(pool.name)
         if shipped == expected:
@@ -75,10 +81,11 @@ def _disagreements(fleet: Fleet, cluster: Cluster, table: dict[str, tuple[str, .
                       **at(_settings_place(fleet, pool)))
 
 
-def _indistinguishable(fleet: Fleet, cluster: Cluster, table: dict[str, tuple[str, ...]]) -> Iterator[Finding]:
+def _indistinguishable(fleet: Fleet, cluster: Cluster, pools: list[Pool],
+                       table: dict[str, tuple[str, ...]]) -> Iterator[Finding]:
     """A pool whose devices can match another line of the table (same product, same MIG-or-not) with other
     settings: the table is the same in every cluster, so the other pool may live in any cluster."""
-    for pool in sorted(cluster.pools, key=lambda p: p.name):
+    for pool in sorted(pools, key=lambda p: p.name):
         expected = table_fields(pool)
         family = (expected[2], expected[1] == "mig")
         other = next((line for name, line in sorted(table.items()) if name != pool.name and len(line) == len(COLUMNS)

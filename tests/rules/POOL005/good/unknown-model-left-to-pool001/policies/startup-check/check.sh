@@ -1,0 +1,3 @@
+#!/bin/sh
+# stands for policies/startup-check/check.sh
+exit 0
