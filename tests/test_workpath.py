@@ -102,6 +102,22 @@ def test_cpu_flavor_removed_from_a_queue_is_caught_at_that_queue(tmp_path: Path)
     assert "nlp CPU-only Job" in findings[0].message and "GPU flavor us-h100-train" in findings[0].message
 
 
+def test_a_mig_layout_missing_from_the_config_is_blamed_on_the_pool_not_the_pods(tmp_path: Path) -> None:
+    """A typo in spec.mig.layout leaves the pool exposing nothing: every finding points at that line, and the
+    drain check does not report a capacity shortfall with a hint about CAP findings that cannot exist."""
+    repo = copy_repo(REPO, tmp_path / "repo")
+    pool = repo / "pools/eu-a100-mig-balanced/pool.yaml"
+    text = pool.read_text()
+    pool.write_text(text.replace("layout: all-balanced", "layout: all-balanced-typo"))
+    line = text[:text.index("layout: all-balanced")].count("\n") + 1
+    findings = [f for f in pipeline.run(repo).findings if f.severity.name == "ERROR"]
+    by_rule = {f.rule for f in findings}
+    assert {"MIG004", "WL011", "WL012"} <= by_rule and "UPG008" not in by_rule, findings
+    for finding in (f for f in findings if f.rule in ("WL011", "WL012")):
+        assert (finding.path, finding.line) == ("pools/eu-a100-mig-balanced/pool.yaml", line), finding
+        assert "its MIG layout all-balanced-typo is not in the cluster's mig-parted config" in finding.message
+
+
 def test_matrix_has_every_team_workload_and_cluster(fleet: Fleet) -> None:
     cases = matrix.cases(fleet)
     teams = {(c.cluster, c.team) for c in cases}

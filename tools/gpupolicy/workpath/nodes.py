@@ -22,7 +22,7 @@ from decimal import Decimal
 
 from ..findings import Location
 from ..model import Cluster, Fleet, Pool
-from ..quotas import is_gpu_resource
+from ..quotas import capacity_known, is_gpu_resource
 from ..rules.operator_common import pool_config
 from ..selectors import labels_match, node_requirement_holds
 from ..tolerations import BLOCKING_EFFECTS, show, tolerates
@@ -77,10 +77,17 @@ def node_fit(fleet: Fleet, cluster: Cluster, spec: dict, requests: dict[str, Dec
                        fleet.locate_file(first.path, "spec", "taints"), untolerated=True)
     reasons = []
     for pool in reachable:
+        if not capacity_known(cluster, pool):
+            reasons.append(f"{pool.name}: its MIG layout {pool.mig_layout} is not in the cluster's mig-parted "
+                           "config, so its nodes expose no MIG device")
+            continue
         misfit = _resource_misfit(cluster, pool, requests, containers)
         if not misfit:
             return NodeFit(pool, True, "")
         reasons.append(f"{pool.name}: {misfit}")
+    unknown = [pool for pool in reachable if not capacity_known(cluster, pool)]
+    if unknown:  # the pool's layout is what to change (MIG004), not the pod
+        return NodeFit(None, False, "; ".join(reasons), fleet.locate_file(unknown[0].path, "spec", "mig", "layout"))
     return NodeFit(None, False, "; ".join(reasons))  # the pod's own request is what to change
 
 
