@@ -44,3 +44,18 @@ def test_a_run_over_one_cluster_keeps_the_fleet_level_findings_about_it(tmp_path
     assert [f.message for f in whole] == [left_out]
     assert upgrade_findings(["prod-eu"]) == whole
     assert upgrade_findings(["prod-us"]) == []
+
+
+def test_the_summary_names_a_cluster_left_unrendered_by_a_file_that_does_not_load(tmp_path: Path) -> None:
+    """A YAML error in one cluster's queue keeps that cluster from rendering: the summary says so instead of
+    counting the objects of the others as if the fleet had two clusters."""
+    from gpupolicy import report
+
+    repo = copy_repo(REPO, tmp_path / "repo")
+    queue = repo / "clusters/prod-eu/queues/nlp.yaml"
+    queue.write_text(queue.read_text().replace("spec:\n", "spec:\n\t\n", 1))
+    result = pipeline.run(repo)
+    assert result.unrendered_clusters == ["prod-eu"] and "prod-eu" not in result.rendered_clusters
+    assert report.summary(result)["unrendered_clusters"] == ["prod-eu"]
+    last = report.as_text(result).splitlines()[-1]
+    assert "from 2 cluster(s) (prod-eu not rendered: a file it includes does not load)" in last, last

@@ -45,6 +45,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     objects: int = 0
     rendered_clusters: list[str] = field(default_factory=list)
+    unrendered_clusters: list[str] = field(default_factory=list)  # selected, but an input did not load
     cached_renders: int = 0
     waived: list = field(default_factory=list)  # waivers.Waived: findings a reviewed exception accepts
     causes: dict[Finding, Finding] = field(default_factory=dict)  # derived finding -> its cause (rootcause)
@@ -198,6 +199,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     clock.lap("rules")
     return RunResult(fleet=fleet, findings=reported, timings=timings,
                      objects=sum(len(objs) for objs in objects_by_cluster.values()), rendered_clusters=renderable,
+                     unrendered_clusters=sorted(broken),
                      cached_renders=sum(1 for r in rendered.values() if r.cached), waived=_dedupe_waived(waived),
                      causes=causes, disabled=configured.disabled, rerated=configured.rerated,
                      unused_exceptions=dedupe(unused), proposed=dedupe(fleet.proposed))

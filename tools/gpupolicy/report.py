@@ -26,6 +26,7 @@ def summary(result: Any) -> dict:
     return {"errors": result.errors, "warnings": result.warnings, "crashed": crashed(result),
             "waived": len(waived(result)), "disabled": getattr(result, "disabled", 0),
             "rerated": getattr(result, "rerated", 0), "objects": result.objects, "clusters": len(result.rendered_clusters),
+            "unrendered_clusters": list(getattr(result, "unrendered_clusters", None) or []),
             "seconds": round(sum(result.timings.values()), 3)}
 
 
@@ -82,8 +83,15 @@ def as_text(result: Any, root: str = "") -> str:
     accepted += configured_text(stats)
     lines.append(f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "
                  f"{stats['warnings']} warning(s){accepted} in {stats['objects']} objects from {stats['clusters']} "
-                 f"cluster(s), {stats['seconds']:.2f}s")
+                 f"cluster(s){_unrendered_text(stats)}, {stats['seconds']:.2f}s")
     return "\n".join(lines)
+
+
+def _unrendered_text(stats: dict) -> str:
+    """The selected clusters left out because a file they include did not load: their objects went unchecked."""
+    names = stats.get("unrendered_clusters") or []
+    they = "a file it includes does" if len(names) == 1 else "files they include do"
+    return f" ({', '.join(names)} not rendered: {they} not load)" if names else ""
 
 
 def configured_text(stats: dict) -> str:

@@ -116,6 +116,7 @@ def merge(paths: list[Path], root: str) -> Any:
                      causes=_causes(merged, causes), timings={"slowest shard": max(s["seconds"] for s in summaries)},
                      objects=sum(s["objects"] for s in summaries),
                      rendered_clusters=sorted(c for r in reports for c in r["shard"]["clusters"]),
+                     unrendered_clusters=sorted(c for s in summaries for c in s.get("unrendered_clusters", [])),
                      disabled=sum(s.get("disabled", 0) for s in summaries),
                      rerated=sum(s.get("rerated", 0) for s in summaries))
 
