@@ -98,10 +98,7 @@ class CacheStore:
         if not self._parsed:
             return None
         entry = self._prepared_schema_file(key)
-        try:
-            if entry.stat().st_size > MAX_PREPARED_SCHEMA_BYTES:
-                return None
-        except OSError:
+        if not _within(entry, MAX_PREPARED_SCHEMA_BYTES):
             return None
         payload = cachefiles.read_bytes(entry)
         if payload is None:
@@ -128,12 +125,7 @@ class CacheStore:
         if not self._parsed:
             return None
         entry = self._reviews_file(key)
-        try:
-            if entry.stat().st_size > max_bytes:
-                return None
-        except OSError:
-            return None
-        return cachefiles.read_value(entry)
+        return cachefiles.read_value(entry) if _within(entry, max_bytes) else None
 
     def keep_reviews(self, key: str, value: dict, max_bytes: int) -> None:
         data = marshal.dumps(value)
@@ -254,3 +246,11 @@ def _remove_empty_folders(folder: Path) -> None:
                 os.rmdir(directory)
             except OSError:
                 pass  # not empty (or filled again by a run in parallel): keep it
+
+
+def _within(entry: Path, max_bytes: int) -> bool:
+    """Whether a kept entry exists and is at most `max_bytes` long (a larger one is never read)."""
+    try:
+        return entry.stat().st_size <= max_bytes
+    except OSError:
+        return False
