@@ -27,7 +27,8 @@ def test_shipped_repo_exits_zero_with_json_summary(capsys) -> None:
     assert main(["validate", "--repo", str(REPO), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data["summary"]) == {"errors", "warnings", "crashed", "waived", "disabled", "rerated", "objects",
-                                    "clusters", "seconds"}
+                                    "clusters", "unrendered_clusters", "seconds"}
+    assert data["summary"]["unrendered_clusters"] == []
     assert data["summary"]["errors"] == 0 and data["summary"]["clusters"] >= 3
     assert data["summary"]["objects"] >= 100
 
