@@ -255,3 +255,19 @@ def test_status_says_incomplete_and_exits_two_when_a_check_crashed(fmt, repo: Pa
     out, err = capsys.readouterr()
     assert "upgrade status: the verdict is incomplete: 1 check(s) crashed (rule UPG008)" in err
     assert "crashed (rule UPG008)" in out  # a blocker of the next step, in the report itself
+
+
+def test_a_pool_whose_mig_layout_is_missing_has_no_drain_shortfall(tmp_path: Path) -> None:
+    """What such a pool exposes is unknown (MIG004 names the layout): the worst moment of its drain says so
+    and counts no shortfall, for UPG008, `upgrade status` and the upgrades page alike."""
+    from support import REPO, copy_repo
+
+    repo = copy_repo(REPO, tmp_path / "repo")
+    pool_file = repo / "pools/eu-a100-mig-balanced/pool.yaml"
+    pool_file.write_text(pool_file.read_text().replace("layout: all-balanced", "layout: all-balanced-typo"))
+    fleet = pipeline.load_fleet(repo)
+    plan = next(p for p in upgrades.plans_of(fleet).plans if p.component == "driver")
+    moments = [m for stage in plan.stages for m in upgrades.drain_moments(fleet, plan, stage)
+               if m.pool.name == "eu-a100-mig-balanced"]
+    assert moments and all(not m.capacity_known and m.shortfalls == {} for m in moments)
+    assert "what the pool exposes is unknown (MIG layout all-balanced-typo" in moments[0].describe()

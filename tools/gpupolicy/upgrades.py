@@ -670,9 +670,14 @@ class DrainMoment:
     online: dict[str, int]  # resource -> devices left online at the worst moment
     production_need: dict[str, float]  # resource -> production queues' nominal quota on the pool
     stalls: bool = False  # maxUnavailable resolves to 0: the operator never takes a node
+    # False for a MIG pool whose layout is missing from the mig-parted config: it exposes nothing we can count,
+    # so there is no shortfall to report (MIG004 names the layout)
+    capacity_known: bool = True
 
     @property
     def shortfalls(self) -> dict[str, tuple[int, float]]:
+        if not self.capacity_known:
+            return {}
         return {name: (self.online.get(name, 0), need) for name, need in self.production_need.items()
                 if self.online.get(name, 0) < need}
 
@@ -681,7 +686,10 @@ class DrainMoment:
         text = (f"{self.nodes_down} of {self.pool.nodes} node(s) out at once, {gpus_left} of {self.pool.gpus} GPUs "
                 f"online")
         needs = ", ".join(f"{_num(need)} {name}" for name, need in sorted(self.production_need.items()))
-        if needs:
+        if needs and not self.capacity_known:
+            text += (f"; production needs {needs}, and what the pool exposes is unknown (MIG layout "
+                     f"{self.pool.mig_layout} is not in the cluster's mig-parted config)")
+        elif needs:
             left = ", ".join(f"{self.online.get(name, 0)} {name}" for name in sorted(self.production_need))
             text += f"; production needs {needs}, has {left}"
         return text
@@ -781,7 +789,8 @@ def drain_moments(fleet: Fleet, plan: Plan, stage: Stage) -> list[DrainMoment]:
             scope = sum(u.pool.nodes for u in units if u.cluster == unit.cluster)
         down, stalls = nodes_down_at_once(policy, scope, unit.pool.nodes)
         moments.append(DrainMoment(unit.cluster, unit.pool, down, source, bool(policy.get("autoUpgrade", False)),
-                                   unit.pool.capacity_without(down), production_need(cluster, unit.pool), stalls))
+                                   unit.pool.capacity_without(down), production_need(cluster, unit.pool), stalls,
+                                   quotas.capacity_known(cluster, unit.pool)))
     return moments
 
 

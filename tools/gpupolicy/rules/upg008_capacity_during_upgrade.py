@@ -27,7 +27,6 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..quotas import capacity_known
 from ..upgrades import Unit, drain_moments, drivers_of_pool, plans_of, unit_location
 
 ID = "UPG008"
@@ -59,8 +58,8 @@ def _check_moment(fleet: Fleet, plan, stage, moment) -> Iterator[Finding]:
                       hint="allow at least one node: maxUnavailable: 1")
         return
     short = moment.shortfalls
-    if not short or not capacity_known(cluster, moment.pool):
-        return  # a MIG pool whose layout is missing exposes nothing we can count: MIG004 names the layout
+    if not short:
+        return
     gaps = ", ".join(f"{name} {online} online < {need:g} nominal" for name, (online, need) in sorted(short.items()))
     yield Finding(rule=ID, severity=SEVERITY, cluster=moment.cluster, path=location.path, line=location.line,
                   message=f"{plan.name}: stage {stage.name}, pool {moment.pool.name}: at the worst moment "
