@@ -76,8 +76,10 @@ def node_fit(fleet: Fleet, cluster: Cluster, spec: dict, requests: dict[str, Dec
         return NodeFit(None, False, f"pool {first.name}'s taint {untolerated[first.name][0]} is not tolerated",
                        fleet.locate_file(first.path, "spec", "taints"), untolerated=True)
     reasons = []
+    unknown: Pool | None = None  # the first pool whose MIG layout is missing: what to change (MIG004)
     for pool in reachable:
         if not capacity_known(cluster, pool):
+            unknown = unknown or pool
             reasons.append(f"{pool.name}: its MIG layout {pool.mig_layout} is not in the cluster's mig-parted "
                            "config, so its nodes expose no MIG device")
             continue
@@ -85,10 +87,9 @@ def node_fit(fleet: Fleet, cluster: Cluster, spec: dict, requests: dict[str, Dec
         if not misfit:
             return NodeFit(pool, True, "")
         reasons.append(f"{pool.name}: {misfit}")
-    unknown = [pool for pool in reachable if not capacity_known(cluster, pool)]
-    if unknown:  # the pool's layout is what to change (MIG004), not the pod
-        return NodeFit(None, False, "; ".join(reasons), fleet.locate_file(unknown[0].path, "spec", "mig", "layout"))
-    return NodeFit(None, False, "; ".join(reasons))  # the pod's own request is what to change
+    # otherwise the pod's own request is what to change
+    where = fleet.locate_file(unknown.path, "spec", "mig", "layout") if unknown else None
+    return NodeFit(None, False, "; ".join(reasons), where)
 
 
 def _cpu_fit(fleet: Fleet, selector: dict, selected: list[Pool], reachable: list[Pool],
