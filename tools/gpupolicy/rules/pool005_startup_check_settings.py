@@ -26,10 +26,10 @@ the same `startupCheck` settings.
 
 from collections.abc import Iterator
 
-from ..catalog import GPUS
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject, Pool
 from ..startupcheck import COLUMNS, CONFIGMAP_NAME, read_table, table_fields
+from .mig_common import model_of
 
 ID = "POOL005"
 SEVERITY = Severity.ERROR
@@ -46,7 +46,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         table = _table(min(tables.values(), key=lambda o: o.namespace))  # one component: one table for all
         # A pool of a model the catalog does not know has no product word to compare (POOL001 names the
         # model); guessing one would send the user to pools.conf instead of to the typo.
-        known = [pool for pool in cluster.pools if pool.gpu_model in GPUS]
+        known = [pool for pool in cluster.pools if model_of(pool) is not None]
         yield from _disagreements(fleet, cluster, known, table)
         yield from _indistinguishable(fleet, cluster, known, table)
 
