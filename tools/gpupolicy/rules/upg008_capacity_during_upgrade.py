@@ -7,7 +7,9 @@ once follows the upgrade policy: the NVIDIADriver's `spec.upgradePolicy` (GPU Op
 ClusterPolicy's `driver.upgradePolicy` from the chart values — `maxParallelUpgrades` (0 = unlimited) capped by
 `maxUnavailable` (a count, or a percentage of the nodes rounded up). At that worst moment the nodes left
 online must still expose the nominal quota of the pool's production-tier ClusterQueues; otherwise production
-serving is short exactly while the new driver is least proven. The message names the worst moment.
+serving is short exactly while the new driver is least proven. The message names the worst moment. A MIG pool
+whose layout is missing from the mig-parted config exposes nothing that can be counted; MIG004 reports it, and
+this rule does not.
 
 ## Bad example
 ```yaml
