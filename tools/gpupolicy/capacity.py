@@ -29,9 +29,7 @@ def layout_instances_per_node(entries: Any, gpus_per_node: int, model: catalog.G
     mig.py): later entries win for the same GPU, and an entry with a `device-filter` applies only when it names
     `model`'s PCI device ID. Malformed entries are left out here; MIG009 reports them.
     """
-    config, _ = mig.parse_config({"version": "v1", "mig-configs": {"layout": entries}})
-    parsed = config.layouts.get("layout", ()) if config else ()
-    per_gpu = mig.layout_devices(parsed, gpus_per_node, model)
+    per_gpu = layout_per_gpu(entries, gpus_per_node, model)
     total: Counter = Counter()
     for counts in per_gpu.values():
         total.update({profile: count for profile, count in counts.items() if count > 0})
@@ -39,6 +37,14 @@ def layout_instances_per_node(entries: Any, gpus_per_node: int, model: catalog.G
     if whole:
         total[WHOLE_GPU] = whole
     return total
+
+
+def layout_per_gpu(entries: Any, gpus_per_node: int, model: catalog.GPUModel | None = None) -> dict[int, dict[str, int]]:
+    """MIG instances per GPU index of a node for one mig-parted layout (a list of entries), read as
+    `layout_instances_per_node` reads it; GPUs left MIG-disabled are absent."""
+    config, _ = mig.parse_config({"version": "v1", "mig-configs": {"layout": entries}})
+    parsed = config.layouts.get("layout", ()) if config else ()
+    return mig.layout_devices(parsed, gpus_per_node, model)
 
 
 def mig_resource(profile: str) -> str:

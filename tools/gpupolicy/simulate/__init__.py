@@ -4,6 +4,7 @@
     traces.py     csv / openb / itp readers, CSV writer
     engine.py     the discrete-event engine; pending.py its queues of pending work, indexed by size
     placement.py  per-pool card bookkeeping, best-fit and fragmentation-aware scores
+    migpool.py    a MIG pool replayed per layout: fixed instances, one per pod
     nodeclasses.py  heterogeneous nodes (CPU, memory, GPU model) as the FGD simulator places on them
     metrics.py    summaries; report.py Markdown + PNG; fidelity.py the FGD paper check
     mixed.py      the congested ITP + openb workload; busy.py time-sliced neighbours and the startup check

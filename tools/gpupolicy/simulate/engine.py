@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 
 from .failures import Failure
 from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
+from .migpool import MigPoolState
 from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
-from .policy import FlavorQuota, SimPolicy, SimQueue
+from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue
 from .quota import QuotaTree, available
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
@@ -58,7 +59,7 @@ class Run:
     interruptions: int = 0
     lost_milli_seconds: int = 0
     never_reason: str = ""
-    size: tuple[int, int] = (0, 0)  # (total milli, milli per pod) as the trace asks, for the skip-larger test
+    size: tuple = (0, 0, ())  # (total milli, milli per pod) as the trace asks, MIG instances: Engine._size
     request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
     busy_starts: int = 0  # times it crashed at start on a card whose memory a neighbour held
 
@@ -98,9 +99,8 @@ class Engine:
             example, count = requests.get(key, (job, 0))
             requests[key] = (example, count + 1)
         given = pools or {}
-        self.pools = {name: given.get(name) or PoolState(name, p.nodes, p.gpus_per_node, policy.placement,
-                                                         self._typical(requests, p.name))
-                      for name, p in policy.pools.items()}
+        self.pools = {name: given.get(name) or self._pool_state(p, requests) for name, p in policy.pools.items()}
+        self.instance_pools = [name for name, pool in policy.pools.items() if pool.instances]
         self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration,
                          size=self._size(job), request=request_key(job))
                      for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
@@ -139,6 +139,13 @@ class Engine:
                 raise ValueError(f"--fail-nodes: no pool {failure.pool!r} in policy (pools: "
                                  f"{', '.join(sorted(self.pools))})")
             self._push(failure.at, FAIL, failure)
+
+    def _pool_state(self, pool: SimPool, requests: dict[tuple, tuple[Job, int]]) -> PoolState | MigPoolState:
+        """Per-card free capacity, or a MIG pool's fixed instances where its layout is known (migpool.py)."""
+        if pool.instances:
+            return MigPoolState(pool.name, pool.nodes, pool.instances, pool.model)
+        return PoolState(pool.name, pool.nodes, pool.gpus_per_node, self.policy.placement,
+                         self._typical(requests, pool.name))
 
     def _typical(self, requests: dict[tuple, tuple[Job, int]], pool_name: str):
         sizes: Counter = Counter()
@@ -225,7 +232,8 @@ class Engine:
         if key not in self.shapes:
             pool = self.policy.pools[pool_name]
             self.shapes[key] = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node,
-                                             self.policy.whole_gpus, pool.model, self.policy.replica_per_pod)
+                                             self.policy.whole_gpus, pool.model, self.policy.replica_per_pod,
+                                             pool.profiles)
         return self.shapes[key]
 
     def _enqueue(self, run: Run) -> bool:
@@ -247,11 +255,16 @@ class Engine:
     def _max_quota(self, queue_name: str, flavor: FlavorQuota) -> int:
         return self.quota.potential(queue_name, flavor.flavor)
 
-    @staticmethod
-    def _size(job: Job) -> tuple[int, int]:
+    def _size(self, job: Job) -> tuple:
+        """(total milli, milli per pod) as the trace asks, then the MIG instance it takes in each pool replayed
+        per layout: a job that failed rules out a larger one only when both ask for the same instances there
+        (a 1g job waits for a 1g instance while a free 3g one still holds a 3g job; pending.dominates)."""
         milli = int(job.fraction * MILLI) if job.fractional else MILLI
         count = 1 if job.fractional else job.gpus
-        return (job.pods * count * milli, count * milli)
+        request = request_key(job)
+        instances = tuple((shape.profile if (shape := self._request_shape(request, job, name)) else None)
+                          for name in self.instance_pools)
+        return (job.pods * count * milli, count * milli, instances)
 
     def _add_pending(self, run: Run) -> None:
         self.pending[run.queue].add((*run.key, run.index), run.size)
@@ -513,7 +526,7 @@ class Engine:
         """
         pool = self.pools[flavor.pool]
         free = pool.capacity - pool.allocated
-        whole = shape.milli == MILLI
+        whole = shape.milli == MILLI and not shape.profile  # a 7g instance is not a whole card
         count = shape.count
         placeable = pool.whole_pods(count) if whole else 0
         freed_cards: dict[int, int] = {}  # node -> whole cards free once the victims so far are gone

@@ -80,6 +80,7 @@ class Shape:
     milli: int
     memory: int = 0
     demand: tuple = ()  # (milli-CPU, memory MiB, GPU models) per pod, for node-class pools ("milli" sharing)
+    profile: str = ""  # the MIG instance each pod takes, on a pool replayed per layout (migpool.py)
 
     @property
     def total(self) -> int:
@@ -95,13 +96,39 @@ def request_key(job: Job) -> tuple:
     return (job.gpus, job.share, job.mig, job.pods, job.cpu, job.memory_mib, job.gpu_models)
 
 
+def instance_milli(profile: str, card: catalog.GPUModel) -> int:
+    """A MIG instance's part of its card in milli-GPUs: its compute slices over the card's, rounded down as
+    `policy.quota_milli` rounds a quota, so a queue's quota of N instances always admits N of them."""
+    return card.mig_profiles[catalog.profile_name(profile)].compute_slices * MILLI // card.compute_slices
+
+
+def smallest_instance(job: Job, card: catalog.GPUModel, offered: tuple[str, ...]) -> str | None:
+    """The MIG profile of the layout (`offered`) a fractional job asks for: the profile it names when the layout
+    has it, else the smallest one with at least the compute slices (and the memory of a named profile) it needs,
+    as a user asks for the smallest `nvidia.com/mig-*` resource the pool exposes that holds the work; None when
+    no profile of the layout is large enough."""
+    named = catalog.profile_name(job.mig) if job.mig else ""
+    if named in offered:
+        return named
+    asked = card.profile(named) if named else None
+    fraction = (profile_share(named, card.key) if named else None) or job.fraction
+    wanted = math.ceil(fraction * card.compute_slices - 1e-9)
+    memory = asked.memory_gib if asked else 0
+    fitting = [name for name in offered if card.mig_profiles[name].compute_slices >= wanted
+               and card.mig_profiles[name].memory_gib >= memory]
+    return min(fitting, key=lambda n: (card.mig_profiles[n].compute_slices, card.mig_profiles[n].memory_slices, n),
+               default=None)
+
+
 def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool,
-                  model: str = "", replica_per_pod: bool = False) -> Shape | None:
+                  model: str = "", replica_per_pod: bool = False, profiles: tuple[str, ...] = ()) -> Shape | None:
     """How a job occupies a pool with the given sharing mode, or None when it cannot run there at all.
 
     exclusive pools (and the whole-GPU baseline) round a fraction up to a card; time-sliced pools round it up
-    to a multiple of 1/replicas; MIG pools round it up to the next profile size of the pool's GPU `model`
-    (placement rules are ignored, so this is the optimistic bound). Whole-card jobs run only on exclusive pools
+    to a multiple of 1/replicas; a MIG pool replayed per layout (`profiles`: the profiles its layout makes)
+    gives each pod one instance of the smallest profile that holds it (`smallest_instance`; None when none
+    does); a MIG pool without a known layout rounds it up to the next profile size of the pool's GPU `model`
+    (the optimistic bound). Whole-card jobs run only on exclusive pools
     (or anywhere in the baseline). With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a
     plain `nvidia.com/gpu: 1` request does, and needs its share of the card's memory (`Shape.memory`).
     A "milli" pool (the FGD simulator's cards) gives a pod exactly the milli it asks, or whole cards, and
@@ -115,6 +142,12 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
     if job.fractional and job.gpus <= 1:
         if whole_only or sharing == "exclusive":
             return Shape(job.pods, 1, MILLI)
+        if sharing == "mig" and profiles:
+            card = mig_card(model)
+            profile = smallest_instance(job, card, profiles)
+            if profile is None:
+                return None
+            return Shape(job.pods, 1, instance_milli(profile, card), profile=profile)
         if sharing == "mig":
             card = mig_card(model)
             fraction = (profile_share(job.mig, card.key) if job.mig else None) or job.fraction

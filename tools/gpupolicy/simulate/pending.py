@@ -14,13 +14,14 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right, insort
 
-Size = tuple[int, int]  # (total milli, milli per pod) as the trace asks
+Size = tuple  # (total milli, milli per pod) as the trace asks, then what else must match (Engine._size)
 Entry = tuple  # (-priority, submit, run index, run index): sorts in scheduling order
 
 
 def dominates(size: Size, failed: Size | None) -> bool:
-    """True when `size` is at least `failed` in both total and per pod (so it cannot fit where `failed` did not)."""
-    return failed is not None and size[0] >= failed[0] and size[1] >= failed[1]
+    """True when `size` is at least `failed` in both total and per pod and asks for the same MIG instances (so
+    it cannot fit where `failed` did not: a larger job may take a kind of instance that is still free)."""
+    return failed is not None and size[0] >= failed[0] and size[1] >= failed[1] and size[2:] == failed[2:]
 
 
 class PendingQueue:

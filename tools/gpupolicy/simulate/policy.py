@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from .. import quotas
+from .. import catalog, quotas
+from ..capacity import layout_per_gpu
 from ..errors import ToolError
 from ..limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
@@ -31,10 +33,18 @@ class SimPool:
     replicas: int = 1
     model: str = ""
     startup_check: bool = True  # pool.yaml `startupCheck: {skip: true}` turns it off (busy.py)
+    # A MIG pool replayed per layout: per GPU index of a node, the (profile, count) instances its layout makes
+    # (a GPU the layout leaves out has none). Empty: not a MIG pool, or its layout is unknown (jobs.shape_in_pool)
+    instances: tuple[tuple[tuple[str, int], ...], ...] = ()
 
     @property
     def capacity(self) -> int:
         return self.nodes * self.gpus_per_node * MILLI
+
+    @property
+    def profiles(self) -> tuple[str, ...]:
+        """The MIG profiles the pool's layout makes, in a stable order; () when not replayed per layout."""
+        return tuple(sorted({name for card in self.instances for name, _ in card}))
 
 
 @dataclass(frozen=True)
@@ -90,14 +100,35 @@ class SimPolicy:
         return self.priorities.get(tier, 0)
 
 
-def sim_pool(pool: Pool) -> SimPool | None:
+def sim_pool(pool: Pool, layout_entries: Any = None) -> SimPool | None:
+    """The pool as the engine sees it; a MIG pool with its layout's mig-parted entries is replayed per instance."""
     if pool.gpus_per_node <= 0 or pool.nodes <= 0:
         return None
     sharing = pool.sharing
     if sharing == "mps":
         sharing = "time-sliced"
     replicas = pool.time_slicing_replicas or pool.mps_replicas or 1
-    return SimPool(pool.name, pool.nodes, pool.gpus_per_node, sharing, replicas, pool.gpu_model)
+    instances = mig_instances(pool, layout_entries) if sharing == "mig" else ()
+    return SimPool(pool.name, pool.nodes, pool.gpus_per_node, sharing, replicas, pool.gpu_model,
+                   instances=instances)
+
+
+def mig_instances(pool: Pool, layout_entries: Any) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """Per GPU index, the instances the pool's layout makes, read as mig-manager reads the layout
+    (capacity.layout_per_gpu). () (the optimistic model) when the layout or the GPU is unknown, when time-slicing
+    shares the instances, or when a profile is not one the catalog places on that GPU (a compute-instance profile
+    such as 1c.2g.20gb): the replay would otherwise place instances that do not exist."""
+    card = catalog.GPUS.get(pool.gpu_model)
+    if not isinstance(layout_entries, list) or card is None or not card.mig_capable or replicas_share(pool):
+        return ()
+    per_gpu = layout_per_gpu(layout_entries, pool.gpus_per_node, card)
+    if not per_gpu or any(name not in card.mig_profiles for counts in per_gpu.values() for name in counts):
+        return ()
+    return tuple(tuple(sorted(per_gpu.get(index, {}).items())) for index in range(pool.gpus_per_node))
+
+
+def replicas_share(pool: Pool) -> bool:
+    return bool(pool.time_slicing_replicas and pool.time_slicing_replicas > 1)
 
 
 # A quota above this many devices is unlimited for any fleet the simulator replays; clamping keeps absurd
@@ -162,6 +193,12 @@ def _priorities(cluster: Cluster) -> dict[str, int]:
     return {tier: found.get(tier, DEFAULT_TIER_PRIORITY[tier]) for tier in TIERS}
 
 
+def layout_entries(cluster: Cluster, pool: Pool) -> Any:
+    """The mig-parted entries of the pool's layout (a list), or None when it has none or the cluster lacks it."""
+    entry = cluster.mig_configs.get(pool.mig_layout) if pool.mig_layout else None
+    return entry.data if entry is not None else None
+
+
 def check_simulable(cluster: Cluster) -> dict[str, SimPool]:
     """The cluster's simulated pools, or a ToolError (exit 2) for a cluster the simulator must not replay.
 
@@ -174,7 +211,7 @@ def check_simulable(cluster: Cluster) -> dict[str, SimPool]:
         raise ToolError(f"cluster {cluster.name} declares {total} nodes in its pools ({sizes}); Kubernetes "
                         f"supports at most {MAX_NODES_PER_CLUSTER} nodes per cluster (POOL004), so it is not "
                         "simulated")
-    pools = {p.name: sp for p in cluster.pools if (sp := sim_pool(p)) is not None}
+    pools = {p.name: sp for p in cluster.pools if (sp := sim_pool(p, layout_entries(cluster, p))) is not None}
     if not pools:
         raise ToolError(f"cluster {cluster.name} has no valid pool to simulate (`gpupolicy validate` says why "
                         "its pools are missing or invalid)")
