@@ -275,3 +275,20 @@ def test_a_flavor_that_selects_by_product_label_follows_the_switch(tmp_path):
     assert errors == []  # CAP003 would name a flavor that selects no pool
     assert '    gpupolicy.io/pool: us-l40s-shared\n    nvidia.com/gpu.product: "NVIDIA-L40S"\n' in \
         texts["pools/us-l40s-shared/resourceflavor.yaml"]
+
+
+def test_switching_one_of_two_l4_pools_is_refused_by_the_startup_check_table(tmp_path):
+    """eu-l4-shared (prod-eu) and test-l4-shared (test-us) both time-slice L4 cards; pools.conf is the fleet's, and
+    on the node the check finds a device's line by product word: made exclusive, one would be judged by the
+    other's line. The search passes over such a candidate (the command tries the next one)."""
+    root = edits.copy_repository(REPO, tmp_path)
+    _, errors = _switch(root, "prod-eu", "eu-l4-shared", 1)
+    assert errors == [
+        "POOL005 pools/eu-l4-shared/pool.yaml: pools eu-l4-shared and test-l4-shared both have L4 GPUs but different "
+        "startup-check settings or sharing (sharing time-sliced (pool.yaml: exclusive), sharePercent 25 (pool.yaml: "
+        "0)); on the node the check cannot tell them apart and may apply test-l4-shared's line to eu-l4-shared's "
+        "devices",
+        "POOL005 pools/test-l4-shared/pool.yaml: pools test-l4-shared and eu-l4-shared both have L4 GPUs but "
+        "different startup-check settings or sharing (sharing exclusive (pool.yaml: time-sliced), sharePercent 0 "
+        "(pool.yaml: 25)); on the node the check cannot tell them apart and may apply eu-l4-shared's line to "
+        "test-l4-shared's devices"]
