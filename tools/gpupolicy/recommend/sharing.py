@@ -30,6 +30,8 @@ import dataclasses
 import re
 from io import StringIO
 
+from ruamel.yaml.comments import CommentedMap
+
 from ..limits import MAX_TIME_SLICING_REPLICAS
 from ..model import PRODUCT_LABEL, Cluster, Flavor, Pool, StartupCheck
 from ..simulate.policy import from_cluster, pool_classes
@@ -108,12 +110,11 @@ def set_pool_sharing(spec, pool: Pool, new: int) -> None:
     memory (check.sh uses sharePercent then), so `maxMemoryUsedPercent` is dropped where it is the default and
     said explicitly (as the exclusive pools do) when the pool becomes exclusive."""
     shared = new > 1
-    keys = list(spec)
     spec["accessMode"] = TIME_SLICED if shared else EXCLUSIVE
+    spec.pop("timeSlicing", None)  # a `replicas: 1` block (SHARE001) is replaced, not kept beside the new one
     if shared:
-        spec.insert(keys.index("accessMode") + 1, "timeSlicing", _mapping({"replicas": new, "renameByDefault": False}))
-    else:
-        spec.pop("timeSlicing", None)
+        at = list(spec).index("accessMode") + 1
+        spec.insert(at, "timeSlicing", CommentedMap({"replicas": new, "renameByDefault": False}))
     check = spec.get("startupCheck")
     default = StartupCheck().max_memory_used_percent
     if isinstance(check, dict):
@@ -124,12 +125,6 @@ def set_pool_sharing(spec, pool: Pool, new: int) -> None:
     labels = spec.get("nodeLabels")
     if isinstance(labels, dict) and PRODUCT_LABEL in labels:
         labels[PRODUCT_LABEL] = type(labels[PRODUCT_LABEL])(product_label(str(labels[PRODUCT_LABEL]), shared))
-
-
-def _mapping(values: dict):
-    from ruamel.yaml.comments import CommentedMap
-
-    return CommentedMap(values)
 
 
 # The time-slicing block of a device-plugin config, as pools/us-l40s-shared/device-plugin.yaml has it.
@@ -150,6 +145,8 @@ sharing:
 def set_plugin_sharing(document, yaml, new: int) -> None:
     """The device-plugin config's top level for the switch: the time-slicing block (SHARE005 compares it with
     pool.yaml, SHARE006 asks for failRequestsGreaterThanOne), or no sharing block at all."""
+    if not isinstance(document, dict):
+        raise ValueError("not a mapping at the top level")
     if new > 1:
         document["sharing"] = yaml.load(StringIO(PLUGIN_SHARING.format(replicas=new)))["sharing"]
     elif set(document.get("sharing") or {}) - {"timeSlicing"}:
