@@ -107,7 +107,7 @@ def test_nominal_knobs_keep_every_pool_within_capacity(cluster):
 def test_replica_knobs_rescale_the_pool_and_its_quotas(cluster):
     knob_list = space.knobs(cluster)
     [knob] = [k for k in knob_list if k.kind == space.REPLICAS]
-    assert (knob.name, knob.current, knob.low, knob.high) == ("us-l40s-shared/replicas", 4, 2, 8)
+    assert (knob.name, knob.current, knob.low, knob.high) == ("us-l40s-shared/replicas", 4, 1, 8)  # 1: exclusive
     changed = space.with_params(cluster, knob_list, {knob.name: 6, "research/us-l40s-shared/nvidia.com/gpu/nominal": 45})
     pool = next(p for p in changed.pools if p.name == "us-l40s-shared")
     assert pool.time_slicing_replicas == 6 and pool.capacity["nvidia.com/gpu"] == 96

@@ -8,6 +8,7 @@ tests/startupcheck/pools.conf; the shipped one (policies/startup-check/pools.con
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -106,6 +107,22 @@ def test_table_lines_read_back_as_each_pools_fields() -> None:
     pools = _repository_pools()
     table = startupcheck.read_table("\n".join(startupcheck.table_lines(pools)))
     assert table == {pool.name: startupcheck.table_fields(pool) for pool in pools}
+
+
+def test_table_with_rewrites_one_line_and_keeps_the_rest() -> None:
+    shipped = (REPO / "policies/startup-check/pools.conf").read_text()
+    assert startupcheck.table_with(shipped, {}) == shipped  # the shipped table is exactly what the writer writes
+    pools = {p.name: p for p in _repository_pools()}
+    shared = startupcheck.table_fields(dataclasses.replace(pools["us-h100-train"], time_slicing_replicas=4))
+    rewritten = startupcheck.table_with(shipped, {"us-h100-train": shared})
+    assert startupcheck.read_table(rewritten) == startupcheck.read_table(shipped) | {"us-h100-train": shared}
+    assert "  us-h100-train         time-sliced  H100     false  3        5               5                     25\n" \
+        in rewritten
+    assert rewritten.splitlines()[:3] == shipped.splitlines()[:3]  # the notes above the header stay
+    with pytest.raises(ValueError, match="below the column header"):
+        startupcheck.table_with(shipped + "# a note\n", {})
+    with pytest.raises(ValueError, match="8 columns"):
+        startupcheck.table_with(shipped + "  extra  exclusive\n", {})
 
 
 def test_pool_settings_and_defaults() -> None:

@@ -141,10 +141,34 @@ def with_check(pod_spec: dict) -> dict:
 
 def table_lines(pools: Iterable[Pool]) -> list[str]:
     """pools.conf's lines for these pools, in name order, columns aligned."""
-    rows = [COLUMNS, *(table_fields(p) for p in sorted(pools, key=lambda p: p.name))]
+    return aligned_lines(table_fields(p) for p in pools)
+
+
+def aligned_lines(rows: Iterable[tuple[str, ...]]) -> list[str]:
+    """The column header and these rows (COLUMNS each), in pool name order, columns aligned."""
+    rows = [COLUMNS, *sorted(rows)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return [("# " if row is COLUMNS else "  ") + "  ".join(f.ljust(w) for f, w in zip(row, widths, strict=True)).rstrip()
             for row in rows]
+
+
+def table_with(text: str, lines: Mapping[str, tuple[str, ...]]) -> str:
+    """pools.conf's text with these pools' lines (pool -> fields) put in, the others kept, the comments above
+    the column header kept and the columns aligned again (`aligned_lines`). Refuses (ValueError) a table
+    without the column header, with a line of another width or a comment below the header, rather than guess."""
+    header = "# " + " ".join(COLUMNS)
+    kept, rows, seen_header = [], dict(read_table(text)), False
+    for line in text.splitlines():
+        if " ".join(line.split()) == header:
+            seen_header = True
+        elif line.lstrip().startswith("#"):
+            if seen_header:  # a note among the lines: realigning would move it away from its line
+                raise ValueError("a comment below the column header")
+            kept.append(line)
+    rows.update(lines)
+    if not seen_header or any(len(fields) != len(COLUMNS) for fields in rows.values()):
+        raise ValueError(f"not a table of {len(COLUMNS)} columns under the header `{header}`")
+    return "\n".join([*kept, *aligned_lines(rows.values())]) + "\n"
 
 
 # MutatingAdmissionPolicy, per Kubernetes minor version: (API version the release carries, served and enabled

@@ -6,18 +6,27 @@ What changes, in step, for each knob:
   never stops at cpu before the GPUs the quota promises (WL006); `spec.cohortName` for a cohort knob;
 - the "N of M, borrow up to N, lend at most N" of the queue file's header comment;
 - each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
-  or lowered with them where it was exactly that before.
+  or lowered with them where it was exactly that before;
+- for a replica knob: pool.yaml's `timeSlicing.replicas`, the `replicas` of the pool's device-plugin config, its
+  line in the startup check's pools.conf (POOL005; rewritten with `startupcheck.table_with`), every GPU quota on
+  the pool's flavors in the new unit (ClusterQueues' and Cohorts', production's too) with the queue headers'
+  counts, and the comments that state the counts;
+- for a replica knob that switches the pool between exclusive (1) and time-sliced, besides: pool.yaml's
+  `accessMode`, its `timeSlicing` block, GFD's `-SHARED` product label, `startupCheck.maxMemoryUsedPercent` and
+  the comments that explain them; the device-plugin config's `sharing.timeSlicing` block (added or removed);
+  the mode in the queue headers; a ResourceFlavor's product label where it selects the nodes by it
+  (recommend/sharing.py). The config must be the pool's own: one that other pools select is refused.
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
 written through the transactional writer, to the copy and, with --apply, to the repository.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
 
@@ -25,11 +34,13 @@ from .. import repopath
 from ..commands.upgrade import Editor
 from ..errors import ToolError
 from ..findings import Severity
-from ..model import Cluster, Fleet
+from ..model import PRODUCT_LABEL, Cluster, Fleet
 from ..quantity import QuantityError, parse_quantity
 from ..quotas import admissible, is_gpu_resource, pool_of
 from ..rules.cap_common import namespace_labels, queues_selecting
+from ..startupcheck import table_fields, table_with
 from ..transaction import write_files
+from . import sharing
 from .space import BORROW, COHORT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 
 FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
@@ -59,27 +70,69 @@ class CandidateEditor(Editor):
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup
-        check's pools.conf), and every GPU quota on the pool's flavors rescaled (`space.rescaled`)."""
+        check's pools.conf), and every GPU quota on the pool's flavors rescaled (`space.rescaled`). A count of 1
+        is an exclusive pool: going from or to it switches the mode in those files too (`_set_sharing`)."""
         pool = next(p for p in cluster.pools if p.name == pool_name)
-        self._document(pool.path, "Pool", pool_name)["spec"]["timeSlicing"]["replicas"] = new
-        self.replica_edits.append((pool.path, old, new, pool.capacity.get("nvidia.com/gpu", 0)))
-        entry = cluster.device_plugin_configs.get(pool.node_labels.get(DEVICE_PLUGIN_LABEL, ""))
-        if entry is None or not entry.source.path:
-            raise ToolError(f"pool {pool_name}: no device-plugin config entry to set its replicas in")
-        config = self._load(entry.source.path).documents[0]
-        for resource in config["sharing"]["timeSlicing"]["resources"]:
-            if resource.get("name") == "nvidia.com/gpu":
-                resource["replicas"] = new
-        self.replica_edits.append((entry.source.path, old, new, 0))
-        share = dataclasses.replace(pool, time_slicing_replicas=new).memory_share_percent
-        self.plain_edits.setdefault(POOLS_CONF, []).append((pool_name, share))
+        entry = self._plugin_config(cluster, pool)
         flavors = {name for name in cluster.flavors if (p := pool_of(cluster, name)) and p.name == pool_name}
+        if old == 1 or new == 1:
+            self._set_sharing(fleet, cluster, pool, entry.source.path, flavors, old, new)
+        else:
+            self._document(pool.path, "Pool", pool_name)["spec"]["timeSlicing"]["replicas"] = new
+            self.replica_edits.append((pool.path, old, new, pool.capacity.get("nvidia.com/gpu", 0)))
+            config = self._load(entry.source.path).documents[0]
+            for resource in config["sharing"]["timeSlicing"]["resources"]:
+                if resource.get("name") == "nvidia.com/gpu":
+                    resource["replicas"] = new
+            self.replica_edits.append((entry.source.path, old, new, 0))
+        self.table_rows[pool_name] = table_fields(sharing.pool_with_replicas(pool, old, new))
         for owner in [*cluster.cluster_queues.values(), *(c for c in cluster.cohorts.values() if c.obj)]:
             if any(fq.flavor in flavors for g in owner.resource_groups for fq in g.flavors):
                 source = _source(fleet, owner.obj, ("spec",))
                 kind = "ClusterQueue" if owner in cluster.cluster_queues.values() else "Cohort"
                 self._rescale(self._document(source, kind, owner.name)["spec"], flavors, old, new)
                 self.rescaled_comments.setdefault(source, []).append((flavors, old, new))
+                if old == 1 or new == 1:
+                    self.text_edits.append((source, functools.partial(sharing.mode_comments, flavors=flavors, new=new)))
+
+    def _plugin_config(self, cluster: Cluster, pool):
+        """The device-plugin config entry only this pool's nodes select (editing a shared one would change the
+        other pools' devices too)."""
+        key = pool.node_labels.get(DEVICE_PLUGIN_LABEL, "")
+        entry = cluster.device_plugin_configs.get(key)
+        if entry is None or not entry.source.path:
+            raise ToolError(f"pool {pool.name}: no device-plugin config entry of its own to set its replicas in")
+        others = sorted(p.name for p in cluster.pools if p.name != pool.name
+                        and p.node_labels.get(DEVICE_PLUGIN_LABEL) == key)
+        if others:
+            raise ToolError(f"pool {pool.name}: its device-plugin config {key} is also the config of "
+                            f"{', '.join(others)}; give the pool a config of its own before its replicas change")
+        return entry
+
+    def _set_sharing(self, fleet: Fleet, cluster: Cluster, pool, plugin_path: str, flavors: set[str], old: int,
+                     new: int) -> None:
+        """The switch between exclusive (1) and time-sliced cards in pool.yaml, the device-plugin config and any
+        ResourceFlavor that selects the nodes by their product label (recommend/sharing.py)."""
+        if not (pool.access_mode in sharing.SWITCHABLE_MODES and pool.sharing in sharing.SWITCHABLE_MODES
+                and not pool.rename_shared):
+            raise ToolError(f"pool {pool.name} ({pool.access_mode}, {pool.sharing}"
+                            f"{', renamed' if pool.rename_shared else ''}): only exclusive and time-sliced pools "
+                            "that keep the resource name nvidia.com/gpu switch between the two")
+        sharing.set_pool_sharing(self._document(pool.path, "Pool", pool.name)["spec"], pool, new)
+        self.text_edits.append((pool.path, functools.partial(sharing.pool_comments, cards=pool.gpus, new=new)))
+        plugin = self._load(plugin_path)
+        try:
+            sharing.set_plugin_sharing(plugin.documents[0], plugin.yaml, new)
+        except ValueError as exc:
+            raise ToolError(f"{plugin_path}: {exc}") from None
+        before = pool.node_labels.get(PRODUCT_LABEL)
+        for name in sorted(flavors):
+            flavor = cluster.flavors[name]
+            if before is None or flavor.node_labels.get(PRODUCT_LABEL) != before:
+                continue
+            source = _source(fleet, flavor.obj, ("spec", "nodeLabels", PRODUCT_LABEL))
+            labels = self._document(source, "ResourceFlavor", name)["spec"]["nodeLabels"]
+            labels[PRODUCT_LABEL] = sharing.product_label(before, new > 1)
 
     @staticmethod
     def _rescale(spec, flavors: set[str], old: int, new: int) -> None:
@@ -138,7 +191,8 @@ class CandidateEditor(Editor):
         self.comment_edits: dict[str, list[tuple[Knob, int]]] = {}
         self.rescaled_comments: dict[str, list[tuple[set[str], int, int]]] = {}
         self.replica_edits: list[tuple[str, int, int, int]] = []  # (file, old, new, devices exposed before)
-        self.plain_edits: dict[str, list[tuple[str, int]]] = {}  # pools.conf: (pool, sharePercent)
+        self.table_rows: dict[str, tuple[str, ...]] = {}  # pools.conf: pool -> its line's fields
+        self.text_edits: list[tuple[str, Callable[[str], str]]] = []  # (file, comment edit) after the YAML edits
 
     def rendered(self) -> dict[str, str]:
         texts = super().rendered()
@@ -150,11 +204,13 @@ class CandidateEditor(Editor):
                 texts[rel] = _rescaled_comment(texts[rel], flavors, old, new)
         for rel, old, new, exposed in self.replica_edits:
             texts[rel] = _replica_comments(texts[rel], old, new, exposed)
-        for rel, edits in self.plain_edits.items():
-            texts[rel] = self.original(rel)
-            for pool_name, share in edits:
-                texts[rel] = re.sub(rf"^(  {re.escape(pool_name)}\s.*\s)\d+$", rf"\g<1>{share}", texts[rel],
-                                    count=1, flags=re.M)
+        for rel, edit in self.text_edits:
+            texts[rel] = edit(texts[rel])
+        if self.table_rows:
+            try:
+                texts[POOLS_CONF] = table_with(self.original(POOLS_CONF), self.table_rows)
+            except ValueError as exc:
+                raise ToolError(f"{POOLS_CONF}: cannot be rewritten ({exc}); edit it by hand") from None
         return texts
 
     def original(self, rel: str) -> str:

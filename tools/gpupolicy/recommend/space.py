@@ -12,8 +12,11 @@ Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource)
 - `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins, in a flat fleet and in a
   cohort tree alike: the engine lends through the whole tree as Kueue does (simulate/quota.py, decision 0054),
   so it judges a move by what the queue can borrow in the new place (decision 0058).
-- `<pool>/replicas`: a time-sliced pool's replica count, 2 .. twice today's; every quota in the pool's replica
-  units (production's too: the same cards) is rescaled with it, rounded down (`with_replicas`).
+- `<pool>/replicas`: a pool's replica count, which is also its sharing mode: 1 exclusive, 2 or more time-sliced.
+  A time-sliced pool goes 2 .. twice today's, or 1 .. twice today's where it may also become exclusive; an
+  exclusive pool that may become time-sliced goes 1 .. 4. Only inference pools of access mode exclusive or
+  time-sliced switch (`sharing.replica_range` says which and why). Every quota in the pool's replica units
+  (production's too: the same cards) is rescaled with it, rounded down (`with_replicas`).
 Queues of the production tier are left as they are: their reserve is what CAP005 protects. MIG layouts are not
 searched: the simulator cannot tell two layouts apart (decision 0058).
 
@@ -28,10 +31,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..limits import MAX_TIME_SLICING_REPLICAS
-from ..model import Cluster, ClusterQueue, ResourceGroup
+from ..model import PRODUCT_LABEL, Cluster, ClusterQueue, ResourceGroup
 from ..quotas import flavor_capacity, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
+from . import sharing
 
 PRODUCTION = "production"
 BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
@@ -68,16 +71,16 @@ def knobs(cluster: Cluster) -> list[Knob]:
 
 
 def replica_knobs(cluster: Cluster) -> list[Knob]:
-    """`<pool>/replicas` for each time-sliced pool some flavor selects: 2 (the device plugin's minimum) to twice
-    today's count, at most MAX_REPLICAS. Values of the other knobs stay in today's replica units; `with_params`
-    rescales every quota on the pool when the count changes."""
+    """`<pool>/replicas` for each pool some flavor selects that `sharing.replica_range` gives a range: 1 (exclusive)
+    or 2 (the device plugin's minimum) to twice today's count for a time-sliced pool, 1 .. 4 for an exclusive
+    inference pool. Values of the other knobs stay in today's replica units; `with_params` rescales every quota
+    on the pool when the count changes."""
     found = []
     for pool in sorted(cluster.pools, key=lambda p: p.name):
-        replicas = pool.time_slicing_replicas
-        if pool.sharing != "time-sliced" or not replicas or not _flavors_of(cluster, pool.name):
+        if not _flavors_of(cluster, pool.name) or (bounds := sharing.replica_range(cluster, pool)) is None:
             continue
-        found.append(Knob(f"{pool.name}/{REPLICAS}", "", REPLICAS, replicas, 2,
-                          max(min(2 * replicas, MAX_TIME_SLICING_REPLICAS), replicas), pool=pool.name))
+        found.append(Knob(f"{pool.name}/{REPLICAS}", "", REPLICAS, sharing.current_replicas(pool), *bounds,
+                          pool=pool.name))
     return found
 
 
@@ -94,17 +97,22 @@ def rescaled(amount, old: int, new: int):
 
 
 def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Cluster:
-    """The cluster with the pool at `new` time-slicing replicas, its capacity and every GPU quota on it (of
-    ClusterQueues and Cohorts alike, production's included: the same cards in the new unit) rescaled."""
+    """The cluster with the pool at `new` time-slicing replicas (1: exclusive) instead of `old` (1: exclusive), its
+    capacity and every GPU quota on it (of ClusterQueues and Cohorts alike, production's included: the same cards
+    in the new unit) rescaled, its mode and product label switched when one side is 1 (`sharing`)."""
     flavors = _flavors_of(cluster, pool_name)
-    pools = [dataclasses.replace(p, time_slicing_replicas=new,
-                                 capacity={k: v * new // old for k, v in p.capacity.items()})
-             if p.name == pool_name else p for p in cluster.pools]
+    pool = next(p for p in cluster.pools if p.name == pool_name)
+    changed = sharing.pool_with_replicas(pool, old, new)
+    pools = [changed if p.name == pool_name else p for p in cluster.pools]
+    product = (pool.node_labels.get(PRODUCT_LABEL, ""), changed.node_labels.get(PRODUCT_LABEL, ""))
+    selecting = {name: sharing.flavor_with_product(f, *product) if name in flavors else f
+                 for name, f in cluster.flavors.items()}
     queues = {name: dataclasses.replace(cq, resource_groups=_rescaled_groups(cq.resource_groups, flavors, old, new))
               for name, cq in cluster.cluster_queues.items()}
     cohorts = {name: dataclasses.replace(c, resource_groups=_rescaled_groups(c.resource_groups, flavors, old, new))
                for name, c in cluster.cohorts.items()}
-    return dataclasses.replace(cluster, pools=pools, cluster_queues=queues, cohorts=cohorts, derived={})
+    return dataclasses.replace(cluster, pools=pools, flavors=selecting, cluster_queues=queues, cohorts=cohorts,
+                               derived={})
 
 
 def _rescaled_groups(groups, flavors: set[str], old: int, new: int) -> tuple[ResourceGroup, ...]:
