@@ -6,7 +6,14 @@ What changes, in step, for each knob:
   never stops at cpu before the GPUs the quota promises (WL006); `spec.cohortName` for a cohort knob;
 - the "N of M, borrow up to N, lend at most N" of the queue file's header comment;
 - each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
-  or lowered with them where it was exactly that before.
+  or lowered with them where it was exactly that before; a key its queues can now admit and it lacks (a new MIG
+  profile) is added;
+- for a replicas knob: `spec.timeSlicing.replicas` in pool.yaml, the device-plugin config's `replicas`, the pool's
+  `sharePercent` in pools.conf, every GPU quota on its flavors rescaled, and the comments that state the counts;
+- for a layout knob (`layout_edits`): pool.yaml's `spec.mig.layout`, its `nvidia.com/mig.config` node label, header
+  lines and description; a generated layout appended to the mig-parted config; every mig-* quota on the pool's
+  flavors converted (new profiles added to `coveredResources` and to every flavor of the group) and the queue
+  header lines restated.
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
 written through the transactional writer, to the copy and, with --apply, to the repository.
 """
@@ -17,7 +24,7 @@ import dataclasses
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
 
@@ -30,7 +37,8 @@ from ..quantity import QuantityError, parse_quantity
 from ..quotas import admissible, is_gpu_resource, pool_of
 from ..rules.cap_common import namespace_labels, queues_selecting
 from ..transaction import write_files
-from .space import BORROW, COHORT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
+from . import layout_edits
+from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 
 FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
 _COPY_IGNORED = shutil.ignore_patterns(".git", ".venv", "artifacts", "site", "node_modules", "__pycache__")
@@ -43,7 +51,7 @@ class CandidateEditor(Editor):
     def apply(self, fleet: Fleet, cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> None:
         found = changes(knob_list, params)
         for knob, value in found:
-            if knob.kind == REPLICAS:
+            if knob.kind in (REPLICAS, LAYOUT):
                 continue
             cq = cluster.cluster_queues[knob.queue]
             source = _source(fleet, cq.obj, ("spec", "cohortName") if knob.kind == COHORT else ("spec",))
@@ -56,6 +64,9 @@ class CandidateEditor(Editor):
         for knob, value in found:  # after the quota knobs: their values are in today's replica units
             if knob.kind == REPLICAS:
                 self.set_replicas(fleet, cluster, knob.pool, int(knob.current), int(value))
+        for knob, value in found:  # a pool whose layout is searched has no mig-* quota knobs (space.knobs)
+            if knob.kind == LAYOUT:
+                layout_edits.set_layout(self, cluster, knob.pool, str(value), lambda obj, path: _source(fleet, obj, path))
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup
@@ -111,7 +122,11 @@ class CandidateEditor(Editor):
         the file that sets the value (the cluster's team-quotas.yaml patch, else the base)."""
         old, new = _admitted(before), _admitted(after)
         for quota in after.namespace_quotas:
-            for key, amount in new.get(quota.namespace, {}).items():
+            was, now = old.get(quota.namespace, {}), new.get(quota.namespace, {})
+            for key in sorted(now.keys() - quota.hard.keys()):  # a MIG profile the queues can admit since a layout change
+                self._add_quota_key(fleet, quota, key, now[key])
+            # a key the queues no longer admit (a profile the new layout drops) comes down to 0 with them
+            for key, amount in [*now.items(), *((k, Decimal(0)) for k in was.keys() - now.keys())]:
                 if key not in quota.hard:
                     continue
                 source = _source(fleet, quota.obj, ("spec", "hard", key))
@@ -124,6 +139,16 @@ class CandidateEditor(Editor):
                     continue
                 if current < amount or current == old.get(quota.namespace, {}).get(key):
                     _set_value(hard, key, str(int(amount)))
+
+    def _add_quota_key(self, fleet: Fleet, quota, key: str, amount: Decimal) -> None:
+        """`key: "<amount>"` added to the ResourceQuota's `spec.hard` in the file that sets it, after the keys that
+        sort before it, quoted like its neighbours."""
+        source = _source(fleet, quota.obj, ("spec", "hard"))
+        hard = self._document(source, "ResourceQuota", quota.name, quota.namespace)["spec"]["hard"]
+        keys = list(hard)
+        position = next((i for i, other in enumerate(keys) if other > key), len(keys))
+        neighbour = hard[keys[position - 1]] if position else None
+        hard.insert(position, key, type(neighbour)(str(int(amount))) if isinstance(neighbour, str) else str(int(amount)))
 
     def _document(self, rel: str, kind: str, name: str, namespace: str = "") -> object:
         for document in self._load(rel).documents:
@@ -139,6 +164,7 @@ class CandidateEditor(Editor):
         self.rescaled_comments: dict[str, list[tuple[set[str], int, int]]] = {}
         self.replica_edits: list[tuple[str, int, int, int]] = []  # (file, old, new, devices exposed before)
         self.plain_edits: dict[str, list[tuple[str, int]]] = {}  # pools.conf: (pool, sharePercent)
+        self.text_edits: dict[str, list[Callable[[str], str]]] = {}  # comment lines a layout change restates
 
     def rendered(self) -> dict[str, str]:
         texts = super().rendered()
@@ -150,6 +176,9 @@ class CandidateEditor(Editor):
                 texts[rel] = _rescaled_comment(texts[rel], flavors, old, new)
         for rel, old, new, exposed in self.replica_edits:
             texts[rel] = _replica_comments(texts[rel], old, new, exposed)
+        for rel, edits in self.text_edits.items():
+            for edit in edits:
+                texts[rel] = edit(texts[rel])
         for rel, edits in self.plain_edits.items():
             texts[rel] = self.original(rel)
             for pool_name, share in edits:
