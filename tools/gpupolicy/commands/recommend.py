@@ -1,7 +1,9 @@
 """`gpupolicy recommend`: search a cluster's queue policy with the simulator and propose the best one.
 
 Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU flavor,
-which cohort it joins, and each time-sliced pool's replicas (recommend/space.py). Candidates come from Optuna's seeded TPE sampler in fixed batches and are
+which cohort it joins, each time-sliced pool's replicas, and each mixed-strategy MIG pool's layout among those the
+MIG solver accepts for its GPU (recommend/space.py, recommend/layouts.py). Candidates come from Optuna's seeded
+TPE sampler in fixed batches and are
 replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
 the numbers never depend on the executor. The best candidate that, written into a temporary copy of the
 repository, leaves no error finding is the recommendation; --apply writes it into the repository's files
