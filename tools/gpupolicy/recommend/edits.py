@@ -64,9 +64,11 @@ class CandidateEditor(Editor):
         for knob, value in found:  # after the quota knobs: their values are in today's replica units
             if knob.kind == REPLICAS:
                 self.set_replicas(fleet, cluster, knob.pool, int(knob.current), int(value))
-        for knob, value in found:  # a pool whose layout is searched has no mig-* quota knobs (space.knobs)
+        changed = cluster  # a pool whose layout is searched has no mig-* quota knobs (space.knobs)
+        for knob, value in found:  # each layout change starts from the one before, as space.with_params does
             if knob.kind == LAYOUT:
-                layout_edits.set_layout(self, cluster, knob.pool, str(value), lambda obj, path: _source(fleet, obj, path))
+                changed = layout_edits.set_layout(self, changed, knob.pool, str(value),
+                                                  lambda obj, path: _source(fleet, obj, path))
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup

@@ -33,8 +33,9 @@ GI = 2**30
 Source = Callable[[K8sObject, tuple[str, ...]], str]  # the file that sets a field of an object (edits._source)
 
 
-def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, source_of: Source) -> None:
-    """Every file a layout change touches (see the module docstring), edited in `editor` (a CandidateEditor)."""
+def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, source_of: Source) -> Cluster:
+    """Every file a layout change touches (see the module docstring), edited in `editor` (a CandidateEditor);
+    returns the cluster with the change, which the files now match (the next layout change starts from it)."""
     pool = next(p for p in cluster.pools if p.name == pool_name)
     choice = layouts.layout_choices(cluster, pool).get(new_layout)
     if choice is None:
@@ -55,6 +56,7 @@ def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, s
         for flavor in sorted(flavors):
             editor.text_edits.setdefault(source, []).append(
                 lambda text, f=flavor, q=changed: _queue_header(text, f, q, moved.capacity, model))
+    return after
 
 
 def _owners(cluster: Cluster, after: Cluster):
