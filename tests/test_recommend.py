@@ -90,7 +90,7 @@ def test_nominal_knobs_keep_every_pool_within_capacity(cluster):
     assert nominal["nlp/us-h100-train/nvidia.com/gpu/nominal"].high == 64
     rng = random.Random(3)
     for _ in range(50):
-        params = {k.name: rng.randint(k.low, k.high) for k in knob_list if k.kind != space.COHORT}
+        params = {k.name: rng.randint(k.low, k.high) for k in knob_list if not k.choices}  # integer knobs
         values = space.resolved(knob_list, params)
         candidate = space.with_params(cluster, knob_list, params)
         assert _over_capacity(candidate) == []

@@ -19,8 +19,8 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "mig": "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit",
     "render": "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)",
     "report": "combine the shards' JSON reports of `validate --shard K/N` into one report (any format)",
-    "recommend": "search quotas, borrowing/lending, cohorts, time-slicing replicas and whether inference pools "
-                 "share their cards with the simulator; propose (or --apply) the best policy",
+    "recommend": "search quotas, borrowing/lending, cohorts, time-slicing replicas, whether inference pools "
+                 "share their cards, and MIG layouts with the simulator; propose (or --apply) the best policy",
     "rules": "list every rule (ID, severity, summary) or print one rule's documentation",
     "schemas": "import CustomResourceDefinitions (kubectl get crd -o yaml) as schemas for validation",
     "simulate": "what-if replay of a workload trace against a cluster's queues, pools and preemption vs a baseline",

@@ -1,9 +1,10 @@
 """`gpupolicy recommend`: search a cluster's queue policy with the simulator and propose the best one.
 
 Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU flavor,
-which cohort it joins, and each time-sliced pool's replicas, where 1 switches an inference pool to exclusive cards
-and 2 or more an exclusive inference pool to time-slicing (recommend/space.py, recommend/sharing.py). Candidates
-come from Optuna's seeded TPE sampler in fixed batches and are
+which cohort it joins, each time-sliced pool's replicas, where 1 switches an inference pool to exclusive cards
+and 2 or more an exclusive inference pool to time-slicing (recommend/sharing.py), and each mixed-strategy MIG
+pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py). Candidates come from
+Optuna's seeded TPE sampler in fixed batches and are
 replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
 the numbers never depend on the executor. The best candidate that, written into a temporary copy of the
 repository, leaves no error finding is the recommendation; --apply writes it into the repository's files

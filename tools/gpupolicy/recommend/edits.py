@@ -6,7 +6,8 @@ What changes, in step, for each knob:
   never stops at cpu before the GPUs the quota promises (WL006); `spec.cohortName` for a cohort knob;
 - the "N of M, borrow up to N, lend at most N" of the queue file's header comment;
 - each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
-  or lowered with them where it was exactly that before;
+  or lowered with them where it was exactly that before; a key its queues can now admit and it lacks (a new MIG
+  profile) is added;
 - for a replica knob: pool.yaml's `timeSlicing.replicas`, the `replicas` of the pool's device-plugin config, its
   line in the startup check's pools.conf (POOL005; rewritten with `startupcheck.table_with`), every GPU quota on
   the pool's flavors in the new unit (ClusterQueues' and Cohorts', production's too) with the queue headers'
@@ -15,7 +16,11 @@ What changes, in step, for each knob:
   `accessMode`, its `timeSlicing` block, GFD's `-SHARED` product label, `startupCheck.maxMemoryUsedPercent` and
   the comments that explain them; the device-plugin config's `sharing.timeSlicing` block (added or removed);
   the mode in the queue headers; a ResourceFlavor's product label where it selects the nodes by it
-  (recommend/sharing.py). The config must be the pool's own: one that other pools select is refused.
+  (recommend/sharing.py). The config must be the pool's own: one that other pools select is refused;
+- for a layout knob (`layout_edits`): pool.yaml's `spec.mig.layout`, its `nvidia.com/mig.config` node label, header
+  lines and description; a generated layout appended to the mig-parted config; every mig-* quota on the pool's
+  flavors converted (new profiles added to `coveredResources` and to every flavor of the group) and the queue
+  header lines restated.
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
 written through the transactional writer, to the copy and, with --apply, to the repository.
 """
@@ -40,8 +45,8 @@ from ..quotas import admissible, is_gpu_resource, pool_of
 from ..rules.cap_common import namespace_labels, queues_selecting
 from ..startupcheck import table_fields, table_with
 from ..transaction import write_files
-from . import sharing
-from .space import BORROW, COHORT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
+from . import layout_edits, sharing
+from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 
 FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
 _COPY_IGNORED = shutil.ignore_patterns(".git", ".venv", "artifacts", "site", "node_modules", "__pycache__")
@@ -54,7 +59,7 @@ class CandidateEditor(Editor):
     def apply(self, fleet: Fleet, cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> None:
         found = changes(knob_list, params)
         for knob, value in found:
-            if knob.kind == REPLICAS:
+            if knob.kind in (REPLICAS, LAYOUT):
                 continue
             cq = cluster.cluster_queues[knob.queue]
             source = _source(fleet, cq.obj, ("spec", "cohortName") if knob.kind == COHORT else ("spec",))
@@ -67,6 +72,11 @@ class CandidateEditor(Editor):
         for knob, value in found:  # after the quota knobs: their values are in today's replica units
             if knob.kind == REPLICAS:
                 self.set_replicas(fleet, cluster, knob.pool, int(knob.current), int(value))
+        changed = cluster  # a pool whose layout is searched has no mig-* quota knobs (space.knobs)
+        for knob, value in found:  # each layout change starts from the one before, as space.with_params does
+            if knob.kind == LAYOUT:
+                changed = layout_edits.set_layout(self, changed, knob.pool, str(value),
+                                                  lambda obj, path: _source(fleet, obj, path))
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup
@@ -164,7 +174,11 @@ class CandidateEditor(Editor):
         the file that sets the value (the cluster's team-quotas.yaml patch, else the base)."""
         old, new = _admitted(before), _admitted(after)
         for quota in after.namespace_quotas:
-            for key, amount in new.get(quota.namespace, {}).items():
+            was, now = old.get(quota.namespace, {}), new.get(quota.namespace, {})
+            for key in sorted(now.keys() - quota.hard.keys()):  # a MIG profile the queues can admit since a layout change
+                self._add_quota_key(fleet, quota, key, now[key])
+            # a key the queues no longer admit (a profile the new layout drops) comes down to 0 with them
+            for key, amount in [*now.items(), *((k, Decimal(0)) for k in was.keys() - now.keys())]:
                 if key not in quota.hard:
                     continue
                 source = _source(fleet, quota.obj, ("spec", "hard", key))
@@ -177,6 +191,16 @@ class CandidateEditor(Editor):
                     continue
                 if current < amount or current == old.get(quota.namespace, {}).get(key):
                     _set_value(hard, key, str(int(amount)))
+
+    def _add_quota_key(self, fleet: Fleet, quota, key: str, amount: Decimal) -> None:
+        """`key: "<amount>"` added to the ResourceQuota's `spec.hard` in the file that sets it, after the keys that
+        sort before it, quoted like its neighbours."""
+        source = _source(fleet, quota.obj, ("spec", "hard"))
+        hard = self._document(source, "ResourceQuota", quota.name, quota.namespace)["spec"]["hard"]
+        keys = list(hard)
+        position = next((i for i, other in enumerate(keys) if other > key), len(keys))
+        neighbour = hard[keys[position - 1]] if position else None
+        hard.insert(position, key, type(neighbour)(str(int(amount))) if isinstance(neighbour, str) else str(int(amount)))
 
     def _document(self, rel: str, kind: str, name: str, namespace: str = "") -> object:
         for document in self._load(rel).documents:

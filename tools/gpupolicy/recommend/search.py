@@ -19,6 +19,7 @@ from ..simulate.metrics import Summary
 from .space import (
     BORROW,
     COHORT,
+    LAYOUT,
     LEND,
     NOMINAL,
     REPLICAS,
@@ -91,7 +92,7 @@ def distributions(knob_list: list[Knob]) -> dict:
 
     result = {}
     for knob in knob_list:
-        if knob.kind == COHORT:
+        if knob.kind in (COHORT, LAYOUT):
             result[knob.name] = CategoricalDistribution(knob.choices)
         elif knob.kind in (BORROW, LEND, NOMINAL, REPLICAS):
             result[knob.name] = IntDistribution(knob.low, knob.high)

@@ -16,9 +16,15 @@ Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource)
   A time-sliced pool goes 2 .. twice today's, or 1 .. twice today's where it may also become exclusive; an
   exclusive pool that may become time-sliced goes 1 .. 4. Only inference pools of access mode exclusive or
   time-sliced switch (`sharing.replica_range` says which and why). Every quota in the pool's replica units
-  (production's too: the same cards) is rescaled with it, rounded down (`with_replicas`).
-Queues of the production tier are left as they are: their reserve is what CAP005 protects. MIG layouts are not
-searched: the simulator cannot tell two layouts apart (decision 0058).
+  (production's too: the same cards) is rescaled with it, rounded down (`with_replicas`);
+- `<pool>/layout`: a mixed-strategy MIG pool's mig-parted layout, one of the layouts the solver accepts for its
+  GPU: the config's and the maximal per-card combinations of plain profiles (`layouts.layout_choices`); every
+  mig-* quota on the pool's flavors (production's too) is converted to the new profiles, keeping each owner's
+  share of the pool's cards, rounded down (`layouts.with_layout`). A pool whose layout is searched has no
+  nominal/borrow/lend knobs of its own on mig-* resources: their values would be in profiles the layout may
+  drop, and the conversion already sets them from today's shares. The simulator replays each layout's
+  instances (simulate/migpool.py, decision 0059).
+Queues of the production tier are left as they are: their reserve is what CAP005 protects.
 
 A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob values and handing the result to
 `simulate.policy.from_cluster`, so the simulated policy comes from the same code as `gpupolicy simulate`'s.
@@ -31,10 +37,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..model import PRODUCT_LABEL, Cluster, ClusterQueue, ResourceGroup
+from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, ResourceGroup
 from ..quotas import flavor_capacity, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
-from . import sharing
+from . import layouts, sharing
+from .layouts import LAYOUT
 
 PRODUCTION = "production"
 BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
@@ -46,7 +53,7 @@ LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_li
 class Knob:
     name: str  # the Optuna parameter name
     queue: str
-    kind: str  # borrow | lend | cohort | nominal | replicas (queue "", pool set)
+    kind: str  # borrow | lend | cohort | nominal | replicas, layout (queue "", pool set)
     current: int | str
     low: int = 0
     high: int = 0  # for a nominal knob: the room its pool has for all the searched queues' nominal quota
@@ -67,7 +74,17 @@ def knobs(cluster: Cluster) -> list[Knob]:
             found.append(Knob(f"{cq.name}/cohort", cq.name, COHORT, cq.cohort, choices=cohorts))
         for flavor, quota in _gpu_quotas(cq):
             found.extend(_quota_knobs(cluster, cq, flavor, quota, rooms))
-    return found + replica_knobs(cluster)
+    layout = layout_knobs(cluster)
+    converted = {flavor for knob in layout for flavor in layouts.pool_flavors(cluster, knob.pool)}
+    found = [k for k in found if not (k.flavor in converted and k.resource.startswith(MIG_RESOURCE_PREFIX))]
+    return found + replica_knobs(cluster) + layout
+
+
+def layout_knobs(cluster: Cluster) -> list[Knob]:
+    """`<pool>/layout` for each MIG pool whose layout can be searched (`layouts.searchable_pools`), today's
+    layout its current value."""
+    return [Knob(f"{pool.name}/{LAYOUT}", "", LAYOUT, pool.mig_layout, choices=choices, pool=pool.name)
+            for pool, choices in layouts.searchable_pools(cluster)]
 
 
 def replica_knobs(cluster: Cluster) -> list[Knob]:
@@ -235,16 +252,20 @@ def apportion(wanted: Mapping[str, int], room: int) -> dict[str, int]:
 
 def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> Cluster:
     """A shallow copy of the cluster whose ClusterQueues carry the knob values, then whose time-sliced pools have
-    their new replica counts (`with_replicas`); the model is never mutated."""
+    their new replica counts (`with_replicas`), then whose MIG pools have their new layouts
+    (`layouts.with_layout`); the model is never mutated."""
     queues = dict(cluster.cluster_queues)
     found = changes(knob_list, params)
     for knob, value in found:
-        if knob.kind != REPLICAS:
+        if knob.kind not in (REPLICAS, LAYOUT):
             queues[knob.queue] = _changed(queues[knob.queue], knob, value)
     cluster = dataclasses.replace(cluster, cluster_queues=queues, derived={})
     for knob, value in found:
         if knob.kind == REPLICAS:
             cluster = with_replicas(cluster, knob.pool, int(knob.current), int(value))
+    for knob, value in found:
+        if knob.kind == LAYOUT:
+            cluster = layouts.with_layout(cluster, knob.pool, str(value))
     return cluster
 
 

@@ -1,0 +1,305 @@
+"""`recommend`'s MIG layout knob: the choices per pool, the converted candidate, and the files --apply writes."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpupolicy import catalog, mig, quotas
+from gpupolicy.errors import ToolError
+from gpupolicy.model import ResourceQuota
+from gpupolicy.pipeline import load_fleet
+from gpupolicy.recommend import edits, layouts, search, space
+
+REPO = Path(__file__).resolve().parents[1]
+A100 = catalog.gpu("A100-80GB")
+CONFIG = "policies/gpu-operator/mig-parted-config.yaml"
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    return load_fleet(REPO, ["prod-us", "prod-eu", "test-us"])
+
+
+def _pool(cluster, name):
+    return next(p for p in cluster.pools if p.name == name)
+
+
+def _layout_knob(cluster):
+    [knob] = [k for k in space.knobs(cluster) if k.kind == layouts.LAYOUT]
+    return knob
+
+
+def test_every_mig_pool_of_the_fleet_gets_the_solver_accepted_layouts(fleet):
+    seen = {}
+    for name, cluster in sorted(fleet.clusters.items()):
+        knob = _layout_knob(cluster)
+        seen[(name, knob.pool)] = knob
+        print(f"{name} {knob.pool} (today {knob.current}): {len(knob.choices)} choices: {', '.join(knob.choices)}")
+    assert {(c, k.pool, k.current) for (c, _), k in seen.items()} == {
+        ("prod-us", "us-a100-mig-1g", "all-1g.10gb"), ("prod-eu", "eu-a100-mig-balanced", "all-balanced"),
+        ("test-us", "test-a100-mig", "all-balanced")}
+    choices = seen[("prod-eu", "eu-a100-mig-balanced")].choices
+    assert all(k.choices == choices for k in seen.values())  # the same GPU, the same config
+    assert list(choices) == sorted(choices) and len(choices) == 28
+    # the config's layouts that cut every GPU keep their names; all-disabled and all-enabled (no instance) are out
+    assert {"all-1g.10gb", "all-3g.40gb", "all-balanced"} <= set(choices)
+    assert not {"all-disabled", "all-enabled", "all-7x1g.10gb", "all-2x1g.10gb-1x2g.20gb-1x3g.40gb"} & set(choices)
+    assert {"all-1x7g.80gb", "all-3x1g.10gb-2x2g.20gb", "all-1x3g.40gb-1x4g.40gb"} <= set(choices)
+    assert all(layouts.valid_label_value(name) and "+" not in name for name in choices)
+
+
+def test_generated_combinations_are_maximal_and_placed_by_the_solver():
+    plain = [p.name for p in layouts.plain_profiles(A100)]
+    assert plain == ["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]  # no +me variant
+    found = [dict(pairs) for pairs in layouts.maximal_combinations("A100-80GB")]
+    assert len(found) == 28 and {"1g.10gb": 7} in found and {"7g.80gb": 1} in found
+    for counts in found:
+        assert mig.solve(A100, counts) is not None
+        assert all(mig.solve(A100, counts | {p: counts.get(p, 0) + 1}) is None for p in plain), counts
+    assert {"1g.10gb": 6} not in found  # a seventh slice still fits
+    assert {"4g.40gb": 1, "3g.40gb": 1} in found and {"3g.40gb": 1, "4g.40gb": 1, "1g.10gb": 1} not in found
+    a30 = [dict(pairs) for pairs in layouts.maximal_combinations("A30")]
+    assert {"1g.6gb": 4} in a30 and {"4g.24gb": 1} in a30 and all("+me" not in p for c in a30 for p in c)
+
+
+def test_layout_names_are_label_values():
+    assert layouts.generated_name({"3g.40gb": 1, "1g.10gb": 2, "2g.20gb": 1}, A100) == \
+        "all-2x1g.10gb-1x2g.20gb-1x3g.40gb"  # catalog order, whatever the mapping's
+    assert layouts.valid_label_value("all-2x1g.10gb-1x2g.20gb-1x3g.40gb")
+    assert not layouts.valid_label_value("a" * 64) and not layouts.valid_label_value("-all")
+    assert not layouts.valid_label_value("all/../x") and not layouts.valid_label_value("all-1g.10gb+me")
+
+
+def test_config_layouts_must_cut_every_gpu_and_apply_to_it(fleet):
+    cluster = fleet.clusters["prod-eu"]
+    pool = _pool(cluster, "eu-a100-mig-balanced")
+    half = [{"devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]
+    h200 = [{"device-filter": ["0x233510DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 7}}]
+    unplaceable = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 1, "4g.40gb": 1,
+                                                                           "1g.10gb": 1}}]
+    assert layouts.accepted_per_card("half", half, pool, A100) is None  # GPUs 4-7 stay whole
+    assert layouts.accepted_per_card("h200", h200, pool, A100) is None  # not for this GPU
+    assert layouts.accepted_per_card("bad", unplaceable, pool, A100) is None
+    assert layouts.accepted_per_card("all-balanced", cluster.mig_configs["all-balanced"].data, pool, A100) == \
+        {i: {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1} for i in range(8)}
+
+
+def test_single_strategy_and_unconvertible_pools_get_no_layout_knob(fleet):
+    cluster = fleet.clusters["prod-us"]
+    single = dataclasses.replace(cluster, pools=[dataclasses.replace(p, mig_strategy="single")
+                                                 if p.name == "us-a100-mig-1g" else p for p in cluster.pools],
+                                 derived={})
+    assert not [k for k in space.knobs(single) if k.kind == layouts.LAYOUT]
+    # research sets a borrowing limit on mig-1g.10gb; one more mig-* resource without it leaves no share to keep
+    research = cluster.cluster_queues["research"]
+    groups = tuple(dataclasses.replace(g, flavors=tuple(
+        dataclasses.replace(fq, resources=(*fq.resources, ResourceQuota("nvidia.com/mig-3g.40gb", 0)))
+        if fq.flavor == "us-a100-mig-1g" else fq for fq in g.flavors)) for g in research.resource_groups)
+    mixed = dataclasses.replace(cluster, cluster_queues={**cluster.cluster_queues, "research": dataclasses.replace(
+        research, resource_groups=groups)}, derived={})
+    assert not layouts.convertible(mixed, "us-a100-mig-1g") and layouts.convertible(cluster, "us-a100-mig-1g")
+
+
+def test_a_searched_pool_has_no_mig_quota_knobs_of_its_own(fleet):
+    cluster = fleet.clusters["prod-us"]
+    knob_list = space.knobs(cluster)
+    assert not [k for k in knob_list if k.flavor == "us-a100-mig-1g"]
+    assert "research/us-l40s-shared/nvidia.com/gpu/borrow" in {k.name for k in knob_list}
+    layout = _layout_knob(cluster)
+    distribution = search.distributions(knob_list)[layout.name]
+    assert tuple(distribution.choices) == layout.choices  # a categorical parameter, in the knob's order
+
+
+def _flavor(owner, flavor):
+    return next(fq for g in owner.resource_groups for fq in g.flavors if fq.flavor == flavor)
+
+
+def _amounts(owner, flavor, field="nominal"):
+    return {q.name: getattr(q, field) for q in _flavor(owner, flavor).resources if q.name.startswith("nvidia.com/mig-")}
+
+
+def test_with_layout_keeps_each_owners_share_of_the_cards(fleet):
+    cluster = fleet.clusters["prod-eu"]
+    flavor = "eu-a100-mig-balanced"
+    after = layouts.with_layout(cluster, flavor, "all-1g.10gb")
+    pool = _pool(after, flavor)
+    assert pool.mig_layout == "all-1g.10gb" and pool.node_labels["nvidia.com/mig.config"] == "all-1g.10gb"
+    assert pool.capacity == {"nvidia.com/mig-1g.10gb": 224}
+    assert _pool(cluster, flavor).mig_layout == "all-balanced"  # the model is not mutated
+    # research held 16x1g + 8x2g + 8x3g = 8 of 32 cards: a quarter of 224 slices; borrowing 4 cards: 28
+    research = after.cluster_queues["research"]
+    assert _amounts(research, flavor) == {"nvidia.com/mig-1g.10gb": 56, "nvidia.com/mig-2g.20gb": 0,
+                                          "nvidia.com/mig-3g.40gb": 0}
+    assert _amounts(research, flavor, "borrowing_limit")["nvidia.com/mig-1g.10gb"] == 28
+    assert _amounts(research, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"] is None  # unset stays unset
+    serving = after.cluster_queues["serving"]  # production: the same 16 cards in the new unit (CAP005)
+    assert _amounts(serving, flavor)["nvidia.com/mig-1g.10gb"] == 112
+    assert _amounts(serving, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"] == 56
+    cpu = {q.name: q.nominal for q in _flavor(research, flavor).resources}["cpu"]
+    assert cpu == 64  # cpu and memory stay: the same cards
+
+
+def _over_capacity(cluster) -> list[str]:
+    return [f"{pool} {resource}" for (pool, resource), entries in quotas.nominal_per_pool(cluster).items()
+            if sum(e.quota.nominal for e in entries) > quotas.pool_of(cluster, entries[0].flavor).capacity.get(resource, 0)]
+
+
+def test_every_layout_keeps_quotas_within_capacity_and_groups_kueue_valid(fleet):
+    for cluster in fleet.clusters.values():
+        knob = _layout_knob(cluster)
+        for choice in knob.choices:
+            after = space.with_params(cluster, [knob], {knob.name: choice})
+            assert _over_capacity(after) == [], (cluster.name, choice)  # CAP001, by rounding down
+            for owner in [*after.cluster_queues.values(), *after.cohorts.values()]:
+                for group in owner.resource_groups:
+                    for fq in group.flavors:  # Kueue: every flavor lists the covered resources, in order
+                        assert tuple(q.name for q in fq.resources) == group.covered_resources, (owner.name, choice)
+                        for q in fq.resources:
+                            assert q.lending_limit is None or q.lending_limit <= q.nominal  # CAP010
+            exposed = layouts.new_mig_resources(_pool(after, knob.pool).capacity)
+            serving = _flavor(after.cluster_queues["serving"], knob.pool)
+            assert set(exposed) <= {q.name for q in serving.resources}
+
+
+def test_a_generated_layout_carries_its_mig_parted_entry(fleet):
+    cluster = fleet.clusters["prod-us"]
+    after = layouts.with_layout(cluster, "us-a100-mig-1g", "all-3x1g.10gb-2x2g.20gb")
+    entry = after.mig_configs["all-3x1g.10gb-2x2g.20gb"]
+    assert "all-3x1g.10gb-2x2g.20gb" not in cluster.mig_configs  # a copy of the dict
+    assert entry.data == [{"device-filter": list(A100.pci_device_ids), "devices": "all", "mig-enabled": True,
+                           "mig-devices": {"1g.10gb": 3, "2g.20gb": 2}}]
+    assert _pool(after, "us-a100-mig-1g").capacity == {"nvidia.com/mig-1g.10gb": 96, "nvidia.com/mig-2g.20gb": 64}
+
+
+# --- --apply ---------------------------------------------------------------------------------------------------
+
+def _copy(tmp_path: Path) -> Path:
+    return edits.copy_repository(REPO, tmp_path)
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def _edited(root: Path, cluster_name: str, layout: str):
+    cluster = load_fleet(root, [cluster_name]).clusters[cluster_name]
+    knob_list = space.knobs(cluster)
+    knob = next(k for k in knob_list if k.kind == layouts.LAYOUT)
+    return edits.edited_files(root, cluster_name, knob_list, {knob.name: layout})
+
+
+def _clean(root: Path) -> None:
+    validate = _cli(root, "validate")
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+    assert "ok: 0 error(s), 0 warning(s)" in validate.stdout, validate.stdout
+
+
+def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp_path):
+    root = _copy(tmp_path)
+    texts, errors = _edited(root, "prod-eu", "all-3x1g.10gb-2x2g.20gb")
+    assert errors == []
+    assert set(texts) == {"pools/eu-a100-mig-balanced/pool.yaml", CONFIG, "clusters/prod-eu/team-quotas.yaml",
+                          *(f"clusters/prod-eu/queues/{q}.yaml" for q in ("research", "serving", "vision"))}
+    pool = texts["pools/eu-a100-mig-balanced/pool.yaml"]
+    assert "    layout: all-3x1g.10gb-2x2g.20gb\n" in pool
+    assert '    nvidia.com/mig.config: "all-3x1g.10gb-2x2g.20gb"\n' in pool
+    assert "exposes nvidia.com/mig-1g.10gb = 96, nvidia.com/mig-2g.20gb = 64.\n" in pool
+    assert "# MIG layout all-3x1g.10gb-2x2g.20gb per GPU: 3x 1g.10gb, 2x 2g.20gb; x 32 GPUs" in pool
+    assert 'description: "Mixed-size MIG pool: every A100 cut 3x1g.10gb + 2x2g.20gb."' in pool
+    assert "# Pool eu-a100-mig-balanced: Mixed-size MIG pool: every A100 cut 3x1g.10gb + 2x2g.20gb.\n" in pool
+    assert "# One node: p4de.24xlarge" in pool  # comments kept
+    config = texts[CONFIG]
+    assert config.count("all-3x1g.10gb-2x2g.20gb:") == 1
+    assert config.startswith((REPO / CONFIG).read_text())  # appended; the fleet's layouts untouched
+    assert '\n\n  # 3x1g.10gb + 2x2g.20gb = 7 of 7 compute slices, 7 of 8 memory slices on A100-80GB' in config
+    assert ('  all-3x1g.10gb-2x2g.20gb:\n    - device-filter: ["0x20B210DE", "0x20B510DE", "0x20F310DE", "0x20F510DE"]\n'
+            '      devices: all\n      mig-enabled: true\n      mig-devices:\n        "1g.10gb": 3\n'
+            '        "2g.20gb": 2\n') in config
+    research = texts["clusters/prod-eu/queues/research.yaml"]
+    assert ("eu-a100-mig-balanced (mig): mig-1g.10gb 24 of 96, borrow up to 12; mig-2g.20gb 16 of 64, borrow up "
+            "to 8. cpu/memory: 8 cpu + 96Gi per card's worth of slices.") in research
+    mig_part = research[research.index("- name: eu-a100-mig-balanced"):research.index("- name: eu-h200-train")]
+    assert ("- name: nvidia.com/mig-1g.10gb\n              nominalQuota: 24\n              borrowingLimit: 12\n"
+            "            - name: nvidia.com/mig-2g.20gb\n              nominalQuota: 16\n              borrowingLimit: 8\n"
+            "            - name: nvidia.com/mig-3g.40gb\n              nominalQuota: 0\n              borrowingLimit: 0\n"
+            ) in mig_part
+    assert "lend at most 24" in texts["clusters/prod-eu/queues/serving.yaml"]
+    team = texts["clusters/prod-eu/team-quotas.yaml"]
+    # serving admits 48 + 24 slices of 1g and 32 + 16 of 2g; 3g, which the layout drops, comes down to 0
+    serving = team[team.index("namespace: serving"):]
+    assert 'requests.nvidia.com/mig-1g.10gb: "72"' in serving and 'requests.nvidia.com/mig-2g.20gb: "48"' in serving
+    assert 'requests.nvidia.com/mig-3g.40gb: "0"' in serving
+    edits.apply_to_repository(root, texts)
+    _clean(root)
+    check = _cli(root, "mig", "check", str(root / CONFIG))  # a path of the copy, not of the working directory
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "layout all-3x1g.10gb-2x2g.20gb" in check.stdout and "6 layout(s) checked: 0 error(s), 0 warning(s)" in check.stdout
+    parsed = yaml.safe_load((root / CONFIG).read_text())
+    assert parsed["mig-configs"]["all-3x1g.10gb-2x2g.20gb"][0]["mig-devices"] == {"1g.10gb": 3, "2g.20gb": 2}
+
+
+def test_apply_a_config_layout_adds_the_profiles_to_every_flavor_and_namespace(tmp_path):
+    root = _copy(tmp_path)
+    # vision's namespace quota lists no 2g/3g keys at all: they must be added where its queue now admits them
+    for rel in ("clusters/prod-us/team-quotas.yaml", "policies/teams/vision/resourcequota.yaml"):
+        path = root / rel
+        text = path.read_text()
+        if rel.startswith("clusters"):
+            start = text.index("namespace: vision")
+            head, tail = text[:start], text[start:]
+            tail = re.sub(r'    requests.nvidia.com/mig-(2g.20gb|3g.40gb): "\d+"\n', "", tail, count=2)
+            text = head + tail
+        else:
+            text = re.sub(r'    requests.nvidia.com/mig-(2g.20gb|3g.40gb): "\d+"\n', "", text)
+        path.write_text(text)
+    texts, errors = _edited(root, "prod-us", "all-balanced")
+    assert errors == []
+    assert CONFIG not in texts  # the layout is already in the mig-parted config
+    vision = texts["clusters/prod-us/queues/vision.yaml"]
+    assert ("        - nvidia.com/mig-1g.10gb\n        - nvidia.com/mig-2g.20gb\n        - nvidia.com/mig-3g.40gb\n"
+            "      flavors:") in vision
+    assert vision.count("- name: nvidia.com/mig-2g.20gb") == 4  # cpu, us-h100-train, us-h100-canary, the pool's
+    assert "mig-1g.10gb 16 of 64, borrow up to 16, lend at most 16; mig-2g.20gb 8 of 32" in vision
+    pool = texts["pools/us-a100-mig-1g/pool.yaml"]
+    assert 'description: "Dense inference pool: every A100 cut 2x1g.10gb + 1x2g.20gb + 1x3g.40gb."' in pool
+    team = texts["clusters/prod-us/team-quotas.yaml"]
+    vision_quota = team[team.index("namespace: vision"):].split("---")[0]
+    assert ('requests.nvidia.com/mig-1g.10gb: "32"\n    requests.nvidia.com/mig-2g.20gb: "16"\n'
+            '    requests.nvidia.com/mig-3g.40gb: "16"\n') in vision_quota  # nominal + borrowing: 16 + 16, 8 + 8, 8 + 8
+    edits.apply_to_repository(root, texts)
+    _clean(root)
+
+
+def test_a_test_pool_description_names_the_new_layout(tmp_path):
+    root = _copy(tmp_path)
+    texts, errors = _edited(root, "test-us", "all-1g.10gb")
+    assert errors == []
+    assert ("Test-cluster MIG pool: exercises mig-manager and the all-1g.10gb layout before production."
+            in texts["pools/test-a100-mig/pool.yaml"])
+
+
+def test_a_layout_without_the_examples_profile_fails_the_rule_check(tmp_path):
+    # docs/examples/inference-deployment-mig.yaml asks for nvidia.com/mig-1g.10gb: a layout without that profile
+    # is refused on the copy (the command then walks to the next candidate); the example is not rewritten
+    root = _copy(tmp_path)
+    texts, errors = _edited(root, "prod-us", "all-1x3g.40gb-1x4g.40gb")
+    assert errors and all(e.startswith("WL011 ") for e in errors)
+    assert "docs/examples/inference-deployment-mig.yaml" in errors[0] and "mig-1g.10gb" in errors[0]
+    assert not any(rel.startswith("docs/") for rel in texts)
+
+
+def test_a_layout_that_is_not_a_choice_is_refused(fleet):
+    cluster = fleet.clusters["prod-us"]
+    editor = edits.CandidateEditor(REPO)
+    knob = _layout_knob(cluster)
+    with pytest.raises(ToolError, match="not a layout the solver accepts"):
+        editor.apply(fleet, cluster, [knob], {knob.name: "all-disabled"})
+    assert editor.changed() == []
