@@ -169,9 +169,10 @@ def bench_recommend(trials: int = 64, workers: int = 2) -> None:
     from gpupolicy.recommend import executors, space, targets
     from gpupolicy.recommend.search import search
 
-    cluster = load_fleet(REPO, ["prod-us"]).clusters["prod-us"]
+    fleet = load_fleet(REPO)  # every cluster: the examples say which MIG profiles a layout must keep
+    cluster = fleet.clusters["prod-us"]
     jobs = sorted(mixed.congestion_scales(cluster, *mixed.read_sources(TRACES)).jobs, key=lambda j: (j.submit, j.id))
-    knob_list = space.knobs(cluster)
+    knob_list = space.knobs(cluster, fleet)  # as the command searches
     wanted = targets.parse("serving:p95<15m,training:p50<2h")
     found = {}
     for label, make in (("process pool", lambda: executors.ProcessPool(jobs, workers)), ("Ray", lambda: _ray(jobs))):

@@ -303,3 +303,24 @@ def test_a_layout_that_is_not_a_choice_is_refused(fleet):
     with pytest.raises(ToolError, match="not a layout the solver accepts"):
         editor.apply(fleet, cluster, [knob], {knob.name: "all-disabled"})
     assert editor.changed() == []
+
+
+@pytest.fixture(scope="module")
+def whole_fleet():
+    return load_fleet(REPO)  # every cluster: examples under docs/examples/ are read only by a whole-fleet load
+
+
+def test_with_the_fleet_a_layout_keeps_the_profiles_the_examples_ask_for(whole_fleet):
+    for name, cluster in sorted(whole_fleet.clusters.items()):
+        assert layouts.requested_profiles(whole_fleet, cluster) == {"nvidia.com/mig-1g.10gb"}  # the embeddings example
+        [knob] = [k for k in space.knobs(cluster, whole_fleet) if k.kind == layouts.LAYOUT]
+        everything = _layout_knob(cluster).choices
+        kept = [c for c in everything if "1g.10gb" in c.replace("balanced", "1g.10gb")]
+        assert knob.choices == tuple(kept) and len(kept) == 16 < len(everything), name
+        assert "all-1x7g.80gb" not in knob.choices and knob.current in knob.choices
+
+
+def test_a_profile_the_pool_does_not_make_today_does_not_narrow_its_choices(whole_fleet):
+    cluster = whole_fleet.clusters["prod-us"]
+    pools = layouts.searchable_pools(cluster, frozenset({"nvidia.com/mig-3g.40gb"}))  # all-1g.10gb makes none
+    assert len(dict((p.name, c) for p, c in pools)["us-a100-mig-1g"]) == 28

@@ -292,3 +292,16 @@ def test_switching_one_of_two_l4_pools_is_refused_by_the_startup_check_table(tmp
         "different startup-check settings or sharing (sharing exclusive (pool.yaml: time-sliced), sharePercent 0 "
         "(pool.yaml: 25)); on the node the check cannot tell them apart and may apply eu-l4-shared's line to "
         "test-l4-shared's devices"]
+
+
+def test_a_pool_whose_startup_check_line_another_pool_shares_gets_no_replica_knob():
+    fleet = load_fleet(REPO)
+    tied = sharing.tied_pools(fleet)
+    # eu-l4-shared and test-l4-shared are both time-sliced L4: POOL005 refuses changing one alone
+    assert {"eu-l4-shared", "test-l4-shared", "us-h100-serving", "eu-h100-serving"} <= tied
+    assert "us-l40s-shared" not in tied  # the fleet's only L40S pool
+    replica_pools = {c: [k.pool for k in space.knobs(cluster, fleet) if k.kind == space.REPLICAS]
+                     for c, cluster in fleet.clusters.items()}
+    assert replica_pools == {"prod-eu": [], "prod-us": ["us-l40s-shared"], "test-us": []}
+    # without the fleet the knob is offered, and the rule check is what refuses it (test above)
+    assert "eu-l4-shared" in [k.pool for k in space.knobs(fleet.clusters["prod-eu"]) if k.kind == space.REPLICAS]

@@ -93,13 +93,14 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     from ..transaction import write_files
     from . import simulate
 
-    cluster, error = simulate._cluster(args)
+    # the whole fleet: the examples under docs/examples/ say which MIG profiles a layout must keep
+    fleet, cluster, error = simulate.fleet_and_cluster(args, every_cluster=True)
     if cluster is None:
         return _fail(error)
     wanted = targets.parse(args.target)
     jobs = _jobs(args, cluster)
     targets.check_known(wanted, from_cluster(cluster), cluster.name)
-    knob_list = space.knobs(cluster)
+    knob_list = space.knobs(cluster, fleet)
     if not knob_list:
         return _fail(f"cluster {cluster.name} has no non-production ClusterQueue in a cohort: nothing to search")
     started = time.perf_counter()

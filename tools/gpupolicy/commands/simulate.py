@@ -209,12 +209,20 @@ def _mixed_trace(args: argparse.Namespace, cluster):
 
 
 def _cluster(args: argparse.Namespace):
-    fleet, error = load_fleet_or_error(args)
+    _, cluster, error = fleet_and_cluster(args)
+    return cluster, error
+
+
+def fleet_and_cluster(args: argparse.Namespace, every_cluster: bool = False):
+    """(fleet, the cluster --cluster names or the first, "") or (None, None, what is wrong); `every_cluster`
+    loads the whole fleet, examples included (`load_fleet_or_error`)."""
+    fleet, error = load_fleet_or_error(args, every_cluster)
     if fleet is None:
-        return None, error
+        return None, None, error
     if not fleet.clusters:
-        return None, f"no cluster {args.cluster!r} in {args.repo}" if args.cluster else f"no clusters in {args.repo}"
+        message = f"no cluster {args.cluster!r} in {args.repo}" if args.cluster else f"no clusters in {args.repo}"
+        return None, None, message
     name = args.cluster or sorted(fleet.clusters)[0]
     if name not in fleet.clusters:
-        return None, f"no cluster {name!r}; known: {', '.join(sorted(fleet.clusters))}"
-    return fleet.clusters[name], ""
+        return None, None, f"no cluster {name!r}; known: {', '.join(sorted(fleet.clusters))}"
+    return fleet, fleet.clusters[name], ""

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .. import catalog, mig
+from .. import capacity, catalog, mig
 from ..capacity import pool_capacity
 from ..findings import Location
 from ..model import (
@@ -48,11 +48,13 @@ from ..model import (
     Cluster,
     ConfigEntry,
     FlavorQuotas,
+    Fleet,
     Pool,
     ResourceGroup,
 )
 from ..model import ResourceQuota as Quota
 from ..quotas import pool_of
+from ..rules.sec_common import containers, gpu_resources, pod_specs, workloads
 
 LAYOUT = "layout"
 LIMITS = ("borrowing_limit", "lending_limit")
@@ -201,17 +203,41 @@ def _whole(amount) -> bool:
     return amount is None or isinstance(amount, int) or (isinstance(amount, float) and amount.is_integer())
 
 
-def searchable_pools(cluster: Cluster) -> list[tuple[Pool, tuple[str, ...]]]:
+def searchable_pools(cluster: Cluster, requested: frozenset[str] = frozenset()) -> list[tuple[Pool, tuple[str, ...]]]:
     """(pool, its layout choices) for each mixed-strategy MIG pool some flavor selects, whose layout today is a
-    choice and whose quotas can be converted (`convertible`), by pool name."""
+    choice and whose quotas can be converted (`convertible`), by pool name. A choice must keep every profile of
+    `requested` (`requested_profiles`) the pool makes today: a layout that drops one strands the workloads that
+    ask for it (WL011 refuses it on the copy), so sampling it would only spend trials."""
     found = []
     for pool in sorted(cluster.pools, key=lambda p: p.name):
         if not pool_flavors(cluster, pool.name) or not convertible(cluster, pool.name):
             continue
         choices = layout_choices(cluster, pool)
-        if pool.mig_layout in choices and len(choices) > 1:
+        if pool.mig_layout not in choices:
+            continue
+        kept = requested & profiles_of(choices[pool.mig_layout])
+        choices = {name: c for name, c in choices.items() if kept <= profiles_of(c)}
+        if len(choices) > 1:
             found.append((pool, tuple(choices)))
     return found
+
+
+def profiles_of(choice: LayoutChoice) -> frozenset[str]:
+    """The `nvidia.com/mig-*` resources a layout makes the pool expose."""
+    return frozenset(capacity.mig_resource(name) for _, counts in choice.per_card for name, _ in counts)
+
+
+def requested_profiles(fleet: Fleet, cluster: Cluster) -> frozenset[str]:
+    """The `nvidia.com/mig-*` resources the repository's workloads for the cluster ask for: its rendered
+    workloads and the examples under docs/examples/ in a namespace it has (the ones WL011 traces there)."""
+    found: set[str] = set()
+    for workload in workloads(fleet):
+        ours = workload.cluster is cluster if workload.cluster is not None else workload.namespace in cluster.namespaces
+        if ours:
+            for _, spec, _ in pod_specs(workload):
+                for _, _, container in containers(spec):
+                    found.update(name for name in gpu_resources(container) if name.startswith(MIG_RESOURCE_PREFIX))
+    return frozenset(found)
 
 
 def card_equivalents(amounts: Mapping[str, Any], model: catalog.GPUModel) -> Fraction:

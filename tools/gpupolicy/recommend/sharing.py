@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from io import StringIO
 
 from ruamel.yaml.comments import CommentedMap
 
+from .. import catalog
 from ..limits import MAX_TIME_SLICING_REPLICAS
-from ..model import PRODUCT_LABEL, Cluster, Flavor, Pool, StartupCheck
+from ..model import PRODUCT_LABEL, Cluster, Flavor, Fleet, Pool, StartupCheck
 from ..simulate.policy import from_cluster, pool_classes
+from ..startupcheck import product
 
 EXCLUSIVE, TIME_SLICED = "exclusive", "time-sliced"
 SWITCHABLE_MODES = (EXCLUSIVE, TIME_SLICED)
@@ -67,6 +70,21 @@ def switchable(cluster: Cluster, pool: Pool) -> bool:
 def _purposes(cluster: Cluster) -> dict[str, str]:
     """pool -> inference | training, once per cluster (the simulator's own reading of the queues' quota)."""
     return cluster.memo("recommend.sharing.purposes", lambda: pool_classes(from_cluster(cluster)))
+
+
+def tied_pools(fleet: Fleet) -> frozenset[str]:
+    """Pools whose startup-check line (policies/startup-check/pools.conf, one table for the whole fleet) another
+    pool of the fleet shares the family of: the same product word and MIG or not. On the node the check finds its
+    line by that family alone, so POOL005 refuses two such pools with different sharing; changing the replicas of
+    one alone would be refused on the copy, so such a pool gets no replica knob. Pools of a GPU model the
+    catalog does not know are left to POOL001."""
+    pools = {p.name: p for c in fleet.clusters.values() for p in c.pools if catalog.GPUS.get(p.gpu_model)}
+    families = Counter(_family(p) for p in pools.values())
+    return frozenset(name for name, pool in pools.items() if families[_family(pool)] > 1)
+
+
+def _family(pool: Pool) -> tuple[str, bool]:
+    return product(pool.gpu_model), pool.sharing == "mig"
 
 
 def current_replicas(pool: Pool) -> int:

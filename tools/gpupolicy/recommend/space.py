@@ -37,7 +37,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, ResourceGroup
+from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
 from ..quotas import flavor_capacity, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
 from . import layouts, sharing
@@ -63,8 +63,13 @@ class Knob:
     pool: str = ""
 
 
-def knobs(cluster: Cluster) -> list[Knob]:
-    """Every knob of the cluster, in a stable order (the order Optuna samples them in)."""
+def knobs(cluster: Cluster, fleet: Fleet | None = None) -> list[Knob]:
+    """Every knob of the cluster, in a stable order (the order Optuna samples them in). With the whole `fleet`
+    (examples and every cluster loaded), knobs the rule check would refuse are not offered: a layout must keep
+    the MIG profiles the repository's workloads ask for (`layouts.requested_profiles`, WL011), and a pool whose
+    startup-check line another pool shares gets no replica knob (`sharing.tied_pools`, POOL005)."""
+    requested = layouts.requested_profiles(fleet, cluster) if fleet else frozenset()
+    tied = sharing.tied_pools(fleet) if fleet else frozenset()
     found: list[Knob] = []
     searched = [cq for _, cq in sorted(cluster.cluster_queues.items()) if cq.tier != PRODUCTION and cq.cohort]
     cohorts = tuple(sorted({cq.cohort for cq in searched}))
@@ -74,27 +79,29 @@ def knobs(cluster: Cluster) -> list[Knob]:
             found.append(Knob(f"{cq.name}/cohort", cq.name, COHORT, cq.cohort, choices=cohorts))
         for flavor, quota in _gpu_quotas(cq):
             found.extend(_quota_knobs(cluster, cq, flavor, quota, rooms))
-    layout = layout_knobs(cluster)
+    layout = layout_knobs(cluster, requested)
     converted = {flavor for knob in layout for flavor in layouts.pool_flavors(cluster, knob.pool)}
     found = [k for k in found if not (k.flavor in converted and k.resource.startswith(MIG_RESOURCE_PREFIX))]
-    return found + replica_knobs(cluster) + layout
+    return found + replica_knobs(cluster, tied) + layout
 
 
-def layout_knobs(cluster: Cluster) -> list[Knob]:
+def layout_knobs(cluster: Cluster, requested: frozenset[str] = frozenset()) -> list[Knob]:
     """`<pool>/layout` for each MIG pool whose layout can be searched (`layouts.searchable_pools`), today's
     layout its current value."""
     return [Knob(f"{pool.name}/{LAYOUT}", "", LAYOUT, pool.mig_layout, choices=choices, pool=pool.name)
-            for pool, choices in layouts.searchable_pools(cluster)]
+            for pool, choices in layouts.searchable_pools(cluster, requested)]
 
 
-def replica_knobs(cluster: Cluster) -> list[Knob]:
+def replica_knobs(cluster: Cluster, tied: frozenset[str] = frozenset()) -> list[Knob]:
     """`<pool>/replicas` for each pool some flavor selects that `sharing.replica_range` gives a range: 1 (exclusive)
     or 2 (the device plugin's minimum) to twice today's count for a time-sliced pool, 1 .. 4 for an exclusive
     inference pool. Values of the other knobs stay in today's replica units; `with_params` rescales every quota
-    on the pool when the count changes."""
+    on the pool when the count changes. Pools in `tied` are left out."""
     found = []
     for pool in sorted(cluster.pools, key=lambda p: p.name):
-        if not _flavors_of(cluster, pool.name) or (bounds := sharing.replica_range(cluster, pool)) is None:
+        if pool.name in tied or not _flavors_of(cluster, pool.name):
+            continue
+        if (bounds := sharing.replica_range(cluster, pool)) is None:
             continue
         found.append(Knob(f"{pool.name}/{REPLICAS}", "", REPLICAS, sharing.current_replicas(pool), *bounds,
                           pool=pool.name))
