@@ -170,6 +170,8 @@ def test_apply_switches_a_shared_pool_to_exclusive_and_back(tmp_path):
                           "clusters/prod-us/queues/serving.yaml", "clusters/prod-us/team-quotas.yaml"}
     pool = texts["pools/us-l40s-shared/pool.yaml"]
     assert "# 4 node(s) x 4 L40S = 16 GPUs; exposes nvidia.com/gpu = 16.\napiVersion" in pool  # no Time-slicing line
+    assert pool.startswith("# Pool us-l40s-shared: Exclusive L40S pool for notebooks, debugging and light inference.\n")
+    assert '  description: "Exclusive L40S pool for notebooks, debugging and light inference."\n' in pool
     assert "  accessMode: exclusive\n  # The GPU startup check before a pod's containers start (policies/startup-check, " \
            "decision 0051).\n  startupCheck:\n" in pool
     assert "timeSlicing" not in pool and "-SHARED" not in pool

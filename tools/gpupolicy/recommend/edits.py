@@ -128,8 +128,13 @@ class CandidateEditor(Editor):
             raise ToolError(f"pool {pool.name} ({pool.access_mode}, {pool.sharing}"
                             f"{', renamed' if pool.rename_shared else ''}): only exclusive and time-sliced pools "
                             "that keep the resource name nvidia.com/gpu switch between the two")
-        sharing.set_pool_sharing(self._document(pool.path, "Pool", pool.name)["spec"], pool, new)
-        self.text_edits.append((pool.path, functools.partial(sharing.pool_comments, cards=pool.gpus, new=new)))
+        document = self._document(pool.path, "Pool", pool.name)
+        sharing.set_pool_sharing(document["spec"], pool, new)
+        described = sharing.described(pool.description, new > 1)
+        if described != pool.description and isinstance(document.get("metadata"), dict):
+            document["metadata"]["description"] = type(document["metadata"]["description"])(described)
+        self.text_edits.append((pool.path, functools.partial(sharing.pool_comments, cards=pool.gpus, new=new,
+                                                             pool=pool.name, description=described)))
         plugin = self._load(plugin_path)
         try:
             sharing.set_plugin_sharing(plugin.documents[0], plugin.yaml, new)

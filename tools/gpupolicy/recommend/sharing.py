@@ -179,10 +179,23 @@ MEMORY_USED = "# Another holder may have at most this share of a device's memory
 GFD_SHARED = "# GFD appends -SHARED to the product when a GPU is time-sliced without renaming."
 
 
-def pool_comments(text: str, cards: int, new: int) -> str:
-    """pool.yaml's comments after a switch: `exposes nvidia.com/gpu = N`, the `Time-slicing: C GPUs x R replicas`
-    line, and the comments above `startupCheck`, `maxMemoryUsedPercent` and the product label, which the YAML
-    edit may have dropped or left above another key: each is taken out, then put above its key again."""
+def described(description: str, shared: bool) -> str:
+    """The pool's description with the mode it opens with (`Time-sliced L40S pool for ...`) made the new one;
+    a description that does not open with a mode is left as it is (rewriting prose by guess would be worse)."""
+    old, new = (EXCLUSIVE, TIME_SLICED) if shared else (TIME_SLICED, EXCLUSIVE)
+    if description.lower().startswith(old + " "):
+        return new.capitalize() + description[len(old):]
+    return description
+
+
+def pool_comments(text: str, cards: int, new: int, pool: str = "", description: str = "") -> str:
+    """pool.yaml's comments after a switch: the `# Pool <name>: <description>` line, `exposes nvidia.com/gpu = N`,
+    the `Time-slicing: C GPUs x R replicas` line, and the comments above `startupCheck`, `maxMemoryUsedPercent`
+    and the product label, which the YAML edit may have dropped or left above another key: each is taken out,
+    then put above its key again."""
+    if pool and description:
+        text = re.sub(rf"^# Pool {re.escape(pool)}: .*$", lambda _: f"# Pool {pool}: {description}", text, count=1,
+                      flags=re.M)
     exposed = cards * new
     text = re.sub(r"exposes nvidia.com/gpu = \d+\b", f"exposes nvidia.com/gpu = {exposed}", text, count=1)
     text = re.sub(r"^# Time-slicing: .*\n", "", text, flags=re.M)
