@@ -11,7 +11,8 @@ Placement is best-fit over nodes: the working node with the fewest free instance
 the profile, so partly used nodes fill first and whole nodes stay free (the same preference PoolState has). The
 FGD-style fragmentation score has nothing to choose here: fixed instances cannot fragment.
 
-The interface is PoolState's (placement.py), so the engine drives both alike. A slot is (node, profile index,
+The interface is PoolState's (placement.py; node failures come from their common WorkingNodes), so the engine
+drives both alike. A slot is (node, profile index,
 milli, 0): the profile index stands where PoolState has the card.
 """
 
@@ -21,11 +22,12 @@ from collections.abc import Iterable
 
 from .. import catalog
 from .jobs import MILLI, Shape, instance_milli
+from .placement import WorkingNodes
 
 Slot = tuple[int, int, int, int]
 
 
-class MigPoolState:
+class MigPoolState(WorkingNodes):
     def __init__(self, name: str, nodes: int, instances: tuple[tuple[tuple[str, int], ...], ...], model: str):
         card = catalog.gpu(model)
         self.name = name
@@ -87,27 +89,17 @@ class MigPoolState:
     def whole_pods(self, count: int) -> int:
         return 0  # no card of a MIG pool is handed out whole
 
-    def fail(self, count: int) -> list[int]:
-        """Take `count` working nodes out (highest index first); returns them. Their instances must be released."""
-        down = [n for n in range(len(self.free) - 1, -1, -1) if n not in self.failed][:count]
-        for node in down:
-            self.failed.add(node)
-            for holders in self.holders:
-                holders.pop(node, None)
-            self.capacity -= self.gpus_per_node * MILLI
-        return down
+    def _node_count(self) -> int:
+        return len(self.free)
 
-    def recover(self, nodes: Iterable[int]) -> None:
-        for node in nodes:
-            if node in self.failed:
-                self.failed.discard(node)
-                for profile, holders in enumerate(self.holders):
-                    if self.free[node][profile]:
-                        holders[node] = None
-                self.capacity += self.gpus_per_node * MILLI
+    def _leave(self, node: int) -> None:
+        for holders in self.holders:
+            holders.pop(node, None)
 
-    def nodes_of(self, slots: Iterable[Slot]) -> set[int]:
-        return {slot[0] for slot in slots}
+    def _rejoin(self, node: int) -> None:
+        for profile, holders in enumerate(self.holders):
+            if self.free[node][profile]:
+                holders[node] = None
 
     def busy(self, slots: Iterable[Slot]) -> bool:
         return False  # an instance's memory is its own

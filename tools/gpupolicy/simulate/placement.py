@@ -21,7 +21,44 @@ from .jobs import MILLI, Shape
 Slot = tuple[int, int, int, int]  # node, card, milli taken, memory milli taken (Shape.memory)
 
 
-class PoolState:
+class WorkingNodes:
+    """What every pool state shares: nodes that fail and recover, and the capacity of the working ones. A state
+    says in `_leave` and `_rejoin` how a node leaves and rejoins its placement index."""
+
+    failed: set[int]
+    capacity: int
+    gpus_per_node: int
+
+    def _node_count(self) -> int:
+        raise NotImplementedError
+
+    def _leave(self, node: int) -> None:
+        raise NotImplementedError
+
+    def _rejoin(self, node: int) -> None:
+        raise NotImplementedError
+
+    def fail(self, count: int) -> list[int]:
+        """Take `count` working nodes out (highest index first); returns them. Their cards must be released."""
+        down = [n for n in range(self._node_count() - 1, -1, -1) if n not in self.failed][:count]
+        for node in down:
+            self._leave(node)
+            self.failed.add(node)
+            self.capacity -= self.gpus_per_node * MILLI
+        return down
+
+    def recover(self, nodes: Iterable[int]) -> None:
+        for node in nodes:
+            if node in self.failed:
+                self.failed.discard(node)
+                self._rejoin(node)
+                self.capacity += self.gpus_per_node * MILLI
+
+    def nodes_of(self, slots: Iterable[Slot]) -> set[int]:
+        return {slot[0] for slot in slots}
+
+
+class PoolState(WorkingNodes):
     def __init__(self, name: str, nodes: int, gpus_per_node: int, strategy: str = "best-fit",
                  typical: Iterable[tuple[tuple[int, int], float]] = ()):
         self.name = name
@@ -76,24 +113,14 @@ class PoolState:
                 self.partial[(node, card)] = None
             self.allocated -= milli
 
-    def fail(self, count: int) -> list[int]:
-        """Take `count` working nodes out (highest index first); returns them. Their cards must be released."""
-        down = [n for n in range(len(self.free) - 1, -1, -1) if n not in self.failed][:count]
-        for node in down:
-            del self.buckets[self.whole[node]][node]
-            self.failed.add(node)
-            self.capacity -= self.gpus_per_node * MILLI
-        return down
+    def _node_count(self) -> int:
+        return len(self.free)
 
-    def recover(self, nodes: Iterable[int]) -> None:
-        for node in nodes:
-            if node in self.failed:
-                self.failed.discard(node)
-                self.buckets[self.whole[node]][node] = None
-                self.capacity += self.gpus_per_node * MILLI
+    def _leave(self, node: int) -> None:
+        del self.buckets[self.whole[node]][node]
 
-    def nodes_of(self, slots: Iterable[Slot]) -> set[int]:
-        return {slot[0] for slot in slots}
+    def _rejoin(self, node: int) -> None:
+        self.buckets[self.whole[node]][node] = None
 
     def busy(self, slots: Iterable[Slot]) -> bool:
         """True when a card of `slots` has more memory in use than it holds: the newest pod meets a busy device."""
