@@ -324,3 +324,21 @@ def test_a_profile_the_pool_does_not_make_today_does_not_narrow_its_choices(whol
     cluster = whole_fleet.clusters["prod-us"]
     pools = layouts.searchable_pools(cluster, frozenset({"nvidia.com/mig-3g.40gb"}))  # all-1g.10gb makes none
     assert len(dict((p.name, c) for p, c in pools)["us-a100-mig-1g"]) == 28
+
+
+def test_the_simulated_candidate_places_pods_on_the_new_layouts_instances(fleet):
+    """The layout knob reaches the replay (decision 0059): pods needing 2 of 7 slices find no instance under
+    all-1g.10gb and take 2g.20gb instances under all-balanced."""
+    from gpupolicy.simulate import replay
+    from gpupolicy.simulate.jobs import Job
+
+    cluster = fleet.clusters["prod-us"]
+    knob_list = space.knobs(cluster)
+    jobs = [Job(f"s{i}", 0, 3600, share=0.25, queue="serving", tier="production", workload="inference")
+            for i in range(48)]
+    taken = {}
+    for layout in ("all-1g.10gb", "all-balanced"):
+        result = replay(space.candidate_policy(cluster, knob_list, {"us-a100-mig-1g/layout": layout}), jobs)
+        assert all(run.finished > 0 for run in result.runs)
+        taken[layout] = sorted({run.shape.profile for run in result.runs if run.flavor.pool == "us-a100-mig-1g"})
+    assert taken == {"all-1g.10gb": [], "all-balanced": ["2g.20gb"]}
