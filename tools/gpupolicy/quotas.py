@@ -97,6 +97,11 @@ def pool_of(cluster: Cluster, flavor_name: str) -> Pool | None:
     return cluster.pool_of_flavor(flavor) if flavor else None
 
 
+def flavors_of(cluster: Cluster, pool_name: str) -> set[str]:
+    """The flavors that select the pool (and it alone: `pool_of`)."""
+    return {name for name in cluster.flavors if (pool := pool_of(cluster, name)) and pool.name == pool_name}
+
+
 def capacity_known(cluster: Cluster, pool: Pool) -> bool:
     """A MIG pool whose layout is missing has no computable capacity (the MIG rules report the layout)."""
     return not pool.mig_layout or pool.mig_layout in cluster.mig_configs

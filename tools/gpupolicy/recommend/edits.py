@@ -41,7 +41,7 @@ from ..errors import ToolError
 from ..findings import Severity
 from ..model import PRODUCT_LABEL, Cluster, Fleet
 from ..quantity import QuantityError, parse_quantity
-from ..quotas import admissible, is_gpu_resource, pool_of
+from ..quotas import admissible, flavors_of, is_gpu_resource
 from ..rules.cap_common import namespace_labels, queues_selecting
 from ..startupcheck import table_fields, table_with
 from ..transaction import write_files
@@ -84,7 +84,7 @@ class CandidateEditor(Editor):
         is an exclusive pool: going from or to it switches the mode in those files too (`_set_sharing`)."""
         pool = next(p for p in cluster.pools if p.name == pool_name)
         entry = self._plugin_config(cluster, pool)
-        flavors = {name for name in cluster.flavors if (p := pool_of(cluster, name)) and p.name == pool_name}
+        flavors = flavors_of(cluster, pool_name)
         if old == 1 or new == 1:
             self._set_sharing(fleet, cluster, pool, entry.source.path, flavors, old, new)
         else:

@@ -26,6 +26,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from .. import catalog
 from ..errors import ToolError
 from ..model import MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, Cluster, K8sObject, Pool
+from ..quotas import flavors_of
 from . import layouts
 
 FIELDS = (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))
@@ -46,7 +47,7 @@ def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, s
     _edit_pool(editor, pool, moved, choice, model)
     if choice.generated:
         _append_layout(editor, cluster, choice, pool, model)
-    flavors = layouts.pool_flavors(cluster, pool_name)
+    flavors = flavors_of(cluster, pool_name)
     for kind, before, changed in _owners(cluster, after):
         if before.resource_groups == changed.resource_groups or before.obj is None:
             continue

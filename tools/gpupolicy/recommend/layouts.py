@@ -53,7 +53,7 @@ from ..model import (
     ResourceGroup,
 )
 from ..model import ResourceQuota as Quota
-from ..quotas import pool_of
+from ..quotas import flavors_of
 from ..rules.sec_common import containers, gpu_resources, pod_specs, workloads
 
 LAYOUT = "layout"
@@ -169,10 +169,6 @@ def _choices(configs: Mapping[str, ConfigEntry], pool: Pool, model: catalog.GPUM
     return sorted(found.items())
 
 
-def pool_flavors(cluster: Cluster, pool_name: str) -> set[str]:
-    return {name for name in cluster.flavors if (pool := pool_of(cluster, name)) and pool.name == pool_name}
-
-
 def _mig_quotas(fq: FlavorQuotas) -> list[Quota]:
     return [q for q in fq.resources if q.name.startswith(MIG_RESOURCE_PREFIX)]
 
@@ -184,7 +180,7 @@ def _owners(cluster: Cluster):
 def convertible(cluster: Cluster, pool_name: str) -> bool:
     """Whether every owner's mig-* quotas on the pool's flavors have a share to keep: each limit set on all of
     its profiles or on none, every amount a whole number."""
-    flavors = pool_flavors(cluster, pool_name)
+    flavors = flavors_of(cluster, pool_name)
     for owner in _owners(cluster):
         for group in owner.resource_groups:
             for fq in group.flavors:
@@ -210,7 +206,7 @@ def searchable_pools(cluster: Cluster, requested: frozenset[str] = frozenset()) 
     ask for it (WL011 refuses it on the copy), so sampling it would only spend trials."""
     found = []
     for pool in sorted(cluster.pools, key=lambda p: p.name):
-        if not pool_flavors(cluster, pool.name) or not convertible(cluster, pool.name):
+        if not flavors_of(cluster, pool.name) or not convertible(cluster, pool.name):
             continue
         choices = layout_choices(cluster, pool)
         if pool.mig_layout not in choices:
@@ -275,7 +271,7 @@ def with_layout(cluster: Cluster, pool_name: str, new_layout: str) -> Cluster:
     moved = dataclasses.replace(pool, mig_layout=new_layout,
                                 node_labels={**pool.node_labels, MIG_CONFIG_LABEL: new_layout})
     moved = dataclasses.replace(moved, capacity=pool_capacity(moved, configs[new_layout].data, model))
-    flavors = pool_flavors(cluster, pool_name)
+    flavors = flavors_of(cluster, pool_name)
     convert = functools.partial(_converted_groups, flavors=flavors, old=pool.capacity, new=moved.capacity, model=model)
     queues = {name: dataclasses.replace(cq, resource_groups=convert(cq.resource_groups))
               for name, cq in cluster.cluster_queues.items()}

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
-from ..quotas import flavor_capacity, is_gpu_resource, nominal_per_pool, pool_of
+from ..quotas import flavor_capacity, flavors_of, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
 from . import layouts, sharing
 from .layouts import LAYOUT
@@ -80,7 +80,7 @@ def knobs(cluster: Cluster, fleet: Fleet | None = None) -> list[Knob]:
         for flavor, quota in _gpu_quotas(cq):
             found.extend(_quota_knobs(cluster, cq, flavor, quota, rooms))
     layout = layout_knobs(cluster, requested)
-    converted = {flavor for knob in layout for flavor in layouts.pool_flavors(cluster, knob.pool)}
+    converted = {flavor for knob in layout for flavor in flavors_of(cluster, knob.pool)}
     found = [k for k in found if not (k.flavor in converted and k.resource.startswith(MIG_RESOURCE_PREFIX))]
     return found + replica_knobs(cluster, tied) + layout
 
@@ -99,17 +99,13 @@ def replica_knobs(cluster: Cluster, tied: frozenset[str] = frozenset()) -> list[
     on the pool when the count changes. Pools in `tied` are left out."""
     found = []
     for pool in sorted(cluster.pools, key=lambda p: p.name):
-        if pool.name in tied or not _flavors_of(cluster, pool.name):
+        if pool.name in tied or not flavors_of(cluster, pool.name):
             continue
         if (bounds := sharing.replica_range(cluster, pool)) is None:
             continue
         found.append(Knob(f"{pool.name}/{REPLICAS}", "", REPLICAS, sharing.current_replicas(pool), *bounds,
                           pool=pool.name))
     return found
-
-
-def _flavors_of(cluster: Cluster, pool_name: str) -> set[str]:
-    return {name for name in cluster.flavors if (pool := pool_of(cluster, name)) and pool.name == pool_name}
 
 
 def rescaled(amount, old: int, new: int):
@@ -124,7 +120,7 @@ def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Clust
     """The cluster with the pool at `new` time-slicing replicas (1: exclusive) instead of `old` (1: exclusive), its
     capacity and every GPU quota on it (of ClusterQueues and Cohorts alike, production's included: the same cards
     in the new unit) rescaled, its mode and product label switched when one side is 1 (`sharing`)."""
-    flavors = _flavors_of(cluster, pool_name)
+    flavors = flavors_of(cluster, pool_name)
     pool = next(p for p in cluster.pools if p.name == pool_name)
     changed = sharing.pool_with_replicas(pool, old, new)
     pools = [changed if p.name == pool_name else p for p in cluster.pools]
