@@ -485,13 +485,13 @@ class Editor:
         cluster = fleet.clusters[unit.cluster]
         if plan.component == "gpu-operator":
             spec = self._document(cluster.facts.path, "Cluster", cluster.name)["spec"]
-            spec["gpuOperatorVersion"] = _same_style(spec.get("gpuOperatorVersion"), version)
+            spec["gpuOperatorVersion"] = same_style(spec.get("gpuOperatorVersion"), version)
             self._set_chart_pin(cluster, version)
             return
         for driver in upgrades.drivers_of_pool(cluster, unit.pool):
             source = _driver_source(driver.obj)
             spec = self._document(source, "NVIDIADriver", driver.name)["spec"]
-            spec["version"] = _same_style(spec.get("version"), version)
+            spec["version"] = same_style(spec.get("version"), version)
 
     def _set_chart_pin(self, cluster: Any, version: str) -> None:
         """The cluster's chart pin (a JSON patch on its HelmRelease/Application) follows gpuOperatorVersion, so
@@ -514,7 +514,7 @@ class Editor:
                 raise ToolError(f"{pin}: no replace operation on {install.patch_path} ({install.obj.ref()}); "
                                 "the chart version cannot be pinned per cluster")
             for op in matching:
-                op["value"] = _same_style(op.get("value"), version)
+                op["value"] = same_style(op.get("value"), version)
 
     def _document(self, rel: str, kind: str, name: str) -> Any:
         for document in self._load(rel).documents:
@@ -586,8 +586,9 @@ def _driver_source(obj: K8sObject) -> str:
     return source
 
 
-def _same_style(old: Any, new: str) -> Any:
-    """The new scalar in the old one's quoting (a quoted version stays quoted)."""
+def same_style(old: Any, new: Any) -> Any:
+    """The new scalar in the old one's quoting (a quoted version stays quoted; a number written into a quoted
+    scalar becomes quoted text)."""
     style = type(old)
     if style is not str and isinstance(old, str):
         return style(new)

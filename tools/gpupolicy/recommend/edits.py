@@ -36,7 +36,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from .. import repopath
-from ..commands.upgrade import Editor
+from ..commands.upgrade import Editor, same_style
 from ..errors import ToolError
 from ..findings import Severity
 from ..model import PRODUCT_LABEL, Cluster, Fleet
@@ -132,7 +132,7 @@ class CandidateEditor(Editor):
         sharing.set_pool_sharing(document["spec"], pool, new)
         described = sharing.described(pool.description, new > 1)
         if described != pool.description and isinstance(document.get("metadata"), dict):
-            document["metadata"]["description"] = type(document["metadata"]["description"])(described)
+            document["metadata"]["description"] = same_style(document["metadata"]["description"], described)
         self.text_edits.append((pool.path, functools.partial(sharing.pool_comments, cards=pool.gpus, new=new,
                                                              pool=pool.name, description=described)))
         plugin = self._load(plugin_path)
@@ -205,7 +205,7 @@ class CandidateEditor(Editor):
         keys = list(hard)
         position = next((i for i, other in enumerate(keys) if other > key), len(keys))
         neighbour = hard[keys[position - 1]] if position else None
-        hard.insert(position, key, type(neighbour)(str(int(amount))) if isinstance(neighbour, str) else str(int(amount)))
+        hard.insert(position, key, same_style(neighbour, str(int(amount))))
 
     def _document(self, rel: str, kind: str, name: str, namespace: str = "") -> object:
         for document in self._load(rel).documents:
@@ -259,8 +259,7 @@ def _source(fleet: Fleet, obj, path: tuple[str, ...]) -> str:
 
 
 def _set_value(mapping, key: str, value) -> None:
-    old = mapping.get(key)
-    mapping[key] = type(old)(value) if isinstance(old, str) and type(old) is not str else value
+    mapping[key] = same_style(mapping.get(key), value)
 
 
 def _set_in_step(resource, gpu, key: str, devices: int) -> None:

@@ -24,6 +24,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from .. import catalog
+from ..commands.upgrade import same_style
 from ..errors import ToolError
 from ..model import MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, Cluster, K8sObject, Pool
 from ..quotas import flavors_of
@@ -72,16 +73,16 @@ def _owners(cluster: Cluster, after: Cluster):
 def _edit_pool(editor: Any, pool: Pool, moved: Pool, choice: layouts.LayoutChoice, model: catalog.GPUModel) -> None:
     document = editor._document(pool.path, "Pool", pool.name)
     spec = document["spec"]
-    spec["mig"]["layout"] = _styled(spec["mig"].get("layout"), choice.name)
+    spec["mig"]["layout"] = same_style(spec["mig"].get("layout"), choice.name)
     labels = spec.get("nodeLabels")
     if labels is None or MIG_CONFIG_LABEL not in labels:
         raise ToolError(f"{pool.path}: no nodeLabels {MIG_CONFIG_LABEL} to set the layout in")
-    labels[MIG_CONFIG_LABEL] = _styled(labels[MIG_CONFIG_LABEL], choice.name)
+    labels[MIG_CONFIG_LABEL] = same_style(labels[MIG_CONFIG_LABEL], choice.name)
     metadata = document.get("metadata") or {}
     old_description = str(metadata.get("description") or "")
     description = _description(old_description, pool, choice, model)
     if description != old_description:
-        metadata["description"] = _styled(metadata.get("description"), description)
+        metadata["description"] = same_style(metadata.get("description"), description)
     editor.text_edits.append(
         (pool.path, lambda text: _pool_header(text, pool, moved, choice, model, old_description, description)))
 
@@ -224,12 +225,7 @@ def _set_fields(resource: Any, quota: Any) -> None:
     for key, field in FIELDS:
         value = getattr(quota, field)
         if value is not None:
-            resource[key] = _styled(resource.get(key), int(value))
-
-
-def _styled(old: Any, value: Any) -> Any:
-    """`value` in the style the file wrote the old one (a quoted string stays quoted)."""
-    return type(old)(value) if isinstance(old, str) and type(old) is not str else value
+            resource[key] = same_style(resource.get(key), int(value))
 
 
 def _queue_header(text: str, flavor: str, owner: Any, capacity: dict[str, int], model: catalog.GPUModel) -> str:

@@ -34,6 +34,7 @@ from io import StringIO
 from ruamel.yaml.comments import CommentedMap
 
 from .. import catalog
+from ..commands.upgrade import same_style
 from ..limits import MAX_TIME_SLICING_REPLICAS
 from ..model import PRODUCT_LABEL, Cluster, Flavor, Fleet, Pool, StartupCheck
 from ..simulate.policy import from_cluster, pool_classes
@@ -142,7 +143,7 @@ def set_pool_sharing(spec, pool: Pool, new: int) -> None:
             check["maxMemoryUsedPercent"] = pool.startup_check.max_memory_used_percent
     labels = spec.get("nodeLabels")
     if isinstance(labels, dict) and PRODUCT_LABEL in labels:
-        labels[PRODUCT_LABEL] = type(labels[PRODUCT_LABEL])(product_label(str(labels[PRODUCT_LABEL]), shared))
+        labels[PRODUCT_LABEL] = same_style(labels[PRODUCT_LABEL], product_label(str(labels[PRODUCT_LABEL]), shared))
 
 
 # The time-slicing block of a device-plugin config, as pools/us-l40s-shared/device-plugin.yaml has it.
