@@ -47,6 +47,12 @@ def table_fields(pool: Pool) -> tuple[str, ...]:
             str(pool.memory_share_percent))
 
 
+def line_family(fields: tuple[str, ...]) -> tuple[str, bool]:
+    """What the check on a node can tell a line of pools.conf by: the product word and MIG or not (check.sh
+    matches the device name's product word and whether it is a MIG device; other columns are settings)."""
+    return fields[2], fields[1] == "mig"
+
+
 def read_table(text: str) -> dict[str, tuple[str, ...]]:
     """pools.conf as pool -> fields; comment and blank lines are skipped."""
     table = {}

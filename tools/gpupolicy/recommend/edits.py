@@ -123,8 +123,7 @@ class CandidateEditor(Editor):
                      new: int) -> None:
         """The switch between exclusive (1) and time-sliced cards in pool.yaml, the device-plugin config and any
         ResourceFlavor that selects the nodes by their product label (recommend/sharing.py)."""
-        if not (pool.access_mode in sharing.SWITCHABLE_MODES and pool.sharing in sharing.SWITCHABLE_MODES
-                and not pool.rename_shared):
+        if not sharing.switchable_mode(pool):
             raise ToolError(f"pool {pool.name} ({pool.access_mode}, {pool.sharing}"
                             f"{', renamed' if pool.rename_shared else ''}): only exclusive and time-sliced pools "
                             "that keep the resource name nvidia.com/gpu switch between the two")

@@ -38,7 +38,7 @@ from ..commands.upgrade import same_style
 from ..limits import MAX_TIME_SLICING_REPLICAS
 from ..model import PRODUCT_LABEL, Cluster, Flavor, Fleet, Pool, StartupCheck
 from ..simulate.policy import from_cluster, pool_classes
-from ..startupcheck import product
+from ..startupcheck import line_family, table_fields
 
 EXCLUSIVE, TIME_SLICED = "exclusive", "time-sliced"
 SWITCHABLE_MODES = (EXCLUSIVE, TIME_SLICED)
@@ -47,7 +47,8 @@ SWITCHABLE_MODES = (EXCLUSIVE, TIME_SLICED)
 # that leaves each replica less memory than the models it serves were sized for.
 EXCLUSIVE_MAX_REPLICAS = 4
 # GPU feature discovery appends "SHARED" to nvidia.com/gpu.product when a resource has more than one replica and
-# is not renamed (NVIDIA/k8s-device-plugin internal/lm/resource.go, `getProductName`, `isShared`, `isRenamed`).
+# is not renamed (NVIDIA/k8s-device-plugin internal/lm/resource.go, `resourceLabeler.productLabel`, `isShared`,
+# `isRenamed`).
 SHARED_SUFFIX = "-SHARED"
 
 
@@ -64,8 +65,12 @@ def replica_range(cluster: Cluster, pool: Pool) -> tuple[int, int] | None:
 
 def switchable(cluster: Cluster, pool: Pool) -> bool:
     """May the search switch the pool between exclusive and time-sliced cards?"""
-    return (pool.access_mode in SWITCHABLE_MODES and pool.sharing in SWITCHABLE_MODES and not pool.rename_shared
-            and _purposes(cluster).get(pool.name) == "inference")
+    return switchable_mode(pool) and _purposes(cluster).get(pool.name) == "inference"
+
+
+def switchable_mode(pool: Pool) -> bool:
+    """Whether the pool's files can say either mode: exclusive or time-sliced, keeping nvidia.com/gpu."""
+    return pool.access_mode in SWITCHABLE_MODES and pool.sharing in SWITCHABLE_MODES and not pool.rename_shared
 
 
 def _purposes(cluster: Cluster) -> dict[str, str]:
@@ -80,12 +85,8 @@ def tied_pools(fleet: Fleet) -> frozenset[str]:
     one alone would be refused on the copy, so such a pool gets no replica knob. Pools of a GPU model the
     catalog does not know are left to POOL001."""
     pools = {p.name: p for c in fleet.clusters.values() for p in c.pools if catalog.GPUS.get(p.gpu_model)}
-    families = Counter(_family(p) for p in pools.values())
-    return frozenset(name for name, pool in pools.items() if families[_family(pool)] > 1)
-
-
-def _family(pool: Pool) -> tuple[str, bool]:
-    return product(pool.gpu_model), pool.sharing == "mig"
+    families = Counter(line_family(table_fields(p)) for p in pools.values())
+    return frozenset(name for name, pool in pools.items() if families[line_family(table_fields(pool))] > 1)
 
 
 def current_replicas(pool: Pool) -> int:

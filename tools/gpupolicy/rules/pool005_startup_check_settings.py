@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject, Pool
-from ..startupcheck import COLUMNS, CONFIGMAP_NAME, read_table, table_fields
+from ..startupcheck import COLUMNS, CONFIGMAP_NAME, line_family, read_table, table_fields
 from .mig_common import model_of
 
 ID = "POOL005"
@@ -87,9 +87,9 @@ def _indistinguishable(fleet: Fleet, cluster: Cluster, pools: list[Pool],
     settings: the table is the same in every cluster, so the other pool may live in any cluster."""
     for pool in sorted(pools, key=lambda p: p.name):
         expected = table_fields(pool)
-        family = (expected[2], expected[1] == "mig")
+        family = line_family(expected)
         other = next((line for name, line in sorted(table.items()) if name != pool.name and len(line) == len(COLUMNS)
-                      and (line[2], line[1] == "mig") == family and line[1:] != expected[1:]), None)
+                      and line_family(line) == family and line[1:] != expected[1:]), None)
         if other is None:
             continue
         yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,

@@ -97,9 +97,10 @@ def request_key(job: Job) -> tuple:
 
 
 def instance_milli(profile: str, card: catalog.GPUModel) -> int:
-    """A MIG instance's part of its card in milli-GPUs: its compute slices over the card's, rounded down as
+    """A MIG instance's part of its card in milli-GPUs (`catalog.card_fraction`), rounded down as
     `policy.quota_milli` rounds a quota, so a queue's quota of N instances always admits N of them."""
-    return card.mig_profiles[catalog.profile_name(profile)].compute_slices * MILLI // card.compute_slices
+    share = catalog.card_fraction(profile, card)
+    return share.numerator * MILLI // share.denominator
 
 
 def smallest_instance(job: Job, card: catalog.GPUModel, offered: tuple[str, ...]) -> str | None:

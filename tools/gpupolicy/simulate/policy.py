@@ -119,16 +119,13 @@ def mig_instances(pool: Pool, layout_entries: Any) -> tuple[tuple[tuple[str, int
     shares the instances, or when a profile is not one the catalog places on that GPU (a compute-instance profile
     such as 1c.2g.20gb): the replay would otherwise place instances that do not exist."""
     card = catalog.GPUS.get(pool.gpu_model)
-    if not isinstance(layout_entries, list) or card is None or not card.mig_capable or replicas_share(pool):
+    time_sliced = bool(pool.time_slicing_replicas and pool.time_slicing_replicas > 1)
+    if not isinstance(layout_entries, list) or card is None or not card.mig_capable or time_sliced:
         return ()
     per_gpu = layout_per_gpu(layout_entries, pool.gpus_per_node, card)
     if not per_gpu or any(name not in card.mig_profiles for counts in per_gpu.values() for name in counts):
         return ()
     return tuple(tuple(sorted(per_gpu.get(index, {}).items())) for index in range(pool.gpus_per_node))
-
-
-def replicas_share(pool: Pool) -> bool:
-    return bool(pool.time_slicing_replicas and pool.time_slicing_replicas > 1)
 
 
 # A quota above this many devices is unlimited for any fleet the simulator replays; clamping keeps absurd
