@@ -190,13 +190,15 @@ def convertible(cluster: Cluster, pool_name: str) -> bool:
                 for field in LIMITS:
                     if len({getattr(q, field) is None for q in quotas}) > 1:
                         return False
-                if not all(_whole(getattr(q, f)) for q in quotas for f in ("nominal", *LIMITS)):
+                if not all(whole_quota(q) for q in quotas):
                     return False
     return True
 
 
-def _whole(amount) -> bool:
-    return amount is None or isinstance(amount, int) or (isinstance(amount, float) and amount.is_integer())
+def whole_quota(quota: Quota) -> bool:
+    """Whether the quota's nominal amount and limits are whole numbers of devices (an unset limit counts)."""
+    return all(isinstance(v, int) or (isinstance(v, float) and v.is_integer())
+               for v in (quota.nominal, quota.borrowing_limit, quota.lending_limit) if v is not None)
 
 
 def searchable_pools(cluster: Cluster, requested: frozenset[str] = frozenset()) -> list[tuple[Pool, tuple[str, ...]]]:

@@ -41,7 +41,7 @@ from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, F
 from ..quotas import flavor_capacity, flavors_of, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
 from . import layouts, sharing
-from .layouts import LAYOUT
+from .layouts import LAYOUT, whole_quota
 
 PRODUCTION = "production"
 BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
@@ -196,13 +196,8 @@ def _gpu_quotas(cq: ClusterQueue):
     for group in cq.resource_groups:
         for fq in group.flavors:
             held = [q for q in fq.resources if is_gpu_resource(q.name) and (q.nominal or q.borrowing_limit)]
-            if len(held) == 1 and _finite(held[0]):
+            if len(held) == 1 and whole_quota(held[0]):
                 yield fq.flavor, held[0]
-
-
-def _finite(quota) -> bool:
-    return all(isinstance(v, int) or (isinstance(v, float) and v.is_integer())
-               for v in (quota.nominal, quota.borrowing_limit, quota.lending_limit) if v is not None)
 
 
 def _whole(limit: int | float | None, unlimited: int) -> int:
