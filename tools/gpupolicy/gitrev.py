@@ -58,6 +58,31 @@ def resolve(root: Path, rev: str) -> str:
         raise ToolError(f"unknown git revision {rev!r}") from None
 
 
+_BLOB_MODES = ("100644", "100755")  # a regular file in a git tree; 120000 (symlink) and 160000 (submodule) are not
+
+
+def read_blob(root: Path, rev: str, path: str, max_bytes: int) -> bytes | None:
+    """One file of the policy repository as committed at `rev`, or None when the revision has no such file.
+
+    Read with `git cat-file blob`, which applies no filter: no `.gitattributes` smudge, no git-lfs, no
+    `.lfsconfig` (content the pull request controls never runs or reaches the network through it). A path
+    that is a symlink or a submodule at `rev`, or a blob over `max_bytes`, is a ToolError, never followed or
+    read: the trusted side of a comparison is read as data, bounded."""
+    name = repopath.normalize("", path)  # raises repopath.Refused for '..' or an absolute path
+    commit = resolve(root, rev)
+    spec = f"{commit}:{_prefix(root)}{name}"
+    listed = str(_git(root, "ls-tree", "-z", commit, "--", f"{_prefix(root)}{name}")).rstrip("\0")
+    if not listed:
+        return None
+    mode, kind, _rest = listed.split(" ", 2)
+    if kind != "blob" or mode not in _BLOB_MODES:
+        raise ToolError(f"{name} at {rev} is not a regular file (git mode {mode}); refused")
+    size = int(str(_git(root, "cat-file", "-s", spec)).strip())
+    if size > max_bytes:
+        raise ToolError(f"{name} at {rev} is {size} bytes, over the limit of {max_bytes}; refused")
+    return bytes(_git(root, "cat-file", "blob", spec, binary=True))
+
+
 def _require_repository(root: Path) -> None:
     """Outside any git repository every revision is "unknown": say what is really wrong."""
     try:
