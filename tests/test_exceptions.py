@@ -1,17 +1,16 @@
 """Reviewed exceptions (issue 14): an exception in force accepts its finding, which stays visible and is counted;
-an expired one fails the build; an incomplete one is an error. The minirepo, with the CPU flavor and tainted pool of
-WL012's good fixture laid over it (so every workload-matrix case lands), has one error to accept: SEC003 (no
-admission policy) at clusters/mini/kustomization.yaml:4; raising alpha's quota adds CAP015 on its ResourceQuota."""
+an expired one fails the build; an incomplete one is an error. The fleet of `guardfleet` has one error to accept:
+CAP015 (alpha's namespace quota below its queue's) at policies/base/team.yaml:23. Since issue 29 an exception is
+bounded (EXC004: glob, expiry within 90 days, an owner CODEOWNERS names) and never for a protected rule."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import date
 from pathlib import Path
 
+import guardfleet
 import pytest
-from support import MINIREPO
 
 from gpupolicy import diff, pipeline, waivers
 from gpupolicy.cli import main
@@ -21,21 +20,18 @@ EXCEPTION = """\
 apiVersion: gpupolicy/v1
 kind: Exceptions
 exceptions:
-  - rule: SEC003
-    path: clusters/*/kustomization.yaml
-    reason: "the mini cluster runs no admission policies yet"
+  - rule: CAP015
+    path: policies/*/team.yaml
+    reason: "alpha borrows past its namespace quota on purpose"
     owner: platform-oncall
     expires: "{expires}"
 """
-
-
-LANDING_MATRIX = Path(__file__).resolve().parent / "rules" / "WL012" / "good" / "cpu-flavor-first"
+IN_FORCE = guardfleet.in_days(30)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    copy = shutil.copytree(MINIREPO, tmp_path / "repo")
-    return shutil.copytree(LANDING_MATRIX, copy, dirs_exist_ok=True)
+    return guardfleet.fleet(tmp_path / "repo")
 
 
 def _except(repo: Path, expires: str) -> None:
@@ -49,62 +45,54 @@ def _validate(repo: Path, capsys: pytest.CaptureFixture, *args: str) -> tuple[in
 
 def test_an_exception_in_force_accepts_the_finding_and_counts_it(repo: Path, capsys: pytest.CaptureFixture) -> None:
     code, text = _validate(repo, capsys)
-    assert code == 1 and "error SEC003" in text  # without an exception
-    _except(repo, "2099-12-31")
+    assert code == 1 and "error CAP015" in text  # without an exception
+    _except(repo, IN_FORCE)
     code, text = _validate(repo, capsys)
     assert code == 0
-    assert "error SEC003" not in text
+    assert "error CAP015" not in text
     assert text.strip().splitlines()[-1].startswith("ok: 0 error(s), 0 warning(s), 1 waived by reviewed exceptions")
     code, text = _validate(repo, capsys, "--show-waived")
-    assert "clusters/mini/kustomization.yaml:4: waived error SEC003: cluster mini renders no " \
-           "ValidatingAdmissionPolicy" in text
-    assert "    exception: the mini cluster runs no admission policies yet (owner platform-oncall, expires " \
-           "2099-12-31; policies/exceptions.yaml:4)" in text
+    assert "policies/base/team.yaml:23: waived error CAP015: ResourceQuota alpha/gpu allows" in text
+    assert "    exception: alpha borrows past its namespace quota on purpose (owner platform-oncall, expires " \
+           f"{IN_FORCE}; policies/exceptions.yaml:4)" in text
 
 
 def test_an_expired_exception_fails_validation_and_accepts_nothing(repo: Path, capsys: pytest.CaptureFixture) -> None:
     _except(repo, "2020-01-31")
     code, text = _validate(repo, capsys)
     assert code == 1
-    assert "policies/exceptions.yaml:4: error EXC002: exception for SEC003 (path clusters/*/kustomization.yaml, " \
+    assert "policies/exceptions.yaml:4: error EXC002: exception for CAP015 (path policies/*/team.yaml, " \
            "owner platform-oncall) expired on 2020-01-31; its findings are reported again" in text
-    assert "clusters/mini/kustomization.yaml:4: error SEC003" in text
+    assert "policies/base/team.yaml:23: error CAP015" in text
     assert "waived" not in text
 
 
 def test_json_and_sarif_keep_the_waived_finding(repo: Path, capsys: pytest.CaptureFixture) -> None:
-    _except(repo, "2099-12-31")
+    _except(repo, IN_FORCE)
     _code, text = _validate(repo, capsys, "--format", "json")
     data = json.loads(text)
     assert data["summary"]["waived"] == 1 and data["summary"]["errors"] == 0
     [item] = data["waived"]
-    assert (item["rule"], item["path"], item["line"]) == ("SEC003", "clusters/mini/kustomization.yaml", 4)
-    assert item["exception"] == {"rule": "SEC003", "selector": "path clusters/*/kustomization.yaml",
-                                 "reason": "the mini cluster runs no admission policies yet",
-                                 "owner": "platform-oncall", "expires": "2099-12-31",
+    assert (item["rule"], item["path"], item["line"]) == ("CAP015", "policies/base/team.yaml", 23)
+    assert item["exception"] == {"rule": "CAP015", "selector": "path policies/*/team.yaml",
+                                 "reason": "alpha borrows past its namespace quota on purpose",
+                                 "owner": "platform-oncall", "expires": IN_FORCE,
                                  "source": "policies/exceptions.yaml:4", "inline": False}
     _code, text = _validate(repo, capsys, "--format", "sarif")
-    [result] = [r for r in json.loads(text)["runs"][0]["results"] if r["ruleId"] == "SEC003"]
+    [result] = [r for r in json.loads(text)["runs"][0]["results"] if r["ruleId"] == "CAP015"]
     assert result["suppressions"] == [{
         "kind": "external", "status": "accepted",
-        "justification": "the mini cluster runs no admission policies yet (owner platform-oncall, expires 2099-12-31)",
+        "justification": f"alpha borrows past its namespace quota on purpose (owner platform-oncall, expires {IN_FORCE})",
         "location": {"physicalLocation": {"artifactLocation": {"uri": "policies/exceptions.yaml",
                                                                "uriBaseId": "%SRCROOT%"},
                                           "region": {"startLine": 4}}}}]
     _code, text = _validate(repo, capsys, "--format", "github")
-    assert "SEC003" not in text  # annotations are what fails the build
-
-
-def _raise_alpha(repo: Path) -> None:
-    queues = repo / "clusters/mini/queues.yaml"
-    queues.write_text(queues.read_text().replace("nominalQuota: 16", "nominalQuota: 24", 1))
+    assert "CAP015" not in text  # annotations are what fails the build
 
 
 def test_an_object_selector_and_an_annotation_accept_the_findings_of_that_object(repo: Path) -> None:
-    _raise_alpha(repo)
-    (repo / "policies/exceptions.yaml").write_text(EXCEPTION.format(expires="2099-12-31").replace(
-        "    path: clusters/*/kustomization.yaml\n", "    object: {kind: Namespace, name: alpha}\n").replace(
-        "SEC003", "CAP015"))
+    (repo / "policies/exceptions.yaml").write_text(EXCEPTION.format(expires=IN_FORCE).replace(
+        "    path: policies/*/team.yaml\n", "    object: {kind: Namespace, name: alpha}\n"))
     result = pipeline.run(repo)
     assert any(f.rule == "EXC003" for f in result.findings)  # the Namespace's document holds no CAP015
     assert [f.rule for f in result.findings if f.rule == "CAP015"] == ["CAP015"]
@@ -112,7 +100,8 @@ def test_an_object_selector_and_an_annotation_accept_the_findings_of_that_object
     team.write_text(team.read_text().replace(
         "  name: gpu\n  namespace: alpha\n",
         "  name: gpu\n  namespace: alpha\n  annotations:\n    exception.gpupolicy.io/CAP015: "
-        "'{reason: \"alpha borrows past its namespace quota on purpose\", owner: alpha-lead, expires: 2099-12-31}'\n"))
+        "'{reason: \"alpha borrows past its namespace quota on purpose\", owner: alpha-lead, expires: "
+        f"{IN_FORCE}}}'\n"))
     (repo / "policies/exceptions.yaml").unlink()
     result = pipeline.run(repo)
     assert not [f for f in result.findings if f.rule in ("CAP015", "EXC001", "EXC003")]
@@ -123,7 +112,7 @@ def test_an_object_selector_and_an_annotation_accept_the_findings_of_that_object
 
 def test_the_diff_comment_counts_the_waived_findings(repo: Path) -> None:
     base = pipeline.run(repo)
-    _except(repo, "2099-12-31")
+    _except(repo, IN_FORCE)
     head = pipeline.run(repo)
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "b", "h", (), head.waived)
     markdown = diff.to_markdown(result)
@@ -136,11 +125,11 @@ def test_the_site_lists_the_exceptions_in_force(repo: Path) -> None:
     from gpupolicy.docsgen import Context
     from gpupolicy.docsgen.exceptions import pages
 
-    _except(repo, "2099-12-31")
+    _except(repo, IN_FORCE)
     fleet = pipeline.load_fleet(repo)
     text = pages(Context(repo, fleet))["exceptions.md"]
-    assert "| [SEC003](rules/SEC003.md) | path clusters/*/kustomization.yaml | the mini cluster runs no admission " \
-           "policies yet | platform-oncall | 2099-12-31 | `policies/exceptions.yaml:4` |" in text
+    assert "| [CAP015](rules/CAP015.md) | path policies/*/team.yaml | alpha borrows past its namespace quota on " \
+           f"purpose | platform-oncall | {IN_FORCE} | `policies/exceptions.yaml:4` |" in text
 
 
 @pytest.mark.parametrize(("pattern", "path", "matches"), [

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import guardfleet
 import pytest
 from support import MINIREPO
 
@@ -120,10 +121,12 @@ def test_a_plugin_module_that_does_not_import_is_internal(repo: Path, tmp_path: 
 
 
 def test_a_reviewed_exception_can_accept_a_declarative_checks_finding(repo: Path) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "CODEOWNERS").write_text(guardfleet.CODEOWNERS)
     (repo / "policies" / "exceptions.yaml").write_text(
         "apiVersion: gpupolicy/v1\nkind: Exceptions\nexceptions:\n  - rule: ACME-QUOTA001\n"
         "    path: policies/base/team.yaml\n    reason: alpha's quota is raised for the benchmark week\n"
-        "    owner: alpha-lead\n    expires: '2099-01-31'\n")
+        f"    owner: alpha-lead\n    expires: '{guardfleet.in_days(30)}'\n")
     result = pipeline.run(repo)
     assert not [f for f in result.findings if f.rule.startswith(("ACME", "EXC"))]
     assert [item.finding.rule for item in result.waived if item.finding.rule.startswith("ACME")] == ["ACME-QUOTA001"]

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import guardfleet
 import pytest
 
 from gpupolicy.cli import main
@@ -89,7 +90,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _generate(root)
     (root / "policies" / "checks").mkdir()
     (root / "policies" / "checks" / "namespaces.yaml").write_text(NAMESPACE_CHECK)  # shared files, many clusters
-    (root / "policies" / "exceptions.yaml").write_text(EXCEPTIONS)  # one used, one used by no shard
+    # one used, one used by no shard; within the 90-day bound, owned by an owner CODEOWNERS names (decision 0062)
+    (root / "policies" / "exceptions.yaml").write_text(EXCEPTIONS.replace("2099-01-01", guardfleet.in_days(30)))
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "CODEOWNERS").write_text("/policies/exceptions.yaml  @example-org/finance\n")
     (root / "policies" / "stray").mkdir()
     (root / "policies" / "stray" / "cm.yaml").write_text(  # a loose manifest no cluster includes
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\ndata:\n  a: 1\n")

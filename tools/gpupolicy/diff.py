@@ -14,11 +14,15 @@ text and json summarise one run, this module's markdown and json a comparison (s
 introduced and fixed), and both are rightly called "json". The formats that read nothing but findings (sarif,
 junit, github) are not written twice: OUTPUTS takes them from `report.FORMATTERS` and hands them the diff's
 `findings_view`. A new findings format joins a diff by adding its name to FINDINGS_FORMATS below.
+
+The head is judged by the base's guardrail configuration (`guardrails`, decision 0062): each guardrail file the
+change edits is a CFG003 finding of the head, and the headline says so first. Every piece of content in the
+Markdown comment goes through `mdescape` (text, code spans, links, HTML text), so no name, message or plan field
+can open an HTML comment, inject HTML or break a table or heading.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -26,13 +30,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from . import diffviews, quotas, report, rootcause
+from . import diffviews, mdescape, quotas, report, rootcause
 from .describe import fleet_as_dict
 from .findings import Finding, Severity
 from .internal import crashes
+from .mdescape import Markdown
 from .model import MIG_RESOURCE_PREFIX, Cluster, Fleet
 from .objectdiff import ClusterObjects, compare_objects, fence
 from .quantity import HUGE_COUNT, QuantityError, counted_resource, human_amount, human_delta, parse_quantity
+from .rules import cfg003_guardrail_changed as cfg003
 from .siteconfig import rule_page
 
 ABSENT = None
@@ -72,6 +78,7 @@ class SemanticDiff:
     waived: list = field(default_factory=list)  # waivers.Waived: the head's findings reviewed exceptions accept
     causes: dict[Finding, Finding] = field(default_factory=dict)  # the head's derived findings -> their causes
     site_url: str = ""  # the runbook site (siteconfig); each finding's rule links to its page there
+    guardrail_changes: list[str] = field(default_factory=list)  # guardrail files the change edits (CFG003)
 
     @property
     def introduced_errors(self) -> list[Finding]:
@@ -543,9 +550,16 @@ def _flavor_models(model: dict) -> dict[tuple, str]:
     return models
 
 
+def guardrail_changes(head_findings: Iterable[Finding]) -> list[str]:
+    """The files whose guardrail configuration the change edits (the head's CFG003 findings)."""
+    return sorted({f.path for f in head_findings if f.rule == cfg003.ID})
+
+
 def headline(sections: list[Section], findings: FindingsDiff, head_findings: list[Finding],
-             rule_ids: Iterable[str], objects: int = 0) -> str:
-    """The riskiest changes in words, then what the rules say about them."""
+             rule_ids: Iterable[str], objects: int = 0, waived_rules: Iterable[str] = ()) -> str:
+    """The riskiest changes in words, then what the rules say about them; first, when the change edits the
+    guardrail configuration, that it does and that its effect waits for the merge. `waived_rules`: rules whose
+    findings a reviewed exception accepted (the finding is still there: no guarantee is claimed for them)."""
     by_key = {s.key: s for s in sections}
     explained = {note.pool for note in _notes(by_key, "pools")}
     notes = [note for section in sections for note in section.notes
@@ -560,9 +574,13 @@ def headline(sections: list[Section], findings: FindingsDiff, head_findings: lis
     parts = [note.words for note in notes[:3]]
     if len(notes) > 3:
         parts.append(f"{len(notes) - 3} more change(s)")
-    parts.append(_verdict(findings, by_key, head_findings, set(rule_ids)))
+    parts.append(_verdict(findings, by_key, head_findings, set(rule_ids), set(waived_rules)))
     if not notes:
         parts.insert(0, "no change to what the clusters get")
+    changed = guardrail_changes(head_findings)
+    if changed:
+        parts.insert(0, f"guardrail configuration changed ({', '.join(changed)}): its effect is deferred until "
+                        "merged")
     return "; ".join(parts)
 
 
@@ -575,7 +593,7 @@ def _rows(by_key: dict[str, Section], key: str) -> list[list[Any]]:
 
 
 def _verdict(findings: FindingsDiff, by_key: dict[str, Section], head_findings: list[Finding],
-             rule_ids: set[str]) -> str:
+             rule_ids: set[str], waived_rules: set[str]) -> str:
     crashed = len(crashes(head_findings))
     if crashed:  # never a reassuring verdict when a check did not run
         return f"INCOMPLETE: {crashed} check(s) crashed on the head (INTERNAL); its findings are missing"
@@ -585,7 +603,7 @@ def _verdict(findings: FindingsDiff, by_key: dict[str, Section], head_findings: 
         return f"introduces {len(errors)} error(s) ({', '.join(rules)})"
     words = []
     if "quotas" in by_key or "capacity" in by_key or "pools" in by_key:
-        firing = {f.rule for f in head_findings}
+        firing = {f.rule for f in head_findings} | waived_rules  # a waived CAP001 is still a quota over capacity
         words = [text for rule, text in GUARANTEES.items() if rule in rule_ids and rule not in firing]
     if findings.introduced:
         words.append(f"{len(findings.introduced)} new warning(s)")
@@ -605,15 +623,18 @@ def compare(base_fleet: Fleet, head_fleet: Fleet, base_findings: list[Finding], 
     objects = compare_objects(base_fleet, head_fleet)
     result = SemanticDiff(base_label, head_label, sections, findings, objects=objects, waived=list(head_waived),
                           causes=dict(head_causes or {}), site_url=str(getattr(head_fleet, "site_url", "") or ""))
+    result.guardrail_changes = guardrail_changes(head_findings)
     result.headline = headline(sections, findings, head_findings, rule_ids,
-                               sum(len(cluster.changes) for cluster in objects))
+                               sum(len(cluster.changes) for cluster in objects),
+                               {item.finding.rule for item in result.waived})
     return result
 
 
 # --- output ------------------------------------------------------------------------------------------------
 
 def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """A table cell: Markdown the writer built passes; anything else is content, escaped (`mdescape.text`)."""
+    return value if isinstance(value, Markdown) else mdescape.text(value)
 
 
 def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
@@ -626,18 +647,22 @@ def _finding_rows(findings: list[Finding], causes: dict[Finding, Finding] | None
                   site_url: str = "") -> list[list[str]]:
     """Table rows, each cause followed by the findings it causes (marked ↳, rootcause.ordered); with a runbook
     site, each rule links to its page there (the same URL SARIF's helpUri gives, siteconfig.rule_page)."""
-    def rule(f: Finding) -> str:
-        return f"[{f.rule}]({rule_page(site_url, f.rule)})" if site_url else f.rule
-    return [[f.severity.value, ("↳ " if depth else "") + rule(f), f"`{f.place}`", f.message, f.cluster or "-"]
-            for f, depth in rootcause.ordered(findings, causes or {})]
+    def rule(f: Finding) -> Markdown:
+        return mdescape.link(f.rule, rule_page(site_url, f.rule)) if site_url else mdescape.text(f.rule)
+    return [[f.severity.value, Markdown(("↳ " if depth else "") + rule(f)), mdescape.code(f.place), f.message,
+             f.cluster or "-"] for f, depth in rootcause.ordered(findings, causes or {})]
 
 
 FINDING_COLUMNS = ["severity", "rule", "where", "message", "clusters"]
 
 
 def to_markdown(diff: SemanticDiff, root: str = "") -> str:
-    lines = [f"### gpupolicy: {diff.headline}", "",
-             f"Compared `{diff.base_label}` (base) with `{diff.head_label}` (head).", ""]
+    lines = [f"### gpupolicy: {mdescape.text(diff.headline)}", "",
+             f"Compared {mdescape.code(diff.base_label)} (base) with {mdescape.code(diff.head_label)} (head).", ""]
+    if diff.guardrail_changes:
+        lines += [f"> **Guardrail configuration changed** in {', '.join(mdescape.code(p) for p in diff.guardrail_changes)}"
+                  ": this comparison applies the base's configuration; the change's own takes effect only once "
+                  "merged, after review by the code owners its CFG003 findings name.", ""]
     for section in diff.sections:
         lines += [f"#### {section.title}", "", *_table(section.columns, section.rows), ""]
     found = diff.findings
@@ -675,22 +700,24 @@ def _objects_markdown(objects: list[ClusterObjects]) -> list[str]:
     budget = MARKDOWN_DIFF_BUDGET
     shown: dict[tuple, str] = {}  # (object, diff) -> the cluster whose section shows it
     for cluster in objects:
-        lines += [f"##### {cluster.cluster}: {cluster.summary()}", "",
+        lines += [f"##### {mdescape.text(cluster.cluster)}: {mdescape.text(cluster.summary())}", "",
                   *_table(["change", "object", "source"],
-                          [[c.change, c.ref, f"`{c.source}`" if c.source else "-"] for c in cluster.changes]), ""]
+                          [[c.change, c.ref, mdescape.code(c.source) if c.source else "-"] for c in cluster.changes]),
+                  ""]
         for change in (c for c in cluster.changes if c.diff):
             if (change.ref, change.diff) in shown:  # a shared base changes every cluster the same way
-                lines += [f"{html.escape(change.ref)}: the same diff as in {shown[(change.ref, change.diff)]}.", ""]
+                lines += [f"{mdescape.text(change.ref, line_start=True)}: the same diff as in "
+                          f"{mdescape.text(shown[(change.ref, change.diff)])}.", ""]
                 continue
             shown[(change.ref, change.diff)] = cluster.cluster
             if len(change.diff) > budget:
-                lines += [f"Diff of {html.escape(change.ref)} left out (report size): `gpupolicy diff --format json`"
+                lines += [f"Diff of {mdescape.text(change.ref)} left out (report size): `gpupolicy diff --format json`"
                           " has it.", ""]
                 continue
             budget -= len(change.diff)
             body = [*change.diff, *([f"... {change.cut} more line(s)"] if change.cut else [])]
             mark = fence(body)
-            lines += [f"<details><summary>{html.escape(change.ref)}</summary>", "", f"{mark}diff", *body, mark,
+            lines += [f"<details><summary>{mdescape.html_text(change.ref)}</summary>", "", f"{mark}diff", *body, mark,
                       "", "</details>", ""]
     return lines
 
@@ -698,6 +725,7 @@ def _objects_markdown(objects: list[ClusterObjects]) -> list[str]:
 def to_json(diff: SemanticDiff, root: str = "") -> str:
     payload = {
         "headline": diff.headline, "base": diff.base_label, "head": diff.head_label,
+        "guardrail_changes": diff.guardrail_changes,
         "sections": {s.key: [dict(zip(s.columns, row, strict=True)) for row in s.rows] for s in diff.sections},
         "findings": {name: [report.finding_json(f, diff.causes.get(f)) for f in getattr(diff.findings, name)]
                      for name in ("introduced", "fixed", "preexisting")},

@@ -21,12 +21,12 @@ built-in rule's is. The CEL engine is the one admission uses (`cel.py`, decision
 Each check becomes a `rules.Rule`, so the pipeline runs it like a built-in rule (a crash is INTERNAL),
 `gpupolicy rules` lists it, and gpupolicy.yaml and exceptions can name it. A document that breaks the schema
 (`schemas/repo/check.yaml`), an expression that does not compile, an ID already taken, or an expression that
-fails on an object is CFG002 at its line. Decision 0042 has the reasons.
+fails on an object is CFG002 at its line. Decision 0042 has the reasons. The checks are guardrail files: with
+a base revision they are read from the base, and the head's versions are data (`guardrails`, decision 0062).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,35 +138,45 @@ def from_documents(documents: dict[str, list[Document]], taken: set[str]) -> Che
 
 
 def of_fleet(fleet: Fleet, taken: set[str]) -> CheckSet:
-    """`from_documents` over the fleet's loaded documents, once per run."""
+    """The fleet's checks, once per run: `from_documents` over the loaded documents, or the base's files when the
+    run has a base revision (`guardrails.base_of`)."""
+    from . import guardrails
+
+    base = guardrails.base_of(fleet)
+    if base is not None:
+        return fleet.memo("orgchecks", lambda: read_from(base, taken))
     return fleet.memo("orgchecks", lambda: from_documents(_by_path(fleet.documents), taken))
 
 
 def read(root: str, taken: set[str]) -> CheckSet:
     """The checks of the repository at `root`, read through the trust boundary (for `gpupolicy rules`)."""
-    reader = repopath.Reader(root)
+    from . import guardrails
+
+    return read_from(guardrails.WorkingTree(repopath.Reader(root)), taken)
+
+
+def read_from(source: Any, taken: set[str]) -> CheckSet:
+    """The checks of a `guardrails.Source` (the working tree, or a base revision)."""
+    from .errors import ToolError
+
     documents: dict[str, list[Document]] = {}
     problems: list[Finding] = []
-    for rel in _check_files(root):
+    try:
+        files = source.files(CHECKS_DIR)
+    except ToolError as exc:
+        return CheckSet(problems=[cfg002.finding(f"cannot list the checks: {exc}", CHECKS_DIR, 0)])
+    for rel in files:
         try:
-            loaded = parse_source(reader.read(rel), rel)
+            raw = source.read(rel)
         except repopath.Refused as exc:
             problems.append(cfg002.finding(f"cannot read the check: {exc}", rel, 1))
             continue
+        loaded = parse_source(raw or b"", rel)
         documents[rel] = loaded.documents
         problems.extend(loaded.findings)
     found = from_documents(documents, taken)
     found.problems[:0] = problems
     return found
-
-
-def _check_files(root: str) -> list[str]:
-    folder = os.path.join(root, CHECKS_DIR)
-    files = []
-    for directory, _subdirs, names in os.walk(folder):
-        rel_dir = os.path.relpath(directory, root).replace(os.sep, "/")
-        files.extend(f"{rel_dir}/{name}" for name in names if name.endswith(YAML_SUFFIXES))
-    return sorted(files)
 
 
 def _by_path(documents: list[Document]) -> dict[str, list[Document]]:

@@ -11,7 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import keptreviews, kustomize, orgchecks, patchsources, repoconfig, repopath, rootcause, waivers
+from . import (
+    guardrails,
+    keptreviews,
+    kustomize,
+    orgchecks,
+    patchsources,
+    repoconfig,
+    repopath,
+    rootcause,
+    waivers,
+)
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .cachestore import CacheStore
 from .errors import ToolError
@@ -120,14 +130,17 @@ def _check_repo_file(documents: dict[str, list[Document]], rel: str, kind: str, 
 def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, rules: bool = True,
         progress: Callable | None = None, crd_schemas: dict | None = None,
         graph: kustomize.Graph | None = None, store: CacheStore | None = None,
-        reader: repopath.Reader | None = None, fleet_level: bool = False, fleet_checks: bool = True) -> RunResult:
+        reader: repopath.Reader | None = None, fleet_level: bool = False, fleet_checks: bool = True,
+        guardrail_base: guardrails.FromBase | None = None) -> RunResult:
     """Validate the repository at `root`: `clusters` None is every cluster, else the (non-empty) list named.
     `graph`: the kustomize graph of every cluster when the caller has
     read it already (--changed-since does, to select the clusters), so it is not read twice; `reader`, the
     boundary that read it (and keeps what it read). `store`: the command's cache store (built once per run);
     without one, the run builds its own as `use_cache` says. `fleet_level`: a run over some clusters also reads
     what no cluster includes (the first shard of `validate --shard`, see `sources.discover`); `fleet_checks`
-    False (the other shards) skips the rules about the whole fleet (FLEET_LEVEL), which the first shard runs."""
+    False (the other shards) skips the rules about the whole fleet (FLEET_LEVEL), which the first shard runs.
+    `guardrail_base`: the revision whose guardrail configuration applies (`validate --base`, `diff`); the head's
+    is then data, and each change to it is CFG003 (`guardrails`, decision 0062)."""
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     root = root.resolve()
@@ -186,11 +199,14 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     unused: list[Finding] = []
     configured = repoconfig.Applied(findings)
     if rules:
+        guardrails.attach(fleet, guardrail_base or guardrails.WorkingTree(sources.reader))  # before any rule reads it
         org_rules = _org_rules(fleet, findings)
         findings.extend(_run_rules(fleet, org_rules))
         if fleet.admission_reviews is not None:
             fleet.admission_reviews.save()
-        configured = _apply_config(sources.reader, findings, org_rules)
+        configured = _apply_config(guardrails.source_of(fleet), findings, org_rules)
+        if guardrail_base is not None:
+            configured.findings.extend(_guardrail_changes(fleet, guardrail_base, sources.reader))
         findings, waived, unused = _apply_exceptions(fleet, configured.findings)
         if sources.whole:
             findings, unused = findings + unused, []
@@ -223,16 +239,28 @@ def _org_rules(fleet: Fleet, findings: list[Finding]) -> dict:
     return checks.rules
 
 
-def _apply_config(reader: repopath.Reader, findings: list[Finding], org_rules: dict) -> repoconfig.Applied:
-    """The findings as gpupolicy.yaml configures them (disabled ones dropped, severities overridden)."""
+def _apply_config(source: guardrails.Source, findings: list[Finding], org_rules: dict) -> repoconfig.Applied:
+    """The findings as gpupolicy.yaml (from the guardrail source) configures them (disabled ones dropped,
+    severities overridden)."""
     from .rules import all_rules
 
     known = {rule_id: rule.severity for rule_id, rule in {**all_rules(), **org_rules}.items()}
-    config = guarded(findings, "stage configuration", repoconfig.read, reader, known, default=None,
+    config = guarded(findings, "stage configuration", repoconfig.read, source, known, default=None,
                      subject=repoconfig.CONFIG_FILE, location=Location(repoconfig.CONFIG_FILE, 1))
     if config is None:  # the crash is an INTERNAL finding among `findings`; nothing is configured
         return repoconfig.Applied(findings)
     return repoconfig.apply(config, findings)
+
+
+def _guardrail_changes(fleet: Fleet, base: guardrails.FromBase, reader: repopath.Reader) -> list[Finding]:
+    """CFG003: each guardrail file the head changes, and each exception annotation the base does not have."""
+    found: list[Finding] = []
+    owners = guardrails.owners_of(fleet)
+    found.extend(guarded(found, "stage configuration (guardrail changes)", guardrails.changes, base,
+                         guardrails.WorkingTree(reader), owners, default=[], subject="the guardrail files"))
+    pending = guarded(found, "stage exceptions", lambda: waivers.waivers_of(fleet).pending, default=[])
+    found.extend(guardrails.inline_change(base, w.rule, owners, w.source.path, w.source.line) for w in pending)
+    return found
 
 
 def _apply_exceptions(fleet: Fleet, findings: list[Finding]) -> tuple[list[Finding], list, list[Finding]]:

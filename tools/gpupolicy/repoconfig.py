@@ -12,19 +12,20 @@ disable:                       # the rule's findings in these files are not repo
 The pipeline applies it after every check has run and before exceptions and the report (`apply`), so every
 output and `gpupolicy diff` see the same findings; the summary counts what it changed. A config that does not
 load, breaks the schema (`schemas/repo/config.yaml`), names an unknown rule or tries to silence a protected one
-(INTERNAL, the exceptions' EXC rules, the CFG rules) is a CFG001 error at the offending line, and is then not
-applied at all: half a configuration would be a policy nobody wrote. The reasons are in decision 0041.
+(`protection.is_protected`: INTERNAL, the EXC and CFG rules, the security rules) is a CFG001 error at the
+offending line, and is then not applied at all: half a configuration would be a policy nobody wrote. The
+reasons are in decision 0041. Which side the file is read from (the base revision, when one is given) is
+`guardrails.source_of`'s answer (decision 0062).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from . import repopath
+from . import protection, repopath
 from .findings import Finding, Location, Severity
-from .internal import INTERNAL
 from .rules import cfg001_invalid_config as cfg001
 from .schema import validate_repo_file
 from .waivers import glob_pattern
@@ -32,7 +33,14 @@ from .yamlload import Document, parse_source
 
 CONFIG_FILE = "gpupolicy.yaml"
 API_VERSION, KIND = "gpupolicy/v1", "Config"
-PROTECTED_PREFIXES = ("EXC", "CFG")  # the exceptions' checks and this file's own: a config cannot silence them
+
+
+class Source(Protocol):
+    """Where the file is read (`guardrails.Source`): None when it is missing; repopath.Refused when unreadable."""
+
+    label: str
+
+    def read(self, rel: str) -> bytes | None: ...
 
 
 @dataclass(frozen=True)
@@ -76,16 +84,16 @@ class Applied:
     rerated: int = 0
 
 
-def read(reader: repopath.Reader, known_rules: Mapping[str, Severity]) -> RepoConfig:
-    """The configuration at the repository root (none is an empty one), checked against `known_rules` (rule ID ->
-    its own severity: the built-in, plugin and declarative rules)."""
-    if not os.path.lexists(os.path.join(reader.real_root, CONFIG_FILE)):
-        return RepoConfig()
+def read(source: Source, known_rules: Mapping[str, Severity]) -> RepoConfig:
+    """The configuration at the repository root of `source` (none is an empty one), checked against
+    `known_rules` (rule ID -> its own severity: the built-in, plugin and declarative rules)."""
     try:
-        raw = reader.read(CONFIG_FILE)
+        raw = source.read(CONFIG_FILE)
     except repopath.Refused as exc:
         return RepoConfig(problems=[cfg001.finding(f"cannot read the configuration: {exc}", CONFIG_FILE, 1)],
                           present=True)
+    if raw is None:
+        return RepoConfig()
     loaded = parse_source(raw, CONFIG_FILE)
     if loaded.findings:  # the loader's own findings (syntax, duplicate keys...) carry the line
         return RepoConfig(problems=[*loaded.findings, cfg001.finding(
@@ -125,7 +133,8 @@ def parse(doc: Document, known_rules: Mapping[str, Severity]) -> RepoConfig:
     return config
 
 
-_HINT = "name a rule of `gpupolicy rules`; INTERNAL and the EXC and CFG rules can be raised, never lowered or disabled"
+_HINT = ("name a rule of `gpupolicy rules`; INTERNAL, the EXC and CFG rules and the security rules (SEC, RBAC and "
+         "the trust-boundary rules) can be raised, never lowered or disabled")
 
 
 def _rule_problem(rule: str, known_rules: Mapping[str, Severity]) -> str:
@@ -133,12 +142,11 @@ def _rule_problem(rule: str, known_rules: Mapping[str, Severity]) -> str:
 
 
 def _protected(rule: str) -> bool:
-    return rule == INTERNAL or rule.startswith(PROTECTED_PREFIXES)
+    return protection.is_protected(rule)
 
 
 def _protection_problem(rule: str, what: str) -> str:
-    return f"{rule} cannot be {what} (a crashed check, or the exceptions' and configuration's own checks)" \
-        if _protected(rule) else ""
+    return f"{rule} cannot be {what} ({protection.why(rule)})" if _protected(rule) else ""
 
 
 def _downgrade_problem(rule: str, severity: Severity, known_rules: Mapping[str, Severity]) -> str:

@@ -10,8 +10,14 @@ Two forms, one set of terms (`reason`, `owner`, `expires`; schema `schemas/repo/
 An exception that lacks a term or names no known rule is itself an error (EXC001) and accepts nothing; an
 expired one fails the build (EXC002) and accepts nothing; one that accepts nothing in a run over every cluster is
 stale (EXC003). Accepted findings are not dropped: the run keeps them as `waived`, which every output counts and
-`--show-waived`, JSON and SARIF (`suppressions`) show. A crash (INTERNAL) and the exception rules themselves can
-never be waived. The reasons are in decision 0033.
+`--show-waived`, JSON and SARIF (`suppressions`) show. The reasons are in decision 0033.
+
+Bounds (decision 0062): no exception, in the file or inline, is for a protected rule (`protection`: a crash,
+the CFG and EXC rules, the security rules), EXC001; and each must be bounded (EXC004): a `path` that names a
+concrete top-level folder and one more literal part, with at most one `**` (`bounded_glob_problem`), an expiry at
+most MAX_EXPIRY_DAYS away, and an `owner` that CODEOWNERS names for the exceptions file. With a base revision
+(`guardrails`) the file and CODEOWNERS are the base's, and an annotation the base does not have is `pending`:
+a guardrail change (CFG003) that accepts nothing until merged.
 """
 
 from __future__ import annotations
@@ -19,12 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from typing import Any
 
+from . import codeowners, protection
 from .findings import Finding, Location
-from .internal import INTERNAL
 from .model import Fleet, K8sObject
 from .schema import validate_repo_file
 from .yamlload import load_text
@@ -32,7 +38,9 @@ from .yamlload import load_text
 EXCEPTIONS_FILE = "policies/exceptions.yaml"
 ANNOTATION_PREFIX = "exception.gpupolicy.io/"
 API_VERSION, KIND = "gpupolicy/v1", "Exceptions"
-UNWAIVABLE_PREFIXES = ("EXC",)  # the checks of the exceptions themselves
+# An exception comes back for review within a quarter: long enough for the usual reason (hardware on order, a
+# chart release), short enough that a forgotten one fails the build before the next planning cycle. Decision 0062.
+MAX_EXPIRY_DAYS = 90
 MAX_ANNOTATION_CHARS = 4000  # an exception's terms fit easily; a larger value is refused before parsing
 
 
@@ -86,6 +94,7 @@ class Problem:
     message: str
     location: Location
     hint: str = ""
+    bound: bool = False  # a bound broken (EXC004) rather than an incomplete exception (EXC001)
 
 
 @dataclass
@@ -93,6 +102,9 @@ class WaiverSet:
     waivers: list[Waiver] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     known_rules: frozenset[str] = frozenset()  # what an exception may name: built-in, plugin and declarative rules
+    owners: tuple[str, ...] = ()  # who may own an exception: CODEOWNERS' owners of the exceptions file
+    owners_file: str = ""  # the CODEOWNERS they were read from ('' when the repository has none)
+    pending: list[Waiver] = field(default_factory=list)  # annotations the base lacks (CFG003), not applied
 
 
 @dataclass(frozen=True)
@@ -112,16 +124,38 @@ def waivers_of(fleet: Fleet) -> WaiverSet:
 
 
 def _read(fleet: Fleet) -> WaiverSet:
-    from . import orgchecks
+    from . import guardrails, orgchecks
     from .rules import all_rules
 
     installed = set(all_rules())
-    found = WaiverSet(known_rules=frozenset(installed | set(orgchecks.of_fleet(fleet, installed).rules)))
-    for doc in fleet.documents:
-        if doc.path == EXCEPTIONS_FILE:
-            _read_file(fleet, doc, found)
-    _read_annotations(fleet, found)
+    owners = guardrails.owners_of(fleet)
+    found = WaiverSet(known_rules=frozenset(installed | set(orgchecks.of_fleet(fleet, installed).rules)),
+                      owners=owners.owners_of(EXCEPTIONS_FILE), owners_file=owners.path)
+    for doc in _exception_documents(fleet, found):
+        _read_file(fleet, doc, found)
+    _read_annotations(fleet, found, guardrails.base_of(fleet))
     return found
+
+
+def _exception_documents(fleet: Fleet, found: WaiverSet) -> list:
+    """The exceptions file's documents: the head's as loaded, or the base's when the run has a base."""
+    from . import guardrails, repopath
+    from .yamlload import parse_source
+
+    base = guardrails.base_of(fleet)
+    if base is None:
+        return [doc for doc in fleet.documents if doc.path == EXCEPTIONS_FILE]
+    try:
+        raw = base.read(EXCEPTIONS_FILE)
+    except repopath.Refused as exc:
+        found.problems.append(Problem(f"cannot read the base's exceptions: {exc}", Location(EXCEPTIONS_FILE, 1)))
+        return []
+    loaded = parse_source(raw, EXCEPTIONS_FILE) if raw is not None else None
+    if loaded is not None and loaded.findings:
+        found.problems.append(Problem(f"the base's exceptions do not load: {loaded.findings[0].message}",
+                                      Location(EXCEPTIONS_FILE, loaded.findings[0].line)))
+        return []
+    return loaded.documents if loaded is not None else []
 
 
 # --- policies/exceptions.yaml ----------------------------------------------------------------------------------
@@ -139,8 +173,35 @@ def _read_file(fleet: Fleet, doc: Any, found: WaiverSet) -> None:
         where = Location(doc.path, doc.line_of(("exceptions", index)))
         terms = _terms(entry, where, found)
         selector = _file_selector(fleet, entry, where, found)
-        if terms is not None and selector is not None:
-            found.waivers.append(replace(terms, **selector))
+        if terms is None or selector is None:
+            continue
+        glob_problem = bounded_glob_problem(entry["path"]) if "path" in entry else ""
+        if glob_problem:
+            found.problems.append(Problem(f"exception for {terms.rule}: path {entry['path']!r} {glob_problem}", where,
+                                          _GLOB_HINT, bound=True))
+            continue
+        found.waivers.append(replace(terms, **selector))
+
+
+_GLOB_HINT = ("name the findings' own files: a concrete top-level folder and one more literal folder or file name, "
+              "at most one `**` (clusters/test-us/queues.yaml, clusters/**/queues.yaml)")
+
+
+def bounded_glob_problem(pattern: str) -> str:
+    """Why `pattern` selects too much, or '' when it is bounded: its first part is a literal folder name, at
+    least one more part is literal, and it holds at most one `**`, only ever as a whole part. So no pattern
+    matches a whole top-level folder (`clusters/**`, `clusters/**/*.yaml`) or every folder (`*/queues.yaml`)."""
+    parts = pattern.split("/")
+    literal = [part for part in parts if part and not any(mark in part for mark in "*?")]
+    if not parts[0] or any(mark in parts[0] for mark in "*?"):
+        return "does not start with a concrete top-level folder"
+    if any("**" in part and part != "**" for part in parts):
+        return "uses `**` inside a name; `**` may only stand for whole folders"
+    if parts.count("**") > 1:
+        return "has more than one `**`"
+    if len(literal) < 2:
+        return "matches a whole top-level folder; name a literal folder or file below it"
+    return ""
 
 
 def _file_selector(fleet: Fleet, entry: dict, where: Location, found: WaiverSet) -> dict | None:
@@ -169,7 +230,8 @@ def _spans(fleet: Fleet, objects: Iterable[tuple[str, K8sObject]]) -> tuple[tupl
 
 
 def _terms(entry: dict, where: Location, found: WaiverSet, rule: str = "", inline: bool = False) -> Waiver | None:
-    """The terms as a Waiver without a selector, or None (and a problem) when the rule or the date is wrong."""
+    """The terms as a Waiver without a selector, or None (and a problem) when the rule or the date is wrong
+    (EXC001), or the expiry or the owner is out of bounds (EXC004)."""
     rule = rule or entry["rule"]
     problem = _rule_problem(rule, found.known_rules)
     expires = _date(entry["expires"])
@@ -180,16 +242,41 @@ def _terms(entry: dict, where: Location, found: WaiverSet, rule: str = "", inlin
                                       "name a rule of `gpupolicy rules` and a real date (YYYY-MM-DD)"))
         return None
     assert expires is not None
-    return Waiver(rule=rule, reason=str(entry["reason"]).strip(), owner=str(entry["owner"]).strip(), expires=expires,
-                  source=where, inline=inline)
+    owner = str(entry["owner"]).strip()
+    bound = _expiry_problem(expires) or _owner_problem(owner, found)
+    if bound:
+        found.problems.append(Problem(f"exception for {rule}: {bound[0]}", where, bound[1], bound=True))
+        return None
+    return Waiver(rule=rule, reason=str(entry["reason"]).strip(), owner=owner, expires=expires, source=where,
+                  inline=inline)
 
 
 def _rule_problem(rule: str, known_rules: frozenset[str]) -> str:
-    if rule == INTERNAL or rule.startswith(UNWAIVABLE_PREFIXES):
-        return f"{rule} cannot be waived (a crashed check, or the exceptions' own checks)"
     if rule not in known_rules:
         return f"no rule {rule}"
+    if protection.is_protected(rule):
+        return f"{rule} cannot be waived ({protection.why(rule)})"
     return ""
+
+
+def _expiry_problem(expires: date) -> tuple[str, str] | None:
+    latest = today() + timedelta(days=MAX_EXPIRY_DAYS)
+    if expires <= latest:
+        return None
+    return (f"expires {expires.isoformat()} is more than {MAX_EXPIRY_DAYS} days away (at most {latest.isoformat()})",
+            "set an expiry within the bound; renew the exception after a fresh review when it is still needed")
+
+
+def _owner_problem(owner: str, found: WaiverSet) -> tuple[str, str] | None:
+    if codeowners.matches(owner, found.owners):
+        return None
+    if not found.owners:
+        where = f"{found.owners_file} names no owner" if found.owners_file else "the repository has no CODEOWNERS " \
+            "file naming the owners"
+        return (f"owner {owner!r} cannot be checked: {where} of {EXCEPTIONS_FILE}",
+                f"list the guardrail owners of {EXCEPTIONS_FILE} in docs/CODEOWNERS")
+    return (f"owner {owner!r} is not an owner CODEOWNERS names for {EXCEPTIONS_FILE} ({' '.join(found.owners)}, "
+            f"{found.owners_file})", "name one of the code owners of the guardrail files as the owner")
 
 
 def _date(text: str) -> date | None:
@@ -201,9 +288,11 @@ def _date(text: str) -> date | None:
 
 # --- inline annotations ----------------------------------------------------------------------------------------
 
-def _read_annotations(fleet: Fleet, found: WaiverSet) -> None:
-    """One waiver per annotation written in a source file, whichever clusters render the object."""
+def _read_annotations(fleet: Fleet, found: WaiverSet, base: Any = None) -> None:
+    """One waiver per annotation written in a source file, whichever clusters render the object. With a `base`
+    (guardrails.FromBase), one the base's file does not write is `pending`: a change not yet reviewed."""
     by_source: dict[Location, Waiver] = {}
+    pending: set[Location] = set()
     for cluster_name, cluster in sorted(fleet.clusters.items()):
         for obj in cluster.objects:
             annotations = (obj.body.get("metadata") or {}).get("annotations")
@@ -215,7 +304,10 @@ def _read_annotations(fleet: Fleet, found: WaiverSet) -> None:
                     if waiver is not None:
                         by_source[where] = replace(waiver, spans=tuple(sorted({*waiver.spans,
                                                                                *_spans(fleet, [(cluster_name, obj)])})))
-    found.waivers.extend(by_source.values())
+                        if base is not None and not base.has_annotation(where.path, key, value):
+                            pending.add(where)
+    found.waivers.extend(w for where, w in by_source.items() if where not in pending)
+    found.pending.extend(w for where, w in by_source.items() if where in pending)
 
 
 def _annotation(rule: str, value: Any, obj: K8sObject, where: Location, found: WaiverSet) -> Waiver | None:
@@ -263,7 +355,7 @@ def apply(fleet: Fleet, findings: Iterable[Finding], on: date | None = None) -> 
 
 
 def _unwaivable(finding: Finding) -> bool:
-    return finding.rule == INTERNAL or finding.rule.startswith(UNWAIVABLE_PREFIXES)
+    return protection.is_protected(finding.rule)
 
 
 @cache

@@ -8,7 +8,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from .. import diff, gitrev, pipeline
+from .. import diff, gitrev, guardrails, pipeline
 from ..progress import progress_bar
 from . import COMMANDS
 
@@ -28,9 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", "-v", action="store_true", help="print timings per side")
 
 
-def _run_side(root: Path, label: str, args: argparse.Namespace) -> pipeline.RunResult:
+def _run_side(root: Path, label: str, args: argparse.Namespace,
+              guardrail_base: guardrails.FromBase | None = None) -> pipeline.RunResult:
     with progress_bar(f"rendering {label}") as bar:
-        result = pipeline.run(root, use_cache=not args.no_cache, progress=bar)
+        result = pipeline.run(root, use_cache=not args.no_cache, progress=bar, guardrail_base=guardrail_base)
     if args.verbose:
         print(f"{label}: {result.stage_times}; {result.cached_renders} of {len(result.rendered_clusters)} render(s) "
               "from cache", file=sys.stderr)
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         base_root = stack.enter_context(gitrev.materialize(root, base_rev))
         head_root = stack.enter_context(gitrev.materialize(root, args.head)) if args.head else root
         base = _run_side(base_root, "base", args)
-        head = _run_side(head_root, "head", args)
+        # the head is judged by the base's guardrail configuration; its own takes effect once merged (CFG003)
+        head = _run_side(head_root, "head", args, guardrails.FromBase(root, base_rev))
     from ..rules import all_rules
 
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, base_label,

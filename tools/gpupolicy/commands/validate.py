@@ -7,7 +7,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from .. import incremental, kustomize, pipeline, repopath, report, shards
+from .. import guardrails, incremental, kustomize, pipeline, repopath, report, shards
 from ..cachestore import CacheStore
 from ..errors import ToolError
 from ..internal import crash_finding
@@ -31,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="render again even when inputs are unchanged")
     parser.add_argument("--verbose", "-v", action="store_true", help="print timings per stage")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--base", metavar="REV",
+                        help="read the guardrail configuration (gpupolicy.yaml, exceptions, policies/checks, "
+                             "CODEOWNERS) from the git revision REV, the change's base: the head's versions are data, "
+                             "and each change to them is a CFG003 error (the CI gate passes this)")
     parser.add_argument("--show-waived", action="store_true",
                         help="also list the findings reviewed exceptions accept (text format; json and sarif "
                              "always carry them)")
@@ -106,9 +110,16 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(result)
 
 
+def _guardrail_base(args: argparse.Namespace) -> guardrails.FromBase | None:
+    """The base whose guardrail configuration applies (--base), resolved before anything runs: an unknown
+    revision is a clear error, never a run on the head's own configuration."""
+    return guardrails.FromBase(args.repo, args.base) if args.base else None
+
+
 def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipeline.RunResult:
     """The run; when it crashes outright, a result holding just that crash as an INTERNAL finding, so the
     report is still written (CI uploads it) and says why it is empty."""
+    base = _guardrail_base(args)
     if scope.shard is not None and not scope.clusters:
         return pipeline.RunResult(fleet=Fleet(root=str(args.repo)))
     try:
@@ -116,7 +127,8 @@ def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipe
             return pipeline.run(args.repo, clusters=scope.clusters, progress=bar, graph=scope.graph,
                                 store=store, reader=scope.reader,
                                 fleet_level=scope.shard is not None and scope.shard.fleet_level,
-                                fleet_checks=scope.shard is None or scope.shard.fleet_level)
+                                fleet_checks=scope.shard is None or scope.shard.fleet_level,
+                                guardrail_base=base)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code

@@ -43,5 +43,7 @@ SUMMARY = "Reviewed exception without reason, owner, expiry or a known rule"
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for problem in waivers_of(fleet).problems:
+        if problem.bound:  # EXC004's
+            continue
         yield Finding(rule=ID, severity=SEVERITY, message=problem.message, path=problem.location.path,
                       line=problem.location.line, hint=problem.hint)
