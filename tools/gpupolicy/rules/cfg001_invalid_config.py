@@ -4,8 +4,10 @@
 `gpupolicy.yaml` changes what every pull request is held to: a severity raised or lowered, a rule switched off
 under some folders. A typo in a rule ID would silently configure nothing, and a configuration that could lower
 INTERNAL (a check that crashed) or the reviewed-exception rules (EXC) would let a run pass without doing its
-job or turn an expired exception into a quiet one. So a configuration with any such problem is an error at its
-line, and none of it is applied until it is fixed: half a configuration is a policy nobody wrote.
+job or turn an expired exception into a quiet one. The security rules (SEC, RBAC and the trust-boundary rules
+KUST001, KUST002, KUST009, YAML008) are protected the same way (`protection.py`, decision 0062). So a
+configuration with any such problem is an error at its line, and none of it is applied until it is fixed: half a
+configuration is a policy nobody wrote.
 
 ## Bad example
 ```yaml

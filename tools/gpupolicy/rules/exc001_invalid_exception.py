@@ -4,7 +4,9 @@
 An exception says that a finding is known and accepted: for a reason, by an owner, until a date. Without the
 reason nobody can judge it later, without the owner nobody answers for it, and without the date it never comes
 back for review, so each of the three is required. An exception for a rule that does not exist (a typo) would
-silently accept nothing. Such an exception is an error and waives no finding.
+silently accept nothing, and one for a protected rule (a crash, the CFG and EXC rules, the security rules SEC
+and RBAC and the trust-boundary rules; decision 0062) must never be accepted. Such an exception is an error and
+waives no finding.
 
 ## Bad example
 ```yaml
