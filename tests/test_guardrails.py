@@ -184,6 +184,21 @@ def test_the_base_org_checks_apply_to_the_change(change: Path, capsys: pytest.Ca
     assert ("policies/checks/quota.yaml", 0) in {(f["path"], f["line"]) for f in findings if f["rule"] == "CFG003"}
 
 
+def test_changed_since_validates_everything_when_only_the_configuration_changed(
+        change: Path, capsys: pytest.CaptureFixture) -> None:
+    guardfleet.raise_alpha(change)
+    git(change, "commit", "-q", "-am", "alpha +8")
+    git(change, "branch", "-f", "main")  # the base already has the over-capacity quota ...
+    (change / "gpupolicy.yaml").write_text(CONFIG + 'disable:\n  - {rule: CAP001, paths: ["**"], '
+                                                    'reason: "quotas are checked elsewhere"}\n')
+    code = main(["validate", "--repo", str(change), "--no-cache", "--format", "json", "--changed-since", "main",
+                 "--base", "main"])
+    out, err = capsys.readouterr()
+    assert code == 1  # ... and a change to the configuration alone reaches no overlay, yet is validated
+    assert {"CAP001", "CFG003"} <= _rules(json.loads(out)["findings"])
+    assert "guardrail configuration changed (gpupolicy.yaml): validating everything" in err
+
+
 def test_validate_refuses_an_unknown_base(change: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["validate", "--repo", str(change), "--base", "no-such-rev"]) == 2
     assert "unknown git revision 'no-such-rev'" in capsys.readouterr().err

@@ -37,6 +37,12 @@ GIT_TIMEOUT_SECONDS = 60
 _MEMO = "guardrail-source"
 
 
+def is_guarded(rel: str) -> bool:
+    """Whether the repository-relative `rel` is a guardrail file."""
+    return rel in GUARDED_FILES or any(rel.startswith(folder + "/") and rel.endswith(YAML_SUFFIXES)
+                                       for folder in GUARDED_FOLDERS)
+
+
 class Source(Protocol):
     """Where the guardrail files are read: `read` is None for a missing file and raises repopath.Refused for one
     that cannot be read; `files(folder)` lists a guarded folder's YAML files."""

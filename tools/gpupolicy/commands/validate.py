@@ -65,6 +65,12 @@ def _scope(args: argparse.Namespace, store: CacheStore) -> Scope:
     if args.verbose:
         for cluster, paths in selection.reasons.items():
             print(f"  {cluster}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}", file=sys.stderr)
+    guarded = sorted(path for path in selection.changed if guardrails.is_guarded(path))
+    if guarded:
+        # the guardrail configuration decides every cluster's findings (and with --base its change is CFG003)
+        print(f"gpupolicy: guardrail configuration changed ({', '.join(guarded[:3])}): validating everything",
+              file=sys.stderr)
+        return Scope(args.cluster, selection.graph, reader)
     if chosen:
         return Scope(chosen, selection.graph, reader)
     if selection.validates_loose_files():
