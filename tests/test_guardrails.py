@@ -199,6 +199,14 @@ def test_changed_since_validates_everything_when_only_the_configuration_changed(
     assert "guardrail configuration changed (gpupolicy.yaml): validating everything" in err
 
 
+def test_the_changes_own_configuration_is_still_checked(change: Path, capsys: pytest.CaptureFixture) -> None:
+    (change / "gpupolicy.yaml").write_text(CONFIG + "severity:\n  - {rule: CAP01, severity: warning}\n")
+    code, findings = _validate(change, capsys, "--base", "main")
+    assert code == 1
+    assert [(f["line"], f["message"]) for f in findings if f["rule"] == "CFG001"] == [
+        (4, "no rule CAP01 (in this change's version, applied once merged)")]
+
+
 def test_validate_refuses_an_unknown_base(change: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["validate", "--repo", str(change), "--base", "no-such-rev"]) == 2
     assert "unknown git revision 'no-such-rev'" in capsys.readouterr().err

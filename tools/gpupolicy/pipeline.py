@@ -260,7 +260,24 @@ def _guardrail_changes(fleet: Fleet, base: guardrails.FromBase, reader: repopath
                          guardrails.WorkingTree(reader), owners, default=[], subject="the guardrail files"))
     pending = guarded(found, "stage exceptions", lambda: waivers.waivers_of(fleet).pending, default=[])
     found.extend(guardrails.inline_change(base, w.rule, owners, w.source.path, w.source.line) for w in pending)
+    if any(f.path == repoconfig.CONFIG_FILE for f in found):
+        found.extend(guarded(found, "stage configuration (the change's version)", _head_config_problems, fleet,
+                             reader, default=[], subject=repoconfig.CONFIG_FILE))
     return found
+
+
+def _head_config_problems(fleet: Fleet, reader: repopath.Reader) -> list[Finding]:
+    """The CFG001 problems of the change's own gpupolicy.yaml (checked against the rules the change's side knows,
+    its declarative checks included), so its author sees them before the merge applies it."""
+    from .rules import all_rules
+
+    documents: dict[str, list[Document]] = {}
+    for doc in fleet.documents:
+        documents.setdefault(doc.path, []).append(doc)
+    known = {**all_rules(), **orgchecks.from_documents(documents, set(all_rules())).rules}
+    config = repoconfig.read(guardrails.WorkingTree(reader), {rule_id: rule.severity for rule_id, rule in known.items()})
+    return [replace(f, message=f"{f.message} (in this change's version, applied once merged)")
+            for f in config.problems]
 
 
 def _apply_exceptions(fleet: Fleet, findings: list[Finding]) -> tuple[list[Finding], list, list[Finding]]:
