@@ -8,7 +8,7 @@ privileged container sees every GPU of the node, and a GPU pod without the GPU s
 neighbour already holds (decision 0051). Each cluster must render ValidatingAdmissionPolicies, bound with
 `validationActions: [Deny]`, that refuse all five in team namespaces. The rule does not trust names or labels:
 it evaluates the cluster's rendered policies and bindings (CEL, see `gpupolicy.cel`) on one probe pod per
-purpose, in a team namespace of the cluster, and reports every probe that would be admitted. Policies are
+purpose, in every team namespace of the cluster, and reports every probe that would be admitted. Policies are
 labelled `gpupolicy.io/admission-policy: <purpose>` by convention; the purposes are `gpu-requires-queue`,
 `no-gpu-toleration-without-request`, `no-visible-devices-env`, `no-privileged-gpu` and `gpu-startup-check`.
 
@@ -75,12 +75,17 @@ def probes(namespace: str) -> dict[str, tuple[str, dict]]:
     }
 
 
+def team_namespaces(cluster: Cluster) -> list[dict]:
+    """Every team namespace of the cluster, by name; a labelled stand-in when it renders none. Each one is
+    probed: a binding narrowed to one team's namespace leaves the others open."""
+    found = [n.obj.body for n in sorted(cluster.namespaces.values(), key=lambda n: n.name) if n.team]
+    return found or [{"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "team-probe", "labels": {TEAM_LABEL: "probe"}}}]
+
+
 def team_namespace(cluster: Cluster) -> dict:
-    for namespace in sorted(cluster.namespaces.values(), key=lambda n: n.name):
-        if namespace.team:
-            return namespace.obj.body
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": "team-probe", "labels": {TEAM_LABEL: "probe"}}}
+    """The first team namespace (a stand-in when there is none): where an example names no namespace."""
+    return team_namespaces(cluster)[0]
 
 
 def chain_of(fleet: Fleet, cluster: Cluster) -> cel.AdmissionChain:
@@ -112,13 +117,13 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                                   "pods from bypassing queues and device isolation",
                           hint="add ../../policies/admission to the cluster overlay")
             continue
-        namespace = team_namespace(cluster)
-        name = namespace["metadata"]["name"]
-        for purpose, attempt in _admitted_probes(fleet, cluster, chain, namespace):
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
-                          message=f"no Deny-bound admission policy of cluster {cluster.name} refuses {attempt} "
-                                  f"in team namespace {name} (purpose {purpose})",
-                          hint="add or bind the policy with validationActions: [Deny] for team namespaces")
+        for namespace in team_namespaces(cluster):
+            name = namespace["metadata"]["name"]
+            for purpose, attempt in _admitted_probes(fleet, cluster, chain, namespace):
+                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
+                              message=f"no Deny-bound admission policy of cluster {cluster.name} refuses {attempt} "
+                                      f"in team namespace {name} (purpose {purpose})",
+                              hint="add or bind the policy with validationActions: [Deny] for every team namespace")
         bound = {str((b.get("spec") or {}).get("policyName", "")) for b in chain.bindings}
         for policy in sorted(set(chain.policies) - bound):
             obj = next(o for o in cluster.objects if o.kind == cel.POLICY_KIND and o.name == policy)
