@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cachefiles, parsecache, repopath, yamlload
+from .errors import ToolError
 from .yamlload import LoadResult
 
 CACHE_DIR_ENV = "GPUPOLICY_CACHE_DIR"
@@ -63,6 +64,18 @@ class CacheStore:
         self.enabled = enabled
         self._parsed = parsecache.ParseCache(self.root / PARSED) if enabled else None
         self._identities: dict[str, str] = {}
+
+    @classmethod
+    def for_repository(cls, repository: Path | str, enabled: bool = True) -> CacheStore:
+        """The run's store for validating `repository`: off, with one line on stderr saying why, when the cache
+        folder is one the repository's content could plant or redirect (`refusal`)."""
+        store = cls(enabled=enabled)
+        reason = refusal(store.root, Path(repository)) if enabled else None
+        if reason:
+            print(f"gpupolicy: not caching: {reason}; set {CACHE_DIR_ENV} to a folder outside the repository",
+                  file=sys.stderr)
+            return cls.off()
+        return store
 
     @classmethod
     def off(cls) -> CacheStore:
@@ -208,6 +221,7 @@ class CacheStore:
 
     def prune(self, days: float, now: float | None = None) -> tuple[int, int]:
         """Delete entries unread for `days` days and parse results of other toolkit versions: (count, bytes)."""
+        _refuse_linked_root(self.root)
         if not self.root.is_dir():
             return 0, 0
         cutoff = (now if now is not None else time.time()) - days * 86400
@@ -228,11 +242,29 @@ class CacheStore:
         return removed, freed
 
     def clear(self) -> None:
+        _refuse_linked_root(self.root)
         if self.root.is_dir():
             shutil.rmtree(self.root)
 
 
 NO_CACHE = CacheStore.off()  # the default of helpers called without a run's store (tests, one-off reads)
+
+
+def refusal(cache_root: Path, repository: Path) -> str | None:
+    """Why `cache_root` must not serve a run over `repository`, or None. A symlink could point the cache's
+    writes (and `--prune`'s deletions) anywhere; a folder inside the repository is content a pull request can
+    commit: forged entries (refused by their MAC anyway, cachefiles) or a symlink in its place (decision 0064)."""
+    if os.path.islink(cache_root):
+        return f"the cache folder {cache_root} is a symlink"
+    real_cache, real_repository = Path(os.path.realpath(cache_root)), Path(os.path.realpath(repository))
+    if _under(real_cache, real_repository):
+        return f"the cache folder {cache_root} is inside the repository being validated"
+    return None
+
+
+def _refuse_linked_root(root: Path) -> None:
+    if os.path.islink(root):
+        raise ToolError(f"the cache folder {root} is a symlink: refusing to prune or clear what it points at")
 
 
 def _under(path: Path, parent: Path) -> bool:

@@ -96,7 +96,7 @@ def select(root: Path, changes: gitrev.Changes, rev: str, store: CacheStore | No
     everything = sorted(p for p in changes.all if affects_every_cluster(p))
     if everything:
         return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
-    graph = graphcache.build_graph(root, [f"clusters/{n}" for n in names], store or CacheStore(), reader)
+    graph = graphcache.build_graph(root, [f"clusters/{n}" for n in names], store or CacheStore.for_repository(root), reader)
     reached = _reach(graph, names, changes.all)
     if changes.deleted and graph.followed_symlink:
         # Without symlinks today's graph already knows every deleted input that mattered: a kustomization that

@@ -26,11 +26,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from . import __version__, cel, quantity, selectors, yamlload
+from . import __version__, cachefiles, cel
 
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
 # What a verdict depends on besides the chain and the request: the code that evaluates it.
-_EVALUATING_MODULES = (cel, quantity, selectors, yamlload)
 
 
 class KeptReviews:
@@ -78,8 +77,7 @@ class KeptReviews:
 def _salt() -> str:
     """The toolkit's version, the code of the modules that evaluate a policy, and the CEL engine's build."""
     digest = hashlib.sha256(f"{__version__} {sys.version_info[:2]} {marshal.version}".encode())
-    for module in _EVALUATING_MODULES:
-        digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(cachefiles.toolkit_digest().encode())  # the evaluating modules and everything they call
     engine = Path(getattr(getattr(cel._cel, "cel", None), "__file__", "") or "")  # the compiled extension
     try:
         info = engine.stat()

@@ -3,8 +3,8 @@
 Validating one pool's change on a large fleet spent more time parsing unchanged YAML (every kustomization
 of the fleet, to find the clusters that include the change, then the cluster's inputs) than anything but
 kubectl. The strict loader's output for a given name and content never changes, so it is kept under the
-render cache, keyed by a hash of both and salted with the loader's own source and the PyYAML version:
-editing the loader, or upgrading PyYAML, starts a fresh cache. Entries are `marshal` data (plain values,
+render cache, keyed by a hash of both and salted with the toolkit's whole source and the PyYAML version:
+editing any module, or upgrading PyYAML, starts a fresh cache. Entries are `marshal` data (plain values,
 nothing that runs code when read); an unreadable entry is parsed again and rewritten.
 """
 
@@ -21,7 +21,6 @@ from typing import Any
 import yaml
 
 from . import cachefiles, yamlload
-from . import findings as findings_module
 from .findings import Finding
 from .yamlload import Document, LoadResult
 
@@ -90,8 +89,7 @@ def _parse_whole(text: str, chunks: list[str]) -> list[list[Any]] | None:
 @cache
 def _salt() -> str:
     digest = hashlib.blake2b(digest_size=8)
-    for module in (yamlload, findings_module, *yamlload.RULES):
-        digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(cachefiles.toolkit_digest().encode())  # every module: the graph cache kept below shares it
     digest.update(f"{yaml.__version__} {sys.version_info[:2]} {marshal.version}".encode())
     return digest.hexdigest()
 

@@ -145,7 +145,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     clock = _Clock(timings)
     root = root.resolve()
     all_clusters = cluster_names(root)
-    store = store or (CacheStore() if use_cache else CacheStore.off())
+    store = store or CacheStore.for_repository(root, enabled=use_cache)
     sources = discover(root, all_clusters, _selected(all_clusters, clusters), store, graph, reader, fleet_level)
     findings = list(sources.findings)
     renderable = _renderable(sources)

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{finding.place}: error {finding.rule}: {finding.message}", file=sys.stderr)
     if graph.findings:
         return 1
-    store = CacheStore.off() if args.no_cache else CacheStore()
+    store = CacheStore.for_repository(args.repo, enabled=not args.no_cache)
     rendered = kustomize.render(args.repo, [f"clusters/{n}" for n in selected], graph, store)
     status = 0
     if args.out:

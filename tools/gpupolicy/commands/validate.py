@@ -92,7 +92,7 @@ def _shard_scope(args: argparse.Namespace) -> Scope:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = CacheStore.off() if args.no_cache else CacheStore()  # one per run: selection and validation
+    store = CacheStore.for_repository(args.repo, enabled=not args.no_cache)  # one per run: selection and validation
     scope = _scope(args, store)
     if scope.nothing:
         print("gpupolicy: no cluster depends on the changed paths; nothing to validate", file=sys.stderr)
