@@ -2,8 +2,9 @@
 
 A reader returns jobs sorted by submit time. Bad rows raise TraceError naming the file and line, which the
 command turns into a message and exit code 2. Every reader is bounded (`Bounds`: rows and bytes of one trace,
-a named refusal above them) and takes `limit`, the number of GPU jobs wanted: reading stops once it has them
-(the first N GPU jobs of the file, in file order), so `--limit 10` reads ten jobs of a huge trace, not all of it.
+a named refusal above them) and takes `limit`, the number of GPU jobs wanted: reading a CSV stops once it has
+them (the first N GPU jobs of the file, in file order), so `--limit 10` reads ten jobs of a huge trace, not all
+of it; an ITP archive, bounded by its own limits, gives its N earliest jobs across its clusters.
 
 The project CSV (documented in docs/operations/simulation.md), one job per row:
 `job_id,submit,duration,gpus,share,mig,pods,team,queue,tier,workload,checkpoint` - only `job_id`, `submit` and
@@ -274,10 +275,14 @@ def read_itp(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUN
     """
     jobs: list[Job] = []
     if path.name.endswith((".tar.gz", ".tgz")):
+        # The archive is read whole anyway (bounded by MAX_ARCHIVE_BYTES): its members are clusters, not one
+        # time line, so a limit applies to the earliest jobs across all of them, after the sort.
         rows = 0
         for name, text in _archive_members(path):
-            rows = _itp_jobs(io.StringIO(text), f"{path}!{name}", "itp-" + Path(name).stem, jobs, limit, bounds,
+            rows = _itp_jobs(io.StringIO(text), f"{path}!{name}", "itp-" + Path(name).stem, jobs, None, bounds,
                              rows)
+        jobs.sort(key=lambda j: j.submit)
+        return Trace(jobs[:limit] if limit else jobs, str(path), "itp", 0)
     else:
         _check_size(path, limit, bounds)
         with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
