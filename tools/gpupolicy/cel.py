@@ -166,6 +166,7 @@ class _Form:
     macros: tuple[_Macro, ...]
     counts: dict[tuple[int, ...], int]
     splits: bool
+    largest_literal: int  # elements of the longest list or map literal
 
 
 @lru_cache(maxsize=4096)
@@ -183,10 +184,27 @@ def _form(expression: str) -> _Form:
                    if tokens[index] in COMPREHENSIONS and tokens[index - 1] == "." and tokens[index + 1] == "("
                    and index + 1 in pair)
     counts: dict[tuple[int, ...], int] = {}
+    opens = {m.open: n for n, m in enumerate(macros)}
+    around: list[int] = []  # the comprehensions whose arguments hold this token, outermost first
     for index in range(len(tokens)):
-        chain = tuple(n for n, m in enumerate(macros) if m.open < index < m.close)
+        if around and macros[around[-1]].close == index:
+            around.pop()
+        chain = tuple(around)
         counts[chain] = counts.get(chain, 0) + 1
-    return _Form(tokens, pair, macros, counts, "split" in tokens)
+        if index in opens:
+            around.append(opens[index])
+    literals = [_literal_size(tokens[opened + 1:pair[opened]]) for opened in pair
+                if tokens[opened] in ("[", "{") and pair[opened] > opened]
+    return _Form(tokens, pair, macros, counts, "split" in tokens, max(literals, default=0))
+
+
+def _literal_size(inner: tuple[str, ...]) -> int:
+    """The elements of a list or map literal: its top-level commas plus one (0 when empty)."""
+    depth, size = 0, 1 if inner else 0
+    for text in inner:
+        depth += (text in _OPEN and len(text) == 1) - (text in _CLOSE and len(text) == 1)
+        size += depth == 0 and text == ","
+    return size
 
 
 def _macro(tokens: tuple[str, ...], pair: dict[int, int], index: int) -> _Macro:
@@ -227,10 +245,12 @@ class _Estimate:
 
     def fallback(self) -> int:
         """The bound for a range the estimate cannot resolve: the largest list or map (or, when the expression
-        splits strings, string) anywhere in the input, times one plus its `+` (concatenation)."""
+        splits strings, string) anywhere in the input or among its literals, times one plus its `+` count
+        (concatenation). Statically, 1: an input's size is unknown then, and only literal ranges count."""
         if self._fallback is None:
             grows = 1 + self.form.tokens.count("+")
-            self._fallback = 1 if self.inputs is None else max(1, largest_size(self.inputs, self.form.splits)) * grows
+            largest = max(largest_size(self.inputs, self.form.splits), self.form.largest_literal, 1)
+            self._fallback = 1 if self.inputs is None else largest * grows
         return self._fallback
 
     def cost(self) -> int:
@@ -252,13 +272,8 @@ class _Estimate:
         """(size bound, candidate values) of the operand tokens[start..end], seen from inside no macro after
         `number` (the macros before it are the ones that can bind its names)."""
         tokens = self.form.tokens
-        if tokens[start] == "[" and self.form.pair.get(start) == end:
-            inner = tokens[start + 1:end]
-            depth, size = 0, 1 if inner else 0
-            for text in inner:
-                depth += (text in _OPEN and len(text) == 1) - (text in _CLOSE and len(text) == 1)
-                size += depth == 0 and text == ","
-            return size, _UNKNOWN
+        if tokens[start] in ("[", "{") and self.form.pair.get(start) == end:
+            return _literal_size(tokens[start + 1:end]), _UNKNOWN
         if tokens[end] == ")" and end in self.form.pair:
             opened = self.form.pair[end]
             if opened >= 2 and tokens[opened - 1] in ("map", "filter") and tokens[opened - 2] == ".":
