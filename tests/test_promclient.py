@@ -86,8 +86,25 @@ def test_a_server_that_trickles_bytes_hits_the_deadline(server) -> None:
 
 def test_a_silent_server_times_out(server) -> None:
     url = server(lambda h: time.sleep(3))
-    with pytest.raises(PrometheusError, match="cannot connect or read: timed out"):
+    with pytest.raises(PrometheusError, match="cannot connect or read: timed out|no complete answer within 0.3s"):
         _ask(url, timeout=0.3)
+
+
+def test_a_server_that_drips_header_bytes_hits_the_same_deadline(server) -> None:
+    """Before the deadline covered headers, each byte reset the per-read socket timeout: this ran for the full
+    drip (here 20 s; a real server can drip for hours)."""
+    def drip_headers(handler: BaseHTTPRequestHandler) -> None:
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        handler.wfile.flush()
+        for _ in range(200):  # 20 s of one header byte every 100 ms
+            handler.wfile.write(b"X")
+            handler.wfile.flush()
+            time.sleep(0.1)
+
+    began = time.monotonic()
+    with pytest.raises(PrometheusError, match="no complete answer within 0.5s"):
+        _ask(server(drip_headers), timeout=0.5)
+    assert time.monotonic() - began < 2
 
 
 def test_an_oversized_answer_is_cut_off(server) -> None:
@@ -111,6 +128,12 @@ def test_an_oversized_answer_is_cut_off(server) -> None:
      "label that is not a string"),
     (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "x"]]}]}}',
      "not a number"),
+    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1e999, "1"]]}]}}',
+     "sample time that is not a finite Unix time"),
+    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1e300, "1"]]}]}}',
+     "sample time that is not a finite Unix time"),
+    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[NaN, "1"]]}]}}',
+     "not JSON"),
 ])
 def test_malformed_answers_are_refused(server, body: bytes, message: str) -> None:
     url = server(lambda h: _send(h, 200, body))

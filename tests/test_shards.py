@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import guardfleet
 import pytest
 
 from gpupolicy.cli import main
-from gpupolicy.shards import Shard, parse_shard
+from gpupolicy.shards import Shard, parse_shard, source_ids
 
 REPO = Path(__file__).resolve().parents[1]
 SHARDS = 4
@@ -185,7 +187,8 @@ def test_a_shard_without_clusters_writes_an_empty_report(fleet: Path, capsys: py
     output = capsys.readouterr()
     report = json.loads(output.out)
     assert code == 0 and report["findings"] == [] and report["shard"] == {
-        "index": 6, "count": 8, "clusters": [], "unused_exceptions": [], "proposed": []}
+        "index": 6, "count": 8, "clusters": [], "unused_exceptions": [], "proposed": [],
+        "source": {"commit": None, "tree": None, "dirty": None}}  # the fixture is no git checkout
     assert "shard 6/8 has no cluster" in output.err
 
 
@@ -201,3 +204,115 @@ def test_merge_refuses_an_incomplete_or_mixed_split(fleet: Path, tmp_path: Path,
     assert "not the JSON report of a shard" in capsys.readouterr().err
     assert main(["validate", "--repo", str(fleet), "--shard", "1/2", "--cluster", "c000"]) == 2
     assert "does not combine" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def two_shards(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """The JSON reports of a 1/2, 2/2 split of the fixture fleet, to edit into hostile ones."""
+    folder = tmp_path_factory.mktemp("two-shards")
+    reports = []
+    for index in (1, 2):
+        path = folder / f"shard-{index}.json"
+        assert main(["validate", "--repo", str(fleet), "--shard", f"{index}/2", "--format", "json", "-o",
+                     str(path)]) in (0, 1)
+        reports.append(json.loads(path.read_text()))
+    return reports
+
+
+def _write(folder: Path, reports: list[dict]) -> list[str]:
+    paths = []
+    for index, report in enumerate(reports, start=1):
+        path = folder / f"shard-{index}.json"
+        path.write_text(json.dumps(report))
+        paths.append(str(path))
+    return paths
+
+
+def _merge(fleet: Path, folder: Path, reports: list[dict], capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    code = main(["report", "--repo", str(fleet), "merge", *_write(folder, reports)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("count", [1], r"shard\.count: \[1\] is not of type 'integer'"),  # crashed: unhashable type 'list'
+    ("clusters", None, r"shard\.clusters: None is not of type 'array'"),  # crashed: NoneType is not iterable
+    ("index", "1", r"shard\.index: '1' is not of type 'integer'"),
+    ("source", None, r"shard\.source: None is not of type 'object'"),
+])
+def test_a_malformed_shard_report_is_a_named_refusal(field: str, value: object, message: str, fleet: Path,
+                                                      two_shards: list[dict], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    broken = json.loads(json.dumps(two_shards))
+    broken[1]["shard"][field] = value
+    code, err = _merge(fleet, tmp_path, broken, capsys)
+    assert code == 2 and "shard-2.json: not the JSON report of a shard" in err
+    assert re.search(message, err), err
+    assert "internal error" not in err.lower()
+
+
+def test_a_finding_without_its_fields_or_a_bad_expiry_is_refused(fleet: Path, two_shards: list[dict],
+                                                                 tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    broken = json.loads(json.dumps(two_shards))
+    broken[0]["findings"].append({"rule": "CAP001", "severity": "fatal", "message": "m", "path": "p", "line": 1,
+                                  "cluster": "", "hint": ""})
+    code, err = _merge(fleet, tmp_path, broken, capsys)
+    assert code == 2 and f"findings[{len(broken[0]['findings']) - 1}].severity: 'fatal' is not one of" in err
+    broken = json.loads(json.dumps(two_shards))
+    broken[0]["waived"].append({**two_shards[0]["findings"][0], "exception": {
+        "rule": "CAP001", "selector": "*", "reason": "r", "owner": "o", "expires": "2026-13-45", "source": "x:1",
+        "inline": False}})
+    code, err = _merge(fleet, tmp_path, broken, capsys)
+    assert code == 2 and "expiry is not a date: '2026-13-45'" in err
+
+
+def _source(commit: str, tree: str, dirty: bool = False) -> dict:
+    return {"commit": commit * 40, "tree": tree * 40, "dirty": dirty}
+
+
+def test_merge_refuses_shards_of_different_commits(fleet: Path, two_shards: list[dict], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    """Before reports carried their commit, a shard kept from another commit merged unseen (exit 1 or 0)."""
+    stale = json.loads(json.dumps(two_shards))
+    stale[0]["shard"]["source"], stale[1]["shard"]["source"] = _source("a", "b"), _source("c", "d")
+    code, err = _merge(fleet, tmp_path, stale, capsys)
+    assert code == 2 and "the shards validated different trees" in err and "commit aaaaaaaaaaaa" in err
+    dirty = json.loads(json.dumps(two_shards))
+    dirty[0]["shard"]["source"] = dirty[1]["shard"]["source"] = _source("a", "b", dirty=True)
+    code, err = _merge(fleet, tmp_path, dirty, capsys)
+    assert code == 2 and "uncommitted changes" in err
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=root,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _one_commit(root: Path) -> Path:
+    root.mkdir(exist_ok=True)
+    _git(root, "init", "-q")
+    (root / "a.yaml").write_text("a: 1\n")
+    _git(root, "add", "a.yaml")
+    _git(root, "commit", "-qm", "one")
+    return root
+
+
+def test_source_ids_name_the_commit_tree_and_dirtiness(tmp_path: Path) -> None:
+    assert source_ids(tmp_path) == {"commit": None, "tree": None, "dirty": None}
+    _one_commit(tmp_path)
+    assert source_ids(tmp_path) == {"commit": _git(tmp_path, "rev-parse", "HEAD"),
+                                    "tree": _git(tmp_path, "rev-parse", "HEAD^{tree}"), "dirty": False}
+    (tmp_path / "b.yaml").write_text("b: 1\n")  # untracked files are content too
+    assert source_ids(tmp_path)["dirty"] is True
+
+
+def test_merge_refuses_shards_of_another_commit_than_the_checkout(two_shards: list[dict], tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    checkout = _one_commit(tmp_path / "checkout")
+    reports = json.loads(json.dumps(two_shards))
+    for report in reports:
+        report["shard"]["source"] = _source("a", "b")
+    assert main(["report", "--repo", str(checkout), "merge", *_write(tmp_path, reports)]) == 2
+    assert "merge in a checkout of the commit the shards ran on" in capsys.readouterr().err
+    for report in reports:
+        report["shard"]["source"] = source_ids(checkout)
+    assert main(["report", "--repo", str(checkout), "merge", *_write(tmp_path, reports)]) in (0, 1)

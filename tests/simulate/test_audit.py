@@ -121,3 +121,23 @@ def test_json_report_is_keyed_objects_with_exact_shares():
                                   "utilization_percent": 0.0}]
     assert data["pending"] == [{"workload": "nlp/job-train-2", "queue": "nlp", "age_hours": 5.0}]
     assert data["nodes_without_pool"] == ["cpu-0"]
+
+
+@pytest.mark.parametrize(("nodes", "message"), [
+    ('{"items": [null]}', r"nodes.json: not `kubectl get \.\.\. -o json` output .*items\[0\]: None is not of type"),
+    ('{"items": [7]}', r"items\[0\]: 7 is not of type 'object'"),
+])
+def test_a_snapshot_file_that_is_not_a_list_of_objects_is_a_named_refusal(tmp_path, nodes, message):
+    """`{"items": [null]}` crashed with AttributeError (an internal error) before the schema check."""
+    (tmp_path / "nodes.json").write_text(nodes)
+    (tmp_path / "pods.json").write_text('{"items": []}')
+    with pytest.raises(AuditError, match=message):
+        load_snapshot(tmp_path)
+
+
+def test_a_snapshot_file_over_the_byte_bound_is_refused(tmp_path):
+    from gpupolicy import audit
+
+    (tmp_path / "nodes.json").write_text('{"items": []}' + " " * 100)
+    with pytest.raises(AuditError, match=r"nodes.json: over 50 bytes"):
+        audit._bounded_text(tmp_path / "nodes.json", limit=50)

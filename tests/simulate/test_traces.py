@@ -12,6 +12,7 @@ from simhelpers import shared_trace
 
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.traces import (
+    Bounds,
     TraceError,
     detect_format,
     read_csv,
@@ -102,3 +103,44 @@ def test_itp_slice_from_the_archive(tmp_path):
         info.size = len(text.encode())
         tar.addfile(info, io.BytesIO(text.encode()))
     assert len(read_trace(slice_tar).jobs) == 260
+
+
+# --- bounds: a trace too large is a named refusal, --limit stops reading (issue 29) --------------------------
+
+def _rows_file(tmp_path: Path, count: int, name: str = "big.csv") -> Path:
+    path = tmp_path / name
+    path.write_text("job_id,submit,duration,gpus\n" + "".join(f"j{i},{i},60,1\n" for i in range(count)))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "itp"])
+def test_a_trace_over_the_row_bound_is_refused_with_its_name(tmp_path, fmt):
+    """Before the bound, 10^7 rows were read whole (2.6 GB, ~100 s) and ended in an internal error."""
+    path = tmp_path / "big.csv"
+    header = "job_id,submit,duration,gpus\n" if fmt == "csv" else "job_id,submission_time,duration,num_gpu\n"
+    path.write_text(header + "".join(f"j{i},{i},60,1\n" for i in range(50)))
+    with pytest.raises(TraceError, match=r"big\.csv:\d+: more than 20 rows, the limit of one trace"):
+        read_trace(path, fmt, bounds=Bounds(rows=20))
+
+
+def test_a_trace_over_the_byte_bound_is_refused_before_reading(tmp_path):
+    path = _rows_file(tmp_path, 50)
+    with pytest.raises(TraceError, match=r"big\.csv: \d+ bytes, over the 100-byte limit of one trace"):
+        read_trace(path, bounds=Bounds(bytes=100))
+
+
+def test_limit_stops_reading(tmp_path):
+    """--limit 10 reads ten GPU jobs: rows past them, even broken ones or more than the bounds allow, are not read."""
+    path = _rows_file(tmp_path, 50)
+    with path.open("a") as handle:
+        handle.write("broken,not-a-number,1,1\n")
+    trace = read_trace(path, limit=10, bounds=Bounds(rows=20, bytes=400))
+    assert [job.id for job in trace.jobs] == [f"j{i}" for i in range(10)]
+
+
+def test_limit_still_counts_the_rows_it_skips(tmp_path):
+    """CPU-only rows are read but are no jobs: a limit does not let a file of them run unbounded."""
+    path = tmp_path / "cpu.csv"
+    path.write_text("job_id,submit,duration,gpus\n" + "".join(f"c{i},{i},60,0\n" for i in range(50)))
+    with pytest.raises(TraceError, match="more than 20 rows"):
+        read_trace(path, limit=10, bounds=Bounds(rows=20))

@@ -7,7 +7,9 @@ A snapshot is a directory of what these commands print:
     clusterqueues.json    kubectl get clusterqueues -o json                 (optional)
     dcgm.prom             a scrape of the DCGM exporter's /metrics          (optional)
 Bad input raises AuditError with the file (and line for dcgm.prom, and the field for a wrong shape: a list
-where a mapping belongs, a word where a number or a time belongs); the command turns it into exit 2.
+where a mapping belongs, a word where a number or a time belongs); the command turns it into exit 2. Each JSON
+file is first checked against `schemas/inputs/snapshot-list.yaml` (a List of objects) and read only up to
+`MAX_SNAPSHOT_FILE_BYTES`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
-from . import catalog
+from . import catalog, inputschemas
 from .errors import ToolError
 from .model import (
     GPU_COUNT_LABEL,
@@ -95,7 +97,7 @@ def _items(path: Path, required: bool) -> list[dict] | None:
             raise AuditError(f"{path}: missing (expected `kubectl get ... -o json` output)")
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_bounded_text(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise AuditError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -105,8 +107,25 @@ def _items(path: Path, required: bool) -> list[dict] | None:
     items = data.get("items") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise AuditError(f"{path}:1: expected a Kubernetes List with `items`")
+    try:
+        inputschemas.check("snapshot-list", data, str(path), "`kubectl get ... -o json` output (a List of objects)")
+    except inputschemas.InputRefused as exc:
+        raise AuditError(str(exc)) from None
     check_shapes(items, SHAPES[path.name], str(path))
     return items
+
+
+# pods.json of a 5,000-node cluster at the 150,000-pod threshold, at a few KiB a pod, stays well under this.
+MAX_SNAPSHOT_FILE_BYTES = 1024 * 1024 * 1024
+
+
+def _bounded_text(path: Path, limit: int = MAX_SNAPSHOT_FILE_BYTES) -> str:
+    """The file's text, refused over `limit` bytes before it is read whole."""
+    with open(path, "rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise AuditError(f"{path}: over {limit:,} bytes, more than a snapshot file of any cluster")
+    return raw.decode("utf-8")
 
 
 def parse_prometheus(path: Path) -> list[tuple[str, dict[str, str], float]]:

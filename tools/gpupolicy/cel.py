@@ -15,11 +15,17 @@ Semantics follow the Kubernetes documentation "Validating Admission Policy" (kub
 access-authn-authz/validating-admission-policy/) and the CEL-in-Kubernetes library page
 (kubernetes.io/docs/reference/using-api/cel/). Not supported: `paramKind`/`params` values, `authorizer`, the
 optional syntax (`.?field`, `orValue`); policies using them are reported by `compile_errors()`.
+
+Every evaluation is bounded like the API server's (the cost section below): an expression whose estimated cost
+is over the per-call limit is refused when it compiles (from its literals) or before it runs (from its input),
+and a policy's evaluations for one request share the runtime budget; a refusal is an expression error, never a
+run without bound.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -100,6 +106,310 @@ KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
 KNOWN_FUNCTIONS = _STANDARD_FUNCTIONS | set(KUBERNETES_FUNCTIONS)
 
 
+# --- cost: an estimate and budget like the API server's ----------------------------------------------
+
+# The API server runs every admission-policy expression with a per-call cost limit and each policy binding's
+# evaluation with a total budget (k8s.io/apiserver/pkg/apis/cel/config.go: `PerCallLimit` = 1,000,000,
+# "roughly 0.1 second for each expression validation call"; `RuntimeCELCostBudget` = 10,000,000), counted by
+# cel-go's cost tracker: about one unit per operation, and a comprehension (`all`, `exists`, `exists_one`,
+# `map`, `filter`) costs its body once per element of its range, so nested comprehensions multiply (cel-go
+# checker/cost.go: a comprehension's cost is its range's size estimate times its loop step's). The Rust engine
+# has no cost tracker and cannot be interrupted, so the toolkit estimates the cost before an expression runs:
+# every token costs 1, times the size bound of every comprehension around it. A range's bound is the size of
+# what it names in the actual input (a path such as `object.spec.containers`, or `c.env` with `c` an element
+# of an enclosing range: the largest such list), a literal list's length, a `map`/`filter` result's source
+# size, a group's sum (`(a + b)`); anything else gets the largest list or map in the whole input times one
+# plus the expression's `+` count. Statically (when a policy or check is read) inputs are unknown and count 1,
+# so only literal ranges count: a nest of literal lists (the 10^8-element case) is refused at its line. The
+# estimate over-counts (`exists` stops early) and does not under-count what the engine does, the side a
+# guardrail must err on. docs/decisions/0065-bounded-evaluation.md has the reasons.
+
+PER_CALL_LIMIT = 1_000_000  # k8s.io/apiserver/pkg/apis/cel/config.go PerCallLimit
+RUNTIME_BUDGET = 10_000_000  # k8s.io/apiserver/pkg/apis/cel/config.go RuntimeCELCostBudget
+COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+
+_TOKEN = re.compile(r"""
+    (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'))
+  | (?P<number>0[xX][0-9a-fA-F]+[uU]?|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[uU]?)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<punct>\|\||&&|==|!=|<=|>=|[-+*/%!<>?:.,()\[\]{}])
+  | (?P<space>\s+)
+  | (?P<other>.)
+""", re.VERBOSE)
+_OPEN, _CLOSE = "([{", ")]}"
+_UNKNOWN = None  # a size or a set of values the estimate cannot know
+
+
+class CostExceeded(Exception):
+    """An expression whose estimated cost is over its limit; the message says by how much."""
+
+
+@dataclass(frozen=True)
+class _Macro:
+    """One comprehension: its receiver's tokens [start, end], its argument brackets, its iteration variables."""
+
+    name: str
+    start: int
+    end: int
+    open: int
+    close: int
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Form:
+    """An expression as the estimate reads it: its tokens, matching brackets, comprehensions, and how many
+    tokens sit inside each chain of enclosing comprehensions (indices into `macros`)."""
+
+    tokens: tuple[str, ...]
+    pair: dict[int, int]
+    macros: tuple[_Macro, ...]
+    counts: dict[tuple[int, ...], int]
+    splits: bool
+    largest_literal: int  # elements of the longest list or map literal
+
+
+@lru_cache(maxsize=4096)
+def _form(expression: str) -> _Form:
+    tokens = tuple(m.group() for m in _TOKEN.finditer(expression) if m.lastgroup != "space")
+    pair: dict[int, int] = {}
+    stack: list[int] = []
+    for index, text in enumerate(tokens):
+        if text in _OPEN and len(text) == 1:
+            stack.append(index)
+        elif text in _CLOSE and len(text) == 1 and stack:
+            opened = stack.pop()
+            pair[opened], pair[index] = index, opened
+    macros = tuple(_macro(tokens, pair, index) for index in range(2, len(tokens) - 1)
+                   if tokens[index] in COMPREHENSIONS and tokens[index - 1] == "." and tokens[index + 1] == "("
+                   and index + 1 in pair)
+    counts: dict[tuple[int, ...], int] = {}
+    opens = {m.open: n for n, m in enumerate(macros)}
+    around: list[int] = []  # the comprehensions whose arguments hold this token, outermost first
+    for index in range(len(tokens)):
+        if around and macros[around[-1]].close == index:
+            around.pop()
+        chain = tuple(around)
+        counts[chain] = counts.get(chain, 0) + 1
+        if index in opens:
+            around.append(opens[index])
+    literals = [_literal_size(tokens[opened + 1:pair[opened]]) for opened in pair
+                if tokens[opened] in ("[", "{") and pair[opened] > opened]
+    return _Form(tokens, pair, macros, counts, "split" in tokens, max(literals, default=0))
+
+
+def _literal_size(inner: tuple[str, ...]) -> int:
+    """The elements of a list or map literal: its top-level commas plus one (0 when empty)."""
+    depth, size = 0, 1 if inner else 0
+    for text in inner:
+        depth += (text in _OPEN and len(text) == 1) - (text in _CLOSE and len(text) == 1)
+        size += depth == 0 and text == ","
+    return size
+
+
+def _macro(tokens: tuple[str, ...], pair: dict[int, int], index: int) -> _Macro:
+    open_, close = index + 1, pair[index + 1]
+    names = [tokens[open_ + 1]] if open_ + 2 < close and tokens[open_ + 2] == "," else []
+    if names and open_ + 4 < close and tokens[open_ + 4] == "," and tokens[open_ + 3][:1].isalpha():
+        names.append(tokens[open_ + 3])  # the two-variable form: all(i, v, ...), all(k, v, ...)
+    return _Macro(tokens[index], _receiver_start(tokens, pair, index - 2), index - 2, open_, close, tuple(names))
+
+
+def _receiver_start(tokens: tuple[str, ...], pair: dict[int, int], end: int) -> int:
+    """The first token of the operand that ends at `end` (a path, an index, a call, a group or a literal)."""
+    index = end
+    while index >= 0:
+        if tokens[index] in _CLOSE and index in pair:
+            index = pair[index]
+            if index > 0 and tokens[index] == "(" and tokens[index - 1][:1].isalpha():
+                index -= 1  # a call: f(...) or x.f(...)
+        if index > 1 and tokens[index - 1] == "." :
+            index -= 2
+            continue
+        if index > 0 and tokens[index][:1] == "[" and tokens[index - 1][:1].isalnum():
+            index -= 1
+            continue
+        return index
+    return 0
+
+
+class _Estimate:
+    """The cost of one expression over `inputs` (None: statically, from its literals alone)."""
+
+    def __init__(self, form: _Form, inputs: dict | None) -> None:
+        self.form = form
+        self.inputs = inputs
+        self._fallback: int | None = None
+        self.bounds: list[int] = []
+        self.elements: list[tuple[list | None, list | None]] = []  # per macro: values of its variables
+
+    def fallback(self) -> int:
+        """The bound for a range the estimate cannot resolve: the largest list or map (or, when the expression
+        splits strings, string) anywhere in the input or among its literals, times one plus its `+` count
+        (concatenation). Statically, 1: an input's size is unknown then, and only literal ranges count."""
+        if self._fallback is None:
+            grows = 1 + self.form.tokens.count("+")
+            largest = max(largest_size(self.inputs, self.form.splits), self.form.largest_literal, 1)
+            self._fallback = 1 if self.inputs is None else largest * grows
+        return self._fallback
+
+    def cost(self) -> int:
+        if not self.form.macros:
+            return len(self.form.tokens)
+        for number, macro in enumerate(self.form.macros):
+            size, values = self._range(macro.start, macro.end, number)
+            self.bounds.append(max(1, self.fallback() if size is _UNKNOWN else size))
+            self.elements.append(_members(values))
+        total = 0
+        for chain, count in self.form.counts.items():
+            product = count
+            for number in chain:
+                product *= self.bounds[number]
+            total += product
+        return total
+
+    def _range(self, start: int, end: int, number: int) -> tuple[int | None, list | None]:
+        """(size bound, candidate values) of the operand tokens[start..end], seen from inside no macro after
+        `number` (the macros before it are the ones that can bind its names)."""
+        tokens = self.form.tokens
+        if tokens[start] in ("[", "{") and self.form.pair.get(start) == end:
+            return _literal_size(tokens[start + 1:end]), _UNKNOWN
+        if tokens[end] == ")" and end in self.form.pair:
+            opened = self.form.pair[end]
+            if opened >= 2 and tokens[opened - 1] in ("map", "filter") and tokens[opened - 2] == ".":
+                inner = next((n for n, m in enumerate(self.form.macros) if m.open == opened), None)
+                if inner is not None and inner < len(self.bounds):
+                    return self.bounds[inner], self._results(inner)
+            if start == opened:  # a group: (a + b), (c ? x : y); at most the sum of what is in it
+                return self._group(start + 1, end - 1, number)
+            return _UNKNOWN, _UNKNOWN
+        return self._path(start, end, number)
+
+    def _results(self, number: int) -> list | None:
+        """What a `filter` or `map` returns, as one candidate list: a filter's items, or a map's values when its
+        body is a path (`.map(r, r.template.spec)`, `.map(k, variables.specs[k].template)`); else unknown."""
+        macro = self.form.macros[number]
+        items = self.elements[number][0]
+        if items is _UNKNOWN:
+            return _UNKNOWN
+        if macro.name == "filter":
+            return [items]
+        body = macro.open + 3, macro.close - 1
+        if body[0] > body[1] or not self.form.tokens[body[0]][:1].isalpha():
+            return _UNKNOWN
+        _size, values = self._path(body[0], body[1], number + 1)
+        return _UNKNOWN if values is _UNKNOWN else [values]
+
+    def _group(self, start: int, end: int, number: int) -> tuple[int | None, list | None]:
+        total, values = 0, []
+        index = start
+        while index <= end:
+            if self.form.tokens[index][:1].isalpha() and (index == start or self.form.tokens[index - 1] != "."):
+                stop = index
+                while stop + 2 <= end and self.form.tokens[stop + 1] == "." and \
+                        self.form.tokens[stop + 2][:1].isalpha():
+                    stop += 2
+                size, found = self._path(index, stop, number)
+                if size is _UNKNOWN and self.form.tokens[index] not in ("has", "size", "true", "false", "null"):
+                    return _UNKNOWN, _UNKNOWN
+                total += size or 0
+                values += found or []
+                index = stop + 1
+            elif self.form.tokens[index] == "[" and index in self.form.pair:
+                size, _ = self._range(index, self.form.pair[index], number)
+                total += size or 0
+                index = self.form.pair[index] + 1
+            else:
+                index += 1
+        return total, values
+
+    def _path(self, start: int, end: int, number: int) -> tuple[int | None, list | None]:
+        """A dotted path with indexes, rooted at an input or an iteration variable of an enclosing macro."""
+        tokens = self.form.tokens
+        values = self._root(tokens[start], start, number)
+        if values is _UNKNOWN:
+            return _UNKNOWN, _UNKNOWN
+        index = start + 1
+        while index <= end:
+            if tokens[index] == "." and index + 1 <= end and tokens[index + 1][:1].isalpha():
+                field = tokens[index + 1]
+                values = [v[field] for v in values if isinstance(v, dict) and field in v]
+                index += 2
+            elif tokens[index] == "[" and index in self.form.pair:
+                values = [item for v in values for item in (v.values() if isinstance(v, dict) else
+                                                             v if isinstance(v, list) else [])]
+                index = self.form.pair[index] + 1
+            else:
+                return _UNKNOWN, _UNKNOWN
+        sizes = [len(v) for v in values if isinstance(v, dict | list)]
+        return max(sizes, default=0), values
+
+    def _root(self, name: str, at: int, number: int) -> list | None:
+        for inner in range(min(number, len(self.elements)) - 1, -1, -1):
+            macro = self.form.macros[inner]
+            if macro.open < at < macro.close and name in macro.names:
+                return self.elements[inner][macro.names.index(name)]
+        if self.inputs is not None and name in self.inputs:
+            return [self.inputs[name]]
+        return _UNKNOWN
+
+
+def _members(values: list | None) -> tuple[list | None, list | None]:
+    """What a comprehension's first and second variables range over: items or keys, items or values."""
+    if values is _UNKNOWN:
+        return _UNKNOWN, _UNKNOWN
+    first, second = [], []
+    for value in values:
+        if isinstance(value, dict):
+            first.extend(value)
+            second.extend(value.values())
+        elif isinstance(value, list):
+            first.extend(value)
+            second.extend(value)
+    return first, second
+
+
+def largest_size(values: Any, strings: bool) -> int:
+    """The largest list or map (and string, when `strings`) in `values`, walked without recursion."""
+    largest = 0
+    stack = [values]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            largest = max(largest, len(value))
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            largest = max(largest, len(value))
+            stack.extend(value)
+        elif strings and isinstance(value, str | bytes):
+            largest = max(largest, len(value))
+    return largest
+
+
+def estimated_cost(expression: str, inputs: dict | None) -> int:
+    """The estimate over these named inputs (`object`, `variables`, ...), or from the literals alone (None)."""
+    return _Estimate(_form(expression), inputs).cost()
+
+
+def static_problem(expression: str) -> str | None:
+    """Why an expression is refused before any input: its estimate from its own literals is over the per-call
+    limit; None when it is not."""
+    estimate = estimated_cost(expression, None)
+    if estimate <= PER_CALL_LIMIT:
+        return None
+    return (f"its estimated cost of {estimate:,} is over the per-expression limit of {PER_CALL_LIMIT:,} "
+            "(the API server's PerCallLimit; nested comprehensions multiply their list sizes)")
+
+
+def check_runtime(expression: str, inputs: dict) -> int:
+    """The estimate over `inputs`; `CostExceeded` when it is over the per-call limit (then it is not run)."""
+    estimate = estimated_cost(expression, inputs)
+    if estimate > PER_CALL_LIMIT:
+        raise CostExceeded(f"estimated cost {estimate:,} over the per-expression limit of {PER_CALL_LIMIT:,} "
+                           "for this input (the API server's PerCallLimit); not evaluated")
+    return estimate
+
+
 # --- compiled expressions ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -125,6 +435,9 @@ def compile_expression(expression: Any, path: tuple) -> tuple[Any | None, CelPro
     if unknown:
         return None, CelProblem(path, expression, f"calls {', '.join(unknown)}, which is not a CEL or Kubernetes "
                                 "library function the toolkit knows", unsupported=True)
+    too_costly = static_problem(expression)
+    if too_costly:
+        return None, CelProblem(path, expression, too_costly)
     return program, None
 
 
@@ -409,8 +722,17 @@ def _as_bool(result: Any) -> bool:
 
 def check_holds(program: Any, variables: dict) -> bool:
     """A compiled expression's boolean result over `variables`, with the Kubernetes library functions (for
-    checks outside admission: `orgchecks`). Raises `EvaluationError` when it fails or is not a bool."""
+    checks outside admission: `orgchecks`). Raises `EvaluationError` when it fails, is not a bool, or would
+    cost more than the per-call limit on these variables (then it is not run)."""
+    _within_limit(program.source, variables)
     return _run_bool(program, _cel.Context(variables=variables, functions=KUBERNETES_FUNCTIONS))
+
+
+def _within_limit(expression: str, inputs: dict) -> int:
+    try:
+        return check_runtime(expression, inputs)
+    except CostExceeded as exc:
+        raise _EvaluationError(str(exc)) from None
 
 
 def _context(request: Request) -> dict:
@@ -456,8 +778,19 @@ class RequestEngine:
         self.request = request
         self._context: Any = None
         self._held: int | None = None  # the generation of the `variables` map the engine holds
+        self._inputs: dict | None = None  # what the cost estimate reads: the request's variables
+        self.spent = 0  # the estimated cost of the current policy's evaluations (`begin_policy` resets it)
+
+    def begin_policy(self) -> None:
+        self.spent = 0
 
     def run(self, program: Any, variables: _Variables) -> Any:
+        if self._inputs is None:
+            self._inputs = _context(self.request)
+        self.spent += _within_limit(program.source, {**self._inputs, "variables": variables.values})
+        if self.spent > RUNTIME_BUDGET:
+            raise _EvaluationError(f"the policy's expressions for this request are over the runtime cost budget "
+                                   f"of {RUNTIME_BUDGET:,} (the API server's RuntimeCELCostBudget); not evaluated")
         if self._context is None:
             self._context = _engine_context(self.request)
         if self._held != variables.generation and _reads_variables(program.source):
@@ -483,6 +816,7 @@ def evaluate(policy: Policy, request: Request, binding: dict | None = None,
         return []
     fail = policy.failure_policy != "Ignore"
     engine = engine or RequestEngine(request)
+    engine.begin_policy()  # the budget is per policy binding, as the API server's
     empty = _Variables()  # match conditions see no variables
     for name, program in policy.match_conditions:
         try:

@@ -1,7 +1,8 @@
 """A small, defensive client for the Prometheus HTTP API (`/api/v1/query_range`, `/api/v1/rules`).
 
 The URL comes from the user and the answer from a server we do not control, so every call is bounded: one
-deadline for the whole exchange (a server that trickles bytes cannot stretch it), a cap on the body size, no
+deadline for the whole exchange, connect, headers and body (a server that trickles bytes, even header bytes, cannot
+stretch it: the exchange runs in a worker thread that is cut off at the deadline), a cap on the body size, no
 redirects (a redirect would carry the bearer token to another host), and a strict check of the answer's shape
 before anything reads it. Every failure is a `PrometheusError` that says which server and why, never a hang,
 a traceback or a memory blowup. The token comes from an environment variable or a file, never from a flag
@@ -10,9 +11,12 @@ a traceback or a memory blowup. The token comes from an environment variable or 
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import os
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -27,6 +31,7 @@ TOKEN_ENV = "GPUPOLICY_PROMETHEUS_TOKEN"
 DEFAULT_TIMEOUT = 30.0  # seconds for one whole request, connect to last byte
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024  # a week of one-minute samples for a few hundred series fits easily
 MAX_TOKEN_BYTES = 16 * 1024
+MAX_TIMESTAMP = 253_402_300_799  # 9999-12-31T23:59:59Z, the last second `datetime` can hold
 MAX_POINTS = 11_000  # Prometheus refuses a query_range of more points per series (web/api/v1/api.go)
 _CHUNK = 64 * 1024
 
@@ -63,6 +68,48 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} refused", headers, fp)
 
 
+class _Connections:
+    """The HTTP(S) connections one exchange opens, so the deadline can shut their sockets: the worker thread
+    blocked in a read then gets an error and ends, instead of lingering on a server that drips bytes."""
+
+    def __init__(self) -> None:
+        self.opened: list[http.client.HTTPConnection] = []
+
+    def factory(self, cls: type[http.client.HTTPConnection]):  # noqa: ANN201 (http.client's constructor)
+        def make(host: str, **kwargs: object) -> http.client.HTTPConnection:
+            connection = cls(host, **kwargs)
+            self.opened.append(connection)
+            return connection
+        return make
+
+    def abort(self) -> None:
+        for connection in self.opened:
+            if connection.sock is not None:
+                try:
+                    connection.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            connection.close()
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, connections: _Connections) -> None:
+        super().__init__()
+        self.connections = connections
+
+    def http_open(self, req):  # noqa: ANN001, ANN201 (urllib's signature)
+        return self.do_open(self.connections.factory(http.client.HTTPConnection), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, connections: _Connections) -> None:
+        super().__init__()
+        self.connections = connections
+
+    def https_open(self, req):  # noqa: ANN001, ANN201 (urllib's signature)
+        return self.do_open(self.connections.factory(http.client.HTTPSConnection), req, context=self._context)
+
+
 class Prometheus:
     def __init__(self, url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  max_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -73,7 +120,6 @@ class Prometheus:
         self.token = token
         self.timeout = timeout
         self.max_bytes = max_bytes
-        self._opener = urllib.request.build_opener(_NoRedirects())
 
     # --- the two calls the gates need -------------------------------------------------------------------
 
@@ -109,7 +155,7 @@ class Prometheus:
             request.add_header("Authorization", f"Bearer {self.token}")
         body = self._fetch(request, path)
         try:
-            answer = json.loads(body)
+            answer = json.loads(body, parse_constant=_refuse_constant)
         except (ValueError, RecursionError) as exc:  # deep nesting makes the decoder recurse
             raise self._bad(f"{path} answered with something that is not JSON ({str(exc)[:80]})") from None
         if not isinstance(answer, dict) or answer.get("status") != "success":
@@ -118,17 +164,38 @@ class Prometheus:
         return answer.get("data")
 
     def _fetch(self, request: urllib.request.Request, path: str) -> bytes:
+        """The body, within one deadline for connect, headers and body. http.client's socket timeout is per
+        read, so a server that sends a header byte every few seconds would keep the exchange alive for hours:
+        the exchange runs in a daemon thread, and at the deadline its sockets are shut and it is abandoned."""
         deadline = time.monotonic() + self.timeout
         where = f"Prometheus {self.url}{path}"
+        connections = _Connections()
+        outcome: dict[str, object] = {}
+        worker = threading.Thread(target=self._exchange, args=(request, connections, deadline, where, outcome),
+                                  name="prometheus-exchange", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            connections.abort()
+            raise PrometheusError(f"{where}: no complete answer within {self.timeout:g}s")
+        if "error" in outcome:
+            raise outcome["error"]  # type: ignore[misc]  # a PrometheusError made in the worker
+        return outcome["body"]  # type: ignore[return-value]
+
+    def _exchange(self, request: urllib.request.Request, connections: _Connections, deadline: float, where: str,
+                  outcome: dict[str, object]) -> None:
+        opener = urllib.request.build_opener(_NoRedirects(), _HTTPHandler(connections), _HTTPSHandler(connections))
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                return self._read_bounded(response, deadline, where)
+            with opener.open(request, timeout=self.timeout) as response:
+                outcome["body"] = self._read_bounded(response, deadline, where)
+        except PrometheusError as exc:
+            outcome["error"] = exc
         except urllib.error.HTTPError as exc:
             detail = _peek(exc)
-            raise PrometheusError(f"{where}: HTTP {exc.code} {exc.reason}{detail}") from None
-        except (urllib.error.URLError, OSError) as exc:
+            outcome["error"] = PrometheusError(f"{where}: HTTP {exc.code} {exc.reason}{detail}")
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
-            raise PrometheusError(f"{where}: cannot connect or read: {reason}") from None
+            outcome["error"] = PrometheusError(f"{where}: cannot connect or read: {reason}")
 
     def _read_bounded(self, response, deadline: float, where: str) -> bytes:  # noqa: ANN001 (http.client)
         chunks: list[bytes] = []
@@ -164,8 +231,16 @@ class Prometheus:
                 value = float(point[1])
             except ValueError:
                 raise self._bad(f"a sample value that is not a number: {point[1][:40]!r}") from None
-            samples.append((float(point[0]), value))
+            moment = float(point[0])
+            if not (math.isfinite(moment) and 0 <= moment <= MAX_TIMESTAMP):  # 1e999 parses as inf
+                raise self._bad(f"a sample time that is not a finite Unix time before year 10000: {str(point[0])[:40]}")
+            samples.append((moment, value))
         return Series(dict(labels), tuple(samples))
+
+
+def _refuse_constant(name: str) -> float:
+    """JSON has no NaN or Infinity; Python's decoder accepts them unless told not to."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def _peek(exc: urllib.error.HTTPError) -> str:

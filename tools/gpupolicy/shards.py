@@ -4,10 +4,13 @@ A shard is a run over every N-th cluster in name order (shard K takes the K-th, 
 depends only on the cluster names, balances the clusters within one, and needs no state. Shard 1 also does
 the fleet-level work, exactly once: it reads what no cluster includes (loose files, pools in no cluster, the
 kustomize graph's findings outside every overlay; `sources.discover(fleet_level=True)`). Each shard writes
-its JSON report with a `shard` block: its place in the split, its clusters, and the exceptions that accepted
-nothing in it (EXC003 candidates: only the merge can tell which no shard used).
+its JSON report with a `shard` block: its place in the split, its clusters, the exceptions that accepted
+nothing in it (EXC003 candidates: only the merge can tell which no shard used), and its `source`: the commit and
+tree id it validated and whether the working tree had uncommitted changes.
 
-`merge` reads the shards' JSON reports, checks that every shard of one split is there exactly once, and
+`merge` reads the shards' JSON reports, checks each against its schema (`schemas/inputs/shard-report.yaml`),
+checks that every shard of one split is there exactly once and that all of them validated the same commit and
+tree (the one `--repo` is at, when it is a git checkout; a dirty tree has no id, so its shards are refused), and
 returns one `pipeline.RunResult`: a finding reported by several shards (a shared file, rendered into clusters
 of different shards) is one finding naming every cluster, as in a single run; any format of
 `report.FORMATTERS` then writes it, so the merged JSON, SARIF and JUnit are those a single run writes.
@@ -16,12 +19,15 @@ of different shards) is one finding naming every cluster, as in a single run; an
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from . import inputschemas
 from .errors import ToolError
 from .findings import Finding, Location, Severity
 from .model import Fleet
@@ -29,6 +35,7 @@ from .waivers import Waived
 
 SHARD_PATTERN = re.compile(r"^([1-9][0-9]{0,3})/([1-9][0-9]{0,3})$")
 MAX_REPORT_BYTES = 256 * 1024 * 1024  # a shard report of a huge fleet fits; more is not a report
+GIT_TIMEOUT_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -56,12 +63,34 @@ def parse_shard(text: str) -> Shard:
 
 
 def shard_block(shard: Shard, clusters: list[str], unused_exceptions: list[Finding],
-                proposed: list[Finding] = ()) -> dict[str, Any]:
-    """What a shard's JSON report adds for `merge`: its exceptions that accepted nothing, and the whole-fleet
-    findings it can only propose (UPG003 on a selector that takes nothing here: `Fleet.proposed`)."""
+                proposed: list[Finding] = (), root: str | os.PathLike = ".") -> dict[str, Any]:
+    """What a shard's JSON report adds for `merge`: its exceptions that accepted nothing, the whole-fleet
+    findings it can only propose (UPG003 on a selector that takes nothing here: `Fleet.proposed`), and the
+    commit and tree it validated (`source_ids`)."""
     return {"index": shard.index, "count": shard.count, "clusters": clusters,
             "unused_exceptions": [f.as_dict() for f in unused_exceptions],
-            "proposed": [f.as_dict() for f in proposed]}
+            "proposed": [f.as_dict() for f in proposed], "source": source_ids(root)}
+
+
+def source_ids(root: str | os.PathLike) -> dict[str, Any]:
+    """{commit, tree, dirty} of the git checkout at `root` (`git rev-parse HEAD HEAD^{tree}`; dirty: `git status`
+    lists a change, untracked files included, ignored ones not); all None outside a git checkout."""
+    ids = _git(root, "rev-parse", "HEAD", "HEAD^{tree}")
+    if ids is None or len(ids.split()) != 2:
+        return {"commit": None, "tree": None, "dirty": None}
+    commit, tree = ids.split()
+    status = _git(root, "status", "--porcelain", "--untracked-files=normal", "--", ".")
+    return {"commit": commit, "tree": tree, "dirty": None if status is None else bool(status.strip())}
+
+
+def _git(root: str | os.PathLike, *args: str) -> str | None:
+    """git's output, or None when git is missing, fails or is not in a checkout (no id to give)."""
+    try:
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS,
+                              check=False, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.decode(errors="replace") if proc.returncode == 0 else None
 
 
 # --- merge ---------------------------------------------------------------------------------------------------
@@ -82,8 +111,13 @@ class ReportedException:
     def from_dict(cls, data: dict) -> ReportedException:
         path, _, line = str(data["source"]).rpartition(":")
         source = Location(path, int(line)) if path and line.isdigit() else Location(str(data["source"]))
-        return cls(str(data["rule"]), str(data["selector"]), str(data["reason"]), str(data["owner"]),
-                   date.fromisoformat(str(data["expires"])), source, bool(data["inline"]))
+        try:
+            expires = date.fromisoformat(str(data["expires"]))
+        except ValueError:
+            raise ToolError(f"a shard report holds an exception whose expiry is not a date: {data['expires']!r}") \
+                from None
+        return cls(str(data["rule"]), str(data["selector"]), str(data["reason"]), str(data["owner"]), expires,
+                   source, bool(data["inline"]))
 
     def as_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "selector": self.selector, "reason": self.reason, "owner": self.owner,
@@ -97,6 +131,7 @@ def merge(paths: list[Path], root: str) -> Any:
 
     reports = [_read(path) for path in paths]
     _check_complete(reports, paths)
+    _check_same_source(reports, paths, root)
     findings, causes, waived, unused = [], {}, [], []
     for report in reports:
         for data in report["findings"]:
@@ -160,6 +195,8 @@ def _read(path: Path) -> dict:
     if not isinstance(report, dict) or not isinstance(report.get("shard"), dict) \
             or not all(key in report for key in ("findings", "waived", "summary")):
         raise ToolError(f"{path}: not the JSON report of a shard (`validate --shard K/N --format json`)")
+    inputschemas.check("shard-report", report, str(path),
+                       "the JSON report of a shard (`validate --shard K/N --format json` of this toolkit)")
     return report
 
 
@@ -177,6 +214,31 @@ def _check_complete(reports: list[dict], paths: list[Path]) -> None:
     missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in seen]
     if missing:
         raise ToolError(f"shard(s) {', '.join(missing)} missing: a merge of part of a split would drop findings")
+
+
+def _check_same_source(reports: list[dict], paths: list[Path], root: str) -> None:
+    """Every shard validated one commit and tree, with no uncommitted changes, and (when `root` is a git
+    checkout) the one `root` is at: a shard kept from another commit would otherwise merge unseen."""
+    sources = [report["shard"]["source"] for report in reports]
+    for source, path in zip(sources, paths, strict=True):
+        if source["dirty"]:
+            raise ToolError(f"{path}: the shard ran on a working tree with uncommitted changes, which no tree id "
+                            "covers; commit them and run every shard again")
+    first = sources[0]
+    for source, path in zip(sources[1:], paths[1:], strict=True):
+        if source != first:
+            raise ToolError(f"the shards validated different trees: {paths[0]} {_described(first)}, {path} "
+                            f"{_described(source)}; run every shard of the split on one commit")
+    here = source_ids(root) if root else None
+    if here and here["commit"] and here["tree"] != first["tree"]:
+        raise ToolError(f"the shards validated {_described(first)}, but {root} is at {_described(here)}; merge "
+                        "in a checkout of the commit the shards ran on")
+
+
+def _described(source: dict) -> str:
+    if not source["commit"]:
+        return "outside a git checkout (no commit)"
+    return f"commit {source['commit'][:12]} (tree {source['tree'][:12]})"
 
 
 def _finding(data: dict) -> Finding:

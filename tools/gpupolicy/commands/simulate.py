@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="inject node failures: POOL:COUNT@TIME[+DOWNTIME],... e.g. pool-a:2@3600+1h")
     parser.add_argument("--map", metavar="TEAM=QUEUE", action="append", default=[],
                         help="send a trace team to a ClusterQueue (repeatable); others are dealt round-robin")
-    parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs")
+    parser.add_argument("--limit", type=int, metavar="N",
+                        help="replay only the first N GPU jobs of the trace file (reading stops there)")
     parser.add_argument("--out", metavar="DIR", type=Path,
                         help=f"report directory (default: {DEFAULT_OUT} in the repository, git-ignored)")
     parser.add_argument("--worse-by", metavar="PERCENT", type=float, default=None,  # None: verdict's default
@@ -99,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--workload builds its own jobs: pass either --workload or --trace")
     if args.workload and (args.days <= 0 or _scales(args.scale) is None):
         return _fail("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors, e.g. 1:3")
+    if args.limit is not None and args.limit < 1:
+        return _fail("--limit takes a positive number of jobs")
     if args.worse_by is not None and not 0 <= args.worse_by < 10_000:
         return _fail("--worse-by takes a percentage from 0 up, such as 10")
     out, error = repopath.output_folder(args.repo, args.out, DEFAULT_OUT)
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             with resources.as_file(resources.files("gpupolicy") / "data" / "traces" / SHIPPED_TRACE) as path:
                 trace = read_trace(path, "csv")
         else:
-            trace = read_trace(args.trace, args.trace_format)
+            trace = read_trace(args.trace, args.trace_format, args.limit)
     except TraceError as exc:
         return _fail(str(exc))
     jobs = trace.jobs[: args.limit] if args.limit else trace.jobs

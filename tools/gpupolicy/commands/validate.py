@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if scope.shard is not None and args.format == "json":
         payload = json.loads(text)
         payload["shard"] = shards.shard_block(scope.shard, result.rendered_clusters, result.unused_exceptions,
-                                              result.proposed)
+                                              result.proposed, root=args.repo)
         text = json.dumps(payload, indent=2)
     if args.show_waived and args.format == "text" and result.waived:
         text = report.waived_text(result) + "\n" + text

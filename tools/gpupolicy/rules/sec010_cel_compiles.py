@@ -7,6 +7,9 @@ compiles every `matchConditions`, `variables`, `validations` and `messageExpress
 toolkit's CEL engine. Expressions that Kubernetes accepts but the toolkit cannot evaluate (optional syntax
 `.?`, `paramKind`, library functions it does not implement) are reported as warnings, since the admission tests
 cannot cover them.
+An expression whose estimated cost from its own literals is over the API server's per-call limit (a nest of
+literal lists that builds 10^8 elements) is an error too: the API server would stop it on every request
+(decision 0065).
 
 ## Bad example
 ```yaml

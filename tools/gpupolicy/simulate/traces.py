@@ -1,7 +1,10 @@
 """Trace readers: the project's CSV, the Alibaba GPU trace v2023 (`openb`) and the Microsoft ITP trace.
 
 A reader returns jobs sorted by submit time. Bad rows raise TraceError naming the file and line, which the
-command turns into a message and exit code 2.
+command turns into a message and exit code 2. Every reader is bounded (`Bounds`: rows and bytes of one trace,
+a named refusal above them) and takes `limit`, the number of GPU jobs wanted: reading a CSV stops once it has
+them (the first N GPU jobs of the file, in file order), so `--limit 10` reads ten jobs of a huge trace, not all
+of it; an ITP archive, bounded by its own limits, gives its N earliest jobs across its clusters.
 
 The project CSV (documented in docs/operations/simulation.md), one job per row:
 `job_id,submit,duration,gpus,share,mig,pods,team,queue,tier,workload,checkpoint` - only `job_id`, `submit` and
@@ -33,6 +36,22 @@ TIERS = ("production", "training", "batch", "experiment")
 
 class TraceError(ValueError):
     """A trace that cannot be read; the message names file and line."""
+
+
+# The largest public traces the simulator reads have about 10^5 jobs (ITP ~ 10^5, openb ~ 10^4); Helios,
+# among the largest published, has 3.4 million. A trace of more rows or bytes than this is refused before it
+# decides how much memory and time a run takes; `--limit N` reads a prefix of any size.
+MAX_TRACE_ROWS = 2_000_000
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Bounds:
+    rows: int = MAX_TRACE_ROWS
+    bytes: int = MAX_TRACE_BYTES
+
+
+DEFAULT_BOUNDS = Bounds()
 
 
 @dataclass
@@ -70,16 +89,18 @@ def _first_line(path: Path) -> str:
         raise TraceError(f"{path}: cannot read: {exc}") from exc
 
 
-def read_trace(path: Path, fmt: str | None = None) -> Trace:
+def read_trace(path: Path, fmt: str | None = None, limit: int | None = None,
+               bounds: Bounds = DEFAULT_BOUNDS) -> Trace:
+    """The trace at `path`; `limit`: stop after that many GPU jobs (None: all, within `bounds`)."""
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
     fmt = fmt or detect_format(path)
     if fmt == "csv":
-        return read_csv(path)
+        return read_csv(path, limit, bounds)
     if fmt == "openb":
-        return read_openb(path)
+        return read_openb(path, limit, bounds)
     if fmt == "itp":
-        return read_itp(path)
+        return read_itp(path, limit, bounds)
     raise TraceError(f"unknown trace format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
@@ -88,16 +109,39 @@ MAX_FIELD_CHARS = 1024
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
 
 
-def _rows(handle: Iterable[str], source: str, required: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
+def _check_size(path: Path, limit: int | None, bounds: Bounds) -> None:
+    """Refuse a whole read of a file over the byte bound at once; with a limit, `_bounded_lines` counts."""
+    size = path.stat().st_size
+    if limit is None and size > bounds.bytes:
+        raise TraceError(f"{path}: {size:,} bytes, over the {bounds.bytes:,}-byte limit of one trace; pass "
+                         "--limit N to replay its first N jobs, or split it")
+
+
+def _bounded_lines(handle: Iterable[str], source: str, bounds: Bounds) -> Iterator[str]:
+    """The handle's lines, refused once they add up to more than the byte bound (characters, as read)."""
+    total = 0
+    for line in handle:
+        total += len(line)
+        if total > bounds.bytes:
+            raise TraceError(f"{source}: more than {bounds.bytes:,} bytes read, the limit of one trace; pass "
+                             "--limit N to replay its first N jobs, or split it")
+        yield line
+
+
+def _rows(handle: Iterable[str], source: str, required: tuple[str, ...],
+          bounds: Bounds = DEFAULT_BOUNDS, counted: int = 0) -> Iterator[tuple[int, dict]]:
     """(line, row) of a CSV trace; a row that is not well-formed CSV, has an overlong field or bytes that are
     not UTF-8 (the handle decodes with surrogateescape, so they arrive here as lone surrogates) is a
-    TraceError at its line."""
-    reader = csv.DictReader(handle)
+    TraceError at its line; so is the row past the row bound (`counted`: rows read before, in other members)."""
+    reader = csv.DictReader(_bounded_lines(handle, source, bounds))
     try:
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
             raise TraceError(f"{source}:1: missing column(s) {', '.join(missing)}")
-        for row in reader:
+        for count, row in enumerate(reader, start=counted + 1):
+            if count > bounds.rows:
+                raise TraceError(f"{source}:{reader.line_num}: more than {bounds.rows:,} rows, the limit of one "
+                                 "trace; pass --limit N to replay its first N jobs, or split it")
             _check_fields(row, f"{source}:{reader.line_num}")
             yield reader.line_num, row
     except csv.Error as exc:  # e.g. a field over the csv module's own limit (131,072 characters)
@@ -132,11 +176,18 @@ def _number(row: dict, column: str, where: str, default: float | None = None) ->
     return value
 
 
-def read_csv(path: Path) -> Trace:
+def _full(jobs: list[Job], limit: int | None) -> bool:
+    return limit is not None and len(jobs) >= limit
+
+
+def read_csv(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> Trace:
     jobs: list[Job] = []
     skipped = 0
+    _check_size(path, limit, bounds)
     with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
-        for line, row in _rows(handle, str(path), ("job_id", "submit", "duration")):
+        for line, row in _rows(handle, str(path), ("job_id", "submit", "duration"), bounds):
+            if _full(jobs, limit):
+                break
             where = f"{path}:{line}"
             job = _csv_job(row, where)
             if job is None:
@@ -186,7 +237,7 @@ def write_csv(jobs: Iterable[Job], path: Path) -> int:
 OPENB_TIER = {"LS": "production", "Guaranteed": "production", "Burstable": "batch", "BE": "experiment"}
 
 
-def read_openb(path: Path) -> Trace:
+def read_openb(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> Trace:
     """Alibaba cluster-trace-gpu-v2023 pod list: one job per GPU pod, on its own creation/deletion times.
 
     The pod lists have no team; each pod's QoS becomes its tier (LS/Guaranteed -> production, Burstable ->
@@ -195,8 +246,11 @@ def read_openb(path: Path) -> Trace:
     """
     jobs: list[Job] = []
     skipped = 0
+    _check_size(path, limit, bounds)
     with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
-        for line, row in _rows(handle, str(path), OPENB_COLUMNS):
+        for line, row in _rows(handle, str(path), OPENB_COLUMNS, bounds):
+            if _full(jobs, limit):
+                break
             where = f"{path}:{line}"
             num_gpu = int(_number(row, "num_gpu", where))
             milli = int(_number(row, "gpu_milli", where, 0))
@@ -213,30 +267,45 @@ def read_openb(path: Path) -> Trace:
     return Trace(jobs, str(path), "openb", skipped)
 
 
-def read_itp(path: Path) -> Trace:
+def read_itp(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> Trace:
     """Microsoft ITP (ElasticFlow raw traces): a tar.gz of clusterNN.csv, or one such CSV.
 
     Each source cluster file becomes a team (`itp-cluster01` ...); the jobs are whole-GPU training jobs.
     Sizes above one node are split into 8-GPU pods by the engine when the pool has 8 GPUs per node.
     """
-    members: list[tuple[str, str]] = []
-    if path.name.endswith((".tar.gz", ".tgz")):
-        members = _archive_members(path)
-    else:
-        members.append((path.name, path.read_text(encoding="utf-8", errors="surrogateescape")))
     jobs: list[Job] = []
-    for name, text in members:
-        team = "itp-" + Path(name).stem
-        for line, row in _rows(io.StringIO(text), f"{path}!{name}", ITP_COLUMNS):
-            where = f"{path}!{name}:{line}"
-            gpus = int(_number(row, "num_gpu", where))
-            if gpus == 0:
-                continue
-            jobs.append(Job(id=row["job_id"], submit=int(_number(row, "submission_time", where)),
-                            duration=max(1, int(_number(row, "duration", where))), gpus=gpus, team=team,
-                            tier="training", workload="training"))
+    if path.name.endswith((".tar.gz", ".tgz")):
+        # The archive is read whole anyway (bounded by MAX_ARCHIVE_BYTES): its members are clusters, not one
+        # time line, so a limit applies to the earliest jobs across all of them, after the sort.
+        rows = 0
+        for name, text in _archive_members(path):
+            rows = _itp_jobs(io.StringIO(text), f"{path}!{name}", "itp-" + Path(name).stem, jobs, None, bounds,
+                             rows)
+        jobs.sort(key=lambda j: j.submit)
+        return Trace(jobs[:limit] if limit else jobs, str(path), "itp", 0)
+    else:
+        _check_size(path, limit, bounds)
+        with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
+            _itp_jobs(handle, str(path), "itp-" + path.stem, jobs, limit, bounds, 0)
     jobs.sort(key=lambda j: j.submit)
     return Trace(jobs, str(path), "itp", 0)
+
+
+def _itp_jobs(handle: Iterable[str], source: str, team: str, jobs: list[Job], limit: int | None, bounds: Bounds,
+              counted: int) -> int:
+    """Append one ITP CSV's GPU jobs to `jobs` (up to `limit` in all); the rows read so far, this one's too."""
+    for line, row in _rows(handle, source, ITP_COLUMNS, bounds, counted):
+        if _full(jobs, limit):
+            break
+        counted += 1
+        where = f"{source}:{line}"
+        gpus = int(_number(row, "num_gpu", where))
+        if gpus == 0:
+            continue
+        jobs.append(Job(id=row["job_id"], submit=int(_number(row, "submission_time", where)),
+                        duration=max(1, int(_number(row, "duration", where))), gpus=gpus, team=team,
+                        tier="training", workload="training"))
+    return counted
 
 
 # The ITP archive's largest member is 0.8 MB and the whole archive 4 MB unpacked; a gzip bomb must not get
