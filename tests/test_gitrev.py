@@ -1,10 +1,13 @@
-"""gitrev.unpack: a revision's `git archive` written to a temporary folder on every supported Python (3.11.2
-has no `extractall(filter=...)`), with each member checked by the trust boundary."""
+"""gitrev.unpack: a revision (read with ls-tree and cat-file, packed as a tar) written to a temporary folder on
+every supported Python (3.11.2 has no `extractall(filter=...)`), with each member checked by the trust boundary;
+and materialize, which runs no filter a revision's attributes name."""
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -84,7 +87,27 @@ def test_links_devices_and_fifos_are_refused(tmp_path: Path, kind: bytes) -> Non
 def test_materialize_on_a_hostile_archive_says_which_revision(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(gitrev, "resolve", lambda root, rev: "c0ffee")
     monkeypatch.setattr(gitrev, "_prefix", lambda root: "")
-    monkeypatch.setattr(gitrev, "_git", lambda root, *args, binary=False: _archive(_member("../x", data=b"x")))
+    monkeypatch.setattr(gitrev, "_tree_archive", lambda root, tree: _archive(_member("../x", data=b"x")))
     with pytest.raises(ToolError, match=r"cannot unpack revision HEAD: archive member refused"):
         with gitrev.materialize(tmp_path, "HEAD"):
             pass
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is needed")
+def test_materialize_runs_no_filter_the_revision_names(tmp_path: Path) -> None:
+    """A revision's `.gitattributes` picks a filter the machine has configured (git-lfs in CI: its smudge
+    fetched what the pull request's `.lfsconfig` named); `git archive` ran it, materialize must not."""
+    repo, marker = tmp_path / "repo", tmp_path / "filter-ran"
+    (repo / "d").mkdir(parents=True)
+    (repo / ".gitattributes").write_text("*.yaml filter=smudger\n")
+    (repo / "x.yaml").write_text("a: 1\n")
+    (repo / "d" / "link").symlink_to("../x.yaml")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    subprocess.run([*git, "config", "filter.smudger.smudge", f"sh -c 'touch {marker}; cat'"], check=True)
+    with gitrev.materialize(repo, "HEAD") as tree:
+        assert (tree / "x.yaml").read_text() == "a: 1\n"
+        assert os.readlink(tree / "d" / "link") == "../x.yaml"
+    assert not marker.exists()

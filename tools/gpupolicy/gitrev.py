@@ -1,7 +1,9 @@
 """Git revisions for `diff` and `--changed-since`, read without touching the user's working tree or index.
 
-A revision is materialized with `git archive` into a temporary directory (read-only plumbing: no checkout,
-no index, no worktree bookkeeping). The policy repository may be a subdirectory of the git repository; every
+A revision is materialized into a temporary directory from `git ls-tree` and `git cat-file --batch`
+(read-only plumbing: no checkout, no index, no worktree bookkeeping, and no filter: `git archive` would run the
+smudge filter a `.gitattributes` of the revision names, git-lfs among them, which fetches what `.lfsconfig`
+says; decision 0064). The policy repository may be a subdirectory of the git repository; every
 path here is relative to the policy repository root.
 """
 
@@ -198,8 +200,7 @@ def materialize(root: Path, rev: str) -> Iterator[Path]:
     rules may check any path (a decision record's `affects`, a runbook link)."""
     commit = resolve(root, rev)
     prefix = _prefix(root)
-    tree = f"{commit}:{prefix}" if prefix else commit
-    archive = _git(root, "archive", "--format=tar", tree, binary=True)
+    archive = _tree_archive(root, f"{commit}:{prefix}" if prefix else f"{commit}^{{tree}}")
     with tempfile.TemporaryDirectory(prefix="gpupolicy-rev-") as tmp:
         target = Path(tmp) / "repo"
         target.mkdir()
@@ -208,6 +209,51 @@ def materialize(root: Path, rev: str) -> Iterator[Path]:
         except (tarfile.TarError, OSError, ToolError) as exc:
             raise ToolError(f"cannot unpack revision {rev}: {exc}") from exc
         yield target
+
+
+def _tree_archive(root: Path, tree: str) -> bytes:
+    """The tree's files and symlinks as a tar archive for `unpack`, each blob exactly as committed. Submodules
+    (mode 160000) are left out, as `git archive` leaves them."""
+    listing = str(_git(root, "ls-tree", "-r", "-z", tree)).split("\0")
+    entries = []
+    for line in filter(None, listing):
+        meta, name = line.split("\t", 1)
+        mode, kind, oid = meta.split(" ")
+        if kind == "blob":
+            entries.append((name, int(mode, 8), oid))
+    contents = _blobs(root, [oid for _, _, oid in entries])
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, mode, oid in entries:
+            data = contents[oid]
+            member = tarfile.TarInfo(name)
+            if stat.S_ISLNK(mode):
+                member.type, member.linkname = tarfile.SYMTYPE, data.decode("utf-8", "surrogateescape")
+                tar.addfile(member)
+            else:
+                member.size, member.mode = len(data), 0o755 if mode & 0o111 else 0o644
+                tar.addfile(member, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
+    """oid -> content of each blob, in one `git cat-file --batch` (no --filters, no --textconv: raw bytes)."""
+    if not oids:
+        return {}
+    try:
+        proc = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="\n".join(oids).encode() + b"\n",
+                              capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise ToolError(f"git cat-file timed out after {GIT_TIMEOUT_SECONDS}s") from exc
+    if proc.returncode != 0:
+        raise ToolError(f"git cat-file --batch: {proc.stderr.decode(errors='replace').strip() or 'failed'}")
+    out, found, at = proc.stdout, {}, 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        oid, _kind, size = out[at:end].decode().split(" ")
+        found[oid] = out[end + 1:end + 1 + int(size)]
+        at = end + 1 + int(size) + 1  # the content, then one newline
+    return found
 
 
 @dataclass
