@@ -12,6 +12,8 @@ from support import REPO, SHARED
 @pytest.fixture(scope="session", autouse=True)
 def _hermetic_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["GPUPOLICY_CACHE_DIR"] = str(tmp_path_factory.mktemp("render-cache"))
+    # the cache's MAC key too (cachefiles.key_file), never the developer's own
+    os.environ["GPUPOLICY_CACHE_KEY_FILE"] = str(tmp_path_factory.mktemp("cache-key") / "cache.key")
 
 
 @pytest.fixture

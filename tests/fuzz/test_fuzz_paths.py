@@ -98,7 +98,8 @@ def test_validate_never_opens_what_an_origin_annotation_names_outside(tmp_path_f
     assert "Traceback" not in err, err
     assert code in (0, 1, 2), (code, err)
     # validate needs no temporary folder, so the temp dir (where outside.yaml lives) is not allowed
-    allowed = [repo, Path(os.environ["GPUPOLICY_CACHE_DIR"]), *_python_paths()]
+    allowed = [repo, Path(os.environ["GPUPOLICY_CACHE_DIR"]), Path(os.environ["GPUPOLICY_CACHE_KEY_FILE"]).parent,
+               *_python_paths()]
     assert not trace.outside(allowed), (value, trace.outside(allowed))
 
 

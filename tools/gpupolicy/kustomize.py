@@ -17,7 +17,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -568,10 +567,11 @@ def _as_list(value: object) -> list:
 _KEPT_VARIABLES = ("LANG", "LC_ALL", "TMPDIR")
 
 
-def offline_environment(kubectl: str, home: str) -> dict[str, str]:
+def offline_environment(kubectl: str, home: str = "/nonexistent") -> dict[str, str]:
     """The environment `kubectl kustomize` runs in: a remote base that got past `looks_remote` finds no `git` or
     `ssh` (PATH holds kubectl's own folder only; kustomize's cloner execs `git` from PATH,
-    api/internal/git/gitrunner.go), and git, if it ran, would allow no protocol and read no config."""
+    api/internal/git/gitrunner.go), and git, if it ran, would allow no protocol and read no config. HOME names a
+    folder that does not exist: nothing to read there, and validate makes no temporary folder."""
     env = {name: os.environ[name] for name in _KEPT_VARIABLES if name in os.environ}
     env.update({
         "PATH": str(Path(kubectl).parent),
@@ -618,7 +618,6 @@ class RenderJob:
         # the run's reader: shared files are hashed once, not once per cluster, and read once with the loader
         self._reader = reader or repopath.Reader(root)
         self._kubectl = kubectl_path()
-        self._home = tempfile.mkdtemp(prefix="gpupolicy-kubectl-home-")  # empty: no git or kube config to read
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
         self._running: dict[str, subprocess.Popen] = {}
@@ -636,7 +635,6 @@ class RenderJob:
         """Stop everything (the caller failed or was interrupted) and wait for the kubectl processes to end."""
         self.cancel(self._futures)
         self._pool.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(self._home, ignore_errors=True)
 
     def results(self) -> dict[str, Rendered]:
         """Every overlay's output, once all are done; cancelled overlays are left out."""
@@ -644,7 +642,6 @@ class RenderJob:
             done = {directory: future.result() for directory, future in self._futures.items()}
         finally:
             self._pool.shutdown(wait=True)
-            shutil.rmtree(self._home, ignore_errors=True)
         return {d: rendered for d, rendered in done.items() if d not in self._cancelled}
 
     def _one(self, directory: str) -> Rendered:
@@ -665,7 +662,7 @@ class RenderJob:
         return rendered
 
     def _run_kubectl(self, directory: str) -> Rendered:
-        env = offline_environment(self._kubectl, self._home)
+        env = offline_environment(self._kubectl)
         with self._lock:
             if directory in self._cancelled:
                 return Rendered(directory, error="cancelled")
