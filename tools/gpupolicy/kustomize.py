@@ -59,7 +59,8 @@ def looks_remote(text: str) -> bool:
     bare = text.split("?", 1)[0]
     if bare[:5].lower() == "git::":
         return True
-    return bool(_URL.match(bare) or _SCP_USERNAME.match(bare)) or "?ref=" in text or text.startswith("//")
+    queried = "?ref=" in text or "?version=" in text
+    return bool(_URL.match(bare) or _SCP_USERNAME.match(bare)) or queried or text.startswith("//")
 RENDER_TIMEOUT_SECONDS = 120
 
 
@@ -527,7 +528,8 @@ class _Reader:
         name = str(_field(generator, "name") or "")
         for key, index, entry in _entries(generator, "files"):
             source_key, _, path = str(entry).rpartition("=")
-            target = self.resolve(path, *at, key, index)
+            # the whole entry first: `k=https://host/f?ref=x` splits at the query's `=` into a local-looking path
+            target = self.resolve(str(entry) if looks_remote(str(entry)) else path, *at, key, index)
             if target is None:
                 continue
             self.add_file(target)
@@ -565,6 +567,7 @@ def _as_list(value: object) -> list:
 # Variables kubectl may keep: locale and temp folder. Nothing else of the caller's environment reaches it (no
 # proxies, no GIT_*, no SSH agent, no KUBECONFIG): the second wall behind `looks_remote`.
 _KEPT_VARIABLES = ("LANG", "LC_ALL", "TMPDIR")
+_REFUSING_PROXY = "http://127.0.0.1:1"
 
 
 def offline_environment(kubectl: str, home: str = "/nonexistent") -> dict[str, str]:
@@ -582,6 +585,10 @@ def offline_environment(kubectl: str, home: str = "/nonexistent") -> dict[str, s
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_SSH_COMMAND": "false",
+        "XDG_CONFIG_HOME": home,
+        # kustomize fetches http(s) files itself with Go's default client, which honours these: a port that
+        # refuses, so even a URL that got past `looks_remote` goes nowhere
+        **dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), _REFUSING_PROXY),
     })
     return env
 
