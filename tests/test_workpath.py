@@ -278,3 +278,23 @@ def test_time_sliced_pool_checks_its_share(fleet: Fleet) -> None:
     pool = path.pod_sets[0].pool
     assert fleet.pools[pool].sharing == "time-sliced"
     assert "one replica's share (25% of the card's memory) must be free" in path.pod_sets[0].steps[-1].text
+
+
+def test_a_jobsets_child_jobs_go_through_admission(fleet: Fleet) -> None:
+    path = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us")
+    children = [s for s in path.steps if s.stage == "admission" and s.text.startswith("child Job ")]
+    assert [s.ok for s in children] == [True, True], path.summary()
+    assert "jobset-controller-manager" in children[0].text
+
+
+def test_a_policy_refusing_the_child_jobs_blocks_the_jobset(tmp_path: Path) -> None:
+    """The JobSet passes, its child Jobs (no queue label, constructJob) do not: blocked at the child Job."""
+    repo = copy_repo(REPO, tmp_path / "repo")
+    policy = repo / "policies" / "admission" / "gpu-jobs.yaml"
+    policy.write_text(policy.read_text().replace("!variables.namesGpu || variables.jobSetChild ||",
+                                                 "!variables.namesGpu ||"))
+    fleet = pipeline.load_fleet(repo)
+    blocked = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us").blocked
+    assert blocked is not None and blocked.stage == "admission", blocked
+    assert blocked.text.startswith("child Job ") and "gpu-jobs-require-queue" in blocked.text
+    assert "no pod is ever created" in blocked.text and blocked.where.path == "policies/admission/gpu-jobs.yaml"

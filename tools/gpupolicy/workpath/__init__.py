@@ -29,7 +29,7 @@ from ..rules.cap_common import namespace_labels
 from ..rules.sec003_admission_policies import chain_of
 from ..selectors import label_selector_matches
 from ..yamlload import mapping
-from . import kueue, nodes, operands, pods
+from . import controllers, kueue, nodes, operands, pods
 from .startup import startup_step
 
 KUEUE_SERVICE_ACCOUNT = "system:serviceaccount:kueue-system:kueue-controller-manager"
@@ -135,6 +135,9 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     path.steps += _admit(fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload")
     if not path.steps[-1].ok:
         return path
+    path.steps += _admit_created(fleet, cluster, chain, body, namespace_body)
+    if not path.steps[-1].ok:
+        return path
     sets = kueue.pod_sets(body)
     if not sets:  # never a silent "lands": say that nothing could be traced
         path.steps.append(Step("pod sets", False, f"no pod template with a spec found in this {body.get('kind')}: "
@@ -168,6 +171,24 @@ def _admit(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: c
     first = denials[0]
     return [Step("admission", False, f"{what} is denied by {first.policy}: {first.message}",
                  _policy_location(fleet, cluster, first))]
+
+
+def _admit_created(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict,
+                   namespace_body: dict) -> list[Step]:
+    """Admission of each object a controller creates from the workload (a JobSet's child Jobs): the API server
+    reviews them as their controller's requests, and Kueue reserves the quota whether or not they exist."""
+    steps = []
+    for created in controllers.created_objects(body):
+        request = cel.Request(object=created.obj, namespace=namespace_body, username=created.username,
+                              groups=created.groups)
+        what = f"child {created.obj['kind']} {created.obj['metadata']['name']} (made by {created.username})"
+        steps += _admit(fleet, cluster, chain, request, what)
+        if not steps[-1].ok:
+            denied = steps[-1]
+            steps[-1] = Step(denied.stage, False, f"{denied.text}; Kueue admits the workload and holds its quota, "
+                                                  "and no pod is ever created", denied.where)
+            break
+    return steps
 
 
 def _denials(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request) -> list:
