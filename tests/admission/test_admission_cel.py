@@ -8,6 +8,7 @@ checked against the same corpus so the corpus itself stays honest.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,21 @@ def test_reference_fleet_still_refuses_a_user_made_gpu_job_claiming_a_jobset_own
     namespace = NAMESPACES[case["object"]["metadata"]["namespace"]]
     [child] = controllers.created_objects(case["object"])
     assert chain.denials(cel.Request(object=child.obj, namespace=namespace))
+
+
+def test_reference_fleet_refuses_a_job_whose_startup_check_covers_less_than_the_sum() -> None:
+    """Reference fleet (issue 33, defect 3): two app containers of 1 GPU each need a check asking for 2; the
+    kubelet gives the second container fresh devices (kubernetes pkg/kubelet/cm/devicemanager/manager.go,
+    devicesToReuse). The Job itself is refused, before Kueue reserves its quota."""
+    chain = _chain("repository")
+    job = copy.deepcopy(yaml.safe_load((HERE / "legitimate" / "job-with-queue.yaml").read_text())["object"])
+    containers = job["spec"]["template"]["spec"]["containers"]
+    containers.append({**containers[0], "name": "second"})
+    request = cel.Request(object=job, namespace=NAMESPACES["alpha"])
+    assert [d.policy for d in chain.denials(request)] == ["gpu-jobs-require-startup-check"]
+    check = job["spec"]["template"]["spec"]["initContainers"][0]["resources"]
+    check["limits"]["nvidia.com/gpu"] = check["requests"]["nvidia.com/gpu"] = 2
+    assert chain.denials(request) == []
 
 
 # --- the evaluator's own semantics ----------------------------------------------------------------------------
