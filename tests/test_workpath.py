@@ -298,3 +298,44 @@ def test_a_policy_refusing_the_child_jobs_blocks_the_jobset(tmp_path: Path) -> N
     assert blocked is not None and blocked.stage == "admission", blocked
     assert blocked.text.startswith("child Job ") and "gpu-jobs-require-queue" in blocked.text
     assert "no pod is ever created" in blocked.text and blocked.where.path == "policies/admission/gpu-jobs.yaml"
+
+
+def _limit_range(default_request_cpu: str) -> list:
+    from gpupolicy.model import K8sObject
+    body = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": "t"},
+            "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": default_request_cpu}}]}}
+    return [K8sObject("v1", "LimitRange", "defaults", "t", body, "lr.yaml")]
+
+
+def test_a_pod_with_only_a_cpu_limit_is_defaulted_in_the_api_servers_order() -> None:
+    """SetDefaults_Pod (kubernetes pkg/apis/core/v1/defaults.go) copies the limit into the missing request at
+    decode, before LimitRanger: a defaultRequest above the limit does not apply (issue 33, defect 5)."""
+    from gpupolicy.workpath import pods
+    spec = {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "250m"}}}]}
+    ranges = _limit_range("500m")
+    stored, _written, refusals = pods.default_pod_spec(spec, ranges, order=pods.API_SERVER_ORDER)
+    assert refusals == [] and stored["containers"][0]["resources"]["requests"] == {"cpu": "250m"}
+    _stored, _written, refusals = pods.default_pod_spec(spec, ranges, order=pods.KUEUE_ORDER)
+    assert [r.message for r in refusals] and refusals[0].message.startswith("container c requests 500m cpu")
+
+
+def test_explain_defaults_a_pod_as_the_api_server_and_a_job_template_as_kueue(tmp_path: Path) -> None:
+    """A LimitRange defaultRequest of 500m cpu and a container with only `limits: {cpu: 250m}`: the Pod is
+    admitted (SetDefaults_Pod first); the Job is refused by Kueue, and explain says it is Kueue."""
+    repo = copy_repo(REPO, tmp_path / "repo")
+    fleet = pipeline.load_fleet(repo)
+    cluster = fleet.clusters["prod-us"]
+    namespace = sorted(cluster.namespaces)[0]
+    ranges = _limit_range("500m")
+    cluster.objects.append(ranges[0].__class__("v1", "LimitRange", "defaults", namespace,
+                                               {**ranges[0].body, "metadata": {"name": "defaults",
+                                                                               "namespace": namespace}}, "lr.yaml"))
+    container = {"name": "c", "image": "i", "resources": {"limits": {"cpu": "250m"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
+           "spec": {"containers": [container]}}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": namespace},
+           "spec": {"template": {"spec": {"containers": [container], "restartPolicy": "Never"}}}}
+    pod_steps = workpath.trace(fleet, cluster, pod, lambda _path: None).pod_sets[0].steps
+    assert pod_steps[0].stage == "defaulting" and pod_steps[0].ok, pod_steps[0]
+    job_steps = workpath.trace(fleet, cluster, job, lambda _path: None).pod_sets[0].steps
+    assert not job_steps[0].ok and job_steps[0].text.startswith("Kueue marks the workload inadmissible")

@@ -144,10 +144,12 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
                                                   "its pods cannot be traced", locate(("spec",))))
         return path
     ranges = pods.limit_ranges(cluster, namespace)
+    order = _defaulting_order(body)
     for pod_set in sets:
-        pod_set.spec, written, refusals = pods.default_pod_spec(mapping(pod_set.template.get("spec")), ranges)
+        pod_set.spec, written, refusals = pods.default_pod_spec(mapping(pod_set.template.get("spec")), ranges,
+                                                                order)
         pod_set.requests = pods.pod_requests(pod_set.spec)
-        steps = [_defaulting(fleet, written, refusals, pod_set, locate)]
+        steps = [_defaulting(fleet, written, refusals, pod_set, locate, order)]
         path.pod_sets.append(PodSetPath(pod_set.name, pod_set.count, pod_set.requests, steps,
                                         workloads=pod_set.workloads))
     path.steps += _namespace_quota(fleet, cluster, namespace, sets)
@@ -217,13 +219,25 @@ def _policy_location(fleet: Fleet, cluster: Cluster, violation: cel.Violation) -
     return fleet.locate(policy, "spec", "validations", violation.validation, "expression")
 
 
+# Kinds whose pods reach Kueue as Pod objects the API server already defaulted (Kueue's pod integration, and
+# plain pods): SetDefaults_Pod order. Job templates are read by Kueue before any pod exists: Kueue's order.
+POD_BASED_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "LeaderWorkerSet")
+
+
+def _defaulting_order(body: dict) -> str:
+    return pods.API_SERVER_ORDER if body.get("kind") in POD_BASED_KINDS else pods.KUEUE_ORDER
+
+
 def _defaulting(fleet: Fleet, written: list[pods.Defaulted], refusals: list[pods.Refusal], pod_set: kueue.PodSet,
-                locate: Locator) -> Step:
+                locate: Locator, order: str = pods.API_SERVER_ORDER) -> Step:
     if refusals:
         refusal = refusals[0]
         where = (fleet.locate(refusal.source, *refusal.source_path) if refusal.source
                  else locate((*pod_set.template_path, "spec", *refusal.container_path)))
-        return Step("defaulting", False, f"the API server refuses the pod: {refusal.message}", where)
+        who = ("the API server refuses the pod" if order == pods.API_SERVER_ORDER else
+               "Kueue marks the workload inadmissible (it applies LimitRange defaults before copying limits to "
+               "requests, kueue pkg/workload/resources.go AdjustResources, then ValidateResources)")
+        return Step("defaulting", False, f"{who}: {refusal.message}", where)
     unasked = [w for w in written if w.source is not None and is_gpu_resource(w.resource) and pods.amount(w.value)]
     if unasked:  # decision 0024: GPUs defaulted onto containers that asked for none (sidecars, init containers)
         first = unasked[0]
