@@ -339,3 +339,23 @@ def test_explain_defaults_a_pod_as_the_api_server_and_a_job_template_as_kueue(tm
     assert pod_steps[0].stage == "defaulting" and pod_steps[0].ok, pod_steps[0]
     job_steps = workpath.trace(fleet, cluster, job, lambda _path: None).pod_sets[0].steps
     assert not job_steps[0].ok and job_steps[0].text.startswith("Kueue marks the workload inadmissible")
+
+
+def test_a_full_flavor_makes_kueue_try_the_next_one(fleet: Fleet) -> None:
+    """The cluster under load (issue 33, defect 2): with flavor cpu full, a CPU-only pod set gets the next
+    flavor of its resource group; when that is a GPU flavor, the started pod is refused, and the trace says so."""
+    path = workpath.trace(fleet, fleet.clusters["prod-us"],
+                          yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text()),
+                          lambda _path: None, None, frozenset({"cpu"}))
+    (pod_set,) = path.pod_sets
+    assert pod_set.blocked is not None and pod_set.blocked.stage == "flavor assignment", path.summary()
+    assert "requests no GPU, yet ClusterQueue" in pod_set.blocked.text
+    empty = workpath.trace(fleet, fleet.clusters["prod-us"],
+                           yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text()), lambda _path: None)
+    assert set(empty.pod_sets[0].flavors.values()) == {"cpu"}
+
+
+def test_explain_refuses_an_unknown_full_flavor(capsys: pytest.CaptureFixture) -> None:
+    code = cli.main(["explain", str(REPO / "docs/examples/cpu-only-job.yaml"), "--full", "no-such-flavor",
+                     "--repo", str(REPO)])
+    assert code == 2 and "no ResourceFlavor named no-such-flavor" in capsys.readouterr().err

@@ -24,7 +24,7 @@ from decimal import Decimal
 from .. import cel
 from ..findings import Location
 from ..model import POOL_LABEL, QUEUE_LABEL, Cluster, ClusterQueue, Fleet, K8sObject, LocalQueue
-from ..quotas import is_gpu_resource
+from ..quotas import flavor_limits, is_gpu_resource
 from ..rules.cap_common import namespace_labels
 from ..rules.sec003_admission_policies import chain_of
 from ..selectors import label_selector_matches
@@ -119,7 +119,10 @@ def show_requests(requests: dict[str, Decimal]) -> str:
     return ", ".join(f"{kueue._show(r, requests[r])} {r}" for r in order if requests[r])
 
 
-def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace: str | None = None) -> WorkloadPath:
+def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace: str | None = None,
+          full: frozenset[str] = frozenset()) -> WorkloadPath:
+    """The workload's path through `cluster`; `full` names flavors with no room left (the cluster under load:
+    Kueue then tries the next flavor, flavorassigner.go findFlavorForPodSets / shouldTryNextFlavor)."""
     body = copy.deepcopy(body)
     metadata = body["metadata"] = mapping(body.get("metadata"))
     namespace = namespace or str(metadata.get("namespace") or "default")
@@ -159,11 +162,19 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     path.steps += queue_steps
     if not path.steps[-1].ok:
         return path
-    usage: dict = {}
+    usage = _used_up(cluster, queue, full)
     for pod_set, pod_set_path in zip(sets, path.pod_sets, strict=True):
         if not pod_set_path.blocked:
             _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate)
     return path
+
+
+def _used_up(cluster: Cluster, queue: ClusterQueue | None, full: frozenset[str]) -> dict:
+    """Usage that fills each `full` flavor to the most the queue can use of it (nominal plus borrowing)."""
+    if queue is None or not full:
+        return {}
+    return {(flavor, resource): Decimal(str(most))
+            for (flavor, resource), (_nominal, most) in flavor_limits(cluster, queue).items() if flavor in full}
 
 
 def _admit(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request, what: str) -> list[Step]:
@@ -330,7 +341,7 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
         consequence = admitted[0].text if not admitted[0].ok else "its pods hold GPU nodes without using a GPU"
         path.steps[-1] = Step("flavor assignment", False,
                               f"the pod set requests no GPU, yet ClusterQueue {queue.name} gives it GPU flavor "
-                              f"{gpu_flavor} (the first flavor of its resource group with cpu/memory quota); Kueue "
+                              f"{gpu_flavor} (the first flavor of its resource group with room for its cpu/memory); Kueue "
                               f"injects that flavor's node labels and tolerations, so {consequence}",
                               _flavor_list_location(fleet, queue, gpu_flavor))
         return
