@@ -359,3 +359,30 @@ def test_explain_refuses_an_unknown_full_flavor(capsys: pytest.CaptureFixture) -
     code = cli.main(["explain", str(REPO / "docs/examples/cpu-only-job.yaml"), "--full", "no-such-flavor",
                      "--repo", str(REPO)])
     assert code == 2 and "no ResourceFlavor named no-such-flavor" in capsys.readouterr().err
+
+
+def test_explain_lists_every_admission_blocker_at_once(fleet: Fleet, tmp_path: Path) -> None:
+    """Missing queue label AND missing startup check: both denials are steps, not only the first."""
+    job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
+    spec = job["spec"]["template"]["spec"]
+    del spec["initContainers"], spec["volumes"]
+    job["metadata"].pop("labels", None)
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job))
+    path = _trace(fleet, manifest, "prod-us")
+    denied = {s.text.split(":")[0] for s in path.steps if s.stage == "admission" and not s.ok}
+    assert {"the workload is denied by gpu-jobs-require-queue",
+            "the workload is denied by gpu-jobs-require-startup-check"} <= denied, path.summary()
+
+
+def test_a_missing_local_queue_names_the_ones_the_namespace_has(fleet: Fleet, tmp_path: Path) -> None:
+    job = yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text())
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "no-such-queue"
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job))
+    cluster = fleet.clusters["prod-us"]
+    blocked = _trace(fleet, manifest, "prod-us").blocked
+    namespace = job["metadata"]["namespace"]
+    have = sorted(q.name for q in cluster.local_queues if q.namespace == namespace)
+    assert blocked is not None and blocked.stage == "queue", blocked
+    assert have and f"namespace {namespace} has LocalQueues {', '.join(have)}" in blocked.text

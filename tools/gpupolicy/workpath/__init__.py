@@ -181,9 +181,9 @@ def _admit(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: c
     denials = _denials(fleet, cluster, chain, request)
     if not denials:
         return [Step("admission", True, f"{what} passes the cluster's admission policies")]
-    first = denials[0]
-    return [Step("admission", False, f"{what} is denied by {first.policy}: {first.message}",
-                 _policy_location(fleet, cluster, first))]
+    # Every denial, not only the first: the user fixes them all in one go (the API server reports each too).
+    return [Step("admission", False, f"{what} is denied by {denial.policy}: {denial.message}",
+                 _policy_location(fleet, cluster, denial)) for denial in denials]
 
 
 def _admit_created(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict,
@@ -300,8 +300,12 @@ def _queue(fleet: Fleet, cluster: Cluster, body: dict, sets: list[kueue.PodSet],
     namespace = str(body["metadata"]["namespace"])
     local = next((q for q in cluster.local_queues if q.name == name and q.namespace == namespace), None)
     if local is None:
+        have = sorted(q.name for q in cluster.local_queues if q.namespace == namespace)
+        offer = (f"namespace {namespace} has LocalQueues {', '.join(have)}" if have
+                 else f"namespace {namespace} has no LocalQueue")
         return None, [Step("queue", False, f"LocalQueue {namespace}/{name} does not exist: Kueue keeps the "
-                                           "workload inadmissible", locate(("metadata", "labels", QUEUE_LABEL)))]
+                                           f"workload inadmissible ({offer})",
+                           locate(("metadata", "labels", QUEUE_LABEL)))]
     return _cluster_queue(fleet, cluster, local, labels)
 
 
