@@ -386,3 +386,13 @@ def test_a_missing_local_queue_names_the_ones_the_namespace_has(fleet: Fleet, tm
     have = sorted(q.name for q in cluster.local_queues if q.namespace == namespace)
     assert blocked is not None and blocked.stage == "queue", blocked
     assert have and f"namespace {namespace} has LocalQueues {', '.join(have)}" in blocked.text
+
+
+def test_a_team_without_local_queue_is_reported_at_its_namespace_not_a_made_up_queue(tmp_path: Path) -> None:
+    fleet = pipeline.load_fleet(copy_repo(REPO, tmp_path / "repo"))
+    cluster = fleet.clusters["prod-us"]
+    namespace = next(n for n in cluster.namespaces.values() if n.team)
+    cluster.local_queues[:] = [q for q in cluster.local_queues if q.namespace != namespace.name]
+    case = matrix._case(fleet, cluster, namespace, "CPU-only Job")
+    assert case.problem and "none" not in case.problem and "has no LocalQueue" in case.problem, case
+    assert case.where is not None and case.where.path == namespace.obj.origin
