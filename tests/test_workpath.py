@@ -278,3 +278,121 @@ def test_time_sliced_pool_checks_its_share(fleet: Fleet) -> None:
     pool = path.pod_sets[0].pool
     assert fleet.pools[pool].sharing == "time-sliced"
     assert "one replica's share (25% of the card's memory) must be free" in path.pod_sets[0].steps[-1].text
+
+
+def test_a_jobsets_child_jobs_go_through_admission(fleet: Fleet) -> None:
+    path = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us")
+    children = [s for s in path.steps if s.stage == "admission" and s.text.startswith("child Job ")]
+    assert [s.ok for s in children] == [True, True], path.summary()
+    assert "jobset-controller-manager" in children[0].text
+
+
+def test_a_policy_refusing_the_child_jobs_blocks_the_jobset(tmp_path: Path) -> None:
+    """The JobSet passes, its child Jobs (no queue label, constructJob) do not: blocked at the child Job."""
+    repo = copy_repo(REPO, tmp_path / "repo")
+    policy = repo / "policies" / "admission" / "gpu-jobs.yaml"
+    policy.write_text(policy.read_text().replace("!variables.namesGpu || variables.jobSetChild ||",
+                                                 "!variables.namesGpu ||"))
+    fleet = pipeline.load_fleet(repo)
+    blocked = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us").blocked
+    assert blocked is not None and blocked.stage == "admission", blocked
+    assert blocked.text.startswith("child Job ") and "gpu-jobs-require-queue" in blocked.text
+    assert "no pod is ever created" in blocked.text and blocked.where.path == "policies/admission/gpu-jobs.yaml"
+
+
+def _limit_range(default_request_cpu: str) -> list:
+    from gpupolicy.model import K8sObject
+    body = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": "t"},
+            "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": default_request_cpu}}]}}
+    return [K8sObject("v1", "LimitRange", "defaults", "t", body, "lr.yaml")]
+
+
+def test_a_pod_with_only_a_cpu_limit_is_defaulted_in_the_api_servers_order() -> None:
+    """SetDefaults_Pod (kubernetes pkg/apis/core/v1/defaults.go) copies the limit into the missing request at
+    decode, before LimitRanger: a defaultRequest above the limit does not apply (issue 33, defect 5)."""
+    from gpupolicy.workpath import pods
+    spec = {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "250m"}}}]}
+    ranges = _limit_range("500m")
+    stored, _written, refusals = pods.default_pod_spec(spec, ranges, order=pods.API_SERVER_ORDER)
+    assert refusals == [] and stored["containers"][0]["resources"]["requests"] == {"cpu": "250m"}
+    _stored, _written, refusals = pods.default_pod_spec(spec, ranges, order=pods.KUEUE_ORDER)
+    assert [r.message for r in refusals] and refusals[0].message.startswith("container c requests 500m cpu")
+
+
+def test_explain_defaults_a_pod_as_the_api_server_and_a_job_template_as_kueue(tmp_path: Path) -> None:
+    """A LimitRange defaultRequest of 500m cpu and a container with only `limits: {cpu: 250m}`: the Pod is
+    admitted (SetDefaults_Pod first); the Job is refused by Kueue, and explain says it is Kueue."""
+    repo = copy_repo(REPO, tmp_path / "repo")
+    fleet = pipeline.load_fleet(repo)
+    cluster = fleet.clusters["prod-us"]
+    namespace = sorted(cluster.namespaces)[0]
+    ranges = _limit_range("500m")
+    cluster.objects.append(ranges[0].__class__("v1", "LimitRange", "defaults", namespace,
+                                               {**ranges[0].body, "metadata": {"name": "defaults",
+                                                                               "namespace": namespace}}, "lr.yaml"))
+    container = {"name": "c", "image": "i", "resources": {"limits": {"cpu": "250m"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
+           "spec": {"containers": [container]}}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": namespace},
+           "spec": {"template": {"spec": {"containers": [container], "restartPolicy": "Never"}}}}
+    pod_steps = workpath.trace(fleet, cluster, pod, lambda _path: None).pod_sets[0].steps
+    assert pod_steps[0].stage == "defaulting" and pod_steps[0].ok, pod_steps[0]
+    job_steps = workpath.trace(fleet, cluster, job, lambda _path: None).pod_sets[0].steps
+    assert not job_steps[0].ok and job_steps[0].text.startswith("Kueue marks the workload inadmissible")
+
+
+def test_a_full_flavor_makes_kueue_try_the_next_one(fleet: Fleet) -> None:
+    """The cluster under load (issue 33, defect 2): with flavor cpu full, a CPU-only pod set gets the next
+    flavor of its resource group; when that is a GPU flavor, the started pod is refused, and the trace says so."""
+    path = workpath.trace(fleet, fleet.clusters["prod-us"],
+                          yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text()),
+                          lambda _path: None, None, frozenset({"cpu"}))
+    (pod_set,) = path.pod_sets
+    assert pod_set.blocked is not None and pod_set.blocked.stage == "flavor assignment", path.summary()
+    assert "requests no GPU, yet ClusterQueue" in pod_set.blocked.text
+    empty = workpath.trace(fleet, fleet.clusters["prod-us"],
+                           yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text()), lambda _path: None)
+    assert set(empty.pod_sets[0].flavors.values()) == {"cpu"}
+
+
+def test_explain_refuses_an_unknown_full_flavor(capsys: pytest.CaptureFixture) -> None:
+    code = cli.main(["explain", str(REPO / "docs/examples/cpu-only-job.yaml"), "--full", "no-such-flavor",
+                     "--repo", str(REPO)])
+    assert code == 2 and "no ResourceFlavor named no-such-flavor" in capsys.readouterr().err
+
+
+def test_explain_lists_every_admission_blocker_at_once(fleet: Fleet, tmp_path: Path) -> None:
+    """Missing queue label AND missing startup check: both denials are steps, not only the first."""
+    job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
+    spec = job["spec"]["template"]["spec"]
+    del spec["initContainers"], spec["volumes"]
+    job["metadata"].pop("labels", None)
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job))
+    path = _trace(fleet, manifest, "prod-us")
+    denied = {s.text.split(":")[0] for s in path.steps if s.stage == "admission" and not s.ok}
+    assert {"the workload is denied by gpu-jobs-require-queue",
+            "the workload is denied by gpu-jobs-require-startup-check"} <= denied, path.summary()
+
+
+def test_a_missing_local_queue_names_the_ones_the_namespace_has(fleet: Fleet, tmp_path: Path) -> None:
+    job = yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text())
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "no-such-queue"
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job))
+    cluster = fleet.clusters["prod-us"]
+    blocked = _trace(fleet, manifest, "prod-us").blocked
+    namespace = job["metadata"]["namespace"]
+    have = sorted(q.name for q in cluster.local_queues if q.namespace == namespace)
+    assert blocked is not None and blocked.stage == "queue", blocked
+    assert have and f"namespace {namespace} has LocalQueues {', '.join(have)}" in blocked.text
+
+
+def test_a_team_without_local_queue_is_reported_at_its_namespace_not_a_made_up_queue(tmp_path: Path) -> None:
+    fleet = pipeline.load_fleet(copy_repo(REPO, tmp_path / "repo"))
+    cluster = fleet.clusters["prod-us"]
+    namespace = next(n for n in cluster.namespaces.values() if n.team)
+    cluster.local_queues[:] = [q for q in cluster.local_queues if q.namespace != namespace.name]
+    case = matrix._case(fleet, cluster, namespace, "CPU-only Job")
+    assert case.problem and "none" not in case.problem and "has no LocalQueue" in case.problem, case
+    assert case.where is not None and case.where.path == namespace.obj.origin

@@ -8,12 +8,14 @@ checked against the same corpus so the corpus itself stays honest.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
 import yaml
 
 from gpupolicy import cel
+from gpupolicy.workpath import controllers
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -48,7 +50,8 @@ def _cases(kind: str) -> list[Path]:
 
 
 def _requests(case_file: Path) -> list[cel.Request]:
-    """The case's own request, then (for a workload) the pods its controllers would create."""
+    """The case's own request, then (for a workload) the objects its controllers would create: a JobSet's
+    child Jobs (workpath.controllers, as jobset's constructJob builds them), then the pods."""
     case = yaml.safe_load(case_file.read_text())
     obj = case["object"]
     settings = case.get("request") or {}
@@ -58,7 +61,9 @@ def _requests(case_file: Path) -> list[cel.Request]:
                         old_object=obj if settings.get("operation") == "UPDATE" else None,
                         username=settings.get("username", "alice@example.com"),
                         groups=tuple(settings.get("groups", ("system:authenticated",))))
-    return [first, *cel.workload_requests(obj, namespace)[1:]]
+    children = [cel.Request(object=c.obj, namespace=namespace, username=c.username, groups=c.groups)
+                for c in controllers.created_objects(obj)]
+    return [first, *children, *cel.workload_requests(obj, namespace)[1:]]
 
 
 def _denials(chain: cel.AdmissionChain, case: Path) -> list[cel.Violation]:
@@ -91,6 +96,42 @@ def test_policies_compile(source: str) -> None:
     chain = _chain(source)
     problems = {name: [p.message for p in cel.compile_errors(policy.body)] for name, policy in chain.policies.items()}
     assert not any(problems.values()), problems
+
+
+def test_reference_fleet_admits_the_child_jobs_of_a_queued_gpu_jobset() -> None:
+    """Reference fleet: the Jobs the JobSet controller creates carry no queue label of their own (issue 33,
+    defect 1); the shipped policies must admit them, or Kueue holds the JobSet's quota and no Job exists."""
+    chain = _chain("repository")
+    case = yaml.safe_load((HERE / "legitimate" / "jobset-with-queue.yaml").read_text())
+    namespace = NAMESPACES[case["object"]["metadata"]["namespace"]]
+    [child] = controllers.created_objects(case["object"])
+    assert "kueue.x-k8s.io/queue-name" not in child.obj["metadata"]["labels"]
+    request = cel.Request(object=child.obj, namespace=namespace, username=child.username, groups=child.groups)
+    assert [d.message for d in chain.denials(request)] == []
+
+
+def test_reference_fleet_still_refuses_a_user_made_gpu_job_claiming_a_jobset_owner() -> None:
+    """Reference fleet: the JobSet-child exemption holds only for the JobSet controller's own requests."""
+    chain = _chain("repository")
+    case = yaml.safe_load((HERE / "legitimate" / "jobset-with-queue.yaml").read_text())
+    namespace = NAMESPACES[case["object"]["metadata"]["namespace"]]
+    [child] = controllers.created_objects(case["object"])
+    assert chain.denials(cel.Request(object=child.obj, namespace=namespace))
+
+
+def test_reference_fleet_refuses_a_job_whose_startup_check_covers_less_than_the_sum() -> None:
+    """Reference fleet (issue 33, defect 3): two app containers of 1 GPU each need a check asking for 2; the
+    kubelet gives the second container fresh devices (kubernetes pkg/kubelet/cm/devicemanager/manager.go,
+    devicesToReuse). The Job itself is refused, before Kueue reserves its quota."""
+    chain = _chain("repository")
+    job = copy.deepcopy(yaml.safe_load((HERE / "legitimate" / "job-with-queue.yaml").read_text())["object"])
+    containers = job["spec"]["template"]["spec"]["containers"]
+    containers.append({**containers[0], "name": "second"})
+    request = cel.Request(object=job, namespace=NAMESPACES["alpha"])
+    assert [d.policy for d in chain.denials(request)] == ["gpu-jobs-require-startup-check"]
+    check = job["spec"]["template"]["spec"]["initContainers"][0]["resources"]
+    check["limits"]["nvidia.com/gpu"] = check["requests"]["nvidia.com/gpu"] = 2
+    assert chain.denials(request) == []
 
 
 # --- the evaluator's own semantics ----------------------------------------------------------------------------

@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="NAME", help="only this cluster (default: every cluster)")
     parser.add_argument("--namespace", metavar="NS", help="trace it in this namespace (default: its own, else default)")
     parser.add_argument("--format", default="text", choices=("text", "json"), help=FORMAT_HELP)
+    parser.add_argument("--full", metavar="FLAVOR,...", default="",
+                        help="trace as if these ResourceFlavors had no room left (the cluster under load): Kueue "
+                             "then tries each pod set's next flavor")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,7 +43,12 @@ def run(args: argparse.Namespace) -> int:
     except ToolError as exc:
         print(f"gpupolicy explain: {exc}", file=sys.stderr)
         return 2
-    paths = [workpath.trace(fleet, cluster, doc.data, workpath.example_locator(doc), args.namespace)
+    full = frozenset(f.strip() for f in args.full.split(",") if f.strip())
+    unknown = sorted(full - {f for cluster in fleet.clusters.values() for f in cluster.flavors})
+    if unknown:
+        print(f"gpupolicy explain: --full: no ResourceFlavor named {', '.join(unknown)} in the fleet", file=sys.stderr)
+        return 2
+    paths = [workpath.trace(fleet, cluster, doc.data, workpath.example_locator(doc), args.namespace, full)
              for doc in documents for cluster in fleet.clusters.values()]
     if args.format == "json":
         print(json.dumps([_as_json(p) for p in paths], indent=2))

@@ -24,12 +24,12 @@ from decimal import Decimal
 from .. import cel
 from ..findings import Location
 from ..model import POOL_LABEL, QUEUE_LABEL, Cluster, ClusterQueue, Fleet, K8sObject, LocalQueue
-from ..quotas import is_gpu_resource
+from ..quotas import flavor_limits, is_gpu_resource
 from ..rules.cap_common import namespace_labels
 from ..rules.sec003_admission_policies import chain_of
 from ..selectors import label_selector_matches
 from ..yamlload import mapping
-from . import kueue, nodes, operands, pods
+from . import controllers, kueue, nodes, operands, pods
 from .startup import startup_step
 
 KUEUE_SERVICE_ACCOUNT = "system:serviceaccount:kueue-system:kueue-controller-manager"
@@ -119,7 +119,10 @@ def show_requests(requests: dict[str, Decimal]) -> str:
     return ", ".join(f"{kueue._show(r, requests[r])} {r}" for r in order if requests[r])
 
 
-def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace: str | None = None) -> WorkloadPath:
+def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace: str | None = None,
+          full: frozenset[str] = frozenset()) -> WorkloadPath:
+    """The workload's path through `cluster`; `full` names flavors with no room left (the cluster under load:
+    Kueue then tries the next flavor, flavorassigner.go findFlavorForPodSets / shouldTryNextFlavor)."""
     body = copy.deepcopy(body)
     metadata = body["metadata"] = mapping(body.get("metadata"))
     namespace = namespace or str(metadata.get("namespace") or "default")
@@ -135,16 +138,21 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     path.steps += _admit(fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload")
     if not path.steps[-1].ok:
         return path
+    path.steps += _admit_created(fleet, cluster, chain, body, namespace_body)
+    if not path.steps[-1].ok:
+        return path
     sets = kueue.pod_sets(body)
     if not sets:  # never a silent "lands": say that nothing could be traced
         path.steps.append(Step("pod sets", False, f"no pod template with a spec found in this {body.get('kind')}: "
                                                   "its pods cannot be traced", locate(("spec",))))
         return path
     ranges = pods.limit_ranges(cluster, namespace)
+    order = _defaulting_order(body)
     for pod_set in sets:
-        pod_set.spec, written, refusals = pods.default_pod_spec(mapping(pod_set.template.get("spec")), ranges)
+        pod_set.spec, written, refusals = pods.default_pod_spec(mapping(pod_set.template.get("spec")), ranges,
+                                                                order)
         pod_set.requests = pods.pod_requests(pod_set.spec)
-        steps = [_defaulting(fleet, written, refusals, pod_set, locate)]
+        steps = [_defaulting(fleet, written, refusals, pod_set, locate, order)]
         path.pod_sets.append(PodSetPath(pod_set.name, pod_set.count, pod_set.requests, steps,
                                         workloads=pod_set.workloads))
     path.steps += _namespace_quota(fleet, cluster, namespace, sets)
@@ -154,20 +162,46 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     path.steps += queue_steps
     if not path.steps[-1].ok:
         return path
-    usage: dict = {}
+    usage = _used_up(cluster, queue, full)
     for pod_set, pod_set_path in zip(sets, path.pod_sets, strict=True):
         if not pod_set_path.blocked:
             _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate)
     return path
 
 
+def _used_up(cluster: Cluster, queue: ClusterQueue | None, full: frozenset[str]) -> dict:
+    """Usage that fills each `full` flavor to the most the queue can use of it (nominal plus borrowing)."""
+    if queue is None or not full:
+        return {}
+    return {(flavor, resource): Decimal(str(most))
+            for (flavor, resource), (_nominal, most) in flavor_limits(cluster, queue).items() if flavor in full}
+
+
 def _admit(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request, what: str) -> list[Step]:
     denials = _denials(fleet, cluster, chain, request)
     if not denials:
         return [Step("admission", True, f"{what} passes the cluster's admission policies")]
-    first = denials[0]
-    return [Step("admission", False, f"{what} is denied by {first.policy}: {first.message}",
-                 _policy_location(fleet, cluster, first))]
+    # Every denial, not only the first: the user fixes them all in one go (the API server reports each too).
+    return [Step("admission", False, f"{what} is denied by {denial.policy}: {denial.message}",
+                 _policy_location(fleet, cluster, denial)) for denial in denials]
+
+
+def _admit_created(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict,
+                   namespace_body: dict) -> list[Step]:
+    """Admission of each object a controller creates from the workload (a JobSet's child Jobs): the API server
+    reviews them as their controller's requests, and Kueue reserves the quota whether or not they exist."""
+    steps = []
+    for created in controllers.created_objects(body):
+        request = cel.Request(object=created.obj, namespace=namespace_body, username=created.username,
+                              groups=created.groups)
+        what = f"child {created.obj['kind']} {created.obj['metadata']['name']} (made by {created.username})"
+        steps += _admit(fleet, cluster, chain, request, what)
+        if not steps[-1].ok:
+            denied = steps[-1]
+            steps[-1] = Step(denied.stage, False, f"{denied.text}; Kueue admits the workload and holds its quota, "
+                                                  "and no pod is ever created", denied.where)
+            break
+    return steps
 
 
 def _denials(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request) -> list:
@@ -196,13 +230,25 @@ def _policy_location(fleet: Fleet, cluster: Cluster, violation: cel.Violation) -
     return fleet.locate(policy, "spec", "validations", violation.validation, "expression")
 
 
+# Kinds whose pods reach Kueue as Pod objects the API server already defaulted (Kueue's pod integration, and
+# plain pods): SetDefaults_Pod order. Job templates are read by Kueue before any pod exists: Kueue's order.
+POD_BASED_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "LeaderWorkerSet")
+
+
+def _defaulting_order(body: dict) -> str:
+    return pods.API_SERVER_ORDER if body.get("kind") in POD_BASED_KINDS else pods.KUEUE_ORDER
+
+
 def _defaulting(fleet: Fleet, written: list[pods.Defaulted], refusals: list[pods.Refusal], pod_set: kueue.PodSet,
-                locate: Locator) -> Step:
+                locate: Locator, order: str = pods.API_SERVER_ORDER) -> Step:
     if refusals:
         refusal = refusals[0]
         where = (fleet.locate(refusal.source, *refusal.source_path) if refusal.source
                  else locate((*pod_set.template_path, "spec", *refusal.container_path)))
-        return Step("defaulting", False, f"the API server refuses the pod: {refusal.message}", where)
+        who = ("the API server refuses the pod" if order == pods.API_SERVER_ORDER else
+               "Kueue marks the workload inadmissible (it applies LimitRange defaults before copying limits to "
+               "requests, kueue pkg/workload/resources.go AdjustResources, then ValidateResources)")
+        return Step("defaulting", False, f"{who}: {refusal.message}", where)
     unasked = [w for w in written if w.source is not None and is_gpu_resource(w.resource) and pods.amount(w.value)]
     if unasked:  # decision 0024: GPUs defaulted onto containers that asked for none (sidecars, init containers)
         first = unasked[0]
@@ -254,8 +300,12 @@ def _queue(fleet: Fleet, cluster: Cluster, body: dict, sets: list[kueue.PodSet],
     namespace = str(body["metadata"]["namespace"])
     local = next((q for q in cluster.local_queues if q.name == name and q.namespace == namespace), None)
     if local is None:
+        have = sorted(q.name for q in cluster.local_queues if q.namespace == namespace)
+        offer = (f"namespace {namespace} has LocalQueues {', '.join(have)}" if have
+                 else f"namespace {namespace} has no LocalQueue")
         return None, [Step("queue", False, f"LocalQueue {namespace}/{name} does not exist: Kueue keeps the "
-                                           "workload inadmissible", locate(("metadata", "labels", QUEUE_LABEL)))]
+                                           f"workload inadmissible ({offer})",
+                           locate(("metadata", "labels", QUEUE_LABEL)))]
     return _cluster_queue(fleet, cluster, local, labels)
 
 
@@ -295,7 +345,7 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
         consequence = admitted[0].text if not admitted[0].ok else "its pods hold GPU nodes without using a GPU"
         path.steps[-1] = Step("flavor assignment", False,
                               f"the pod set requests no GPU, yet ClusterQueue {queue.name} gives it GPU flavor "
-                              f"{gpu_flavor} (the first flavor of its resource group with cpu/memory quota); Kueue "
+                              f"{gpu_flavor} (the first flavor of its resource group with room for its cpu/memory); Kueue "
                               f"injects that flavor's node labels and tolerations, so {consequence}",
                               _flavor_list_location(fleet, queue, gpu_flavor))
         return

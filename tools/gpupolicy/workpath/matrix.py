@@ -22,7 +22,7 @@ from ..findings import Location
 from ..model import MIG_RESOURCE_PREFIX, QUEUE_LABEL, Cluster, Fleet, Namespace
 from ..quotas import flavor_limit, flavor_limits
 from ..startupcheck import with_check
-from . import WorkloadPath, incomplete, misplaced, trace
+from . import Step, WorkloadPath, incomplete, misplaced, trace
 
 GPU = "nvidia.com/gpu"
 KINDS = ("training Job", "MIG inference Deployment", "time-sliced notebook", "CPU-only Job",
@@ -155,14 +155,24 @@ def _all_cases(fleet: Fleet):
 
 def _case(fleet: Fleet, cluster: Cluster, namespace: Namespace, kind: str) -> Case:
     local = _team_queue(cluster, namespace.name, kind)
-    queue_name = local.name if local else "none"
-    cluster_queue = local.cluster_queue if local else ""
+    if local is None:  # say so at the namespace, never trace a made-up queue name
+        return _judge(cluster.name, namespace.team, kind, _no_local_queue(fleet, cluster, namespace, kind))
+    queue_name = local.name
+    cluster_queue = local.cluster_queue
     mig = _mig_profile(cluster, cluster_queue)
     wanted = mig if kind == "MIG inference Deployment" else GPU if kind != "CPU-only Job" else "cpu"
     if local and not _offered(cluster, cluster_queue, wanted):
         return Case(cluster.name, namespace.team, kind, None)
     path = trace(fleet, cluster, workload(kind, namespace.name, queue_name, mig), lambda _path: None)
     return _judge(cluster.name, namespace.team, kind, path)
+
+
+def _no_local_queue(fleet: Fleet, cluster: Cluster, namespace: Namespace, kind: str) -> WorkloadPath:
+    path = WorkloadPath(f"{kind} {namespace.name}", cluster.name, namespace.name)
+    path.steps.append(Step("queue", False, f"namespace {namespace.name} has no LocalQueue: a {kind} of team "
+                                           f"{namespace.team} cannot be queued",
+                           fleet.locate(namespace.obj, "metadata", "name")))
+    return path
 
 
 def _team_signature(cluster: Cluster, namespace: Namespace) -> str:

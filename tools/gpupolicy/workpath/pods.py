@@ -8,7 +8,12 @@ Upstream behaviour modelled here (kubernetes/kubernetes):
   `defaultRequest` as request for every resource it leaves unset, then `min`/`max` are enforced per container
   (`type: Container`) or summed over the pod (`type: Pod`);
 - `SetDefaults_Pod` (defaults.go) and Kueue's `UseLimitsAsMissingRequestsInPod` (kubernetes-sigs/kueue
-  `pkg/workload/resources.go`): a resource with a limit and no request is requested at its limit;
+  `pkg/workload/resources.go`): a resource with a limit and no request is requested at its limit. The ORDER
+  differs (decision 0067): the API server copies the limits at decode, before LimitRanger runs, so a
+  `defaultRequest` never lands on a resource with a limit (API_SERVER_ORDER, for pods and the pod-based
+  integrations); Kueue's `AdjustResources` applies the LimitRange first (`handlePodLimitRange`) and copies
+  limits afterwards (`handleLimitsToRequests`), then `ValidateResources` marks the workload inadmissible when
+  a request exceeds its limit (KUEUE_ORDER, for job templates: it is Kueue that refuses);
 - `pkg/apis/core/validation/validation.go` `validateResourceRequirements`: an extended resource (anything in a
   domain other than kubernetes.io, e.g. nvidia.com/gpu) needs a limit and a request equal to it;
 - `k8s.io/component-helpers/resource/helpers.go` `PodRequests` (used by the scheduler and by Kueue's
@@ -27,6 +32,8 @@ from ..quantity import QuantityError, is_extended_resource, parse_quantity
 from ..yamlload import mappings
 
 CONTAINER_FIELDS = ("initContainers", "containers")
+API_SERVER_ORDER = "api-server"  # limits -> missing requests, then LimitRange defaults
+KUEUE_ORDER = "kueue"  # LimitRange defaults, then limits -> missing requests
 
 
 @dataclass(frozen=True)
@@ -89,8 +96,10 @@ def _resources(container: dict) -> dict:
     return resources
 
 
-def default_pod_spec(spec: dict, ranges: list[K8sObject]) -> tuple[dict, list[Defaulted], list[Refusal]]:
-    """The pod spec as stored: defaults written, and the refusals of LimitRanger and validation."""
+def default_pod_spec(spec: dict, ranges: list[K8sObject],
+                     order: str = API_SERVER_ORDER) -> tuple[dict, list[Defaulted], list[Refusal]]:
+    """The pod spec as stored (or as Kueue sees it, `order`): defaults written, and the refusals of LimitRanger
+    and validation."""
     spec = copy.deepcopy(spec)
     written: list[Defaulted] = []
     refusals: list[Refusal] = []
@@ -98,15 +107,14 @@ def default_pod_spec(spec: dict, ranges: list[K8sObject]) -> tuple[dict, list[De
         for index, container in enumerate(mappings(spec.get(field))):
             name = str(container.get("name", f"{field}[{index}]"))
             resources = _resources(container)
+            if order == API_SERVER_ORDER:
+                written += _limits_as_requests(resources, name)
             for limit_range in ranges:
                 for item_index, item in _items(limit_range, "Container"):
                     default, request = _item_defaults(item)
                     written += _fill(resources["limits"], default, name, "limits", limit_range, item_index)
                     written += _fill(resources["requests"], request, name, "requests", limit_range, item_index)
-            for resource, value in resources["limits"].items():
-                if resource not in resources["requests"]:
-                    resources["requests"][resource] = value
-                    written.append(Defaulted(name, "requests", resource, str(value), None))
+            written += _limits_as_requests(resources, name)  # LimitRange defaults' limits too (both orders)
             path = (field, index, "resources")
             defaulted = {w.resource: w.source for w in written if w.container == name and w.field == "limits"}
             refusals += _validate(name, resources, path, defaulted)
@@ -117,6 +125,15 @@ def default_pod_spec(spec: dict, ranges: list[K8sObject]) -> tuple[dict, list[De
         for item_index, item in _items(limit_range, "Pod"):
             refusals += _bounds("the pod", _pod_sums(spec), item, limit_range, item_index, ())
     return spec, written, refusals
+
+
+def _limits_as_requests(resources: dict, container: str) -> list[Defaulted]:
+    added = []
+    for resource, value in resources["limits"].items():
+        if resource not in resources["requests"]:
+            resources["requests"][resource] = value
+            added.append(Defaulted(container, "requests", resource, str(value), None))
+    return added
 
 
 def _fill(section: dict, defaults: dict, container: str, field: str, source: K8sObject,
