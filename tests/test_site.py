@@ -29,6 +29,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 from support import REPO, require_tool
 
+from gpupolicy import sitetrust
 from gpupolicy.docsgen.site_hooks import mermaid_js
 
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
@@ -54,10 +55,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
              "mkdocs-material is not installed in this environment")
     _require(mermaid_js() is not None, "mermaid.min.js (npm package `mermaid`) is not on this machine; "
              "`make system-tools` puts it in ~/.cache/gpupolicy/mermaid")
+    # mkdocs executes the hooks and imports the plugins its config names: never build one that names code other
+    # than the toolkit's (decision 0061, SEC011); PYTHONSAFEPATH keeps the checkout's folders off sys.path.
+    refused = sitetrust.repository_problems(REPO)
+    assert not refused, f"mkdocs.yml would run code that is not the toolkit's, the site is not built: {refused}"
     out = tmp_path_factory.mktemp("site")
     build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
                            cwd=REPO, capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONSAFEPATH": "1"})
     assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stdout}\n{build.stderr}"
     return out
 

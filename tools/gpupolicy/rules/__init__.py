@@ -14,24 +14,35 @@ same contract as the built-in modules; `all_rules()` holds them after the built-
 organization prefix (`ACME-NET001`, `ORG_RULE_ID`), which no built-in ID has, so they can never clash. A plugin
 that breaks the contract is refused and listed in `plugins().problems`. Declarative checks under
 `policies/checks/` are repository content, not installed code: `orgchecks` reads them per repository.
+
+A plugin is trusted code, so it must come from the trusted side (decision 0061): an entry point of the
+toolkit's own distribution (which declares none: a pull request that adds one to `pyproject.toml` gets it
+installed by `make validate`'s editable install), or one whose module file or editable source lies inside a
+policy repository (a folder with clusters/ or pools/, as `reporoot` finds one), is refused before anything of
+it is imported, and listed in `plugins().problems` (CFG002, an error). Packages installed from an index into the
+environment keep working.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import json
 import pkgutil
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from types import ModuleType
 
 from ..findings import Finding, Severity
 from ..internal import describe
 
 PLUGIN_GROUP = "gpupolicy.rules"
+TOOLKIT_DISTRIBUTION = "gpupolicy"  # declares no plugin of its own: an entry point on it came from the checkout
 # An organization rule's ID: its organization's prefix, a dash, then a built-in-style ID (ACME-NET001).
 ORG_RULE_ID = re.compile(r"^[A-Z][A-Z0-9]{1,15}-[A-Z]{1,12}[0-9]{1,4}$")
 ORG_CATEGORY = "Organization rules"
@@ -115,6 +126,11 @@ def plugins() -> Plugins:
     found = Plugins()
     for entry in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: (e.name, e.value)):
         where = f"plugin {entry.name} ({entry.value})"
+        untrusted = untrusted_origin(entry)
+        if untrusted:
+            found.problems.append(f"{where} was not loaded: {untrusted}; only plugins installed into the "
+                                  "environment from a package index run (decision 0061)")
+            continue
         try:
             loaded = entry.load()
         except Exception as exc:  # noqa: BLE001 - an installed package is code we do not control
@@ -132,6 +148,54 @@ def plugins() -> Plugins:
             else:
                 found.rules[rule.id] = rule
     return found
+
+
+def untrusted_origin(entry: EntryPoint) -> str:
+    """Why the plugin's code is repository content rather than installed code, or "" when it is not. Looks
+    only at metadata and at where the import system would find the top-level module (`find_spec` of a
+    top-level name runs nothing of it)."""
+    dist = getattr(entry, "dist", None)
+    name = (dist.metadata["Name"] or "") if dist is not None else ""
+    if name.lower().replace("_", "-") == TOOLKIT_DISTRIBUTION:
+        return "it is declared by the toolkit's own distribution, which has no plugins (an edit of pyproject.toml)"
+    editable = _editable_source(dist)
+    if editable and _policy_repository_of(editable):
+        return f"its distribution is an editable install from the policy repository {_policy_repository_of(editable)}"
+    top = entry.value.partition(":")[0].strip().partition(".")[0]
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return ""  # entry.load() reports it as a module that does not import
+    places = [*(spec.submodule_search_locations or []), spec.origin or ""] if spec else []
+    for place in filter(None, places):
+        repo = _policy_repository_of(Path(place))
+        if repo:
+            return f"its module {top} lies inside the policy repository {repo}"
+    return ""
+
+
+def _editable_source(dist) -> Path | None:
+    """The folder an editable (`pip install -e`) distribution points at (PEP 610 direct_url.json), or None."""
+    text = dist.read_text("direct_url.json") if dist is not None else None
+    try:
+        direct = json.loads(text or "{}")
+    except ValueError:
+        return None
+    url = direct.get("url", "") if isinstance(direct, dict) else ""
+    editable = isinstance(direct, dict) and (direct.get("dir_info") or {}).get("editable")
+    return Path(url.removeprefix("file://")) if editable and url.startswith("file://") else None
+
+
+def _policy_repository_of(path: Path) -> Path | None:
+    """The policy repository (a folder with clusters/ or pools/, as reporoot.find_repo_root) holding `path`."""
+    try:
+        path = path.resolve()
+    except OSError:
+        return None
+    for candidate in (path, *path.parents):
+        if (candidate / "clusters").is_dir() or (candidate / "pools").is_dir():
+            return candidate
+    return None
 
 
 def _rule_modules(module: ModuleType, where: str, found: Plugins) -> list[ModuleType]:
