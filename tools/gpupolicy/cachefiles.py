@@ -69,9 +69,10 @@ def toolkit_digest() -> str:
 
 
 def source_digest(package: Path) -> str:
-    """sha256 over the names and contents of every module under `package`."""
+    """sha256 over the names and contents of every module and carried schema or data file under `package`
+    (a fixed CRD schema changes a verdict as surely as a fixed rule)."""
     digest = hashlib.sha256()
-    for module in sorted(package.rglob("*.py")):
+    for module in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".yaml", ".json") and p.is_file()):
         digest.update(module.relative_to(package).as_posix().encode() + b"\0" + module.read_bytes())
     return digest.hexdigest()
 
