@@ -34,8 +34,9 @@ def test_kubectl_environment_has_no_git_no_proxy_and_no_caller_secrets(monkeypat
     monkeypatch.setenv("GPUPOLICY_BOT_TOKEN", "secret")
     kubectl = kustomize.kubectl_path()
     env = kustomize.offline_environment(kubectl, str(tmp_path))
-    assert env["PATH"] == str(Path(kubectl).parent)
+    # not even kubectl's own folder: a kubectl from /usr/bin sits beside git and ssh (found by a helper's review)
     assert shutil.which("git", path=env["PATH"]) is None and shutil.which("ssh", path=env["PATH"]) is None
+    assert env["PATH"] == "/nonexistent"
     assert "GPUPOLICY_BOT_TOKEN" not in env and env["HTTPS_PROXY"] == "http://127.0.0.1:1"
     assert env["GIT_SSH_COMMAND"] == "false" and env["GIT_ALLOW_PROTOCOL"] == "none" and env["HOME"] == str(tmp_path)
 

@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
             args.repo = _repo(args.repo)
         elif args.repo is not None:
             args.repo = args.repo.resolve()
+        blocked = _recover_first(args)
+        if blocked:
+            return blocked
         return int(args._module.run(args))
     except ToolError as exc:
         print(f"gpupolicy: {exc}", file=sys.stderr)
@@ -101,6 +104,22 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported as one
         return _internal_error(_command_name(args), exc)
+
+
+def _recover_first(args: argparse.Namespace) -> int:
+    """A writing command finishes an interrupted edit before its own; any other command reports it and stops
+    (exit 2: validating half an edit would judge a tree nobody wrote). Cheap without a journal: one lstat."""
+    from . import transaction
+
+    repo = getattr(args, "repo", None)
+    if repo is None or not transaction.interrupted(repo):
+        return 0
+    if args.command in commands.WRITING_COMMANDS:
+        print(f"gpupolicy: {transaction.recover(repo)}", file=sys.stderr)
+        return 0
+    print(f"gpupolicy: {transaction.JOURNAL_NAME} in {repo}: an edit of several files was interrupted; run "
+          "`gpupolicy recover` (or any command that writes) to finish it first", file=sys.stderr)
+    return 2
 
 
 def _command_name(args: argparse.Namespace) -> str:

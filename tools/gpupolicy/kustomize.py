@@ -572,12 +572,12 @@ _REFUSING_PROXY = "http://127.0.0.1:1"
 
 def offline_environment(kubectl: str, home: str = "/nonexistent") -> dict[str, str]:
     """The environment `kubectl kustomize` runs in: a remote base that got past `looks_remote` finds no `git` or
-    `ssh` (PATH holds kubectl's own folder only; kustomize's cloner execs `git` from PATH,
+    `ssh` (PATH names no folder at all; kustomize's cloner execs `git` from PATH,
     api/internal/git/gitrunner.go), and git, if it ran, would allow no protocol and read no config. HOME names a
     folder that does not exist: nothing to read there, and validate makes no temporary folder."""
     env = {name: os.environ[name] for name in _KEPT_VARIABLES if name in os.environ}
     env.update({
-        "PATH": str(Path(kubectl).parent),
+        "PATH": "/nonexistent",  # kubectl runs by its absolute path; its folder may hold git too (/usr/bin)
         "HOME": home,
         "KUSTOMIZE_PLUGIN_HOME": "/nonexistent",  # no exec or Go plugins
         "GIT_ALLOW_PROTOCOL": "none",  # git's allow-list of transports: a name no transport has

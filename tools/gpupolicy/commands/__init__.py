@@ -5,6 +5,9 @@ module only when that command runs, so it needs the name and help before), and w
 `HELP = COMMANDS[NAME]`; tests/test_cli_lazy.py fails while a module is missing here.
 """
 
+# Commands that write into the repository: they finish an interrupted edit first (transaction.recover); every
+# other command only reports one and stops, since a validator never changes the tree (decision 0066).
+WRITING_COMMANDS = frozenset({"docs", "recommend", "recover", "schemas", "upgrade"})
 FORMAT_HELP = "text for people (the default) or json for scripts"  # the --format choice most commands offer
 
 COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help` lists them
@@ -17,6 +20,7 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "inspect": "print the fleet model: pools with capacity and the part no quota holds, cluster queues with their "
                "GPU quotas, priorities",
     "mig": "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit",
+    "recover": "finish or undo an edit of several files that was interrupted (a killed promote, docs, --apply)",
     "render": "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)",
     "report": "combine the shards' JSON reports of `validate --shard K/N` into one report (any format)",
     "recommend": "search quotas, borrowing/lending, cohorts, time-slicing replicas, whether inference pools "

@@ -455,6 +455,7 @@ class Editor:
     resolved through the trust boundary first: inside the repository, a regular file, or refused."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
         self.reader = repopath.Reader(root)
         self.styles = [_yaml(*style) for style in _STYLES]
         self.files: dict[str, _File] = {}
@@ -563,7 +564,8 @@ class Editor:
         """Every changed file or none (the transactional writer: a plan recorded as promoted while a pool
         kept its old version would lie about the fleet)."""
         rendered = self.rendered()
-        transaction.write_files({self.files[rel].real_path: rendered[rel] for rel in self.changed()})
+        transaction.write_files({self.files[rel].real_path: rendered[rel] for rel in self.changed()},
+                                journal_root=self.root)
 
 
 def _dump(yaml: YAML, documents: list[Any]) -> str:

@@ -136,7 +136,7 @@ def write_pages(root: Path, pages: dict[str, str]) -> list[str]:
     changed = stale_pages(root, pages)
     targets = {rel: _page_target(root, rel) for rel in changed}
     transaction.write_files({targets[rel]: pages[rel] for rel in changed if rel in pages},
-                            remove=[targets[rel] for rel in changed if rel not in pages])
+                            remove=[targets[rel] for rel in changed if rel not in pages], journal_root=root)
     return changed
 
 

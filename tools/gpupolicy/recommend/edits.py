@@ -376,4 +376,4 @@ def apply_to_repository(root: Path, texts: Mapping[str, str]) -> None:
             targets[editor.reader.regular_file(rel)] = text
         except repopath.Refused as refusal:
             raise ToolError(f"refusing to write {rel}: {refusal}") from None
-    write_files(targets)
+    write_files(targets, journal_root=root)
