@@ -271,3 +271,13 @@ def test_a_pool_whose_mig_layout_is_missing_has_no_drain_shortfall(tmp_path: Pat
                if m.pool.name == "eu-a100-mig-balanced"]
     assert moments and all(not m.capacity_known and m.shortfalls == {} for m in moments)
     assert "what the pool exposes is unknown (MIG layout all-balanced-typo" in moments[0].describe()
+
+
+@needs_git
+def test_watch_refuses_a_stage_started_in_the_future(repo: Path, capsys) -> None:
+    """A canary `started: 2099-01-01` made watch exit 0 ("nothing to watch") during a breach (issue 29)."""
+    plan = repo / "policies/upgrades/plan.yaml"
+    plan.write_text(plan.read_text().replace('started: "2026-11-10T09:00:00Z"', 'started: "2099-01-01T09:00:00Z"'))
+    _git(repo, "commit", "-q", "-am", "hand edit")
+    assert _upgrade(repo, "watch", "driver-next", "--prometheus", "http://127.0.0.1:9", "--now", AFTER_SOAK) == 2
+    assert "started in the future" in capsys.readouterr().err

@@ -368,9 +368,21 @@ def _approval(args: argparse.Namespace, plans: PlanSet, stage: Stage) -> approva
 
 # --- watch ---------------------------------------------------------------------------------------------------
 
+def _started_in_the_future(plan: Plan, now: datetime) -> str | None:
+    stage = plan.current_stage()
+    if stage is None or stage.started is None or stage.started <= now:
+        return None
+    return f"stage {stage.name} is recorded as started in the future ({upgrades.format_timestamp(stage.started)})"
+
+
 def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -> int:
     """Evaluate every --every minutes; 1 on the first breach, or when the last round had no data."""
     client = _client(args)
+    future = _started_in_the_future(plan, args.now or upgrades.now_utc())
+    if future:
+        print(f"gpupolicy upgrade watch {plan.name}: {future}; a soak that has not begun cannot be watched, and "
+              "the record is wrong (UPG016)", file=sys.stderr)
+        return 2
     rounds = 0
     while True:
         now = args.now or upgrades.now_utc()
