@@ -86,6 +86,38 @@ def test_toolkit_change_affects_every_cluster(tmp_path: Path) -> None:
     assert selection.clusters == list(CLUSTERS) and selection.everything == ["tools/rule.py"]
 
 
+@pytest.mark.parametrize("path", ["mkdocs.yml", "gpupolicy.yaml", "policies/exceptions.yaml",
+                                  "policies/checks/org.yaml", "docs/runbooks/GPUFallenOffBus.md",
+                                  "docs/decisions/0001-x.md", "docs/examples/pod.yaml",
+                                  "policies/upgrades/plan.yaml", "pyproject.toml"])
+def test_site_and_toolkit_wide_inputs_affect_every_cluster(tmp_path: Path, path: str) -> None:
+    """A site_url change in mkdocs.yml (or a config, exception, org check, page rules read) selected nothing."""
+    root = three_cluster_repo(tmp_path)
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text("site_url: https://runbooks.example.org/\n")
+    selection = incremental.changed_clusters(root, "HEAD")
+    assert selection.clusters == list(CLUSTERS) and selection.everything == [path]
+
+
+def test_every_cluster_inputs_agree_with_the_modules_that_read_them() -> None:
+    from gpupolicy import (
+        approvals,
+        decisions,
+        observability,
+        orgchecks,
+        repoconfig,
+        siteconfig,
+        upgrades,
+        waivers,
+    )
+    from gpupolicy.rules import sec_common
+    homes = [siteconfig.SITE_CONFIG, repoconfig.CONFIG_FILE, waivers.EXCEPTIONS_FILE, orgchecks.CHECKS_DIR + "/",
+             observability.RUNBOOK_DIR + "/", decisions.DECISIONS_DIR + "/", sec_common.EXAMPLES_DIR,
+             upgrades.PLAN_DIR + "/", pipeline.IMPORTED_SCHEMAS + "/"]
+    assert all(incremental.affects_every_cluster(home + ("x" if home.endswith("/") else "")) for home in homes)
+    assert incremental.affects_every_cluster(approvals.APPROVERS_FILE)
+
+
 def test_docs_change_affects_nothing(tmp_path: Path) -> None:
     root = three_cluster_repo(tmp_path)
     (root / "docs").mkdir()

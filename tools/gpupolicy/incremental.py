@@ -13,9 +13,11 @@ A cluster is affected by a changed path when
 - or the overlay (or one it includes) is opaque (`Overlay.opaque`: a kustomization field the graph does not
   know, or plugin configurations, which may name files the graph cannot list): then every changed path
   reaches it, wherever it lies in the repository;
-- or the path is toolkit input for every cluster (`tools/`, `pyproject.toml`, `policies/crd-schemas/`):
-  new rules, new pins or new CRD schemas can change any cluster's findings, so every cluster is affected.
-Anything else (docs, READMEs, CI files) affects no cluster. Files no overlay includes are still strictly
+- or the path is a site-wide or toolkit-wide input (`EVERY_CLUSTER_INPUTS`: the toolkit, its pins, CRD schemas,
+  gpupolicy.yaml, the exceptions, org checks, mkdocs.yml's `site_url` and on-call settings, the runbook,
+  decision and example pages rules read, upgrade plans): any cluster's findings can change, so every cluster
+  is affected.
+Anything else (other docs, READMEs, CI files) affects no cluster. Files no overlay includes are still strictly
 loaded and schema-checked on every run, incremental or not.
 """
 
@@ -27,8 +29,22 @@ from pathlib import Path, PurePosixPath
 from . import gitrev, graphcache, kustomize, repopath, sources
 from .cachestore import CacheStore
 
-EVERY_CLUSTER_PREFIXES = ("tools/", "policies/crd-schemas/")
-EVERY_CLUSTER_FILES = ("pyproject.toml",)
+# Inputs every cluster's findings can depend on, whatever its overlay includes: a change to any of them
+# selects every cluster. A folder ends in "/"; anything else is one file. Each names the module that reads it
+# (the constant there is the home of the path; tests/test_incremental.py checks that the two agree).
+EVERY_CLUSTER_INPUTS = (
+    "tools/",                       # the toolkit itself: new rules, new checks of old rules
+    "pyproject.toml",               # its pins and registered rule plugins
+    "policies/crd-schemas/",        # pipeline.IMPORTED_SCHEMAS: the schemas every object is checked against
+    "gpupolicy.yaml",               # repoconfig.CONFIG_FILE: severities and disabled rules, for every cluster
+    "policies/exceptions.yaml",     # waivers.EXCEPTIONS_FILE: waivers may name any cluster's objects
+    "policies/checks/",             # orgchecks.CHECKS_DIR: org rules run on every cluster's objects
+    "mkdocs.yml",                   # siteconfig.SITE_CONFIG: site_url (OBS001 runbook links), extra.oncall (OBS007)
+    "docs/runbooks/",               # observability.RUNBOOK_DIR: pages OBS001 reads for every alert
+    "docs/decisions/",              # decisions.DECISIONS_DIR: the decision log the DOC rules read
+    "docs/examples/",               # sec_common.EXAMPLES_DIR: examples SEC009 admits on every cluster
+    "policies/upgrades/",           # upgrades.PLAN_DIR, approvals.APPROVERS_FILE: plans name clusters' versions
+)
 
 
 @dataclass
@@ -63,7 +79,7 @@ def _is_scanned_yaml(path: str) -> bool:
 
 
 def affects_every_cluster(path: str) -> bool:
-    return path.startswith(EVERY_CLUSTER_PREFIXES) or path in EVERY_CLUSTER_FILES
+    return any(path.startswith(entry) if entry.endswith("/") else path == entry for entry in EVERY_CLUSTER_INPUTS)
 
 
 def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[str, set[str]]:
