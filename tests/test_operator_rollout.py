@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,9 @@ def _upg_findings(repo: Path) -> list:
     return [f for f in pipeline.run(repo).findings if f.rule.startswith("UPG")]
 
 
-def test_operator_plan_status_promote_rollback_round_trip(repo: Path, capsys) -> None:
+def test_operator_plan_status_promote_rollback_round_trip(repo: Path, capsys, monkeypatch) -> None:
+    # the rollout is replayed in December 2026 (--now); UPG016 must see the same clock, not today's
+    monkeypatch.setattr(upgrades, "now_utc", lambda: datetime(2026, 12, 10, tzinfo=UTC))
     assert not _upg_findings(repo)
     before = _snapshot(repo)
 

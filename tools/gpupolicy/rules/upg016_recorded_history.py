@@ -23,8 +23,9 @@ Revert the hand edit and let `gpupolicy upgrade promote` record stages when thei
 '''
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 
+from .. import upgrades
 from ..findings import Finding, Severity
 from ..model import Fleet
 from ..upgrades import Plan, PlanSet, Stage, format_duration, format_timestamp, plans_of
@@ -36,7 +37,7 @@ SUMMARY = "A plan's recorded stage history is one promote could not have written
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     plans = plans_of(fleet)
-    now = datetime.now(UTC)
+    now = upgrades.now_utc()  # the clock `upgrade` reads too (tests that replay a rollout set it)
     for plan in plans.plans:
         for stage in plan.stages:
             yield from _stage_problems(plans, plan, stage, now)
