@@ -111,3 +111,18 @@ def test_materialize_runs_no_filter_the_revision_names(tmp_path: Path) -> None:
         assert (tree / "x.yaml").read_text() == "a: 1\n"
         assert os.readlink(tree / "d" / "link") == "../x.yaml"
     assert not marker.exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is needed")
+def test_materialize_refuses_a_revision_over_its_size_limit(tmp_path: Path, monkeypatch) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "big.yaml").write_text("x: " + "y" * 4096 + "\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    monkeypatch.setattr(gitrev, "MAX_REVISION_BYTES", 1024)
+    with pytest.raises(ToolError, match="over the limit"):
+        with gitrev.materialize(repo, "HEAD"):
+            pass

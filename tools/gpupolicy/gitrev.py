@@ -26,6 +26,8 @@ from . import repopath
 from .errors import ToolError
 
 GIT_TIMEOUT_SECONDS = 120
+MAX_REVISION_FILES = 200_000
+MAX_REVISION_BYTES = 512 * 1024 * 1024
 DEFAULT_BRANCH = "main"
 
 
@@ -214,13 +216,18 @@ def materialize(root: Path, rev: str) -> Iterator[Path]:
 def _tree_archive(root: Path, tree: str) -> bytes:
     """The tree's files and symlinks as a tar archive for `unpack`, each blob exactly as committed. Submodules
     (mode 160000) are left out, as `git archive` leaves them."""
-    listing = str(_git(root, "ls-tree", "-r", "-z", tree)).split("\0")
-    entries = []
+    listing = str(_git(root, "ls-tree", "-r", "-l", "-z", tree)).split("\0")
+    entries, total = [], 0
     for line in filter(None, listing):
         meta, name = line.split("\t", 1)
-        mode, kind, oid = meta.split(" ")
+        mode, kind, oid, size = meta.split()
         if kind == "blob":
             entries.append((name, int(mode, 8), oid))
+            total += int(size)
+    # a revision is content: bounded before a byte of it is read (the working tree's loader has its own limits)
+    if len(entries) > MAX_REVISION_FILES or total > MAX_REVISION_BYTES:
+        raise ToolError(f"revision tree {tree} holds {len(entries):,} files of {total:,} bytes, over the limit of "
+                        f"{MAX_REVISION_FILES:,} files or {MAX_REVISION_BYTES:,} bytes; refused")
     contents = _blobs(root, [oid for _, _, oid in entries])
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
