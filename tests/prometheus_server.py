@@ -121,3 +121,65 @@ def _wait_ready(url: str, server: subprocess.Popen, log: Path) -> None:
             pass
         time.sleep(0.1)
     pytest.fail(f"prometheus not ready within {STARTUP_DEADLINE}s: {log.read_text()[-2000:]}")
+
+
+# --- a healthy soak for any plan stage ------------------------------------------------------------------------
+
+def node_labels(node: str, pool: str, start: int, end: int, state: str | None = "upgrade-done") -> Series:
+    """kube_node_labels as kube-state-metrics exports it with the pool and upgrade-state labels allowlisted
+    (state None: the allowlist lacks the upgrade-state label)."""
+    labels = {"node": node, "label_gpupolicy_io_pool": pool, "label_nvidia_com_gpu_present": "true"}
+    if state is not None:
+        labels["label_nvidia_com_gpu_driver_upgrade_state"] = state
+    return constant("kube_node_labels", labels, start, end)
+
+
+def xid(node: str, gpu: str, start: int, end: int, fault_at: int | None = None, code: int = 79,
+        driver: str | None = None) -> Series:
+    """dcgm-exporter's DCGM_FI_DEV_XID_ERRORS of one GPU: 0, then `code` from `fault_at`; labelled with the
+    driver version when `driver` (the exporter's DCGM_FI_DRIVER_VERSION label counter)."""
+    labels = {"node": node, "hostname": node, "gpu": gpu, "UUID": f"GPU-{node}-{gpu}"}
+    if driver is not None:
+        labels["DCGM_FI_DRIVER_VERSION"] = driver
+    series = constant("DCGM_FI_DEV_XID_ERRORS", labels, start, end, 0)
+    series.samples = [(t, float(code) if fault_at is not None and t >= fault_at else 0.0) for t, _ in series.samples]
+    return series
+
+
+def gpu_pod(namespace: str, pod: str, node: str, start: int, end: int, phase: str = "Running",
+            resource: str = "nvidia_com_gpu") -> list[Series]:
+    """A pod requesting one GPU on `node`, in `phase` over the whole window."""
+    return [constant("kube_pod_status_phase", {"namespace": namespace, "pod": pod, "phase": phase}, start, end),
+            constant("kube_pod_info", {"namespace": namespace, "pod": pod, "node": node}, start, end),
+            constant("kube_pod_container_resource_requests", {"namespace": namespace, "pod": pod, "node": node,
+                                                              "container": "main", "resource": resource,
+                                                              "unit": "integer"}, start, end)]
+
+
+def healthy_soak(repo: Path, plan_name: str, now: str) -> list[Series]:
+    """The history of a clean soak of the plan's current stage up to `now`: one node per pool of the stage,
+    upgrade-done, reporting the plan's target driver, no XID, one running GPU pod."""
+    import calendar
+
+    from gpupolicy import gates, pipeline, upgrades
+
+    fleet = pipeline.run(repo).fleet
+    plan = upgrades.plans_of(fleet).plan(plan_name)
+    stage = plan.current_stage()
+    assert stage is not None and stage.started is not None, f"{plan_name} has no stage soaking"
+    begin = calendar.timegm(stage.started.utctimetuple()) - 3600
+    end = calendar.timegm(upgrades.parse_timestamp(now).utctimetuple())
+    driver = plan.to_version if plan.component == "driver" else None
+    series: list[Series] = []
+    for pool in gates.stage_pools(fleet, plan, stage):
+        node = f"{pool}-0"
+        series += [node_labels(node, pool, begin, end), xid(node, "0", begin, end, driver=driver),
+                   *gpu_pod("team", f"{pool}-job", node, begin, end)]
+    return series
+
+
+@contextmanager
+def healthy_prometheus(workdir: Path, repo: Path, plan_name: str, now: str) -> Iterator[str]:
+    """A Prometheus holding a clean soak of the plan's current stage (see healthy_soak); yields its URL."""
+    with serve(workdir, healthy_soak(repo, plan_name, now)) as url:
+        yield url

@@ -4,6 +4,7 @@ modules under the same name)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,10 +39,62 @@ def copy_repo(source: Path, target: Path) -> Path:
     return target
 
 
+APPROVERS = "policies/upgrades/approvers.yaml"
+KEYS_FOLDER = "test-signing-keys"  # inside .git: never part of the tree the toolkit reads
+
+
 def git(repo: Path, *args: str, name: str = "test", email: str = "test@example.com") -> str:
-    """Run git in `repo` as the given author (no signing, no global config needed); its output."""
-    command = ["git", "-c", f"user.email={email}", "-c", f"user.name={name}", "-c", "commit.gpgsign=false", *args]
+    """Run git in `repo` as the given author (no global config needed); its output. In a repository made by
+    git_repository from a tree with an approvers file, commits and tags are SSH-signed with the key of the
+    person that email belongs to (approvals are signatures, decision 0063); other authors sign nothing."""
+    command = ["git", "-c", f"user.email={email}", "-c", f"user.name={name}", *_signing(repo, email), *args]
     return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def _signing(repo: Path, email: str) -> list[str]:
+    key = repo / ".git" / KEYS_FOLDER / email.lower()
+    if not key.is_file():
+        return ["-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
+    return ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}", "-c", "commit.gpgsign=true",
+            "-c", "tag.gpgsign=true"]
+
+
+def sign_as(repo: Path, email: str, other: str) -> None:
+    """Make `other` an email that signs with `email`'s key (a person's second address)."""
+    folder = repo / ".git" / KEYS_FOLDER
+    shutil.copy(folder / email.lower(), folder / other.lower())
+
+
+def add_signing_keys(target: Path) -> dict[str, Path]:
+    """A fresh ed25519 key per person of the tree's approvers file, written into the file as signingKeys; the
+    private keys go into .git, one per email of the person. {person: private key}."""
+    import yaml
+    approvers = target / APPROVERS
+    if not approvers.is_file() or shutil.which("ssh-keygen") is None:
+        return {}
+    folder = target / ".git" / KEYS_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    text = re.sub(r"^      signingKeys: .*\n", "", approvers.read_text(), flags=re.MULTILINE)  # the tree's own keys
+    people = (yaml.safe_load(text.split("\n---", 1)[0]) or {}).get("spec", {}).get("people", {})
+    keys: dict[str, Path] = {}
+    for person, entry in people.items():
+        key = folder / f"person-{person}"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", person, "-f", str(key)], check=True)
+        public = key.with_suffix(".pub").read_text().strip()
+        line = f'      signingKeys: ["{public}"]\n'
+        text = re.sub(rf"^(    {re.escape(person)}:[^\n]*\n)", lambda m, line=line: m.group(1) + line, text, count=1,
+                      flags=re.MULTILINE)
+        for email in entry.get("emails", []):
+            shutil.copy(key, folder / email.lower())
+        keys[person] = key
+    approvers.write_text(text)
+    return keys
+
+
+def approve(repo: Path, plan: str, stage: str, email: str, rev: str = "HEAD") -> None:
+    """The approval of a stage: a tag approve/<plan>/<stage>/<who> on `rev`, signed with `email`'s key."""
+    who = email.split("@")[0]
+    git(repo, "tag", "-s", "-m", f"approve {plan} {stage}", f"approve/{plan}/{stage}/{who}", rev, email=email)
 
 
 def git_repository(target: Path, name: str = "test", email: str = "test@example.com") -> Path:
@@ -49,6 +102,7 @@ def git_repository(target: Path, name: str = "test", email: str = "test@example.
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     git(target, "init", "-q", name=name, email=email)
+    add_signing_keys(target)
     git(target, "add", "-A", name=name, email=email)
     git(target, "commit", "-q", "-m", "start", name=name, email=email)
     return target

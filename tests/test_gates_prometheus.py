@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from prometheus_server import Series, constant, serve
+from prometheus_server import Series, constant, gpu_pod, node_labels, serve, xid
 from support import git, git_repository
 
 from gpupolicy import gates, pipeline, upgrades
@@ -29,54 +29,70 @@ HOUR = 3600
 STAGE_NODE, OTHER_NODE = "canary-1", "h100-1"
 
 
-def _node_labels(node: str, pool: str, start: int, end: int, state: str = "upgrade-done") -> Series:
-    return constant("kube_node_labels", {"node": node, "label_gpupolicy_io_pool": pool,
-                                         "label_nvidia_com_gpu_present": "true",
-                                         "label_nvidia_com_gpu_driver_upgrade_state": state}, start, end)
-
-
-def _xid(node: str, gpu: str, start: int, end: int, fault_at: int | None = None, xid: int = 79) -> Series:
-    series = constant("DCGM_FI_DEV_XID_ERRORS", {"node": node, "hostname": node, "gpu": gpu,
-                                                 "UUID": f"GPU-{node}-{gpu}"}, start, end, 0)
-    series.samples = [(t, float(xid) if fault_at is not None and t >= fault_at else 0.0) for t, _ in series.samples]
-    return series
+DRIVER, OLD_DRIVER = "595.91.07", "580.173.02"  # the fixture plan's target and source
 
 
 def _soak(kind: str) -> list[Series]:
     """One soak's history: node inventory, exporter series, a running pod; then the soak's own trouble."""
     begin, end = STARTED - HOUR, END
-    series = [_node_labels(OTHER_NODE, "prod-h100", begin, end),
+    series = [node_labels(OTHER_NODE, "prod-h100", begin, end),
               # XID 79 outside the stage (pool prod-h100, not upgraded): must never count against it
-              _xid(OTHER_NODE, "0", begin, end, fault_at=STARTED + 5 * HOUR),
-              constant("kube_pod_status_phase", {"namespace": "nlp", "pod": "train-0", "phase": "Running"},
-                       begin, end),
-              constant("kube_pod_info", {"namespace": "nlp", "pod": "train-0", "node": STAGE_NODE}, begin, end)]
+              xid(OTHER_NODE, "0", begin, end, fault_at=STARTED + 5 * HOUR, driver=OLD_DRIVER),
+              *gpu_pod("nlp", "train-0", STAGE_NODE, begin, end)]
     if kind == "upgrade-failed":
         failed_at = STARTED + 30 * HOUR
-        series += [_node_labels(STAGE_NODE, "prod-canary", begin, failed_at - 60),
-                   _node_labels(STAGE_NODE, "prod-canary", failed_at, end, state="upgrade-failed"),
+        series += [node_labels(STAGE_NODE, "prod-canary", begin, failed_at - 60),
+                   node_labels(STAGE_NODE, "prod-canary", failed_at, end, state="upgrade-failed"),
                    constant("ALERTS", {"alertname": "GPUDriverUpgradeFailed", "alertstate": "firing",
                                        "node": STAGE_NODE, "severity": "warning"}, failed_at + 300, end)]
+    elif kind == "label-not-exported":
+        series.append(node_labels(STAGE_NODE, "prod-canary", begin, end, state=None))
+    elif kind == "still-upgrading":  # the driver pod restarts late: the soak ends mid-upgrade
+        switch = END - 2 * HOUR
+        series += [node_labels(STAGE_NODE, "prod-canary", begin, switch - 60),
+                   node_labels(STAGE_NODE, "prod-canary", switch, end, state="pod-restart-required")]
     else:
-        series.append(_node_labels(STAGE_NODE, "prod-canary", begin, end))
+        series.append(node_labels(STAGE_NODE, "prod-canary", begin, end))
+    driver = OLD_DRIVER if kind == "old-driver" else DRIVER
     if kind != "missing-exporter":
         fault = STARTED + 20 * HOUR if kind == "xid-79" else None
-        series += [_xid(STAGE_NODE, "0", begin, end), _xid(STAGE_NODE, "1", begin, end, fault_at=fault)]
+        series += [xid(STAGE_NODE, "0", begin, end, driver=driver),
+                   xid(STAGE_NODE, "1", begin, end, fault_at=fault, driver=driver)]
+    if kind == "pending-pods":  # a driver restart: validators and startup checks wait; no pod failed
+        series += [*gpu_pod("gpu-operator", "nvidia-cuda-validator-x", STAGE_NODE, begin, end, "Pending"),
+                   *gpu_pod("nlp", "train-1", STAGE_NODE, begin, end, "Pending"),
+                   *gpu_pod("nlp", "train-2", STAGE_NODE, begin, end, "Pending"),
+                   *gpu_pod("vision", "eval-0", STAGE_NODE, begin, end, "Pending")]
+    if kind == "failed-pods":  # three GPU pods fail, an hour apart at most: 3 within the 1h window
+        for index, at in enumerate((30, 50, 70)):
+            moment = STARTED + 40 * HOUR + at * 60
+            series += [*gpu_pod("nlp", f"crash-{index}", STAGE_NODE, moment, moment + 600, "Failed")]
     return series
 
 
-SOAKS = ("healthy", "xid-79", "upgrade-failed", "missing-exporter")
+SOAKS = ("healthy", "xid-79", "upgrade-failed", "missing-exporter", "old-driver", "label-not-exported",
+         "still-upgrading", "pending-pods", "failed-pods")
+UPGRADE_DONE = "every node of the stage ends the soak in driver upgrade state upgrade-done"
+RUNS_TARGET = "every node of the stage runs driver 595.91.07 at the end of the soak"
+FAILED_PODS = "at most 2 GPU pod(s) failed on the stage's nodes within any 1h"
 # criterion -> verdict per soak (the fixture plan: silent GPUXidCriticalError, GPUDriverUpgradeFailed;
-# maxXidErrors 0; maxFailedPods 2)
+# maxXidErrors 0; maxFailedPods 2 within 1h)
 EXPECTED = {
     "healthy": {},
     "xid-79": {"at most 0 GPU(s) reporting an XID error": "breached",
                "no GPU fallen off the bus (XID 79)": "breached"},
     "upgrade-failed": {"alert GPUDriverUpgradeFailed stays silent": "breached",
-                       "no node in driver upgrade state upgrade-failed": "breached"},
+                       "no node in driver upgrade state upgrade-failed": "breached",
+                       UPGRADE_DONE: "breached"},
     "missing-exporter": {"at most 0 GPU(s) reporting an XID error": "no data",
                          "no GPU fallen off the bus (XID 79)": "no data",
+                         RUNS_TARGET: "no data",
                          "the DCGM exporter reports from every node of the stage": "breached"},
+    "old-driver": {RUNS_TARGET: "breached"},  # defect 6: stuck on the old driver, otherwise a clean soak
+    "label-not-exported": {"no node in driver upgrade state upgrade-failed": "no data", UPGRADE_DONE: "no data"},
+    "still-upgrading": {UPGRADE_DONE: "breached"},
+    "pending-pods": {},  # defect 7: Pending is no failure
+    "failed-pods": {FAILED_PODS: "breached"},
 }
 
 
@@ -101,7 +117,7 @@ def test_each_soak_gives_its_verdicts(soak, fixture_fleet) -> None:
     verdicts = {v.criterion.name: v for v in evaluation.verdicts}
     got = {name: v.state for name, v in verdicts.items() if v.state != gates.HOLDS}
     assert got == EXPECTED[kind], "\n".join(v.line() for v in evaluation.verdicts)
-    assert evaluation.passes == (kind == "healthy")
+    assert evaluation.passes == (not EXPECTED[kind])
     if kind == "xid-79":  # the first breaching sample: the GPU, its node and the value, 20h into the soak
         detail = verdicts["no GPU fallen off the bus (XID 79)"].detail
         assert detail.startswith("first at 2026-11-11T05:00:00Z: ") and 'gpu="1"' in detail, detail
@@ -129,7 +145,7 @@ def test_promote_and_status_follow_the_verdict(soak, repo: Path, capsys) -> None
     code = main(["upgrade", "promote", "driver-next", *common])
     promote = capsys.readouterr()
     print(f"--- {kind}: status\n{status}\n--- {kind}: promote (exit {code})\n{promote.err}{promote.out}")
-    if kind == "healthy":
+    if not EXPECTED[kind]:
         assert code == 0 and "stage fleet promoted to 595.91.07" in promote.out
         assert "next step: promote stage fleet: ready" in status
         return
@@ -145,7 +161,7 @@ def test_watch_exits_non_zero_on_breach(soak, repo: Path, capsys) -> None:
     code = main(["upgrade", "watch", "driver-next", "--prometheus", url, "--every", "1", "--rounds", "1",
                  "--now", NOW, "--repo", str(repo)])
     out = capsys.readouterr().out
-    assert code == (0 if kind == "healthy" else 1), out
+    assert code == (0 if not EXPECTED[kind] else 1), out
     if kind in ("xid-79", "upgrade-failed"):
         assert "breach: roll back stage canary: gpupolicy upgrade rollback driver-next" in out
 
@@ -157,7 +173,7 @@ def test_status_json_carries_the_criteria(soak, repo: Path, capsys) -> None:
     [plan] = json.loads(capsys.readouterr().out)
     states = {c["criterion"]: c["state"] for c in plan["criteria"] if c["state"] != "holds"}
     assert states == EXPECTED[kind]
-    assert (plan["recommend"] is None) == (kind in ("healthy",))
+    assert (plan["recommend"] is None) == ("breached" not in EXPECTED[kind].values())
 
 
 # --- the repository's alert rules, evaluated by the server ---------------------------------------------------
@@ -167,9 +183,9 @@ def test_the_server_evaluates_the_repository_alert_rules(tmp_path: Path) -> None
     label on another; the server must raise exactly the matching alerts (pending while `for:` runs)."""
     now = int(time.time()) // 60 * 60
     begin = now - 1800
-    series = [_node_labels("good-1", "prod-h100", begin, now), _xid("good-1", "0", begin, now),
-              _node_labels("bad-1", "prod-h100", begin, now, state="upgrade-failed"), _xid("bad-1", "0", begin, now),
-              _node_labels("xid-1", "prod-canary", begin, now), _xid("xid-1", "0", begin, now, fault_at=now - 600),
+    series = [node_labels("good-1", "prod-h100", begin, now), xid("good-1", "0", begin, now),
+              node_labels("bad-1", "prod-h100", begin, now, state="upgrade-failed"), xid("bad-1", "0", begin, now),
+              node_labels("xid-1", "prod-canary", begin, now), xid("xid-1", "0", begin, now, fault_at=now - 600),
               constant("up", {"job": "nvidia-dcgm-exporter", "node": "good-1"}, begin, now),
               constant("up", {"job": "nvidia-dcgm-exporter", "node": "bad-1"}, begin, now),
               constant("up", {"job": "nvidia-dcgm-exporter", "node": "xid-1"}, begin, now),

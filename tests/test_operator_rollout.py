@@ -5,12 +5,12 @@ its chart pin (clusters/<name>/gpu-operator-chart.yaml) in one transaction, and 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support import REPO, copy_repo
+from prometheus_server import healthy_prometheus
+from support import REPO, add_signing_keys, copy_repo, git
 
 from gpupolicy import catalog, docsgen, pipeline, upgrades
 from gpupolicy.cli import main
@@ -61,9 +61,13 @@ spec:
 
 
 def _git(repo: Path, *args: str) -> str:
+    """git as the approver; after `init`, every person of the approvers file gets a signing key (approvals are
+    signatures, decision 0063) and the approver's commits are signed."""
     name, email = APPROVER
-    command = ["git", "-c", f"user.email={email}", "-c", f"user.name={name}", "-c", "commit.gpgsign=false", *args]
-    return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout
+    output = git(repo, *args, name=name, email=email)
+    if args[:1] == ("init",):
+        add_signing_keys(repo)
+    return output
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -129,7 +133,8 @@ def test_operator_plan_status_promote_rollback_round_trip(repo: Path, capsys, mo
     _git(repo, "commit", "-q", "-am", "promote test")
     after_test = _snapshot(repo)
 
-    code, second = _upgrade(repo, capsys, "promote", PLAN, "--now", "2026-12-03T10:00:00Z")
+    with healthy_prometheus(repo.parent / "prom", repo, PLAN, "2026-12-03T10:00:00Z") as url:
+        code, second = _upgrade(repo, capsys, "promote", PLAN, "--now", "2026-12-03T10:00:00Z", "--prometheus", url)
     assert code == 0 and "b/clusters/prod-eu/gpu-operator-chart.yaml" in second
     assert "+  value: v26.7.0" in second and "targetRevision" in (repo / "clusters/prod-eu/gpu-operator-chart.yaml"
                                                                    ).read_text()

@@ -25,6 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_server import healthy_prometheus
+from support import add_signing_keys
+from support import git as support_git
 
 import gpupolicy
 from gpupolicy import cachefiles, pipeline, repopath, transaction
@@ -107,7 +110,11 @@ def _python_paths() -> list[Path]:
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+    if args[:1] == ("init",):  # approvals are signatures: every person of the approvers file gets a key
+        output = subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+        add_signing_keys(repo)
+        return output
+    return support_git(repo, *args)  # commits signed as test@example.com (tess, an approver of the fixture)
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -169,8 +176,16 @@ def _craft(repo: Path) -> None:
                       "      path: ../../../outside/secret.yaml\ndata:\n  a: b\n")
 
 
+@pytest.fixture()
+def crafted_prometheus(crafted: dict[str, Path]) -> Iterator[str]:
+    """A clean soak of the crafted repository's canary stage (promote past a stage that ran needs one); started
+    before any trace, so the server's own files are not the toolkit's."""
+    with healthy_prometheus(crafted["cache"].parent / "prom", crafted["repo"], "driver-next", AFTER_SOAK) as url:
+        yield url
+
+
 @needs_git
-def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path],
+def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path], crafted_prometheus: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     repo, outside = crafted["repo"], crafted["outside"]
     outside_before = _snapshot(outside)
@@ -192,8 +207,8 @@ def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path]
     code, out, err = _run(["diff", "--repo", str(repo), "--base", base, "--format", "json"], repo)
     assert code in (0, 1) and "Traceback" not in err, err
 
-    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK,
-                           "--repo", str(repo)], repo)
+    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK, "--prometheus",
+                           crafted_prometheus, "--repo", str(repo)], repo)
     assert code == 2 and "refusing to edit" in err and "Traceback" not in err, (code, out, err)
 
     code, out, err = _run(["schemas", "import", str(outside / "evil-crd.yaml"), "--repo", str(repo)], repo)
@@ -218,8 +233,9 @@ def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path]
 def test_promote_refuses_a_driver_whose_origin_points_outside(crafted: dict[str, Path]) -> None:
     repo, outside = crafted["repo"], crafted["outside"]
     before, outside_before = _snapshot(repo), _snapshot(outside)
-    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK,
-                           "--repo", str(repo)], repo)
+    with healthy_prometheus(crafted["cache"].parent / "prom", repo, "driver-next", AFTER_SOAK) as url:
+        code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK, "--prometheus", url,
+                               "--repo", str(repo)], repo)
     assert code == 2, (out, err)
     assert "NVIDIADriver prod-h100" in err and "points outside the repository" in err
     assert _snapshot(repo) == before and _snapshot(outside) == outside_before
@@ -462,9 +478,10 @@ def test_promote_that_cannot_write_one_file_changes_nothing(upgrade_repo: Path, 
             raise OSError(13, "Permission denied", str(target))
         real_replace(source, target)
 
-    monkeypatch.setattr(os, "replace", refuse_the_driver)
-    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK,
-                           "--repo", str(upgrade_repo)], upgrade_repo)
+    with healthy_prometheus(upgrade_repo.parent / "prom", upgrade_repo, "driver-next", AFTER_SOAK) as url:
+        monkeypatch.setattr(os, "replace", refuse_the_driver)
+        code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK, "--prometheus", url,
+                               "--repo", str(upgrade_repo)], upgrade_repo)
     assert code == 2, (out, err)
     assert "Traceback" not in err and "nothing was changed" in err and "nvidiadriver.yaml" in err
     assert _snapshot(upgrade_repo) == before

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_server import healthy_prometheus
 from support import git, git_repository
 
 from gpupolicy import docsgen, pipeline, upgrades
@@ -118,13 +119,19 @@ def _upgrade(repo: Path, *args: str) -> int:
     return main(["upgrade", *args, "--repo", str(repo)])
 
 
+def _promote_healthy(repo: Path, now: str, *args: str) -> int:
+    """promote after a clean soak, shown by a real Prometheus (promote past a stage that ran requires one)."""
+    with healthy_prometheus(repo.parent / f"prom-{now[:13]}", repo, "driver-next", now) as url:
+        return _upgrade(repo, "promote", "driver-next", *args, "--now", now, "--prometheus", url)
+
+
 AFTER_SOAK = "2026-11-20T00:00:00Z"  # the canary stage started 2026-11-10T09:00Z with a 72h soak
 
 
 @needs_git
 def test_promote_then_rollback_is_byte_identical(repo: Path, capsys) -> None:
     before = _snapshot(repo)
-    assert _upgrade(repo, "promote", "driver-next", "--approver", "platform", "--now", AFTER_SOAK) == 0
+    assert _promote_healthy(repo, AFTER_SOAK, "--approver", "platform") == 0
     diff = capsys.readouterr().out
     assert '+  version: "595.91.07"' in diff and "pools/prod-h100/nvidiadriver.yaml" in diff
     driver = (repo / "pools/prod-h100/nvidiadriver.yaml").read_text()
@@ -167,16 +174,26 @@ def test_promote_refuses_when_an_upg_rule_fails(repo: Path, capsys) -> None:
 @needs_git
 def test_promote_needs_one_of_the_stage_approvers(repo: Path, capsys) -> None:
     assert _upgrade(repo, "promote", "driver-next", "--approver", "intern", "--now", AFTER_SOAK) == 1
-    assert "--approver intern is not who the promoting commit names (tess)" in capsys.readouterr().err
+    assert "--approver intern is not among the verified signers (tess)" in capsys.readouterr().err
+
+
+@needs_git
+def test_promote_past_a_stage_that_ran_requires_prometheus(repo: Path, capsys) -> None:
+    """Soak time alone proves nothing: the canary stage has soaked, and without --prometheus promote refuses."""
+    before = _snapshot(repo)
+    assert _upgrade(repo, "promote", "driver-next", "--now", AFTER_SOAK) == 1
+    assert "stage canary has run: its rollback criteria must be evaluated against Prometheus" in \
+        capsys.readouterr().err
+    assert _snapshot(repo) == before
 
 
 @needs_git
 def test_last_stage_promote_closes_the_plan_and_rollback_reopens_it(repo: Path, capsys) -> None:
     before = _snapshot(repo)
-    assert _upgrade(repo, "promote", "driver-next", "--now", AFTER_SOAK) == 0
+    assert _promote_healthy(repo, AFTER_SOAK) == 0
     _git(repo, "commit", "-q", "-am", "fleet")
-    assert _upgrade(repo, "promote", "driver-next", "--now", "2026-11-20T23:00:00Z") == 1  # 1d soak not over
-    assert _upgrade(repo, "promote", "driver-next", "--now", "2026-11-21T01:00:00Z") == 0
+    assert _promote_healthy(repo, "2026-11-20T23:00:00Z") == 1  # 1d soak not over
+    assert _promote_healthy(repo, "2026-11-21T01:00:00Z") == 0
     plans = upgrades.plans_of(pipeline.load_fleet(repo))
     assert plans.plan("driver-next").finished
     _git(repo, "commit", "-q", "-am", "finished")

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from .build import OPERATOR_NAMESPACE
 from .errors import ToolError
 from .model import POOL_LABEL, Fleet
 from .promclient import Prometheus, Series, step_for
@@ -28,6 +29,14 @@ from .upgrades import Plan, Stage, format_duration, format_timestamp, stage_unit
 HOLDS, BREACHED, NO_DATA = "holds", "breached", "no data"
 DRIVER_UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_FAILED = "upgrade-failed"  # the upgrade controller's failed state (gpu-operator upgrade state machine)
+UPGRADE_DONE = "upgrade-done"  # its final state: the node runs the new driver and is uncordoned
+# dcgm-exporter turns every counter of type `label` into a label of every series, named by the field
+# (NVIDIA/dcgm-exporter internal/pkg/collector/gpu_collector.go, `counter.IsLabel()` -> labels[FieldName]);
+# policies/gpu-operator/dcgm-metrics.csv enables DCGM_FI_DRIVER_VERSION so.
+DRIVER_VERSION_LABEL = "DCGM_FI_DRIVER_VERSION"
+# kube-state-metrics names a pod's extended resource requests with `_` for every `.`, `/` and `-`
+# (kube_pod_container_resource_requests{resource="nvidia_com_gpu"}): whole GPUs, MIG slices, shared GPUs.
+GPU_REQUEST_RESOURCES = "nvidia_com_gpu.*|nvidia_com_mig_.+"
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"  # the value of the last XID a GPU reported (a gauge, not a count)
 FALLEN_OFF_BUS_XID = 79
 # XIDs a user's own program causes (graphics engine exception, MMU fault, stopped by the app, preemptive
@@ -53,6 +62,7 @@ class Criterion:
     allowed: int  # offenders tolerated at once
     evidence: str | None  # PromQL: any series means the data the criterion needs is there; None: never
     missing: str  # what "no data" means for this criterion, in words
+    at_end: bool = False  # a state the soak must END in (judged at the last step), not one it may never enter
 
 
 @dataclass(frozen=True)
@@ -134,20 +144,62 @@ def criteria(plan: Plan, pools: tuple[str, ...], alert_rules: set[str]) -> list[
                                plan.criteria.max_xid_errors, xid_evidence, no_xid))
     found.append(Criterion("no GPU fallen off the bus (XID 79)", f"({XID_METRIC} == {FALLEN_OFF_BUS_XID}) {on_nodes}",
                            0, xid_evidence, no_xid))
-    state = f',{ksm_label(DRIVER_UPGRADE_STATE_LABEL)}="{UPGRADE_FAILED}"'
-    found.append(Criterion(f"no node in driver upgrade state {UPGRADE_FAILED}", stage_nodes(pools, state), 0,
-                           inventory, no_nodes))
+    found += _upgrade_state_criteria(pools, plan.component == "driver")
+    if plan.component == "driver":
+        found.append(_version_criterion(plan.to_version, nodes))
     if plan.criteria.max_failed_pods is not None:
-        pods_on_nodes = f"(kube_pod_info * on (node) group_left () {nodes})"
-        found.append(Criterion(f"at most {plan.criteria.max_failed_pods} pod(s) failed or pending on the stage's "
-                               "nodes",
-                               f'(kube_pod_status_phase{{phase=~"Failed|Pending"}} == 1) * on (namespace, pod) '
-                               f"group_left (node) {pods_on_nodes}",
-                               plan.criteria.max_failed_pods, "kube_pod_status_phase",
-                               "no kube_pod_status_phase series (kube-state-metrics pod metrics)"))
+        found.append(_failed_pods_criterion(plan, nodes))
     found.append(Criterion("the DCGM exporter reports from every node of the stage",
                            f"{nodes} unless on (node) {XID_METRIC}", 0, inventory, no_nodes))
     return found
+
+
+def _upgrade_state_criteria(pools: tuple[str, ...], driver: bool) -> list[Criterion]:
+    """No node in upgrade-failed during the soak, and (driver plans) every node upgrade-done at its end. Both
+    need kube-state-metrics to export the state label (its --metric-labels-allowlist): without one series
+    carrying it, "no node failed" would hold silently, so the evidence is the label itself."""
+    state_key = ksm_label(DRIVER_UPGRADE_STATE_LABEL)
+    exported = stage_nodes(pools, f',{state_key}!=""')
+    missing = (f"no kube_node_labels series of the stage's nodes carries {state_key}: kube-state-metrics does "
+               f"not export the node label {DRIVER_UPGRADE_STATE_LABEL} (add it to --metric-labels-allowlist)")
+    found = [Criterion(f"no node in driver upgrade state {UPGRADE_FAILED}",
+                       stage_nodes(pools, f',{state_key}="{UPGRADE_FAILED}"'), 0, exported, missing)]
+    if driver:
+        found.append(Criterion(f"every node of the stage ends the soak in driver upgrade state {UPGRADE_DONE}",
+                               stage_nodes(pools, f',{state_key}!="{UPGRADE_DONE}"'), 0, exported, missing,
+                               at_end=True))
+    return found
+
+
+def _version_criterion(version: str, nodes: str) -> Criterion:
+    """Every stage node's exporter reports the plan's target driver at the end of the soak: a rollout stuck on
+    the old driver soaks "healthy" otherwise. Offenders: stage nodes with no series of that version."""
+    if not re.fullmatch(r"v?[0-9]+(\.[0-9]+)*", version):  # the schema's version pattern; it goes into PromQL
+        raise ToolError(f"driver version {version!r} is not a version; cannot ask Prometheus for it")
+    running = f'{XID_METRIC}{{{DRIVER_VERSION_LABEL}="{version}"}}'
+    reported = f'{XID_METRIC}{{{DRIVER_VERSION_LABEL}!=""}} and on (node) {nodes}'
+    return Criterion(f"every node of the stage runs driver {version} at the end of the soak",
+                     f"{nodes} unless on (node) {running}", 0, reported,
+                     f"no {XID_METRIC} series labelled {DRIVER_VERSION_LABEL} from the stage's nodes (the "
+                     "exporter's counters must enable it as a label)", at_end=True)
+
+
+def _failed_pods_criterion(plan: Plan, nodes: str) -> Criterion:
+    """GPU pods that FAILED on the stage's nodes within the plan's window (default: one evaluation step).
+    Pending is no failure: the operator's validators and every startup-check init container are Pending
+    through any driver restart. The operator's own namespace is left out: its pods are judged by the
+    upgrade-state criteria."""
+    gpu_pods = (f'max by (namespace, pod, node) (kube_pod_container_resource_requests{{resource=~'
+                f'"{GPU_REQUEST_RESOURCES}",namespace!="{OPERATOR_NAMESPACE}"}} > 0)')
+    failed = f'(kube_pod_status_phase{{phase="Failed"}} == 1) * on (namespace, pod) group_left (node) ({gpu_pods} ' \
+             f"and on (node) {nodes})"
+    window = plan.criteria.window
+    if window is not None:  # a pod counts for `window` after it failed: "at most N within any window"
+        failed = f"max_over_time(({failed})[{int(window.total_seconds())}s:1m])"
+    span = f" within any {format_duration(window)}" if window is not None else ""
+    return Criterion(f"at most {plan.criteria.max_failed_pods} GPU pod(s) failed on the stage's nodes{span}",
+                     failed, plan.criteria.max_failed_pods, "kube_pod_status_phase",
+                     "no kube_pod_status_phase series (kube-state-metrics pod metrics)")
 
 
 def _alert_criterion(alert: str, nodes: str, inventory: str, evaluated: bool, no_nodes: str) -> Criterion:
@@ -192,7 +244,10 @@ def evaluate(client: Prometheus, fleet: Fleet, plan: Plan, stage: Stage, now: da
 def judge(criterion: Criterion, ask: Callable[[str], list[Series]]) -> Verdict:
     if criterion.evidence is None or not ask(criterion.evidence):
         return Verdict(criterion, NO_DATA, criterion.missing)
-    breach = first_breach(ask(criterion.offenders), criterion.allowed)
+    offenders = ask(criterion.offenders)
+    if criterion.at_end:
+        offenders = at_last_step(offenders, ask(criterion.evidence))
+    breach = first_breach(offenders, criterion.allowed)
     if breach is None:
         return Verdict(criterion, HOLDS)
     moment, series, value, count = breach
@@ -214,6 +269,13 @@ def first_breach(offenders: list[Series], allowed: int) -> tuple[float, Series, 
             series, value = min(present, key=lambda item: sorted(item[0].labels.items()))
             return moment, series, value, len(present)
     return None
+
+
+def at_last_step(offenders: list[Series], evidence: list[Series]) -> list[Series]:
+    """Only the offenders' samples at the last moment the evidence has data (the end of the soak)."""
+    last = max((moment for series in evidence for moment, _ in series.samples), default=None)
+    kept = [Series(series.labels, tuple((m, v) for m, v in series.samples if m == last)) for series in offenders]
+    return [series for series in kept if series.samples]
 
 
 def _number(value: float) -> str:

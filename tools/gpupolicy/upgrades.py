@@ -117,7 +117,8 @@ class Stage:
     completed: datetime | None = None
     approved_by: str = ""
     description: str = ""
-    two_person: bool = False  # the approver may not be the promoting commit's author
+    two_person: bool = False  # two distinct verified signers, one of them the stage's approver
+    promoted_by: str = ""
 
     @property
     def state(self) -> str:
@@ -220,6 +221,7 @@ class Person:
     name: str
     emails: tuple[str, ...]
     handles: tuple[str, ...] = ()
+    signing_keys: tuple[str, ...] = ()  # SSH public keys whose signatures are this person's approvals
 
 
 @dataclass(frozen=True)
@@ -318,7 +320,8 @@ def _add_approvers(result: PlanSet, doc: Document) -> None:
                                        f"{result.approvers.path}); this one is ignored", Location(doc.path, doc.line)))
         return
     spec = doc.data["spec"]
-    people = {name: Person(name, tuple(raw["emails"]), tuple(raw.get("handles") or ()))
+    people = {name: Person(name, tuple(raw["emails"]), tuple(raw.get("handles") or ()),
+                           tuple(raw.get("signingKeys") or ()))
               for name, raw in spec["people"].items()}
     groups = {name: tuple(members) for name, members in (spec.get("groups") or {}).items()}
     for group, members in groups.items():
@@ -401,7 +404,7 @@ def _stage_from(index: int, raw: dict) -> Stage:
                  minimum_soak=parse_duration(raw["minimumSoak"]), approvers=tuple(raw["approvers"]),
                  selectors=selectors, started=_maybe_time(raw.get("started")),
                  completed=_maybe_time(raw.get("completed")), approved_by=raw.get("approvedBy", ""),
-                 description=raw.get("description", ""), two_person=raw.get("twoPersonApproval") is True)
+                 promoted_by=raw.get("promotedBy", ""), description=raw.get("description", ""), two_person=raw.get("twoPersonApproval") is True)
 
 
 def _maybe_time(value: Any) -> datetime | None:

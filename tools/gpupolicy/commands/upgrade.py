@@ -49,7 +49,7 @@ from . import COMMANDS, FORMAT_HELP
 
 NAME = "upgrade"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
-RECORD_KEYS = ("started", "approvedBy", "completed")
+RECORD_KEYS = ("started", "approvedBy", "promotedBy", "completed")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,9 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                  description=__doc__, formatter_class=raw)
     promote.add_argument("plan", metavar="PLAN", help="plan name or file")
     promote.add_argument("--approver", metavar="NAME",
-                         help="optional cross-check: the stage approver (person or group) the promoting commit's "
-                              "identity must match; the approver itself comes from git (Approved-by: trailers of "
-                              "HEAD, else its author) and policies/upgrades/approvers.yaml")
+                         help="optional cross-check: the stage approver (person or group) expected among the "
+                              "verified signers; approvals themselves are SSH signatures on HEAD and on "
+                              "approve/PLAN/STAGE/* tags, verified against policies/upgrades/approvers.yaml")
+    promote.add_argument("--base", metavar="REV", default="HEAD",
+                         help="the trusted revision whose policies/upgrades/approvers.yaml is the keyring "
+                              "(default: the committed HEAD, never the working tree)")
     rollback = actions.add_parser("rollback", help="return the last promoted stage to the rollback target",
                                   description=__doc__, formatter_class=raw)
     rollback.add_argument("plan", metavar="PLAN", help="plan name or file")
@@ -246,6 +249,7 @@ def _stage_line(number: int, status: upgrades.StageStatus) -> str:
     else:
         detail = f"planned {stage.planned}, soak {required}, approvers {', '.join(stage.approvers)}"
     approved = f", approved by {stage.approved_by}" if stage.approved_by else ""
+    approved += f", promoted by {stage.promoted_by}" if stage.promoted_by else ""
     return f"{head} - {detail}{approved}; {status.gpus} GPUs"
 
 
@@ -279,6 +283,7 @@ def _plan_json(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding]
         stages.append({
             "name": stage.name, "phase": stage.phase, "state": stage.state, "planned": str(stage.planned),
             "started": _iso(stage.started), "completed": _iso(stage.completed), "approvedBy": stage.approved_by,
+            "promotedBy": stage.promoted_by or None,
             "soakRequired": upgrades.format_duration(status.soak_required),
             "soakRemaining": upgrades.format_duration(status.soak_remaining) if status.soak_remaining is not None
             else None,
@@ -327,15 +332,16 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
     gate = _gate(_client(args), fleet, plan, now)
     for line in _gate_lines(gate, indent=""):
         print(line, file=sys.stderr)
-    if gate is None and not args.prometheus and plan.current_stage() and not plan.current_stage().completed:
-        print("note: rollback criteria not evaluated (no --prometheus); only soak time and rules gate this promote",
-              file=sys.stderr)
     reasons = _promote_blockers(plans, plan, findings, now, gate)
+    if plan.current_stage() is not None and not args.prometheus:
+        reasons.append(f"stage {plan.current_stage().name} has run: its rollback criteria must be evaluated "
+                       "against Prometheus before the rollout moves on (--prometheus URL); soak time alone "
+                       "proves nothing")
     dirty = gitrev.dirty_reason(Path(args.repo))
     if dirty:
         reasons.append(dirty)
     stage = plan.next_stage()
-    approval = _approval(args, plans, stage) if stage is not None else None
+    approval = _approval(args, plan, stage) if stage is not None else None
     if approval is not None:
         reasons += approval.reasons
     if reasons:
@@ -351,19 +357,24 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
             editor.set_version(fleet, plan, unit, plan.to_version)
         if current is not None and not current.completed:
             editor.set_record(plan, current, {"completed": stamp})
-        editor.set_record(plan, stage, {"started": stamp, "approvedBy": approval.approver})
+        record = {"started": stamp, "approvedBy": approval.approver}
+        if approval.promoter and approval.promoter != approval.approver:
+            record["promotedBy"] = approval.promoter
+        editor.set_record(plan, stage, record)
         summary = (f"stage {stage.name} promoted to {plan.to_version}, approved by {approval.approver}"
-                   f" (promoted by {approval.promoter or 'an author outside the approvers file'})")
+                   + (f" (promoted by {approval.promoter})" if "promotedBy" in record else ""))
     return _finish(editor, args, plan, summary, "promote")
 
 
-def _approval(args: argparse.Namespace, plans: PlanSet, stage: Stage) -> approvals.Decision:
-    """The stage's approver from the promoting commit (HEAD): its Approved-by trailers, else its author."""
-    if plans.approvers is None:
-        return approvals.Decision(None, None, (f"no {approvals.APPROVERS_FILE}: nobody can be checked as stage "
-                                               f"{stage.name}'s approver",))
-    commit = approvals.head_commit(Path(args.repo))
-    return approvals.decide(plans.approvers, stage, commit, args.approver)
+def _approval(args: argparse.Namespace, plan: Plan, stage: Stage) -> approvals.Decision:
+    """The stage's approver from the SSH signatures on the promoting commit (HEAD), verified against the keyring
+    of the trusted revision."""
+    root = Path(args.repo)
+    keyring, why = approvals.trusted_approvers(root, args.base)
+    if keyring is None:
+        return approvals.Decision(None, None, (why,))
+    evidence = approvals.head_evidence(root, keyring, plan.name, stage.name)
+    return approvals.decide(keyring, stage, evidence, args.approver)
 
 
 # --- watch ---------------------------------------------------------------------------------------------------
@@ -544,7 +555,7 @@ class Editor:
         """Write record keys into the stage, before `select` (so comments after the stage stay in place)."""
         mapping = self._stage(plan, stage)
         for key, value in values.items():
-            quoted = DoubleQuotedScalarString(value) if key != "approvedBy" else value
+            quoted = DoubleQuotedScalarString(value) if key not in ("approvedBy", "promotedBy") else value
             if key in mapping:
                 mapping[key] = quoted
                 continue

@@ -1,9 +1,9 @@
 '''A stage names an approver that policies/upgrades/approvers.yaml does not define, or the file is missing.
 
 ## Why it matters
-`gpupolicy upgrade promote` takes the approver from git (the promoting commit's `Approved-by:` trailers, else
-its author) and looks the identity up in `policies/upgrades/approvers.yaml`, which maps people to their git
-emails and forge handles and groups them. A stage approver that is neither a person nor a group of that file
+`gpupolicy upgrade promote` takes the approvers from SSH signatures git verifies against the keys in
+`policies/upgrades/approvers.yaml`, which maps people to their emails, handles and signing keys and groups
+them (decision 0063). A stage approver that is neither a person nor a group of that file
 can never be matched: the stage could never be promoted, or (before identities) anyone typing the name could
 promote it. An approvers file that is missing means no stage can be approved at all.
 
