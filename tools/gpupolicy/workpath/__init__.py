@@ -56,6 +56,7 @@ class PodSetPath:
     spec: dict = field(default_factory=dict, repr=False)  # the pod spec as started (Kueue's injection included)
     workloads: int = 1  # Kueue workloads of this shape (a Deployment's replicas)
     stray_pools: tuple[str, ...] = ()
+    waits_for: tuple[str, ...] = ()  # full flavors it waits for (the cluster under load): pending, not blocked
 
     @property
     def blocked(self) -> Step | None:
@@ -70,6 +71,8 @@ class PodSetPath:
         blocked = self.blocked
         if blocked:
             return f"blocked at {blocked.stage}"
+        if self.waits_for:
+            return f"waits for room in flavor {', '.join(self.waits_for)}"
         where = f"pool {self.pool}" if self.pool else "CPU nodes"
         return f"{where} ({show_requests(self.requests)})" if self.requests else where
 
@@ -165,7 +168,8 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     usage = _used_up(cluster, queue, full)
     for pod_set, pod_set_path in zip(sets, path.pod_sets, strict=True):
         if not pod_set_path.blocked:
-            _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate)
+            _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate,
+                         full)
     return path
 
 
@@ -327,12 +331,15 @@ def _cluster_queue(fleet: Fleet, cluster: Cluster, local: LocalQueue,
 
 def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict, namespace_body: dict,
                  queue: ClusterQueue | None, pod_set: kueue.PodSet, path: PodSetPath, usage: dict,
-                 locate: Locator) -> None:
+                 locate: Locator, full: frozenset[str] = frozenset()) -> None:
     spec = pod_set.spec
     if queue is not None:
         total = {r: q * pod_set.count for r, q in pod_set.requests.items()}
-        assignment = kueue.assign(cluster, kueue.kueue_config(fleet), queue, pod_set, total, usage)
+        assignment = kueue.assign(cluster, kueue.kueue_config(fleet), queue, pod_set, total, usage, full)
         path.steps.append(_flavor_step(fleet, cluster, queue, assignment))
+        if assignment.waits:  # pending until the full flavors have room: nothing is started, nothing refused
+            path.waits_for = tuple(assignment.waits)
+            return
         if not path.steps[-1].ok:
             return
         path.flavors = assignment.flavors
@@ -407,6 +414,12 @@ def _flavor_list_location(fleet: Fleet, queue: ClusterQueue, flavor: str) -> Loc
 
 
 def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment: kueue.Assignment) -> Step:
+    if assignment.waits:
+        group = ("resourceGroups", assignment.group, "flavors")
+        return Step("flavor assignment", True,
+                    f"waits: {assignment.failure}. Kueue keeps the workload pending until flavor "
+                    f"{', '.join(assignment.waits)} has room again (workloads finish or are preempted) and gives it "
+                    "no other flavor", fleet.locate(queue.obj, "spec", *group))
     if assignment.failure:
         group = ("resourceGroups", assignment.group, "flavors") if assignment.group is not None else ("resourceGroups",)
         return Step("flavor assignment", False, assignment.failure, fleet.locate(queue.obj, "spec", *group))
