@@ -114,3 +114,55 @@ def test_reference_cpu_only_job_waits_when_the_cpu_flavor_is_full(reference: Fle
         path = _trace(reference, REPO / "docs/examples/cpu-only-job.yaml", cluster, frozenset({"cpu"}))
         assert workpath.misplaced(path) == ("", None), (cluster, path.summary())
         assert path.pod_sets[0].waits_for == ("cpu",), (cluster, path.summary())
+
+
+# --- findings where the user must act (issue 33): the workload's line, the queue as related location ----------
+
+def _with_example(fixture: Path, tmp_path: Path, text: str) -> Path:
+    repo = build_fixture_repo(fixture, tmp_path / "repo")
+    (repo / "docs/examples/asks.yaml").write_text(text)
+    return repo
+
+
+ASKS = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: asks
+  namespace: alpha
+  labels:
+    kueue.x-k8s.io/queue-name: {queue}
+spec:
+  suspend: true
+  template:
+    metadata:
+      labels:
+        kueue.x-k8s.io/queue-name: {queue}
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: registry.example/app:1
+          resources:
+            limits: {{{resource}: 1}}
+"""
+
+
+@pytest.mark.parametrize(("queue", "resource", "related", "says"), [
+    ("training", "nvidia.com/mig-9g.99gb", "clusters/mini/queues.yaml", "is not covered by ClusterQueue alpha"),
+    ("no-such-queue", "nvidia.com/gpu", None, "LocalQueue alpha/no-such-queue does not exist"),
+], ids=["unknown-mig-profile", "missing-local-queue"])
+def test_a_workload_error_is_reported_at_the_workload(tmp_path: Path, queue: str, resource: str,
+                                                      related: str | None, says: str) -> None:
+    from gpupolicy.formats import as_sarif
+
+    repo = _with_example(OWN_GROUP, tmp_path, ASKS.format(queue=queue, resource=resource))
+    result = pipeline.run(repo)
+    (finding,) = [f for f in result.findings if f.rule == "WL011" and "asks.yaml" in f.message]
+    assert finding.path == "docs/examples/asks.yaml" and finding.line > 0 and says in finding.message, finding
+    assert "none" not in finding.message.split()
+    assert [r.path for r in finding.related] == ([related] if related else [])
+    (sarif,) = [r for r in json.loads(as_sarif(result, str(repo)))["runs"][0]["results"]
+                if r["ruleId"] == "WL011" and "asks.yaml" in r["message"]["text"]]
+    assert sarif["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "docs/examples/asks.yaml"
+    shown = [r["physicalLocation"]["artifactLocation"]["uri"] for r in sarif.get("relatedLocations", [])]
+    assert shown == ([related] if related else [])

@@ -117,6 +117,30 @@ def misplaced(path: WorkloadPath) -> tuple[str, Location | None]:
     return "", None
 
 
+# Blocking steps whose cause is what the workload asks (the label it names, the resource it requests, what the
+# admission policies refuse in it): the user changes the workload, so a finding belongs at its line.
+# A missing LocalQueue is located at the workload's label already; a LocalQueue pointing nowhere, a selector that
+# leaves the namespace out or a LimitRange default below a request are the fleet's to change.
+WORKLOAD_STAGES = ("namespace", "admission", "pod sets")
+
+
+def blame(path: WorkloadPath, own: Location) -> tuple[Location | None, tuple[Location, ...]]:
+    """Where a finding about `path` goes and its related locations: the workload's own line (`own`) when the
+    workload must change, with the queue or policy that refuses it as related; else the fleet object to
+    change, with the workload as related. Never a made-up place: no location is left out, none invented."""
+    problem, where = misplaced(path)
+    if not problem:
+        return None, ()
+    blocked = path.blocked
+    if where is None or where.path == own.path:
+        return where or own, ()
+    if blocked is not None and (blocked.stage in WORKLOAD_STAGES or "is not covered by ClusterQueue" in blocked.text):
+        # a denial of a started pod Kueue changed (flavor injection) is the queue's doing, not the workload's
+        if not (blocked.stage == "admission" and blocked.text.startswith("the started pod")):
+            return own, (where,)
+    return where, (own,)
+
+
 def show_requests(requests: dict[str, Decimal]) -> str:
     order = sorted(requests, key=lambda r: (not is_gpu_resource(r), r))
     return ", ".join(f"{kueue._show(r, requests[r])} {r}" for r in order if requests[r])
@@ -468,4 +492,4 @@ def object_locator(fleet: Fleet, obj: K8sObject) -> Locator:
     return lambda field_path: fleet.locate(obj, *field_path)
 
 
-__all__ = ["PodSetPath", "Step", "WorkloadPath", "example_locator", "incomplete", "misplaced", "object_locator", "trace"]
+__all__ = ["PodSetPath", "Step", "WorkloadPath", "blame", "example_locator", "incomplete", "misplaced", "object_locator", "trace"]
