@@ -162,6 +162,7 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
         return path
     namespace_body = cluster.namespaces[namespace].obj.body
     chain = chain_of(fleet, cluster)
+    body = controllers.kueue_defaulted(body, _kueue_mutates(fleet, body, labels))
     path.steps += _admit(fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload")
     if not path.steps[-1].ok:
         return path
@@ -195,6 +196,14 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
             _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate,
                          full)
     return path
+
+
+def _kueue_mutates(fleet: Fleet, body: dict, labels: dict) -> bool:
+    """Whether Kueue's webhook for the workload's kind defaults it (jobframework `WorkloadShouldBeSuspended`):
+    its integration is on, the namespace is managed, and it names a queue (or every job is managed)."""
+    config = kueue.kueue_config(fleet)
+    return (config.manages(str(body.get("kind", ""))) and kueue.namespace_managed(config, labels)
+            and bool(kueue.queue_name(body) or config.manage_without_queue_name))
 
 
 def _used_up(cluster: Cluster, queue: ClusterQueue | None, full: frozenset[str]) -> dict:
@@ -471,6 +480,8 @@ def _started_pod(body: dict, pod_set: kueue.PodSet, spec: dict, namespace_body: 
     metadata = dict(mapping(pod_set.template.get("metadata")))
     metadata.update({"name": f"{(body.get('metadata') or {}).get('name', 'workload')}-{pod_set.name}",
                      "namespace": body["metadata"]["namespace"]})
+    # A Deployment's and a StatefulSet's pods carry what their controllers add (controllers.py)
+    metadata = controllers.started_pod_metadata(body) or metadata
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     kind = str(body.get("kind", ""))
     if kind == "Pod":
