@@ -52,16 +52,6 @@ def test_cpu_only_job_lands_on_the_cpu_flavor_without_gpu_toleration(fleet: Flee
         assert "gpupolicy.io/pool" not in pod_set.spec.get("nodeSelector", {})
 
 
-def test_launcher_without_gpu_runs_on_cpu_nodes_and_workers_on_a_pool(fleet: Fleet) -> None:
-    path = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us")
-    launcher, workers = path.pod_sets
-    assert (launcher.name, launcher.count, set(launcher.flavors.values()), launcher.pool) == \
-        ("launcher", 1, {"cpu"}, "")
-    assert (workers.name, workers.count, workers.pool) == ("workers", 2, "us-h100-train")
-    # cpu/memory from the cpu flavor, GPUs from the pool's (two resource groups, decision 0069)
-    assert workers.flavors == {"cpu": "cpu", "memory": "cpu", "nvidia.com/gpu": "us-h100-train"}
-
-
 def test_init_container_asking_more_gpus_than_a_node_has_is_blocked_at_node_fit(fleet: Fleet,
                                                                                 tmp_path: Path) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod",

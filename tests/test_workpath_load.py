@@ -166,3 +166,33 @@ def test_a_workload_error_is_reported_at_the_workload(tmp_path: Path, queue: str
     assert sarif["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "docs/examples/asks.yaml"
     shown = [r["physicalLocation"]["artifactLocation"]["uri"] for r in sarif.get("relatedLocations", [])]
     assert shown == ([related] if related else [])
+
+
+def _jobset() -> dict:
+    def replicated(name: str, replicas: int, resources: dict) -> dict:
+        container = {"name": name, "image": "registry.example/train:1", "resources": resources}
+        return {"name": name, "replicas": replicas, "template": {"spec": {"template": {
+            "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "training"}},
+            "spec": {"restartPolicy": "Never", "containers": [container]}}}}}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "dist", "namespace": "alpha", "labels": {"kueue.x-k8s.io/queue-name": "training"}},
+            "spec": {"suspend": True, "replicatedJobs": [
+                replicated("launcher", 1, {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}),
+                replicated("workers", 2, {"requests": {"cpu": "8", "memory": "64Gi"},
+                                          "limits": {"memory": "64Gi", "nvidia.com/gpu": 4}})]}}
+
+
+def test_launcher_waits_for_cpu_and_workers_take_the_pool_under_load(tmp_path: Path) -> None:
+    """A JobSet's CPU launcher and GPU workers (moved here from the reference-fleet tests): in an empty cluster
+    the launcher runs on CPU nodes, the workers on the pool with cpu/memory from the cpu flavor; with cpu full
+    both pod sets wait (they share the cpu flavor), none is moved to the GPU flavor."""
+    fleet, repo = _fleet(OWN_GROUP, tmp_path)
+    path = _trace(fleet, repo / "docs/examples/prep.yaml", body=_jobset())
+    launcher, workers = path.pod_sets
+    assert (launcher.name, launcher.count, set(launcher.flavors.values()), launcher.pool) == \
+        ("launcher", 1, {"cpu"}, "")
+    assert (workers.name, workers.count, workers.pool) == ("workers", 2, "mini-a100")
+    assert workers.flavors == {"cpu": "cpu", "memory": "cpu", "nvidia.com/gpu": "mini-a100"}
+    loaded = _trace(fleet, repo / "docs/examples/prep.yaml", full=frozenset({"cpu"}), body=_jobset())
+    assert workpath.misplaced(loaded) == ("", None)
+    assert [p.waits_for for p in loaded.pod_sets] == [("cpu",), ("cpu",)], loaded.summary()
