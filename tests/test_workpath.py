@@ -1,6 +1,7 @@
 """The workload-path model and `gpupolicy explain` on the reference fleet: every example lands, CPU-only pod sets
-land on the CPU flavor with no GPU toleration, a pod too big for any node is blocked at node fit, and defect 4 of
-issue 12 (CPU-only pod sets given a GPU flavor) is caught at the queue that causes it when reintroduced."""
+land on the CPU flavor with no GPU toleration, a pod too big for any node is blocked at node fit. Defect 4 of
+issue 12 (CPU-only pod sets given a GPU flavor) reintroduced is WL012's bad fixture; the same under load (issue 33,
+defect 2) is test_workpath_load.py and WL014's fixtures."""
 
 from __future__ import annotations
 
@@ -51,15 +52,6 @@ def test_cpu_only_job_lands_on_the_cpu_flavor_without_gpu_toleration(fleet: Flee
         assert "gpupolicy.io/pool" not in pod_set.spec.get("nodeSelector", {})
 
 
-def test_launcher_without_gpu_runs_on_cpu_nodes_and_workers_on_a_pool(fleet: Fleet) -> None:
-    path = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us")
-    launcher, workers = path.pod_sets
-    assert (launcher.name, launcher.count, set(launcher.flavors.values()), launcher.pool) == \
-        ("launcher", 1, {"cpu"}, "")
-    assert (workers.name, workers.count, workers.pool) == ("workers", 2, "us-h100-train")
-    assert set(workers.flavors.values()) == {"us-h100-train"}
-
-
 def test_init_container_asking_more_gpus_than_a_node_has_is_blocked_at_node_fit(fleet: Fleet,
                                                                                 tmp_path: Path) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod",
@@ -86,20 +78,6 @@ def test_limitrange_default_below_a_request_blocks_at_defaulting(fleet: Fleet, t
     findings = [f for f in pipeline.run(repo).findings if f.rule == "WL011"]
     assert findings and all(f.path == "policies/teams/nlp/limitrange.yaml" for f in findings), findings
     assert "requests 96 cpu, above its limit 2" in findings[0].message
-
-
-def test_cpu_flavor_removed_from_a_queue_is_caught_at_that_queue(tmp_path: Path) -> None:
-    """Defect 4 of issue 12 reintroduced: without the CPU flavor, CPU-only pod sets get the GPU pool's flavor."""
-    repo = copy_repo(REPO, tmp_path / "repo")
-    queue = repo / "clusters/prod-us/queues/nlp.yaml"
-    text = queue.read_text()
-    start = text.index("        # CPU-only pod sets")
-    end = text.index("        - name: us-h100-train")
-    queue.write_text(text[:start] + text[end:])
-    findings = [f for f in pipeline.run(repo).findings if f.rule == "WL012"]
-    assert [(f.path, f.cluster) for f in findings] == [("clusters/prod-us/queues/nlp.yaml", "prod-us")]
-    assert findings[0].line == text[:start].count("\n") + 1  # the `- name: us-h100-train` line
-    assert "nlp CPU-only Job" in findings[0].message and "GPU flavor us-h100-train" in findings[0].message
 
 
 def test_a_mig_layout_missing_from_the_config_is_blamed_on_the_pool_not_the_pods(tmp_path: Path) -> None:
@@ -339,20 +317,6 @@ def test_explain_defaults_a_pod_as_the_api_server_and_a_job_template_as_kueue(tm
     assert pod_steps[0].stage == "defaulting" and pod_steps[0].ok, pod_steps[0]
     job_steps = workpath.trace(fleet, cluster, job, lambda _path: None).pod_sets[0].steps
     assert not job_steps[0].ok and job_steps[0].text.startswith("Kueue marks the workload inadmissible")
-
-
-def test_a_full_flavor_makes_kueue_try_the_next_one(fleet: Fleet) -> None:
-    """The cluster under load (issue 33, defect 2): with flavor cpu full, a CPU-only pod set gets the next
-    flavor of its resource group; when that is a GPU flavor, the started pod is refused, and the trace says so."""
-    path = workpath.trace(fleet, fleet.clusters["prod-us"],
-                          yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text()),
-                          lambda _path: None, None, frozenset({"cpu"}))
-    (pod_set,) = path.pod_sets
-    assert pod_set.blocked is not None and pod_set.blocked.stage == "flavor assignment", path.summary()
-    assert "requests no GPU, yet ClusterQueue" in pod_set.blocked.text
-    empty = workpath.trace(fleet, fleet.clusters["prod-us"],
-                           yaml.safe_load((REPO / "docs/examples/cpu-only-job.yaml").read_text()), lambda _path: None)
-    assert set(empty.pod_sets[0].flavors.values()) == {"cpu"}
 
 
 def test_explain_refuses_an_unknown_full_flavor(capsys: pytest.CaptureFixture) -> None:

@@ -36,20 +36,28 @@ class Finding:
     line: int = 0
     cluster: str = ""
     hint: str = ""
+    # Other places that take part (the queue or policy a workload's error goes through): SARIF relatedLocations.
+    # Not part of `identity`: the same finding may be reached through a queue renamed since.
+    related: tuple[Location, ...] = ()
 
     def as_dict(self) -> dict:
         data = asdict(self)
         data["severity"] = self.severity.value
+        data["related"] = [{"path": r.path, "line": r.line} for r in self.related]
+        if not self.related:
+            del data["related"]  # the common case: reports stay as they were
         return data
 
     def as_tuple(self) -> tuple:
         """Plain values only (for caches that store marshal data); `from_tuple` reads it back."""
-        return self.rule, self.severity.value, self.message, self.path, self.line, self.cluster, self.hint
+        return (self.rule, self.severity.value, self.message, self.path, self.line, self.cluster, self.hint,
+                tuple((r.path, r.line) for r in self.related))
 
     @classmethod
     def from_tuple(cls, values: tuple) -> Finding:
-        rule, severity, message, path, line, cluster, hint = values
-        return cls(rule, Severity(severity), message, path, line, cluster, hint)
+        rule, severity, message, path, line, cluster, hint, *rest = values
+        related = tuple(Location(p, n) for p, n in rest[0]) if rest else ()
+        return cls(rule, Severity(severity), message, path, line, cluster, hint, related)
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.rule, self.message)

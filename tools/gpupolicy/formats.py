@@ -60,8 +60,9 @@ def _with_cause(entry: dict, cause: Finding | None) -> dict:
         physical: dict[str, Any] = {"artifactLocation": {"uri": cause.path, "uriBaseId": SRCROOT}}
         if cause.line > 0:
             physical["region"] = {"startLine": cause.line}
-        entry["relatedLocations"] = [{"id": 0, "physicalLocation": physical,
-                                      "message": {"text": f"caused by {cause.rule}: {cause.message}"}}]
+        related = entry.setdefault("relatedLocations", [])
+        related.append({"id": len(related), "physicalLocation": physical,
+                        "message": {"text": f"caused by {cause.rule}: {cause.message}"}})
     return entry
 
 
@@ -137,11 +138,20 @@ def _sarif_result(finding: Finding, baseline_state: str | None, index: dict[str,
         if finding.line > 0:
             physical["region"] = {"startLine": finding.line}
         result["locations"] = [{"physicalLocation": physical}]
+    if finding.related:  # the queue or policy the finding goes through, beside the line to change
+        result["relatedLocations"] = [_related(n, where) for n, where in enumerate(finding.related)]
     if finding.cluster:
         result["properties"] = {"clusters": finding.cluster.split(",")}
     if baseline_state:
         result["baselineState"] = baseline_state
     return result
+
+
+def _related(number: int, where: Any) -> dict:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": where.path, "uriBaseId": SRCROOT}}
+    if where.line > 0:
+        physical["region"] = {"startLine": where.line}
+    return {"id": number, "physicalLocation": physical}
 
 
 def fingerprint(finding: Finding) -> str:

@@ -87,7 +87,9 @@ def _as_text(path) -> str:
     from .. import workpath
 
     problem, where = workpath.misplaced(path)
-    verdict = f"DOES NOT LAND: {problem}" if problem else f"lands: {path.summary()}"
+    waits = any(p.waits_for for p in path.pod_sets)
+    verdict = (f"DOES NOT LAND: {problem}" if problem else
+               f"waits for room (Kueue keeps it pending): {path.summary()}" if waits else f"lands: {path.summary()}")
     lines = [f"{path.ref} on {path.cluster}: {verdict}"]
     lines += [_step(step) for step in path.steps]
     for pod_set in path.pod_sets:
@@ -122,7 +124,7 @@ def _as_json(path) -> dict:
     return {"workload": path.ref, "cluster": path.cluster, "namespace": path.namespace, "lands": not problem,
             "problem": problem, "change": _where(where), "summary": path.summary(),
             "steps": [_step_json(s) for s in path.steps],
-            "podSets": [{"name": p.name, "count": p.count, "pool": p.pool,
+            "podSets": [{"name": p.name, "count": p.count, "pool": p.pool, "waitsFor": list(p.waits_for),
                          "requests": {r: str(q) for r, q in p.requests.items()}, "flavors": p.flavors,
                          "steps": [_step_json(s) for s in p.steps]} for p in path.pod_sets]}
 

@@ -44,11 +44,13 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             if example.namespace not in cluster.namespaces or workpath.incomplete(fleet, cluster):
                 continue
             path = workpath.trace(fleet, cluster, example.body, workpath.example_locator(example.document))
-            problem, where = workpath.misplaced(path)
+            problem, _where = workpath.misplaced(path)
             if not problem:
                 continue
-            place = where or Location(example.path, example.document.line_of(("metadata", "name")))
+            # the example's line when the example must change (the queue or policy as related), else the fleet's
+            place, related = workpath.blame(path, Location(example.path,
+                                                           example.document.line_of(("metadata", "name"))))
             yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
                           message=f"{example.path} ({example.ref()}) on {cluster.name}: {problem}",
                           hint=f"gpupolicy explain {example.path} --cluster {cluster.name} shows every step",
-                          **at(place))
+                          related=related, **at(place))

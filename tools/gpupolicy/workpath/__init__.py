@@ -56,6 +56,7 @@ class PodSetPath:
     spec: dict = field(default_factory=dict, repr=False)  # the pod spec as started (Kueue's injection included)
     workloads: int = 1  # Kueue workloads of this shape (a Deployment's replicas)
     stray_pools: tuple[str, ...] = ()
+    waits_for: tuple[str, ...] = ()  # full flavors it waits for (the cluster under load): pending, not blocked
 
     @property
     def blocked(self) -> Step | None:
@@ -70,6 +71,8 @@ class PodSetPath:
         blocked = self.blocked
         if blocked:
             return f"blocked at {blocked.stage}"
+        if self.waits_for:
+            return f"waits for room in flavor {', '.join(self.waits_for)}"
         where = f"pool {self.pool}" if self.pool else "CPU nodes"
         return f"{where} ({show_requests(self.requests)})" if self.requests else where
 
@@ -114,6 +117,30 @@ def misplaced(path: WorkloadPath) -> tuple[str, Location | None]:
     return "", None
 
 
+# Blocking steps whose cause is what the workload asks (the label it names, the resource it requests, what the
+# admission policies refuse in it): the user changes the workload, so a finding belongs at its line.
+# A missing LocalQueue is located at the workload's label already; a LocalQueue pointing nowhere, a selector that
+# leaves the namespace out or a LimitRange default below a request are the fleet's to change.
+WORKLOAD_STAGES = ("namespace", "admission", "pod sets")
+
+
+def blame(path: WorkloadPath, own: Location) -> tuple[Location | None, tuple[Location, ...]]:
+    """Where a finding about `path` goes and its related locations: the workload's own line (`own`) when the
+    workload must change, with the queue or policy that refuses it as related; else the fleet object to
+    change, with the workload as related. Never a made-up place: no location is left out, none invented."""
+    problem, where = misplaced(path)
+    if not problem:
+        return None, ()
+    blocked = path.blocked
+    if where is None or where.path == own.path:
+        return where or own, ()
+    if blocked is not None and (blocked.stage in WORKLOAD_STAGES or "is not covered by ClusterQueue" in blocked.text):
+        # a denial of a started pod Kueue changed (flavor injection) is the queue's doing, not the workload's
+        if not (blocked.stage == "admission" and blocked.text.startswith("the started pod")):
+            return own, (where,)
+    return where, (own,)
+
+
 def show_requests(requests: dict[str, Decimal]) -> str:
     order = sorted(requests, key=lambda r: (not is_gpu_resource(r), r))
     return ", ".join(f"{kueue._show(r, requests[r])} {r}" for r in order if requests[r])
@@ -135,6 +162,7 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
         return path
     namespace_body = cluster.namespaces[namespace].obj.body
     chain = chain_of(fleet, cluster)
+    body = controllers.kueue_defaulted(body, _kueue_mutates(fleet, body, labels))
     path.steps += _admit(fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload")
     if not path.steps[-1].ok:
         return path
@@ -165,8 +193,17 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     usage = _used_up(cluster, queue, full)
     for pod_set, pod_set_path in zip(sets, path.pod_sets, strict=True):
         if not pod_set_path.blocked:
-            _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate)
+            _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate,
+                         full)
     return path
+
+
+def _kueue_mutates(fleet: Fleet, body: dict, labels: dict) -> bool:
+    """Whether Kueue's webhook for the workload's kind defaults it (jobframework `WorkloadShouldBeSuspended`):
+    its integration is on, the namespace is managed, and it names a queue (or every job is managed)."""
+    config = kueue.kueue_config(fleet)
+    return (config.manages(str(body.get("kind", ""))) and kueue.namespace_managed(config, labels)
+            and bool(kueue.queue_name(body) or config.manage_without_queue_name))
 
 
 def _used_up(cluster: Cluster, queue: ClusterQueue | None, full: frozenset[str]) -> dict:
@@ -327,12 +364,15 @@ def _cluster_queue(fleet: Fleet, cluster: Cluster, local: LocalQueue,
 
 def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict, namespace_body: dict,
                  queue: ClusterQueue | None, pod_set: kueue.PodSet, path: PodSetPath, usage: dict,
-                 locate: Locator) -> None:
+                 locate: Locator, full: frozenset[str] = frozenset()) -> None:
     spec = pod_set.spec
     if queue is not None:
         total = {r: q * pod_set.count for r, q in pod_set.requests.items()}
-        assignment = kueue.assign(cluster, kueue.kueue_config(fleet), queue, pod_set, total, usage)
+        assignment = kueue.assign(cluster, kueue.kueue_config(fleet), queue, pod_set, total, usage, full)
         path.steps.append(_flavor_step(fleet, cluster, queue, assignment))
+        if assignment.waits:  # pending until the full flavors have room: nothing is started, nothing refused
+            path.waits_for = tuple(assignment.waits)
+            return
         if not path.steps[-1].ok:
             return
         path.flavors = assignment.flavors
@@ -407,6 +447,12 @@ def _flavor_list_location(fleet: Fleet, queue: ClusterQueue, flavor: str) -> Loc
 
 
 def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment: kueue.Assignment) -> Step:
+    if assignment.waits:
+        group = ("resourceGroups", assignment.group, "flavors")
+        return Step("flavor assignment", True,
+                    f"waits: {assignment.failure}. Kueue keeps the workload pending until flavor "
+                    f"{', '.join(assignment.waits)} has room again (workloads finish or are preempted) and gives it "
+                    "no other flavor", fleet.locate(queue.obj, "spec", *group))
     if assignment.failure:
         group = ("resourceGroups", assignment.group, "flavors") if assignment.group is not None else ("resourceGroups",)
         return Step("flavor assignment", False, assignment.failure, fleet.locate(queue.obj, "spec", *group))
@@ -434,6 +480,8 @@ def _started_pod(body: dict, pod_set: kueue.PodSet, spec: dict, namespace_body: 
     metadata = dict(mapping(pod_set.template.get("metadata")))
     metadata.update({"name": f"{(body.get('metadata') or {}).get('name', 'workload')}-{pod_set.name}",
                      "namespace": body["metadata"]["namespace"]})
+    # A Deployment's and a StatefulSet's pods carry what their controllers add (controllers.py)
+    metadata = controllers.started_pod_metadata(body) or metadata
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     kind = str(body.get("kind", ""))
     if kind == "Pod":
@@ -455,4 +503,4 @@ def object_locator(fleet: Fleet, obj: K8sObject) -> Locator:
     return lambda field_path: fleet.locate(obj, *field_path)
 
 
-__all__ = ["PodSetPath", "Step", "WorkloadPath", "example_locator", "incomplete", "misplaced", "object_locator", "trace"]
+__all__ = ["PodSetPath", "Step", "WorkloadPath", "blame", "example_locator", "incomplete", "misplaced", "object_locator", "trace"]

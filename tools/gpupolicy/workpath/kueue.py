@@ -169,6 +169,8 @@ class Attempt:
     flavor: str
     reason: str  # "" when it fits
     borrows: bool = False
+    full: bool = False  # it fits the quota of an empty cluster, but the flavor was named as having no room
+    group: int | None = None  # index of the resource group searched
 
 
 @dataclass
@@ -177,6 +179,15 @@ class Assignment:
     attempts: list[Attempt]
     failure: str = ""  # why no flavor could be assigned
     group: int | None = None  # index of the resource group that failed
+
+    @property
+    def waits(self) -> list[str]:
+        """The full flavors the failed pod set would take once they have room again: Kueue keeps the workload
+        pending (and may preempt), which is the cluster under load working as intended, not a blocker."""
+        if not self.failure:
+            return []
+        failed = [a for a in self.attempts if a.group == self.group]
+        return [a.flavor for a in failed if a.full]
 
 
 def group_of(queue: ClusterQueue, resource: str) -> tuple[int, ResourceGroup] | None:
@@ -187,9 +198,11 @@ def group_of(queue: ClusterQueue, resource: str) -> tuple[int, ResourceGroup] | 
 
 
 def assign(cluster: Cluster, config: KueueConfig, queue: ClusterQueue, pod_set: PodSet, total: dict[str, Decimal],
-           usage: dict[tuple[str, str], Decimal]) -> Assignment:
+           usage: dict[tuple[str, str], Decimal], full: frozenset[str] = frozenset()) -> Assignment:
     """Flavors for one pod set whose pods together request `total`; `usage` holds what earlier pod sets of the
-    same workload took, and gains this pod set's share when it fits."""
+    same workload took, and gains this pod set's share when it fits. `full` names flavors whose quota `usage`
+    fills (the cluster under load): a quota misfit there is marked, so a pod set that only waits is told apart
+    from one that can never be admitted."""
     flavors: dict[str, str] = {}
     attempts: list[Attempt] = []
     total = {r: q for r, q in total.items() if config.counted(r)}
@@ -206,7 +219,9 @@ def assign(cluster: Cluster, config: KueueConfig, queue: ClusterQueue, pod_set: 
         if resource in flavors:
             continue
         wanted = {r: q for r, q in total.items() if r in group.covered_resources}
-        chosen, tried = _search(cluster, queue, group, pod_set, wanted, usage, try_next_when_borrowing)
+        chosen, tried = _search(cluster, queue, group, pod_set, wanted, usage, try_next_when_borrowing, full)
+        for attempt in tried:
+            attempt.group = index
         attempts += tried
         if chosen is None:
             return Assignment(flavors, attempts, f"no flavor of ClusterQueue {queue.name}'s resource group "
@@ -219,13 +234,16 @@ def assign(cluster: Cluster, config: KueueConfig, queue: ClusterQueue, pod_set: 
 
 
 def _search(cluster: Cluster, queue: ClusterQueue, group: ResourceGroup, pod_set: PodSet,
-            wanted: dict[str, Decimal], usage: dict, try_next_when_borrowing: bool) -> tuple[str | None, list]:
+            wanted: dict[str, Decimal], usage: dict, try_next_when_borrowing: bool,
+            full: frozenset[str] = frozenset()) -> tuple[str | None, list]:
     tried: list[Attempt] = []
     fallback = None
     for flavor_quotas in group.flavors:
         name = flavor_quotas.flavor
-        attempt = Attempt(name, _flavor_mismatch(cluster, name, pod_set) or _quota_misfit(
-            cluster, queue, name, wanted, usage))
+        mismatch = _flavor_mismatch(cluster, name, pod_set)
+        attempt = Attempt(name, mismatch or _quota_misfit(cluster, queue, name, wanted, usage))
+        if name in full and attempt.reason and not mismatch and not _quota_misfit(cluster, queue, name, wanted, {}):
+            attempt.full, attempt.reason = True, "no room left (the cluster under load)"
         if not attempt.reason:
             attempt.borrows = any(usage.get((name, r), 0) + q > flavor_limit(cluster, queue, name, r)[0]
                                   for r, q in wanted.items())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..findings import Location
 from ..model import MIG_RESOURCE_PREFIX, QUEUE_LABEL, Cluster, Fleet, Namespace
@@ -40,6 +40,7 @@ class Case:
     path: WorkloadPath | None  # None: the team is not offered the resource
     problem: str = ""  # why it does not land where intended ("" when it does)
     where: Location | None = None
+    body: dict | None = field(default=None, compare=False, repr=False)  # the manifest traced
 
     @property
     def outcome(self) -> str:
@@ -163,8 +164,9 @@ def _case(fleet: Fleet, cluster: Cluster, namespace: Namespace, kind: str) -> Ca
     wanted = mig if kind == "MIG inference Deployment" else GPU if kind != "CPU-only Job" else "cpu"
     if local and not _offered(cluster, cluster_queue, wanted):
         return Case(cluster.name, namespace.team, kind, None)
-    path = trace(fleet, cluster, workload(kind, namespace.name, queue_name, mig), lambda _path: None)
-    return _judge(cluster.name, namespace.team, kind, path)
+    body = workload(kind, namespace.name, queue_name, mig)
+    path = trace(fleet, cluster, body, lambda _path: None)
+    return dataclasses.replace(_judge(cluster.name, namespace.team, kind, path), body=body)
 
 
 def _no_local_queue(fleet: Fleet, cluster: Cluster, namespace: Namespace, kind: str) -> WorkloadPath:
