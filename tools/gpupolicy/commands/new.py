@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+from pathlib import Path
 
 from ..errors import ToolError
 from . import COMMANDS
@@ -21,34 +22,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="KIND", required=True)
     pool = actions.add_parser("pool", help="a GPU node pool in one cluster: pool files, flavor, driver, layout, "
                               "pools.conf, cluster components, rollout-plan stage, optional queue quotas")
-    pool.add_argument("name")
+    pool.add_argument("name", help="the pool's name: its folder pools/NAME, flavor, driver and config key")
     pool.add_argument("--cluster", required=True, help="the cluster that owns the nodes")
     pool.add_argument("--gpu", required=True, help="GPU model key of the catalog (A100-80GB, H100-80GB, B200, L4 ...)")
     pool.add_argument("--per-node", type=int, required=True, help="GPUs per node")
     pool.add_argument("--zone", action="append", required=True, metavar="ZONE=NODES",
                       help="nodes per zone (repeat for each zone)")
-    pool.add_argument("--access", required=True, choices=("exclusive", "time-sliced", "mig"))
+    pool.add_argument("--access", required=True, choices=("exclusive", "time-sliced", "mig"),
+                      help="whole GPUs, time-sliced replicas, or MIG slices")
     pool.add_argument("--replicas", type=int, default=1, help="time-slicing: pods per GPU")
     pool.add_argument("--layout", default="", help="mig: a layout of the mig-parted config (or a new name)")
     pool.add_argument("--mig-devices", default="", metavar="PROFILE=N,...",
                       help="mig: the slices per GPU of a layout the config does not have for this GPU")
     pool.add_argument("--node-cpu", type=int, required=True, help="one node's vCPUs")
     pool.add_argument("--node-memory", required=True, help="one node's memory (e.g. 2048Gi)")
-    pool.add_argument("--description", default="")
+    pool.add_argument("--description", default="", help="one sentence for pool.yaml and the pool page")
     pool.add_argument("--quota", action="append", default=[], metavar="QUEUE=[RESOURCE:]N,...",
                       help="nominal quota for a ClusterQueue on the new flavor (repeat per queue)")
     pool.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     team = actions.add_parser("team", help="a team: namespace, quotas, LimitRange, LocalQueues, RoleBindings, "
                               "a ClusterQueue and namespace quota in each cluster that serves it")
-    team.add_argument("name")
+    team.add_argument("name", help="the team's name: its namespace, folder policies/teams/NAME and ClusterQueue")
     team.add_argument("--cluster", action="append", required=True, help="a cluster that serves the team (repeat)")
-    team.add_argument("--tier", required=True, choices=("production", "training", "batch", "experiment"))
-    team.add_argument("--workload", required=True, choices=("training", "inference", "notebook", "batch"))
+    team.add_argument("--tier", required=True, choices=("production", "training", "batch", "experiment"),
+                      help="the priority tier (label gpupolicy.io/tier); the queue is modelled on one of it")
+    team.add_argument("--workload", required=True, choices=("training", "inference", "notebook", "batch"),
+                      help="what the team runs (label gpupolicy.io/workload)")
     team.add_argument("--cohort", default="", help="the ClusterQueue's cohort (default: the tier's cohort)")
     team.add_argument("--queue", action="append", default=[], metavar="NAME",
                       help="LocalQueue names (default: the workload's name)")
-    team.add_argument("--description", default="")
+    team.add_argument("--description", default="", help="one sentence for the namespace")
     team.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    for kind in (pool, team):  # --repo after the kind too (the command's own --repo comes before it)
+        kind.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
 
 
 def run(args: argparse.Namespace) -> int:
