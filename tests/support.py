@@ -18,6 +18,16 @@ REPO = Path(__file__).resolve().parents[1]
 GPUPOLICY = Path(sys.executable).parent / "gpupolicy"
 SHARED = REPO.parent / "shared"
 MINIREPO = REPO / "tests" / "fixtures" / "minirepo"
+# The reference fleet this repository ships (decision 0075). Tests about it carry the marker `reference_fleet`
+# and are skipped on a fork that replaced it (tests/forkfleet.py, .ci/fork-fleet).
+REFERENCE_CLUSTERS = ("prod-eu", "prod-us", "test-us")
+REFERENCE_TEAMS = ("nlp", "research", "serving", "vision")
+
+
+def holds_reference_fleet(repo: Path = REPO) -> bool:
+    """Whether `repo` holds the reference fleet's clusters and teams (a fork may have added its own)."""
+    return (all((repo / "clusters" / name / "cluster.yaml").is_file() for name in REFERENCE_CLUSTERS)
+            and all((repo / "policies/teams" / name).is_dir() for name in REFERENCE_TEAMS))
 
 
 def require_tool(name: str) -> str:

@@ -23,6 +23,7 @@ def _tree_hash(root: Path) -> str:
     return digest.hexdigest()
 
 
+@pytest.mark.reference_fleet
 def test_shipped_repo_exits_zero_with_json_summary(capsys) -> None:
     assert main(["validate", "--repo", str(REPO), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -108,6 +109,7 @@ def test_console_script_runs() -> None:
     assert json.loads(proc.stdout)["summary"]["clusters"] == 1
 
 
+@pytest.mark.reference_fleet
 def test_a_broken_pool_declaration_is_reported_once(tmp_path: Path, capsys) -> None:
     """A pool.yaml that does not load drops the pool from the model; its flavor and plan entries must not
     then be reported again as pointing at no pool."""

@@ -31,6 +31,7 @@ def _with_new_pool(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.reference_fleet
 def test_a_run_over_one_cluster_keeps_the_fleet_level_findings_about_it(tmp_path: Path) -> None:
     """Issue 14: the rollout plan is a fleet-level file; `--cluster prod-eu` must still report that it leaves
     prod-eu's new pool out of every stage, exactly as the full run does, and a run over prod-us must not."""
@@ -46,6 +47,7 @@ def test_a_run_over_one_cluster_keeps_the_fleet_level_findings_about_it(tmp_path
     assert upgrade_findings(["prod-us"]) == []
 
 
+@pytest.mark.reference_fleet
 def test_the_summary_names_a_cluster_left_unrendered_by_a_file_that_does_not_load(tmp_path: Path) -> None:
     """A YAML error in one cluster's queue keeps that cluster from rendering: the summary says so instead of
     counting the objects of the others as if the fleet had two clusters."""

@@ -57,6 +57,7 @@ def fleet_change(tmp_path_factory: pytest.TempPathFactory) -> diff.SemanticDiff:
     return _compare(REPO, head)
 
 
+@pytest.mark.reference_fleet
 def test_a_namespace_resource_quota_change_is_shown(fleet_change: diff.SemanticDiff) -> None:
     assert _rows(fleet_change, "namespace-quotas") == [
         {"cluster": "prod-eu", "namespace": "nlp", "quota": "gpu", "resource": "requests.nvidia.com/gpu",
@@ -64,6 +65,7 @@ def test_a_namespace_resource_quota_change_is_shown(fleet_change: diff.SemanticD
     assert "+432 nvidia.com/gpu for namespace nlp in prod-eu (48 -> 480)" in fleet_change.headline
 
 
+@pytest.mark.reference_fleet
 def test_a_taint_an_upgrade_plan_and_a_pool_size_are_shown(fleet_change: diff.SemanticDiff) -> None:
     declared = {(row["pool"], row["field"]): (row["old"], row["new"])
                 for row in _rows(fleet_change, "pool-declarations")}
@@ -79,6 +81,7 @@ def test_a_taint_an_upgrade_plan_and_a_pool_size_are_shown(fleet_change: diff.Se
     assert fleet_change.headline.startswith("new taint gpupolicy.io/dedicated=notebooks:NoSchedule on pool eu-l4-shared")
 
 
+@pytest.mark.reference_fleet
 def test_every_changed_rendered_object_is_listed_with_its_yaml_diff(fleet_change: diff.SemanticDiff) -> None:
     objects = {(c.cluster, c.ref): c for cluster in fleet_change.objects for c in cluster.changes}
     assert set(objects) == {("prod-eu", "ResourceQuota nlp/gpu")}

@@ -39,6 +39,7 @@ def test_every_model_has_its_labels_ids_drivers_and_profiles(page: str, model: c
     assert ("MIG profiles" in section) == bool(model.mig_profiles)
 
 
+@pytest.mark.reference_fleet
 def test_the_summary_names_the_pools_of_each_model(page: str) -> None:
     pools = sorted(p.parent.name for p in (REPO / "pools").glob("*/pool.yaml") if "H100-80GB" in p.read_text())
     row = next(line for line in page.splitlines() if line.startswith("| [H100-80GB]"))

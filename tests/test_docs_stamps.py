@@ -70,6 +70,7 @@ def _branch(root: Path, name: str, pool: str) -> list[str]:
     return changed
 
 
+@pytest.mark.reference_fleet
 def test_two_branches_changing_different_pools_merge_without_conflict(fleet_repo: Path) -> None:
     assert not docsgen.stale_pages(fleet_repo, docsgen.generate(fleet_repo, pipeline.load_fleet(fleet_repo)))
     eu = _branch(fleet_repo, "eu", "eu-l4-shared")

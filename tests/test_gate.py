@@ -26,6 +26,7 @@ def _trusted_venv() -> str:
     return str(Path(sys.executable).parent.parent)
 
 
+@pytest.mark.reference_fleet
 def test_the_gate_fails_the_hostile_pull_request_and_runs_none_of_its_code() -> None:
     env = {**os.environ, "GPUPOLICY_TRUSTED_VENV": _trusted_venv()}
     done = subprocess.run([sys.executable, str(REPO / ".ci" / "hostile-pr")], capture_output=True, text=True,

@@ -153,6 +153,7 @@ def _page_totals(text: str) -> dict[tuple[str, str, str], tuple[int, int]]:
     return totals
 
 
+@pytest.mark.reference_fleet
 def test_cap001_and_the_quota_page_agree_on_the_reference_fleet(fleet) -> None:
     text = quota_page.pages(Context(root=REPO, fleet=fleet))["quotas.md"]
     page = _page_totals(text)

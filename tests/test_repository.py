@@ -21,6 +21,7 @@ def _run() -> pipeline.RunResult:
     return pipeline.run(REPO)
 
 
+@pytest.mark.reference_fleet
 def test_shipped_repository_has_clusters() -> None:
     assert len(pipeline.cluster_names(REPO)) >= 3
 
@@ -33,12 +34,14 @@ def test_shipped_repository_validates_clean() -> None:
     assert set(result.rendered_clusters) == set(pipeline.cluster_names(REPO))
 
 
+@pytest.mark.reference_fleet
 def test_no_warnings_either() -> None:
     warnings = [f"{f.path}:{f.line} {f.rule} {f.message}" for f in _run().findings
                 if f.severity is Severity.WARNING]
     assert not warnings, "\n".join(warnings)
 
 
+@pytest.mark.reference_fleet
 def test_inspect_lists_every_pool_with_mode_and_capacity(capsys) -> None:
     assert main(["inspect", "--repo", str(REPO), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)

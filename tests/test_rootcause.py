@@ -23,6 +23,7 @@ def bad_profile(tmp_path_factory: pytest.TempPathFactory) -> tuple[pipeline.RunR
     return pipeline.run(REPO), pipeline.run(head)
 
 
+@pytest.mark.reference_fleet
 def test_the_derived_findings_are_linked_to_the_invalid_profile(bad_profile) -> None:
     _base, head = bad_profile
     derived = {(f.rule, f.path): cause for f, cause in head.causes.items()}
@@ -31,6 +32,7 @@ def test_the_derived_findings_are_linked_to_the_invalid_profile(bad_profile) -> 
     assert head.errors == 8  # nothing is dropped: the derived errors still count
 
 
+@pytest.mark.reference_fleet
 def test_text_puts_the_cause_first_with_its_consequences_under_it(bad_profile) -> None:
     _base, head = bad_profile
     lines = report.as_text(head).splitlines()
@@ -40,6 +42,7 @@ def test_text_puts_the_cause_first_with_its_consequences_under_it(bad_profile) -
     assert lines.index(nested[-1]) < next(i for i, line in enumerate(lines) if "MIG001" in line and i > 0)
 
 
+@pytest.mark.reference_fleet
 def test_json_sarif_and_markdown_name_the_cause(bad_profile) -> None:
     base, head = bad_profile
     findings = json.loads(report.as_json(head))["findings"]

@@ -109,6 +109,7 @@ def test_table_lines_read_back_as_each_pools_fields() -> None:
     assert table == {pool.name: startupcheck.table_fields(pool) for pool in pools}
 
 
+@pytest.mark.reference_fleet
 def test_table_with_rewrites_one_line_and_keeps_the_rest() -> None:
     shipped = (REPO / "policies/startup-check/pools.conf").read_text()
     assert startupcheck.table_with(shipped, {}) == shipped  # the shipped table is exactly what the writer writes
@@ -125,6 +126,7 @@ def test_table_with_rewrites_one_line_and_keeps_the_rest() -> None:
         startupcheck.table_with(shipped + "  extra  exclusive\n", {})
 
 
+@pytest.mark.reference_fleet
 def test_pool_settings_and_defaults() -> None:
     pools = {p.name: p for p in _repository_pools()}
     assert pools["eu-l4-shared"].memory_share_percent == 25

@@ -77,6 +77,7 @@ def test_the_boundary_never_resolves_outside_the_root(playground: Path, value: s
 
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@pytest.mark.reference_fleet
 @given(value=origin_values)
 def test_validate_never_opens_what_an_origin_annotation_names_outside(tmp_path_factory, value: str) -> None:
     work = tmp_path_factory.mktemp("fuzz-origin")

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -73,6 +74,7 @@ def mutations(draw) -> tuple[str, bytes]:
     return target, yaml.safe_dump_all(original, allow_unicode=True, sort_keys=False).encode()
 
 
+@pytest.mark.reference_fleet
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations())
 def test_mutated_repository_never_crashes(tmp_path_factory, mutation: tuple[str, bytes]) -> None:

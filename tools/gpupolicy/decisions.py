@@ -126,6 +126,21 @@ def load_log(root: Path, reader: repopath.Reader | None = None) -> list[Decision
 
 
 GLOB_CHARACTERS = frozenset("*?[")
+# The folders whose children are the fleet's instances (one cluster, pool, team each). A fork replaces them
+# (decision 0075), so a record governs a kind of fleet file (`clusters/*/queues`), never one instance of it.
+FLEET_FOLDERS = ("clusters", "pools", "policies/teams")
+
+
+def fleet_instance(written: str) -> tuple[str, str] | None:
+    """(fleet folder, instance name) when `written` names one instance under a fleet folder without a glob in
+    the instance's place: `clusters/prod-us/queues` -> ("clusters", "prod-us"); `clusters/*/queues` -> None."""
+    parts = PurePosixPath(written.rstrip("/") or "/").parts
+    for folder in FLEET_FOLDERS:
+        depth = len(PurePosixPath(folder).parts)
+        if parts[:depth] == PurePosixPath(folder).parts and len(parts) > depth:
+            instance = parts[depth]
+            return None if GLOB_CHARACTERS & set(instance) else (folder, instance)
+    return None
 
 
 def affected_paths(root: Path, log: list[Decision]) -> dict[str, bool]:

@@ -7,7 +7,7 @@ module only when that command runs, so it needs the name and help before), and w
 
 # Commands that write into the repository: they finish an interrupted edit first (transaction.recover); every
 # other command only reports one and stops, since a validator never changes the tree (decision 0066).
-WRITING_COMMANDS = frozenset({"docs", "recommend", "recover", "schemas", "upgrade"})
+WRITING_COMMANDS = frozenset({"docs", "new", "recommend", "recover", "schemas", "upgrade"})
 FORMAT_HELP = "text for people (the default) or json for scripts"  # the --format choice most commands offer
 
 COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help` lists them
@@ -20,6 +20,8 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "inspect": "print the fleet model: pools with capacity and the part no quota holds, cluster queues with their "
                "GPU quotas, priorities",
     "mig": "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit",
+    "new": "add a pool or a team with every edit it needs (files, layouts, pools.conf, overlays, rollout-plan "
+           "stage, queues, quotas), validated on a copy first, written all or nothing",
     "recover": "finish or undo an edit of several files that was interrupted (a killed promote, docs, --apply)",
     "render": "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)",
     "report": "combine the shards' JSON reports of `validate --shard K/N` into one report (any format)",

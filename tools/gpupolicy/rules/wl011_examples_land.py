@@ -6,7 +6,8 @@ shows the same steps): admission, LimitRange defaulting, the namespace ResourceQ
 ClusterQueue and flavor assignment, admission of the pods Kueue starts, node fit in the chosen pool, the GPU
 Operator components on that pool and the container runtime. An example that is blocked at any step, or whose
 CPU-only pods can run on GPU nodes, teaches a manifest that hangs in Pending or is refused, with an error far
-from its cause.
+from its cause. An example whose namespace no cluster has lands nowhere at all (a fork that renamed its teams
+keeps the reference teams' examples): it is reported too.
 
 ## Bad example
 ```yaml
@@ -40,6 +41,7 @@ SUMMARY = "An example workload does not land where the policy intends"
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for example in (w for w in workloads(fleet) if w.cluster is None):
+        yield from _namespace_nowhere(fleet, example)
         for cluster in fleet.clusters.values():
             if example.namespace not in cluster.namespaces or workpath.incomplete(fleet, cluster):
                 continue
@@ -54,3 +56,19 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                           message=f"{example.path} ({example.ref()}) on {cluster.name}: {problem}",
                           hint=f"gpupolicy explain {example.path} --cluster {cluster.name} shows every step",
                           related=related, **at(place))
+
+
+def _namespace_nowhere(fleet: Fleet, example) -> Iterator[Finding]:
+    """An example in a namespace no cluster has lands nowhere: every cluster's trace would stop at the namespace
+    (`explain` says so), and a fork that renamed its teams would keep examples of teams it does not have.
+    Reported only when every cluster is loaded (not under --cluster or a shard)."""
+    clusters = fleet.clusters.values()
+    if not clusters or set(fleet.repository_clusters) - set(fleet.clusters):
+        return
+    if any(workpath.incomplete(fleet, c) for c in clusters) or any(example.namespace in c.namespaces for c in clusters):
+        return
+    teams = sorted({ns.name for c in clusters for ns in c.namespaces.values() if ns.team})
+    yield Finding(rule=ID, severity=SEVERITY, message=f"{example.path} ({example.ref()}): namespace "
+                  f"{example.namespace} exists in no cluster, so the example lands nowhere",
+                  hint=f"put it in a team's namespace ({', '.join(teams) or 'none'}), or delete it",
+                  path=example.path, line=example.document.line_of(("metadata", "namespace")))

@@ -1,0 +1,135 @@
+"""`gpupolicy new pool|team` on the generated fork fleet (tests/forkfleet.py: cluster fra-1, pools fra-a100-train
+and fra-l4-infer, teams atlas and beacon): every edit made, validate clean after, nothing written when the edit
+would add an error or is refused."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from forkfleet import make_fork
+from support import REPO
+
+from gpupolicy import pipeline
+from gpupolicy.findings import Severity
+
+
+@pytest.fixture(scope="module")
+def fork_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_fork(tmp_path_factory.mktemp("fork") / "repo", REPO)
+
+
+@pytest.fixture
+def fork(fork_template: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(fork_template, tmp_path / "repo", symlinks=True))
+
+
+def new(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpupolicy", "new", *args, "--repo", str(repo)],
+                          capture_output=True, text=True, env={"PYTHONPATH": str(REPO / "tools"),
+                                                               "PATH": "/usr/bin:/bin"})
+
+
+def errors(repo: Path) -> list[str]:
+    return [f"{f.rule} {f.path}: {f.message}" for f in pipeline.run(repo, use_cache=False).findings
+            if f.severity == Severity.ERROR]
+
+
+def tree(repo: Path) -> dict[str, bytes]:
+    return {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+
+
+def test_new_exclusive_pool_with_quota(fork: Path) -> None:
+    done = new(fork, "pool", "fra-h100-train", "--cluster", "fra-1", "--gpu", "H100-80GB", "--per-node", "8",
+               "--zone", "eu-central-1a=1", "--access", "exclusive", "--node-cpu", "192", "--node-memory",
+               "2048Gi", "--quota", "atlas=6")
+    assert done.returncode == 0, done.stderr
+    assert "validate adds no error" in done.stdout
+    assert errors(fork) == []
+    assert "  - ../../pools/fra-h100-train\n" in (fork / "clusters/fra-1/kustomization.yaml").read_text()
+    assert "fra-h100-train" in (fork / "policies/startup-check/pools.conf").read_text()
+    queue = (fork / "clusters/fra-1/queues/atlas.yaml").read_text()
+    assert "- name: fra-h100-train" in queue
+    fleet = pipeline.load_fleet(fork, use_cache=False)
+    atlas = fleet.clusters["fra-1"].cluster_queues["atlas"]
+    quotas = {(flavor, q.name): q.nominal for flavor, q in atlas.quotas() if flavor == "fra-h100-train"}
+    # 4 GPUs; cpu and memory at the per-GPU share of a node: 192/8 = 24 cpu, 2048/8 = 256Gi each
+    assert quotas[("fra-h100-train", "nvidia.com/gpu")] == 6
+    assert quotas[("fra-h100-train", "cpu")] == 144
+    # the namespace quota follows the queue (CAP015): it was 16 (12 nominal + 4 borrowed on the A100s); it now
+    # holds at least the 12 + 6 nominal GPUs
+    hard = {q.namespace: q.hard for q in fleet.clusters["fra-1"].namespace_quotas}
+    assert int(hard["atlas"]["requests.nvidia.com/gpu"]) >= 18
+
+
+def test_new_mig_pool_writes_its_layout(fork: Path) -> None:
+    done = new(fork, "pool", "fra-b200-mig", "--cluster", "fra-1", "--gpu", "B200", "--per-node", "8",
+               "--zone", "eu-central-1a=1", "--zone", "eu-central-1b=1", "--access", "mig",
+               "--layout", "all-1g.23gb", "--mig-devices", "1g.23gb=7", "--node-cpu", "224",
+               "--node-memory", "2048Gi", "--quota", "beacon=1g.23gb:14")
+    assert done.returncode == 0, done.stderr
+    assert errors(fork) == []
+    config = (fork / "policies/gpu-operator/mig-parted-config.yaml").read_text()
+    assert 'all-1g.23gb:\n    - device-filter: ["0x290110DE"]' in config
+    queue = (fork / "clusters/fra-1/queues/beacon.yaml").read_text()
+    # a new resource is covered, and listed by every flavor of the group (Kueue's rule)
+    assert queue.count("- name: nvidia.com/mig-1g.23gb") == 3
+    assert "requests.nvidia.com/mig-1g.23gb" in (fork / "clusters/fra-1/team-quotas.yaml").read_text()
+
+
+def test_a_pool_that_adds_an_error_writes_nothing(fork: Path) -> None:
+    before = tree(fork)
+    # beacon is production: 32 of 32 GPUs nominal do not survive losing a node (CAP005)
+    done = new(fork, "pool", "fra-l4-more", "--cluster", "fra-1", "--gpu", "L4", "--per-node", "4",
+               "--zone", "eu-central-1a=2", "--access", "exclusive", "--node-cpu", "96", "--node-memory",
+               "384Gi", "--quota", "beacon=8")
+    assert done.returncode == 1
+    assert "CAP005" in done.stderr and "not written" in done.stderr
+    assert tree(fork) == before
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["fra-a100-train"], "exists already"),
+    (["Bad_Name"], "DNS label"),
+    (["fra-x", "--gpu", "NOPE"], "not a GPU model"),
+    (["fra-x", "--zone", "mars-1a=1"], "not a zone of fra-1"),
+    (["fra-x", "--quota", "atlas=99"], "the pool exposes 8"),
+])
+def test_refusals_name_the_problem(fork: Path, args: list[str], message: str) -> None:
+    name, *rest = args
+    options = {"--cluster": "fra-1", "--gpu": "A100-80GB", "--per-node": "8", "--zone": "eu-central-1a=1",
+               "--access": "exclusive", "--node-cpu": "96", "--node-memory": "1152Gi"}
+    for flag, value in zip(rest[::2], rest[1::2], strict=True):
+        options[flag] = value
+    before = tree(fork)
+    done = new(fork, "pool", name, *[word for pair in options.items() for word in pair])
+    assert done.returncode == 2, done.stdout
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert tree(fork) == before
+
+
+def test_new_team(fork: Path) -> None:
+    done = new(fork, "team", "comet", "--cluster", "fra-1", "--tier", "training", "--workload", "training")
+    assert done.returncode == 0, done.stderr
+    assert errors(fork) == []
+    fleet = pipeline.load_fleet(fork, use_cache=False)
+    cluster = fleet.clusters["fra-1"]
+    queue = cluster.cluster_queues["comet"]
+    assert queue.cohort == "training" and queue.tier == "training"
+    assert {q.nominal for flavor, q in queue.quotas() if flavor != "cpu"} == {0}
+    assert "comet" in cluster.namespaces
+    assert any(lq.name == "training" and lq.namespace == "comet" for lq in cluster.local_queues)
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(fork: Path) -> None:
+    before = tree(fork)
+    done = new(fork, "team", "comet", "--cluster", "fra-1", "--tier", "production", "--workload", "inference",
+               "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "+++ b/policies/teams/comet/namespace.yaml" in done.stdout
+    assert "would write" in done.stdout
+    assert tree(fork) == before
