@@ -106,6 +106,9 @@ def _python_paths() -> list[Path]:
     """The interpreter, the virtual environment and the toolkit's own package (imports, carried schemas)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(gpupolicy.__file__)}
     paths |= {value for key, value in sysconfig.get_paths().items() if key.endswith("lib") or key == "data"}
+    # the toolkit's own install metadata (an editable install leaves gpupolicy.egg-info beside the package):
+    # plugin discovery reads its entry points, whichever test reads them first
+    paths |= {str(p) for p in Path(os.path.dirname(gpupolicy.__file__)).parent.glob("gpupolicy.*-info")}
     return [Path(p) for p in paths]
 
 
