@@ -375,27 +375,24 @@ spec:
       gpupolicy.io/team: {team.name}
   queueingStrategy: BestEffortFIFO
 {PREEMPTION[team.tier]}  resourceGroups:
+    # cpu and memory in their own group with the cpu flavor only (the reference fleet's decision 0069)
     - coveredResources:
         - cpu
         - memory
-        - nvidia.com/gpu
       flavors:
         - name: cpu
           resources:
             - name: cpu
-              nominalQuota: 32
-            - name: memory
-              nominalQuota: "128Gi"
-            - name: nvidia.com/gpu
-              nominalQuota: 0
-        - name: {team.pool}
-          resources:
-            - name: cpu
-              nominalQuota: {team.gpus * team.cpu_per_gpu}
+              nominalQuota: {32 + team.gpus * team.cpu_per_gpu}
               borrowingLimit: {team.borrow * team.cpu_per_gpu}
             - name: memory
-              nominalQuota: "{team.gpus * team.memory_per_gpu}Gi"
+              nominalQuota: "{128 + team.gpus * team.memory_per_gpu}Gi"
               borrowingLimit: "{team.borrow * team.memory_per_gpu}Gi"
+    - coveredResources:
+        - nvidia.com/gpu
+      flavors:
+        - name: {team.pool}
+          resources:
             - name: nvidia.com/gpu
               nominalQuota: {team.gpus}
               borrowingLimit: {team.borrow}

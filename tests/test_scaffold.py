@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from forkfleet import make_fork
+from forkfleet import TEAMS, make_fork
 from support import REPO
 
 from gpupolicy import pipeline
@@ -55,10 +55,13 @@ def test_new_exclusive_pool_with_quota(fork: Path) -> None:
     assert "- name: fra-h100-train" in queue
     fleet = pipeline.load_fleet(fork, use_cache=False)
     atlas = fleet.clusters["fra-1"].cluster_queues["atlas"]
-    quotas = {(flavor, q.name): q.nominal for flavor, q in atlas.quotas() if flavor == "fra-h100-train"}
-    # 4 GPUs; cpu and memory at the per-GPU share of a node: 192/8 = 24 cpu, 2048/8 = 256Gi each
+    quotas = {(flavor, q.name): q.nominal for flavor, q in atlas.quotas()}
+    # 6 GPUs; cpu and memory at the per-GPU share of a node (192/8 = 24 cpu, 2048/8 = 256Gi each) join the
+    # cpu flavor, which alone covers cpu and memory (decision 0069)
     assert quotas[("fra-h100-train", "nvidia.com/gpu")] == 6
-    assert quotas[("fra-h100-train", "cpu")] == 144
+    assert ("fra-h100-train", "cpu") not in quotas
+    atlas_spec = next(t for t in TEAMS if t.name == "atlas")
+    assert quotas[("cpu", "cpu")] == 32 + atlas_spec.gpus * atlas_spec.cpu_per_gpu + 144
     # the namespace quota follows the queue (CAP015): it was 16 (12 nominal + 4 borrowed on the A100s); it now
     # holds at least the 12 + 6 nominal GPUs
     hard = {q.namespace: q.hard for q in fleet.clusters["fra-1"].namespace_quotas}
@@ -75,8 +78,10 @@ def test_new_mig_pool_writes_its_layout(fork: Path) -> None:
     config = (fork / "policies/gpu-operator/mig-parted-config.yaml").read_text()
     assert 'all-1g.23gb:\n    - device-filter: ["0x290110DE"]' in config
     queue = (fork / "clusters/fra-1/queues/beacon.yaml").read_text()
-    # a new resource is covered, and listed by every flavor of the group (Kueue's rule)
-    assert queue.count("- name: nvidia.com/mig-1g.23gb") == 3
+    # a new resource is covered, and listed by every flavor of the GPU group (Kueue's rule): the L4 flavor and
+    # the new one; the cpu flavor has a group of its own (decision 0069)
+    assert "        - nvidia.com/mig-1g.23gb\n" in queue
+    assert queue.count("- name: nvidia.com/mig-1g.23gb") == 2
     assert "requests.nvidia.com/mig-1g.23gb" in (fork / "clusters/fra-1/team-quotas.yaml").read_text()
 
 

@@ -431,6 +431,24 @@ def _add_flavor(spec, queue, pool, model, amounts: dict[str, int], source: str) 
     flavor["name"] = pool.name
     flavor["resources"] = resources
     gpu_group["flavors"].append(flavor)
+    if "cpu" not in covered:  # cpu and memory in a group of their own (decision 0069): its flavor grows
+        _grow_cpu_group(groups, queue, int(cpu), int(memory), source)
+
+
+def _grow_cpu_group(groups, queue, cpu: int, memory_gi: int, source: str) -> None:
+    """Add the new GPUs' cpu/memory share to the cpu-and-memory group's first flavor."""
+    group = next((g for g in groups if "cpu" in (g.get("coveredResources") or ())), None)
+    if group is None or not group.get("flavors"):
+        return  # the queue tracks no cpu quota at all: nothing to keep in step
+    for item in group["flavors"][0]["resources"]:
+        if item.get("name") == "cpu":
+            item["nominalQuota"] = int(Fraction(str(item["nominalQuota"]))) + cpu
+        elif item.get("name") == "memory":
+            current = str(item["nominalQuota"])
+            if not current.endswith("Gi"):
+                raise ToolError(f"{source}: ClusterQueue {queue.name}: memory quota {current} is not in Gi; "
+                                "raise it by hand")
+            item["nominalQuota"] = DoubleQuotedScalarString(f"{int(current[:-2]) + memory_gi}Gi")
 
 
 def _zero(resource: str, neighbours) -> CommentedMap:
