@@ -33,6 +33,14 @@ WITH_SHARED_CQ = {
 PREVENT_STARVATION = {"preventStarvation": SimQueue("preventStarvation", (FlavorQuota("default", "pool", 6000),),
                                                     within_queue="LowerOrNewerEqualPriority")}
 
+# TestPreemption's `standalone` (its cpu flavor `default`) and the `cohort-lend` queues with lendingLimits
+STANDALONE = {"standalone": SimQueue("standalone", (FlavorQuota("default", "pool", 6000),),
+                                     within_queue="LowerPriority")}
+COHORT_LEND = {name: SimQueue(name, (FlavorQuota("default", "pool", 6000, None, lend * 1000),), cohort="cohort-lend",
+                              within_queue="LowerPriority", reclaim="LowerPriority")
+               for name, lend in (("lend1", 4), ("lend2", 2))}
+THREE = [("low", "standalone", -1, 2, 0, 0), ("mid", "standalone", 0, 2, 0, 0), ("high", "standalone", 1, 2, 0, 0)]
+
 # name: (queues, admitted (workload, queue, priority, cpu, created, quota reserved), incoming (queue, priority,
 # cpu, created), the workloads upstream asserts preempted); times in seconds from the test's `now`
 CASES = {
@@ -50,6 +58,32 @@ CASES = {
         [("wl1", "preventStarvation", 2, 2, 0, 0), ("wl2", "preventStarvation", 1, 2, 0, 1),
          ("wl3", "preventStarvation", 1, 2, 0, 0)],
         ("preventStarvation", 1, 2, -15), {"wl2"}),
+    "preempt lowest priority": (STANDALONE, THREE, ("standalone", 1, 2, 1), {"low"}),
+    "preempt multiple": (STANDALONE, THREE, ("standalone", 1, 3, 1), {"low", "mid"}),
+    "no preemption for low priority": (
+        STANDALONE, [("low", "standalone", -1, 3, 0, 0), ("mid", "standalone", 0, 3, 0, 0)],
+        ("standalone", -1, 1, 1), set()),
+    "not enough low priority workloads": (
+        STANDALONE, [("low", "standalone", -1, 3, 0, 0), ("mid", "standalone", 0, 3, 0, 0)],
+        ("standalone", 0, 4, 1), set()),
+    "minimal set excludes low priority": (
+        STANDALONE, [("low", "standalone", -1, 1, 0, 0), ("mid", "standalone", 0, 2, 0, 0),
+                     ("high", "standalone", 1, 3, 0, 0)], ("standalone", 1, 2, 1), {"mid"}),
+    "reclaim quota from lender": (
+        COHORT_LEND, [("lend1-low", "lend1", -1, 3, 0, 0), ("lend2-mid", "lend2", 0, 3, 0, 0),
+                      ("lend2-high", "lend2", 1, 4, 0, 0)], ("lend1", 1, 3, 1), {"lend2-mid"}),
+    "cannot preempt from other ClusterQueues if exceeds requestable quota including lending limit": (
+        COHORT_LEND, [("lend2-low", "lend2", -1, 10, 0, 0)], ("lend1", 0, 9, 1), set()),
+    "preempt from all ClusterQueues in cohort-lend": (
+        COHORT_LEND, [("lend1-low", "lend1", -1, 3, 0, 0), ("lend1-mid", "lend1", 0, 2, 0, 0),
+                      ("lend2-low", "lend2", -1, 3, 0, 0), ("lend2-mid", "lend2", 0, 4, 0, 0)],
+        ("lend1", 0, 4, 1), {"lend1-low", "lend2-low"}),
+    "use BorrowWithinCohort; allow preempting a lower-priority workload with priority above "
+    "MaxPriorityThreshold, if borrowing is not required after the preemption": (
+        WITH_SHARED_CQ, [("b_standard", "b_standard", 1, 13, 0, 0)], ("a_standard", 2, 1, 1), {"b_standard"}),
+    "use BorrowWithinCohort; don't allow for preemption of lower-priority workload from the same "
+    "ClusterQueue": (
+        WITH_SHARED_CQ, [("a_standard", "a_standard", 1, 13, 0, 0)], ("a_standard", 2, 1, 1), set()),
 }
 
 
