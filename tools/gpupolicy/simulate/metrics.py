@@ -56,7 +56,7 @@ class Summary:
     lost_to_busy_devices: int = 0  # jobs that gave up after failing at start that often
     # mean allocated / available over the arrival window (first to last submission): a policy that does the
     # same work with one long tail does not read as "half the utilization", as the mean over the makespan does
-    window_allocation: float = 0.0
+    window_allocation: float | None = None  # None: a summary recorded before the figure existed
 
 
 def summarize(result: Result) -> Summary:
