@@ -59,8 +59,12 @@ class CheckedEngine(Engine):
             if node.parent is None:
                 assert node.usage <= node.subtree, (node.name, node.usage, node.subtree)
             assert node.usage >= 0, node.name
+        kept = {}  # quota kept for a preemptor waiting for its victims (Engine._keep_for_preemptor)
+        for index, (flavor, amount) in self.reserved.items():
+            key = (self.runs[index].queue, flavor)
+            kept[key] = kept.get(key, 0) + amount
         for (queue, flavor), leaf in self.quota.leaves.items():
-            assert leaf.usage == self.usage[queue][flavor], (queue, flavor)
+            assert leaf.usage == self.usage[queue][flavor] + kept.get((queue, flavor), 0), (queue, flavor)
         super()._record()
 
 
@@ -212,25 +216,27 @@ def test_failure_spec_units():
 
 
 class ReclaimCheckedEngine(Engine):
-    """Records every eviction made to reclaim quota, with the victim queue's usage and nominal afterwards."""
+    """Records every eviction made to reclaim quota, with the victim queue's usage (less what its evicted jobs
+    still hold while they terminate) and nominal afterwards."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.reclaims: list[tuple[str, int, int, int]] = []  # victim queue, usage left, largest victim, nominal
         self.evicted: list = []
 
-    def _evict(self, run, preempted):
-        if preempted:
-            self.evicted.append((run.queue, run.flavor.flavor, run.shape.total))
-        super()._evict(run, preempted)
+    def _preempt(self, victim, by, reason):
+        self.evicted.append((victim.queue, victim.flavor.flavor, victim.shape.total))
+        super()._preempt(victim, by, reason)
 
-    def _preempt_for(self, run, queue):
+    def _kueue_admit(self, run, queue, entry):
         self.evicted = []
-        admitted = super()._preempt_for(run, queue)
+        admitted = super()._kueue_admit(run, queue, entry)
         for victim_queue, flavor, _ in self.evicted:
             if victim_queue != queue.name:
                 largest = max(size for q, _, size in self.evicted if q == victim_queue)
-                self.reclaims.append((victim_queue, self.usage[victim_queue][flavor], largest,
+                terminating = sum(self.runs[i].shape.total for i in self.holding[victim_queue]
+                                  if self.runs[i].evicted and self.runs[i].flavor.flavor == flavor)
+                self.reclaims.append((victim_queue, self.usage[victim_queue][flavor] - terminating, largest,
                                       self.nominal[(victim_queue, flavor)]))
         return admitted
 

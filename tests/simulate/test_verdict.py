@@ -104,3 +104,9 @@ def _replays():
         jobs = read_trace(path, "csv").jobs[:60]
     result = compare(cluster, jobs)
     return result.before, result.after
+
+
+def test_a_change_from_a_near_zero_base_is_shown_in_absolute_units() -> None:
+    # 0.1 minutes to 10.4 h is "+623,900%", which says nothing; the change in hours does
+    worse = worse_metrics(_summary("baseline", 0.1 / HOURS), _summary("proposed", 10.4))
+    assert [item.describe() for item in worse] == ["wait p99 (tier training): 0.1 min -> 10.4 h (+10.4 h)"]

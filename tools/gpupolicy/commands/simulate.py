@@ -64,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worse-by", metavar="PERCENT", type=float, default=None,  # None: verdict's default
                         help=f"the verdict names metrics worse than the baseline by more than this (default "
                              f"{WORSE_BY_HELP_DEFAULT})")
+    parser.add_argument("--events", metavar="FILE", type=Path,
+                        help="write one JSON line per job event of both replays (arrived, admitted with its flavor, "
+                             "started with its nodes, preempted by whom, released, failed at start, finished)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
@@ -133,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         checks = startup_checks(Path(args.repo), cluster) if args.busy_devices else None
-        result = compare(cluster, jobs, failures, mapping, args.policy, checks)
+        events: dict[str, list] | None = {} if args.events is not None else None
+        result = compare(cluster, jobs, failures, mapping, args.policy, checks, events)
         unchecked = _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
@@ -152,8 +156,12 @@ def run(args: argparse.Namespace) -> int:
                        f"with the startup check as pool.yaml sets it, {unchecked.busy_starts} without it "
                        f"({unchecked.lost_to_busy_devices} jobs lost after the Job's backoff limit)")
     markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
+    files = {out / "report.md": markdown, **{out / name: data for name, data in images.items()}}
+    if events is not None:
+        files[args.events] = "".join(json.dumps({"policy": policy, **event}, sort_keys=True) + "\n"
+                                     for policy, log in events.items() for event in log)
     try:
-        write_files({out / "report.md": markdown, **{out / name: data for name, data in images.items()}})
+        write_files(files)
     except ToolError as exc:
         return _fail(f"cannot write the report to {out}: {exc}")
     if args.format == "json":

@@ -33,18 +33,22 @@ class Comparison:
 
 
 def replay(policy: SimPolicy, jobs: Sequence[Job], failures: Sequence[Failure] = (),
-           mapping: dict[str, str] | None = None) -> Result:
-    return Engine(policy, jobs, assign_queues(jobs, policy, mapping), failures).run()
+           mapping: dict[str, str] | None = None, events: list | None = None) -> Result:
+    """`events`: a list the engine appends one dict per job event to (engine.Engine._event)."""
+    return Engine(policy, jobs, assign_queues(jobs, policy, mapping), failures, events=events).run()
 
 
 def compare(cluster: Cluster, jobs: Sequence[Job], failures: Sequence[Failure] = (),
             mapping: dict[str, str] | None = None, placement: str = "frag-aware",
-            checks: dict[str, bool] | None = None) -> Comparison:
+            checks: dict[str, bool] | None = None, events: dict[str, list] | None = None) -> Comparison:
     """Replay `jobs` under the baseline and under the cluster's declared policy; with `checks` (pool -> startup
     check on), time-sliced pods take one replica each and may meet busy devices (busy.py)."""
-    before = replay(baseline(cluster), jobs, failures, mapping)
+    logs = {"baseline": [], "proposed": []} if events is not None else {}
+    before = replay(baseline(cluster), jobs, failures, mapping, logs.get("baseline"))
     proposed = from_cluster(cluster, placement)
     if checks is not None:
         proposed = with_busy_devices(proposed, checks)
-    after = replay(proposed, jobs, failures, mapping)
+    after = replay(proposed, jobs, failures, mapping, logs.get("proposed"))
+    if events is not None:
+        events.update(logs)
     return Comparison(before, after, summarize(before), summarize(after))

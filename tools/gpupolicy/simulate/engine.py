@@ -1,16 +1,23 @@
-"""A discrete-event replay of jobs against a SimPolicy: Kueue-like admission, placement, preemption, failures.
+"""A discrete-event replay of jobs against a SimPolicy: Kueue admission, placement, preemption, failures.
 
-Events sit in one heap (time, order, kind, payload): arrivals, completions, node failures and recoveries.
-All events at one instant are applied, then one scheduling pass runs. Checkpoints are not events: the work a
-preempted job keeps is computed from its checkpoint interval when it is evicted.
+Events sit in one heap (time, order, kind, payload): arrivals, completions, node failures and recoveries, the
+end of a preempted job's termination grace, a crashed pod's recreation. All events at one instant are
+applied, then pods waiting for nodes are placed, then one scheduling pass runs. Checkpoints are not events: the
+work a preempted job keeps is computed from its checkpoint interval when it is evicted.
 
-Admission follows Kueue's model, simplified: a job is admitted to the first flavor of its ClusterQueue where
-its quota fits (nominal, then borrowing through its cohort tree within borrowing and lending limits, see
-quota.py) and the pool can place every pod. If none fits, a job may preempt lower-priority jobs in its own queue
-(`withinClusterQueue`) or jobs that other queues of its cohort tree run on borrowed quota
-(`reclaimWithinCohort`, where the job has Kueue's hierarchical advantage; `borrowWithinCohort` is not
-modelled). Experiments never preempt production or inference jobs. A preempted job loses the work since its last checkpoint and
-requeues; a job on a failed node is requeued with all its work kept.
+Admission is Kueue's, on quota alone (admission.py: flavor assignment with flavorFungibility, classical
+preemption with `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort` and CandidatesOrdering, over
+the cohort-tree arithmetic of quota.py). An admitted job holds its quota while its pods wait for nodes, as the
+Job's pods wait for kube-scheduler (placed in priority, then admission order, each wherever it fits): Kueue
+without topology-aware scheduling never looks at nodes, so it never preempts for node fragmentation. A
+preempted job stops working at once (it loses the work since its last checkpoint) and keeps its cards and quota
+for TERMINATION_GRACE_SECONDS, as Kueue releases quota only once the Job's pods are gone
+(pkg/controller/jobframework/reconciler.go: the evicted Job is stopped, and the workload's QuotaReserved
+condition cleared after it is no longer active); then it requeues. A job on a failed node is requeued with all
+its work kept. `waitForPodsReady` is not modelled: the repository's Kueue configuration does not set it.
+
+With `queueing=False` (the FGD experiment's protocol, fidelity.py) admission is fused with placement instead:
+a job starts at once on the first flavor where quota fits and the pool can place it, or is dropped.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .admission import REASONS, Admission, Workload
 from .failures import Failure
 from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .migpool import MigPoolState
@@ -35,6 +43,9 @@ ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
 CRASH_BACKOFF_SECONDS, CRASH_BACKOFF_CAP, JOB_BACKOFF_LIMIT = 10, 360, 6
 BUSY_DEVICE_REASON = "failed at start on a busy device (Job backoff limit)"
 NOT_QUEUED_REASON = "did not fit when it arrived (no queueing)"
+# kubernetes.io "Pod Lifecycle", termination of Pods: terminationGracePeriodSeconds defaults to 30 seconds
+TERMINATION_GRACE_SECONDS = 30
+RELEASE, RETRY = 4, 5  # a preempted job's grace ends; a crashed pod is recreated by its Job
 PROTECTED_TIERS = ("production",)
 PROTECTED_WORKLOADS = ("inference",)
 
@@ -62,6 +73,9 @@ class Run:
     size: tuple = (0, 0, ())  # (total milli, milli per pod) as the trace asks, MIG instances: Engine._size
     request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
     busy_starts: int = 0  # times it crashed at start on a card whose memory a neighbour held
+    admitted: int = -1  # when it last reserved quota (Kueue mode), -1 while it holds none
+    evicted: bool = False  # preempted, its pods terminating: still holds its cards and quota
+    preemptor: int = -1  # the run that preempted it, while it terminates
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -89,8 +103,11 @@ class Engine:
 
     def __init__(self, policy: SimPolicy, jobs: Sequence[Job], queues: Sequence[str],
                  failures: Sequence[Failure] = (), pools: dict | None = None, departures: bool = True,
-                 queueing: bool = True):
+                 queueing: bool = True, events: list | None = None):
         self.policy = policy
+        self.kueue = queueing  # admission on quota alone; the FGD protocol (no queueing) fuses it with placement
+        self.log = events  # a list to append one dict per job event to, or None
+        self.grace = TERMINATION_GRACE_SECONDS
         self.departures, self.queueing = departures, queueing
         self.shapes: dict[tuple[tuple, str], Shape | None] = {}  # (request, pool) -> shape, computed once
         requests: dict[tuple, tuple[Job, int]] = {}  # request -> (a job asking for it, how many jobs do)
@@ -124,6 +141,12 @@ class Engine:
         for name, pool in policy.pools.items():
             self.pools[name].memory_check = pool.startup_check
         self.busy_starts = 0
+        self.holding: dict[str, set[int]] = {name: set() for name in policy.queues}  # queue -> runs with quota
+        self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}  # admitted, no nodes yet
+        self.sweep: set[str] = set()
+        self.reserved: dict[int, tuple[str, int]] = {}  # preemptor -> (flavor, quota its victims gave back)
+        self.preempting: dict[str, int] = {}  # queue -> its head, waiting for the workloads it preempted  # pools where cards came free since their waiting pods were last tried
+        self.admission = Admission(self.quota, policy.queues, self._holding_workloads)
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -188,9 +211,18 @@ class Engine:
                 elif kind == FAIL:
                     self._fail(payload)
                     released = True
+                elif kind == RELEASE:
+                    self._release_evicted(self.runs[payload])
+                    released = True
+                elif kind == RETRY:
+                    run = self.runs[payload]
+                    if run.admitted >= 0 and run.started < 0 and not run.evicted:
+                        self._place_or_wait(run)
                 else:
                     self._recover(payload)
                     released = True
+            if self.sweep:
+                self._place_waiting()
             if released:
                 self.stale.update(run.queue for run in arrivals)  # a full pass takes in the new jobs too
                 self._schedule_all()
@@ -239,8 +271,11 @@ class Engine:
     def _enqueue(self, run: Run) -> bool:
         """Queue an arriving job; a job no flavor could ever hold is reported never-scheduled at once."""
         queue = self.policy.queues[run.queue]
+        if run.interruptions == run.preemptions == run.busy_starts == 0:
+            self._event("arrived", run, queue=run.queue, tier=run.job.tier, gpus=run.size[0] / MILLI)
         if not any(self._could_ever_fit(run, f) for f in queue.flavors):
             run.never_reason = "larger than any flavor's quota or pool can hold"
+            self._event("never", run, reason=run.never_reason)
             return False
         self._add_pending(run)
         return True
@@ -330,6 +365,7 @@ class Engine:
 
     def _released(self, pool_name: str) -> None:
         self.stale.update(self.queues_in_pool[pool_name])
+        self.sweep.add(pool_name)
 
     def _schedule_arrivals(self, arrivals: list[Run]) -> None:
         """Nothing was released, so only the new jobs can change anything (older ones already failed). They go
@@ -354,8 +390,12 @@ class Engine:
         pending = self.pending[name]
         if only is not None:
             run = self.runs[only]
+            head = self.preempting.get(name)
+            if head is not None and self.runs[head].key < run.key:
+                return  # the queue's head waits for its preemptions: Kueue admits nothing behind it
             self._try_start(run, queue, (*run.key, run.index))
             return
+        self.preempting.pop(name, None)
         if queue.strategy == "StrictFIFO":
             while (head := pending.head()) is not None and self._try_start(self.runs[head[-1]], queue, head):
                 pass
@@ -369,15 +409,158 @@ class Engine:
                     walk.rescan(entry)
                 else:
                     walk.started(entry, size)
+            elif self.preempting.get(name) == entry[-1]:
+                break  # a head waiting for its preemptions stays the queue's head (scheduler.go requeues it first)
             else:
                 walk.failed(entry, size)
 
     def _try_start(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
+        if self.kueue:
+            return self._kueue_admit(run, queue, entry)
         if self._admit(run, queue) or self._preempt_for(run, queue):
             self.pending[run.queue].remove(entry, run.size)
             self._start(run)
             return True
         return False
+
+    # -- Kueue mode: admission on quota, then pods wait for nodes ------------------------------------------
+    def _kueue_admit(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
+        """One admission attempt (pkg/scheduler/scheduler.go `schedule`: nominate, then admit or preempt): True
+        when the job reserved quota. A job that needs preemption evicts its targets and stays pending until
+        their quota is released (the scheduler admits it in a later cycle)."""
+        shapes = {f.flavor: shape for f in queue.flavors if (shape := self._shape(run, f)) is not None}
+        held = self.reserved.pop(run.index, None)
+        if held is not None:  # quota its victims gave back, kept for it (see _release_evicted)
+            self.quota.use(run.queue, held[0], -held[1])
+        choice = self.admission.assign(queue, self._workload(run, None), {k: v.total for k, v in shapes.items()})
+        if choice is None:
+            return False
+        if not choice.targets:
+            if self.preempting.get(run.queue) == run.index:
+                del self.preempting[run.queue]
+            self.pending[run.queue].remove(entry, run.size)
+            self._reserve(run, choice.flavor, shapes[choice.flavor.flavor])
+            self._place_or_wait(run)
+            return True
+        for target in choice.targets:
+            victim = self.runs[target.workload.index]
+            if not victim.evicted:
+                self._preempt(victim, run, REASONS[target.variant])
+            victim.preemptor = run.index
+        if held is not None and held[0] == choice.flavor.flavor:
+            self.reserved[run.index] = held
+            self.quota.use(run.queue, held[0], held[1])
+        self.preempting[run.queue] = run.index
+        return False
+
+    def _workload(self, run: Run, flavor: str | None) -> Workload:
+        total = run.shape.total if flavor is not None else 0
+        return Workload(run.index, run.queue, flavor or "", total, run.priority, run.job.submit, run.admitted,
+                        run.evicted)
+
+    def _holding_workloads(self, queue: str, flavor: str):
+        runs = self.runs
+        return [self._workload(runs[i], flavor) for i in self.holding[queue] if runs[i].flavor.flavor == flavor]
+
+    def _reserve(self, run: Run, flavor: FlavorQuota, shape: Shape) -> None:
+        run.flavor, run.shape, run.slots = flavor, shape, []
+        run.admitted = self.now
+        self._use(run.queue, flavor.flavor, shape.total)
+        self.holding[run.queue].add(run.index)
+        self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
+
+    def _place_or_wait(self, run: Run) -> None:
+        """kube-scheduler places the admitted job's pods wherever they fit now, else they wait for nodes."""
+        slots = self.pools[run.flavor.pool].place(run.shape)
+        if slots is None:
+            self.node_wait[run.flavor.pool][run.index] = None
+            return
+        self.node_wait[run.flavor.pool].pop(run.index, None)
+        run.slots = slots
+        self._start(run)
+
+    def _place_waiting(self) -> None:
+        """Retry the pods waiting for nodes in the pools where cards came free, highest priority then earliest
+        admission first (kube-scheduler's active queue order); a shape that did not fit rules out larger ones."""
+        pools, self.sweep = self.sweep, set()
+        for name in pools:
+            waiting = self.node_wait[name]
+            if not waiting:
+                continue
+            pool = self.pools[name]
+            failed: list[Shape] = []
+            for index in sorted(waiting, key=lambda i: (-self.runs[i].priority, self.runs[i].admitted, i)):
+                run = self.runs[index]
+                shape = run.shape
+                if any(_covers(shape, small) for small in failed):
+                    continue
+                slots = pool.place(shape)
+                if slots is None:
+                    failed.append(shape)
+                    continue
+                del waiting[index]
+                run.slots = slots
+                self._start(run)
+
+    def _preempt(self, victim: Run, by: Run, reason: str) -> None:
+        """Kueue evicts the victim: its work stops now; its quota and cards are released when its pods are gone."""
+        victim.evicted = True
+        self.preemptions += 1
+        victim.preemptions += 1
+        self._event("preempted", victim, by=by.job.id, by_queue=by.queue, reason=reason,
+                    flavor=victim.flavor.flavor)
+        if victim.started >= 0:
+            elapsed = self.now - victim.started
+            interval = victim.job.checkpoint
+            kept = (elapsed // interval) * interval if interval > 0 else 0
+            victim.lost_milli_seconds += (elapsed - kept) * victim.shape.total
+            victim.remaining = max(1, victim.remaining - kept)
+            victim.token += 1  # its FINISH event no longer counts
+            self.running[victim.flavor.pool].discard(victim.index)
+            self.queue_running[victim.queue][victim.priority].discard(victim.index)
+            victim.started = -1
+            self._push(self.now + self.grace, RELEASE, victim.index)
+        else:  # admitted, pods still waiting for nodes: nothing to terminate
+            self.node_wait[victim.flavor.pool].pop(victim.index, None)
+            self._push(self.now, RELEASE, victim.index)
+
+    def _release_evicted(self, run: Run) -> None:
+        pool = self.pools[run.flavor.pool]
+        if run.slots:
+            pool.release(run.slots)
+        self._released(run.flavor.pool)
+        self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        self.holding[run.queue].discard(run.index)
+        self._keep_for_preemptor(run)
+        run.slots, run.admitted, run.evicted = [], -1, False
+        self._event("released", run)
+        # requeued a second later, once Kueue has seen the eviction through: the preemptor, whose targets
+        # these were, is admitted first (in the same instant the victim could take the quota back)
+        self._push(self.now + 1, ARRIVE, run.index)
+
+    def _keep_for_preemptor(self, victim: Run) -> None:
+        """The quota a victim releases is kept for the workload that preempted it while that one still waits
+        for its other victims: Kueue's scheduler adds a preempting workload's usage to the cycle's snapshot
+        (scheduler.go `processEntry`, `cq.AddUsage` before `issuePreemptions`), so a workload behind it in the
+        cycle cannot take that quota back."""
+        preemptor = self.runs[victim.preemptor] if victim.preemptor >= 0 else None
+        victim.preemptor = -1
+        if preemptor is None or preemptor.admitted >= 0 or preemptor.finished >= 0:
+            return
+        flavor = victim.flavor.flavor
+        held = self.reserved.get(preemptor.index, (flavor, 0))
+        if held[0] != flavor:
+            return
+        need = max((s.total for f in self.policy.queues[preemptor.queue].flavors if f.flavor == flavor
+                    and (s := self._shape(preemptor, f)) is not None), default=0)
+        amount = min(victim.shape.total, need - held[1])
+        if amount > 0:
+            self.reserved[preemptor.index] = (flavor, held[1] + amount)
+            self.quota.use(preemptor.queue, flavor, amount)
+
+    def _event(self, kind: str, run: Run, **fields) -> None:
+        if self.log is not None:
+            self.log.append({"time": self.now, "event": kind, "job": run.job.id, **fields})
 
     def _admit(self, run: Run, queue: SimQueue) -> bool:
         for flavor in queue.flavors:
@@ -398,6 +581,9 @@ class Engine:
         if run.shape.memory and self.pools[run.flavor.pool].busy(run.slots):
             self._crash_at_start(run)
             return
+        if self.log is not None:
+            self._event("started", run, pool=run.flavor.pool, nodes=sorted(self.pools[run.flavor.pool]
+                                                                           .nodes_of(run.slots)))
         run.started = self.now
         if run.first_start < 0:
             run.first_start = self.now
@@ -414,18 +600,25 @@ class Engine:
         run.busy_starts += 1
         self.pools[run.flavor.pool].release(run.slots)
         self._released(run.flavor.pool)
-        self._use(run.queue, run.flavor.flavor, -run.shape.total)
         run.slots = []
-        if run.busy_starts >= JOB_BACKOFF_LIMIT:
+        self._event("failed_at_start", run, pool=run.flavor.pool, attempt=run.busy_starts)
+        last = run.busy_starts >= JOB_BACKOFF_LIMIT
+        if not self.kueue or last:  # in Kueue the workload keeps its quota while its Job recreates the pod
+            self._use(run.queue, run.flavor.flavor, -run.shape.total)
+            self.holding[run.queue].discard(run.index)
+            run.admitted = -1
+        if last:
             run.never_reason = BUSY_DEVICE_REASON
             return
         backoff = min(CRASH_BACKOFF_CAP, CRASH_BACKOFF_SECONDS * 2 ** (run.busy_starts - 1))
-        self._push(self.now + backoff, ARRIVE, run.index)
+        self._push(self.now + backoff, RETRY if self.kueue else ARRIVE, run.index)
 
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
         self._released(run.flavor.pool)
         self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        self.holding[run.queue].discard(run.index)
+        run.admitted = -1
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
         run.slots, run.started = [], -1
@@ -434,6 +627,7 @@ class Engine:
         self._unbind(run)
         run.remaining = 0
         run.finished = self.now
+        self._event("finished", run)
 
     # -- preemption ----------------------------------------------------------------------------------
     def _may_preempt(self, run: Run, victim: Run, queue: SimQueue, reclaim: bool) -> bool:
@@ -598,6 +792,8 @@ class Engine:
             run.interruptions += 1
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
+        self.holding[run.queue].discard(run.index)
+        run.admitted = -1
         self._released(run.flavor.pool)
         run.slots, run.started = [], -1
         run.token += 1
@@ -622,3 +818,9 @@ class Engine:
         self.pools[pool_name].recover(nodes)
         self._released(pool_name)
         self.failure_milli_seconds += (self.now - since) * len(nodes) * self.pools[pool_name].gpus_per_node * MILLI
+
+
+def _covers(shape: Shape, smaller: Shape) -> bool:
+    """A shape at least as large in every dimension as one that did not fit cannot fit either."""
+    return (shape.profile == smaller.profile and shape.pods >= smaller.pods and shape.count >= smaller.count
+            and shape.milli >= smaller.milli and shape.memory >= smaller.memory and shape.demand == smaller.demand)

@@ -54,6 +54,9 @@ class Summary:
     useful: float = 0.0  # GPU-time of the work jobs kept (what they asked for, not the cards they held) / capacity
     busy_starts: int = 0  # starts that failed on a card whose memory a neighbour held (busy.py)
     lost_to_busy_devices: int = 0  # jobs that gave up after failing at start that often
+    # mean allocated / available over the arrival window (first to last submission): a policy that does the
+    # same work with one long tail does not read as "half the utilization", as the mean over the makespan does
+    window_allocation: float | None = None  # None: a summary recorded before the figure existed
 
 
 def summarize(result: Result) -> Summary:
@@ -79,6 +82,8 @@ def summarize(result: Result) -> Summary:
         by_queue[run.queue].append(wait)
         by_tier[run.job.tier or result.queues.get(run.queue).tier or "untiered"].append(wait)
     allocated, available = _integrals(result.timeline, start, result.end)
+    last = max((r.job.submit for r in result.runs), default=start)
+    in_window, window = _integrals(result.timeline, start, last)
     return Summary(
         policy=result.policy, jobs=len(result.runs), completed=completed, never_scheduled=never,
         allocation=allocated / available if available else 0.0, useful=useful / available if available else 0.0,
@@ -89,7 +94,8 @@ def summarize(result: Result) -> Summary:
         preemptions=result.preemptions, interruptions=interruptions,
         lost_to_preemption_gpu_hours=lost / MILLI / HOUR,
         lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR, never_reasons=dict(reasons),
-        busy_starts=result.busy_starts, lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0))
+        busy_starts=result.busy_starts, lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0),
+        window_allocation=in_window / window if window else 0.0)
 
 
 def _integrals(timeline: list[tuple[int, int, int]], start: int, end: int) -> tuple[float, float]:

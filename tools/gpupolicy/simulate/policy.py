@@ -72,6 +72,14 @@ class SimQueue:
     within_queue: str = "Never"  # Never | LowerPriority | LowerOrNewerEqualPriority
     reclaim: str = "Never"  # Never | LowerPriority | Any
     allow_shared: bool = True
+    # spec.flavorFungibility, defaults of kueue v1beta2 (apis/kueue/v1beta2/clusterqueue_types.go): a flavor
+    # where the job fits by borrowing ends the search; one where it needs preemption lets the next be tried
+    when_can_borrow: str = "MayStopSearch"  # or TryNextFlavor
+    when_can_preempt: str = "TryNextFlavor"  # or Preempt / MayStopSearch
+    # spec.preemption.borrowWithinCohort: LowerPriority lets the job preempt lower-priority workloads of other
+    # queues while it borrows, those at or below `borrow_threshold` (maxPriorityThreshold; None: any lower)
+    borrow_within: str = "Never"
+    borrow_threshold: int | None = None
 
 
 @dataclass(frozen=True)
@@ -229,11 +237,28 @@ def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
             strategy=str(cq.obj.spec.get("queueingStrategy") or "BestEffortFIFO"),
             within_queue=str(preemption.get("withinClusterQueue") or "Never"),
             reclaim=str(preemption.get("reclaimWithinCohort") or "Never"),
-            allow_shared=cq.workload != "training" or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true")
+            allow_shared=cq.workload != "training" or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true",
+            **_fungibility(cq.obj.spec.get("flavorFungibility")), **_borrow_within(preemption))
     if not queues:  # the engine needs a queue for every job
         raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
     return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
                      placement=placement, cohorts=_cohorts(cluster, pools))
+
+
+def _fungibility(spec: Any) -> dict[str, str]:
+    """`spec.flavorFungibility`; v1beta1's `Borrow` and `Preempt` stop the search as v1beta2's `MayStopSearch`."""
+    spec = spec if isinstance(spec, dict) else {}
+    return {"when_can_borrow": str(spec.get("whenCanBorrow") or "MayStopSearch"),
+            "when_can_preempt": str(spec.get("whenCanPreempt") or "TryNextFlavor")}
+
+
+def _borrow_within(preemption: Any) -> dict[str, Any]:
+    block = preemption.get("borrowWithinCohort") if isinstance(preemption, dict) else None
+    if not isinstance(block, dict) or block.get("policy") != "LowerPriority":
+        return {}
+    threshold = block.get("maxPriorityThreshold")
+    return {"borrow_within": "LowerPriority",
+            "borrow_threshold": threshold if isinstance(threshold, int) and not isinstance(threshold, bool) else None}
 
 
 def _cohorts(cluster: Cluster, pools: dict[str, SimPool]) -> dict[str, SimCohort]:

@@ -151,6 +151,36 @@ class QuotaTree:
             previous, current = current, current.parent
         return found
 
+    def cohort_candidates(self, queue: str, flavor: str, demand: int) -> list[tuple[str, bool, Node]]:
+        """(queue, hierarchical advantage, subtree root) for every other queue of the tree that is above its
+        nominal quota, walking up from `queue` as Kueue's `collectCandidatesForHierarchicalReclaim`
+        (pkg/scheduler/preemption/classical/hierarchical_preemption.go) does: candidates collected while the
+        preemptor's side already fits the request have the advantage, the others are priority candidates."""
+        leaf = self.leaves[(queue, flavor)]
+        advantage = leaf.usage + demand <= leaf.subtree  # QuantitiesFitInQuota
+        remaining = max(0, demand - leaf.local_available())
+        found: list[tuple[str, bool, Node]] = []
+        previous, current = leaf, leaf.parent
+        while current is not None:
+            found += [(n.name, advantage, current) for n in _over_nominal(current, skip=previous) if n is not leaf]
+            advantage = advantage or current.usage + remaining <= current.subtree
+            remaining = max(0, remaining - current.local_available())
+            previous, current = current, current.parent
+        return found
+
+    def still_borrowing(self, queue: str, flavor: str, lca: Node | None) -> bool:
+        """Kueue's `candidateIsValid` (classical/candidate_generator.go): the candidate's queue, and every cohort
+        between it and the subtree root it was found under, still use more than their nominal quota."""
+        node = self.leaves[(queue, flavor)]
+        if node.within_nominal():
+            return False
+        node = node.parent
+        while node is not None and node is not lca:
+            if node.within_nominal():
+                return False
+            node = node.parent
+        return True
+
     def nodes(self) -> Iterator[Node]:
         seen: set[int] = set()
         for leaf in self.leaves.values():

@@ -28,6 +28,7 @@ ROWS = (
     ("jobs completed", lambda s: str(s.completed)),
     ("jobs never scheduled", lambda s: str(s.never_scheduled)),
     ("GPU allocation (mean over the replay)", lambda s: f"{s.allocation:.1%}"),
+    ("GPU allocation over the arrival window", lambda s: "not recorded" if s.window_allocation is None else f"{s.window_allocation:.1%}"),
     ("useful utilization (GPU-time of the work kept / capacity)", lambda s: f"{s.useful:.1%}"),
     ("makespan", lambda s: f"{s.makespan_hours:.1f} h"),
     ("wait p50", lambda s: format_minutes(s.wait.p50)),

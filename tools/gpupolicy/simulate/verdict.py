@@ -16,6 +16,7 @@ from .report import format_minutes
 DEFAULT_WORSE_BY = 0.10  # a metric 10% worse than the baseline is named
 MIN_WAIT_CHANGE_MINUTES = 5.0  # a wait that grows by less (1 min -> 2 min is +100%) is noise, not news
 PERCENTILES = ("p50", "p95", "p99")
+MAX_RELATIVE = 10.0  # beyond +1000% the base is near zero: the change is shown in absolute units
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,15 @@ class Worse:
     baseline: str
     proposed: str
     change: float  # relative change of the figure: +0.41 = 41% higher, -0.14 = 14% lower (allocation)
+    absolute: str = ""  # the change in the figure's own unit, shown where a percentage says nothing
 
     def describe(self) -> str:
-        change = "from none" if self.change == float("inf") else f"{self.change:+.0%}"
+        if self.change == float("inf"):
+            change = "from none"
+        elif abs(self.change) > MAX_RELATIVE and self.absolute:
+            change = self.absolute  # "+6,061,494%" from a near-zero base says less than "+889.5 h"
+        else:
+            change = f"{self.change:+.0%}"
         return f"{self.metric}: {self.baseline} -> {self.proposed} ({change})"
 
 
@@ -46,8 +53,11 @@ def worse_metrics(before: Summary, after: Summary, worse_by: float = DEFAULT_WOR
     for figure in _figures(before, after):
         change = _relative_change(figure)
         if change > worse_by and abs(figure.proposed - figure.baseline) > figure.floor:
+            delta = figure.proposed - figure.baseline
+            absolute = ("+" if delta >= 0 else "-") + _show(abs(delta), figure.shown)
             found.append(Worse(figure.metric, _show(figure.baseline, figure.shown),
-                               _show(figure.proposed, figure.shown), change if figure.higher_is_worse else -change))
+                               _show(figure.proposed, figure.shown), change if figure.higher_is_worse else -change,
+                               absolute))
     return found
 
 

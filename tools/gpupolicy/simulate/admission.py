@@ -1,0 +1,251 @@
+"""Kueue's admission of one workload on quota alone: the flavor it gets and the workloads it preempts.
+
+Read against kubernetes-sigs/kueue (v1beta2 API):
+- flavor assignment: pkg/scheduler/flavorassigner/flavorassigner.go `findFlavorForPodSets` with
+  `fitsResourceQuota` (noFit above `PotentialAvailable`, fit within `Available`, else preemption when the
+  queue's nominal quota holds the request or it may preempt while borrowing, `canPreemptWhileBorrowing`),
+  `isPreferred` (borrowingOverPreemption: fit > reclaim > preempt > no candidates, then less borrowing) and
+  `shouldTryNextFlavor` (flavorFungibility whenCanBorrow / whenCanPreempt);
+- preemption targets: pkg/scheduler/preemption/preemption.go `classicalPreemptions` (the attempts with and
+  without borrowing, `workloadFits`, `fillBackWorkloads`), classical/candidate_generator.go
+  (`NewCandidateIterator`: evicted candidates first, then hierarchy, priority and same-queue candidates;
+  `candidateIsValid`), classical/hierarchical_preemption.go (`classifyPreemptionVariant`,
+  `isAboveBorrowingThreshold`), common/ordering.go `CandidatesOrdering` and common/preemption_policy.go
+  `SatisfiesPreemptionPolicy`.
+One resource per flavor (milli-GPUs), one pod set per workload; topology-aware scheduling is not modelled, so
+nothing here looks at nodes: a workload admitted on quota waits for nodes while holding it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .policy import FlavorQuota, SimQueue
+from .quota import Node, QuotaTree, available, potential
+
+# flavorassigner.go preemptionMode, in its order (higher is better)
+NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
+# classical/hierarchical_preemption.go preemptionVariant
+WITHIN_CQ, HIERARCHICAL, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
+REASONS = {WITHIN_CQ: "InClusterQueue", HIERARCHICAL: "InCohortReclamation",
+           RECLAIM_WITHOUT_BORROWING: "InCohortReclamation", RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing"}
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What admission reads of a workload holding or asking for quota."""
+
+    index: int
+    queue: str
+    flavor: str
+    total: int  # milli-GPUs of the flavor
+    priority: int
+    submit: int  # queue order timestamp
+    admitted: int = 0  # quota reservation time
+    evicted: bool = False  # preempted, its pods still terminating: its quota is not free yet
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    workload: Workload
+    variant: int
+    lca: Node | None  # the subtree root it was collected under (None: the preemptor's own queue)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    flavor: FlavorQuota
+    mode: int
+    targets: tuple[Candidate, ...] = ()  # to evict before the workload fits (mode PREEMPT or RECLAIM)
+
+
+def satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
+    """common/preemption_policy.go `SatisfiesPreemptionPolicy`."""
+    lower = preemptor.priority > candidate.priority
+    if policy == "LowerPriority":
+        return lower
+    if policy == "LowerOrNewerEqualPriority":
+        return lower or (preemptor.priority == candidate.priority and preemptor.submit < candidate.submit)
+    return policy == "Any"
+
+
+def above_threshold(candidate: int, incoming: int, threshold: int | None) -> bool:
+    """hierarchical_preemption.go `isAboveBorrowingThreshold`."""
+    if candidate >= incoming:
+        return True
+    return threshold is not None and candidate > threshold
+
+
+def ordering_key(workload: Workload, own_queue: str) -> tuple:
+    """common/ordering.go `CandidatesOrdering`: evicted first, other ClusterQueues before the preemptor's own,
+    lower priority first, most recent quota reservation first, then a stable tie-break."""
+    return (not workload.evicted, workload.queue == own_queue, workload.priority, -workload.admitted,
+            workload.index)
+
+
+class Admission:
+    """Flavor assignment and classical preemption over a QuotaTree whose usage the caller keeps current;
+    `holding(queue, flavor)` lists the workloads holding quota there."""
+
+    def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue],
+                 holding: Callable[[str, str], Iterable[Workload]]):
+        self.tree, self.queues, self.holding = tree, queues, holding
+
+    # -- flavorassigner.go ---------------------------------------------------------------------------------
+    def assign(self, queue: SimQueue, incoming: Workload, totals: dict[str, int]) -> Choice | None:
+        """The flavor Kueue assigns (`totals`: the workload's size per flavor it can run on), None when no flavor
+        admits it now (no fit, or preemption without candidates)."""
+        best: Choice | None = None
+        best_rank = (NO_FIT, 0)
+        for flavor in queue.flavors:
+            total = totals.get(flavor.flavor)
+            if total is None:
+                continue
+            leaf = self.tree.leaves[(queue.name, flavor.flavor)]
+            if total > potential(leaf):
+                continue  # noFit: above the maximum capacity
+            borrow = int(leaf.usage + total > leaf.subtree)
+            if total <= available(leaf):
+                choice, mode = Choice(flavor, FIT), FIT
+            elif flavor.nominal >= total or queue.borrow_within == "LowerPriority":
+                wanted = Workload(incoming.index, queue.name, flavor.flavor, total, incoming.priority,
+                                  incoming.submit)
+                targets = self.targets(queue, wanted)
+                if targets is None:
+                    choice, mode = Choice(flavor, NO_CANDIDATES), NO_CANDIDATES
+                else:
+                    mode = RECLAIM if all(t.workload.queue != queue.name for t in targets) else PREEMPT
+                    choice = Choice(flavor, mode, targets)
+                    borrow = int(self._usage_after(leaf, targets) + total > leaf.subtree)
+            else:
+                continue
+            rank = (mode, -borrow)
+            if not _try_next(mode, borrow, queue):
+                best, best_rank = choice, rank
+                break
+            if _preferred(rank, best_rank):
+                best, best_rank = choice, rank
+        if best is None or best.mode == NO_CANDIDATES:
+            return None
+        return best
+
+    @staticmethod
+    def _usage_after(leaf: Node, targets: tuple[Candidate, ...]) -> int:
+        return leaf.usage - sum(t.workload.total for t in targets if t.workload.queue == leaf.name)
+
+    # -- preemption.go -------------------------------------------------------------------------------------
+    def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
+        """`classicalPreemptions`: the minimal set of workloads whose removal lets `incoming` fit its flavor,
+        or None when no set does."""
+        flavor = incoming.flavor
+        leaf = self.tree.leaves[(queue.name, flavor)]
+        same = [] if queue.within_queue == "Never" else [
+            Candidate(w, WITHIN_CQ, None) for w in self.holding(queue.name, flavor)
+            if w.index != incoming.index and satisfies(queue.within_queue, incoming, w)]
+        hierarchy, by_priority = [], []
+        if leaf.parent is not None and queue.reclaim != "Never":
+            forbidden = queue.borrow_within != "LowerPriority"
+            for name, advantage, lca in self.tree.cohort_candidates(queue.name, flavor, incoming.total):
+                for w in self.holding(name, flavor):
+                    if not satisfies(queue.reclaim, incoming, w):
+                        continue
+                    if advantage:
+                        hierarchy.append(Candidate(w, HIERARCHICAL, lca))
+                    elif forbidden or above_threshold(w.priority, incoming.priority, queue.borrow_threshold):
+                        by_priority.append(Candidate(w, RECLAIM_WITHOUT_BORROWING, lca))
+                    else:
+                        by_priority.append(Candidate(w, RECLAIM_WHILE_BORROWING, lca))
+        ordered = []
+        for group in (hierarchy, by_priority, same):
+            group.sort(key=lambda c: ordering_key(c.workload, queue.name))
+        for evicted in (True, False):  # candidate_generator.go splitEvicted, evicted ones of each kind first
+            for group in (hierarchy, by_priority, same):
+                ordered += [c for c in group if c.workload.evicted == evicted]
+        forbidden = queue.borrow_within != "LowerPriority"
+        under_nominal = leaf.usage < leaf.nominal  # queueUnderNominalInResourcesNeedingPreemption
+        if (not hierarchy and not by_priority) or (forbidden and not under_nominal):
+            attempts = (True,)
+        elif forbidden and not hierarchy:
+            attempts = (False, True)
+        else:
+            attempts = (True, False)
+        for borrowing in attempts:
+            found = self._attempt(queue, incoming, leaf, ordered, borrowing)
+            if found is not None:
+                return found
+        return None
+
+    def _attempt(self, queue: SimQueue, incoming: Workload, leaf: Node, ordered: list[Candidate],
+                 borrowing: bool) -> tuple[Candidate, ...] | None:
+        removed: list[Candidate] = []
+        try:
+            for candidate in ordered:
+                if not self._valid(candidate, queue.name, borrowing):
+                    continue
+                self._remove(candidate.workload)
+                removed.append(candidate)
+                if self._fits(leaf, incoming.total, borrowing):
+                    return tuple(self._fill_back(removed, leaf, incoming.total, borrowing))
+            return None
+        finally:
+            for candidate in removed:
+                self._add(candidate.workload)
+
+    def _valid(self, candidate: Candidate, own: str, borrowing: bool) -> bool:
+        """candidate_generator.go `candidateIsValid`."""
+        workload = candidate.workload
+        if workload.queue == own:
+            return True
+        if borrowing and candidate.variant == RECLAIM_WITHOUT_BORROWING:
+            return False
+        return self.tree.still_borrowing(workload.queue, workload.flavor, candidate.lca)
+
+    def _fill_back(self, removed: list[Candidate], leaf: Node, total: int, borrowing: bool) -> list[Candidate]:
+        """preemption.go `fillBackWorkloads`: put back, last first, every target the workload fits without."""
+        targets = list(removed)
+        for i in range(len(targets) - 2, -1, -1):
+            self._add(targets[i].workload)
+            if self._fits(leaf, total, borrowing):
+                targets[i] = targets[-1]
+                targets.pop()
+            else:
+                self._remove(targets[i].workload)
+        kept = {id(t) for t in targets}
+        for candidate in removed:  # the caller restores every removed one: re-remove those put back
+            if id(candidate) not in kept:
+                self._remove(candidate.workload)
+        return targets
+
+    @staticmethod
+    def _fits(leaf: Node, total: int, borrowing: bool) -> bool:
+        """preemption.go `workloadFits`."""
+        if not borrowing and leaf.usage + total > leaf.subtree:
+            return False
+        return total <= available(leaf)
+
+    def _remove(self, workload: Workload) -> None:
+        self.tree.use(workload.queue, workload.flavor, -workload.total)
+
+    def _add(self, workload: Workload) -> None:
+        self.tree.use(workload.queue, workload.flavor, workload.total)
+
+
+def _try_next(mode: int, borrow: int, queue: SimQueue) -> bool:
+    """flavorassigner.go `shouldTryNextFlavor`."""
+    if mode in (NO_FIT, NO_CANDIDATES):
+        return True
+    if mode in (PREEMPT, RECLAIM) and queue.when_can_preempt == "TryNextFlavor":
+        return True
+    return bool(borrow) and queue.when_can_borrow == "TryNextFlavor"
+
+
+def _preferred(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """flavorassigner.go `isPreferred`, borrowingOverPreemption: (mode, -borrowing level) compared."""
+    if a[0] == NO_FIT:
+        return False
+    if b[0] == NO_FIT:
+        return True
+    if (a[0] == NO_CANDIDATES) != (b[0] == NO_CANDIDATES):
+        return a[0] != NO_CANDIDATES
+    return a > b
