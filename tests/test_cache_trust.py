@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy import cachefiles, cachestore
+from gpupolicy import PACKAGE_DIR, cachefiles, cachestore, kustomize
 from gpupolicy.errors import ToolError
 
 
@@ -89,9 +89,10 @@ def test_an_entry_over_the_limit_is_not_read(tmp_path: Path, monkeypatch: pytest
 def test_a_toolkit_change_anywhere_changes_every_salt(tmp_path: Path) -> None:
     """The kept graph's salt omitted kustomize.py: a fix of the graph reader stayed silent on a warm cache."""
     package = tmp_path / "gpupolicy"
-    shutil.copytree(Path(cachefiles.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
     before = cachefiles.source_digest(package)
-    (package / "kustomize.py").write_text((package / "kustomize.py").read_text() + "\n# a fix\n")
+    reader = package / Path(kustomize.__file__).resolve().relative_to(PACKAGE_DIR)  # wherever the package keeps it
+    reader.write_text(reader.read_text() + "\n# a fix\n")
     assert cachefiles.source_digest(package) != before
 
 

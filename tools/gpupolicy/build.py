@@ -7,7 +7,7 @@ from typing import Any
 
 from . import capacity, patchsources, repopath
 from .findings import Location
-from .kustomize import KUSTOMIZATION_NAMES
+from .kustomization import KUSTOMIZATION_NAMES, ORIGIN_ANNOTATION, overlay_file
 from .model import (
     TEAM_LABEL,
     TIER_LABEL,
@@ -35,7 +35,6 @@ from .model import (
 from .quantity import QuantityError, kueue_quantity
 from .yamlload import Document, load_text, mappings, parse_source
 
-ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 OPERATOR_NAMESPACE = "gpu-operator"
 VALUES_CONFIGMAP = "gpu-operator-values"
 
@@ -151,18 +150,6 @@ class SourceIndex:
         if document < len(docs):
             return Location(path, docs[document].line_of(field_path))
         return Location(path, 1)
-
-
-def overlay_file(root: str, cluster: str) -> str:
-    """The repo-relative kustomization file of a cluster's overlay ("" when it has none)."""
-    for name in KUSTOMIZATION_NAMES:
-        rel = f"clusters/{cluster}/{name}"
-        try:
-            repopath.regular_file(root, rel)
-        except repopath.Refused:
-            continue
-        return rel
-    return ""
 
 
 def _matching_document(docs: list[Document], obj: K8sObject) -> Document | None:

@@ -23,7 +23,7 @@ import struct
 from functools import cache
 from pathlib import Path
 
-from . import transaction
+from . import PACKAGE_DIR, transaction
 from .errors import ToolError
 
 _MAGIC = b"gpupolicy-cache-2\n"
@@ -65,7 +65,7 @@ def machine_key() -> bytes | None:
 def toolkit_digest() -> str:
     """A digest of every module of the installed toolkit: part of every cache salt, so a fixed rule, loader or
     kustomize reader is never answered from a cache its old code wrote."""
-    return source_digest(Path(__file__).resolve().parent)
+    return source_digest(PACKAGE_DIR)
 
 
 def source_digest(package: Path) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from . import repopath, transaction
+from . import PACKAGE_DIR, repopath, transaction
 from .errors import ToolError
 from .yamlload import MAX_FILE_BYTES
 
@@ -37,7 +37,7 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 GVK_KEY = "x-gpupolicy-gvk"
 CEL_KEY = "x-gpupolicy-cel"
 DROPPED_PATTERNS_KEY = "x-gpupolicy-dropped-patterns"
-CARRIED_DIR = Path(__file__).parent / "schemas" / "crds"
+CARRIED_DIR = PACKAGE_DIR / "schemas" / "crds"
 SHARED_DEFS_FILE = "_defs.yaml"
 DEFAULT_IMPORT_DIR = Path("policies") / "crd-schemas"
 # A converted CRD is large JSON (Argo CD's ApplicationSet: 1.2 MB), so imported schemas get four loader limits.

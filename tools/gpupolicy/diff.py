@@ -13,7 +13,7 @@ diff --format` offers. It is separate from `report.FORMATTERS` because it format
 text and json summarise one run, this module's markdown and json a comparison (sections, headline, findings
 introduced and fixed), and both are rightly called "json". The formats that read nothing but findings (sarif,
 junit, github) are not written twice: OUTPUTS takes them from `report.FORMATTERS` and hands them the diff's
-`findings_view`. A new findings format joins a diff by adding its name to FINDINGS_FORMATS below.
+`findings_view`. A new findings format joins a diff by being marked `findings_only` in `report.FORMATS`.
 
 The head is judged by the base's guardrail configuration (`guardrails`, decision 0062): each guardrail file the
 change edits is a CFG003 finding of the head, and the headline says so first. Every piece of content in the
@@ -766,8 +766,9 @@ def _on_findings(formatter: report.Formatter) -> Formatter:
     return format_diff
 
 
-# The findings formats a diff is offered in; text and json of report.FORMATTERS summarise a run, not a diff.
-FINDINGS_FORMATS = ("github", "junit", "sarif")
+# The findings formats a diff is offered in (the registry's `findings_only` ones); text and json of
+# report.FORMATS summarise a run, not a diff.
+FINDINGS_FORMATS = report.FINDINGS_FORMATS
 OUTPUTS: dict[str, Formatter] = {
     "markdown": to_markdown,
     "json": to_json,

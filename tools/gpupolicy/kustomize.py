@@ -29,6 +29,7 @@ from . import repopath, yamlload
 from .cachestore import NO_CACHE, CacheStore
 from .errors import ToolError
 from .findings import Finding
+from .kustomization import KUSTOMIZATION_NAMES
 from .rules import kust001_remote as kust001
 from .rules import kust002_outside as kust002
 from .rules import kust003_missing as kust003
@@ -41,7 +42,6 @@ from .yamlload import Document
 # the loader read is never read again.
 DocumentsOf = Callable[[str], list[Document]]
 
-KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com[/:]|gitlab\.com/|bitbucket\.org/)", re.I)
 _SCP_USERNAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9-]*@")  # kustomize's extractUsername
 

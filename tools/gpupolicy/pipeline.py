@@ -65,6 +65,7 @@ class RunResult:
     proposed: list[Finding] = field(default_factory=list)  # Fleet.proposed: for `report merge` to agree on
     disabled: int = 0  # findings gpupolicy.yaml disables (repoconfig)
     rerated: int = 0  # findings whose severity gpupolicy.yaml overrides
+    shard: dict | None = None  # validate --shard: the block its JSON report carries for `report merge` (shards)
 
     @property
     def internal(self) -> list[Finding]:

@@ -1,18 +1,26 @@
-"""The output formats of a run's findings: one table, FORMATTERS, name -> formatter(result, root) -> text.
+"""The output formats of a run's findings: one registry, FORMATS, name -> Format(write, findings_only), where
+`write(result, root) -> text`; FORMATTERS (name -> write) and FINDINGS_FORMATS are read from it.
 
 text (people) and json (scripts) are written here; sarif, junit and github (review tools, CI) in formats.py,
-which never imports this module: the table is complete as soon as this module is imported, nothing registers
-into it, and no module imports formats.py for a side effect. Adding a format is writing its function (here
-or in formats.py) and adding its entry to FORMATTERS; `validate --format` offers exactly these names.
+which never imports this module: the registry is complete as soon as this module is imported, nothing
+registers into it, and no module imports formats.py for a side effect. Adding a format is writing its function
+(here or in formats.py) and adding its entry to FORMATS; `validate --format` and `report merge --format` offer
+exactly these names, and a format marked `findings_only` (it reads nothing but the findings) is offered by
+`gpupolicy diff` too.
 
 A diff is a different result (sections, a headline, introduced and fixed findings): `diff.OUTPUTS` is its
-table, built from the same functions (see diff.py).
+table, its own markdown and json plus FINDINGS_FORMATS written on the diff's `findings_view` (see diff.py).
+
+A sharded run's JSON report carries its shard block (`RunResult.shard`, set by `validate --shard`): `as_json`
+writes it, so no caller edits the JSON text afterwards.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from . import formats, rootcause
@@ -56,6 +64,8 @@ def as_json(result: Any, root: str = "") -> str:
     linked = causes(result)
     payload = {"findings": [finding_json(f, linked.get(f)) for f in result.findings],
                "waived": [w.as_dict() for w in waived(result)], "summary": summary(result)}
+    if getattr(result, "shard", None) is not None:  # a shard's report: what `report merge` needs (shards.py)
+        payload["shard"] = result.shard
     return json.dumps(payload, indent=2, sort_keys=False)
 
 
@@ -117,10 +127,29 @@ def _text_line(finding: Finding, mark: str = "") -> str:
     return f"{finding.place}: {mark or _MARK[finding.severity]} {finding.rule}: {finding.message}{where}"
 
 
-FORMATTERS: dict[str, Formatter] = {
-    "text": as_text,
-    "json": as_json,
-    "sarif": formats.as_sarif,
-    "junit": formats.as_junit,
-    "github": formats.as_github,
+@dataclass(frozen=True)
+class Format:
+    write: Formatter
+    findings_only: bool = False  # reads nothing but the findings, so a diff's findings can be written in it
+
+
+FORMATS: dict[str, Format] = {
+    "text": Format(as_text),
+    "json": Format(as_json),
+    "sarif": Format(formats.as_sarif, findings_only=True),
+    "junit": Format(formats.as_junit, findings_only=True),
+    "github": Format(formats.as_github, findings_only=True),
 }
+FORMATTERS: dict[str, Formatter] = {name: entry.write for name, entry in FORMATS.items()}
+FINDINGS_FORMATS = tuple(sorted(name for name, entry in FORMATS.items() if entry.findings_only))
+
+
+def exit_code(result: Any) -> int:
+    """0 clean, 1 error findings, 2 when a check crashed (INTERNAL: the run is incomplete), whatever else
+    was found. The crash is a finding in the report; stderr says it too, so a report sent to a file is not
+    the only place it shows."""
+    for crash in result.crashes:
+        print(f"gpupolicy: {crash}", file=sys.stderr)
+    if result.crashes:
+        return 2
+    return 1 if result.errors else 0

@@ -91,10 +91,10 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     from ..recommend.search import search, simplify
     from ..simulate.policy import baseline, from_cluster
     from ..transaction import write_files
-    from . import simulate
+    from ._fleet import fleet_and_cluster
 
     # the whole fleet: the examples under docs/examples/ say which MIG profiles a layout must keep
-    fleet, cluster, error = simulate.fleet_and_cluster(args, every_cluster=True)
+    fleet, cluster, error = fleet_and_cluster(args, every_cluster=True)
     if cluster is None:
         return _fail(error)
     wanted = targets.parse(args.target)
@@ -152,12 +152,14 @@ def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
 def _jobs(args: argparse.Namespace, cluster):
     from ..errors import ToolError
     from ..simulate.traces import TraceError, read_trace
-    from . import simulate
+    from ..simulate.workload import mixed_trace, parse_scales
+    from ._fleet import traces_folder
 
-    if args.workload and (args.days <= 0 or simulate._scales(args.scale) is None):
+    if args.workload and (args.days <= 0 or parse_scales(args.scale) is None):
         raise ToolError("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors")
     try:
-        trace = simulate._mixed_trace(args, cluster) if args.workload else read_trace(args.trace, args.trace_format)
+        trace = (mixed_trace(cluster, traces_folder(args), args.scale, args.days) if args.workload
+                 else read_trace(args.trace, args.trace_format))
     except TraceError as exc:
         raise ToolError(str(exc)) from None
     jobs = sorted(trace.jobs, key=lambda job: (job.submit, job.id))  # partial replays take a prefix

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from .. import report, shards
 from . import COMMANDS
-from .validate import exit_code
 
 NAME = "report"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
@@ -32,4 +31,4 @@ def run(args: argparse.Namespace) -> int:
             handle.write(text + "\n")
     else:
         print(text)
-    return exit_code(result)
+    return report.exit_code(result)

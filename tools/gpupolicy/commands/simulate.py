@@ -22,12 +22,11 @@ from pathlib import Path
 
 from .. import repopath
 from . import COMMANDS, FORMAT_HELP
-from ._fleet import load_fleet_or_error
+from ._fleet import DEFAULT_TRACES, fleet_and_cluster, traces_folder
 
 NAME = "simulate"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 SHIPPED_TRACE = "synthetic-week.csv"
-DEFAULT_TRACES = "../shared/traces"
 DEFAULT_OUT = "artifacts/simulation"
 WORSE_BY_HELP_DEFAULT = "10"  # verdict.DEFAULT_WORSE_BY, not imported here to keep --help fast (a test pins it)  # artifacts/ is git-ignored; make diff/sarif/junit write there too
 
@@ -193,47 +192,18 @@ def _without_startup_check(args: argparse.Namespace, cluster, jobs, failures, ma
 
 
 def _scales(text: str) -> tuple[float, float] | None | str:
-    """`auto`, or (training, inference) arrival-rate factors from `T:I`; None when malformed."""
-    if text == "auto":
-        return "auto"
-    training, sep, inference = text.partition(":")
-    try:
-        factors = (float(training), float(inference)) if sep else None
-    except ValueError:
-        return None
-    return factors if factors and all(0 < f <= 1000 for f in factors) else None
+    from ..simulate.workload import parse_scales
+
+    return parse_scales(text)
 
 
 def _mixed_trace(args: argparse.Namespace, cluster):
     """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong)."""
-    from ..simulate import mixed
-    from ..simulate.traces import Trace
+    from ..simulate.workload import mixed_trace
 
-    traces = args.traces if args.traces is not None else Path(args.repo) / DEFAULT_TRACES
-    itp, openb = mixed.read_sources(traces)
-    scales = _scales(args.scale)
-    if scales == "auto":
-        workload = mixed.congestion_scales(cluster, itp, openb, args.days)
-    else:
-        workload = mixed.build(itp, openb, *scales, args.days)
-    return Trace(workload.jobs, workload.describe(), "mixed")
+    return mixed_trace(cluster, traces_folder(args), args.scale, args.days)
 
 
 def _cluster(args: argparse.Namespace):
     _, cluster, error = fleet_and_cluster(args)
     return cluster, error
-
-
-def fleet_and_cluster(args: argparse.Namespace, every_cluster: bool = False):
-    """(fleet, the cluster --cluster names or the first, "") or (None, None, what is wrong); `every_cluster`
-    loads the whole fleet, examples included (`load_fleet_or_error`)."""
-    fleet, error = load_fleet_or_error(args, every_cluster)
-    if fleet is None:
-        return None, None, error
-    if not fleet.clusters:
-        message = f"no cluster {args.cluster!r} in {args.repo}" if args.cluster else f"no clusters in {args.repo}"
-        return None, None, message
-    name = args.cluster or sorted(fleet.clusters)[0]
-    if name not in fleet.clusters:
-        return None, None, f"no cluster {name!r}; known: {', '.join(sorted(fleet.clusters))}"
-    return fleet, fleet.clusters[name], ""

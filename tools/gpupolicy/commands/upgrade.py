@@ -24,22 +24,18 @@ Exit codes: 0 done, 1 refused (the reason is printed), 2 the tool could not run 
 from __future__ import annotations
 
 import argparse
-import difflib
-import io
 import json
 import sys
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import approvals, gates, gitrev, pipeline, promclient, repopath, transaction, upgrades
+from .. import approvals, gates, gitrev, pipeline, promclient, repopath, upgrades
 from ..build import origin_path
+from ..editing import Editor, same_style
 from ..errors import ToolError
 from ..findings import Finding, Severity
 from ..internal import DEBUG_ENV, crashes
@@ -346,7 +342,7 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
         reasons += approval.reasons
     if reasons:
         return _refuse("promote", plan, reasons)
-    editor = Editor(Path(args.repo))
+    editor = PlanEditor(Path(args.repo))
     stamp = upgrades.format_timestamp(now)
     current = plan.current_stage()
     if stage is None:  # the last stage has soaked: close the plan
@@ -427,7 +423,7 @@ def _rollback(args: argparse.Namespace, fleet: Fleet, plan: Plan, findings: list
         return _refuse("rollback", plan, [dirty])
     for finding in _upg_errors(findings):  # rollback is the emergency path: report, do not refuse
         print(f"warning: {finding.rule} {finding.place} {finding.message}", file=sys.stderr)
-    editor = Editor(Path(args.repo))
+    editor = PlanEditor(Path(args.repo))
     for unit in upgrades.stage_units(fleet, plan, stage):
         editor.set_version(fleet, plan, unit, plan.rollback_target)
     editor.remove_record(plan, stage, RECORD_KEYS)
@@ -437,7 +433,7 @@ def _rollback(args: argparse.Namespace, fleet: Fleet, plan: Plan, findings: list
     return _finish(editor, args, plan, f"stage {stage.name} rolled back to {plan.rollback_target}", "rollback")
 
 
-def _finish(editor: Editor, args: argparse.Namespace, plan: Plan, summary: str, action: str) -> int:
+def _finish(editor: PlanEditor, args: argparse.Namespace, plan: Plan, summary: str, action: str) -> int:
     diff = editor.diff()
     print(diff, end="")
     if args.dry_run:
@@ -449,61 +445,22 @@ def _finish(editor: Editor, args: argparse.Namespace, plan: Plan, summary: str, 
     return 0
 
 
-# --- round-trip editing --------------------------------------------------------------------------------------
-
-def _yaml(sequence: int = 4, offset: int = 2) -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.width = 4096  # never re-wrap long lines
-    yaml.indent(mapping=2, sequence=sequence, offset=offset)
-    return yaml
-
-
-# The repository's styles: "key:\n  - item" in manifests, and "- op: ..." at column 0 in a top-level list (the
-# per-cluster chart pins). A file is edited in the first style that reproduces it byte for byte.
-_STYLES = ((4, 2), (2, 0))
-
-
-@dataclass
-class _File:
-    original: str
-    documents: list[Any]
-    real_path: str  # where the boundary resolved it: the file the edit replaces
-    yaml: YAML  # the style that reproduces the file
+def _driver_source(obj: K8sObject) -> str:
+    """The repo-relative file an NVIDIADriver's origin annotation names; refused (ToolError) when it names
+    none, or one outside the repository: promote must not write where an annotation says."""
+    metadata = obj.body.get("metadata")
+    try:
+        source = origin_path(metadata if isinstance(metadata, dict) else {}, f"clusters/{obj.cluster}")
+    except repopath.Refused as refusal:
+        raise ToolError(f"NVIDIADriver {obj.name} (cluster {obj.cluster}): its origin annotation is refused: "
+                        f"{refusal}; refusing to edit") from None
+    if not source:
+        raise ToolError(f"NVIDIADriver {obj.name} has no source file (originAnnotations missing)")
+    return source
 
 
-class Editor:
-    """Loads each touched file once, edits it in memory, and writes them all back (or none) when asked.
-    Which files it touches comes partly from content (an NVIDIADriver's origin annotation), so each is
-    resolved through the trust boundary first: inside the repository, a regular file, or refused."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.reader = repopath.Reader(root)
-        self.styles = [_yaml(*style) for style in _STYLES]
-        self.files: dict[str, _File] = {}
-
-    def _load(self, rel: str) -> _File:
-        if rel not in self.files:
-            try:
-                real_path = self.reader.regular_file(rel)
-                text = self.reader.read(rel).decode("utf-8")
-            except repopath.Refused as refusal:
-                raise ToolError(f"refusing to edit {rel}: {refusal}") from None
-            except UnicodeDecodeError:
-                raise ToolError(f"{rel}: not UTF-8 text; edit it by hand") from None
-            self.files[rel] = self._round_trip(rel, text, real_path)
-        return self.files[rel]
-
-    def _round_trip(self, rel: str, text: str, real_path: str) -> _File:
-        for yaml in self.styles:
-            try:
-                documents = list(yaml.load_all(text))
-            except YAMLError as exc:
-                raise ToolError(f"{rel}: cannot load for a round-trip edit: {exc}") from None
-            if _dump(yaml, documents) == text:
-                return _File(text, documents, real_path, yaml)
-        raise ToolError(f"{rel}: a round-trip edit would reformat the file; edit it by hand")
+class PlanEditor(Editor):
+    """The edits `upgrade promote` and `rollback` make: a stage's version on its units, and its record."""
 
     def set_version(self, fleet: Fleet, plan: Plan, unit: Unit, version: str) -> None:
         cluster = fleet.clusters[unit.cluster]
@@ -540,13 +497,6 @@ class Editor:
             for op in matching:
                 op["value"] = same_style(op.get("value"), version)
 
-    def _document(self, rel: str, kind: str, name: str) -> Any:
-        for document in self._load(rel).documents:
-            if isinstance(document, dict) and document.get("kind") == kind and \
-                    (document.get("metadata") or {}).get("name") == name:
-                return document
-        raise ToolError(f"{rel}: no {kind} named {name} (is its version set by a kustomize patch?)")
-
     def _stage(self, plan: Plan, stage: Stage) -> Any:
         document = self._document(plan.path, upgrades.PLAN_KIND, plan.name)
         return document["spec"]["stages"][stage.index]
@@ -568,53 +518,3 @@ class Editor:
         for key in keys:
             if key in mapping:
                 del mapping[key]
-
-    def rendered(self) -> dict[str, str]:
-        return {rel: _dump(file.yaml, file.documents) for rel, file in self.files.items()}
-
-    def changed(self) -> list[str]:
-        return sorted(rel for rel, text in self.rendered().items() if text != self.files[rel].original)
-
-    def diff(self) -> str:
-        rendered = self.rendered()
-        chunks = []
-        for rel in self.changed():
-            chunks += difflib.unified_diff(self.files[rel].original.splitlines(keepends=True),
-                                           rendered[rel].splitlines(keepends=True), f"a/{rel}", f"b/{rel}")
-        return "".join(chunks)
-
-    def write(self) -> None:
-        """Every changed file or none (the transactional writer: a plan recorded as promoted while a pool
-        kept its old version would lie about the fleet)."""
-        rendered = self.rendered()
-        transaction.write_files({self.files[rel].real_path: rendered[rel] for rel in self.changed()},
-                                journal_root=self.root)
-
-
-def _dump(yaml: YAML, documents: list[Any]) -> str:
-    stream = io.StringIO()
-    yaml.dump_all(documents, stream)
-    return stream.getvalue()
-
-
-def _driver_source(obj: K8sObject) -> str:
-    """The repo-relative file an NVIDIADriver's origin annotation names; refused (ToolError) when it names
-    none, or one outside the repository: promote must not write where an annotation says."""
-    metadata = obj.body.get("metadata")
-    try:
-        source = origin_path(metadata if isinstance(metadata, dict) else {}, f"clusters/{obj.cluster}")
-    except repopath.Refused as refusal:
-        raise ToolError(f"NVIDIADriver {obj.name} (cluster {obj.cluster}): its origin annotation is refused: "
-                        f"{refusal}; refusing to edit") from None
-    if not source:
-        raise ToolError(f"NVIDIADriver {obj.name} has no source file (originAnnotations missing)")
-    return source
-
-
-def same_style(old: Any, new: Any) -> Any:
-    """The new scalar in the old one's quoting (a quoted version stays quoted; a number written into a quoted
-    scalar becomes quoted text)."""
-    style = type(old)
-    if style is not str and isinstance(old, str):
-        return style(new)
-    return new

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 
@@ -98,12 +97,10 @@ def run(args: argparse.Namespace) -> int:
         print("gpupolicy: no cluster depends on the changed paths; nothing to validate", file=sys.stderr)
         return 0
     result = _validate(args, scope, store)
+    if scope.shard is not None:  # the JSON report carries it (report.as_json)
+        result.shard = shards.shard_block(scope.shard, result.rendered_clusters, result.unused_exceptions,
+                                          result.proposed, root=args.repo)
     text = report.FORMATTERS[args.format](result, str(args.repo))
-    if scope.shard is not None and args.format == "json":
-        payload = json.loads(text)
-        payload["shard"] = shards.shard_block(scope.shard, result.rendered_clusters, result.unused_exceptions,
-                                              result.proposed, root=args.repo)
-        text = json.dumps(payload, indent=2)
     if args.show_waived and args.format == "text" and result.waived:
         text = report.waived_text(result) + "\n" + text
     if args.output:
@@ -113,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(text)
     if args.verbose:
         print(f"timings: {result.stage_times}; {result.cached_renders} render(s) from cache", file=sys.stderr)
-    return exit_code(result)
+    return report.exit_code(result)
 
 
 def _guardrail_base(args: argparse.Namespace) -> guardrails.FromBase | None:
@@ -140,14 +137,3 @@ def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipe
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code
         return pipeline.RunResult(fleet=Fleet(root=str(args.repo)),
                                   findings=[crash_finding("the validate pipeline", exc, subject="the repository")])
-
-
-def exit_code(result: pipeline.RunResult) -> int:
-    """0 clean, 1 error findings, 2 when a check crashed (INTERNAL: the run is incomplete), whatever else
-    was found. The crash is a finding in the report; stderr says it too, so a report sent to a file is not
-    the only place it shows."""
-    for crash in result.crashes:
-        print(f"gpupolicy: {crash}", file=sys.stderr)
-    if result.crashes:
-        return 2
-    return 1 if result.errors else 0

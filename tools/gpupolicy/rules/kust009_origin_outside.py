@@ -24,8 +24,8 @@ record the real source file of every object.
 from collections.abc import Iterator
 
 from .. import repopath
-from ..build import ORIGIN_ANNOTATION, overlay_file
 from ..findings import Finding, Severity
+from ..kustomization import ORIGIN_ANNOTATION, overlay_file
 from ..model import Fleet, K8sObject
 
 ID = "KUST009"

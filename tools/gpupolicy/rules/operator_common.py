@@ -1,7 +1,8 @@
-"""Shared helpers of the rules that read GPU Operator settings (MIG*, SHARE*, OBS006, SEC001, SEC002, WL002, WL007,
-WL008): the ClusterPolicy spec and its sections, the Helm values layers and the value Helm sees, where one of its
-settings is written (the manifest, or the Helm values layer that sets it), and which device-plugin config a pool's
-nodes run. Not a rule (no `ID`).
+"""GPU Operator facts shared by the rules (MIG*, SHARE*, OBS006, SEC001, SEC002, WL002, WL007, WL008), `explain`'s
+workload path and the docs: the ClusterPolicy spec and its sections, the Helm values layers and the value Helm
+sees, where one of its settings is written (the manifest, or the Helm values layer that sets it), which
+device-plugin config a pool's nodes run, the device-list strategy and CDI, and the components that must run on
+every GPU node with the tolerations each is given. Not a rule (no `ID`).
 
 Facts restated from the GPU Operator docs (../shared/reference/gpu-operator.md): the chart turns its values into
 the ClusterPolicy spec; the node label `nvidia.com/device-plugin.config` names a key of the device-plugin
@@ -10,11 +11,14 @@ ConfigMap, and an unlabelled node runs `devicePlugin.config.default`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..findings import Location
 from ..model import DEVICE_PLUGIN_CONFIG_LABEL, Cluster, ConfigEntry, Fleet, Pool
+from ..yamlload import mappings
 
 # The Helm values layers, the cluster's override first (conventions.md, "GPU Operator values").
 VALUES_FILES = ("clusters/{cluster}/gpu-operator-values.yaml", "policies/gpu-operator/values.yaml")
@@ -125,3 +129,90 @@ def plugin_config_location(fleet: Fleet, entry: ConfigEntry, *path: Any) -> Loca
     if entry.source.path.endswith(("kustomization.yaml", "kustomization.yml", "Kustomization")):
         return entry.source
     return fleet.locate_file(entry.source.path, *path)
+
+
+# --- the device-list strategy and CDI (SEC001, WL002, workpath) ------------------------------------------------
+
+DEVICE_LIST_STRATEGY_ENV = "DEVICE_LIST_STRATEGY"
+OPERATOR_CDI_STRATEGY = "cdi-annotations,cdi-cri"
+CDI_DEFAULT_FROM = (25, 10)  # GPU Operator release that turned cdi.enabled on by default
+
+
+def strategies(value: str) -> set[str]:
+    """The strategies a DEVICE_LIST_STRATEGY value names (a comma-separated list, as the device plugin reads it)."""
+    return {s.strip() for s in value.split(",") if s.strip()}
+
+
+def cdi_enabled(cluster: Cluster) -> bool:
+    """Whether the operator runs the cluster with CDI: `cdi.enabled` when the ClusterPolicy states it, else the
+    operator's default (on from v25.10; `CDIConfigSpec.IsEnabled` in NVIDIA/gpu-operator api/nvidia/v1)."""
+    cdi = policy_section(cluster, "cdi")
+    if "enabled" in cdi:
+        return cdi["enabled"] is True
+    return _version(cluster.facts.gpu_operator_version) >= CDI_DEFAULT_FROM
+
+
+def _version(text: str) -> tuple[int, int]:
+    match = re.match(r"v?(\d+)\.(\d+)", text or "")
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+# --- the components that must run on every GPU node (WL007, workpath) -------------------------------------------
+
+# The GPU Operator chart's defaults (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml, v26.7.0).
+CHART_DAEMONSET_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+CHART_NFD_WORKER_TOLERATIONS = (
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+)
+NFD_WORKER_PATH = ("node-feature-discovery", "worker", "tolerations")
+DAEMONSETS_PATH = ("daemonsets", "tolerations")
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    values_path: tuple[str, ...]
+    tolerations: tuple[dict, ...]
+    location: Location | None
+
+
+def operator_components(fleet: Fleet, cluster: Cluster) -> list[Component]:
+    """The GPU Operator components that must run on every GPU node, with the tolerations each is given."""
+    found = []
+    spec = policy_spec(cluster)
+    if policy_is_helm_values(cluster):
+        nfd_enabled, _ = setting(fleet, cluster, "nfd", "enabled")
+        if nfd_enabled is not False:  # chart default: nfd.enabled true
+            written, place = setting(fleet, cluster, *NFD_WORKER_PATH)
+            tolerations = tuple(mappings(written)) if written is not None else CHART_NFD_WORKER_TOLERATIONS
+            found.append(Component("node-feature-discovery worker (NFD subchart)", NFD_WORKER_PATH, tolerations,
+                                   place or _fallback(fleet, cluster, NFD_WORKER_PATH)))
+        written, place = setting(fleet, cluster, *DAEMONSETS_PATH)
+        tolerations = tuple(mappings(written)) if written is not None else CHART_DAEMONSET_TOLERATIONS
+        found.append(Component(_operands(spec), DAEMONSETS_PATH, tolerations,
+                               place or _fallback(fleet, cluster, DAEMONSETS_PATH)))
+    elif cluster.cluster_policy is not None:
+        written = section(spec, *DAEMONSETS_PATH)
+        found.append(Component(_operands(spec), DAEMONSETS_PATH, tuple(mappings(written)),
+                               fleet.locate(cluster.cluster_policy, "spec", *DAEMONSETS_PATH)))
+    return found
+
+
+def _operands(spec: dict) -> str:
+    names = ["container toolkit", "device plugin", "GPU feature discovery", "MIG manager", "DCGM exporter",
+             "validator"]
+    if not section(spec, "driver", "useNvidiaDriverCRD"):
+        names.insert(0, "driver")
+    return f"operand DaemonSets ({', '.join(names)})"
+
+
+def _fallback(fleet: Fleet, cluster: Cluster, path: tuple[str, ...]) -> Location | None:
+    """Where to add a setting no layer writes: the deepest part of it in the fleet layer, else its first line."""
+    layers = helm_layers(fleet, cluster)
+    if not layers:
+        return None
+    docs = fleet.locator.docs(layers[0][0]) if fleet.locator else []
+    if path == NFD_WORKER_PATH and docs and ("nfd",) in docs[0].lines and path[:1] not in docs[0].lines:
+        return fleet.locate_file(layers[0][0], "nfd")  # the NFD subchart's switch: its values go next to it
+    return fleet.locate_file(layers[0][0], *path)

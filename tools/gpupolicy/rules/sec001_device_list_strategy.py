@@ -30,12 +30,11 @@ or, with CDI disabled, set `DEVICE_LIST_STRATEGY=volume-mounts` together with th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .operator_common import clusters_with_policy, policy_section
+from .operator_common import cdi_enabled, clusters_with_policy, policy_section, strategies
 from .sec_common import env_value, values_location
 
 ID = "SEC001"
@@ -43,7 +42,6 @@ SEVERITY = Severity.ERROR
 SUMMARY = "The device plugin does not honour NVIDIA_VISIBLE_DEVICES from pods"
 
 SAFE_STRATEGIES = {"volume-mounts", "cdi-annotations", "cdi-cri"}
-CDI_DEFAULT_FROM = (25, 10)  # GPU Operator release that turned cdi.enabled on by default
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
@@ -65,25 +63,6 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             yield _finding(fleet, cluster, ("cdi", "nriPluginEnabled"),
                            "cdi.nriPluginEnabled: true injects GPUs into any container that sets "
                            "NVIDIA_VISIBLE_DEVICES, without the nvidia runtime class")
-
-
-def strategies(value: str) -> set[str]:
-    """The strategies a DEVICE_LIST_STRATEGY value names (a comma-separated list, as the device plugin reads it)."""
-    return {s.strip() for s in value.split(",") if s.strip()}
-
-
-def cdi_enabled(cluster: Cluster) -> bool:
-    """Whether the operator runs the cluster with CDI: `cdi.enabled` when the ClusterPolicy states it, else the
-    operator's default (on from v25.10; `CDIConfigSpec.IsEnabled` in NVIDIA/gpu-operator api/nvidia/v1)."""
-    cdi = policy_section(cluster, "cdi")
-    if "enabled" in cdi:
-        return cdi["enabled"] is True
-    return _version(cluster.facts.gpu_operator_version) >= CDI_DEFAULT_FROM
-
-
-def _version(text: str) -> tuple[int, int]:
-    match = re.match(r"v?(\d+)\.(\d+)", text or "")
-    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
 def _finding(fleet: Fleet, cluster: Cluster, path: tuple, message: str) -> Finding:

@@ -31,6 +31,7 @@ import json
 from collections.abc import Iterator
 
 from .. import cel
+from ..admission import chain_of
 from ..findings import Finding, Severity, at
 from ..model import QUEUE_LABEL, TEAM_LABEL, Cluster, Fleet
 from ..startupcheck import with_check
@@ -86,13 +87,6 @@ def team_namespaces(cluster: Cluster) -> list[dict]:
 def team_namespace(cluster: Cluster) -> dict:
     """The first team namespace (a stand-in when there is none): where an example names no namespace."""
     return team_namespaces(cluster)[0]
-
-
-def chain_of(fleet: Fleet, cluster: Cluster) -> cel.AdmissionChain:
-    """The cluster's admission chain, built once per run; its verdicts are kept between runs when the run
-    keeps them (`Fleet.admission_reviews`)."""
-    return cluster.memo("admission_chain", lambda: cel.AdmissionChain.from_objects(
-        (o.body for o in cluster.objects if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND)), fleet.admission_reviews))
 
 
 def _admitted_probes(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain,

@@ -28,9 +28,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .. import cel
+from ..admission import chain_of
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .sec003_admission_policies import chain_of, team_namespace
+from .sec003_admission_policies import team_namespace
 from .sec_common import workloads
 
 ID = "SEC009"

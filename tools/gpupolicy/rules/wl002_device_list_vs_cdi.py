@@ -50,16 +50,20 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .operator_common import clusters_with_policy, policy_section
-from .sec001_device_list_strategy import cdi_enabled, strategies
+from .operator_common import DEVICE_LIST_STRATEGY_ENV as ENV_NAME
+from .operator_common import (
+    OPERATOR_CDI_STRATEGY,
+    cdi_enabled,
+    clusters_with_policy,
+    policy_section,
+    strategies,
+)
 from .sec_common import env_value, values_location
 
 ID = "WL002"
 SEVERITY = Severity.ERROR
 SUMMARY = "The device plugin's device-list strategy contradicts the CDI setting"
 
-ENV_NAME = "DEVICE_LIST_STRATEGY"
-OPERATOR_CDI_STRATEGY = "cdi-annotations,cdi-cri"
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:

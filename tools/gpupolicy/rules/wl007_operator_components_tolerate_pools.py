@@ -48,76 +48,15 @@ toleration in the NFD list, since the list replaces the default.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from ..findings import Finding, Location, Severity, at
+from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, Pool, Taint
 from ..tolerations import BLOCKING_EFFECTS, show, tolerates
-from ..yamlload import mappings
-from .operator_common import helm_layers, policy_is_helm_values, policy_spec, section, setting
+from .operator_common import NFD_WORKER_PATH, Component, operator_components
 
 ID = "WL007"
 SEVERITY = Severity.ERROR
 SUMMARY = "A GPU Operator component (NFD worker, operand DaemonSets) does not tolerate a pool's taint"
-
-# The GPU Operator chart's defaults (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml, v26.7.0).
-CHART_DAEMONSET_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
-CHART_NFD_WORKER_TOLERATIONS = (
-    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
-    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-)
-NFD_WORKER_PATH = ("node-feature-discovery", "worker", "tolerations")
-DAEMONSETS_PATH = ("daemonsets", "tolerations")
-
-
-@dataclass(frozen=True)
-class Component:
-    name: str
-    values_path: tuple[str, ...]
-    tolerations: tuple[dict, ...]
-    location: Location | None
-
-
-def operator_components(fleet: Fleet, cluster: Cluster) -> list[Component]:
-    """The GPU Operator components that must run on every GPU node, with the tolerations each is given."""
-    found = []
-    spec = policy_spec(cluster)
-    if policy_is_helm_values(cluster):
-        nfd_enabled, _ = setting(fleet, cluster, "nfd", "enabled")
-        if nfd_enabled is not False:  # chart default: nfd.enabled true
-            written, place = setting(fleet, cluster, *NFD_WORKER_PATH)
-            tolerations = tuple(mappings(written)) if written is not None else CHART_NFD_WORKER_TOLERATIONS
-            found.append(Component("node-feature-discovery worker (NFD subchart)", NFD_WORKER_PATH, tolerations,
-                                   place or _fallback(fleet, cluster, NFD_WORKER_PATH)))
-        written, place = setting(fleet, cluster, *DAEMONSETS_PATH)
-        tolerations = tuple(mappings(written)) if written is not None else CHART_DAEMONSET_TOLERATIONS
-        found.append(Component(_operands(spec), DAEMONSETS_PATH, tolerations,
-                               place or _fallback(fleet, cluster, DAEMONSETS_PATH)))
-    elif cluster.cluster_policy is not None:
-        written = section(spec, *DAEMONSETS_PATH)
-        found.append(Component(_operands(spec), DAEMONSETS_PATH, tuple(mappings(written)),
-                               fleet.locate(cluster.cluster_policy, "spec", *DAEMONSETS_PATH)))
-    return found
-
-
-def _operands(spec: dict) -> str:
-    names = ["container toolkit", "device plugin", "GPU feature discovery", "MIG manager", "DCGM exporter",
-             "validator"]
-    if not section(spec, "driver", "useNvidiaDriverCRD"):
-        names.insert(0, "driver")
-    return f"operand DaemonSets ({', '.join(names)})"
-
-
-def _fallback(fleet: Fleet, cluster: Cluster, path: tuple[str, ...]) -> Location | None:
-    """Where to add a setting no layer writes: the deepest part of it in the fleet layer, else its first line."""
-    layers = helm_layers(fleet, cluster)
-    if not layers:
-        return None
-    docs = fleet.locator.docs(layers[0][0]) if fleet.locator else []
-    if path == NFD_WORKER_PATH and docs and ("nfd",) in docs[0].lines and path[:1] not in docs[0].lines:
-        return fleet.locate_file(layers[0][0], "nfd")  # the NFD subchart's switch: its values go next to it
-    return fleet.locate_file(layers[0][0], *path)
-
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
