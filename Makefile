@@ -38,7 +38,7 @@ bench-simulate: $(STAMP)  ## simulator events/s (openb, ITP, mixed) -> bench/res
 
 docs: $(STAMP)  ## regenerate the fleet pages, then build the runbook site strictly into site/ (Mermaid: make system-tools)
 	$(GPUPOLICY) docs
-	$(BIN)/python -P -m gpupolicy.sitetrust .  # refuses a mkdocs.yml that would run code not the toolkit's (SEC011)
+	$(BIN)/python -P -m gpupolicy.infra.sitetrust .  # refuses a mkdocs.yml that would run code not the toolkit's (SEC011)
 	NO_MKDOCS_2_WARNING=1 PYTHONSAFEPATH=1 $(BIN)/mkdocs build --strict --site-dir site
 
 docs-check: $(STAMP)  ## fail when a generated page is stale

@@ -36,8 +36,10 @@ sys.path.insert(0, str(HERE))
 
 import generate_fleet  # noqa: E402
 
-from gpupolicy import kustomize, pipeline, yamlload  # noqa: E402
-from gpupolicy.cachestore import CacheStore  # noqa: E402
+from gpupolicy import pipeline  # noqa: E402
+from gpupolicy.infra import yamlload  # noqa: E402
+from gpupolicy.infra.cache.store import CacheStore  # noqa: E402
+from gpupolicy.pipeline.render import kustomize  # noqa: E402
 
 ADOPT_SPEEDUP = 3.0
 REPEATS = 3
@@ -111,7 +113,7 @@ def _fast_yaml(module: Any, text: str) -> list[Any]:
 
 def _split(text: str) -> list[str]:
     """kubectl's document separators (a loader without a multi-document call gets one document at a time)."""
-    from gpupolicy.parsecache import _RENDERED_DOCUMENT_SEPARATOR
+    from gpupolicy.infra.cache.parsed import _RENDERED_DOCUMENT_SEPARATOR
 
     return [chunk for chunk in _RENDERED_DOCUMENT_SEPARATOR.split(text) if chunk.strip()]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from gpupolicy import schema
+from gpupolicy.infra.schema import check as schema
 
 PEER_KUBERNETES_VERSION = "1.33.0"
 OUR_KUBERNETES_VERSION = "1.33"

@@ -42,8 +42,10 @@ sys.path.insert(0, str(HERE))
 import generate_fleet  # noqa: E402
 import peers  # noqa: E402
 
-from gpupolicy import cli, incremental, kustomize, pipeline, report  # noqa: E402
-from gpupolicy.cachestore import CacheStore  # noqa: E402
+from gpupolicy import cli, pipeline, report  # noqa: E402
+from gpupolicy.infra.cache.store import CacheStore  # noqa: E402
+from gpupolicy.pipeline import incremental  # noqa: E402
+from gpupolicy.pipeline.render import kustomize  # noqa: E402
 
 TARGETS = {
     "command_ratio_vs_kubernetes_validate_min": 100.0,

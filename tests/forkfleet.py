@@ -598,7 +598,7 @@ spec:
 
 def write_startup_table(repo: Path) -> None:
     """pools.conf with one line per generated pool, by the toolkit's own table writer (POOL005 checks it)."""
-    from gpupolicy import startupcheck
+    from gpupolicy.domain import startupcheck
     path = repo / "policies/startup-check/pools.conf"
     header = [line for line in path.read_text().splitlines() if line.startswith("#")][:-1]
     rows = [(p.name, p.access, startupcheck.product(p.model), "false", "3", "5", "5",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support import MINIREPO, git, git_repository
 
-from gpupolicy import waivers
+from gpupolicy.domain import waivers
 
 RULES = Path(__file__).resolve().parent / "rules"
 LANDING_MATRIX = RULES / "WL012" / "good" / "cpu-flavor-first"

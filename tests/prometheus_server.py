@@ -22,7 +22,7 @@ import pytest
 import yaml
 from support import require_tool
 
-from gpupolicy.observability import promtool_rule_file
+from gpupolicy.domain.observability import promtool_rule_file
 
 REPO = Path(__file__).resolve().parents[1]
 ALERTS_DIR = REPO / "policies" / "observability" / "alerts"
@@ -161,7 +161,9 @@ def healthy_soak(repo: Path, plan_name: str, now: str) -> list[Series]:
     upgrade-done, reporting the plan's target driver, no XID, one running GPU pod."""
     import calendar
 
-    from gpupolicy import gates, pipeline, upgrades
+    from gpupolicy import pipeline
+    from gpupolicy.upgrade import gates
+    from gpupolicy.upgrade import plans as upgrades
 
     fleet = pipeline.run(repo).fleet
     plan = upgrades.plans_of(fleet).plan(plan_name)

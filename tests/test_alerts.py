@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpupolicy.observability import (
+from gpupolicy.domain.observability import (
     alerts_in,
     dashboard_queries,
     lookup,
@@ -30,8 +30,8 @@ from gpupolicy.observability import (
     runbook_page_for_url,
     runbook_url,
 )
-from gpupolicy.repopath import Reader
-from gpupolicy.siteconfig import read_site_url
+from gpupolicy.infra.repopath import Reader
+from gpupolicy.infra.siteconfig import read_site_url
 
 REPO = Path(__file__).resolve().parents[1]
 ALERTS_DIR = REPO / "policies" / "observability" / "alerts"

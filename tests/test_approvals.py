@@ -12,9 +12,11 @@ import pytest
 from prometheus_server import healthy_prometheus
 from support import approve, git, git_repository, require_tool, sign_as
 
-from gpupolicy import approvals, pipeline, upgrades
-from gpupolicy.approvals import Evidence
+from gpupolicy import pipeline
 from gpupolicy.cli import main
+from gpupolicy.upgrade import approvals
+from gpupolicy.upgrade import plans as upgrades
+from gpupolicy.upgrade.approvals import Evidence
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "upgrades"
@@ -185,7 +187,7 @@ def test_a_second_email_of_a_person_signs_as_that_person(repo: Path, capsys) -> 
 
 
 def test_an_approvers_file_with_unknown_members_or_shared_emails_is_a_problem_with_its_line() -> None:
-    from gpupolicy.yamlload import load_text
+    from gpupolicy.infra.yamlload import load_text
     text = ("apiVersion: gpupolicy/v1\nkind: Approvers\nmetadata:\n  name: approvers\nspec:\n  people:\n"
             "    ana:\n      emails: [ana@example.com]\n    bo:\n      emails: [ANA@example.com]\n"
             "  groups:\n    leads: [ana, nobody]\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy import parsecache
 from gpupolicy.cli import main
+from gpupolicy.infra.cache import parsed as parsecache
 
 DAY = 86400
 

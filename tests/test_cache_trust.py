@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy import PACKAGE_DIR, cachefiles, cachestore, kustomize
+from gpupolicy import PACKAGE_DIR
 from gpupolicy.errors import ToolError
+from gpupolicy.infra.cache import files as cachefiles
+from gpupolicy.infra.cache import store as cachestore
+from gpupolicy.pipeline.render import kustomize
 
 
 @pytest.fixture(autouse=True)

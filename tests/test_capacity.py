@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpupolicy import catalog
-from gpupolicy.capacity import WHOLE_GPU, layout_instances_per_node, mig_resource, pool_capacity
+from gpupolicy.domain import catalog
+from gpupolicy.domain.capacity import WHOLE_GPU, layout_instances_per_node, mig_resource, pool_capacity
 from gpupolicy.model import Pool
 
 H100 = catalog.gpu("H100-80GB")

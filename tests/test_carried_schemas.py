@@ -1,7 +1,7 @@
 """The carried CRD schemas agree with the upstream CRDs on valid objects and on typos.
 
 Samples live in tests/fixtures/crd-samples/*.yaml. Each must validate against both the carried schema and
-the upstream CRD (../shared/crds, converted with gpupolicy.crd); each mutation below must be rejected by
+the upstream CRD (../shared/crds, converted with gpupolicy.infra.schema.crd); each mutation below must be rejected by
 both. The sweeps insert an unknown field into every mapping of every sample (and a wrong type at every
 leaf): wherever the upstream CRD rejects that, the carried schema must too, so it never lets a typo
 through that the API server would refuse.
@@ -18,7 +18,7 @@ import jsonschema_rs
 import pytest
 import yaml
 
-from gpupolicy.crd import GVK_KEY, carried_schemas, crds_from_yaml
+from gpupolicy.infra.schema.crd import GVK_KEY, carried_schemas, crds_from_yaml
 
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM_CRDS = REPO / ".." / "shared" / "crds"

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from gpupolicy import catalog
-from gpupolicy.mig import solve
+from gpupolicy.domain import catalog
+from gpupolicy.domain.mig import solve
 
 MIG_MODELS = catalog.mig_capable_models()
 

@@ -63,7 +63,7 @@ def test_not_a_repository(tmp_path: Path, capsys, monkeypatch) -> None:
 
 
 def test_missing_kubectl_is_exit_two(monkeypatch, capsys) -> None:
-    from gpupolicy import kustomize
+    from gpupolicy.pipeline.render import kustomize
 
     monkeypatch.setattr(kustomize.sys, "executable", "/nonexistent/python")
     monkeypatch.setenv("PATH", "/nonexistent")

@@ -31,7 +31,7 @@ def _modules_after(argv: list[str]) -> set[str]:
 def test_help_imports_no_command_and_not_the_pipeline() -> None:
     loaded = _modules_after(["--help"])
     assert not {m for m in loaded if m.startswith("gpupolicy.commands.")}
-    assert "gpupolicy.pipeline" not in loaded and "gpupolicy.kustomize" not in loaded
+    assert "gpupolicy.pipeline" not in loaded and "gpupolicy.pipeline.render.kustomize" not in loaded
 
 
 def test_a_command_imports_its_own_module_only() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
-from gpupolicy.crd import (
+from gpupolicy.infra.schema.crd import (
     CEL_KEY,
     DROPPED_PATTERNS_KEY,
     GVK_KEY,

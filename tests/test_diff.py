@@ -291,7 +291,7 @@ def test_rbac_gains_and_losses_per_subject(tmp_path: Path) -> None:
 
 
 def test_revision_with_a_symlink_out_of_the_tree_materializes(tmp_path: Path) -> None:
-    from gpupolicy import gitrev
+    from gpupolicy.infra import gitrev
 
     root = scenario_repo(tmp_path)
     (root / "policies" / "base" / "outside.yaml").symlink_to("/etc/hostname")

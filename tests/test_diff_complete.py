@@ -15,7 +15,7 @@ import pytest
 from support import MINIREPO, REPO, copy_repo
 
 from gpupolicy import diff, pipeline
-from gpupolicy.quantity import human_amount, human_delta
+from gpupolicy.domain.quantity import human_amount, human_delta
 
 
 def _compare(base: Path, head: Path) -> diff.SemanticDiff:
@@ -197,14 +197,14 @@ stringData:
 
 
 def test_a_fence_outlasts_backticks_in_the_content() -> None:
-    from gpupolicy.objectdiff import fence
+    from gpupolicy.diff.objects import fence
 
     assert fence(["plain"]) == "```"
     assert fence(["+  note: ````` five"]) == "``````"
 
 
 def test_markdown_shows_a_repeated_diff_once_and_keeps_to_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpupolicy.objectdiff import ClusterObjects, ObjectChange
+    from gpupolicy.diff.objects import ClusterObjects, ObjectChange
 
     lines = ("--- base", "+++ head", "@@ -1 +1 @@", "-value: 1", "+value: 2")
     same = [ClusterObjects(name, [ObjectChange(name, "PriorityClass.scheduling.k8s.io p", "changed", "p.yaml", lines)])

@@ -12,8 +12,9 @@ import guardfleet
 import pytest
 from support import git
 
-from gpupolicy import diff, mdescape, pipeline
+from gpupolicy import diff, pipeline
 from gpupolicy.cli import main
+from gpupolicy.report import mdescape
 
 CONFIG = "apiVersion: gpupolicy/v1\nkind: Config\n"
 

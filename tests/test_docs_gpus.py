@@ -9,9 +9,10 @@ import re
 import pytest
 from support import REPO
 
-from gpupolicy import catalog, pipeline
+from gpupolicy import pipeline
 from gpupolicy.docsgen import Context
 from gpupolicy.docsgen import gpus as gpu_page
+from gpupolicy.domain import catalog
 
 
 @pytest.fixture(scope="module")

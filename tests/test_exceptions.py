@@ -12,8 +12,9 @@ from pathlib import Path
 import guardfleet
 import pytest
 
-from gpupolicy import diff, pipeline, waivers
+from gpupolicy import diff, pipeline
 from gpupolicy.cli import main
+from gpupolicy.domain import waivers
 from gpupolicy.findings import Finding, Severity
 
 EXCEPTION = """\

@@ -13,8 +13,9 @@ import jsonschema
 import pytest
 from support import GPUPOLICY, MINIREPO, REPO
 
-from gpupolicy import formats, report
+from gpupolicy import report
 from gpupolicy.findings import Finding, Severity
+from gpupolicy.report import formats
 from gpupolicy.rules import all_rules
 
 SARIF_SCHEMA = REPO / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"

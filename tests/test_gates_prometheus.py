@@ -16,9 +16,11 @@ import pytest
 from prometheus_server import Series, constant, gpu_pod, node_labels, serve, xid
 from support import git, git_repository
 
-from gpupolicy import gates, pipeline, upgrades
+from gpupolicy import pipeline
 from gpupolicy.cli import main
-from gpupolicy.promclient import Prometheus
+from gpupolicy.upgrade import gates
+from gpupolicy.upgrade import plans as upgrades
+from gpupolicy.upgrade.promclient import Prometheus
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "upgrades"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy import gitrev
 from gpupolicy.errors import ToolError
+from gpupolicy.infra import gitrev
 
 
 def _archive(*members: tuple[tarfile.TarInfo, bytes]) -> bytes:

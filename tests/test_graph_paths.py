@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy.kustomize import Graph
+from gpupolicy.pipeline.render.kustomize import Graph
 
 
 @pytest.fixture()

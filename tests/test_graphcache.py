@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from support import REPO, copy_repo
 
-from gpupolicy import graphcache, kustomize, pipeline
-from gpupolicy.cachestore import CacheStore
+from gpupolicy import pipeline
+from gpupolicy.infra.cache.store import CacheStore
+from gpupolicy.pipeline.render import graphcache, kustomize
 
 
 def _age(root: Path, seconds: float = 60) -> None:

@@ -14,8 +14,10 @@ import guardfleet
 import pytest
 from support import git
 
-from gpupolicy import guardrails, pipeline, waivers
+from gpupolicy import pipeline
 from gpupolicy.cli import main
+from gpupolicy.configure import guardrails
+from gpupolicy.domain import waivers
 
 HERE = Path(__file__).resolve().parent
 CLUSTER_ADMIN = HERE / "rules" / "RBAC004" / "bad" / "team-cluster-admin" / "policies" / "base" / "access.yaml"

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from support import GPUPOLICY
 
-from gpupolicy import gitrev, incremental, kustomize, pipeline
+from gpupolicy import pipeline
 from gpupolicy.findings import Finding, Severity
+from gpupolicy.infra import gitrev
+from gpupolicy.pipeline import incremental
+from gpupolicy.pipeline.render import kustomize
 
 REPO = Path(__file__).resolve().parents[1]
 MINIREPO = REPO / "tests" / "fixtures" / "minirepo"
@@ -100,17 +103,13 @@ def test_site_and_toolkit_wide_inputs_affect_every_cluster(tmp_path: Path, path:
 
 
 def test_every_cluster_inputs_agree_with_the_modules_that_read_them() -> None:
-    from gpupolicy import (
-        approvals,
-        decisions,
-        observability,
-        orgchecks,
-        repoconfig,
-        siteconfig,
-        upgrades,
-        waivers,
-    )
-    from gpupolicy.rules import sec_common
+    from gpupolicy import orgchecks
+    from gpupolicy.configure import repoconfig
+    from gpupolicy.domain import decisions, observability, waivers
+    from gpupolicy.domain import workloads as sec_common
+    from gpupolicy.infra import siteconfig
+    from gpupolicy.upgrade import approvals
+    from gpupolicy.upgrade import plans as upgrades
     homes = [siteconfig.SITE_CONFIG, repoconfig.CONFIG_FILE, waivers.EXCEPTIONS_FILE, orgchecks.CHECKS_DIR + "/",
              observability.RUNBOOK_DIR + "/", decisions.DECISIONS_DIR + "/", sec_common.EXAMPLES_DIR,
              upgrades.PLAN_DIR + "/", pipeline.IMPORTED_SCHEMAS + "/"]

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from support import REPO, copy_repo
 
-from gpupolicy import cachefiles, cel, keptreviews, pipeline
-from gpupolicy.cachestore import REVIEWS, CacheStore
+from gpupolicy import pipeline
+from gpupolicy.domain import cel, keptreviews
+from gpupolicy.infra.cache import files as cachefiles
+from gpupolicy.infra.cache.store import REVIEWS, CacheStore
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alpha", "labels": {"team": "a"}}}
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "alpha", "labels": {"a": "b"}},

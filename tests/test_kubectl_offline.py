@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy import kustomize
+from gpupolicy.pipeline.render import kustomize
 
 
 @pytest.mark.parametrize("entry", [

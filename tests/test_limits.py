@@ -1,4 +1,4 @@
-"""The repository schemas' maxima are the bounds of gpupolicy.limits (one set of numbers, one set of sources)."""
+"""The repository schemas' maxima are the bounds of gpupolicy.infra.limits (one set of numbers, one set of sources)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from support import MINIREPO, copy_repo
 
-from gpupolicy import limits
+from gpupolicy.infra import limits
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "gpupolicy"
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpupolicy import catalog
-from gpupolicy.catalog import GPUModel, MigProfile
-from gpupolicy.mig import (
+from gpupolicy.domain import catalog
+from gpupolicy.domain.catalog import GPUModel, MigProfile
+from gpupolicy.domain.mig import (
     Placement,
     Unplaceable,
     check_config,

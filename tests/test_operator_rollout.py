@@ -12,9 +12,11 @@ import pytest
 from prometheus_server import healthy_prometheus
 from support import REPO, add_signing_keys, copy_repo, git
 
-from gpupolicy import catalog, docsgen, pipeline, upgrades
+from gpupolicy import docsgen, pipeline
 from gpupolicy.cli import main
 from gpupolicy.docsgen import upgrades as upgrades_page
+from gpupolicy.domain import catalog
+from gpupolicy.upgrade import plans as upgrades
 
 PLAN = "gpu-operator-chart-again"  # the shipped gpu-operator-v26-3-to-v26-7 is finished history
 FROM, TO = "v26.3.3", "v26.7.0"

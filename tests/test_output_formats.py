@@ -13,9 +13,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from xml.etree import ElementTree
 
-from gpupolicy import diff, formats, report
+from gpupolicy import diff, report
 from gpupolicy.cli import build_parser
 from gpupolicy.findings import Finding, Severity
+from gpupolicy.report import formats
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tools" / "gpupolicy"
 ALL_FORMATS = {"text", "json", "sarif", "junit", "github"}
@@ -52,7 +53,7 @@ def test_importing_report_alone_gives_every_format() -> None:
 
 
 def test_formats_does_not_call_back_into_report() -> None:
-    loaded = _fresh_python("import sys, gpupolicy.formats; print('gpupolicy.report' in sys.modules)")
+    loaded = _fresh_python("import sys, gpupolicy.report.formats; print('gpupolicy.report' in sys.modules)")
     assert loaded == "False", "formats.py imports report: the table would again be filled from two sides"
     assert not hasattr(report, "register")
 

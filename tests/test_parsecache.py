@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpupolicy import parsecache
-from gpupolicy.yamlload import parse_source
+from gpupolicy.infra.cache import parsed as parsecache
+from gpupolicy.infra.yamlload import parse_source
 
 SAMPLES = {
     "clean": b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {team: nlp}\ndata:\n  k: |\n    x\n---\n"
@@ -81,7 +81,8 @@ def _rendered_outputs() -> dict[str, str]:
     """The reference fleet as kubectl renders it (from the render cache when warm)."""
     from support import REPO
 
-    from gpupolicy import kustomize, pipeline
+    from gpupolicy import pipeline
+    from gpupolicy.pipeline.render import kustomize
 
     names = pipeline.cluster_names(REPO)
     graph = kustomize.build_graph(REPO, [f"clusters/{n}" for n in names])
@@ -89,7 +90,7 @@ def _rendered_outputs() -> dict[str, str]:
 
 
 def test_rendered_documents_split_as_the_parser_splits_them(tmp_path: Path) -> None:
-    from gpupolicy.yamlload import load_rendered
+    from gpupolicy.infra.yamlload import load_rendered
 
     for overlay, text in _rendered_outputs().items():
         cache = parsecache.ParseCache(tmp_path)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy import yamlload
+from gpupolicy.infra import yamlload
 
 REPO = Path(__file__).resolve().parents[1]
 

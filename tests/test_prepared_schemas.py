@@ -12,8 +12,9 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
-from gpupolicy import cachefiles, schema
-from gpupolicy.cachestore import MAX_PREPARED_SCHEMA_BYTES, SCHEMAS, CacheStore
+from gpupolicy.infra.cache import files as cachefiles
+from gpupolicy.infra.cache.store import MAX_PREPARED_SCHEMA_BYTES, SCHEMAS, CacheStore
+from gpupolicy.infra.schema import check as schema
 
 VERSION = "1.33"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gpupolicy import promclient
 from gpupolicy.errors import ToolError
-from gpupolicy.promclient import Prometheus, PrometheusError
+from gpupolicy.upgrade import promclient
+from gpupolicy.upgrade.promclient import Prometheus, PrometheusError
 
 START, END = datetime(2026, 11, 10, tzinfo=UTC), datetime(2026, 11, 11, tzinfo=UTC)
 MATRIX = {"status": "success", "data": {"resultType": "matrix", "result": [

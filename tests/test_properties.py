@@ -11,10 +11,16 @@ import yaml
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gpupolicy.capacity import WHOLE_GPU, layout_instances_per_node, mig_resource, pool_capacity
+from gpupolicy.domain.capacity import WHOLE_GPU, layout_instances_per_node, mig_resource, pool_capacity
+from gpupolicy.domain.quantity import (
+    INT64_LIMIT,
+    QuantityError,
+    QuantityRangeError,
+    parse_count,
+    parse_quantity,
+)
+from gpupolicy.infra.yamlload import MAX_ALIASES, load_rendered, load_text
 from gpupolicy.model import GPU_RESOURCE, Pool
-from gpupolicy.quantity import INT64_LIMIT, QuantityError, QuantityRangeError, parse_count, parse_quantity
-from gpupolicy.yamlload import MAX_ALIASES, load_rendered, load_text
 
 PROFILES = ("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
 

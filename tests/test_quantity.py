@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpupolicy.quantity import QuantityError, parse_count, parse_quantity
+from gpupolicy.domain.quantity import QuantityError, parse_count, parse_quantity
 
 
 @pytest.mark.parametrize("text, value", [("8", 8), ("500m", Decimal("0.5")), ("1Gi", 2**30), ("2k", 2000),

@@ -1,11 +1,11 @@
 """Countable (extended) resources: which names Kubernetes counts in whole units, and which quantities are not
-a whole number of devices (gpupolicy.quantity, used by CAP017)."""
+a whole number of devices (gpupolicy.domain.quantity, used by CAP017)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpupolicy.quantity import (
+from gpupolicy.domain.quantity import (
     QuantityError,
     QuantityRangeError,
     count_problem,

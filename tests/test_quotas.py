@@ -1,4 +1,4 @@
-"""The quota arithmetic (gpupolicy.quotas): what is given out per flavor and per pool, the capacity a flavor stands
+"""The quota arithmetic (gpupolicy.domain.quotas): what is given out per flavor and per pool, the capacity a flavor stands
 for, and agreement between CAP001 and the generated quota page on the reference fleet."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import pytest
 from simulate.simhelpers import _obj
 from support import REPO
 
-from gpupolicy import pipeline, quotas
+from gpupolicy import pipeline
 from gpupolicy.docsgen import Context
 from gpupolicy.docsgen import quotas as quota_page
+from gpupolicy.domain import quotas
 from gpupolicy.model import (
     Cluster,
     ClusterFacts,

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpupolicy import quotas
+from gpupolicy.domain import quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import edits, executors, space, targets

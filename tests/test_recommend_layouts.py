@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpupolicy import catalog, mig, quotas
+from gpupolicy.domain import catalog, mig, quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.model import ResourceQuota
 from gpupolicy.pipeline import load_fleet

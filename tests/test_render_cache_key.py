@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from test_incremental import GPUPOLICY, MINIREPO, commit_all, edit, selected
 
-from gpupolicy import graphcache, kustomize, pipeline
-from gpupolicy.cachestore import CacheStore
+from gpupolicy import pipeline
+from gpupolicy.infra.cache.store import CacheStore
+from gpupolicy.pipeline.render import graphcache, kustomize
 
 KUSTOMIZATION = """apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization

@@ -6,9 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-from gpupolicy import pipeline, repoconfig, report
+from gpupolicy import pipeline, report
+from gpupolicy.configure import repoconfig
 from gpupolicy.findings import Finding, Location, Severity
-from gpupolicy.yamlload import load_text
+from gpupolicy.infra.yamlload import load_text
 
 REPO = Path(__file__).resolve().parents[1]
 MINIREPO = REPO / "tests" / "fixtures" / "minirepo"

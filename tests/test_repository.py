@@ -11,9 +11,10 @@ import jsonschema_rs
 import pytest
 from support import REPO, SHARED
 
-from gpupolicy import crd, pipeline
+from gpupolicy import pipeline
 from gpupolicy.cli import main
 from gpupolicy.findings import Severity
+from gpupolicy.infra.schema import crd
 
 
 @cache

@@ -98,7 +98,7 @@ def test_stage_rules_declare_a_finding_helper_with_their_severity() -> None:
             assert (emitted.rule, emitted.severity) == (rule.id, rule.severity)
 
 
-@pytest.mark.parametrize("first", ["gpupolicy.rules", "gpupolicy.yamlload", "gpupolicy.kustomize",
+@pytest.mark.parametrize("first", ["gpupolicy.rules", "gpupolicy.infra.yamlload", "gpupolicy.pipeline.render.kustomize",
                                    "gpupolicy.pipeline"])
 def test_stage_modules_and_rules_import_in_one_direction(first: str) -> None:
     """Whichever is imported first, the stages and the rule registry load without an import cycle."""

@@ -17,7 +17,7 @@ import guardfleet
 import pytest
 
 from gpupolicy.cli import main
-from gpupolicy.shards import Shard, parse_shard, source_ids
+from gpupolicy.pipeline.shards import Shard, parse_shard, source_ids
 
 REPO = Path(__file__).resolve().parents[1]
 SHARDS = 4

@@ -29,8 +29,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pytest
 from support import REPO, require_tool
 
-from gpupolicy import sitetrust
 from gpupolicy.docsgen.site_hooks import mermaid_js
+from gpupolicy.infra import sitetrust
 
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 VIEWPORT = {"width": 1280, "height": 900}

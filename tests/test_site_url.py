@@ -12,8 +12,8 @@ import pytest
 from support import MINIREPO, REPO
 
 from gpupolicy.cli import main
-from gpupolicy.repopath import Reader
-from gpupolicy.siteconfig import read_site_url, rule_page
+from gpupolicy.infra.repopath import Reader
+from gpupolicy.infra.siteconfig import read_site_url, rule_page
 
 
 def _repo_with(tmp_path: Path, text: str | None) -> Reader:

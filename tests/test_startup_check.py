@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpupolicy import startupcheck
-from gpupolicy.build import pool_from
+from gpupolicy.domain import startupcheck
+from gpupolicy.infra.yamlload import Document
 from gpupolicy.model import StartupCheck
-from gpupolicy.yamlload import Document
+from gpupolicy.pipeline.build import pool_from
 
 HERE = Path(__file__).resolve().parent / "startupcheck"
 REPO = HERE.parents[1]

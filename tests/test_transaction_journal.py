@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from support import git, git_repository
 
-from gpupolicy import transaction
 from gpupolicy.cli import main
 from gpupolicy.errors import ToolError
+from gpupolicy.infra import transaction
 
 KILL = "GPUPOLICY_TEST_KILL_AFTER_RENAMES"
 FILES = ("a.yaml", "b.yaml", "docs/c.md", "docs/d.md")

@@ -30,9 +30,11 @@ from support import add_signing_keys
 from support import git as support_git
 
 import gpupolicy
-from gpupolicy import cachefiles, pipeline, repopath, transaction
+from gpupolicy import pipeline
 from gpupolicy.cli import main
 from gpupolicy.errors import ToolError
+from gpupolicy.infra import repopath, transaction
+from gpupolicy.infra.cache import files as cachefiles
 from gpupolicy.simulate import traces
 
 REPO = Path(__file__).resolve().parents[1]

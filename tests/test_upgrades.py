@@ -12,11 +12,12 @@ import pytest
 from prometheus_server import healthy_prometheus
 from support import git, git_repository
 
-from gpupolicy import docsgen, pipeline, upgrades
+from gpupolicy import docsgen, pipeline
 from gpupolicy.cli import main
 from gpupolicy.docsgen import upgrades as upgrades_page
+from gpupolicy.infra.yamlload import load_text
 from gpupolicy.rules import all_rules
-from gpupolicy.yamlload import load_text
+from gpupolicy.upgrade import plans as upgrades
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "upgrades"

@@ -12,9 +12,10 @@ import pytest
 import yaml
 from support import copy_repo
 
-from gpupolicy import cli, pipeline, workpath, yamlload
+from gpupolicy import cli, pipeline, workpath
+from gpupolicy.domain.startupcheck import with_check
+from gpupolicy.infra import yamlload
 from gpupolicy.model import Fleet
-from gpupolicy.startupcheck import with_check
 from gpupolicy.workpath import matrix
 
 HERE = Path(__file__).resolve().parent

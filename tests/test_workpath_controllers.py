@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from rules.test_rule_fixtures import build_fixture_repo
 
-from gpupolicy import cel, pipeline, workpath
+from gpupolicy import pipeline, workpath
+from gpupolicy.domain import cel
 from gpupolicy.model import Fleet
 from gpupolicy.workpath import controllers
 

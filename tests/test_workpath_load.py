@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from rules.test_rule_fixtures import build_fixture_repo
 
-from gpupolicy import cli, pipeline, workpath, yamlload
+from gpupolicy import cli, pipeline, workpath
+from gpupolicy.infra import yamlload
 from gpupolicy.model import Fleet
 from gpupolicy.rules import wl014_cluster_under_load as wl014
 
@@ -153,7 +154,7 @@ spec:
 ], ids=["unknown-mig-profile", "missing-local-queue"])
 def test_a_workload_error_is_reported_at_the_workload(tmp_path: Path, queue: str, resource: str,
                                                       related: str | None, says: str) -> None:
-    from gpupolicy.formats import as_sarif
+    from gpupolicy.report.formats import as_sarif
 
     repo = _with_example(OWN_GROUP, tmp_path, ASKS.format(queue=queue, resource=resource))
     result = pipeline.run(repo)

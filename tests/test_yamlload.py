@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpupolicy.yamlload import MAX_ALIASES, load_text, parse_source
+from gpupolicy.infra.yamlload import MAX_ALIASES, load_text, parse_source
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
                          st.text(st.characters(blacklist_categories=("Cs",)), max_size=20))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpupolicy import cel
+from gpupolicy.domain import cel
 from gpupolicy.workpath import controllers
 
 HERE = Path(__file__).resolve().parent

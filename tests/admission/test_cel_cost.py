@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gpupolicy import cel
+from gpupolicy.domain import cel
 
 LITERAL = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
 

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpupolicy import crd, repopath
-from gpupolicy.build import origin_path
+from gpupolicy.infra import repopath
+from gpupolicy.infra.schema import crd
+from gpupolicy.pipeline.build import origin_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the trust-boundary test's tracer
 from test_trust_boundary import EVIL_CRD, FileTrace, _python_paths, _run  # noqa: E402

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from gpupolicy import cli
-from gpupolicy.yamlload import parse_source
+from gpupolicy.infra.yamlload import parse_source
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "rules"))  # the rule fixtures' module, as pytest imports it (rootdir-less)

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 from support import git, git_repository
 
-from gpupolicy import guardrails, pipeline, waivers
+from gpupolicy.configure import guardrails
+from gpupolicy import pipeline
+from gpupolicy.domain import waivers
 
 FIXTURE_TODAY = date(2026, 12, 1)
 REPO = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ pytest.importorskip("kubernetes")
 
 from support import REPO  # noqa: E402
 
-from gpupolicy import audit_live  # noqa: E402
+from gpupolicy.audit import live as audit_live  # noqa: E402
 from gpupolicy.cli import main  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"

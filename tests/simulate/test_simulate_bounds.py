@@ -14,7 +14,7 @@ from support import MINIREPO
 
 from gpupolicy.cli import main
 from gpupolicy.errors import ToolError
-from gpupolicy.limits import MAX_NODES_PER_CLUSTER
+from gpupolicy.infra.limits import MAX_NODES_PER_CLUSTER
 from gpupolicy.simulate import placement
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.policy import SimPolicy, assign_queues, baseline, from_cluster

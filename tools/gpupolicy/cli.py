@@ -18,8 +18,8 @@ from types import ModuleType
 
 from . import __version__, commands
 from .errors import ToolError
+from .infra.reporoot import find_repo_root
 from .internal import DEBUG_ENV, debugging, describe
-from .reporoot import find_repo_root
 
 ACTION_DESTINATIONS = ("upgrade_action", "mig_action", "action")  # the subcommands' own subcommands
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 def _recover_first(args: argparse.Namespace) -> int:
     """A writing command finishes an interrupted edit before its own; any other command reports it and stops
     (exit 2: validating half an edit would judge a tree nobody wrote). Cheap without a journal: one lstat."""
-    from . import transaction
+    from .infra import transaction
 
     repo = getattr(args, "repo", None)
     if repo is None or not transaction.interrupted(repo):

@@ -17,8 +17,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from . import repopath, transaction
 from .errors import ToolError
+from .infra import repopath, transaction
 
 
 def _yaml(sequence: int = 4, offset: int = 2) -> YAML:

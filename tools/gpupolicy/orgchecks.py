@@ -31,14 +31,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import cel, repopath
+from .domain import cel
 from .findings import Finding, Location, Severity, at
+from .infra import repopath
+from .infra.schema.check import validate_repo_file
+from .infra.yamlload import Document, parse_source
 from .model import Cluster, Fleet, K8sObject
+from .model.selectors import label_selector_matches
 from .rules import Rule
 from .rules import cfg002_invalid_org_rule as cfg002
-from .schema import validate_repo_file
-from .selectors import label_selector_matches
-from .yamlload import Document, parse_source
 
 CHECKS_DIR = "policies/checks"
 KIND = "Check"
@@ -140,7 +141,7 @@ def from_documents(documents: dict[str, list[Document]], taken: set[str]) -> Che
 def of_fleet(fleet: Fleet, taken: set[str]) -> CheckSet:
     """The fleet's checks, once per run: `from_documents` over the loaded documents, or the base's files when the
     run has a base revision (`guardrails.base_of`)."""
-    from . import guardrails
+    from .configure import guardrails
 
     base = guardrails.base_of(fleet)
     if base is not None:
@@ -150,7 +151,7 @@ def of_fleet(fleet: Fleet, taken: set[str]) -> CheckSet:
 
 def read(root: str, taken: set[str]) -> CheckSet:
     """The checks of the repository at `root`, read through the trust boundary (for `gpupolicy rules`)."""
-    from . import guardrails
+    from .configure import guardrails
 
     return read_from(guardrails.WorkingTree(repopath.Reader(root)), taken)
 

@@ -104,7 +104,7 @@ def _snapshot(args: argparse.Namespace):
 
     if args.snapshot:
         return load_snapshot(args.snapshot)
-    from ..audit_live import load_live, save_snapshot
+    from ..audit.live import load_live, save_snapshot
 
     snapshot = load_live(args.context, args.kubeconfig, args.dcgm_url)
     if args.save_snapshot:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cachestore import CacheStore
+from ..infra.cache.store import CacheStore
 from . import COMMANDS
 
 NAME = "cache"
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 def _usage_table(folder, usage: dict[str, tuple[int, int]]) -> str:
     """One line per cache (the render and parse caches always, the rest when they hold something), then the
     total."""
-    from ..cachestore import GRAPH_KIND, PARSE_KIND, RENDER_KIND
+    from ..infra.cache.store import GRAPH_KIND, PARSE_KIND, RENDER_KIND
 
     shown = {kind: counts for kind, counts in usage.items()
              if kind in (RENDER_KIND, PARSE_KIND, GRAPH_KIND) or counts[0]}

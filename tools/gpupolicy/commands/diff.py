@@ -8,8 +8,10 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from .. import diff, gitrev, guardrails, pipeline
-from ..progress import progress_bar
+from .. import diff, pipeline
+from ..configure import guardrails
+from ..infra import gitrev
+from ..infra.progress import progress_bar
 from . import COMMANDS
 
 NAME = "diff"

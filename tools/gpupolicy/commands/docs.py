@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import docsgen, pipeline, repopath, transaction
+from .. import docsgen, pipeline
 from ..audit import load_snapshot
 from ..errors import ToolError
+from ..infra import repopath, transaction
 from . import COMMANDS
 
 NAME = "docs"

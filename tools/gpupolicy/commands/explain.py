@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _workloads(path: Path, repo: Path) -> tuple[list, str]:
-    from .. import repopath, yamlload
-    from ..rules.sec_common import WORKLOAD_KINDS
+    from ..domain.workloads import WORKLOAD_KINDS
+    from ..infra import repopath, yamlload
 
     shown = _shown(path, repo)
     try:

@@ -7,8 +7,8 @@ import json
 import textwrap
 
 from .. import pipeline
-from ..describe import fleet_as_dict
-from ..quotas import GPU_DOMAIN
+from ..domain.describe import fleet_as_dict
+from ..domain.quotas import GPU_DOMAIN
 from . import COMMANDS, FORMAT_HELP
 
 LINE_WIDTH = 110  # a terminal split in two still shows a whole line

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import catalog, yamlload
-from ..mig import LayoutReport, MigConfig, Problem, diagram, evaluate, parse_config
+from ..domain import catalog
+from ..domain.mig import LayoutReport, MigConfig, Problem, diagram, evaluate, parse_config
+from ..infra import yamlload
 from . import COMMANDS, FORMAT_HELP
 
 NAME = "mig"

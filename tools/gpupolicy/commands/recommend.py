@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .. import repopath
+from ..infra import repopath
 from . import COMMANDS, FORMAT_HELP
 
 NAME = "recommend"
@@ -87,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace, out: Path) -> int:
+    from ..infra.transaction import write_files
     from ..recommend import edits, executors, plot, record, space, targets
     from ..recommend.search import search, simplify
     from ..simulate.policy import baseline, from_cluster
-    from ..transaction import write_files
     from ._fleet import fleet_and_cluster
 
     # the whole fleet: the examples under docs/examples/ say which MIG profiles a layout must keep
@@ -141,7 +141,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
 def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
     """Why --apply must not write these files (some have uncommitted changes, which it would overwrite), or None;
     --force writes them anyway."""
-    from .. import gitrev
+    from ..infra import gitrev
 
     if args.force or not texts:
         return None

@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import kustomize
-from ..cachestore import CacheStore
 from ..errors import ToolError
-from ..sources import cluster_names
+from ..infra.cache.store import CacheStore
+from ..pipeline.render import kustomize
+from ..pipeline.sources import cluster_names
 from . import COMMANDS
 
 NAME = "render"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import report, shards
+from .. import report
+from ..pipeline import shards
 from . import COMMANDS
 
 NAME = "report"

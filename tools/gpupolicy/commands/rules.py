@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import orgchecks
 from ..errors import ToolError
-from ..reporoot import find_repo_root
+from ..infra.reporoot import find_repo_root
 from ..rules import Rule, all_rules
 from . import COMMANDS, FORMAT_HELP
 

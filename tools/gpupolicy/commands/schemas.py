@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import crd, repopath
 from ..errors import ToolError
+from ..infra import repopath
+from ..infra.schema import crd
 from ..pipeline import IMPORTED_SCHEMAS
 from . import COMMANDS
 

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
-from .. import repopath
+from ..infra import repopath
 from . import COMMANDS, FORMAT_HELP
 from ._fleet import DEFAULT_TRACES, fleet_and_cluster, traces_folder
 
@@ -87,13 +87,13 @@ def _mapping(items: list[str]) -> dict[str, str] | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToolError
+    from ..infra.transaction import write_files
     from ..simulate import compare
     from ..simulate.busy import startup_checks
     from ..simulate.failures import parse_failures
     from ..simulate.report import comparison_rows, markdown_table, plot_images, render_markdown, summary_rows
     from ..simulate.traces import TraceError, read_trace
     from ..simulate.verdict import DEFAULT_WORSE_BY, verdict_lines, worse_metrics
-    from ..transaction import write_files
 
     mapping = _mapping(args.map)
     if mapping is None:

@@ -33,14 +33,17 @@ from typing import Any
 
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import approvals, gates, gitrev, pipeline, promclient, repopath, upgrades
-from ..build import origin_path
+from .. import pipeline
 from ..editing import Editor, same_style
 from ..errors import ToolError
 from ..findings import Finding, Severity
+from ..infra import gitrev, repopath
 from ..internal import DEBUG_ENV, crashes
 from ..model import Fleet, K8sObject
-from ..upgrades import Plan, PlanSet, Stage, Unit
+from ..pipeline.build import origin_path
+from ..upgrade import approvals, gates, promclient
+from ..upgrade import plans as upgrades
+from ..upgrade.plans import Plan, PlanSet, Stage, Unit
 from . import COMMANDS, FORMAT_HELP
 
 NAME = "upgrade"

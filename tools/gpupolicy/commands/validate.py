@@ -6,12 +6,16 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from .. import guardrails, incremental, kustomize, pipeline, repopath, report, shards
-from ..cachestore import CacheStore
+from .. import pipeline, report
+from ..configure import guardrails
 from ..errors import ToolError
+from ..infra import repopath
+from ..infra.cache.store import CacheStore
+from ..infra.progress import progress_bar
 from ..internal import crash_finding
 from ..model import Fleet
-from ..progress import progress_bar
+from ..pipeline import incremental, shards
+from ..pipeline.render import kustomize
 from . import COMMANDS
 
 NAME = "validate"

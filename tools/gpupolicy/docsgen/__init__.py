@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import repopath, transaction
 from ..audit import Snapshot
-from ..build import overlay_file
 from ..errors import ToolError
-from ..kustomize import KUSTOMIZATION_NAMES
+from ..infra import repopath, transaction
 from ..model import Fleet, K8sObject
+from ..pipeline.build import overlay_file
+from ..pipeline.render.kustomize import KUSTOMIZATION_NAMES
 
 GENERATED_DIR = "docs/generated"
 CONFIG_DIRS = ("clusters", "pools", "policies")

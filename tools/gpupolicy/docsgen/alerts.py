@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import observability
+from ..domain import observability
 from . import Context, table
 
 

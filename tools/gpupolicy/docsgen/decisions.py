@@ -1,13 +1,13 @@
 """The decision log's index: every record with its number, title, status, date and the paths it affects.
 
-Generated from the records' front matter (see `gpupolicy.decisions`), so a new or superseded record shows up
+Generated from the records' front matter (see `gpupolicy.domain.decisions`), so a new or superseded record shows up
 in the index without anyone editing a list; `gpupolicy docs --check` fails until the index is regenerated.
 """
 
 from __future__ import annotations
 
-from .. import decisions
-from ..decisions import Decision
+from ..domain import decisions
+from ..domain.decisions import Decision
 from . import Context, table
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from .. import workpath
-from ..rules.sec_common import workloads
+from ..domain.workloads import workloads
 from ..workpath import matrix
 from . import Context, table
 

@@ -7,7 +7,7 @@ The page shows no "days left": it would change every day. It needs none: an expi
 
 from __future__ import annotations
 
-from ..waivers import EXCEPTIONS_FILE, Waiver, waivers_of
+from ..domain.waivers import EXCEPTIONS_FILE, Waiver, waivers_of
 from . import Context, table
 
 

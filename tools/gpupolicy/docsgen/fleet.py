@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .. import audit, quotas
+from .. import audit
+from ..domain import quotas
 from ..model import Cluster, ClusterQueue, Pool, selects
 from . import Context, table
 from .quotas import amount_text

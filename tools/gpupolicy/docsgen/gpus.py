@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .. import catalog
-from ..catalog import GPUModel, MigProfile
+from ..domain import catalog
+from ..domain.catalog import GPUModel, MigProfile
 from . import Context, table
 
 # What the device plugin offers on any GPU it serves (NVIDIA/k8s-device-plugin config: `sharing.timeSlicing`,
@@ -18,7 +18,7 @@ EVERY_GPU_SHARING = "time-slicing or MPS"
 def pages(context: Context) -> dict[str, str]:
     text = context.header("GPU catalog")
     text += ("The GPU models a pool can declare in `pool.yaml` (`spec.gpu.model`), from the toolkit's catalog "
-             "(`tools/gpupolicy/catalog.py`, where each fact cites its public source). A model missing here is "
+             "(`tools/gpupolicy/domain/catalog.py`, where each fact cites its public source). A model missing here is "
              "added to the catalog first ([how](../development/architecture.md#how-to-add)).\n\n")
     text += table(["model (`gpu.model`)", "architecture", "memory", "driver at least", "MIG", "pools"],
                   [_summary_row(context, model) for model in catalog.GPUS.values()])

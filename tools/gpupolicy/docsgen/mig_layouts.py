@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from .. import catalog, mig
+from ..domain import catalog, mig
 from ..model import Cluster, Pool
 from . import Context
 

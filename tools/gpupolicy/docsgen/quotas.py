@@ -4,7 +4,7 @@ add up the quota of each column and set it against what the pools expose."""
 
 from __future__ import annotations
 
-from .. import quotas
+from ..domain import quotas
 from ..model import Cluster, ClusterQueue, Pool, ResourceQuota
 from . import Context, table
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from .. import repopath
 from ..errors import ToolError
+from ..infra import repopath
 from ..recommend.record import RECORD_DIR, SUMMARY_KEYS, summary_from
 from ..recommend.targets import target_rows
 from ..simulate.report import summary_rows

@@ -5,7 +5,8 @@ fails when one does not."""
 
 from __future__ import annotations
 
-from .. import observability, oncall
+from ..domain import observability
+from ..domain.observability import oncall
 from . import Context
 
 FOLDER = "runbooks"

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from .. import catalog, upgrades
+from ..domain import catalog
 from ..model import Fleet
-from ..upgrades import Plan, PlanSet
+from ..upgrade import plans as upgrades
+from ..upgrade.plans import Plan, PlanSet
 from . import Context, table
 
 PAGE = "upgrades.md"

@@ -35,16 +35,16 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
 
-from .. import repopath
-from ..commands.upgrade import Editor, same_style
+from ..domain.quantity import QuantityError, parse_quantity
+from ..domain.queues import namespace_labels, queues_selecting
+from ..domain.quotas import admissible, flavors_of, is_gpu_resource
+from ..domain.startupcheck import table_fields, table_with
+from ..editing import Editor, same_style
 from ..errors import ToolError
 from ..findings import Severity
+from ..infra import repopath
+from ..infra.transaction import write_files
 from ..model import PRODUCT_LABEL, Cluster, Fleet
-from ..quantity import QuantityError, parse_quantity
-from ..quotas import admissible, flavors_of, is_gpu_resource
-from ..rules.cap_common import namespace_labels, queues_selecting
-from ..startupcheck import table_fields, table_with
-from ..transaction import write_files
 from . import layout_edits, sharing
 from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 

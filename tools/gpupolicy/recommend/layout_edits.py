@@ -23,11 +23,11 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import catalog
-from ..commands.upgrade import same_style
+from ..domain import catalog
+from ..domain.quotas import flavors_of
+from ..editing import same_style
 from ..errors import ToolError
 from ..model import MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, Cluster, K8sObject, Pool
-from ..quotas import flavors_of
 from . import layouts
 
 FIELDS = (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))

@@ -39,8 +39,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .. import capacity, catalog, mig
-from ..capacity import pool_capacity
+from ..domain import capacity, catalog, mig
+from ..domain.capacity import pool_capacity
+from ..domain.quotas import flavors_of
+from ..domain.workloads import containers, gpu_resources, pod_specs, workloads
 from ..findings import Location
 from ..model import (
     MIG_CONFIG_LABEL,
@@ -53,8 +55,6 @@ from ..model import (
     ResourceGroup,
 )
 from ..model import ResourceQuota as Quota
-from ..quotas import flavors_of
-from ..rules.sec_common import containers, gpu_resources, pod_specs, workloads
 
 LAYOUT = "layout"
 LIMITS = ("borrowing_limit", "lending_limit")

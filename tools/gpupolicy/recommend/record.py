@@ -11,10 +11,10 @@ import json
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from .. import repopath
 from ..errors import ToolError
+from ..infra import repopath
+from ..infra.transaction import write_files
 from ..simulate.metrics import Summary, WaitStats
-from ..transaction import write_files
 
 RECORD_DIR = "docs/recommendations"
 SUMMARY_KEYS = ("baseline", "repository", "recommended")

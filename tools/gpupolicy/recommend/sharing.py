@@ -33,12 +33,12 @@ from io import StringIO
 
 from ruamel.yaml.comments import CommentedMap
 
-from .. import catalog
-from ..commands.upgrade import same_style
-from ..limits import MAX_TIME_SLICING_REPLICAS
+from ..domain import catalog
+from ..domain.startupcheck import line_family, table_fields
+from ..editing import same_style
+from ..infra.limits import MAX_TIME_SLICING_REPLICAS
 from ..model import PRODUCT_LABEL, Cluster, Flavor, Fleet, Pool, StartupCheck
 from ..simulate.policy import from_cluster, pool_classes
-from ..startupcheck import line_family, table_fields
 
 EXCLUSIVE, TIME_SLICED = "exclusive", "time-sliced"
 SWITCHABLE_MODES = (EXCLUSIVE, TIME_SLICED)

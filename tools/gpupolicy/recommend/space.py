@@ -37,8 +37,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..domain.quotas import flavor_capacity, flavors_of, is_gpu_resource, nominal_per_pool, pool_of
 from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
-from ..quotas import flavor_capacity, flavors_of, is_gpu_resource, nominal_per_pool, pool_of
 from ..simulate.policy import SimPolicy, from_cluster
 from . import layouts, sharing
 from .layouts import LAYOUT, whole_quota

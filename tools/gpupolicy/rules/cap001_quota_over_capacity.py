@@ -29,10 +29,10 @@ their cohort), or add nodes to the pool in `pool.yaml`.
 
 from collections.abc import Iterator
 
+from ..domain.queues import number
+from ..domain.quotas import QuotaEntry, nominal_per_pool, pool_of
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from ..quotas import QuotaEntry, nominal_per_pool, pool_of
-from .cap_common import number
 
 ID = "CAP001"
 SEVERITY = Severity.ERROR

@@ -23,10 +23,10 @@ pool's layout. A zero quota (kept for a resource group shared with another flavo
 
 from collections.abc import Iterator
 
+from ..domain.queues import number
+from ..domain.quotas import capacity_known, is_gpu_resource, pool_of, quota_entries
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from ..quotas import capacity_known, is_gpu_resource, pool_of, quota_entries
-from .cap_common import number
 
 ID = "CAP002"
 SEVERITY = Severity.ERROR

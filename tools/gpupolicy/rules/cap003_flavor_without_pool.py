@@ -25,9 +25,9 @@ purpose (decision 0029), and WL013 checks that it stays away from GPUs.
 
 from collections.abc import Iterator
 
+from ..domain.quotas import is_gpu_resource, quota_entries
 from ..findings import Finding, Severity, at
 from ..model import POOL_LABEL, Cluster, Flavor, Fleet
-from ..quotas import is_gpu_resource, quota_entries
 
 ID = "CAP003"
 SEVERITY = Severity.ERROR

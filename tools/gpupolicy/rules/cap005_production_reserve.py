@@ -30,10 +30,10 @@ cohort), or add nodes (in another zone) to the pool.
 from collections import defaultdict
 from collections.abc import Iterator
 
+from ..domain.queues import number
+from ..domain.quotas import QuotaEntry, capacity_known, is_gpu_resource, pool_of, queue_entries
 from ..findings import Finding, Severity, at
 from ..model import Fleet, Pool
-from ..quotas import QuotaEntry, capacity_known, is_gpu_resource, pool_of, queue_entries
-from .cap_common import number
 
 ID = "CAP005"
 SEVERITY = Severity.ERROR

@@ -24,9 +24,9 @@ Correct the name, or add the missing ResourceFlavor / Cohort to the cluster's ov
 
 from collections.abc import Iterator
 
+from ..domain.queues import group_owners
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .cap_common import group_owners
 
 ID = "CAP006"
 SEVERITY = Severity.ERROR

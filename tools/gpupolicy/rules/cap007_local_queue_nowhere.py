@@ -20,9 +20,9 @@ Name an existing ClusterQueue whose `namespaceSelector` matches the namespace's 
 
 from collections.abc import Iterator
 
+from ..domain.queues import namespace_labels, selector_matches
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, LocalQueue
-from .cap_common import namespace_labels, selector_matches
 
 ID = "CAP007"
 SEVERITY = Severity.ERROR

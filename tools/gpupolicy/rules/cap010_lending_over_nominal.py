@@ -19,10 +19,10 @@ Set `lendingLimit` at or below `nominalQuota` (omit it to lend everything unused
 
 from collections.abc import Iterator
 
+from ..domain.queues import number
+from ..domain.quotas import quota_entries
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from ..quotas import quota_entries
-from .cap_common import number
 
 ID = "CAP010"
 SEVERITY = Severity.ERROR

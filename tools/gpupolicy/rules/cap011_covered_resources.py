@@ -22,9 +22,9 @@ resource the flavor should not provide).
 
 from collections.abc import Iterator
 
+from ..domain.queues import group_owners
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .cap_common import group_owners
 
 ID = "CAP011"
 SEVERITY = Severity.ERROR

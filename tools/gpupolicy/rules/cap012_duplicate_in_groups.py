@@ -20,9 +20,9 @@ Put every flavor that provides a resource in the one group that covers it (flavo
 
 from collections.abc import Iterator
 
+from ..domain.queues import group_owners
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .cap_common import group_owners
 
 ID = "CAP012"
 SEVERITY = Severity.ERROR

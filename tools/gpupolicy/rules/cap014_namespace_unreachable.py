@@ -21,9 +21,9 @@ Fix the namespace label or the ClusterQueue's `namespaceSelector` (matchLabels a
 
 from collections.abc import Iterator
 
+from ..domain.queues import namespace_labels, queues_selecting
 from ..findings import Finding, Severity, at
 from ..model import TEAM_LABEL, Fleet
-from .cap_common import namespace_labels, queues_selecting
 
 ID = "CAP014"
 SEVERITY = Severity.WARNING

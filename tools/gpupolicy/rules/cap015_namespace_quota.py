@@ -27,11 +27,11 @@ Set the namespace's `requests.<resource>` at least to what its queues can admit,
 from collections.abc import Iterator
 from decimal import Decimal
 
+from ..domain.quantity import QuantityError, parse_quantity
+from ..domain.queues import namespace_labels, number, queues_selecting
+from ..domain.quotas import admissible, is_gpu_resource
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, Namespace, NamespaceQuota
-from ..quantity import QuantityError, parse_quantity
-from ..quotas import admissible, is_gpu_resource
-from .cap_common import namespace_labels, number, queues_selecting
 
 ID = "CAP015"
 SEVERITY = Severity.ERROR

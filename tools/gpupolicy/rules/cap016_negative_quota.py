@@ -24,10 +24,10 @@ Use zero or a positive amount below 2^63; to take a team off a flavor, set its n
 
 from collections.abc import Iterator
 
+from ..domain.quantity import QuantityError, QuantityRangeError, parse_quantity
+from ..domain.queues import core_objects, hard_amounts, quota_owners, raw_quota_fields
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
-from ..quantity import QuantityError, QuantityRangeError, parse_quantity
-from .cap_common import core_objects, hard_amounts, quota_owners, raw_quota_fields
 
 ID = "CAP016"
 SEVERITY = Severity.ERROR

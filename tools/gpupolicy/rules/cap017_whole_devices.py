@@ -34,11 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.quantity import count_problem, counted_resource, has_binary_suffix, is_extended_resource
+from ..domain.queues import core_objects, hard_amounts, quota_owners, raw_quota_fields
+from ..domain.workloads import Workload, containers, pod_specs, workloads
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
-from ..quantity import count_problem, counted_resource, has_binary_suffix, is_extended_resource
-from .cap_common import core_objects, hard_amounts, quota_owners, raw_quota_fields
-from .sec_common import Workload, containers, pod_specs, workloads
 
 ID = "CAP017"
 SEVERITY = Severity.ERROR

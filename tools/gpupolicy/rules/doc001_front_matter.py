@@ -34,7 +34,7 @@ import datetime
 import re
 from collections.abc import Iterator
 
-from ..decisions import STATUSES, Decision
+from ..domain.decisions import STATUSES, Decision
 from ..findings import Finding, Severity
 from ..model import Fleet
 from .doc_common import decision_log

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-from ..decisions import GLOB_CHARACTERS, Decision, fleet_instance
+from ..domain.decisions import GLOB_CHARACTERS, Decision, fleet_instance
 from ..findings import Finding, Severity
 from ..model import Fleet
 from .doc_common import decision_log

@@ -38,7 +38,7 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-from ..decisions import SUPERSEDED_BY, Decision
+from ..domain.decisions import SUPERSEDED_BY, Decision
 from ..findings import Finding, Severity
 from ..model import Fleet
 from .doc_common import decision_log

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..decisions import RECORD_NAME, Decision
+from ..domain.decisions import RECORD_NAME, Decision
 from ..findings import Finding, Severity
 from ..model import Fleet
 from .doc_common import decision_log

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..decisions import Decision
+from ..domain.decisions import Decision
 from ..model import Fleet
 
 

@@ -34,9 +34,9 @@ Give every exception `rule`, one selector (`path` or `object`), `reason`, `owner
 
 from collections.abc import Iterator
 
+from ..domain.waivers import waivers_of
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..waivers import waivers_of
 
 ID = "EXC001"
 SEVERITY = Severity.ERROR

@@ -22,10 +22,10 @@ Fix the finding and delete the exception; or, when the reason still holds, revie
 
 from collections.abc import Iterator
 
-from .. import waivers
+from ..domain import waivers
+from ..domain.waivers import waivers_of
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..waivers import waivers_of
 
 ID = "EXC002"
 SEVERITY = Severity.ERROR

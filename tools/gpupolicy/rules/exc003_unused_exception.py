@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..findings import Finding, Severity
 
 if TYPE_CHECKING:  # a stage rule imports nothing but findings at run time: the stages import it
-    from ..waivers import Waiver
+    from ..domain.waivers import Waiver
 
 ID = "EXC003"
 SEVERITY = Severity.WARNING

@@ -34,9 +34,9 @@ Select the findings' own folder or file, set an expiry within 90 days, and name 
 
 from collections.abc import Iterator
 
+from ..domain.waivers import waivers_of
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..waivers import waivers_of
 
 ID = "EXC004"
 SEVERITY = Severity.ERROR

@@ -23,9 +23,9 @@ record the real source file of every object.
 
 from collections.abc import Iterator
 
-from .. import repopath
+from ..domain.kustomization import ORIGIN_ANNOTATION, overlay_file
 from ..findings import Finding, Severity
-from ..kustomization import ORIGIN_ANNOTATION, overlay_file
+from ..infra import repopath
 from ..model import Fleet, K8sObject
 
 ID = "KUST009"

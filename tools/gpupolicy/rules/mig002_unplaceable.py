@@ -7,7 +7,7 @@ starts only at 0, a `2g` at 0, 2 or 4. So counting compute slices is not enough:
 7 compute slices but needs 9 memory slots. Only one instance may take the media engines (`+me`), and each
 profile has a maximum count per GPU. mig-parted finds out on the
 node, after the merge: the MIG manager marks it `nvidia.com/mig.config.state=failed` and the node keeps its old
-layout (or none). The rule places every instance with the exact solver (`gpupolicy.mig.place`) on the GPU model
+layout (or none). The rule places every instance with the exact solver (`gpupolicy.domain.mig.place`) on the GPU model
 of every pool that selects the layout and on every model its `device-filter` names, and quotes the solver's
 reason.
 

@@ -26,8 +26,8 @@ such as `nvidia.com/mig-1g.10gb`), or give the pool a uniform layout such as `al
 
 from collections.abc import Iterator
 
+from ..domain.mig import layout_devices
 from ..findings import Finding, Severity, at
-from ..mig import layout_devices
 from ..model import Cluster, Fleet, Pool
 from .mig_common import effective_strategy, mig_pools, model_of, pool_layout, pool_location
 

@@ -26,8 +26,8 @@ Set the label to the layout pool.yaml declares, and make sure that layout is in 
 
 from collections.abc import Iterator
 
+from ..domain.mig import per_node_profile_counts
 from ..findings import Finding, Severity, at
-from ..mig import per_node_profile_counts
 from ..model import MIG_CONFIG_LABEL, Cluster, Fleet, Pool
 from .mig_common import layout_entries, mig_config_label, mig_configmap_name, model_of, pool_location
 

@@ -3,7 +3,7 @@
 ## Why it matters
 MIG support arrived per GPU generation: R450 (450.80.02) for A100, R460 for A30, 525.85.12 for H100, 550.90.07
 for H200, 570.133.20 for B200 and GB200 (NVIDIA MIG User Guide, "Deployment Considerations"; the facts are in
-`gpupolicy.catalog`). On an older driver the MIG manager cannot enable MIG mode or create the profiles, the node
+`gpupolicy.domain.catalog`). On an older driver the MIG manager cannot enable MIG mode or create the profiles, the node
 ends in `nvidia.com/mig.config.state=failed`, and every quota on the pool's slices is unusable. The driver is the
 one the `NVIDIADriver` whose `nodeSelector` picks the pool's nodes installs; without one, the ClusterPolicy's
 `driver.version`, or the default driver of the cluster's GPU Operator release. The driver must also be at least
@@ -27,12 +27,12 @@ Move the pool to a driver at least the minimum the finding names, preferably a l
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .. import catalog
-from ..catalog import GPUModel
+from ..domain import catalog
+from ..domain.catalog import GPUModel
+from ..domain.gpu_operator import policy_location, policy_spec, section
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, Fleet, Pool
 from .mig_common import mig_pools, model_of, pool_drivers
-from .operator_common import policy_location, policy_spec, section
 
 ID = "MIG005"
 SEVERITY = Severity.ERROR

@@ -25,10 +25,10 @@ in the GPU Operator values set `mig.strategy` to `mixed` (or `single`), keep `mi
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import policy_location, policy_spec, section
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, Fleet, Pool
 from .mig_common import effective_strategy, is_mig_pool, mig_pools, model_of, pool_location
-from .operator_common import policy_location, policy_spec, section
 
 ID = "MIG006"
 SEVERITY = Severity.ERROR

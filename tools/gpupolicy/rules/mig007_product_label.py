@@ -19,12 +19,12 @@ spec:
 
 ## Fix
 Correct whichever is wrong: `spec.gpu.model` must be the catalog key of the GPU the labelled nodes carry
-(`tools/gpupolicy/catalog.py` lists the product labels of each model).
+(`tools/gpupolicy/domain/catalog.py` lists the product labels of each model).
 """
 
 from collections.abc import Iterator
 
-from .. import catalog
+from ..domain import catalog
 from ..findings import Finding, Severity, at
 from ..model import PRODUCT_LABEL, Fleet
 from .mig_common import model_of, pool_location

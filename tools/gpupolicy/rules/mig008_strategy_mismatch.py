@@ -27,10 +27,10 @@ every MIG pool's pool.yaml.
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import plugin_config_location
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
 from .mig_common import cluster_strategy, effective_strategy, mig_pools, plugin_strategy, pool_location
-from .operator_common import plugin_config_location
 
 ID = "MIG008"
 SEVERITY = Severity.ERROR

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import yaml
 
-from .. import mig
+from ..domain import mig
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, ConfigEntry, Fleet, K8sObject
 from .mig_common import is_config_file, mig_configmap_name

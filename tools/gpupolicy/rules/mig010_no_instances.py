@@ -27,9 +27,9 @@ profile names: `1g.18gb: 7` on an H200), or make the pool an exclusive pool if i
 
 from collections.abc import Iterator
 
-from ..catalog import GPUModel
+from ..domain.catalog import GPUModel
+from ..domain.mig import LayoutEntry, layout_devices
 from ..findings import Finding, Severity, at
-from ..mig import LayoutEntry, layout_devices
 from ..model import Fleet, Pool
 from .mig_common import mig_pools, model_of, pool_layout, pool_location
 

@@ -14,10 +14,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import catalog, mig
-from ..catalog import GPUModel
+from ..domain import catalog, mig
+from ..domain.catalog import GPUModel
+from ..domain.gpu_operator import (
+    plugin_config_location,
+    policy_is_helm_values,
+    policy_location,
+    policy_spec,
+    pool_config,
+    section,
+)
+from ..domain.mig import LayoutEntry
 from ..findings import Location
-from ..mig import LayoutEntry
 from ..model import (
     MIG_CONFIG_LABEL,
     Cluster,
@@ -26,14 +34,6 @@ from ..model import (
     NvidiaDriver,
     Pool,
     selects,
-)
-from .operator_common import (
-    plugin_config_location,
-    policy_is_helm_values,
-    policy_location,
-    policy_spec,
-    pool_config,
-    section,
 )
 
 HELM_DEFAULT_STRATEGY = "single"

@@ -25,9 +25,7 @@ When the site moves, change `site_url` and every `runbook_url` in the same pull 
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..findings import Finding, Severity, at
-from ..model import Fleet, Pages
-from ..observability import (
+from ..domain.observability import (
     RUNBOOK_SECTIONS,
     Alert,
     alerts_of_cluster,
@@ -36,7 +34,9 @@ from ..observability import (
     runbook_page_for_url,
     runbook_url,
 )
-from ..siteconfig import SETTING, SITE_CONFIG, runbook_base
+from ..findings import Finding, Severity, at
+from ..infra.siteconfig import SETTING, SITE_CONFIG, runbook_base
+from ..model import Fleet, Pages
 
 ID = "OBS001"
 SEVERITY = Severity.ERROR

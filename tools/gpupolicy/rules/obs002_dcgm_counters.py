@@ -22,9 +22,7 @@ change the alert to a metric the exporter collects.
 
 from collections.abc import Iterator
 
-from ..findings import Finding, Severity, at
-from ..model import Cluster, Fleet
-from ..observability import (
+from ..domain.observability import (
     DCGM_CONFIGMAP_NAME,
     DCGM_CONFIGMAP_NAMESPACE,
     DCGM_CSV_KEY,
@@ -35,6 +33,8 @@ from ..observability import (
     locate,
     metric_names,
 )
+from ..findings import Finding, Severity, at
+from ..model import Cluster, Fleet
 
 ID = "OBS002"
 SEVERITY = Severity.ERROR

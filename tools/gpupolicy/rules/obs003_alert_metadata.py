@@ -22,9 +22,9 @@ Use `severity: critical | warning | info`, and give every alert both a `summary`
 
 from collections.abc import Iterator
 
+from ..domain.observability import REQUIRED_ANNOTATIONS, SEVERITIES, Alert, alerts_of_cluster, locate
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from ..observability import REQUIRED_ANNOTATIONS, SEVERITIES, Alert, alerts_of_cluster, locate
 
 ID = "OBS003"
 SEVERITY = Severity.ERROR

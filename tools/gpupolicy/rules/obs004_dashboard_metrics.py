@@ -5,7 +5,7 @@ A panel on a metric nobody exports shows "No data", and on-call reads that as "n
 DCGM field is not enabled in the counters file, when a Kueue metric needs an option that is off, or after a
 typo or a metric rename upstream. The metrics that exist are: the DCGM fields enabled in ConfigMap
 `gpu-operator/dcgm-metrics`, the documented kube-state-metrics, Kueue, GPU Operator and Prometheus metrics
-(`DOCUMENTED_METRICS` in `gpupolicy.observability`) and the cluster's recording rules.
+(`DOCUMENTED_METRICS` in `gpupolicy.domain.observability`) and the cluster's recording rules.
 
 ## Bad example
 ```json
@@ -20,9 +20,7 @@ the field in `policies/gpu-operator/dcgm-metrics.csv`, or add the exporter's met
 
 from collections.abc import Iterator
 
-from ..findings import Finding, Severity, at
-from ..model import Cluster, Fleet
-from ..observability import (
+from ..domain.observability import (
     Dashboard,
     cluster_catalog,
     dashboard_queries,
@@ -31,6 +29,8 @@ from ..observability import (
     lookup,
     metric_names,
 )
+from ..findings import Finding, Severity, at
+from ..model import Cluster, Fleet
 
 ID = "OBS004"
 SEVERITY = Severity.ERROR
@@ -60,4 +60,4 @@ def _check_cluster(fleet: Fleet, cluster: Cluster, dashboards: list[Dashboard]) 
                               message=f"{name}, panel {query.panel!r}: no exporter provides {metric}; the panel "
                                       "shows no data",
                               hint="enable it in dcgm-metrics.csv (DCGM), fix the name, or document its exporter "
-                                   "in gpupolicy.observability.DOCUMENTED_METRICS")
+                                   "in gpupolicy.domain.observability.DOCUMENTED_METRICS")

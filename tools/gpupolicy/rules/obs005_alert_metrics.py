@@ -5,7 +5,7 @@ An alert on a metric that does not exist never fires: a typo (`kube_node_status_
 upstream, or a Kueue metric that needs an option turned on. Prometheus accepts the rule without complaint, so the
 gap shows only when the incident it should have caught happens. DCGM metrics are checked against the counters
 file by OBS002; this rule covers every other metric, against the documented exporters (`DOCUMENTED_METRICS` in
-`gpupolicy.observability`) and the cluster's recording rules.
+`gpupolicy.domain.observability`) and the cluster's recording rules.
 
 ## Bad example
 ```yaml
@@ -20,9 +20,16 @@ toolkit does not know yet, add it to `DOCUMENTED_METRICS` with its exporter and 
 
 from collections.abc import Iterator
 
+from ..domain.observability import (
+    alerts_of_cluster,
+    cluster_catalog,
+    is_dcgm_metric,
+    locate,
+    lookup,
+    metric_names,
+)
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from ..observability import alerts_of_cluster, cluster_catalog, is_dcgm_metric, locate, lookup, metric_names
 
 ID = "OBS005"
 SEVERITY = Severity.WARNING
@@ -40,4 +47,4 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 message = f"alert {alert.name} reads {metric}, which no known exporter provides"
                 yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message, **at(where),
                               hint="check the name against the exporter's documentation, or document the "
-                                   "metric in gpupolicy.observability.DOCUMENTED_METRICS")
+                                   "metric in gpupolicy.domain.observability.DOCUMENTED_METRICS")

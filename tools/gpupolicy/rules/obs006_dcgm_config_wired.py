@@ -34,11 +34,11 @@ dcgmExporter:
 from collections.abc import Iterator
 from typing import Any
 
+from ..domain.gpu_operator import policy_location, section
+from ..domain.observability import DCGM_CONFIGMAP_NAME, dcgm_configmap, locate
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from ..observability import DCGM_CONFIGMAP_NAME, dcgm_configmap, locate
-from ..selectors import labels_match
-from .operator_common import policy_location, section
+from ..model.selectors import labels_match
 
 ID = "OBS006"
 SEVERITY = Severity.WARNING

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import observability, oncall
+from ..domain import observability
+from ..domain.observability import oncall
 from ..findings import Finding, Location, Severity, at
 from ..model import Fleet
 

@@ -13,12 +13,12 @@ spec:
 
 ## Fix
 Use a catalog key (`gpupolicy mig check --help` and the catalog page list them), or add the model to
-`tools/gpupolicy/catalog.py` with its public sources.
+`tools/gpupolicy/domain/catalog.py` with its public sources.
 """
 
 from collections.abc import Iterator
 
-from .. import catalog
+from ..domain import catalog
 from ..findings import Finding, Severity, at
 from ..model import Fleet
 

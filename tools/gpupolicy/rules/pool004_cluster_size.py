@@ -21,7 +21,7 @@ Correct the node counts, or split the nodes between clusters.
 from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
-from ..limits import MAX_NODES_PER_CLUSTER
+from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import Fleet
 
 ID = "POOL004"

@@ -19,16 +19,16 @@ spec:
 ```
 
 ## Fix
-Rewrite the pool's line of `policies/startup-check/pools.conf` (`gpupolicy.startupcheck.table_lines` writes the
+Rewrite the pool's line of `policies/startup-check/pools.conf` (`gpupolicy.domain.startupcheck.table_lines` writes the
 table), include `../../startup-check` in every team kustomization, and give pools the check cannot tell apart
 the same `startupCheck` settings.
 """
 
 from collections.abc import Iterator
 
+from ..domain.startupcheck import COLUMNS, CONFIGMAP_NAME, line_family, read_table, table_fields
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject, Pool
-from ..startupcheck import COLUMNS, CONFIGMAP_NAME, line_family, read_table, table_fields
 from .mig_common import model_of
 
 ID = "POOL005"

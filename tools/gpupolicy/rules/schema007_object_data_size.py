@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..findings import Finding, Location, Severity, at
-from ..limits import MAX_OBJECT_DATA_BYTES
+from ..infra.limits import MAX_OBJECT_DATA_BYTES
 from ..model import Fleet, K8sObject
 
 ID = "SCHEMA007"

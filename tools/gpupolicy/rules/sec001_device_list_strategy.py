@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import cdi_enabled, clusters_with_policy, policy_section, strategies
+from ..domain.workloads import env_value, values_location
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .operator_common import cdi_enabled, clusters_with_policy, policy_section, strategies
-from .sec_common import env_value, values_location
 
 ID = "SEC001"
 SEVERITY = Severity.ERROR

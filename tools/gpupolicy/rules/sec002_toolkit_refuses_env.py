@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import clusters_with_policy, policy_section
+from ..domain.workloads import env_value, values_location
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .operator_common import clusters_with_policy, policy_section
-from .sec_common import env_value, values_location
 
 ID = "SEC002"
 SEVERITY = Severity.ERROR

@@ -7,7 +7,7 @@ requesting a GPU squats on a GPU node, `NVIDIA_VISIBLE_DEVICES` picks GPUs behin
 privileged container sees every GPU of the node, and a GPU pod without the GPU startup check starts on a card a
 neighbour already holds (decision 0051). Each cluster must render ValidatingAdmissionPolicies, bound with
 `validationActions: [Deny]`, that refuse all five in team namespaces. The rule does not trust names or labels:
-it evaluates the cluster's rendered policies and bindings (CEL, see `gpupolicy.cel`) on one probe pod per
+it evaluates the cluster's rendered policies and bindings (CEL, see `gpupolicy.domain.cel`) on one probe pod per
 purpose, in every team namespace of the cluster, and reports every probe that would be admitted. Policies are
 labelled `gpupolicy.io/admission-policy: <purpose>` by convention; the purposes are `gpu-requires-queue`,
 `no-gpu-toleration-without-request`, `no-visible-devices-env`, `no-privileged-gpu` and `gpu-startup-check`.
@@ -30,11 +30,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from .. import cel
-from ..admission import chain_of
+from ..domain import cel
+from ..domain.admission import chain_of
+from ..domain.startupcheck import with_check
 from ..findings import Finding, Severity, at
 from ..model import QUEUE_LABEL, TEAM_LABEL, Cluster, Fleet
-from ..startupcheck import with_check
 
 ID = "SEC003"
 SEVERITY = Severity.ERROR

@@ -23,9 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.workloads import (
+    HARMLESS_VISIBLE_DEVICES,
+    VISIBLE_DEVICES,
+    containers,
+    env_list,
+    pod_specs,
+    workloads,
+)
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .sec_common import HARMLESS_VISIBLE_DEVICES, VISIBLE_DEVICES, containers, env_list, pod_specs, workloads
 
 ID = "SEC004"
 SEVERITY = Severity.ERROR

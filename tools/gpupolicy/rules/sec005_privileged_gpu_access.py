@@ -26,9 +26,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 
+from ..domain.workloads import Workload, containers, pod_specs, workloads
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .sec_common import Workload, containers, pod_specs, workloads
 
 ID = "SEC005"
 SEVERITY = Severity.ERROR

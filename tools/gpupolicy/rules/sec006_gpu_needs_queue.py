@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.workloads import pod_specs, requests_gpu, workloads
 from ..findings import Finding, Severity, at
 from ..model import QUEUE_LABEL, Fleet
-from .sec_common import pod_specs, requests_gpu, workloads
 
 ID = "SEC006"
 SEVERITY = Severity.ERROR

@@ -23,9 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.workloads import (
+    BUILTIN_PRIORITY_CLASSES,
+    WORKLOAD_PRIORITY_LABEL,
+    Workload,
+    pod_specs,
+    workloads,
+)
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .sec_common import BUILTIN_PRIORITY_CLASSES, WORKLOAD_PRIORITY_LABEL, Workload, pod_specs, workloads
 
 ID = "SEC008"
 SEVERITY = Severity.ERROR

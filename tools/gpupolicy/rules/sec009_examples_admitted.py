@@ -3,7 +3,7 @@
 ## Why it matters
 Teams start from the examples. If the cluster's own ValidatingAdmissionPolicies deny an example (or the pods its
 controller creates), the documentation teaches a manifest that fails with a cryptic admission error. The rule
-evaluates every rendered, Deny-bound policy of every cluster with CEL (`gpupolicy.cel`) against each example
+evaluates every rendered, Deny-bound policy of every cluster with CEL (`gpupolicy.domain.cel`) against each example
 and each pod its controller would create (template labels, the example's namespace), and reports each denial
 with the policy's message.
 
@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import cel
-from ..admission import chain_of
+from ..domain import cel
+from ..domain.admission import chain_of
+from ..domain.workloads import workloads
 from ..findings import Finding, Severity, at
 from ..model import Fleet
 from .sec003_admission_policies import team_namespace
-from .sec_common import workloads
 
 ID = "SEC009"
 SEVERITY = Severity.ERROR

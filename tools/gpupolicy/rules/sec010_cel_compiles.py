@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import cel
+from ..domain import cel
 from ..findings import Finding, Severity, at
 from ..model import Fleet
 

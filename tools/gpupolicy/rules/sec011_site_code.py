@@ -4,7 +4,7 @@
 MkDocs executes every file under `hooks:` and imports every plugin, Markdown extension and `!!python/name:` tag
 its config names. A pull request that adds one runs its own code on the machine that builds the site (`make
 docs`, the site test in CI), with whatever that job holds. The site's config may name only the toolkit's hook
-(`tools/gpupolicy/docsgen/site_hooks.py`) and the plugins and extensions `gpupolicy.sitetrust` allows
+(`tools/gpupolicy/docsgen/site_hooks.py`) and the plugins and extensions `gpupolicy.infra.sitetrust` allows
 (decision 0061); `make docs` refuses to build a site that names anything else.
 
 ## Bad example
@@ -16,17 +16,17 @@ hooks:
 
 ## Fix
 Remove the entry. A new hook or plugin is a toolkit change: add it to the allowlist in
-`tools/gpupolicy/sitetrust.py` in a reviewed toolkit pull request, so it takes effect from the base branch.
+`tools/gpupolicy/infra/sitetrust.py` in a reviewed toolkit pull request, so it takes effect from the base branch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import sitetrust
 from ..findings import Finding, Severity
+from ..infra import sitetrust
+from ..infra.siteconfig import SITE_CONFIG
 from ..model import Fleet
-from ..siteconfig import SITE_CONFIG
 
 ID = "SEC011"
 SEVERITY = Severity.ERROR
@@ -37,4 +37,4 @@ FLEET_LEVEL = True
 def check(fleet: Fleet) -> Iterator[Finding]:
     for problem in sitetrust.repository_problems(fleet.root):
         yield Finding(rule=ID, severity=SEVERITY, cluster="", message=problem, path=SITE_CONFIG, line=0,
-                      hint="remove it; a new hook or plugin belongs in the toolkit's allowlist (gpupolicy.sitetrust)")
+                      hint="remove it; a new hook or plugin belongs in the toolkit's allowlist (gpupolicy.infra.sitetrust)")

@@ -22,9 +22,9 @@ Use `replicas: 2` or more, or drop the `sharing` block (and declare the pool `ex
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import plugin_config_location
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .operator_common import plugin_config_location
 from .share_common import SHARING_KINDS, configs, shared_resources
 
 ID = "SHARE001"

@@ -21,9 +21,9 @@ only). Put pools with different needs in different device-plugin configs.
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import plugin_config_location
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .operator_common import plugin_config_location
 from .share_common import configs, uses
 
 ID = "SHARE002"

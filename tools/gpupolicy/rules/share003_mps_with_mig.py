@@ -21,9 +21,9 @@ give each client its own MIG instance.
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import plugin_config_location, pool_config, pool_config_key, section
 from ..findings import Finding, Severity, at
 from ..model import DEVICE_PLUGIN_CONFIG_LABEL, Fleet
-from .operator_common import plugin_config_location, pool_config, pool_config_key, section
 from .share_common import configs, uses
 
 ID = "SHARE003"

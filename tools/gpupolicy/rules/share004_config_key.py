@@ -19,9 +19,9 @@ Name a key the ConfigMap has: the pool component's configMapGenerator entry `<ke
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import default_config_key, policy_location
 from ..findings import Finding, Severity, at
 from ..model import DEVICE_PLUGIN_CONFIG_LABEL, Cluster, Fleet
-from .operator_common import default_config_key, policy_location
 
 ID = "SHARE004"
 SEVERITY = Severity.ERROR

@@ -27,9 +27,9 @@ no sharing block in the config of a pool declared without sharing.
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import plugin_config_location, pool_config, pool_config_key
 from ..findings import Finding, Severity, at
 from ..model import GPU_RESOURCE, Cluster, ConfigEntry, Fleet, Pool
-from .operator_common import plugin_config_location, pool_config, pool_config_key
 from .share_common import SHARING_KINDS, shared_resources, sharing
 
 ID = "SHARE005"

@@ -24,9 +24,9 @@ sharing:
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import plugin_config_location
 from ..findings import Finding, Severity, at
 from ..model import Fleet
-from .operator_common import plugin_config_location
 from .share_common import configs, sharing
 
 ID = "SHARE006"

@@ -26,15 +26,15 @@ Use one strategy everywhere: ClusterPolicy (`mig.strategy` in the operator value
 
 from collections.abc import Iterator
 
-from ..findings import Finding, Severity, at
-from ..model import Cluster, Fleet
-from .operator_common import (
+from ..domain.gpu_operator import (
     plugin_config_location,
     policy_is_helm_values,
     policy_location,
     pool_config,
     section,
 )
+from ..findings import Finding, Severity, at
+from ..model import Cluster, Fleet
 from .share_common import configs
 
 ID = "SHARE007"

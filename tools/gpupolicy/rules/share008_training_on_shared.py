@@ -28,10 +28,10 @@ intended. A flavor with zero quota and no borrowing is not reported.
 
 from collections.abc import Iterator
 
+from ..domain.queues import shared_pool
+from ..domain.quotas import QuotaEntry, is_gpu_resource, pool_of, queue_entries
 from ..findings import Finding, Severity, at
 from ..model import ALLOW_SHARED_TRAINING, WORKLOAD_LABEL, ClusterQueue, Fleet
-from ..quotas import QuotaEntry, is_gpu_resource, pool_of, queue_entries
-from .cap_common import shared_pool
 
 ID = "SHARE008"
 SEVERITY = Severity.ERROR

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.gpu_operator import section
 from ..model import Cluster, ConfigEntry
-from .operator_common import section
 
 SHARING_KINDS = ("timeSlicing", "mps")
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import plans_of
+from ..upgrade.plans import plans_of
 
 ID = "UPG001"
 SEVERITY = Severity.ERROR

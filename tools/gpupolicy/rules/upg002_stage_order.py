@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import PHASES, Plan, environment_of, plans_of, stage_units
+from ..upgrade.plans import PHASES, Plan, environment_of, plans_of, stage_units
 
 ID = "UPG002"
 SEVERITY = Severity.ERROR

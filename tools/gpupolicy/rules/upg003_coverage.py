@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import (
+from ..upgrade.plans import (
     Plan,
     all_units,
     drivers_of_pool,

@@ -5,7 +5,7 @@ Each GPU architecture has a first driver that knows it, MIG has its own minimum 
 R525 >= 525.85.12, H200 R550 >= 550.90.07, B200 R570 >= 570.133.20), and Blackwell GPUs run only the open
 kernel modules. A driver below the minimum does not load on the node: the GPUs vanish from the pool in the
 middle of a rollout. The rollback target must run them too, or rolling back breaks the pool a second time.
-The minimums come from the GPU catalog (`tools/gpupolicy/catalog.py`).
+The minimums come from the GPU catalog (`tools/gpupolicy/domain/catalog.py`).
 
 ## Bad example
 ```yaml
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, drivers_of_pool, gpu_support_problems, plans_of, stage_units, unit_location
+from ..upgrade.plans import Plan, drivers_of_pool, gpu_support_problems, plans_of, stage_units, unit_location
 
 ID = "UPG004"
 SEVERITY = Severity.ERROR

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, cuda_problems, plans_of, stage_units, teams_on_pool
+from ..upgrade.plans import Plan, cuda_problems, plans_of, stage_units, teams_on_pool
 
 ID = "UPG005"
 SEVERITY = Severity.ERROR

@@ -23,10 +23,10 @@ or finish the rollout before the end of life.
 
 from collections.abc import Iterator
 
-from .. import catalog
+from ..domain import catalog
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import plans_of
+from ..upgrade.plans import plans_of
 
 ID = "UPG006"
 SEVERITY = Severity.ERROR

@@ -24,10 +24,10 @@ the driver) first with its own plan.
 
 from collections.abc import Iterator
 
-from .. import catalog
+from ..domain import catalog
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, clusters_by_stage, drivers_of_pool, plans_of, stage_units
+from ..upgrade.plans import Plan, clusters_by_stage, drivers_of_pool, plans_of, stage_units
 
 ID = "UPG007"
 SEVERITY = Severity.ERROR

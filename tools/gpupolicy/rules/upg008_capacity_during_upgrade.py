@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Unit, drain_moments, drivers_of_pool, plans_of, unit_location
+from ..upgrade.plans import Unit, drain_moments, drivers_of_pool, plans_of, unit_location
 
 ID = "UPG008"
 SEVERITY = Severity.ERROR

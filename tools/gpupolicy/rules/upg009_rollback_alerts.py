@@ -21,10 +21,10 @@ alert with its runbook first.
 
 from collections.abc import Iterator
 
+from ..domain.observability import alerts_of_cluster
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..observability import alerts_of_cluster
-from ..upgrades import Plan, plans_of, stage_units
+from ..upgrade.plans import Plan, plans_of, stage_units
 
 ID = "UPG009"
 SEVERITY = Severity.ERROR

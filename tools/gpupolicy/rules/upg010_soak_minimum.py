@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import format_duration, plans_of
+from ..upgrade.plans import format_duration, plans_of
 
 ID = "UPG010"
 SEVERITY = Severity.ERROR

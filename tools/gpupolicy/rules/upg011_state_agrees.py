@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, expected_version, plans_of, stage_units, unit_location, unit_version
+from ..upgrade.plans import Plan, expected_version, plans_of, stage_units, unit_location, unit_version
 
 ID = "UPG011"
 SEVERITY = Severity.ERROR

@@ -32,7 +32,7 @@ from itertools import combinations
 
 from ..findings import Finding, Severity
 from ..model import Cluster, Fleet, NvidiaDriver
-from ..upgrades import is_default, selects
+from ..upgrade.plans import is_default, selects
 
 ID = "UPG012"
 SEVERITY = Severity.ERROR

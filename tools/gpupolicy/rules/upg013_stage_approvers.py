@@ -22,10 +22,10 @@ email; groups list people).
 
 from collections.abc import Iterator
 
-from ..approvals import APPROVERS_FILE
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import plans_of
+from ..upgrade.approvals import APPROVERS_FILE
+from ..upgrade.plans import plans_of
 
 ID = "UPG013"
 SEVERITY = Severity.ERROR

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import chart_installs, chart_pin_path
+from ..upgrade.plans import chart_installs, chart_pin_path
 
 ID = "UPG014"
 SEVERITY = Severity.ERROR

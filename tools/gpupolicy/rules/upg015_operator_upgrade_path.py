@@ -25,10 +25,10 @@ Upgrade one major at a time (a plan per step), and roll back to the release the 
 
 from collections.abc import Iterator
 
-from .. import catalog
+from ..domain import catalog
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, clusters_by_stage, drivers_of_pool, plans_of, stage_units
+from ..upgrade.plans import Plan, clusters_by_stage, drivers_of_pool, plans_of, stage_units
 
 ID = "UPG015"
 SEVERITY = Severity.ERROR

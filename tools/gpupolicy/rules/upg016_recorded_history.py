@@ -25,10 +25,10 @@ Revert the hand edit and let `gpupolicy upgrade promote` record stages when thei
 from collections.abc import Iterator
 from datetime import datetime
 
-from .. import upgrades
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Plan, PlanSet, Stage, format_duration, format_timestamp, plans_of
+from ..upgrade import plans as upgrades
+from ..upgrade.plans import Plan, PlanSet, Stage, format_duration, format_timestamp, plans_of
 
 ID = "UPG016"
 SEVERITY = Severity.ERROR

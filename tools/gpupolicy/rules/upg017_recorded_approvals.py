@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from ..findings import Finding, Severity
 from ..model import Fleet
-from ..upgrades import Approvers, Plan, Stage, plans_of
+from ..upgrade.plans import Approvers, Plan, Stage, plans_of
 
 ID = "UPG017"
 SEVERITY = Severity.ERROR

@@ -58,11 +58,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 
+from ..domain.quantity import QuantityError, parse_quantity
+from ..domain.queues import core_objects
+from ..domain.workloads import is_gpu_resource
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
-from ..quantity import QuantityError, parse_quantity
-from .cap_common import core_objects
-from .sec_common import is_gpu_resource
 
 ID = "WL001"
 SEVERITY = Severity.ERROR

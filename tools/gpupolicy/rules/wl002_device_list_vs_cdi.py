@@ -48,17 +48,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..findings import Finding, Severity, at
-from ..model import Fleet
-from .operator_common import DEVICE_LIST_STRATEGY_ENV as ENV_NAME
-from .operator_common import (
+from ..domain.gpu_operator import DEVICE_LIST_STRATEGY_ENV as ENV_NAME
+from ..domain.gpu_operator import (
     OPERATOR_CDI_STRATEGY,
     cdi_enabled,
     clusters_with_policy,
     policy_section,
     strategies,
 )
-from .sec_common import env_value, values_location
+from ..domain.workloads import env_value, values_location
+from ..findings import Finding, Severity, at
+from ..model import Fleet
 
 ID = "WL002"
 SEVERITY = Severity.ERROR

@@ -69,9 +69,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.observability import locate
 from ..findings import Finding, Severity, at
 from ..model import Fleet, K8sObject
-from ..observability import locate
 
 ID = "WL003"
 SEVERITY = Severity.ERROR

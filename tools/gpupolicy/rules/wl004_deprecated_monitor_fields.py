@@ -47,9 +47,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..domain.observability import locate
 from ..findings import Finding, Severity, at
 from ..model import Fleet, K8sObject
-from ..observability import locate
 
 ID = "WL004"
 SEVERITY = Severity.ERROR

@@ -11,7 +11,7 @@ Every GPU node of a pool carries the taints its `pool.yaml` declares. Two object
 - the **NVIDIADriver** that selects the pool (`spec.nodeSelector`): its `spec.tolerations` go on the driver
   DaemonSet. A taint it does not tolerate means no driver on the pool's nodes, so no device plugin, no GPUs.
 
-Matching is Kubernetes' own (`gpupolicy.tolerations.tolerates`, shared with WL007), `Toleration.ToleratesTaint` (kubernetes/kubernetes
+Matching is Kubernetes' own (`gpupolicy.domain.tolerations.tolerates`, shared with WL007), `Toleration.ToleratesTaint` (kubernetes/kubernetes
 `staging/src/k8s.io/api/core/v1/toleration.go`): an empty toleration effect matches every effect, otherwise the
 effects must be equal; an empty key matches every key (with `Exists`), otherwise the keys must be equal; operator
 `Exists` matches any value, `Equal` (or empty) needs the same value, `Lt`/`Gt` compare the values as integers.
@@ -46,9 +46,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from ..domain.tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..findings import Finding, Severity, at
 from ..model import GPU_RESOURCE, Cluster, Fleet, Pool, Taint, selects
-from ..tolerations import BLOCKING_EFFECTS, show, tolerates
 
 ID = "WL005"
 SEVERITY = Severity.ERROR

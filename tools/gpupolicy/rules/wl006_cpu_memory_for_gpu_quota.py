@@ -40,11 +40,11 @@ from collections.abc import Iterator
 from decimal import Decimal
 from fractions import Fraction
 
-from .. import catalog
+from ..domain import catalog
+from ..domain.queues import number
+from ..domain.quotas import QuotaEntry, is_gpu_resource, pool_of, quota_entries
 from ..findings import Finding, Severity, at
 from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, Cluster, Fleet, Pool
-from ..quotas import QuotaEntry, is_gpu_resource, pool_of, quota_entries
-from .cap_common import number
 
 ID = "WL006"
 SEVERITY = Severity.ERROR

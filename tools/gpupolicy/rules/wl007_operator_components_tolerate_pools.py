@@ -24,7 +24,7 @@ tolerates only `node-role.kubernetes.io/control-plane` and `nvidia.com/gpu`, so 
 in the values replaces the chart's default list (Helm merges maps, not lists).
 
 For every cluster, every `NoSchedule`/`NoExecute` taint of every pool must be tolerated by both lists, with
-Kubernetes' matching (`gpupolicy.tolerations.tolerates`, as WL005). The driver is checked by WL005 when it comes
+Kubernetes' matching (`gpupolicy.domain.tolerations.tolerates`, as WL005). The driver is checked by WL005 when it comes
 from NVIDIADriver objects (their own `spec.tolerations`); with the NVIDIADriver CRD off, the driver DaemonSet is
 an operand and uses `daemonsets.tolerations` like the others.
 
@@ -49,10 +49,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import NFD_WORKER_PATH, Component, operator_components
+from ..domain.tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, Pool, Taint
-from ..tolerations import BLOCKING_EFFECTS, show, tolerates
-from .operator_common import NFD_WORKER_PATH, Component, operator_components
 
 ID = "WL007"
 SEVERITY = Severity.ERROR

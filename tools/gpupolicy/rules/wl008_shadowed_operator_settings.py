@@ -50,9 +50,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.gpu_operator import helm_layers, policy_is_helm_values, section, setting
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
-from .operator_common import helm_layers, policy_is_helm_values, section, setting
 
 ID = "WL008"
 SEVERITY = Severity.ERROR

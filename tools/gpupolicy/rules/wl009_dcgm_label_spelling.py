@@ -49,9 +49,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..findings import Finding, Severity, at
-from ..model import Cluster, Fleet
-from ..observability import (
+from ..domain.observability import (
     alerts_of_cluster,
     dashboard_location,
     dashboard_queries,
@@ -60,6 +58,8 @@ from ..observability import (
     locate,
     metric_names,
 )
+from ..findings import Finding, Severity, at
+from ..model import Cluster, Fleet
 from .wl003_exporter_label_handling import ENDPOINTS_FIELD, selected_exporter
 
 ID = "WL009"

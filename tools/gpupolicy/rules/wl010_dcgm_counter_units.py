@@ -43,9 +43,7 @@ import math
 import re
 from collections.abc import Iterator
 
-from ..findings import Finding, Location, Severity, at
-from ..model import Cluster, Fleet
-from ..observability import (
+from ..domain.observability import (
     DCGM_CSV_KEY,
     alerts_of_cluster,
     dashboard_location,
@@ -57,6 +55,8 @@ from ..observability import (
     locate,
     metric_names,
 )
+from ..findings import Finding, Location, Severity, at
+from ..model import Cluster, Fleet
 
 ID = "WL010"
 SEVERITY = Severity.ERROR

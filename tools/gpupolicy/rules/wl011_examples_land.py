@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .. import workpath
+from ..domain.workloads import workloads
 from ..findings import Finding, Location, Severity, at
 from ..model import Fleet
-from .sec_common import workloads
 
 ID = "WL011"
 SEVERITY = Severity.ERROR

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.quotas import is_gpu_resource, quota_entries
+from ..domain.tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Flavor, Fleet
-from ..quotas import is_gpu_resource, quota_entries
-from ..tolerations import BLOCKING_EFFECTS, show, tolerates
 
 ID = "WL013"
 SEVERITY = Severity.ERROR

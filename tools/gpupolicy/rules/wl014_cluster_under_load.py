@@ -40,10 +40,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .. import workpath
+from ..domain.workloads import workloads
 from ..findings import Finding, Location, Severity, at
 from ..model import Cluster, Fleet
 from ..workpath import matrix
-from .sec_common import workloads
 
 ID = "WL014"
 SEVERITY = Severity.ERROR

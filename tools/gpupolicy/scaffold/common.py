@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import repopath, transaction
 from ..errors import ToolError
+from ..infra import repopath, transaction
 from ..recommend.edits import CandidateEditor, _errors, copy_repository
 
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label: what every object name here is

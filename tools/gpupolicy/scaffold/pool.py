@@ -24,11 +24,11 @@ from fractions import Fraction
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from .. import catalog, startupcheck
+from ..domain import catalog, startupcheck
 from ..errors import ToolError
 from ..model import MIG_RESOURCE_PREFIX
 from ..recommend.edits import _source
-from ..upgrades import drivers_of_pool, plans_of, stage_units
+from ..upgrade.plans import drivers_of_pool, plans_of, stage_units
 from .common import Workspace, check_name, insert_list_item
 
 ACCESS_MODES = ("exclusive", "time-sliced", "mig")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .. import repopath, yamlload
+from ..infra import repopath, yamlload
 from ..model import Cluster
 from .policy import SimPolicy
 

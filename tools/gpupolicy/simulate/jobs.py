@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .. import catalog
+from ..domain import catalog
 
 MILLI = 1000
 # The card a MIG pool is simulated as when it names no GPU model the catalog knows (hand-built policies): an

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import catalog
+from ..domain import catalog
 from .jobs import MILLI, Shape, instance_milli
 from .placement import WorkingNodes
 

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import catalog, quotas
-from ..capacity import layout_per_gpu
+from ..domain import catalog, quotas
+from ..domain.capacity import layout_per_gpu
 from ..errors import ToolError
-from ..limits import MAX_NODES_PER_CLUSTER
+from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MILLI, Job, mig_card, profile_share
 

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import catalog, repopath
+from ..domain import catalog
+from ..infra import repopath
 from .jobs import Job
 
 CSV_COLUMNS = ("job_id", "submit", "duration", "gpus", "share", "mig", "pods", "team", "queue", "tier",

@@ -21,14 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from .. import cel
+from ..domain import cel
+from ..domain.admission import chain_of
+from ..domain.queues import namespace_labels
+from ..domain.quotas import flavor_limits, is_gpu_resource
 from ..findings import Location
+from ..infra.yamlload import mapping
 from ..model import POOL_LABEL, QUEUE_LABEL, Cluster, ClusterQueue, Fleet, K8sObject, LocalQueue
-from ..quotas import flavor_limits, is_gpu_resource
-from ..rules.cap_common import namespace_labels
-from ..rules.sec003_admission_policies import chain_of
-from ..selectors import label_selector_matches
-from ..yamlload import mapping
+from ..model.selectors import label_selector_matches
 from . import controllers, kueue, nodes, operands, pods
 from .startup import startup_step
 

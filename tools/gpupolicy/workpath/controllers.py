@@ -38,7 +38,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..yamlload import mapping
+from ..infra.yamlload import mapping
 
 JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller-manager"
 CONTROLLER_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:jobset-system", "system:authenticated")

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from .. import cel
+from ..domain import cel
+from ..domain.quotas import flavor_limit
+from ..domain.tolerations import BLOCKING_EFFECTS, tolerates
 from ..findings import Location
+from ..infra.yamlload import mapping, mappings, parse_source
 from ..model import QUEUE_LABEL, Cluster, ClusterQueue, Flavor, Fleet, ResourceGroup, Taint
-from ..quotas import flavor_limit
-from ..selectors import label_selector_matches
-from ..tolerations import BLOCKING_EFFECTS, tolerates
-from ..yamlload import mapping, mappings, parse_source
+from ..model.selectors import label_selector_matches
 from .nodes import node_affinity_matches
 
 KUEUE_VALUES = "policies/kueue/values.yaml"

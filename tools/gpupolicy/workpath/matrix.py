@@ -18,10 +18,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from ..domain.quotas import flavor_limit, flavor_limits
+from ..domain.startupcheck import with_check
 from ..findings import Location
 from ..model import MIG_RESOURCE_PREFIX, QUEUE_LABEL, Cluster, Fleet, Namespace
-from ..quotas import flavor_limit, flavor_limits
-from ..startupcheck import with_check
 from . import Step, WorkloadPath, incomplete, misplaced, trace
 
 GPU = "nvidia.com/gpu"

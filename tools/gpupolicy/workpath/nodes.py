@@ -20,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ..domain.gpu_operator import pool_config
+from ..domain.quotas import capacity_known, is_gpu_resource
+from ..domain.tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..findings import Location
+from ..infra.yamlload import mappings
 from ..model import Cluster, Fleet, Pool
-from ..quotas import capacity_known, is_gpu_resource
-from ..rules.operator_common import pool_config
-from ..selectors import labels_match, node_requirement_holds
-from ..tolerations import BLOCKING_EFFECTS, show, tolerates
-from ..yamlload import mappings
+from ..model.selectors import labels_match, node_requirement_holds
 
 
 def node_affinity_matches(spec: dict, labels: dict[str, str], keys: set[str] | None = None) -> bool:

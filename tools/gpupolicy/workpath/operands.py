@@ -7,14 +7,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..domain.gpu_operator import DEVICE_LIST_STRATEGY_ENV as ENV_NAME
+from ..domain.gpu_operator import (
+    OPERATOR_CDI_STRATEGY,
+    cdi_enabled,
+    operator_components,
+    policy_section,
+    policy_spec,
+    section,
+    strategies,
+)
+from ..domain.tolerations import BLOCKING_EFFECTS, show, tolerates
+from ..domain.workloads import env_value, values_location
 from ..findings import Location
 from ..model import Cluster, Fleet, Pool, selects
-from ..rules.operator_common import policy_section, policy_spec, section
-from ..rules.sec001_device_list_strategy import cdi_enabled, strategies
-from ..rules.sec_common import env_value, values_location
-from ..rules.wl002_device_list_vs_cdi import ENV_NAME, OPERATOR_CDI_STRATEGY
-from ..rules.wl007_operator_components_tolerate_pools import operator_components
-from ..tolerations import BLOCKING_EFFECTS, show, tolerates
 
 NVIDIA_RUNTIME_CLASSES = ("nvidia", "nvidia-cdi", "nvidia-legacy")
 

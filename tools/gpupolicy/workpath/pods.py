@@ -27,9 +27,9 @@ import copy
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ..domain.quantity import QuantityError, is_extended_resource, parse_quantity
+from ..infra.yamlload import mappings
 from ..model import Cluster, K8sObject
-from ..quantity import QuantityError, is_extended_resource, parse_quantity
-from ..yamlload import mappings
 
 CONTAINER_FIELDS = ("initContainers", "containers")
 API_SERVER_ORDER = "api-server"  # limits -> missing requests, then LimitRange defaults

@@ -7,9 +7,9 @@ it applies the settings of the pool the pod landed on (`pool.yaml` `spec.startup
 
 from __future__ import annotations
 
+from ..domain.startupcheck import CONTAINER_NAME, devices_to_check, problems
 from ..findings import Location
 from ..model import Fleet, Pool
-from ..startupcheck import CONTAINER_NAME, devices_to_check, problems
 
 
 def startup_step(fleet: Fleet, pool: Pool, spec: dict) -> tuple[bool, str, Location | None]:

@@ -1,0 +1,1 @@
+"""GPU and Kubernetes facts and predicates that rules, workpath, simulate, recommend and docs share."""

@@ -1,0 +1,1 @@
+"""What a run keeps between runs: one folder, authenticated entries, keys that cover every input."""

@@ -1,0 +1,1 @@
+"""Driver and operator upgrade plans, their promotion gates, approvals and the Prometheus client."""
