@@ -335,9 +335,11 @@ def _taints(value: Any) -> tuple[Taint, ...]:
 
 def _add_flavor(cluster: Cluster, obj: K8sObject) -> None:
     spec = obj.spec
-    labels = spec.get("nodeLabels")  # anything but a mapping is SCHEMA002's finding; the model holds no labels
+    labels = spec.get("nodeLabels")  # anything but a mapping of strings is SCHEMA002's finding; the model keeps
+    # only the string labels, so no rule sees a list where Kubernetes has a string
     cluster.flavors[obj.name] = Flavor(
-        name=obj.name, node_labels=dict(labels) if isinstance(labels, dict) else {},
+        name=obj.name, node_labels={k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(labels, dict) else {},
         node_taints=_taints(spec.get("nodeTaints")),
         tolerations=tuple(mappings(spec.get("tolerations"))), obj=obj)
 
