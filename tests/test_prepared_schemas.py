@@ -125,7 +125,7 @@ def test_a_schema_entry_from_json_that_compiles_is_the_only_kind_believed(tmp_pa
 
 
 def test_the_schema_folder_is_found_without_importing_kubernetes_validate() -> None:
-    code = ("import sys\nfrom gpupolicy import schema\n"
+    code = ("import sys\nfrom gpupolicy.infra.schema import check as schema\n"
             "errors = schema.SchemaSet().validate({'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': "
             "{'name': 'a'}, 'data': {'a': 1}}, '1.33')\n"
             "print(bool(errors), 'kubernetes_validate' in sys.modules)")

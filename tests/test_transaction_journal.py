@@ -31,7 +31,7 @@ def _repo(tmp_path: Path) -> Path:
 
 def _killed_write(repo: Path, renames: int) -> subprocess.CompletedProcess:
     """write_files in a child process that SIGKILLs itself after `renames` renames: no undo runs."""
-    script = ("import sys; from pathlib import Path; from gpupolicy import transaction\n"
+    script = ("import sys; from pathlib import Path; from gpupolicy.infra import transaction\n"
               "repo = Path(sys.argv[1])\n"
               f"transaction.write_files({{repo / rel: 'new ' + rel + '\\n' for rel in {FILES!r}}}, journal_root=repo)\n")
     return subprocess.run([sys.executable, "-c", script, str(repo)], env={**os.environ, KILL: str(renames)},
