@@ -45,8 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "repository)")
     parser.add_argument("--scale", metavar="T:I", default="auto",
                         help="--workload mixed: arrival-rate factors for training and inference, or auto (the "
-                             "smallest that congest the baseline; default)")
+                             "smallest whose offered load is at least 0.9 of each pool class's cards; default); "
+                             "the factors used are printed in the report")
     parser.add_argument("--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed (default 7)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="--workload mixed: where the replayed windows sit in the traces (0: ITP's first days, "
+                             "openb's last; another seed draws them; default 0)")
     parser.add_argument("--busy-devices", action="store_true",
                         help="time-sliced pods take one replica each and may land where a neighbour holds the "
                              "card's memory: count those starts with the startup check (per pool.yaml) and "
@@ -103,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--workload builds its own jobs: pass either --workload or --trace")
     if args.workload and (args.days <= 0 or _scales(args.scale) is None):
         return _fail("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors, e.g. 1:3")
+    if args.workload and args.seed < 0:
+        return _fail("--seed takes a number of 0 or more")
     if args.limit is not None and args.limit < 1:
         return _fail("--limit takes a positive number of jobs")
     if args.worse_by is not None and not 0 <= args.worse_by < 10_000:
@@ -213,9 +219,10 @@ def _mixed_trace(args: argparse.Namespace, cluster):
     itp, openb = mixed.read_sources(traces)
     scales = _scales(args.scale)
     if scales == "auto":
-        workload = mixed.congestion_scales(cluster, itp, openb, args.days)
+        workload = mixed.sustained_scales(cluster, itp, openb, args.days, args.seed)
     else:
-        workload = mixed.build(itp, openb, *scales, args.days)
+        workload = mixed.build(itp, openb, *scales, args.days, teams=mixed.teams_of(cluster), cluster=cluster,
+                               seed=args.seed)
     return Trace(workload.jobs, workload.describe(), "mixed")
 
 
