@@ -114,7 +114,7 @@ def bench_mixed() -> None:
     fleet = load_fleet(REPO, ["prod-us", "prod-eu"])
     events = seconds = 0.0
     for name, cluster in sorted(fleet.clusters.items()):
-        workload = mixed.congestion_scales(cluster, *sources)
+        workload = mixed.sustained_scales(cluster, *sources)
         proposed = from_cluster(cluster)
         for label, policy in (("baseline", baseline(cluster)),
                               ("proposed", with_busy_devices(proposed, startup_checks(REPO, cluster))),
@@ -171,7 +171,7 @@ def bench_recommend(trials: int = 64, workers: int = 2) -> None:
 
     fleet = load_fleet(REPO)  # every cluster: the examples say which MIG profiles a layout must keep
     cluster = fleet.clusters["prod-us"]
-    jobs = sorted(mixed.congestion_scales(cluster, *mixed.read_sources(TRACES)).jobs, key=lambda j: (j.submit, j.id))
+    jobs = sorted(mixed.sustained_scales(cluster, *mixed.read_sources(TRACES)).jobs, key=lambda j: (j.submit, j.id))
     knob_list = space.knobs(cluster, fleet)  # as the command searches
     wanted = targets.parse("serving:p95<15m,training:p50<2h")
     found = {}

@@ -114,7 +114,10 @@ def test_replica_knobs_rescale_the_pool_and_its_quotas(cluster):
     shared = {q.name: q for g in changed.cluster_queues["research"].resource_groups for f in g.flavors
               if f.flavor == "us-l40s-shared" for q in f.resources}
     assert (shared["nvidia.com/gpu"].nominal, shared["nvidia.com/gpu"].borrowing_limit) == (67, 24)  # 45 x 1.5
-    assert shared["cpu"].nominal == 96  # the same cards need the same cpu (WL006 counts cards)
+    assert "cpu" not in shared  # cpu and memory are the cpu flavor's, in a group of their own (decision 0069)
+    cpu_before, cpu_after = ({q.name: q.nominal for g in c.cluster_queues["research"].resource_groups
+                              for f in g.flavors if f.flavor == "cpu" for q in f.resources} for c in (cluster, changed))
+    assert cpu_after == cpu_before and cpu_after["cpu"] == 184  # the same cards need the same cpu
     serving = {q.name: q for g in changed.cluster_queues["serving"].resource_groups for f in g.flavors
                if f.flavor == "us-l40s-shared" for q in f.resources}
     assert serving["nvidia.com/gpu"].nominal == 24  # production's reserve: the same 4 cards, in the new unit
@@ -232,14 +235,18 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     edits.apply_to_repository(root, texts)
     research = (root / "clusters/prod-us/queues/research.yaml").read_text()
     assert "cohortName: training" in research and "borrow up to 12." in research
-    assert 'borrowingLimit: "2400Gi"' in research  # memory in step: 200Gi per card
+    cpu_flavor = research[research.index("- name: cpu\n"):research.index("- name: us-l40s-shared")]
+    # the cpu flavor's cpu/memory follow the GPUs at the header's 2 cpu + 16Gi per L40S device: 48 -> 40 takes
+    # 16 cpu and 128Gi off 184 and 1568Gi; its borrowing stays unlimited (unset), so borrowing 8 -> 12 adds none
+    assert "nominalQuota: 168\n" in cpu_flavor and 'nominalQuota: "1440Gi"' in cpu_flavor
+    assert "borrowingLimit" not in cpu_flavor
     # 48 + 16 + 8 -> 40 + 16 + 12: the namespace quota follows what its queues can admit (CAP015)
     assert 'requests.nvidia.com/gpu: "68"' in (root / "clusters/prod-us/team-quotas.yaml").read_text()
     assert "# research in prod-us" in research  # comments kept
     assert "us-l40s-shared (time-sliced): gpu 40 of 64, borrow up to 16, lend at most 40." in research
     shared = research[research.index("- name: us-l40s-shared"):research.index("- name: us-a100-mig-1g")]
     assert "nominalQuota: 40\n" in shared and "lendingLimit: 40\n" in shared  # lending kept within nominal
-    assert "nominalQuota: 80\n" in shared and 'nominalQuota: "640Gi"' in shared  # cpu and memory in step
+    assert "- name: cpu" not in shared and "- name: memory" not in shared  # GPU resources only (decision 0069)
     validate = _cli(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
     diff = _cli(root, "diff", "--base", "HEAD")

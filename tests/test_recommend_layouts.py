@@ -142,8 +142,10 @@ def test_with_layout_keeps_each_owners_share_of_the_cards(fleet):
     serving = after.cluster_queues["serving"]  # production: the same 16 cards in the new unit (CAP005)
     assert _amounts(serving, flavor)["nvidia.com/mig-1g.10gb"] == 112
     assert _amounts(serving, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"] == 56
-    cpu = {q.name: q.nominal for q in _flavor(research, flavor).resources}["cpu"]
-    assert cpu == 64  # cpu and memory stay: the same cards
+    assert {q.name for q in _flavor(research, flavor).resources}.isdisjoint({"cpu", "memory"})  # decision 0069
+    cpu = {q.name: q.nominal for q in _flavor(research, "cpu").resources}
+    assert cpu == {q.name: q.nominal for q in _flavor(cluster.cluster_queues["research"], "cpu").resources}
+    assert cpu["cpu"] > 0  # cpu and memory stay: the same cards
 
 
 def _over_capacity(cluster) -> list[str]:
@@ -266,7 +268,11 @@ def test_apply_a_config_layout_adds_the_profiles_to_every_flavor_and_namespace(t
     vision = texts["clusters/prod-us/queues/vision.yaml"]
     assert ("        - nvidia.com/mig-1g.10gb\n        - nvidia.com/mig-2g.20gb\n        - nvidia.com/mig-3g.40gb\n"
             "      flavors:") in vision
-    assert vision.count("- name: nvidia.com/mig-2g.20gb") == 4  # cpu, us-h100-train, us-h100-canary, the pool's
+    # us-h100-train, us-h100-canary, the pool's; not the cpu flavor, whose group covers cpu/memory only (0069)
+    assert vision.count("- name: nvidia.com/mig-2g.20gb") == 3
+    start = vision.index("- coveredResources:\n        - cpu")
+    cpu_group = vision[start:vision.index("- coveredResources:", start + 1)]
+    assert "mig-" not in cpu_group
     assert "mig-1g.10gb 16 of 64, borrow up to 16, lend at most 16; mig-2g.20gb 8 of 32" in vision
     pool = texts["pools/us-a100-mig-1g/pool.yaml"]
     assert 'description: "Dense inference pool: every A100 cut 2x1g.10gb + 1x2g.20gb + 1x3g.40gb."' in pool

@@ -93,3 +93,33 @@ def test_simulate_reports_busy_devices_with_and_without_the_check(tmp_path, caps
     # start where a neighbour holds the memory; with it (per pool.yaml) at most on pools that skip it
     assert data["proposed_without_startup_check"]["busy_starts"] > data["proposed"]["busy_starts"]
     assert data["baseline"]["busy_starts"] == 0  # whole cards: no neighbours
+
+
+def _whole_cards(rate: float, seed: int = 0) -> SimPolicy:
+    """The brief's "before" as policy.before builds it: whole cards, one FIFO line, starts crashing at `rate`."""
+    from dataclasses import replace
+
+    pool = SimPool("cards", 4, 8, "exclusive")
+    queue = SimQueue("fifo", (FlavorQuota("cards-whole", "cards", 32_000),), strategy="StrictFIFO")
+    policy = SimPolicy("baseline", {"cards": pool}, {"fifo": queue}, whole_gpus=True)
+    return replace(policy, start_failure_rate=rate, failure_seed=seed)
+
+
+def test_the_before_crashes_starts_at_the_measured_rate_and_its_jobs_retry():
+    from gpupolicy.simulate.policy import busy_start_rate
+
+    jobs = [Job(f"j{i}", i * 60, 600, gpus=1) for i in range(2000)]
+    quiet = summarize(replay(_whole_cards(0.0), jobs))
+    assert quiet.busy_starts == 0 and quiet.starts == 2000
+    crashed = summarize(replay(_whole_cards(0.2, seed=1), jobs))
+    assert 0.17 < crashed.busy_starts / crashed.starts < 0.23  # one start in five, as drawn
+    rate = busy_start_rate(crashed.jobs_crashed_at_start, crashed.jobs_tried)
+    assert 0.17 < rate < 0.23 and crashed.jobs_tried == 2000  # and so one job in five crashes at least once
+    # a job gives up only after JOB_BACKOFF_LIMIT crashes in a row: 0.2^6 of 2,000 jobs is about none
+    assert crashed.completed + crashed.lost_to_busy_devices == 2000 and crashed.lost_to_busy_devices <= 2
+    assert crashed.wait.p95 > quiet.wait.p95  # the retries' backoff is waiting
+    again = summarize(replay(_whole_cards(0.2, seed=1), jobs))
+    assert (again.busy_starts, again.wait) == (crashed.busy_starts, crashed.wait)  # the seed reproduces it
+    other = summarize(replay(_whole_cards(0.2, seed=2), jobs))
+    assert other.busy_starts != crashed.busy_starts
+    assert busy_start_rate(0, 0) == 0.0

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -44,8 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "repository)")
     parser.add_argument("--scale", metavar="T:I", default="auto",
                         help="--workload mixed: arrival-rate factors for training and inference, or auto (the "
-                             "smallest that congest the baseline; default)")
+                             "smallest whose offered load is at least 0.9 of each pool class's cards; default); "
+                             "the factors used are printed in the report")
     parser.add_argument("--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed (default 7)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="--workload mixed: where the replayed windows sit in the traces (0: ITP's first days, "
+                             "openb's last; another seed draws them; default 0); with --busy-devices it also seeds "
+                             "the before's busy-card crashes")
     parser.add_argument("--busy-devices", action="store_true",
                         help="time-sliced pods take one replica each and may land where a neighbour holds the "
                              "card's memory: count those starts with the startup check (per pool.yaml) and "
@@ -102,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--workload builds its own jobs: pass either --workload or --trace")
     if args.workload and (args.days <= 0 or _scales(args.scale) is None):
         return _fail("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors, e.g. 1:3")
+    if args.workload and args.seed < 0:
+        return _fail("--seed takes a number of 0 or more")
     if args.limit is not None and args.limit < 1:
         return _fail("--limit takes a positive number of jobs")
     if args.worse_by is not None and not 0 <= args.worse_by < 10_000:
@@ -138,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         events: dict[str, list] | None = {} if args.events is not None else None
         result = compare(cluster, jobs, failures, mapping, args.policy, checks, events)
         unchecked = _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
+        brief = _before(cluster, jobs, failures, mapping, unchecked, args.seed) if unchecked else None
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
@@ -154,6 +162,11 @@ def run(args: argparse.Namespace) -> int:
         context.append(f"- busy devices (time-sliced pods as one replica each): {after.busy_starts} starts failed "
                        f"with the startup check as pool.yaml sets it, {unchecked.busy_starts} without it "
                        f"({unchecked.lost_to_busy_devices} jobs lost after the Job's backoff limit)")
+        context.append(f"- before (the brief's): the baseline with {brief.rate:.1%} of starts crashing on a busy card "
+                       f"the default scheduler cannot see, the share of jobs the replay without the startup check saw "
+                       f"fail at start ({unchecked.jobs_crashed_at_start} of {unchecked.jobs_tried}); seed "
+                       f"{args.seed}; "
+                       f"{brief.summary.busy_starts} starts failed, {brief.summary.lost_to_busy_devices} jobs lost")
     markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
     files = {out / "report.md": markdown, **{out / name: data for name, data in images.items()}}
     if events is not None:
@@ -164,20 +177,38 @@ def run(args: argparse.Namespace) -> int:
     except ToolError as exc:
         return _fail(f"cannot write the report to {out}: {exc}")
     if args.format == "json":
-        extra = {"proposed_without_startup_check": asdict(unchecked)} if unchecked else {}
+        extra = {"proposed_without_startup_check": asdict(unchecked), "before": asdict(brief.summary),
+                 "before_start_failure_rate": brief.rate} if unchecked else {}
         print(json.dumps({"cluster": cluster.name, "trace": trace.source, "seconds": seconds,
                           "baseline": asdict(before), "proposed": asdict(after), **extra, "report": str(out),
                           "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]}}, indent=2))
     else:
         print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s\n")
         if unchecked:
-            print(markdown_table(("metric", "baseline", "proposed", "proposed without the startup check"),
-                                 summary_rows([before, after, unchecked])))
+            print(markdown_table(("metric", "baseline", "before (busy-card crashes)", "proposed",
+                                  "proposed without the startup check"),
+                                 summary_rows([before, brief.summary, after, unchecked])))
         else:
             print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(before, after)))
         print(f"\nreport: {out / 'report.md'}")
         print("\n".join(verdict))
     return 1 if after.never_scheduled else 0
+
+
+@dataclass
+class _Before:
+    rate: float
+    summary: object
+
+
+def _before(cluster, jobs, failures, mapping, unchecked, seed: int) -> _Before:
+    """The brief's "before" (policy.before) at the busy-start rate of the replay without the startup check."""
+    from ..simulate import replay
+    from ..simulate.metrics import summarize
+    from ..simulate.policy import before, busy_start_rate
+
+    rate = busy_start_rate(unchecked.jobs_crashed_at_start, unchecked.jobs_tried)
+    return _Before(rate, summarize(replay(before(cluster, rate, seed), jobs, failures, mapping)))
 
 
 def _without_startup_check(args: argparse.Namespace, cluster, jobs, failures, mapping):
@@ -201,7 +232,7 @@ def _mixed_trace(args: argparse.Namespace, cluster):
     """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong)."""
     from ..simulate.workload import mixed_trace
 
-    return mixed_trace(cluster, traces_folder(args), args.scale, args.days)
+    return mixed_trace(cluster, traces_folder(args), args.scale, args.days, args.seed)
 
 
 def _cluster(args: argparse.Namespace):

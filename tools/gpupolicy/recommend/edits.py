@@ -1,9 +1,12 @@
 """A candidate written into the repository's files, and checked by every rule on a temporary copy first.
 
 What changes, in step, for each knob:
-- the ClusterQueue's GPU `nominalQuota`/`borrowingLimit`/`lendingLimit` on the flavor, and the same field on its
-  cpu and memory at the flavor's per-device ratio (from its nominal quotas, else from a limit both set), so Kueue
-  never stops at cpu before the GPUs the quota promises (WL006); `spec.cohortName` for a cohort knob;
+- the ClusterQueue's GPU `nominalQuota`/`borrowingLimit`/`lendingLimit` on the flavor, and the same field of
+  the cpu and memory that serve it, so Kueue never stops at cpu before the GPUs the quota promises: on the
+  flavor itself at its per-device ratio (from its nominal quotas, else from a limit both set) where the flavor
+  carries cpu/memory (WL006), else on the queue's `cpu` flavor of its own resource group (decision 0069), moved
+  by the GPU change x the per-device share `cpu_share` finds, where that flavor sets the field (an unset limit
+  stays unlimited); `spec.cohortName` for a cohort knob;
 - the "N of M, borrow up to N, lend at most N" of the queue file's header comment;
 - each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
   or lowered with them where it was exactly that before; a key its queues can now admit and it lacks (a new MIG
@@ -45,7 +48,7 @@ from ..findings import Severity
 from ..infra import repopath
 from ..infra.transaction import write_files
 from ..model import PRODUCT_LABEL, Cluster, Fleet
-from . import layout_edits, sharing
+from . import cpu_share, layout_edits, sharing
 from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 
 FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
@@ -67,7 +70,7 @@ class CandidateEditor(Editor):
             if knob.kind == COHORT:
                 spec["cohortName"] = str(value)
                 continue
-            self._set_limit(spec, knob, int(value))
+            self._set_limit(spec, knob, int(value), self._ratio(cluster, cq, source, knob))
             self.comment_edits.setdefault(source, []).append((knob, int(value)))
         for knob, value in found:  # after the quota knobs: their values are in today's replica units
             if knob.kind == REPLICAS:
@@ -160,7 +163,12 @@ class CandidateEditor(Editor):
                             if key in resource:
                                 _set_value(resource, key, rescaled(int(resource[key]), old, new))
 
-    def _set_limit(self, spec, knob: Knob, value: int) -> None:
+    def _ratio(self, cluster: Cluster, cq, source: str, knob: Knob) -> dict[str, Decimal] | None:
+        """cpu and memory per device of the knob's resource, from the queue file's header (cpu_share)."""
+        text = "\n".join(self.original(rel) for rel in dict.fromkeys((cq.obj.origin, source)) if rel)
+        return cpu_share.per_device(cluster, text, knob.flavor, knob.resource)
+
+    def _set_limit(self, spec, knob: Knob, value: int, ratio: Mapping[str, Decimal] | None) -> None:
         key = FIELD[knob.kind]
         for group in spec.get("resourceGroups") or ():
             for flavor in group.get("flavors") or ():
@@ -168,9 +176,12 @@ class CandidateEditor(Editor):
                     continue
                 resources = {r.get("name"): r for r in flavor.get("resources") or ()}
                 gpu = resources[knob.resource]
-                for name in ("cpu", "memory"):
-                    if name in resources:
-                        _set_in_step(resources[name], gpu, key, value)
+                if resources.keys() & {"cpu", "memory"}:  # the old shape: cpu/memory per GPU flavor
+                    for name in ("cpu", "memory"):
+                        if name in resources:
+                            _set_in_step(resources[name], gpu, key, value)
+                else:
+                    _shift_cpu_flavor(cpu_share.cpu_flavor(spec, group), gpu, key, value, ratio)
                 _set_value(gpu, key, value)
 
     def set_namespace_quotas(self, fleet: Fleet, before: Cluster, after: Cluster) -> None:
@@ -269,12 +280,36 @@ def _set_in_step(resource, gpu, key: str, devices: int) -> None:
             per_device = parse_quantity(resource.get(pair, 0)) / Decimal(gpu.get(pair) or 0)
         except (QuantityError, ArithmeticError):
             continue
-        amount = per_device * devices
-        if resource.get("name") == "memory" and amount % GI == 0:
-            _set_value(resource, key, f"{int(amount / GI)}Gi")
-        else:
-            _set_value(resource, key, int(amount) if amount == int(amount) else str(amount))
+        _set_quantity(resource, key, per_device * devices)
         return
+
+
+def _shift_cpu_flavor(flavor, gpu, key: str, devices: int, ratio: Mapping[str, Decimal] | None) -> None:
+    """The `cpu` flavor's cpu and memory `key` moved by (devices - the GPU's present value) x the per-device
+    ratio; left alone where the GPU field or the flavor's field is unset (unlimited) or no ratio is known."""
+    if flavor is None or ratio is None or key not in gpu:
+        return
+    try:
+        delta = Decimal(devices) - parse_quantity(gpu[key])
+    except QuantityError:
+        return
+    for resource in flavor.get("resources") or ():
+        name = resource.get("name")
+        if name not in ratio or key not in resource:
+            continue
+        try:
+            amount = max(parse_quantity(resource[key]) + delta * ratio[name], Decimal(0))
+        except QuantityError:
+            continue
+        _set_quantity(resource, key, amount)
+
+
+def _set_quantity(resource, key: str, amount: Decimal) -> None:
+    """cpu as a whole number where it is one; memory in Gi where it is whole Gi."""
+    if resource.get("name") == "memory" and amount % GI == 0:
+        _set_value(resource, key, f"{int(amount / GI)}Gi")
+    else:
+        _set_value(resource, key, int(amount) if amount == int(amount) else str(amount))
 
 
 def _comment_with(text: str, knob: Knob, value: int) -> str:

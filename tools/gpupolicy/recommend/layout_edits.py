@@ -28,7 +28,7 @@ from ..domain.quotas import flavors_of
 from ..editing import same_style
 from ..errors import ToolError
 from ..model import MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, Cluster, K8sObject, Pool
-from . import layouts
+from . import cpu_share, layouts
 
 FIELDS = (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))
 GI = 2**30
@@ -57,7 +57,8 @@ def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, s
         _edit_groups(spec, before, changed, flavors, source)
         for flavor in sorted(flavors):
             editor.text_edits.append(
-                (source, lambda text, f=flavor, q=changed: _queue_header(text, f, q, moved.capacity, model)))
+                (source, lambda text, f=flavor, q=changed, b=before: _queue_header(text, f, q, moved.capacity, model,
+                                                                                   cluster, b)))
     return after
 
 
@@ -228,12 +229,14 @@ def _set_fields(resource: Any, quota: Any) -> None:
             resource[key] = same_style(resource.get(key), int(value))
 
 
-def _queue_header(text: str, flavor: str, owner: Any, capacity: dict[str, int], model: catalog.GPUModel) -> str:
+def _queue_header(text: str, flavor: str, owner: Any, capacity: dict[str, int], model: catalog.GPUModel,
+                  cluster: Cluster, before: Any) -> str:
     """`#   <flavor> (mig): mig-<p> N of M, borrow up to B, lend at most L; ... cpu/memory: C cpu + X per card's
     worth of slices.` from the converted quotas; the cpu/memory quota did not change, its share per card is
-    restated in cards because the profiles it was stated per are the old layout's."""
-    quotas = {q.name: q for g in owner.resource_groups for fq in g.flavors if fq.flavor == flavor
-              for q in fq.resources}
+    restated in cards because the profiles it was stated per are the old layout's. Where cpu/memory are not on
+    the flavor (decision 0069), the share is the one the header stated per old profile (`cpu_share`), weighed
+    by the owner's quota before the change."""
+    quotas = _quotas(owner, flavor)
     if not quotas:
         return text
     clauses = []
@@ -247,7 +250,7 @@ def _queue_header(text: str, flavor: str, owner: Any, capacity: dict[str, int], 
         if quota.lending_limit is not None:
             clause += f", lend at most {int(quota.lending_limit)}"
         clauses.append(clause)
-    per_card = _per_card(quotas, model)
+    per_card = _per_card(quotas, model) or _stated_per_card(text, flavor, _quotas(before, flavor), model, cluster)
     tail = f" cpu/memory: {per_card} per card's worth of slices." if per_card else ""
     line = re.compile(rf"^(#\s+{re.escape(flavor)} \(mig\): ).*$", re.M)
     return line.sub(lambda m: f"{m.group(1)}{'; '.join(clauses)}.{tail}", text, count=1)
@@ -261,6 +264,26 @@ def _per_card(quotas: dict[str, Any], model: catalog.GPUModel) -> str:
         cpu, memory = (getattr(quotas.get(n), field, None) for n in ("cpu", "memory"))
         if cards and cpu and memory:
             return f"{_number(Fraction(cpu) / cards)} cpu + {_number(Fraction(memory) / cards / GI)}Gi"
+    return ""
+
+
+def _quotas(owner: Any, flavor: str) -> dict[str, Any]:
+    return {q.name: q for g in owner.resource_groups for fq in g.flavors if fq.flavor == flavor for q in fq.resources}
+
+
+def _stated_per_card(text: str, flavor: str, quotas: dict[str, Any], model: catalog.GPUModel,
+                     cluster: Cluster) -> str:
+    """cpu and memory per card from the header's per-profile ratios and the quota before the change (nominal,
+    else borrowing limit); '' when the header states no ratio for a profile the quota holds."""
+    if not cpu_share.stated_ratios(text, flavor):
+        return ""
+    for _, field in FIELDS[:2]:
+        amounts = {n: getattr(q, field) or 0 for n, q in quotas.items() if n.startswith(MIG_RESOURCE_PREFIX)}
+        cards = layouts.card_equivalents(amounts, model)
+        total = cpu_share.implied(cluster, text, flavor, amounts)
+        if cards and total:
+            return (f"{_number(Fraction(total['cpu']) / cards)} cpu + "
+                    f"{_number(Fraction(total['memory']) / cards / GI)}Gi")
     return ""
 
 

@@ -23,6 +23,7 @@ a job starts at once on the first flavor where quota fits and the pool can place
 from __future__ import annotations
 
 import heapq
+import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -94,6 +95,7 @@ class Result:
     end: int = 0
     queues: dict[str, SimQueue] = field(default_factory=dict)
     busy_starts: int = 0  # starts that crashed on a busy device (time-sliced pools without the startup check)
+    starts: int = 0  # every start attempted, the crashed ones included
 
 
 class Engine:
@@ -141,6 +143,10 @@ class Engine:
         for name, pool in policy.pools.items():
             self.pools[name].memory_check = pool.startup_check
         self.busy_starts = 0
+        self.starts = 0
+        # the "before" crashes starts at a measured rate (policy.before); its own stream, seeded, so a replay
+        # is reproducible and the other policies draw nothing
+        self.crashes = random.Random(policy.failure_seed) if policy.start_failure_rate else None
         self.holding: dict[str, set[int]] = {name: set() for name in policy.queues}  # queue -> runs with quota
         self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}  # admitted, no nodes yet
         self.sweep: set[str] = set()
@@ -241,7 +247,7 @@ class Engine:
         return Result(self.policy.name, self.runs, self.timeline,
                       sum(p.full_capacity for p in self.pools.values()),
                       self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues),
-                      self.busy_starts)
+                      self.busy_starts, self.starts)
 
     def _record(self) -> None:
         point = (self.now, self._allocated(), self._available())
@@ -578,8 +584,12 @@ class Engine:
         self._use(run.queue, flavor.flavor, shape.total)
 
     def _start(self, run: Run) -> None:
+        self.starts += 1
         if run.shape.memory and self.pools[run.flavor.pool].busy(run.slots):
             self._crash_at_start(run)
+            return
+        if self.crashes is not None and self.crashes.random() < self.policy.start_failure_rate:
+            self._crash_at_start(run)  # a busy card the default scheduler cannot see (policy.before)
             return
         if self.log is not None:
             self._event("started", run, pool=run.flavor.pool, nodes=sorted(self.pools[run.flavor.pool]

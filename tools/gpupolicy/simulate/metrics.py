@@ -53,6 +53,9 @@ class Summary:
     never_reasons: dict[str, int] = field(default_factory=dict)
     useful: float = 0.0  # GPU-time of the work jobs kept (what they asked for, not the cards they held) / capacity
     busy_starts: int = 0  # starts that failed on a card whose memory a neighbour held (busy.py)
+    starts: int = 0  # every start attempted, the failed ones included
+    jobs_crashed_at_start: int = 0  # jobs that failed at start on a busy device at least once
+    jobs_tried: int = 0  # jobs that attempted a start (started, or failed at start)
     lost_to_busy_devices: int = 0  # jobs that gave up after failing at start that often
     # mean allocated / available over the arrival window (first to last submission): a policy that does the
     # same work with one long tail does not read as "half the utilization", as the mean over the makespan does
@@ -64,13 +67,15 @@ def summarize(result: Result) -> Summary:
     by_queue: dict[str, list[float]] = defaultdict(list)
     by_tier: dict[str, list[float]] = defaultdict(list)
     reasons: dict[str, int] = defaultdict(int)
-    completed = never = interruptions = 0
+    completed = never = interruptions = crashed = tried = 0
     lost = useful = 0
     start = min((r.job.submit for r in result.runs), default=0)
     for run in result.runs:
         lost += run.lost_milli_seconds
         useful += run.size[0] * (run.job.duration - run.remaining)  # work kept, at the size the job asked for
         interruptions += run.interruptions
+        crashed += run.busy_starts > 0
+        tried += run.busy_starts > 0 or run.first_start >= 0
         if run.first_start < 0:
             never += 1
             reasons[run.never_reason or "never admitted"] += 1
@@ -94,7 +99,8 @@ def summarize(result: Result) -> Summary:
         preemptions=result.preemptions, interruptions=interruptions,
         lost_to_preemption_gpu_hours=lost / MILLI / HOUR,
         lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR, never_reasons=dict(reasons),
-        busy_starts=result.busy_starts, lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0),
+        busy_starts=result.busy_starts, starts=result.starts, jobs_crashed_at_start=crashed,
+        jobs_tried=tried, lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0),
         window_allocation=in_window / window if window else 0.0)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..domain import catalog, quotas
@@ -103,6 +103,9 @@ class SimPolicy:
     cohorts: dict[str, SimCohort] = field(default_factory=dict)
     # a pod on a time-sliced pool takes one replica and needs its share of the card's memory (busy.py)
     replica_per_pod: bool = False
+    # the share of starts that crash on a busy card the scheduler cannot see (`before`), drawn with failure_seed
+    start_failure_rate: float = 0.0
+    failure_seed: int = 0
 
     def priority(self, tier: str) -> int:
         return self.priorities.get(tier, 0)
@@ -329,6 +332,24 @@ def baseline(cluster: Cluster) -> SimPolicy:
         queues[name] = SimQueue(name, flavors, strategy="StrictFIFO", workload=kind)
     return SimPolicy(name="baseline", pools=pools, queues=queues,
                      priorities={tier: 0 for tier in TIERS}, whole_gpus=True, placement="best-fit")
+
+
+def before(cluster: Cluster, start_failure_rate: float, seed: int = 0) -> SimPolicy:
+    """The brief's "before": the baseline (whole GPUs as the default scheduler sees them, strict FIFO, no
+    priorities, no quotas) on cards that are in fact shared with no device-memory visibility, so a start
+    crashes on a busy card at `start_failure_rate` (the share of jobs the replay without the startup check saw
+    fail at start at least once: `busy_start_rate`), and its Job retries with the backoff busy.py models, each
+    retry drawn again."""
+    if not 0 <= start_failure_rate < 1:
+        raise ValueError(f"a start failure rate is a share of starts in [0, 1), got {start_failure_rate}")
+    return replace(baseline(cluster), start_failure_rate=start_failure_rate, failure_seed=seed)
+
+
+def busy_start_rate(crashed_jobs: int, tried_jobs: int) -> float:
+    """Jobs that failed at start on a busy device at least once over the jobs that tried to start (0 when none
+    did). Per job, not per attempt: a crashed pod's retries meet the same neighbour and crash again, which the
+    before's independent draws would count as fresh bad luck."""
+    return crashed_jobs / tried_jobs if tried_jobs else 0.0
 
 
 def assign_queues(jobs: Sequence[Job], policy: SimPolicy, mapping: dict[str, str] | None = None) -> list[str]:

@@ -21,12 +21,14 @@ def parse_scales(text: str) -> tuple[float, float] | None | str:
     return factors if factors and all(0 < f <= 1000 for f in factors) else None
 
 
-def mixed_trace(cluster, traces: Path, scale: str, days: float) -> Trace:
-    """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong)."""
+def mixed_trace(cluster, traces: Path, scale: str, days: float, seed: int = 0) -> Trace:
+    """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong): teams
+    from the cluster's queue labels, `auto` scaled to a sustained load, windows placed by `seed`."""
     itp, openb = mixed.read_sources(traces)
     scales = parse_scales(scale)
     if scales == "auto":
-        workload = mixed.congestion_scales(cluster, itp, openb, days)
+        workload = mixed.sustained_scales(cluster, itp, openb, days, seed)
     else:
-        workload = mixed.build(itp, openb, *scales, days)
+        workload = mixed.build(itp, openb, *scales, days, teams=mixed.teams_of(cluster), cluster=cluster,
+                               seed=seed)
     return Trace(workload.jobs, workload.describe(), "mixed")
