@@ -24,10 +24,22 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from ..findings import Location
-from ..model import Cluster, ClusterQueue, Fleet, K8sObject, Pool, ResourceGroup, ResourceQuota
+from ..model import (
+    GPU_RESOURCE,
+    MIG_RESOURCE_PREFIX,
+    Cluster,
+    ClusterQueue,
+    Fleet,
+    K8sObject,
+    Pool,
+    ResourceGroup,
+    ResourceQuota,
+)
+from . import catalog
 
 GPU_DOMAIN = "nvidia.com/"
 
@@ -269,3 +281,20 @@ def _flavor_limits(cluster: Cluster, queue: ClusterQueue) -> dict[tuple[str, str
             borrow = min(borrow, quota.borrowing_limit)
         limits.setdefault((flavor, quota.name), (quota.nominal, quota.nominal + max(borrow, 0)))
     return limits
+
+
+def cards(pool: Pool, resource: str) -> Fraction | None:
+    """The share of one physical GPU a device of `resource` on this pool stands for; None when unknown."""
+    replicas = pool.time_slicing_replicas or pool.mps_replicas or 1
+    name = resource.removesuffix(".shared")
+    if name.startswith(MIG_RESOURCE_PREFIX):
+        try:
+            return catalog.card_fraction(name, pool.gpu_model) / replicas
+        except (KeyError, ValueError):
+            return None  # MIG001 reports an unknown profile
+    if name == GPU_RESOURCE:
+        if pool.mig_layout:  # single strategy: every device is one MIG instance of the layout
+            exposed = pool.capacity.get(resource, 0)
+            return Fraction(pool.gpus, exposed) if exposed else None
+        return Fraction(1, replicas)
+    return None

@@ -22,9 +22,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from ..domain.quotas import pool_of
+from ..domain.quotas import cards, pool_of
 from ..model import Cluster
-from ..rules.wl006_cpu_memory_for_gpu_quota import cards
 
 GI = Decimal(2**30)
 CARD = "card"  # the `per card's worth of slices` ratio: per physical card, not per device

@@ -40,11 +40,10 @@ from collections.abc import Iterator
 from decimal import Decimal
 from fractions import Fraction
 
-from ..domain import catalog
 from ..domain.queues import number
-from ..domain.quotas import QuotaEntry, is_gpu_resource, pool_of, quota_entries
+from ..domain.quotas import QuotaEntry, cards, is_gpu_resource, pool_of, quota_entries
 from ..findings import Finding, Severity, at
-from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, Cluster, Fleet, Pool
+from ..model import Cluster, Fleet, Pool
 
 ID = "WL006"
 SEVERITY = Severity.ERROR
@@ -52,23 +51,6 @@ SUMMARY = "GPU quota without the cpu/memory quota its jobs need on the pool's no
 
 MIN_SHARE = Fraction(1, 2)  # of the node's per-GPU cpu and memory, see the docstring
 GIB = 1024 ** 3
-
-
-def cards(pool: Pool, resource: str) -> Fraction | None:
-    """The share of one physical GPU a device of `resource` on this pool stands for; None when unknown."""
-    replicas = pool.time_slicing_replicas or pool.mps_replicas or 1
-    name = resource.removesuffix(".shared")
-    if name.startswith(MIG_RESOURCE_PREFIX):
-        try:
-            return catalog.card_fraction(name, pool.gpu_model) / replicas
-        except (KeyError, ValueError):
-            return None  # MIG001 reports an unknown profile
-    if name == GPU_RESOURCE:
-        if pool.mig_layout:  # single strategy: every device is one MIG instance of the layout
-            exposed = pool.capacity.get(resource, 0)
-            return Fraction(pool.gpus, exposed) if exposed else None
-        return Fraction(1, replicas)
-    return None
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
