@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import transaction
+    from .. import repopath, transaction
     from ..errors import ToolError
     from ..importer import inventory, plan, write
     from ..scaffold.common import _new_file, check_name
@@ -48,14 +48,20 @@ def run(args: argparse.Namespace) -> int:
     operator = inventory.operator_version(source)
     texts, asked = write.files(args.repo, args.name, source, pools, steps, operator)
     if not args.dry_run:
-        transaction.write_files({_new_file(args.repo, rel): text for rel, text in texts.items()},
-                                journal_root=args.repo)
+        targets = {}
+        for rel, text in texts.items():
+            if rel == write.POOLS_CONF:  # the one file that exists: through the trust boundary
+                targets[repopath.Reader(args.repo).regular_file(rel)] = text
+            else:
+                targets[_new_file(args.repo, rel)] = text
+        transaction.write_files(targets, journal_root=args.repo)
     _summary(args, nodes, pools, steps, texts, asked, operator)
     return 0
 
 
 def _summary(args, nodes, pools, steps, texts, asked, operator) -> None:
     from ..importer.plan import reasons, show
+    from ..importer.write import POOLS_CONF
 
     print(f"import {args.name}: {len(nodes)} GPU node(s) in {len(pools)} pool(s); GPU Operator "
           f"{operator or 'not found'}")
@@ -70,7 +76,7 @@ def _summary(args, nodes, pools, steps, texts, asked, operator) -> None:
                 print(f"    node {node.name}: {reason}")
     print(f"{'would write' if args.dry_run else 'wrote'} {len(texts)} file(s):")
     for rel in sorted(texts):
-        print(f"  new  {rel}")
+        print(f"  {'edited' if rel == POOLS_CONF else 'new'}  {rel}")
     print(f"{len(asked)} open question(s) (`gpupolicy validate` reports each as IMP001 until answered):")
     for line in asked:
         print(f"  {line}")

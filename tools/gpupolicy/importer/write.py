@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from .. import catalog
+from .. import catalog, repopath, startupcheck
 from ..errors import ToolError
 from ..scaffold import pool as pool_scaffold
 from ..scaffold import team as team_scaffold
@@ -47,6 +47,7 @@ def files(root: Path, cluster: str, inventory: Inventory, pools: list[PoolGroup]
     for rel in out:
         if (root / rel).exists():
             raise ToolError(f"{rel} exists already; import writes a cluster the repository does not have")
+    out[POOLS_CONF] = pools_conf(root, pools)
     asked = [f"{rel}: {line.split(MARK, 1)[1].strip()}" for rel, text in out.items()
              for line in text.splitlines() if MARK in line]
     return out, asked
@@ -93,6 +94,28 @@ def pool_files(cluster: str, pool: PoolGroup) -> dict[str, str]:
     if access == "mig":
         texts[rel] = texts[rel].replace("    strategy: mixed\n", f"    strategy: {pool.values['mig.strategy'] or 'mixed'}\n")
     return texts
+
+
+POOLS_CONF = "policies/startup-check/pools.conf"  # the one existing file import edits
+
+
+def pools_conf(root: Path, pools: list[PoolGroup]) -> str:
+    """The startup check's table with a line per imported pool (POOL005), the line `gpupolicy new pool`
+    writes: the check's defaults, sharePercent of a time-sliced GPU's replicas."""
+    try:
+        text = repopath.Reader(root).read(POOLS_CONF).decode("utf-8")
+    except (repopath.Refused, UnicodeDecodeError) as exc:
+        raise ToolError(f"{POOLS_CONF}: cannot be read ({exc}); the imported pools need their lines there") from None
+    rows = {}
+    for pool in pools:
+        access = str(pool.values["access"]) or "exclusive"
+        replicas = int(pool.values["replicas"]) if access == "time-sliced" else 1
+        rows[pool.name] = (pool.name, access, startupcheck.product(pool.first.model), "false", "3", "5", "5",
+                           str(100 // replicas) if access == "time-sliced" else "0")
+    try:
+        return startupcheck.table_with(text, rows)
+    except ValueError as exc:
+        raise ToolError(f"{POOLS_CONF}: cannot be rewritten ({exc}); edit it by hand") from None
 
 
 # --- teams -----------------------------------------------------------------------------------------------------
