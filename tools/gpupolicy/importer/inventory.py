@@ -3,10 +3,13 @@
 The snapshot is the folder `audit --snapshot` reads (nodes.json and pods.json required, audit.load_snapshot)
 plus, each optional, `kubectl get <kind> -A -o json` of: resourceflavors.json, clusterqueues.json (already
 audit's), cohorts.json, localqueues.json (Kueue), priorityclasses.json, namespaces.json, resourcequotas.json.
-The node labels read are GPU feature discovery's and the GPU Operator's (NVIDIA GPU Operator docs, "GPU Feature
-Discovery" labels: nvidia.com/gpu.product, gpu.count, gpu.memory, gpu.replicas, gpu.sharing-strategy,
-mig.config, mig.strategy, cuda.driver.major/minor/rev; the operator's nvidia.com/gpu.deploy.<operand> labels
-say which operands it runs on the node: a node with none of them is not under operator management).
+The node labels read are GPU feature discovery's (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md,
+internal/lm/*: nvidia.com/gpu.product, gpu.count, gpu.memory, gpu.replicas, gpu.sharing-strategy, mig.strategy,
+cuda.driver-version.full or the deprecated cuda.driver.major/minor/rev) and the GPU Operator's (its
+nvidia.com/gpu.deploy.<operand> placement labels, `true`/`false`/`paused-for-...`, `gpu.deploy.operands=false`
+turning every operand off; nvidia.com/mig.config, `all-disabled` by default). A node with no deploy label, or
+with operands off, is not under operator management; one with `gpu.deploy.driver=false` runs a driver the
+operator did not install.
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ class GpuNode:
     mig_config: str
     mig_strategy: str
     driver: str  # major.minor.rev from cuda.driver.*, "" when GFD does not report it
-    managed: bool  # any nvidia.com/gpu.deploy.* label: the GPU Operator runs its operands here
+    managed: bool  # the GPU Operator runs its operands here (a deploy label, operands not off)
+    operator_driver: bool  # ... and installs the driver (gpu.deploy.driver is not false)
     flavor: str  # the existing ResourceFlavor whose nodeLabels select the node, ""
     taints: list[dict]
     gpu_pods: int  # pods on the node asking for GPUs (the fewer, the cheaper to drain first)
@@ -162,7 +166,8 @@ def gpu_nodes(inventory: Inventory) -> list[GpuNode]:
             region=labels.get(REGION_LABEL, ""), kubelet=(status.get("nodeInfo") or {}).get("kubeletVersion", ""),
             access=_access(labels), replicas=max(1, _int(labels.get("nvidia.com/gpu.replicas"), 1)),
             mig_config=labels.get("nvidia.com/mig.config", ""), mig_strategy=labels.get("nvidia.com/mig.strategy", ""),
-            driver=_driver(labels), managed=any(k.startswith(DEPLOY_PREFIX) for k in labels),
+            driver=_driver(labels), managed=_managed(labels),
+            operator_driver=_managed(labels) and labels.get(DEPLOY_PREFIX + "driver") != "false",
             flavor=_flavor(labels, inventory.resource_flavors), taints=list((node.get("spec") or {}).get("taints") or []),
             gpu_pods=pods.get(name, 0), labels=labels,
             devices={k: _int(v) for k, v in (status.get("allocatable") or capacity).items()
@@ -201,7 +206,13 @@ def _access(labels: dict[str, str]) -> str:
     return ""
 
 
+def _managed(labels: dict[str, str]) -> bool:
+    return any(k.startswith(DEPLOY_PREFIX) for k in labels) and labels.get(DEPLOY_PREFIX + "operands") != "false"
+
+
 def _driver(labels: dict[str, str]) -> str:
+    if labels.get("nvidia.com/cuda.driver-version.full"):
+        return labels["nvidia.com/cuda.driver-version.full"]
     parts = [labels.get(f"nvidia.com/cuda.driver.{p}", "") for p in ("major", "minor", "rev")]
     return ".".join(parts) if parts[0] else ""
 
@@ -252,6 +263,8 @@ def group_pools(cluster: str, nodes: list[GpuNode]) -> list[PoolGroup]:
         first = members[0]
         values, questions = {}, []
         for key in first.config():
+            if key == "managed":
+                continue  # every pool is meant to be under operator management (set below)
             counts = Counter(n.config()[key] for n in members).most_common()
             values[key] = counts[0][0]
             if len(counts) > 1 and counts[0][1] == counts[1][1]:

@@ -36,7 +36,10 @@ class Step:
 
 
 def reasons(pool: PoolGroup, node: GpuNode) -> list[str]:
-    found = [] if node.managed else ["not under GPU Operator management (no nvidia.com/gpu.deploy.* label)"]
+    found = [] if node.managed else ["not under GPU Operator management (no nvidia.com/gpu.deploy.* label, or "
+                                     "operands off)"]
+    if node.managed and not node.operator_driver:
+        found.append("driver not installed by the operator (nvidia.com/gpu.deploy.driver=false)")
     return found + [f"label disagrees with its pool: {d}" for d in pool.disagreements(node)]
 
 

@@ -72,6 +72,9 @@ def pool_files(cluster: str, pool: PoolGroup) -> dict[str, str]:
     if not node.cpu or not node.memory_gi:
         asks.append("the node's cpu or memory capacity is not in the snapshot: node cpu/memory are placeholders")
     layout = str(pool.values["mig.config"]) if access == "mig" else ""
+    if access == "mig" and pool.values["mig.strategy"] == "single":
+        asks.append("MIG strategy single: GFD's nvidia.com/gpu.count counts MIG devices, so perNode is a "
+                    "placeholder; give the GPUs per node")
     driver = str(pool.values["driver"])
     if not driver:
         asks.append("GFD reports no driver version (nvidia.com/cuda.driver.*): nvidiadriver.yaml's version is "
