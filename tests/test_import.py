@@ -152,3 +152,18 @@ def test_context_goes_through_the_live_reader(fork: Path, tmp_path: Path) -> Non
     done = run_import(fork, "--context", "nowhere", "--kubeconfig", str(tmp_path / "missing"), "--name", "acme-east")
     assert done.returncode == 2 and "cannot use kubeconfig" in done.stderr
     assert not (fork / "clusters/acme-east").exists()
+
+
+def test_validate_checks_the_plan_against_the_repository(fork: Path) -> None:
+    """IMP002 recomputes each step from the repository: raising production's quota after the import makes the
+    step that left CAP005's reserve (a warning) one that leaves production short (an error)."""
+    assert run_import(fork, "--snapshot", str(SNAPSHOT), "--name", "acme-east").returncode == 0
+    findings = [f for f in pipeline.run(fork, use_cache=False).findings if f.rule == "IMP002"]
+    assert [(f.severity, f.line) for f in findings] == [(Severity.WARNING, 25)]
+    assert "16 online < 24 nominal" in findings[0].message
+    queue = fork / "clusters/acme-east/queues/inference.yaml"
+    queue.write_text(queue.read_text().replace("nominalQuota: 24", "nominalQuota: 40"))
+    findings = [f for f in pipeline.run(fork, use_cache=False).findings if f.rule == "IMP002"]
+    assert [(f.severity, f.message) for f in findings] == [
+        (Severity.ERROR, "step 2 drains l4-03 of pool l4: production short while it is out "
+                         "(nvidia.com/gpu 32 online < 40 nominal)")]

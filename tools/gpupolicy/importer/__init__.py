@@ -5,7 +5,8 @@
   and GPU feature discovery labels, grouped into pools by identical hardware and configuration;
 - `plan`: the nodes to bring under operator management or into line with their pool, in the order that keeps
   each pool's online capacity at or above its production nominal quota (UPG008's drain check) and, where it
-  can, CAP005's reserve of one more node; the capacity after every step;
+  can, CAP005's reserve of one more node; the capacity after every step (rule IMP002 checks the plan file
+  again against the repository);
 - `write`: the cluster, pool, team and queue files (the pool and team files by `gpupolicy new`'s generators),
   with `# QUESTION(import): ...` where the cluster does not say; rule IMP001 reports every open question.
 """
