@@ -38,7 +38,9 @@ MAX_BYTES = 4 * 1024 * 1024  # every file here is a hand-sized manifest; YAML004
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     root = Path(fleet.root)
-    paths = {doc.path for doc in fleet.documents} | {p.relative_to(root).as_posix() for p in root.glob(PLANS)}
+    # a plan is reported by the run that covers its cluster (each shard of `validate --shard` once)
+    plans = {p.relative_to(root).as_posix() for p in root.glob(PLANS) if p.parent.name in fleet.clusters}
+    paths = {doc.path for doc in fleet.documents} | plans
     for rel in sorted(paths):
         path = root / rel
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_BYTES:
