@@ -83,11 +83,13 @@ def test_import_writes_pools_teams_queues_and_the_plan(fork: Path) -> None:
     questions = sorted((path, message) for rule, path, message in added if rule == "IMP001")
     asked = [line.strip() for line in done.stdout.splitlines() if line.startswith("  ") and ": " in line
              and line.strip().split(":")[0] in {p for p, _ in questions}]
-    assert len(questions) == 11 and len(asked) >= 11
+    assert len(questions) == 12 and len(asked) >= 12
     assert ("clusters/acme-east/queues/inference.yaml", "open question: which tier is ClusterQueue inference? "
             "counted as production in the migration plan; set the gpupolicy.io/tier label") in questions
     assert any(p == "pools/a100/pool.yaml" and "dedicated=ml:NoSchedule" in m for p, m in questions)
     assert any(p == "imports/acme-east/migration-plan.yaml" and "step 2" in m for p, m in questions)
+    assert any(p == "clusters/acme-east/gpu-operator-values.yaml" and "copied from cluster fra-1" in m
+               for p, m in questions)
     assert {rule for rule, _, _ in added} == {"IMP001", "WL012"}
 
     plan = yaml.safe_load((fork / "imports/acme-east/migration-plan.yaml").read_text())

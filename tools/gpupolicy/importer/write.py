@@ -72,6 +72,9 @@ def pool_files(cluster: str, pool: PoolGroup) -> dict[str, str]:
     if not node.cpu or not node.memory_gi:
         asks.append("the node's cpu or memory capacity is not in the snapshot: node cpu/memory are placeholders")
     layout = str(pool.values["mig.config"]) if access == "mig" else ""
+    if access == "mig":
+        asks.append(f"MIG layout {layout}: the snapshot holds no mig-parted config; add the layout's slices to the "
+                    "cluster's config (MIG004 names it while it is missing)")
     if access == "mig" and pool.values["mig.strategy"] == "single":
         asks.append("MIG strategy single: GFD's nvidia.com/gpu.count counts MIG devices, so perNode is a "
                     "placeholder; give the GPUs per node")
@@ -197,6 +200,10 @@ def cluster_files(root: Path, cluster: str, inventory: Inventory, pools: list[Po
         source = root / "clusters" / like / extra
         if source.is_file():
             out[f"{base}/{extra}"] = source.read_text(encoding="utf-8")
+    values = f"{base}/gpu-operator-values.yaml"
+    if values in out:
+        out[values] = question(f"GPU Operator values copied from cluster {like}: compare them with the cluster's "
+                               "ClusterPolicy (kubectl get clusterpolicy -o yaml)") + out[values]
     chart = f"{base}/gpu-operator-chart.yaml"
     if chart in out:
         if operator:
@@ -208,7 +215,7 @@ def cluster_files(root: Path, cluster: str, inventory: Inventory, pools: list[Po
         if path.is_file():
             rel = path.relative_to(root / "clusters" / like).as_posix()
             out[f"{base}/{rel}"] = path.read_text(encoding="utf-8").replace(like, cluster)
-    out[f"{base}/cluster.yaml"] = cluster_yaml(cluster, inventory, pools, operator)
+    out[f"{base}/cluster.yaml"] = cluster_yaml(cluster, pools, operator)
     out[f"{base}/team-quotas.yaml"] = team_quotas(inventory, teams)
     out.update(queue_files(base, inventory, renames, teams))
     return out
@@ -220,7 +227,7 @@ def _after(text: str, anchor: str, insert: str, before: bool = False) -> str:
     return text.replace(anchor, insert + anchor if before else anchor + insert, 1)
 
 
-def cluster_yaml(cluster: str, inventory: Inventory, pools: list[PoolGroup], operator: str) -> str:
+def cluster_yaml(cluster: str, pools: list[PoolGroup], operator: str) -> str:
     nodes = [n for p in pools for n in p.nodes]
     regions = sorted({n.region for n in nodes if n.region})
     zones = sorted({n.zone or "unknown" for n in nodes})
@@ -231,7 +238,6 @@ def cluster_yaml(cluster: str, inventory: Inventory, pools: list[PoolGroup], ope
     if not operator:
         asks.append(question("no gpu-operator pod in the snapshot: which GPU Operator version runs?"))
     asks.append(question("which sync engine applies this overlay (flux, argocd)? `flux` is a placeholder"))
-    del inventory
     return "".join(asks) + f"""\
 apiVersion: gpupolicy/v1
 kind: Cluster
