@@ -96,6 +96,7 @@ def pool_files(cluster: str, pool: PoolGroup) -> dict[str, str]:
     texts = pool_scaffold.pool_files(request, catalog.gpu(node.model), driver or "0.0.0")
     header = "".join(question(a) for a in asks)
     rel = f"pools/{pool.name}/pool.yaml"
+    texts[rel] = texts[rel].replace("Written by `gpupolicy new pool`", "Written by `gpupolicy import`", 1)
     texts[rel] = texts[rel].replace("apiVersion: gpupolicy/v1\n", header + "apiVersion: gpupolicy/v1\n", 1)
     if access == "mig":
         texts[rel] = texts[rel].replace("    strategy: mixed\n", f"    strategy: {pool.values['mig.strategy'] or 'mixed'}\n")
@@ -156,7 +157,8 @@ def team_files(namespace: str, queues: dict[str, str], inventory: Inventory) -> 
                        | {"nvidia.com/gpu"})
     request = team_scaffold.TeamRequest(name=namespace, clusters=(), tier=tier or "batch",
                                         workload=workload or "batch", queues=tuple(sorted(queues)) or ("batch",))
-    texts = team_scaffold.team_files(request, resources)
+    texts = {rel: text.replace("(gpupolicy new team)", "(gpupolicy import)")
+             for rel, text in team_scaffold.team_files(request, resources).items()}
     base = f"policies/teams/{namespace}"
     asks = []
     if not tier:
