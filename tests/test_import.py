@@ -107,13 +107,14 @@ def test_import_writes_pools_teams_queues_and_the_plan(fork: Path) -> None:
 
 def test_answering_a_question_removes_its_finding(fork: Path) -> None:
     assert run_import(fork, "--snapshot", str(SNAPSHOT), "--name", "acme-east").returncode == 0
-    queue = fork / "clusters/acme-east/queues/inference.yaml"
-    text = queue.read_text()
-    answered = "".join(line for line in text.splitlines(keepends=True) if "QUESTION(import)" not in line)
-    queue.write_text(answered.replace("  name: inference\n", "  name: inference\n  labels:\n"
-                                                             "    gpupolicy.io/tier: production\n", 1)
-                     if "labels:" not in answered else answered)
-    assert not [e for e in errors(fork) if e[0] == "IMP001" and e[1] == str(queue.relative_to(fork))]
+    listed = fork / "imports/acme-east/questions.yaml"
+    questions = yaml.safe_load(listed.read_text())["questions"]
+    assert len(questions) == 12
+    answered = [q for q in questions if q["path"] != "clusters/acme-east/queues/inference.yaml"]
+    assert len(answered) == 11
+    listed.write_text(yaml.safe_dump({"questions": answered}))
+    left = [e for e in errors(fork) if e[0] == "IMP001"]
+    assert len(left) == 11 and not [e for e in left if e[1] == "clusters/acme-east/queues/inference.yaml"]
 
 
 def test_a_step_below_production_need_is_blocked(fork: Path, tmp_path: Path) -> None:

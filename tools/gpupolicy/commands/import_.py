@@ -4,9 +4,9 @@ repository's files (decision 0077).
 It reads the snapshot `audit --snapshot` reads (or the live cluster through `audit --context`'s reader), groups
 the GPU nodes into pools by identical hardware and flavor, writes clusters/CLUSTER/, pools/<pool>/, the team
 folders of namespaces with GPU quotas or LocalQueues, and imports/CLUSTER/migration-plan.yaml, all or nothing
-through the transactional writer; what the cluster does not say is a `# QUESTION(import): ...` line that
-`validate` reports (IMP001) until it is answered. Exit 2 and nothing written when the snapshot cannot be read
-or a file to write exists already."""
+through the transactional writer; what the cluster does not say is a `# QUESTION(import): ...` line, listed
+in imports/CLUSTER/questions.yaml, which `validate` reports (IMP001) until it is answered. Exit 2 and nothing
+written when the snapshot cannot be read or a file to write exists already."""
 
 from __future__ import annotations
 

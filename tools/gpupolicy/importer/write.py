@@ -3,11 +3,13 @@ namespace, imports/<name>/migration-plan.yaml. Pool and team files come from `gp
 (scaffold.pool.pool_files, scaffold.team.team_files); the cluster overlay follows the repository's first
 cluster (its shared-policy entries, sync folder and operator chart patch), with this cluster's teams, queues
 and pools in place of that cluster's. What the cluster does not say is a `# QUESTION(import): ...` line next
-to a placeholder value: rule IMP001 reports each one until it is answered and the line removed."""
+to a placeholder value, listed in imports/<name>/questions.yaml: rule IMP001 reports each entry until it is
+answered."""
 
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -48,9 +50,21 @@ def files(root: Path, cluster: str, inventory: Inventory, pools: list[PoolGroup]
         if (root / rel).exists():
             raise ToolError(f"{rel} exists already; import writes a cluster the repository does not have")
     out[POOLS_CONF] = pools_conf(root, pools)
-    asked = [f"{rel}: {line.split(MARK, 1)[1].strip()}" for rel, text in out.items()
-             for line in text.splitlines() if MARK in line]
-    return out, asked
+    found = [(rel, number, line.split(MARK, 1)[1].strip()) for rel, text in sorted(out.items())
+             for number, line in enumerate(text.splitlines(), 1) if MARK in line]
+    out[f"imports/{cluster}/questions.yaml"] = questions_yaml(cluster, found)
+    return out, [f"{rel}: {text}" for rel, _line, text in found]
+
+
+def questions_yaml(cluster: str, found: list[tuple[str, int, str]]) -> str:
+    """The open questions, one entry each: what IMP001 reports (the comments in the files point at them; a
+    rule reading every file again for its comments would break validate's read-once rule)."""
+    lines = [f"# Open questions of the import of {cluster} (gpupolicy import). Answer each in its file, delete the",
+             "# `# QUESTION(import):` line there and its entry here; `gpupolicy validate` reports each entry (IMP001)."]
+    lines += ["questions:" if found else "questions: []"]
+    for rel, number, text in found:
+        lines += [f"  - path: {rel}", f"    line: {number}", f"    question: {json.dumps(text)}"]
+    return "\n".join(lines) + "\n"
 
 
 # --- pools -----------------------------------------------------------------------------------------------------
