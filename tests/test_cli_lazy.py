@@ -12,7 +12,7 @@ from gpupolicy import cli, commands
 
 
 def test_every_module_in_commands_is_registered_with_its_own_help() -> None:
-    modules = sorted(info.name for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_"))
+    modules = sorted(info.name.removesuffix("_") for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_"))
     assert sorted(commands.COMMANDS) == modules, "add the new command's line to commands.COMMANDS"
     for name, help_text in commands.COMMANDS.items():
         module = cli.command_module(name)

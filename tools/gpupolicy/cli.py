@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import keyword
 import sys
 import traceback
 from pathlib import Path
@@ -46,7 +47,7 @@ exit codes (every command):
 
 def command_module(name: str) -> ModuleType:
     """The module of the subcommand `name` (a key of `commands.COMMANDS`), imported now."""
-    return importlib.import_module(f"{commands.__name__}.{name}")
+    return importlib.import_module(f"{commands.__name__}.{name}{'_' if keyword.iskeyword(name) else ''}")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

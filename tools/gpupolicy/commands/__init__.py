@@ -7,7 +7,7 @@ module only when that command runs, so it needs the name and help before), and w
 
 # Commands that write into the repository: they finish an interrupted edit first (transaction.recover); every
 # other command only reports one and stops, since a validator never changes the tree (decision 0066).
-WRITING_COMMANDS = frozenset({"docs", "new", "recommend", "recover", "schemas", "upgrade"})
+WRITING_COMMANDS = frozenset({"docs", "import", "new", "recommend", "recover", "schemas", "upgrade"})
 FORMAT_HELP = "text for people (the default) or json for scripts"  # the --format choice most commands offer
 
 COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help` lists them
@@ -17,6 +17,8 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "docs": "generate the fleet pages of the runbook site (docs/generated/); --check fails when one is stale",
     "explain": "trace a workload manifest through admission, quotas, Kueue, node fit and the GPU Operator, "
                "per cluster",
+    "import": "inventory a running cluster (--snapshot DIR or --context NAME) and write its cluster, pool, team and "
+              "queue files, open questions marked, and a node-by-node migration plan under operator management",
     "inspect": "print the fleet model: pools with capacity and the part no quota holds, cluster queues with their "
                "GPU quotas, priorities",
     "mig": "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit",

@@ -46,6 +46,7 @@ EVERY_CLUSTER_INPUTS = (
     "docs/decisions/",              # decisions.DECISIONS_DIR: the decision log the DOC rules read
     "docs/examples/",               # sec_common.EXAMPLES_DIR: examples SEC009 admits on every cluster
     "policies/upgrades/",           # upgrades.PLAN_DIR, approvals.APPROVERS_FILE: plans name clusters' versions
+    "imports/",                     # rules.imp002_migration_plan_capacity.PLANS: imported clusters' migration plans
 )
 
 

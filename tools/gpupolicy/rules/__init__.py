@@ -52,7 +52,7 @@ CATEGORIES = {
     "MIG": "MIG layouts", "SHARE": "GPU sharing", "PRIO": "Priorities and preemption",
     "SEC": "Security", "RBAC": "Access control", "UPG": "Upgrades", "OBS": "Observability",
     "DOC": "Documentation", "POOL": "Pools", "SYNC": "GitOps sync", "WL": "Workload path",
-    "EXC": "Reviewed exceptions", "CFG": "Repository configuration",
+    "EXC": "Reviewed exceptions", "CFG": "Repository configuration", "IMP": "Imported clusters",
     "INTERNAL": "Toolkit faults",
 }
 
