@@ -170,3 +170,23 @@ def test_validate_checks_the_plan_against_the_repository(fork: Path) -> None:
     assert [(f.severity, f.message) for f in findings] == [
         (Severity.ERROR, "step 2 drains l4-03 of pool l4: production short while it is out "
                          "(nvidia.com/gpu 32 online < 40 nominal)")]
+
+
+def test_open_questions_are_read_through_the_repository_reader(tmp_path: Path) -> None:
+    """imports/<cluster>/questions.yaml is repository content: a FIFO there is refused (never read, so never a
+    hang), and an entry that points outside the repository is refused, not reported as that path."""
+    import os
+
+    from support import MINIREPO, copy_repo
+
+    repo = copy_repo(MINIREPO, tmp_path / "repo")
+    (repo / "imports/mini").mkdir(parents=True)
+    os.mkfifo(repo / "imports/mini/questions.yaml")
+    findings = [f for f in pipeline.run(repo, use_cache=False).findings if f.rule == "IMP001"]
+    assert [f.message.split(":")[0] for f in findings] == ["not read"], findings
+    (repo / "imports/mini/questions.yaml").unlink()
+    (repo / "imports/mini/questions.yaml").write_text(
+        "questions:\n  - {path: ../../etc/passwd, line: 1, question: which team?}\n")
+    findings = [f for f in pipeline.run(repo, use_cache=False).findings if f.rule == "IMP001"]
+    assert len(findings) == 1 and "outside the repository" in findings[0].message
+    assert not findings[0].path.startswith(("/", ".."))

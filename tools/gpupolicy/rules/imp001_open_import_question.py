@@ -26,9 +26,9 @@ lists what is left to decide.
 from collections.abc import Iterator
 from pathlib import Path
 
-import yaml
-
 from ..findings import Finding, Severity
+from ..infra import repopath
+from ..infra.yamlload import parse_source
 from ..model import Fleet
 
 ID = "IMP001"
@@ -45,14 +45,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         if cluster not in fleet.clusters:
             continue  # reported by the run that covers the cluster (each shard of `validate --shard` once)
         rel = path.relative_to(root).as_posix()
-        if path.is_symlink() or path.stat().st_size > MAX_BYTES:
-            yield Finding(ID, SEVERITY, "not read: a symbolic link or over 4 MiB", rel, 1, cluster)
+        try:  # the repository's reader: inside the repository, a regular file (no FIFO, no link out), bounded
+            loaded = parse_source(repopath.read_file(root, rel, MAX_BYTES), rel)
+        except repopath.Refused as exc:
+            yield Finding(ID, SEVERITY, f"not read: {exc}", rel, 1, cluster)
             continue
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            yield Finding(ID, SEVERITY, f"cannot read the questions: {str(exc).splitlines()[0]}", rel, 1, cluster)
+        if not loaded.ok:  # the strict loader's own finding (syntax, duplicate key, alias bomb)
+            yield Finding(ID, SEVERITY, f"cannot read the questions: {loaded.findings[0].message}", rel,
+                          loaded.findings[0].line, cluster)
             continue
+        data = loaded.documents[0].data if loaded.documents else None
         entries = data.get("questions") if isinstance(data, dict) else None
         if not isinstance(entries, list):
             yield Finding(ID, SEVERITY, "not a list of questions: `questions:` must be a list", rel, 1, cluster)
@@ -61,8 +63,14 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             if not isinstance(entry, dict) or not entry.get("path") or not entry.get("question"):
                 yield Finding(ID, SEVERITY, f"an entry without path or question: {entry!r}", rel, 1, cluster)
                 continue
+            try:  # a finding names a file of the repository, never one a questions file points outside
+                where = repopath.normalize("", str(entry["path"]))
+            except repopath.Refused as exc:
+                yield Finding(ID, SEVERITY, f"an entry names a path outside the repository: {exc}", rel, 1,
+                              cluster)
+                continue
             line = entry.get("line") if isinstance(entry.get("line"), int) else 1
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster, path=str(entry["path"]), line=line,
+            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster, path=where, line=line,
                           message=f"open question: {entry['question']}",
                           hint=f"answer it in the file, then delete its `# QUESTION(import):` line and its entry "
                                f"in {rel}")
