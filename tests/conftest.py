@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,15 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not present on this machine")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def fork_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generated fork fleet (tests/forkfleet.py), made once per run; tests take a copy (`fork`)."""
+    from forkfleet import make_fork
+    return make_fork(tmp_path_factory.mktemp("fork") / "repo", REPO)
+
+
+@pytest.fixture
+def fork(fork_template: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(fork_template, tmp_path / "repo", symlinks=True))

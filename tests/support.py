@@ -116,3 +116,10 @@ def git_repository(target: Path, name: str = "test", email: str = "test@example.
     git(target, "add", "-A", name=name, email=email)
     git(target, "commit", "-q", "-m", "start", name=name, email=email)
     return target
+
+
+def run_gpupolicy(*args: str) -> subprocess.CompletedProcess:
+    """The CLI from this checkout's tools/ in a fresh interpreter with a bare environment (no inherited PATH
+    entries, no HOME): what a user's shell would run, as text."""
+    return subprocess.run([sys.executable, "-m", "gpupolicy", *args], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO / "tools"), "PATH": "/usr/bin:/bin"})

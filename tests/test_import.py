@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from forkfleet import make_fork
-from support import REPO
+from support import REPO, run_gpupolicy
 
 from gpupolicy import pipeline
 from gpupolicy.findings import Severity
@@ -22,20 +20,8 @@ from gpupolicy.findings import Severity
 SNAPSHOT = REPO / "tests" / "fixtures" / "import" / "acme-east"
 
 
-@pytest.fixture(scope="module")
-def fork_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_fork(tmp_path_factory.mktemp("fork") / "repo", REPO)
-
-
-@pytest.fixture
-def fork(fork_template: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(fork_template, tmp_path / "repo", symlinks=True))
-
-
 def run_import(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpupolicy", "import", "--repo", str(repo), *args],
-                          capture_output=True, text=True, env={"PYTHONPATH": str(REPO / "tools"),
-                                                               "PATH": "/usr/bin:/bin"})
+    return run_gpupolicy("import", "--repo", str(repo), *args)
 
 
 def tree(repo: Path) -> dict[str, bytes]:

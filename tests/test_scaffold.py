@@ -4,33 +4,19 @@ would add an error or is refused."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from forkfleet import TEAMS, make_fork
-from support import REPO
+from forkfleet import TEAMS
+from support import run_gpupolicy
 
 from gpupolicy import pipeline
 from gpupolicy.findings import Severity
 
 
-@pytest.fixture(scope="module")
-def fork_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_fork(tmp_path_factory.mktemp("fork") / "repo", REPO)
-
-
-@pytest.fixture
-def fork(fork_template: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(fork_template, tmp_path / "repo", symlinks=True))
-
-
 def new(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpupolicy", "new", *args, "--repo", str(repo)],
-                          capture_output=True, text=True, env={"PYTHONPATH": str(REPO / "tools"),
-                                                               "PATH": "/usr/bin:/bin"})
+    return run_gpupolicy("new", *args, "--repo", str(repo))
 
 
 def errors(repo: Path) -> list[str]:
