@@ -11,6 +11,7 @@ import pytest
 from support import REPO, copy_repo
 
 from gpupolicy import pipeline
+from gpupolicy.infra import repopath
 from gpupolicy.infra.cache.store import CacheStore
 from gpupolicy.pipeline.render import graphcache, kustomize
 
@@ -47,7 +48,7 @@ def _build(root: Path, cache: CacheStore, monkeypatch) -> tuple[kustomize.Graph,
     calls = []
     real = kustomize.build_graph
     monkeypatch.setattr(kustomize, "build_graph", lambda *a, **k: calls.append(1) or real(*a, **k))
-    graph = graphcache.build_graph(root, _entries(root), cache)
+    graph = graphcache.build_graph(repopath.Reader(root), _entries(root), cache)
     monkeypatch.setattr(kustomize, "build_graph", real)
     return graph, bool(calls)
 
@@ -100,5 +101,5 @@ def test_a_graph_that_followed_a_symlink_is_not_kept(repo, cache, monkeypatch) -
 
 
 def test_no_cache_reads_afresh(repo, monkeypatch) -> None:
-    graph = graphcache.build_graph(repo, _entries(repo), CacheStore.off())
+    graph = graphcache.build_graph(repopath.Reader(repo), _entries(repo), CacheStore.off())
     assert _snapshot(graph) == _snapshot(kustomize.build_graph(repo, _entries(repo)))

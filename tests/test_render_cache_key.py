@@ -21,6 +21,7 @@ import pytest
 from test_incremental import GPUPOLICY, MINIREPO, commit_all, edit, selected
 
 from gpupolicy import pipeline
+from gpupolicy.infra import repopath
 from gpupolicy.infra.cache.store import CacheStore
 from gpupolicy.pipeline.render import graphcache, kustomize
 
@@ -137,7 +138,7 @@ def fresh_render(root: Path) -> str:
 
 def cached_render(root: Path) -> kustomize.Rendered:
     store = CacheStore()
-    graph = graphcache.build_graph(root, ["clusters/mini"], store)
+    graph = graphcache.build_graph(repopath.Reader(root), ["clusters/mini"], store)
     return kustomize.render(root, ["clusters/mini"], graph, store)["clusters/mini"]
 
 
@@ -209,7 +210,7 @@ def test_a_reused_graph_still_knows_the_opaque_overlay(tmp_path: Path, monkeypat
     root = fleet(tmp_path, next(k for k in INPUTS if k.id == "transformers-file"))
     _age_folders(root)
     cache = CacheStore()
-    first = graphcache.build_graph(root, ["clusters/mini"], cache)
-    reused = graphcache.build_graph(root, ["clusters/mini"], cache)
+    first = graphcache.build_graph(repopath.Reader(root), ["clusters/mini"], cache)
+    reused = graphcache.build_graph(repopath.Reader(root), ["clusters/mini"], cache)
     assert reused is not first and first.opaque_fields("clusters/mini") == ["transformers"]
     assert reused.opaque_fields("clusters/mini") == ["transformers"]

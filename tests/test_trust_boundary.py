@@ -302,7 +302,7 @@ def test_load_sources_reads_through_the_boundary(tmp_path: Path) -> None:
     (tmp_path / "outside.yaml").write_text("secret: 1\n")
     (root / "out.yaml").symlink_to(tmp_path / "outside.yaml")
     os.mkfifo(root / "fifo.yaml")
-    documents, findings = pipeline.load_sources(root, ["ok.yaml", "big.yaml", "out.yaml", "fifo.yaml"])
+    documents, findings = pipeline.load_sources(repopath.Reader(root), ["ok.yaml", "big.yaml", "out.yaml", "fifo.yaml"])
     assert list(documents) == ["ok.yaml"]
     found = {f.path: (f.rule, f.line, f.message) for f in findings}
     assert found["big.yaml"][:2] == ("YAML004", 1) and "-byte limit" in found["big.yaml"][2]

@@ -109,20 +109,20 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def record_files(root: Path) -> list[Path]:
+def record_files(reader: repopath.Reader) -> list[str]:
     """Every Markdown file of the decision log that should be a record (index and template excluded)."""
-    folder = Path(root) / DECISIONS_DIR
-    if not folder.is_dir():
+    try:
+        names = reader.listdir(DECISIONS_DIR)
+    except OSError:  # no log (or not a folder)
         return []
-    return sorted(p for p in folder.glob("*.md") if p.is_file() and p.name not in NOT_RECORDS)
+    return sorted(f"{DECISIONS_DIR}/{name}" for name in names if name.endswith(".md") and name not in NOT_RECORDS
+                  and reader.isfile(f"{DECISIONS_DIR}/{name}"))
 
 
-def load_log(root: Path, reader: repopath.Reader | None = None) -> list[Decision]:
-    """Every record of the log, by file name; unreadable files come back with their problems. `reader`: the
-    run's, so the pipeline reads each record once (a generator's one-off read needs none)."""
-    root = Path(root)
-    reader = reader or repopath.Reader(root)
-    return [load_record(root, path, reader) for path in record_files(root)]
+def load_log(reader: repopath.Reader) -> list[Decision]:
+    """Every record of the log, by file name; unreadable files come back with their problems. Read through
+    `reader`: the run's, so the pipeline reads each record once (a generator makes its own)."""
+    return [load_record(reader, rel) for rel in record_files(reader)]
 
 
 GLOB_CHARACTERS = frozenset("*?[")
@@ -143,7 +143,7 @@ def fleet_instance(written: str) -> tuple[str, str] | None:
     return None
 
 
-def affected_paths(root: Path, log: list[Decision]) -> dict[str, bool]:
+def affected_paths(reader: repopath.Reader, log: list[Decision]) -> dict[str, bool]:
     """Whether each path (or glob) the records' `affects` lists names something in the repository; looked up
     once by the load stage, so DOC002 reads the answer from the model. Paths outside the repository (absolute,
     with `..`) are not looked up: DOC002 refuses them as written."""
@@ -154,7 +154,7 @@ def affected_paths(root: Path, log: list[Decision]) -> dict[str, bool]:
             written = item.strip() if isinstance(item, str) else ""
             path = PurePosixPath(written.rstrip("/") or "/")
             if written and written not in found and not path.is_absolute() and ".." not in path.parts:
-                found[written] = _names_something(Path(root), written, path)
+                found[written] = _names_something(reader.root, written, path)
     return found
 
 
@@ -169,11 +169,10 @@ def number_of(file_name: str) -> str | None:
     return match.group("number") if match else None
 
 
-def load_record(root: Path, path: Path, reader: repopath.Reader | None = None) -> Decision:
-    rel = path.relative_to(root).as_posix()
-    decision = Decision(path=rel, number=number_of(path.name), meta={})
+def load_record(reader: repopath.Reader, rel: str) -> Decision:
+    decision = Decision(path=rel, number=number_of(PurePosixPath(rel).name), meta={})
     try:  # through the trust boundary: a record may be a symlink out of the repository, or a FIFO
-        text = (reader or repopath.Reader(root)).read(rel).decode("utf-8")
+        text = reader.read(rel).decode("utf-8")
     except (repopath.Refused, UnicodeDecodeError) as exc:
         decision.problems.append(Problem(f"cannot read the record: {exc}", 1, "save it as UTF-8 Markdown"))
         return decision

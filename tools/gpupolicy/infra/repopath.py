@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -73,6 +73,40 @@ class Reader:
         self._digests: dict[str, bytes] = {}
         self._contents: dict[str, bytes] = {}  # files of at most MAX_FILE_BYTES, as read
         self._reading = threading.Lock()  # render threads hash what the loader reads: read each file once
+
+    @property
+    def root(self) -> Path:
+        """The repository's real root. A run's stages take the reader, never a root of their own: the one place
+        that knows where the repository is also holds its boundary."""
+        return Path(self.real_root)
+
+    # Listing: names, not contents. Each name found is still read through `read`, which applies the boundary.
+
+    def listdir(self, rel: str) -> list[str]:
+        """The names in repo-relative folder `rel`; OSError when it is missing or not a folder."""
+        return os.listdir(os.path.join(self.real_root, rel))
+
+    def lexists(self, rel: str) -> bool:
+        return os.path.lexists(os.path.join(self.real_root, rel))
+
+    def isdir(self, rel: str) -> bool:
+        return os.path.isdir(os.path.join(self.real_root, rel))
+
+    def isfile(self, rel: str) -> bool:
+        return os.path.isfile(os.path.join(self.real_root, rel))
+
+    def is_symlink(self, rel: str) -> bool:
+        return os.path.islink(os.path.join(self.real_root, rel))
+
+    def walk(self, tops: Iterable[str]) -> Iterator[str]:
+        """Every file under the repo-relative folders `tops` (and every symlinked folder), repo-relative, in a
+        stable order; hidden folders are skipped."""
+        prefix = len(self.real_root) + 1
+        for top in tops:
+            for directory, subdirs, names in os.walk(os.path.join(self.real_root, top)):
+                subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+                for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
+                    yield os.path.join(directory, name)[prefix:].replace(os.sep, "/")
 
     def _resolved(self, rel: str) -> tuple[str, os.stat_result | None]:
         """(real path, its lstat when that is already the file's own stat: no symlink at the end)."""

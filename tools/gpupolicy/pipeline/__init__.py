@@ -33,7 +33,16 @@ from ..rules import schema005_repo_files as schema005
 from ..rules import sync001_flux_bootstrap_path as sync001
 from .build import SourceIndex, build_cluster, facts_from, object_from, pool_from
 from .render import kustomize, patchsources
-from .sources import SCANNED_DIRS, YAML_SUFFIXES, Sources, cluster_names, discover, load, load_sources
+from .sources import (
+    SCANNED_DIRS,
+    YAML_SUFFIXES,
+    Sources,
+    cluster_names,
+    clusters_of,
+    discover,
+    load,
+    load_sources,
+)
 
 __all__ = ["SCANNED_DIRS", "YAML_SUFFIXES", "RunResult", "cluster_names", "load_fleet", "load_sources", "run"]
 
@@ -138,18 +147,20 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     is then data, and each change to it is CFG003 (`guardrails`, decision 0062)."""
     timings: dict[str, float] = {}
     clock = _Clock(timings)
-    root = root.resolve()
-    all_clusters = cluster_names(root)
+    # the repository is opened once: every stage reads through this reader, the one holder of the root
+    reader = reader or repopath.Reader(root.resolve())
+    root = reader.root
+    all_clusters = clusters_of(reader)
     store = store or CacheStore.for_repository(root, enabled=use_cache)
-    sources = discover(root, all_clusters, _selected(all_clusters, clusters), store, graph, reader, fleet_level)
+    sources = discover(reader, all_clusters, _selected(all_clusters, clusters), store, graph, fleet_level)
     findings = list(sources.findings)
     renderable = _renderable(sources)
     clock.lap("discover")
 
     # kubectl renders in the background while the sources load strictly and the rules import; an overlay
     # with an input the loader refuses is cancelled (and not rendered at all if it had not started).
-    rendering = kustomize.RenderJob(root, [f"clusters/{n}" for n in renderable], sources.graph, store,
-                                    progress=progress, reader=sources.reader)
+    rendering = kustomize.RenderJob(sources.reader, [f"clusters/{n}" for n in renderable], sources.graph, store,
+                                    progress=progress)
     try:
         load_findings = load(sources, store)
         findings.extend(load_findings)
@@ -168,7 +179,7 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     sources.reader.forget_contents()
     clock.lap("render")
 
-    index = SourceIndex(str(root), sources.documents, sources.reader, sources.edit_documents)
+    index = SourceIndex(sources.reader, sources.documents, sources.edit_documents)
     objects_by_cluster = _parse_stage(sources, renderable, rendered, store, index, findings)
     generated = {name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}
                  for name in objects_by_cluster}

@@ -48,12 +48,12 @@ class SourceIndex:
     trust boundary (repopath): a path that resolves outside the repository, is not a regular file or is over
     the size limit is never opened, and reads as a file without documents."""
 
-    def __init__(self, root: str, documents: dict[str, list[Document]],
-                 reader: repopath.Reader | None = None, edit_documents: dict[str, list[Document]] | None = None) -> None:
-        self.root = root
+    def __init__(self, reader: repopath.Reader, documents: dict[str, list[Document]],
+                 edit_documents: dict[str, list[Document]] | None = None) -> None:
+        self.root = str(reader.root)
         self.documents = documents  # the loader's: only files it did not load are read here
         self.edit_documents = edit_documents or {}  # patch/replacements files as lists, from the loader's read
-        self.reader = reader or repopath.Reader(root)
+        self.reader = reader
         self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
         self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
         # The overlay edits of each cluster and its generated ConfigMap keys: a field they set is located at the

@@ -111,11 +111,12 @@ def select(root: Path, changes: gitrev.Changes, rev: str, store: CacheStore | No
            reader: repopath.Reader | None = None) -> Selection:
     """The clusters of the working tree at `root` that `changes` (relative to `rev`) can affect. `store` and
     `reader`: the run's (None: one over the default cache folder, a reader of its own)."""
-    names = sources.cluster_names(root)
+    reader = reader or repopath.Reader(root)
+    names = sources.clusters_of(reader)
     everything = sorted(p for p in changes.all if affects_every_cluster(p))
     if everything:
         return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
-    graph = graphcache.build_graph(root, [f"clusters/{n}" for n in names], store or CacheStore.for_repository(root), reader)
+    graph = graphcache.build_graph(reader, [f"clusters/{n}" for n in names], store or CacheStore.for_repository(root))
     reached = _reach(graph, names, changes.all)
     if changes.deleted and graph.followed_symlink:
         # Without symlinks today's graph already knows every deleted input that mattered: a kustomization that

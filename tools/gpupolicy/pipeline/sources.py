@@ -40,20 +40,24 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def cluster_names(root: Path | str) -> list[str]:
+    """The repository's clusters (a command's one-off look; a run asks its reader: `clusters_of`)."""
+    return clusters_of(repopath.Reader(root))
+
+
+def clusters_of(reader: repopath.Reader) -> list[str]:
     """The repository's clusters: folders under clusters/ holding a cluster.yaml or any kustomization entry,
     even one that is not a regular file. Counting only readable kustomizations made a cluster whose overlay is
     missing, a folder or a FIFO vanish from the run ("ok ... from 0 cluster(s)"); the graph reports those."""
-    base = os.path.join(root, "clusters")
     try:
-        names = os.listdir(base)
+        names = reader.listdir("clusters")
     except OSError:  # no clusters/ folder (or not a folder): no clusters
         return []
-    return sorted(name for name in names if os.path.isdir(os.path.join(base, name))
-                  and _declares_cluster(os.path.join(base, name)))
+    return sorted(name for name in names if reader.isdir(f"clusters/{name}")
+                  and _declares_cluster(reader, f"clusters/{name}"))
 
 
-def _declares_cluster(folder: str) -> bool:
-    return any(os.path.lexists(os.path.join(folder, name))
+def _declares_cluster(reader: repopath.Reader, folder: str) -> bool:
+    return any(reader.lexists(f"{folder}/{name}")
                for name in (kustomize.CLUSTER_FILE, *kustomize.KUSTOMIZATION_NAMES))
 
 
@@ -61,7 +65,6 @@ def _declares_cluster(folder: str) -> bool:
 class Sources:
     """What discover and load found: the one value the render, parse, schema and model stages start from."""
 
-    root: Path
     all_clusters: list[str]  # every cluster of the repository
     selected: list[str]  # the clusters this run validates
     graph: kustomize.Graph
@@ -78,6 +81,10 @@ class Sources:
     oncall: Any = None  # oncall.OnCall: owners, escalation and the Grafana URL (mkdocs.yml extra.oncall)
     decision_log: list[decisions.Decision] = field(default_factory=list)
     affected_paths: dict[str, bool] = field(default_factory=dict)  # the log's `affects` entries that exist
+
+    @property
+    def root(self) -> Path:
+        return self.reader.root
 
     @property
     def whole(self) -> bool:
@@ -98,35 +105,33 @@ class Sources:
 
 # --- discover ------------------------------------------------------------------------------------------------
 
-def discover(root: Path, all_clusters: list[str], selected: list[str], store: CacheStore,
-             graph: kustomize.Graph | None = None, reader: repopath.Reader | None = None,
-             fleet_level: bool = False) -> Sources:
+def discover(reader: repopath.Reader, all_clusters: list[str], selected: list[str], store: CacheStore,
+             graph: kustomize.Graph | None = None, fleet_level: bool = False) -> Sources:
     """The clusters' graph (given, or read now) and the source files the run needs. A run over some clusters
     (sharding, --changed-since) reads only what those clusters depend on; with `fleet_level` (the first shard of
     `validate --shard`) it also reads what no cluster includes (loose files, pools in no cluster, the graph's
     findings outside every overlay), so the shards together cover what one run over every cluster reads.
-    `reader`: the one that read the given graph, so the kustomizations it read are not read again."""
-    reader = reader or repopath.Reader(root)
+    `reader`: the run's boundary (the one that read a given graph, so its kustomizations are not read again)."""
     whole = set(selected) == set(all_clusters)
     entries = [f"clusters/{name}" for name in (all_clusters if whole or fleet_level else selected)]
     if graph is None:
-        graph = graphcache.build_graph(root, entries, store, reader)
-    sources = Sources(root, all_clusters, selected, graph, reader)
+        graph = graphcache.build_graph(reader, entries, store)
+    sources = Sources(all_clusters, selected, graph, reader)
     if whole:
-        sources.pool_dirs = _pool_dirs(root, None, selected)
-        sources.files, findings = source_files(root)
+        sources.pool_dirs = _pool_dirs(reader, None, selected)
+        sources.files, findings = source_files(reader)
         sources.findings = findings + graph.findings
         return sources
     selected_entries = [f"clusters/{name}" for name in selected]
-    sources.pool_dirs = _pool_dirs(root, graph, selected)
-    needed = _inputs_of(root, graph, selected, sources.pool_dirs)
+    sources.pool_dirs = _pool_dirs(reader, graph, selected)
+    needed = _inputs_of(reader, graph, selected, sources.pool_dirs)
     graph_findings = _graph_findings(graph, selected_entries)
     if fleet_level:
-        outside = _outside_every_cluster(root, graph, all_clusters)
+        outside = _outside_every_cluster(reader, graph, all_clusters)
         sources.pool_dirs = sorted(set(sources.pool_dirs) | outside.pool_dirs)
         needed |= outside.files
         graph_findings += [f for f in graph.findings if f in outside.graph_findings]
-    sources.files, findings = source_files(root, needed)
+    sources.files, findings = source_files(reader, needed)
     sources.findings = findings + graph_findings
     return sources
 
@@ -138,15 +143,15 @@ class _Outside:
     graph_findings: list[Finding]
 
 
-def _outside_every_cluster(root: Path, graph: kustomize.Graph, all_clusters: list[str]) -> _Outside:
+def _outside_every_cluster(reader: repopath.Reader, graph: kustomize.Graph, all_clusters: list[str]) -> _Outside:
     """What a run over every cluster reads that no single cluster's run does: the pool folders no cluster
     includes, the files no cluster's run needs, and the graph's findings about folders no overlay reaches.
     `graph` must cover every cluster."""
-    included_pools = _pool_dirs(root, graph, all_clusters)
-    pool_dirs = set(_pool_dirs(root, None, all_clusters)) - set(included_pools)
-    needed = _inputs_of(root, graph, all_clusters, included_pools)
+    included_pools = _pool_dirs(reader, graph, all_clusters)
+    pool_dirs = set(_pool_dirs(reader, None, all_clusters)) - set(included_pools)
+    needed = _inputs_of(reader, graph, all_clusters, included_pools)
     reached = set(_graph_findings(graph, [f"clusters/{name}" for name in all_clusters]))
-    return _Outside(pool_dirs, set(_walk(root)) - needed, [f for f in graph.findings if f not in reached])
+    return _Outside(pool_dirs, set(reader.walk(SCANNED_DIRS)) - needed, [f for f in graph.findings if f not in reached])
 
 
 def _graph_findings(graph: kustomize.Graph, entries: list[str]) -> list[Finding]:
@@ -157,31 +162,20 @@ def _graph_findings(graph: kustomize.Graph, entries: list[str]) -> list[Finding]
     return [f for f in graph.findings if posixpath.dirname(f.path) in folders]
 
 
-def source_files(root: Path, only: Iterable[str] | None = None) -> tuple[list[str], list[Finding]]:
+def source_files(reader: repopath.Reader, only: Iterable[str] | None = None) -> tuple[list[str], list[Finding]]:
     """Repo-relative YAML files under the scanned folders; symlinks out of the repository are findings.
     With `only` (a run over some clusters) just those paths are looked at: walking a fleet's whole tree
     cost more than validating one cluster."""
     files: list[str] = []
     findings: list[Finding] = []
-    real_root = root.resolve()
-    candidates = _walk(root) if only is None else sorted(p for p in only if p.split("/", 1)[0] in SCANNED_DIRS)
+    candidates = reader.walk(SCANNED_DIRS) if only is None else sorted(p for p in only if p.split("/", 1)[0] in SCANNED_DIRS)
     for rel in candidates:
-        full = root / rel
-        if full.is_symlink() and not _symlink_inside(full, rel, real_root, findings):
+        full = reader.root / rel
+        if full.is_symlink() and not _symlink_inside(full, rel, reader.root, findings):
             continue
         if rel.endswith(YAML_SUFFIXES) and full.is_file():
             files.append(rel)
     return files, findings
-
-
-def _walk(root: Path, tops: Iterable[str] = SCANNED_DIRS) -> Iterator[str]:
-    """Every file under the folders `tops` (and every symlinked folder), repo-relative, in a stable order."""
-    prefix = len(str(root)) + 1
-    for top in tops:
-        for directory, subdirs, names in os.walk(root / top):
-            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-            for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
-                yield os.path.join(directory, name)[prefix:].replace(os.sep, "/")
 
 
 def _symlink_inside(full: Path, rel: str, real_root: Path, findings: list[Finding]) -> bool:
@@ -206,49 +200,51 @@ def _resolved(path: Path) -> Path | None:
         return None
 
 
-def _pool_dirs(root: Path, graph: kustomize.Graph | None, clusters: list[str]) -> list[str]:
+def _pool_dirs(reader: repopath.Reader, graph: kustomize.Graph | None, clusters: list[str]) -> list[str]:
     """Repo-relative pool folders: every one under pools/, or (given a graph) those the clusters include."""
     if graph is None:
-        base = root / "pools"
-        return [f"pools/{d.name}" for d in sorted(base.iterdir()) if d.is_dir()] if base.is_dir() else []
+        if not reader.isdir("pools"):
+            return []
+        return [f"pools/{name}" for name in sorted(reader.listdir("pools")) if reader.isdir(f"pools/{name}")]
     included = {d for name in clusters for d in graph.directories(f"clusters/{name}")}
     return sorted(d for d in included if d.startswith("pools/"))
 
 
-def _fleet_inputs(root: Path) -> Iterator[str]:
+def _fleet_inputs(reader: repopath.Reader) -> Iterator[str]:
     """Every file of FLEET_INPUTS (a folder's files, or the file); source_files vets each one like any other."""
-    yield from (rel for rel in FLEET_INPUTS if os.path.lexists(root / rel) and not (root / rel).is_dir())
-    yield from _walk(root, [rel for rel in FLEET_INPUTS if (root / rel).is_dir()])
+    yield from (rel for rel in FLEET_INPUTS if reader.lexists(rel) and not reader.isdir(rel))
+    yield from reader.walk([rel for rel in FLEET_INPUTS if reader.isdir(rel)])
 
 
-def _inputs_of(root: Path, graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]) -> set[str]:
+def _inputs_of(reader: repopath.Reader, graph: kustomize.Graph, clusters: list[str],
+               pool_dirs: list[str]) -> set[str]:
     """The source files a run over some clusters needs: their overlays' inputs, their declarations and the
     fleet-level declarations that name them."""
     needed = {f for name in clusters for f in graph.closure(f"clusters/{name}")}
     needed |= {f"clusters/{name}/cluster.yaml" for name in clusters}
     needed |= {f"{d}/pool.yaml" for d in pool_dirs}
-    return needed | set(_fleet_inputs(root))
+    return needed | set(_fleet_inputs(reader))
 
 
 # --- load ----------------------------------------------------------------------------------------------------
 
 def load(sources: Sources, store: CacheStore) -> list[Finding]:
     """Strict-load the sources and read the pages rules check; returns the loader's findings (also kept)."""
-    sources.documents, findings = load_sources(sources.root, sources.files, store, sources.reader,
+    sources.documents, findings = load_sources(sources.reader, sources.files, store,
                                                lists_of=sources.graph.patch_files(), lists=sources.edit_documents)
     # a JSON6902 patch file is a YAML list, which the loader alone would refuse
     sources.load_findings = kustomize.accept_json6902_lists(findings, sources.graph)
-    sources.runbooks = read_pages(sources.reader, sources.root, RUNBOOK_DIR)
+    sources.runbooks = read_pages(sources.reader, RUNBOOK_DIR)
     settings = siteconfig.read_settings(sources.reader)  # mkdocs.yml, read once for both
     sources.site_url = siteconfig.site_url_of(*settings)
     sources.oncall = oncall.oncall_of(*settings)
-    sources.decision_log = decisions.load_log(sources.root, sources.reader)
-    sources.affected_paths = decisions.affected_paths(sources.root, sources.decision_log)
+    sources.decision_log = decisions.load_log(sources.reader)
+    sources.affected_paths = decisions.affected_paths(sources.reader, sources.decision_log)
     return sources.load_findings
 
 
-def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
-                 reader: repopath.Reader | None = None, lists_of: Iterable[str] = (),
+def load_sources(reader: repopath.Reader, files: Iterable[str], store: CacheStore = NO_CACHE,
+                 lists_of: Iterable[str] = (),
                  lists: dict[str, list[Document]] | None = None) -> tuple[dict[str, list[Document]], list[Finding]]:
     """The strict loader's documents and findings of each file. The files in `lists_of` (JSON6902 patches and
     replacements, which kustomize reads as YAML lists) also go into `lists` parsed that way, from the same read:
@@ -256,7 +252,6 @@ def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
     documents: dict[str, list[Document]] = {}
     list_files = set(lists_of)
     findings: list[Finding] = []
-    reader = reader or repopath.Reader(root)
     for rel in files:
         try:
             raw = reader.read(rel)
@@ -274,11 +269,11 @@ def load_sources(root: Path, files: Iterable[str], store: CacheStore = NO_CACHE,
     return documents, findings
 
 
-def read_pages(reader: repopath.Reader, root: Path, folder: str) -> Pages:
+def read_pages(reader: repopath.Reader, folder: str) -> Pages:
     """Every Markdown entry of `folder` (symlinks included: one out of the repository is refused and says so)."""
     pages = Pages()
     try:
-        names = sorted(os.listdir(root / folder))
+        names = sorted(reader.listdir(folder))
     except OSError:
         return pages
     for name in names:

@@ -28,20 +28,17 @@ RACY_SECONDS = 2.0
 _FORMAT = 4  # 3: overlays carry `opaque`; 4: kustomization digests are the reader's sha256
 
 
-def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore,
-                reader: repopath.Reader | None = None) -> kustomize.Graph:
+def build_graph(reader: repopath.Reader, entry_dirs: Iterable[str], store: CacheStore) -> kustomize.Graph:
     """`kustomize.build_graph`, from the previous run's record when it still holds (a run with caching off
     reads everything again). `reader`: the run's, so the kustomizations whose digests the record is checked
     against are read once in the run."""
     entries = sorted(entry_dirs)
-    real_root = str(Path(root).resolve())
-    record_file = store.graph_record(_key(real_root, entries))
-    reader = reader or repopath.Reader(real_root)
+    record_file = store.graph_record(_key(reader.real_root, entries))
     if record_file is None:
-        return kustomize.build_graph(root, entries, store, reader)
+        return kustomize.build_graph(reader.root, entries, store, reader)
     graph = _reuse(record_file, reader)
     if graph is None:
-        graph = kustomize.build_graph(root, entries, store, reader)
+        graph = kustomize.build_graph(reader.root, entries, store, reader)
         _keep(record_file, graph, reader)
     return graph
 

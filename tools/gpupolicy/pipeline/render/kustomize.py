@@ -619,11 +619,11 @@ class RenderJob:
     spend its time, or our time bound, on a file the loader has refused. Outputs are cached by a hash of
     their inputs."""
 
-    def __init__(self, root: Path, directories: list[str], graph: Graph, store: CacheStore = NO_CACHE,
-                 workers: int | None = None, progress=None, reader: repopath.Reader | None = None) -> None:
-        self._root, self._graph, self._store, self._progress = root, graph, store, progress
+    def __init__(self, reader: repopath.Reader, directories: list[str], graph: Graph,
+                 store: CacheStore = NO_CACHE, workers: int | None = None, progress=None) -> None:
+        self._root, self._graph, self._store, self._progress = reader.root, graph, store, progress
         # the run's reader: shared files are hashed once, not once per cluster, and read once with the loader
-        self._reader = reader or repopath.Reader(root)
+        self._reader = reader
         self._kubectl = kubectl_path()
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
@@ -696,7 +696,7 @@ class RenderJob:
 def render(root: Path, directories: list[str], graph: Graph, store: CacheStore = NO_CACHE,
            workers: int | None = None, progress=None) -> dict[str, Rendered]:
     """Render overlays in parallel and wait for all of them."""
-    return RenderJob(root, directories, graph, store, workers, progress).results()
+    return RenderJob(repopath.Reader(root), directories, graph, store, workers, progress).results()
 
 
 # --- what a render tells us, mapped back to the repository ---------------------------------------------------
