@@ -1,6 +1,7 @@
-"""Generated pages are stamped with the hash of each input they read, one per line (issue 14, decision 0034): a
-change rewrites only the pages that read it, and two pull requests that change different pools merge their
-regenerated pages without a conflict."""
+"""Generated pages name the inputs they read, without hashes (decision 0089, replacing 0034's per-input
+hashes): a change rewrites only the pages whose content it changes, two pull requests that change different
+pools merge their regenerated pages without a conflict, and `validate` reports a committed page that is not
+what the generators write (DOC005)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import MINIREPO, REPO
+from support import MINIREPO, REPO, run_gpupolicy
 
 from gpupolicy import docsgen, pipeline
 
@@ -26,23 +27,43 @@ def regenerate(root: Path) -> list[str]:
     return docsgen.write_pages(root, docsgen.generate(root, pipeline.load_fleet(root)))
 
 
-def test_a_page_lists_each_input_with_its_own_hash(tmp_path: Path) -> None:
+def test_a_page_names_its_inputs_and_an_input_change_leaves_the_stamp_alone(tmp_path: Path) -> None:
     root = shutil.copytree(MINIREPO, tmp_path / "repo")
     context = docsgen.Context(root=root, fleet=pipeline.load_fleet(root))
-    before = context.header("T", ["pools/mini-a100/pool.yaml", "clusters/mini"])
-    assert "    - `clusters/mini` `" in before and "    - `pools/mini-a100/pool.yaml` `" in before
+    before = context.header("T", ["pools/mini-a100/pool.yaml", "clusters/mini", "clusters/mini"])
+    assert before.count("    - `clusters/mini`\n") == 1 and "    - `pools/mini-a100/pool.yaml`\n" in before
     (root / "clusters/mini/queues.yaml").write_text((root / "clusters/mini/queues.yaml").read_text() + "\n")
     after = docsgen.Context(root=root, fleet=context.fleet).header("T", ["pools/mini-a100/pool.yaml", "clusters/mini"])
-    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
-    assert len(changed) == 1 and "`clusters/mini`" in changed[0][0]  # one input, one line
-    assert docsgen.Context(root=root, fleet=context.fleet).header("T", ["nothing/here"]).count("`absent`") == 1
+    assert after == before  # what the page reads changed, the stamp did not: only content changes move a page
+    assert "    - none" in context.header("T", [])
 
 
-def test_a_generator_without_declared_inputs_gets_every_input_group(tmp_path: Path) -> None:
+def test_a_generator_without_declared_inputs_reads_the_whole_configuration(tmp_path: Path) -> None:
     root = shutil.copytree(MINIREPO, tmp_path / "repo")
     header = docsgen.Context(root=root, fleet=pipeline.load_fleet(root)).header("T")
-    listed = [line.split("`")[1] for line in header.splitlines() if line.startswith("    - `")]
-    assert listed == docsgen.input_groups(root) == ["clusters/mini", "pools/mini-a100", "policies/base"]
+    listed = [line for line in header.splitlines() if line.startswith("    - ")]
+    assert listed == ["    - the whole configuration: `clusters/`, `pools/`, `policies/`"]
+
+
+def _validate(root: Path) -> subprocess.CompletedProcess:
+    return run_gpupolicy("validate", "--repo", str(root), "--no-cache")
+
+
+def test_validate_reports_a_stale_page_and_is_clean_once_regenerated(tmp_path: Path) -> None:
+    root = shutil.copytree(MINIREPO, tmp_path / "repo")
+    assert "DOC005" not in _validate(root).stdout  # no docs/generated/: a fork that builds pages with the site
+    regenerate(root)
+    clean = _validate(root)  # the minirepo has findings of its own (it is a rule fixtures' base), none DOC005
+    assert "DOC005" not in clean.stdout and "INTERNAL" not in clean.stdout, clean.stdout
+    queues = root / "clusters/mini/queues.yaml"
+    queues.write_text(queues.read_text().replace("nominalQuota: 16", "nominalQuota: 12", 1))
+    stale = _validate(root)
+    assert stale.returncode == 1, stale.stdout
+    lines = [line for line in stale.stdout.splitlines() if "DOC005" in line]
+    assert lines and all(": error DOC005: docs/generated/" in line for line in lines), lines
+    assert any(line.startswith("docs/generated/quotas.md:1:") for line in lines), lines
+    regenerate(root)
+    assert "DOC005" not in _validate(root).stdout
 
 
 @pytest.fixture(scope="module")

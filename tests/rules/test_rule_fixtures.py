@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpupolicy import pipeline
+from gpupolicy import docsgen, pipeline
 from gpupolicy.rules import all_rules
 
 HERE = Path(__file__).resolve().parent
@@ -62,7 +62,7 @@ def _findings_of(fixture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     crash_file = fixture / "crash"
     if crash_file.is_file():
         _make_rule_raise(crash_file.read_text().strip(), monkeypatch)
-    result = pipeline.run(repo)
+    result = pipeline.run(repo, pages=docsgen.page_drift)  # as `validate` runs it
     if _rule_id(fixture) != "INTERNAL":
         assert not result.crashes, result.crashes
     return [f for f in result.findings if f.rule == _rule_id(fixture)]

@@ -397,6 +397,10 @@ class Fleet:
     # False in a shard of `validate --shard` other than the first: rules about the whole fleet (FLEET_LEVEL) do
     # not run there, so the merged shards report their findings exactly once.
     fleet_checks: bool = True
+    # docs/generated/ page -> how it differs from what the generators write now ("stale", "missing",
+    # "not generated"), for DOC005; None when this run did not compare (a run over part of the fleet, or a
+    # caller that did not ask: `validate` does).
+    page_drift: dict[str, str] | None = None
     # Findings about the whole fleet that a run over part of it can only propose (UPG003: a selector that takes
     # nothing in the clusters loaded here): `report merge` keeps those every shard proposed (shards.merge).
     proposed: list = field(default_factory=list, repr=False)

@@ -135,7 +135,8 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
         progress: Callable | None = None, crd_schemas: dict | None = None,
         graph: kustomize.Graph | None = None, store: CacheStore | None = None,
         reader: repopath.Reader | None = None, fleet_level: bool = False, fleet_checks: bool = True,
-        guardrail_base: guardrails.FromBase | None = None) -> RunResult:
+        guardrail_base: guardrails.FromBase | None = None,
+        pages: Callable[[Path, Fleet], dict[str, str]] | None = None) -> RunResult:
     """Validate the repository at `root`: `clusters` None is every cluster, else the (non-empty) list named.
     `graph`: the kustomize graph of every cluster when the caller has
     read it already (--changed-since does, to select the clusters), so it is not read twice; `reader`, the
@@ -144,7 +145,9 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     what no cluster includes (the first shard of `validate --shard`, see `sources.discover`); `fleet_checks`
     False (the other shards) skips the rules about the whole fleet (FLEET_LEVEL), which the first shard runs.
     `guardrail_base`: the revision whose guardrail configuration applies (`validate --base`, `diff`); the head's
-    is then data, and each change to it is CFG003 (`guardrails`, decision 0062)."""
+    is then data, and each change to it is CFG003 (`guardrails`, decision 0062). `pages`: how the committed
+    generated pages differ from what the generators write for this fleet (`docsgen.page_drift`, which sits above
+    the pipeline); asked only of a run over every cluster, for DOC005."""
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     # the repository is opened once: every stage reads through this reader, the one holder of the root
@@ -204,6 +207,8 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     waived: list[waivers.Waived] = []
     unused: list[Finding] = []
     configured = repoconfig.Applied(findings)
+    if pages is not None and sources.whole and rules:
+        fleet.page_drift = guarded(findings, "stage generated pages", pages, root, fleet, default=None)
     if rules:
         guardrails.attach(fleet, guardrail_base or guardrails.WorkingTree(sources.reader))  # before any rule reads it
         org_rules = _org_rules(fleet, findings)
