@@ -30,17 +30,20 @@ STEP = 60  # kube-state-metrics scraped every minute
 
 def _pod(namespace: str, pod: str, created: int, last: int, started: int | None = None,
          completed: int | None = None, requests: dict[str, float] | None = None, queue: str | None = None,
-         job: str | None = None, queue_key: str = "label_kueue_x_k8s_io_queue_name") -> list[Series]:
+         job: str | None = None, queue_key: str = "label_kueue_x_k8s_io_queue_name",
+         admitted_to: str | None = None) -> list[Series]:
     """One pod's kube-state-metrics series, exported every minute from `created` to `last` (when the pod
-    object went away, or the window's end)."""
+    object went away, or the window's end); `admitted_to`: the ClusterQueue Kueue labels the pod with."""
     ident = {"namespace": namespace, "pod": pod, "uid": f"uid-{pod}"}
     times = range(created, last + 1, STEP)
 
     def gauge(name: str, value: float, extra: dict[str, str] | None = None, when=times) -> Series:
         return Series(name, {**ident, **(extra or {})}, [(t, value) for t in when])
 
-    series = [gauge("kube_pod_created", created),
-              gauge("kube_pod_labels", 1, {queue_key: queue} if queue else {})]
+    labels = {queue_key: queue} if queue else {}
+    if admitted_to:
+        labels["label_kueue_x_k8s_io_cluster_queue_name"] = admitted_to
+    series = [gauge("kube_pod_created", created), gauge("kube_pod_labels", 1, labels)]
     if started is not None:
         series.append(gauge("kube_pod_start_time", started, when=range(started, last + 1, STEP)))
     if completed is not None:
@@ -70,13 +73,17 @@ def _history(queue_key: str = "label_kueue_x_k8s_io_queue_name") -> list[Series]
     old-e    created before the window (still running) -> left out
     cpu-f    no GPU -> not a GPU pod
     free-g   namespace beta, no queue label: created +3000, started at once, completed +3300
+    note-h   one nvidia.com/gpu.shared replica: created +5000, started +5030, completed +8630 (the minirepo
+             has no time-sliced pool, so it is replayed as a whole GPU, with a note)
     wait-c   created +80040, still pending at the end -> in the trace without an observed wait"""
     return [*_pod("alpha", "train-a", T0 + 900, T0 + 4620, T0 + 960, T0 + 4560, {"nvidia_com_gpu": 8},
-                  "training", job="train-a", queue_key=queue_key),
+                  "training", job="train-a", queue_key=queue_key, admitted_to="alpha"),
             Series("kube_job_created", {"namespace": "alpha", "job_name": "train-a"},
                    [(t, T0 + 600) for t in range(T0 + 600, T0 + 4621, STEP)]),
             *_pod("alpha", "infer-b", T0 + 1200, T0 + 4980, T0 + 1260, None, {"nvidia_com_mig_1g_10gb": 1},
-                  "training", queue_key=queue_key),
+                  "training", queue_key=queue_key, admitted_to="alpha"),
+            *_pod("alpha", "note-h", T0 + 5000, T0 + 8700, T0 + 5030, T0 + 8630, {"nvidia_com_gpu_shared": 1},
+                  "training", queue_key=queue_key, admitted_to="alpha"),
             *_pod("alpha", "gone-d", T0 + 2000, T0 + 2600, None, None, {"nvidia_com_gpu": 1}, "training",
                   queue_key=queue_key),
             *_pod("alpha", "old-e", T0 - 3600, END, T0 - 3000, None, {"nvidia_com_gpu": 8}, "training",
@@ -94,6 +101,7 @@ EXPECTED_ROWS = [  # origin: the Job's creation at T0 + 600
     "alpha/train-a,0,3600,8,,,1,alpha,alpha,,,,360",
     "alpha/infer-b,600,3720,1,,1g.10gb,1,alpha,alpha,,,,60",
     "beta/free-g,2400,300,1,,,1,beta,,,,,0",
+    "alpha/note-h,4400,3600,1,,,1,alpha,alpha,,,,30",
     "alpha/wait-c,79440,3600,1,,,1,alpha,alpha,,,,",
 ]
 
@@ -120,20 +128,35 @@ def test_export_writes_the_known_pods_as_exact_rows(history_url: str, repo: Path
     assert main(_export(repo, history_url, trace)) == 0
     out = capsys.readouterr().out
     assert trace.read_text(encoding="utf-8").splitlines() == EXPECTED_ROWS
-    assert "wrote 4 job(s)" in out and "3 with an observed wait, 1 still waiting at the end" in out, out
+    assert "wrote 5 job(s)" in out and "4 with an observed wait, 1 still waiting at the end" in out, out
     assert "submit 0 = 2026-11-12T09:10:00Z" in out
     assert "1 GPU pod(s) were deleted before they started: left out" in out
     assert "1 GPU pod(s) seen in the window were submitted before it: left out" in out
     assert "1 GPU pod(s) carry no kueue.x-k8s.io/queue-name label" in out
+    assert "alpha/note-h: 1 nvidia.com/gpu.shared replica(s) replayed as whole GPUs (the cluster's pools " \
+           "give no one replica count)" in out
     read = read_trace(trace)  # what simulate --trace reads back
-    assert read.observed_waits == {"alpha/train-a": 360, "alpha/infer-b": 60, "beta/free-g": 0}
-    assert [job.id for job in read.jobs] == ["alpha/train-a", "alpha/infer-b", "beta/free-g", "alpha/wait-c"]
+    assert read.observed_waits == {"alpha/train-a": 360, "alpha/infer-b": 60, "beta/free-g": 0,
+                                   "alpha/note-h": 30}
+    assert [job.id for job in read.jobs] == ["alpha/train-a", "alpha/infer-b", "beta/free-g", "alpha/note-h",
+                                             "alpha/wait-c"]
+
+
+def test_kueue_cluster_queue_label_names_the_cluster_queue(history_url: str, repo: Path, tmp_path: Path,
+                                                          capsys) -> None:
+    """Kueue's own pod label (AssignQueueLabelsForPods) names the ClusterQueue; admitted pods carry it."""
+    trace = tmp_path / "by-cq.csv"
+    assert main(_export(repo, history_url, trace, "--queue-label", "kueue.x-k8s.io/cluster-queue-name")) == 0
+    assert "2 GPU pod(s) carry no kueue.x-k8s.io/cluster-queue-name label" in capsys.readouterr().out
+    queues = {row["job_id"]: row["queue"] for row in csv.DictReader(trace.open(encoding="utf-8"))}
+    assert queues == {"alpha/train-a": "alpha", "alpha/infer-b": "alpha", "beta/free-g": "",
+                      "alpha/note-h": "alpha", "alpha/wait-c": ""}
 
 
 def test_export_summary_as_json(history_url: str, repo: Path, tmp_path: Path, capsys) -> None:
     assert main(_export(repo, history_url, tmp_path / "h.csv", "--format", "json")) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["jobs"], summary["observed_waits"], summary["pending_at_end"]) == (4, 3, 1)
+    assert (summary["jobs"], summary["observed_waits"], summary["pending_at_end"]) == (5, 4, 1)
     assert summary["cluster"] == "mini" and summary["window"] == "1d"
 
 
@@ -144,7 +167,8 @@ def test_a_shorter_window_keeps_only_what_was_submitted_in_it(history_url: str, 
                  "2026-11-12T11:00:00Z", "--export-trace", str(trace)])
     assert code == 0, capsys.readouterr().err
     rows = list(csv.DictReader(trace.open(encoding="utf-8")))
-    assert [row["job_id"] for row in rows] == ["alpha/train-a", "alpha/infer-b", "beta/free-g"]
+    assert [row["job_id"] for row in rows] == ["alpha/train-a", "alpha/infer-b", "beta/free-g",
+                                               "alpha/note-h"]
 
 
 def test_the_queue_label_not_exported_is_a_clear_error(tmp_path: Path, repo: Path, capsys) -> None:

@@ -245,6 +245,8 @@ def _size(requests: dict[str, float], shared: int | None, notes: list[str],
     if replicas:
         if shared and replicas < shared:
             return 1, replicas / shared, ""
+        why = "a card's worth or more" if shared else "the cluster's pools give no one replica count"
+        notes.append(f"{job_id}: {replicas} nvidia.com/gpu.shared replica(s) replayed as whole GPUs ({why})")
         return replicas, 0.0, ""
     for resource, count in sorted(requests.items()):
         match = _MIG_RESOURCE.match(resource)
