@@ -229,3 +229,18 @@ def test_usage_errors_exit_2(repo: Path, tmp_path: Path, capsys, extra: list[str
 def test_prometheus_needs_an_export_file(repo: Path, capsys) -> None:
     code = main(["audit", "--repo", str(repo), "--prometheus", "http://127.0.0.1:9"])
     assert code == 2 and "pass --export-trace FILE" in capsys.readouterr().err
+
+
+def test_a_value_that_is_no_time_or_count_is_not_read() -> None:
+    """The answer comes from a server we do not control: NaN, infinity, negative or absurd values are None."""
+    from gpupolicy.audit.history import _value
+    from gpupolicy.upgrade.promclient import MAX_TIMESTAMP
+    from gpupolicy.upgrade.promclient import Series as Answer
+
+    def one(value: float) -> Answer:
+        return Answer({"pod": "p"}, ((float(END), value),))
+
+    assert _value(one(float(T0)), MAX_TIMESTAMP) == T0
+    for bad in (float("nan"), float("inf"), -1.0, MAX_TIMESTAMP + 1.0):
+        assert _value(one(bad), MAX_TIMESTAMP) is None
+    assert _value(Answer({"pod": "p"}, ()), MAX_TIMESTAMP) is None

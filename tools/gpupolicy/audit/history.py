@@ -23,6 +23,7 @@ pod without a completion time or a start is treated).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -31,7 +32,8 @@ from ..domain import catalog
 from ..errors import ToolError
 from ..model import QUEUE_LABEL, Cluster, Pool
 from ..upgrade.gates import GPU_REQUEST_RESOURCES, ksm_label
-from ..upgrade.promclient import Prometheus, Series
+from ..upgrade.promclient import MAX_TIMESTAMP, Prometheus, Series
+from . import MAX_DEVICES
 
 DEFAULT_QUEUE_LABEL = QUEUE_LABEL
 # Kueue's own pod labels (AssignQueueLabelsForPods, beta and on by default since v0.17; pkg/constants):
@@ -108,8 +110,8 @@ def read_history(client: Prometheus, end: datetime, window: timedelta, queue_lab
         pod = pods.get(_key(series.labels))
         if pod is not None:
             pod.job = series.labels["owner_name"]
-    jobs_created = {(s.labels.get("namespace", ""), s.labels.get("job_name", "")): s.samples[-1][1]
-                    for s in ask(over("kube_job_created", ("namespace", "job_name"))) if s.samples}
+    jobs_created = {(s.labels.get("namespace", ""), s.labels.get("job_name", "")): _value(s, MAX_TIMESTAMP)
+                    for s in ask(over("kube_job_created", ("namespace", "job_name")))}
     return _history(list(pods.values()), jobs_created, end, seconds, queue_label, cluster)
 
 
@@ -130,6 +132,15 @@ def _no_queue_label(queue_label: str, series_label: str) -> str:
             f"(Kueue sets {CLUSTER_QUEUE_LABEL} on the pods it admits)")
 
 
+def _value(series: Series, largest: float) -> float | None:
+    """The series' one sample, or None when it has none or it is not a number from 0 to `largest` (a Unix time
+    before year 10000, a device count a node can hold): the answer comes from a server we do not control."""
+    if not series.samples:
+        return None
+    value = series.samples[-1][1]
+    return value if math.isfinite(value) and 0 <= value <= largest else None
+
+
 def _key(labels: dict[str, str]) -> tuple[str, str, str]:
     return labels.get("namespace", ""), labels.get("pod", ""), labels.get("uid", "")
 
@@ -137,19 +148,20 @@ def _key(labels: dict[str, str]) -> tuple[str, str, str]:
 def _gpu_pods(series: list[Series]) -> dict[tuple[str, str, str], _Pod]:
     pods: dict[tuple[str, str, str], _Pod] = {}
     for item in series:
-        if not item.samples or item.samples[-1][1] <= 0:
+        count = _value(item, MAX_DEVICES)
+        if not count:
             continue
         key = _key(item.labels)
         pod = pods.setdefault(key, _Pod(*key))
-        pod.requests[item.labels.get("resource", "")] = item.samples[-1][1]
+        pod.requests[item.labels.get("resource", "")] = count
     return pods
 
 
 def _assign(pods: dict, series: list[Series], attribute: str) -> None:
     for item in series:
         pod = pods.get(_key(item.labels))
-        if pod is not None and item.samples:
-            setattr(pod, attribute, item.samples[-1][1])
+        if pod is not None:
+            setattr(pod, attribute, _value(item, MAX_TIMESTAMP))
 
 
 def _history(pods: list[_Pod], jobs_created: dict, end: datetime, seconds: int, queue_label: str,
