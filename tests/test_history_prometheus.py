@@ -142,6 +142,20 @@ def test_export_writes_the_known_pods_as_exact_rows(history_url: str, repo: Path
                                              "alpha/wait-c"]
 
 
+def test_the_exported_history_replays_with_estimated_vs_actual(history_url: str, repo: Path, tmp_path: Path,
+                                                              capsys) -> None:
+    """Export, then replay on the minirepo: at most 10 of its 16 cards are asked for at once, so the replay
+    starts every job at once (estimated 0), while the history saw 0, 0.5, 1 and 6 minutes (free-g, without a
+    queue label, is sent to alpha by team: the fleet's only queue)."""
+    trace = tmp_path / "history.csv"
+    assert main(_export(repo, history_url, trace)) == 0
+    capsys.readouterr()
+    assert main(["simulate", "--repo", str(repo), "--trace", str(trace), "--no-plots", "--out",
+                 str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "| alpha | 4 | 0.5 min | 0.0 min | 6.0 min | 0.0 min | 6.0 min | 0.0 min | 0 |" in out, out
+
+
 def test_kueue_cluster_queue_label_names_the_cluster_queue(history_url: str, repo: Path, tmp_path: Path,
                                                           capsys) -> None:
     """Kueue's own pod label (AssignQueueLabelsForPods) names the ClusterQueue; admitted pods carry it."""
@@ -204,15 +218,18 @@ def test_a_silent_server_is_a_clear_error_within_the_timeout(repo: Path, tmp_pat
     threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
     try:
         began = time.monotonic()
-        code = main(_export(repo, f"http://127.0.0.1:{listener.getsockname()[1]}", tmp_path / "h.csv",
-                            "--timeout", "1"))
+        port = listener.getsockname()[1]
+        code = main(_export(repo, f"http://127.0.0.1:{port}", tmp_path / "h.csv", "--timeout", "1"))
         took = time.monotonic() - began
     finally:
         for connection in accepted:
             connection.close()
         listener.close()
     err = capsys.readouterr().err
-    assert code == 2 and "no complete answer within 1s" in err, err
+    # the client's deadline or, a moment earlier, the socket's own read timeout (both set to --timeout)
+    gave_up = ("no complete answer within 1s", "cannot connect or read: timed out")
+    assert code == 2 and any(reason in err for reason in gave_up), err
+    assert f"Prometheus http://127.0.0.1:{port}/api/v1/query_range" in err and "Traceback" not in err
     assert took < 5, f"gave up after {took:.1f}s, not at the 1s timeout"
 
 
