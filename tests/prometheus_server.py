@@ -55,8 +55,15 @@ def openmetrics(series: Iterable[Series]) -> str:
         lines.append(f"# TYPE {name} gauge")
         for member in members:
             labels = ",".join(f'{k}="{v}"' for k, v in sorted(member.labels.items()))
-            lines += [f"{name}{{{labels}}} {value:g} {moment}" for moment, value in sorted(member.samples)]
+            lines += [f"{name}{{{labels}}} {_exact(value)} {moment}"
+                      for moment, value in sorted(member.samples)]
     return "\n".join(lines) + "\n# EOF\n"
+
+
+def _exact(value: float) -> str:
+    """The value as written, to the last digit: `:g` keeps six, which turns a Unix time such as
+    kube-state-metrics' kube_pod_created into 1.76296e+09."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _free_port() -> int:

@@ -6,6 +6,11 @@ or below 5%), GPU pods without a queue label and pending workloads with their ag
 writes the GPU pods as a CSV trace for `gpupolicy simulate --trace FILE`.
 `--context NAME` reads a live cluster through the Kubernetes Python client (list only; `--kubeconfig`,
 `--dcgm-url` for a DCGM exporter's or Prometheus' /federate output, `--save-snapshot DIR` to keep what was read).
+`--prometheus URL --window 7d --export-trace FILE` writes the job history instead: the GPU pods submitted in
+the window before --now, from kube-state-metrics' series, each with the wait it had (column observed_wait), for
+`gpupolicy simulate --trace FILE` to compare its estimated waits with. The pods' queue label
+(--queue-label, default kueue.x-k8s.io/queue-name) must be on kube-state-metrics' --metric-labels-allowlist.
+The bearer token comes from $GPUPOLICY_PROMETHEUS_TOKEN or --prometheus-token-file.
 Exit codes: 0 nothing to report, 1 drift, idle, unqueued or pending findings, 2 could not run.
 """
 
@@ -30,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--snapshot", metavar="DIR", type=Path, help="directory of kubectl -o json output")
     source.add_argument("--context", metavar="NAME", help="read a live cluster: this kubeconfig context")
+    source.add_argument("--prometheus", metavar="URL", help="export the job history from this Prometheus "
+                        "(HTTP API) over --window, with --export-trace")
     parser.add_argument("--kubeconfig", metavar="FILE", help="with --context: this kubeconfig (default: $KUBECONFIG "
                         "or ~/.kube/config)")
     parser.add_argument("--dcgm-url", metavar="URL", help="with --context: scrape GPU utilization here (a DCGM "
@@ -41,6 +48,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: the snapshot's "
                         "newest timestamp; the current time with --context)")
     parser.add_argument("--export-trace", metavar="FILE", type=Path, help="write the GPU pods as a CSV trace")
+    parser.add_argument("--window", metavar="DURATION", default="7d", help="with --prometheus: the history "
+                        "before --now to export (30m, 48h, 7d; default 7d)")
+    parser.add_argument("--queue-label", metavar="LABEL", default="kueue.x-k8s.io/queue-name",
+                        help="with --prometheus: the pod label naming the job's queue (default "
+                        "kueue.x-k8s.io/queue-name; Kueue also sets kueue.x-k8s.io/cluster-queue-name)")
+    parser.add_argument("--prometheus-token-file", metavar="FILE", type=Path,
+                        help="with --prometheus: bearer token file (default: $GPUPOLICY_PROMETHEUS_TOKEN if "
+                        "set)")
+    parser.add_argument("--timeout", metavar="SECONDS", type=float, default=30.0,
+                        help="with --prometheus: seconds one query may take, connect to last byte "
+                        "(default 30)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
@@ -53,12 +71,14 @@ def run(args: argparse.Namespace) -> int:
     from ..audit import AuditError, audit, export_jobs, parse_time, report_json
     from ..simulate.traces import write_csv
 
-    if args.snapshot and (args.kubeconfig or args.dcgm_url or args.save_snapshot):
-        return _fail("--kubeconfig, --dcgm-url and --save-snapshot go with --context, not --snapshot")
+    if not args.context and (args.kubeconfig or args.dcgm_url or args.save_snapshot):
+        return _fail("--kubeconfig, --dcgm-url and --save-snapshot go with --context")
     now = parse_time(args.now) if args.now else None
     if args.now and now is None:
         return _fail(f"--now {args.now!r} is not a valid ISO time such as 2025-01-31T12:00:00Z (a date that "
                      "exists, a time of day; UTC unless it names a zone)")
+    if args.prometheus:
+        return _export_history(args, now)
     try:
         snapshot = _snapshot(args)
     except AuditError as exc:
@@ -83,6 +103,64 @@ def run(args: argparse.Namespace) -> int:
         print(f"Compared with: {_compared_line(compared)}")
         print(_text(report))
     return 1 if report.issues else 0
+
+
+def _export_history(args: argparse.Namespace, now: datetime | None) -> int:
+    """--prometheus: the job history over --window as a trace with observed waits (audit/history.py)."""
+    from ..audit.history import read_history
+    from ..errors import ToolError
+    from ..simulate.traces import write_csv
+    from ..upgrade.plans import format_duration, parse_duration
+    from ..upgrade.promclient import Prometheus, read_token
+
+    if not args.export_trace:
+        return _fail("--prometheus reads the job history to export: pass --export-trace FILE")
+    try:
+        window = parse_duration(args.window)
+    except ValueError as exc:
+        return _fail(f"--window: {exc}")
+    if not 0 < args.timeout <= 3600:
+        return _fail("--timeout takes seconds above 0, at most 3600")
+    cluster, error = _history_cluster(args)
+    if error:
+        return _fail(error)
+    end = now or datetime.now(UTC)
+    try:
+        client = Prometheus(args.prometheus, read_token(args.prometheus_token_file), timeout=args.timeout)
+        history = read_history(client, end, window, args.queue_label, cluster)
+    except ToolError as exc:
+        return _fail(str(exc))
+    try:
+        count = write_csv(history.jobs, args.export_trace, history.observed_waits)
+    except OSError as exc:
+        return _fail(f"cannot write {args.export_trace}: {exc.strerror or exc}")
+    summary = {"trace": str(args.export_trace), "jobs": count, "observed_waits": len(history.observed_waits),
+               "pending_at_end": history.pending_at_end, "window": format_duration(window),
+               "end": end.isoformat().replace("+00:00", "Z"),
+               "origin": history.origin.isoformat().replace("+00:00", "Z") if history.origin else None,
+               "cluster": cluster.name if cluster else None, "notes": history.notes}
+    if args.format == "json":
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"wrote {count} job(s) to {args.export_trace}: the GPU pods submitted in the {summary['window']} "
+          f"before {summary['end']} ({len(history.observed_waits)} with an observed wait, "
+          f"{history.pending_at_end} still waiting at the end); submit 0 = {summary['origin']}")
+    print(f"queues: LocalQueues mapped to the ClusterQueues of cluster {cluster.name}" if cluster else
+          "queues: as the pods' label names them (--cluster NAME maps LocalQueues to ClusterQueues)")
+    for note in history.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def _history_cluster(args: argparse.Namespace):
+    """The cluster whose queues and pools the history is read against: --cluster, or the fleet's only cluster;
+    (None, "") when the fleet has several and none is named."""
+    fleet, error = load_fleet_or_error(args)
+    if fleet is None:
+        return None, error
+    if args.cluster:  # load_fleet_or_error refused a cluster the repository does not have
+        return fleet.clusters[args.cluster], ""
+    return (next(iter(fleet.clusters.values())), "") if len(fleet.clusters) == 1 else (None, "")
 
 
 def _snapshot_time(args: argparse.Namespace, snapshot, given: datetime | None) -> tuple[datetime, str]:

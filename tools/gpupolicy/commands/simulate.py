@@ -93,7 +93,7 @@ def _mapping(items: list[str]) -> dict[str, str] | None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToolError
     from ..infra.transaction import write_files
-    from ..simulate import compare
+    from ..simulate import actual, compare
     from ..simulate.busy import startup_checks
     from ..simulate.failures import parse_failures
     from ..simulate.report import comparison_rows, markdown_table, plot_images, render_markdown, summary_rows
@@ -168,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
                        f"{args.seed}; "
                        f"{brief.summary.busy_starts} starts failed, {brief.summary.lost_to_busy_devices} jobs lost")
     markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
+    # estimated vs actual: the replay's waits beside those the trace's history observed (simulate/actual.py)
+    observed = actual.compare_waits(result.after, trace.observed_waits) if trace.observed_waits else []
+    if observed:
+        markdown += "\n" + actual.markdown_section(observed, after.policy)
     files = {out / "report.md": markdown, **{out / name: data for name, data in images.items()}}
     if events is not None:
         files[args.events] = "".join(json.dumps({"policy": policy, **event}, sort_keys=True) + "\n"
@@ -181,7 +185,9 @@ def run(args: argparse.Namespace) -> int:
                  "before_start_failure_rate": brief.rate} if unchecked else {}
         print(json.dumps({"cluster": cluster.name, "trace": trace.source, "seconds": seconds,
                           "baseline": asdict(before), "proposed": asdict(after), **extra, "report": str(out),
-                          "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]}}, indent=2))
+                          "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]},
+                          **({"estimated_vs_actual": actual.as_json(observed)} if observed else {})},
+                         indent=2))
     else:
         print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s\n")
         if unchecked:
@@ -190,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
                                  summary_rows([before, brief.summary, after, unchecked])))
         else:
             print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(before, after)))
+        if observed:
+            print(f"\nEstimated ({after.policy}) vs actual waits per queue:")
+            print(markdown_table(actual.HEADER, actual.table_rows(observed)))
         print(f"\nreport: {out / 'report.md'}")
         print("\n".join(verdict))
     return 1 if after.never_scheduled else 0

@@ -8,7 +8,9 @@ of it; an ITP archive, bounded by its own limits, gives its N earliest jobs acro
 
 The project CSV (documented in docs/operations/simulation.md), one job per row:
 `job_id,submit,duration,gpus,share,mig,pods,team,queue,tier,workload,checkpoint` - only `job_id`, `submit` and
-`duration` are required; times are seconds.
+`duration` are required; times are seconds. A history exported from Prometheus (`audit --prometheus`) adds
+`observed_wait`: the seconds the job waited from submission to start (empty for a job still waiting when the
+history ends); `simulate` then compares the replay's waits with them (simulate/actual.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ CSV_COLUMNS = ("job_id", "submit", "duration", "gpus", "share", "mig", "pods", "
                "workload", "checkpoint")
 OPENB_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 ITP_COLUMNS = ("job_id", "submission_time", "duration", "num_gpu")
+OBSERVED_WAIT = "observed_wait"  # the optional column of observed waits
 FORMATS = ("csv", "openb", "itp")
 TIERS = ("production", "training", "batch", "experiment")
 
@@ -61,6 +64,7 @@ class Trace:
     source: str
     format: str
     skipped: int = 0  # rows without a GPU request (CPU-only pods), dropped
+    observed_waits: dict[str, int] | None = None  # job id -> seconds it waited (a history's observed_wait)
 
 
 def detect_format(path: Path) -> str:
@@ -184,6 +188,7 @@ def _full(jobs: list[Job], limit: int | None) -> bool:
 def read_csv(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> Trace:
     jobs: list[Job] = []
     skipped = 0
+    observed: dict[str, int] | None = None
     _check_size(path, limit, bounds)
     with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
         for line, row in _rows(handle, str(path), ("job_id", "submit", "duration"), bounds):
@@ -193,10 +198,23 @@ def read_csv(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUN
             job = _csv_job(row, where)
             if job is None:
                 skipped += 1
-            else:
-                jobs.append(job)
+                continue
+            jobs.append(job)
+            if OBSERVED_WAIT in row:
+                observed = {} if observed is None else observed
+                _observed_wait(row, job, observed, where)
     jobs.sort(key=lambda j: j.submit)
-    return Trace(jobs, str(path), "csv", skipped)
+    return Trace(jobs, str(path), "csv", skipped, observed)
+
+
+def _observed_wait(row: dict, job: Job, observed: dict[str, int], where: str) -> None:
+    """Record the row's observed wait (an empty cell: the job had not started when the history ended). The
+    comparison joins the replay to these by job id, so an id must name one job."""
+    if job.id in observed:
+        raise TraceError(f"{where}: job_id {job.id!r} appears twice; a trace with {OBSERVED_WAIT} needs one "
+                         "row per job id")
+    if (row.get(OBSERVED_WAIT) or "").strip():
+        observed[job.id] = int(_number(row, OBSERVED_WAIT, where))
 
 
 def _csv_job(row: dict, where: str) -> Job | None:
@@ -222,14 +240,19 @@ def _csv_job(row: dict, where: str) -> Job | None:
                checkpoint=int(_number(row, "checkpoint", where, 0)))
 
 
-def write_csv(jobs: Iterable[Job], path: Path) -> int:
+def write_csv(jobs: Iterable[Job], path: Path, observed_waits: dict[str, int] | None = None) -> int:
+    """Write `jobs` as the project CSV; with `observed_waits` (job id -> seconds) also the observed_wait
+    column (empty for a job without one)."""
     count = 0
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
+        writer.writerow(CSV_COLUMNS + ((OBSERVED_WAIT,) if observed_waits is not None else ()))
         for job in jobs:
-            writer.writerow([job.id, job.submit, job.duration, job.gpus, job.share or "", job.mig, job.pods,
-                             job.team, job.queue, job.tier, job.workload, job.checkpoint or ""])
+            row = [job.id, job.submit, job.duration, job.gpus, job.share or "", job.mig, job.pods,
+                   job.team, job.queue, job.tier, job.workload, job.checkpoint or ""]
+            if observed_waits is not None:
+                row.append(observed_waits.get(job.id, ""))
+            writer.writerow(row)
             count += 1
     return count
 
