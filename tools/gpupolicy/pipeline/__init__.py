@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import orgchecks
 from ..configure import guardrails, repoconfig, rootcause
-from ..domain import keptreviews, waivers
+from ..domain import keptreviews, kustomization, waivers
 from ..errors import ToolError
 from ..findings import Finding, Location, Severity
 from ..infra import repopath
@@ -466,6 +466,7 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
     inputs = sources.graph.input_files()
     patches = sources.graph.patch_files()
     version = max((f.kubernetes_version for f in facts.values()), default=DEFAULT_KUBERNETES_VERSION)
+    engines = {f.sync_engine for f in facts.values()}
     for rel in sources.files:
         if rel in patches or Path(rel).name in kustomize.KUSTOMIZATION_NAMES:
             continue
@@ -477,7 +478,7 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
                     findings.append(schema004.finding("document has no apiVersion or kind", rel, doc.line))
                 continue
             # A cluster's Flux bootstrap folder is applied by Flux's own Kustomization, not by an overlay.
-            if rel.split("/")[0] in ("clusters", "pools", "policies") and not sync001.in_entry_folder(rel):
+            if _should_be_included(rel, engines):
                 findings.append(kust005.finding(f"{doc.data['kind']} "
                                                 f"{(doc.data.get('metadata') or {}).get('name', '')} is included by no "
                                                 "cluster overlay", rel, doc.line,
@@ -485,6 +486,13 @@ def _schema_stage(objects_by_cluster: dict[str, list[K8sObject]], facts: dict[st
             obj = replace(object_from(doc.data, "", ""), origin=rel, origin_refused="")  # a loose file is its own origin
             findings.extend(_validate_guarded(obj, version, schemas, index, "", findings))
     return findings
+
+
+def _should_be_included(rel: str, engines: set[str]) -> bool:
+    """Whether a manifest no overlay includes should be (KUST005). Not a cluster's Flux bootstrap folder, which
+    Flux's own Kustomization applies, nor the install folder of a sync engine no cluster declares."""
+    return (rel.split("/")[0] in ("clusters", "pools", "policies") and not sync001.in_entry_folder(rel)
+            and not kustomization.for_an_unused_sync_engine(rel, engines))
 
 
 def _validate_guarded(obj: K8sObject, version: str, schemas: SchemaSet, index: SourceIndex, cluster: str,

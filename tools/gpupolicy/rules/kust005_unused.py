@@ -4,6 +4,10 @@
 A manifest under clusters/, pools/ or policies/ that no overlay includes is never applied. Reviewers assume it
 is live. It is still schema-checked so it cannot rot, but it should be wired in or deleted.
 
+Two kinds of file are no overlay's input by design and are not reported: a cluster's Flux bootstrap folder
+(`clusters/<name>/flux/`, applied by Flux's own Kustomization), and the install folder of a sync engine no
+cluster declares (`policies/sync/argocd/` in a fork whose clusters all sync with Flux, kept for later).
+
 ## Bad example
 ```yaml
 policies/teams/old-team/queue.yaml  # nobody includes it
