@@ -285,9 +285,20 @@ def test_rbac_gains_and_losses_per_subject(tmp_path: Path) -> None:
     head = _rbac_fleet(tmp_path, ["get", "update"], "alpha-leads")
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "base", "head")
     rbac = next(s for s in result.sections if s.key == "rbac")
-    assert rbac.rows == [["mini", "Group alpha-leads", "namespace alpha", "kueue.x-k8s.io/clusterqueues",
-                          "update", "list"]]
-    assert "1 RBAC grant change(s)" in result.headline
+    assert rbac.rows == [["mini", "Group alpha-leads", "namespace alpha", "loses", "list", "kueue.x-k8s.io/clusterqueues"],
+                         ["mini", "Group alpha-leads", "namespace alpha", "gains", "update",
+                          "kueue.x-k8s.io/clusterqueues"]]
+    assert "RBAC changes for 1 subject(s)" in result.headline
+
+
+def test_rbac_rows_group_a_subjects_resources_by_the_verbs_it_gains(tmp_path: Path) -> None:
+    base = _rbac_fleet(tmp_path, ["get"], "alpha-leads")
+    head = _rbac_fleet(tmp_path, ["get", "list", "watch"], "alpha-devs")
+    result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "base", "head")
+    rbac = next(s for s in result.sections if s.key == "rbac")
+    assert [row[1:5] for row in rbac.rows] == [["Group alpha-leads", "namespace alpha", "loses", "get"],
+                                               ["Group alpha-devs", "namespace alpha", "gains", "get, list, watch"]]
+    assert "RBAC changes for 2 subject(s)" in result.headline
 
 
 def test_revision_with_a_symlink_out_of_the_tree_materializes(tmp_path: Path) -> None:
@@ -302,3 +313,34 @@ def test_revision_with_a_symlink_out_of_the_tree_materializes(tmp_path: Path) ->
         assert link.is_symlink() and os.readlink(link) == "/etc/hostname"
         result = pipeline.run(copy)
     assert any(f.rule == "YAML008" and f.path == "policies/base/outside.yaml" for f in result.findings)
+
+
+def _fleet_with_new_pool_and_team(tmp_path: Path) -> pipeline.RunResult:
+    """The minirepo plus pool mini-h100 (a copy of mini-a100 under another name) and team beta's queue."""
+    root = shutil.copytree(MINIREPO, tmp_path / "grown")
+    for path in (root / "pools" / "mini-a100").iterdir():
+        target = root / "pools" / "mini-h100" / path.name
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(path.read_text().replace("mini-a100", "mini-h100"))
+    overlay = root / "clusters" / "mini" / "kustomization.yaml"
+    overlay.write_text(overlay.read_text() + "  - ../../pools/mini-h100\n")
+    queues = root / "clusters" / "mini" / "queues.yaml"
+    alpha = queues.read_text()
+    queues.write_text(alpha + "---\n" + alpha.replace("alpha", "beta").replace("mini-a100", "mini-h100"))
+    return pipeline.run(root)
+
+
+def test_headline_leads_with_a_new_pool_and_team_and_leaves_out_what_follows_from_them(tmp_path: Path) -> None:
+    base = pipeline.run(shutil.copytree(MINIREPO, tmp_path / "base"))
+    head = _fleet_with_new_pool_and_team(tmp_path)
+    result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "base", "head")
+    members = next(s for s in result.sections if s.key == "members")
+    assert [row[:4] for row in members.rows] == [["mini", "pool", "mini-h100", "new"],
+                                                 ["mini", "team", "beta", "new"]]
+    phrases = result.headline.split("; ")
+    assert phrases[0].startswith("new pool mini-h100 on mini (") and phrases[1].startswith("new team beta on mini")
+    # the new pool's capacity and the new team's quota are in their tables, not repeated in the headline
+    assert "in pool mini-h100" not in result.headline and "for team beta" not in result.headline
+    assert any(s.key == "capacity" for s in result.sections) and any(s.key == "quotas" for s in result.sections)
+    removed = diff.compare(head.fleet, base.fleet, head.findings, base.findings, "head", "base")
+    assert removed.headline.startswith("removed ")

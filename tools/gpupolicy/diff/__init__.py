@@ -69,6 +69,9 @@ class Section:
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)  # what the headline may say about the rows
+    # what this section's notes already say, so the headline leaves out other sections' notes about it (a new
+    # pool explains its capacity and settings; a new team its quotas and its namespace's ResourceQuota)
+    explains: set[tuple] = field(default_factory=set)
 
 
 @dataclass
@@ -352,7 +355,7 @@ def build_sections(sides: Sides) -> list[Section]:
     quotas, namespace quotas, access, node selection), then priority and preemption, then versions, plans and
     the declarations behind them."""
     base, head = sides.base, sides.head
-    sections = [_capacity_section(base, head), _pool_section(base, head), _quota_section(base, head),
+    sections = [_members_section(base, head, sides.base_fleet, sides.head_fleet), _capacity_section(base, head), _pool_section(base, head), _quota_section(base, head),
                 _namespace_quota_section(*sides.views(diffviews.namespace_quotas)),
                 _limits_section(base, head), _rbac_section(sides.base_fleet, sides.head_fleet),
                 _simple("placement", "Node selection: labels, taints, tolerations and selectors",
@@ -382,7 +385,7 @@ def _capacity_section(base: dict, head: dict) -> Section:
         section.notes.append(Note(_weight(LOST_CAPACITY if delta < 0 else GAINED_CAPACITY, resource, delta),
                                   f"{human_delta(resource, old, new)} {resource} in pool {pool} of {cluster} "
                                   f"({_amount_shown(resource, old)} -> {_amount_shown(resource, new)})",
-                                  (cluster, pool)))
+                                  ("pool", cluster, pool)))
     return section
 
 
@@ -394,7 +397,9 @@ def _pool_section(base: dict, head: dict) -> Section:
         section.rows.append([cluster, pool, setting, _show(old), _show(new)])
         settings.setdefault((cluster, pool), []).append(f"{setting} {_show(old)} -> {_show(new)}")
     for (cluster, pool), changes in settings.items():
-        section.notes.append(Note(POOL_SETTINGS, f"pool {pool} ({cluster}): {', '.join(changes)}", (cluster, pool)))
+        section.notes.append(Note(POOL_SETTINGS, f"pool {pool} ({cluster}): {', '.join(changes)}",
+                                  ("pool", cluster, pool)))
+    section.explains = {note.about for note in section.notes}
     return section
 
 
@@ -418,7 +423,7 @@ def _quota_section(base: dict, head: dict) -> Section:
                                   f"{human_delta(resource, old, new)} "
                                   f"{_unit(resource, models.get((cluster, flavor), ''))} on {flavor} for {who} "
                                   f"in {cluster} "
-                                  f"({old_text} -> {new_text})"))
+                                  f"({old_text} -> {new_text})", ("team", cluster, team)))
     return section
 
 
@@ -436,7 +441,7 @@ def _namespace_quota_section(old: dict, new: dict) -> Section:
         words = f"{counted_resource(resource)} for namespace {namespace} in {cluster} ({old_text} -> {new_text})"
         section.notes.append(Note(_weight(LOST_ACCESS if lost else GAINED_QUOTA - 1, resource, delta),
                                   f"{human_delta(resource, before, after)} {words}" if limited else
-                                  f"ResourceQuota {words}"))
+                                  f"ResourceQuota {words}", ("namespace", cluster, namespace)))
     return section
 
 
@@ -474,7 +479,8 @@ def _pool_declaration_section(old: dict, new: dict) -> Section:
     for (pool, path), before, after in changed(old, new):
         added = _items(after) - _items(before) if path == "taints" else set()
         if added:
-            section.notes.append(Note(LOST_ACCESS - 3, f"new taint {', '.join(sorted(added))} on pool {pool}"))
+            section.notes.append(Note(LOST_ACCESS - 3, f"new taint {', '.join(sorted(added))} on pool {pool}",
+                                      ("pool-declaration", pool)))
     return section
 
 
@@ -497,19 +503,74 @@ def _admission_section(old: dict, new: dict) -> Section:
 
 
 def _rbac_section(base_fleet: Fleet, head_fleet: Fleet) -> Section:
-    section = Section("rbac", "Access (RBAC)", ["cluster", "subject", "scope", "resource", "gained", "lost"])
+    """One row per subject, scope, direction and set of verbs, naming the resources: a new team's 34 grants read
+    as a few rows, grouped by who gets them; what is lost comes first."""
+    section = Section("rbac", "Access (RBAC)", ["cluster", "subject", "scope", "change", "verbs", "resources"])
+    subjects: set[tuple[str, str]] = set()
     for name in sorted(base_fleet.clusters.keys() | head_fleet.clusters.keys()):
         old = rbac_grants(base_fleet.clusters[name]) if name in base_fleet.clusters else set()
         new = rbac_grants(head_fleet.clusters[name]) if name in head_fleet.clusters else set()
-        grouped: dict[tuple, tuple[set, set]] = {}
-        for grant in new - old:
-            grouped.setdefault(grant[:3], (set(), set()))[0].add(grant[3])
-        for grant in old - new:
-            grouped.setdefault(grant[:3], (set(), set()))[1].add(grant[3])
-        for (subject, scope, resource), (gained, lost) in sorted(grouped.items(), key=lambda item: not item[1][1]):
-            section.rows.append([name, subject, scope, resource, ", ".join(sorted(gained)),
-                                 ", ".join(sorted(lost))])
+        rows: dict[tuple[str, str, str, str], set[str]] = {}
+        for change, grants in (("loses", old - new), ("gains", new - old)):
+            verbs: dict[tuple[str, str, str], set[str]] = {}
+            for subject, scope, resource, verb in grants:
+                verbs.setdefault((subject, scope, resource), set()).add(verb)
+            for (subject, scope, resource), granted in verbs.items():
+                rows.setdefault((subject, scope, change, ", ".join(sorted(granted))), set()).add(resource)
+                subjects.add((name, subject))
+        for (subject, scope, change, verb_list), resources in sorted(
+                rows.items(), key=lambda item: (item[0][2] != "loses", item[0])):
+            section.rows.append([name, subject, scope, change, verb_list, ", ".join(sorted(resources))])
+    if section.rows:
+        section.notes.append(Note(LOST_ACCESS - 1, f"RBAC changes for {len(subjects)} subject(s)"))
     return section
+
+
+def _members_section(base: dict, head: dict, base_fleet: Fleet, head_fleet: Fleet) -> Section:
+    """Pools and teams that are new or gone: the headline says so first, and leaves out what follows from them
+    (the new pool's capacity, the new team's quotas and namespace quota)."""
+    section = Section("members", "New and removed pools and teams", ["cluster", "kind", "name", "change", "what"])
+    old_pools, new_pools = dict(_pool_keys(base)), dict(_pool_keys(head))
+    for key in sorted(old_pools.keys() ^ new_pools.keys()):
+        change = "new" if key in new_pools else "removed"
+        _member(section, "pool", key, change, (new_pools if change == "new" else old_pools)[key])
+    old_teams, new_teams = _team_queues(base), _team_queues(head)
+    for key in sorted(old_teams.keys() ^ new_teams.keys()):
+        change = "new" if key in new_teams else "removed"
+        queues = (new_teams if change == "new" else old_teams)[key]
+        _member(section, "team", key, change, f"ClusterQueue {', '.join(sorted(queues))}")
+    old_ns, new_ns = _namespaces(base_fleet), _namespaces(head_fleet)
+    section.explains |= {("namespace", *key) for key in old_ns ^ new_ns}
+    return section
+
+
+def _member(section: Section, kind: str, key: tuple[str, str], change: str, what: str) -> None:
+    cluster, name = key
+    section.rows.append([cluster, kind, name, change, what])
+    weight = NEW_OR_REMOVED + (1 if change == "removed" else 0)  # what goes away first
+    section.notes.append(Note(weight, f"{change} {kind} {name} on {cluster} ({what})", (kind, cluster, name)))
+    section.explains.add((kind, cluster, name))
+    if kind == "pool":  # its pool.yaml is new (or gone) too: its taints are part of the new pool
+        section.explains.add(("pool-declaration", name))
+
+
+def _pool_keys(model: dict) -> Iterable[tuple[tuple[str, str], str]]:
+    for cluster, pool in _pools(model):
+        yield (cluster, pool["name"]), (f"{pool['nodes']} x {pool['gpusPerNode']} {pool['gpuModel']}, "
+                                        f"{pool['accessMode']}")
+
+
+def _team_queues(model: dict) -> dict[tuple[str, str], set[str]]:
+    teams: dict[tuple[str, str], set[str]] = {}
+    for (cluster, queue), team in _teams(model).items():
+        if team != "-":
+            teams.setdefault((cluster, team), set()).add(queue)
+    return teams
+
+
+def _namespaces(fleet: Fleet) -> set[tuple[str, str]]:
+    return {(name, obj.name) for name, cluster in fleet.clusters.items() for obj in cluster.objects
+            if obj.kind == "Namespace"}
 
 
 # --- the headline ------------------------------------------------------------------------------------------
@@ -518,8 +579,9 @@ def _rbac_section(base_fleet: Fleet, head_fleet: Fleet) -> Section:
 # changes, then the gains and the rest. Within a band a GPU change outweighs any other resource, and a bigger
 # change a smaller one (`_weight`).
 LOST_CAPACITY, LOST_ACCESS, PRIORITY, GAINED_QUOTA, POOL_SETTINGS, GAINED_CAPACITY = 9e6, 8e6, 7e6, 6e6, 5e6, 4e6
+NEW_OR_REMOVED = 1e7  # a new or removed pool or team is what the change is: said first
 # Sections summed up as a count, with their band.
-COUNTED = (("rbac", LOST_ACCESS - 1, "RBAC grant change(s)"), ("placement", LOST_ACCESS - 2, "node selection change(s)"),
+COUNTED = (("placement", LOST_ACCESS - 2, "node selection change(s)"),
            ("priorities", PRIORITY, "priority setting(s)"), ("preemption", PRIORITY - 1, "preemption setting(s)"),
            ("cohorts", PRIORITY - 2, "cohort move(s)"), ("admission", 3e6, "admission policy change(s)"),
            ("versions", 2e6, ""), ("plans", 1e6, "upgrade plan setting(s)"),
@@ -529,12 +591,12 @@ COUNTED = (("rbac", LOST_ACCESS - 1, "RBAC grant change(s)"), ("placement", LOST
 
 @dataclass(frozen=True)
 class Note:
-    """One phrase the headline may use: its weight (higher first), its words, and the pool it is about (a
-    pool's setting change already explains its capacity change)."""
+    """One phrase the headline may use: its weight (higher first), its words, and what it is about (a pool's
+    setting change already explains its capacity change)."""
 
     weight: float
     words: str
-    pool: tuple[str, str] | None = None
+    about: tuple[str, ...] | None = None  # ("pool" | "team" | "namespace", cluster, name)
 
 
 def _weight(band: float, resource: str, delta: Decimal) -> float:
@@ -572,9 +634,11 @@ def headline(sections: list[Section], findings: FindingsDiff, head_findings: lis
     guardrail configuration, that it does and that its effect waits for the merge. `waived_rules`: rules whose
     findings a reviewed exception accepted (the finding is still there: no guarantee is claimed for them)."""
     by_key = {s.key: s for s in sections}
-    explained = {note.pool for note in _notes(by_key, "pools")}
+    members = by_key["members"].explains if "members" in by_key else set()
+    settings = by_key["pools"].explains if "pools" in by_key else set()
     notes = [note for section in sections for note in section.notes
-             if not (section.key == "capacity" and note.pool in explained)]
+             if section.key == "members" or not (note.about in members
+                                                  or (section.key == "capacity" and note.about in settings))]
     for cluster, pool, component, old, new in _rows(by_key, "versions"):
         notes.append(Note(2e6, f"{component} {old} -> {new} on {f'pool {pool}' if pool != '-' else cluster}"))
     notes += [Note(weight, f"{len(by_key[key].rows)} {words}") for key, weight, words in COUNTED
