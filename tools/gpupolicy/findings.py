@@ -89,11 +89,11 @@ StageFinding = Callable[..., Finding]
 
 
 def stage_finding(rule: str, severity: Severity) -> StageFinding:
-    """The `finding()` helper of a stage rule (one that declares `STAGE`): the loader, the graph and the pipeline
-    report the rule's findings through it, so its ID and severity are written once, in the rule's module."""
+    """The `finding()` helper of a stage rule (one that declares `STAGE`): the loader, the graph and the
+    pipeline report the rule's findings through it, so its ID and severity are written once, in its module."""
 
     def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
         return Finding(rule, severity, message, path, line, cluster, hint)
 
-    finding.__doc__ = f"A {rule} finding, as the stage that reports it creates it (severity {severity.value})."
+    finding.__doc__ = f"A {rule} finding as the stage that reports it creates it (severity {severity.value})."
     return finding

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from ..domain.quotas import flavor_capacity, flavors_of, is_gpu_resource, nominal_per_pool, pool_of
 from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
+from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, from_cluster
 from . import layouts, sharing
 from .layouts import LAYOUT, whole_quota
@@ -285,5 +286,5 @@ def _changed(cq: ClusterQueue, knob: Knob, value: int | str) -> ClusterQueue:
 
 
 def candidate_policy(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str],
-                     placement: str = "frag-aware") -> SimPolicy:
+                     placement: str = DEFAULT_PLACEMENT) -> SimPolicy:
     return from_cluster(with_params(cluster, knob_list, params), placement)
