@@ -37,7 +37,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..domain.quotas import flavor_capacity, flavors_of, is_gpu_resource, nominal_per_pool, pool_of
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quotas import flavor_capacity, flavors_of, nominal_per_pool, pool_of
 from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
 from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, from_cluster
@@ -138,7 +139,7 @@ def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Clust
 
 def _rescaled_groups(groups, flavors: set[str], old: int, new: int) -> tuple[ResourceGroup, ...]:
     def quota(q):
-        if not is_gpu_resource(q.name):
+        if not is_nvidia_resource(q.name):
             return q
         return dataclasses.replace(q, **{f: rescaled(getattr(q, f), old, new) for f in LIMIT_FIELDS.values()
                                          if getattr(q, f) is not None})
@@ -196,7 +197,8 @@ def _gpu_quotas(cq: ClusterQueue):
     (a MIG flavor lists nvidia.com/gpu at 0 beside its mig-* resource)."""
     for group in cq.resource_groups:
         for fq in group.flavors:
-            held = [q for q in fq.resources if is_gpu_resource(q.name) and (q.nominal or q.borrowing_limit)]
+            held = [q for q in fq.resources
+                    if is_nvidia_resource(q.name) and (q.nominal or q.borrowing_limit)]
             if len(held) == 1 and whole_quota(held[0]):
                 yield fq.flavor, held[0]
 
