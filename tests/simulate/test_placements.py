@@ -74,8 +74,8 @@ def test_the_node_class_pool_scores_every_policy_of_the_experiment_and_refuses_o
     assert set(SCORES) == {*POLICIES, OWN_POLICY} and OWN_POLICY == DEFAULT_PLACEMENT
     nodes = [NodeType("V100", 64_000, 256_000, 8)] * 2
     for policy in SCORES:
-        cluster = Cluster(nodes, [(Pod(1000, 0, 1, MILLI, frozenset()), 1.0)], random.Random(0), policy=policy,
-                          own_typical=[(1, MILLI, 1.0)])
+        typical = [(Pod(1000, 0, 1, MILLI, frozenset()), 1.0)]
+        cluster = Cluster(nodes, typical, random.Random(0), policy=policy, own_typical=[(1, MILLI, 1.0)])
         assert cluster.place(Shape(1, 1, MILLI // 2, demand=(1000, 0, frozenset()))) is not None
     with pytest.raises(ValueError, match="unknown node-class policy 'tightest'"):
         Cluster(nodes, [], random.Random(0), policy="tightest")

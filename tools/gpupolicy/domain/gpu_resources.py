@@ -1,5 +1,5 @@
-"""Which resource names are GPUs: one predicate per meaning, so a rule, the audit, a diff and the startup check
-cannot disagree about a name (issue 30).
+"""Which resource names are GPUs: one predicate per meaning, so a rule, the audit, a diff and the startup
+check cannot disagree about a name (issue 30, decision 0084).
 
 - `is_nvidia_resource`: any extended resource under `nvidia.com/`: the quota that the CAP rules, the quota
   page, workpath, recommend and the upgrade drain check count as GPU quota, whatever the name after the
