@@ -14,6 +14,7 @@ from gpupolicy.simulate.engine import FINISH
 from gpupolicy.simulate.failures import Failure, parse_failures
 from gpupolicy.simulate.jobs import Job, Shape, shape_in_pool
 from gpupolicy.simulate.metrics import percentile, summarize
+from gpupolicy.simulate.placement import PLACEMENTS
 from gpupolicy.simulate.policy import FlavorQuota, SimPool, assign_queues, baseline, from_cluster, quota_milli
 
 
@@ -72,7 +73,7 @@ def run_checked(policy, jobs, failures=()):
     return CheckedEngine(policy, jobs, assign_queues(jobs, policy), failures).run()
 
 
-@pytest.mark.parametrize("placement", ["best-fit", "frag-aware"])
+@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
 def test_no_over_allocation_and_every_job_accounted_for(cluster, placement):
     jobs = mixed_jobs()
     for policy in (baseline(cluster), from_cluster(cluster, placement)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
@@ -81,3 +82,18 @@ def at(location: Location | None) -> dict:
     if location is None:
         return {}
     return {"path": location.path, "line": location.line}
+
+
+# finding(message, path, line, *, cluster="", hint="") -> Finding
+StageFinding = Callable[..., Finding]
+
+
+def stage_finding(rule: str, severity: Severity) -> StageFinding:
+    """The `finding()` helper of a stage rule (one that declares `STAGE`): the loader, the graph and the
+    pipeline report the rule's findings through it, so its ID and severity are written once, in its module."""
+
+    def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
+        return Finding(rule, severity, message, path, line, cluster, hint)
+
+    finding.__doc__ = f"A {rule} finding as the stage that reports it creates it (severity {severity.value})."
+    return finding

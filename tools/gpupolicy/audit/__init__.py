@@ -24,6 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..domain import catalog
+from ..domain.gpu_resources import is_gpu_device_resource
 from ..errors import ToolError
 from ..infra.schema import inputs as inputschemas
 from ..model import (
@@ -415,7 +416,7 @@ def _requests_by_node(pods: list[dict]) -> dict[str, Counter[str]]:
         if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         for resource, amount in pod_requests(spec).items():
-            if _is_gpu_resource(resource):
+            if is_gpu_device_resource(resource):
                 by_node[spec["nodeName"]][resource] += int(amount)
     return by_node
 
@@ -520,14 +521,9 @@ def _check(value: object, shape: object, source: str, where: str) -> None:
     elif shape == RESOURCES:
         _expect(isinstance(value, dict), value, "a mapping", source, where)
         for name, amount in value.items():
-            if _is_gpu_resource(name):  # the only amounts the audit adds up
+            if is_gpu_device_resource(name):  # the only amounts the audit adds up
                 _expect(_is_device_count(amount), amount, f"a number of devices from 0 to {MAX_DEVICES:,}", source,
                         f"{where}.{name}")
-
-
-def _is_gpu_resource(name: object) -> bool:
-    return isinstance(name, str) and (name in GPU_RESOURCES
-                                      or name.startswith(MIG_RESOURCE_PREFIX))
 
 
 def _is_device_count(value: object) -> bool:

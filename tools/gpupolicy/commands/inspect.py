@@ -8,7 +8,7 @@ import textwrap
 
 from .. import pipeline
 from ..domain.describe import fleet_as_dict
-from ..domain.quotas import GPU_DOMAIN
+from ..domain.gpu_resources import NVIDIA_DOMAIN, is_nvidia_resource
 from . import COMMANDS, FORMAT_HELP
 
 LINE_WIDTH = 110  # a terminal split in two still shows a whole line
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _short(resource: str) -> str:
     """`nvidia.com/mig-1g.10gb` -> `mig-1g.10gb`: every resource inspect prints is NVIDIA's."""
-    return resource.removeprefix(GPU_DOMAIN)
+    return resource.removeprefix(NVIDIA_DOMAIN)
 
 
 def _wrapped(text: str) -> str:
@@ -71,7 +71,7 @@ def _queue_line(queue: dict) -> str:
     are not zero, grouped by flavor."""
     by_flavor: dict[str, list[str]] = {}
     for quota in queue["quotas"]:
-        if quota["resource"].startswith(GPU_DOMAIN) and quota["nominal"]:
+        if is_nvidia_resource(quota["resource"]) and quota["nominal"]:
             by_flavor.setdefault(quota["flavor"], []).append(f"{_short(quota['resource'])} {quota['nominal']:g}")
     quotas = "; ".join(f"{flavor} {', '.join(amounts)}" for flavor, amounts in by_flavor.items())
     return _wrapped(f"  queue {queue['name']} [{queue['tier'] or '-'}] cohort={queue['cohort'] or '-'}: "

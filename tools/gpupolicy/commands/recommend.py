@@ -33,6 +33,8 @@ DEFAULT_OUT = "artifacts/recommend"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..simulate.placement import DEFAULT_PLACEMENT, PLACEMENTS
+
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--cluster", metavar="NAME", required=True, help="cluster whose policy is searched")
@@ -45,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs")
     parser.add_argument("--target", default="", metavar="SPEC",
                         help="wait targets, e.g. 'serving:p95<15m,training:p50<2h' (KEY: queue, tier or workload)")
+    parser.add_argument("--policy", choices=sorted(PLACEMENTS), default=DEFAULT_PLACEMENT,
+                        help=f"placement score the candidates replay with (default {DEFAULT_PLACEMENT})")
     parser.add_argument("--trials", type=int, default=64, metavar="N", help="candidates to evaluate (default 64)")
     parser.add_argument("--batch", type=int, default=8, metavar="N",
                         help="candidates sampled per batch (default 8); part of what the seed reproduces")
@@ -106,10 +110,12 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     runner = executors.executor(jobs, args.jobs, args.ray)
     try:
-        candidates = search(cluster, knob_list, wanted, args.trials, args.seed, args.batch, runner.map)
+        candidates = search(cluster, knob_list, wanted, args.trials, args.seed, args.batch, runner.map,
+                            args.policy)
         seconds = time.perf_counter() - started
         base = runner.map([(baseline(cluster), 1.0)])[0]
-        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=runner.map)
+        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=runner.map,
+                                    placement=args.policy)
         chosen, rejected = _first_clean(Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller)
     finally:
         runner.close()
@@ -203,6 +209,8 @@ def _points(candidates) -> list[dict]:
 
 def _rebuild_command(args: argparse.Namespace) -> str:
     """The command line that rebuilds this recommendation (the repository's own paths, never this machine's)."""
+    from ..simulate.placement import DEFAULT_PLACEMENT
+
     parts = ["gpupolicy recommend", f"--cluster {args.cluster}"]
     parts.append("--workload mixed" if args.workload else f"--trace {args.trace.name}")
     if args.workload and (args.scale != "auto" or args.days != 7):
@@ -211,6 +219,8 @@ def _rebuild_command(args: argparse.Namespace) -> str:
         parts.append(f"--limit {args.limit}")
     if args.target:
         parts.append(f"--target '{args.target}'")
+    if args.policy != DEFAULT_PLACEMENT:
+        parts.append(f"--policy {args.policy}")
     parts.append(f"--trials {args.trials} --batch {args.batch} --seed {args.seed} --check {args.check} --record")
     return " ".join(parts)
 

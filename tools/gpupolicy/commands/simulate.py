@@ -32,6 +32,8 @@ WORSE_BY_HELP_DEFAULT = "10"  # verdict.DEFAULT_WORSE_BY, not imported here to k
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..simulate.placement import DEFAULT_PLACEMENT, PLACEMENTS
+
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--cluster", metavar="NAME", help="cluster to replay on (default: the first one)")
@@ -55,8 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time-sliced pods take one replica each and may land where a neighbour holds the "
                              "card's memory: count those starts with the startup check (per pool.yaml) and "
                              "without it (an extra column)")
-    parser.add_argument("--policy", choices=("frag-aware", "best-fit"), default="frag-aware",
-                        help="placement score of the proposed policy (default frag-aware)")
+    parser.add_argument("--policy", choices=sorted(PLACEMENTS), default=DEFAULT_PLACEMENT,
+                        help=f"placement score of the proposed policy (default {DEFAULT_PLACEMENT})")
     parser.add_argument("--fail-nodes", metavar="SPEC", default="",
                         help="inject node failures: POOL:COUNT@TIME[+DOWNTIME],... e.g. pool-a:2@3600+1h")
     parser.add_argument("--map", metavar="TEAM=QUEUE", action="append", default=[],

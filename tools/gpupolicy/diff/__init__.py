@@ -34,6 +34,7 @@ from .. import report
 from ..configure import rootcause
 from ..domain import quotas
 from ..domain.describe import fleet_as_dict
+from ..domain.gpu_resources import is_gpu_device_resource
 from ..domain.quantity import (
     HUGE_COUNT,
     QuantityError,
@@ -310,15 +311,15 @@ def _amount_shown(resource: str, value: Any, absent: str = "—") -> str:
     return absent if value is ABSENT else human_amount(resource, value)
 
 
-def is_gpu_resource(resource: str) -> bool:
-    """GPUs and MIG slices (also as a ResourceQuota names them): their rows come first."""
-    name = counted_resource(resource)
-    return name.startswith(("nvidia.com/gpu", MIG_RESOURCE_PREFIX))
+def _is_gpu_row(resource: str) -> bool:
+    """GPUs and MIG slices (also as a ResourceQuota names them, `requests.nvidia.com/gpu`): their rows come
+    first."""
+    return is_gpu_device_resource(counted_resource(resource))
 
 
 def _risk_order(resource: str, delta: Decimal, key: tuple) -> tuple:
     """GPU rows first, then the losses before the gains, then by key."""
-    return (not is_gpu_resource(resource), delta >= 0, [str(part) for part in key])
+    return (not _is_gpu_row(resource), delta >= 0, [str(part) for part in key])
 
 
 def _pool_capacity(model: dict) -> dict[tuple, float]:
@@ -601,14 +602,14 @@ class Note:
 
 def _weight(band: float, resource: str, delta: Decimal) -> float:
     size = min(float(abs(delta)), 1e5)  # a huge quota must not jump a band
-    return band + (5e5 if is_gpu_resource(resource) else 0) + size
+    return band + (5e5 if _is_gpu_row(resource) else 0) + size
 
 
 def _unit(resource: str, model_name: str) -> str:
     """How a reader names one unit of a resource: the GPU model, or the MIG profile."""
     if resource.startswith(MIG_RESOURCE_PREFIX):
         return f"{resource[len(MIG_RESOURCE_PREFIX):]} MIG slices"
-    if resource.startswith("nvidia.com/gpu") and model_name:
+    if is_gpu_device_resource(resource) and model_name:
         return model_name.split("-")[0]
     return resource
 

@@ -6,6 +6,7 @@ import re
 
 from .. import audit
 from ..domain import quotas
+from ..domain.gpu_resources import is_nvidia_resource
 from ..model import Cluster, ClusterQueue, Pool, selects
 from . import Context, table
 from .quotas import amount_text
@@ -142,7 +143,7 @@ def _queue_quota(cluster: Cluster, queue: ClusterQueue) -> str:
     """`eu-h200-train 28 GPUs; eu-a100-mig 16 × 1g.10gb, 8 × 2g.20gb`: the GPU quotas that are not zero."""
     by_flavor: dict[str, list[str]] = {}
     for flavor, quota in queue.quotas():
-        if quotas.is_gpu_resource(quota.name) and quota.nominal:
+        if is_nvidia_resource(quota.name) and quota.nominal:
             pools = quotas.pools_of(cluster, flavor)
             by_flavor.setdefault(flavor, []).append(amount_text(quota.name, quota.nominal, pools))
     return "; ".join(f"{flavor} {', '.join(amounts)}" for flavor, amounts in by_flavor.items()) or "-"

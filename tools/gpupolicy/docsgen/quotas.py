@@ -5,6 +5,7 @@ add up the quota of each column and set it against what the pools expose."""
 from __future__ import annotations
 
 from ..domain import quotas
+from ..domain.gpu_resources import is_nvidia_resource
 from ..model import Cluster, ClusterQueue, Pool, ResourceQuota
 from . import Context, table
 
@@ -87,7 +88,7 @@ def _cohort_rows(cluster: Cluster, columns: list[str]) -> list[list[str]]:
 def _quota_text(cluster: Cluster, flavor: str, quota: ResourceQuota, in_cohort: bool) -> list[str]:
     """`28 GPUs (+12, lends ≤ 16)`; nothing for a resource the pools do not expose or for a zero quota that
     cannot borrow either."""
-    if not quotas.is_gpu_resource(quota.name) or not quotas.flavor_capacity(cluster, flavor).get(quota.name):
+    if not is_nvidia_resource(quota.name) or not quotas.flavor_capacity(cluster, flavor).get(quota.name):
         return []
     borrow = _borrowing(quota.borrowing_limit) if in_cohort else ""
     lend = _lending(quota.lending_limit) if in_cohort else ""

@@ -19,6 +19,7 @@ from typing import Any
 from ..findings import Location
 from ..infra.yamlload import mappings
 from ..model import DEVICE_PLUGIN_CONFIG_LABEL, Cluster, ConfigEntry, Fleet, Pool
+from .kustomization import KUSTOMIZATION_NAMES
 
 # The Helm values layers, the cluster's override first (conventions.md, "GPU Operator values").
 OPERATOR_NAMESPACE = "gpu-operator"  # the chart's namespace in every cluster of the repository
@@ -127,7 +128,7 @@ def pool_config(cluster: Cluster, pool: Pool) -> ConfigEntry | None:
 
 def plugin_config_location(fleet: Fleet, entry: ConfigEntry, *path: Any) -> Location:
     """The line of `path` inside a device-plugin config's own file; the generator's line when written inline."""
-    if entry.source.path.endswith(("kustomization.yaml", "kustomization.yml", "Kustomization")):
+    if entry.source.path.endswith(KUSTOMIZATION_NAMES):
         return entry.source
     return fleet.locate_file(entry.source.path, *path)
 

@@ -161,6 +161,21 @@ def human_amount(resource: str, amount: object) -> str:
     return str(amount) if value is None else _in_unit(counted_resource(resource), value, signed=False)
 
 
+def number(value: float, decimals: int | None = None) -> str:
+    """A quota exactly as a message quotes it: 16 rather than 16.0, 0.5 as written (or with `decimals` places:
+    2.7 for 2.66 with 1); 1.000e+400 for a number too large for a float (and for Python's int-to-text limit:
+    from HUGE_COUNT on, as `human_amount`), never an exception. Beside `human_amount` (issue 30): the rules'
+    messages quote amounts exactly, a reviewer's tables round them."""
+    amount = Decimal(value)
+    if not amount.is_finite():
+        return str(amount)
+    if abs(amount) >= HUGE_COUNT:
+        return f"{amount:.3e}"
+    if amount == amount.to_integral_value():
+        return str(int(amount))
+    return str(value) if decimals is None else f"{value:.{decimals}f}"
+
+
 def human_delta(resource: str, old: object, new: object) -> str:
     """`new - old` with its sign, in the unit of `human_amount`; an absent side (None) counts as 0, and a side
     that is no quantity makes no delta ("")."""

@@ -5,24 +5,10 @@ pool join, the capacity a flavor stands for, what a cohort lends) lives in `gpup
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
 
 from ..model import Cluster, ClusterQueue, K8sObject, Pool, ResourceGroup
 from ..model.selectors import label_selector_matches
-
-PLAIN_DIGITS = 15  # beyond this a quota is absurd anyway: scientific notation, not hundreds of digits
-
-
-def number(value: float) -> str:
-    """A quota for a message: 16 rather than 16.0; 1.000e+400 for a number too large for a float (and for
-    Python's int-to-text limit), never an exception."""
-    amount = Decimal(value)
-    if not amount.is_finite():
-        return str(amount)
-    if abs(amount) >= Decimal(10) ** PLAIN_DIGITS:
-        return f"{amount:.3e}"
-    return str(int(amount)) if amount == amount.to_integral_value() else str(value)
 
 
 def shared_pool(pool: Pool) -> bool:

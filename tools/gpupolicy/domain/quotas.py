@@ -40,13 +40,7 @@ from ..model import (
     ResourceQuota,
 )
 from . import catalog
-
-GPU_DOMAIN = "nvidia.com/"
-
-
-def is_gpu_resource(name: str) -> bool:
-    return name.startswith(GPU_DOMAIN)
-
+from .gpu_resources import is_nvidia_resource
 
 # --- quota entries -------------------------------------------------------------------------------------------
 
@@ -132,7 +126,7 @@ def nominal_per_flavor(cluster: Cluster) -> dict[tuple[str, str], int | float]:
     """(flavor, GPU resource) -> nominal quota given out on it by every ClusterQueue and Cohort object."""
     totals: dict[tuple[str, str], int | float] = {}
     for entry in quota_entries(cluster):
-        if is_gpu_resource(entry.quota.name):
+        if is_nvidia_resource(entry.quota.name):
             key = (entry.flavor, entry.quota.name)
             totals[key] = totals.get(key, 0) + entry.quota.nominal
     return totals
@@ -145,7 +139,7 @@ def nominal_per_pool(cluster: Cluster) -> dict[tuple[str, str], list[QuotaEntry]
         by_pool: dict[tuple[str, str], list[QuotaEntry]] = defaultdict(list)
         for entry in quota_entries(cluster):
             pool = pool_of(cluster, entry.flavor)
-            if pool is None or not is_gpu_resource(entry.quota.name) or not capacity_known(cluster, pool):
+            if pool is None or not is_nvidia_resource(entry.quota.name) or not capacity_known(cluster, pool):
                 continue
             if entry.quota.name in pool.capacity:  # CAP002 reports a resource the pool does not expose
                 by_pool[(pool.name, entry.quota.name)].append(entry)

@@ -21,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..model import Pool
+from .gpu_resources import is_gpu_device_resource
 
 CONTAINER_NAME = "gpu-startup-check"
 CONFIGMAP_NAME = "gpu-startup-check"
@@ -30,7 +31,6 @@ MOUNT_PATH = "/etc/gpu-startup-check"
 IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"
 COLUMNS = ("pool", "sharing", "product", "skip", "retries", "backoffSeconds", "maxMemoryUsedPercent",
            "sharePercent")
-GPU_PREFIXES = ("nvidia.com/gpu", "nvidia.com/mig-")
 
 
 def product(gpu_model: str) -> str:
@@ -63,10 +63,6 @@ def read_table(text: str) -> dict[str, tuple[str, ...]]:
     return table
 
 
-def _is_gpu(resource: str) -> bool:
-    return resource.startswith(GPU_PREFIXES)
-
-
 def _amount(value: Any) -> Decimal:
     try:
         return Decimal(str(value))
@@ -80,7 +76,8 @@ def _limits_or_requests(container: Mapping) -> dict[str, Decimal]:
     merged: dict[str, Decimal] = {}
     for key in ("requests", "limits"):
         amounts = resources.get(key) if isinstance(resources.get(key), Mapping) else {}
-        merged.update({name: _amount(value) for name, value in amounts.items() if _is_gpu(str(name))})
+        merged.update({name: _amount(value) for name, value in amounts.items()
+                       if is_gpu_device_resource(name)})
     return merged
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 from ..findings import Location
 from ..infra.yamlload import mappings
-from ..model import GPU_RESOURCE, MIG_RESOURCE_PREFIX, Cluster, Fleet, K8sObject
+from ..model import Cluster, Fleet, K8sObject
 from . import cel
+from .gpu_resources import is_gpu_device_resource
 
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
@@ -89,16 +90,12 @@ def containers(spec: dict) -> Iterator[tuple[str, int, dict]]:
                 yield kind, index, container
 
 
-def is_gpu_resource(name: str) -> bool:
-    return name == GPU_RESOURCE or name.startswith(GPU_RESOURCE + ".") or name.startswith(MIG_RESOURCE_PREFIX)
-
-
 def gpu_resources(container: dict) -> list[str]:
     resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
     names = []
     for section in ("limits", "requests"):
         for name in (resources.get(section) or {}) if isinstance(resources.get(section), dict) else {}:
-            if is_gpu_resource(str(name)) and name not in names:
+            if is_gpu_device_resource(str(name)) and name not in names:
                 names.append(str(name))
     return names
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..audit import METADATA, AuditError, Snapshot, _bounded_text, check_shapes, load_snapshot
 from ..domain import catalog
+from ..domain.gpu_resources import is_nvidia_resource
 from ..domain.quantity import parse_quantity
 from ..infra.schema import inputs as inputschemas
 from ..model import POOL_LABEL, PRODUCT_LABEL
@@ -172,7 +173,7 @@ def gpu_nodes(inventory: Inventory) -> list[GpuNode]:
             flavor=_flavor(labels, inventory.resource_flavors), taints=list((node.get("spec") or {}).get("taints") or []),
             gpu_pods=pods.get(name, 0), labels=labels,
             devices={k: _int(v) for k, v in (status.get("allocatable") or capacity).items()
-                     if k.startswith("nvidia.com/") and _int(v) > 0}))
+                     if is_nvidia_resource(k) and _int(v) > 0}))
     return sorted(found, key=lambda n: n.name)
 
 
@@ -182,7 +183,7 @@ def _asks_gpu(pod: dict) -> bool:
     for container in (pod.get("spec") or {}).get("containers") or []:
         wanted = {**((container.get("resources") or {}).get("limits") or {}),
                   **((container.get("resources") or {}).get("requests") or {})}
-        if any(k.startswith("nvidia.com/") for k in wanted):
+        if any(is_nvidia_resource(k) for k in wanted):
             return True
     return False
 

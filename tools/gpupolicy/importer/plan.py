@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from ..domain.gpu_resources import is_nvidia_resource
 from .inventory import GpuNode, PoolGroup, meta
 
 PRODUCTION = "production"
@@ -54,7 +55,7 @@ def production_need(cluster_queues: list[dict], flavor: str) -> dict[str, int]:
                 if item.get("name") != flavor:
                     continue
                 for resource in item.get("resources") or ():
-                    if str(resource.get("name", "")).startswith("nvidia.com/"):
+                    if is_nvidia_resource(resource.get("name")):
                         need[resource["name"]] += _count(resource.get("nominalQuota"))
     return dict(need)
 

@@ -38,9 +38,10 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
 
+from ..domain.gpu_resources import is_nvidia_resource
 from ..domain.quantity import QuantityError, parse_quantity
 from ..domain.queues import namespace_labels, queues_selecting
-from ..domain.quotas import admissible, flavors_of, is_gpu_resource
+from ..domain.quotas import admissible, flavors_of
 from ..domain.startupcheck import table_fields, table_with
 from ..editing import Editor, same_style
 from ..errors import ToolError
@@ -158,7 +159,7 @@ class CandidateEditor(Editor):
                 if flavor.get("name") not in flavors:
                     continue
                 for resource in flavor.get("resources") or ():
-                    if is_gpu_resource(str(resource.get("name"))):
+                    if is_nvidia_resource(str(resource.get("name"))):
                         for key in FIELD.values():
                             if key in resource:
                                 _set_value(resource, key, rescaled(int(resource[key]), old, new))
@@ -351,7 +352,7 @@ def _admitted(cluster: Cluster) -> dict[str, dict[str, Decimal]]:
     for name in cluster.namespaces:
         for queue in queues_selecting(cluster, namespace_labels(cluster, name) or {}):
             for resource, amount in admissible(cluster, queue).items():
-                if is_gpu_resource(resource) and amount > 0:
+                if is_nvidia_resource(resource) and amount > 0:
                     key = f"requests.{resource}"
                     result.setdefault(name, {})[key] = result.get(name, {}).get(key, Decimal(0)) + Decimal(amount)
     return result

@@ -24,6 +24,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from ..domain import catalog
+from ..domain.quantity import number
 from ..domain.quotas import flavors_of
 from ..editing import same_style
 from ..errors import ToolError
@@ -263,7 +264,7 @@ def _per_card(quotas: dict[str, Any], model: catalog.GPUModel) -> str:
         cards = layouts.card_equivalents({n: getattr(q, field) or 0 for n, q in quotas.items()}, model)
         cpu, memory = (getattr(quotas.get(n), field, None) for n in ("cpu", "memory"))
         if cards and cpu and memory:
-            return f"{_number(Fraction(cpu) / cards)} cpu + {_number(Fraction(memory) / cards / GI)}Gi"
+            return _cpu_and_memory_text(Fraction(cpu) / cards, Fraction(memory) / cards / GI)
     return ""
 
 
@@ -282,10 +283,11 @@ def _stated_per_card(text: str, flavor: str, quotas: dict[str, Any], model: cata
         cards = layouts.card_equivalents(amounts, model)
         total = cpu_share.implied(cluster, text, flavor, amounts)
         if cards and total:
-            return (f"{_number(Fraction(total['cpu']) / cards)} cpu + "
-                    f"{_number(Fraction(total['memory']) / cards / GI)}Gi")
+            cpu, memory = Fraction(total["cpu"]), Fraction(total["memory"])
+            return _cpu_and_memory_text(cpu / cards, memory / cards / GI)
     return ""
 
 
-def _number(value: Fraction) -> str:
-    return str(int(value)) if value.denominator == 1 else f"{float(value):.1f}"
+def _cpu_and_memory_text(cpu: Fraction, memory_gib: Fraction) -> str:
+    """`2 cpu + 15.6Gi`: per card, whole or to one decimal (quantity.number)."""
+    return f"{number(float(cpu), decimals=1)} cpu + {number(float(memory_gib), decimals=1)}Gi"

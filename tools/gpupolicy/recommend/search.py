@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..model import Cluster
 from ..simulate.metrics import Summary
+from ..simulate.placement import DEFAULT_PLACEMENT
 from .space import (
     BORROW,
     COHORT,
@@ -100,7 +101,7 @@ def distributions(knob_list: list[Knob]) -> dict:
 
 
 def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], trials: int, seed: int,
-           batch: int, run, placement: str = "frag-aware") -> list[Candidate]:
+           batch: int, run, placement: str = DEFAULT_PLACEMENT) -> list[Candidate]:
     """`trials` candidates, evaluated by `run` (an executor's map); sorted best first (see `ranked`)."""
     import optuna
 
@@ -132,7 +133,7 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
 
 
 def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], best: Candidate, run,
-             placement: str = "frag-aware") -> Candidate:
+             placement: str = DEFAULT_PLACEMENT) -> Candidate:
     """The candidate with each change taken back, in knob order, that does not earn its place (`earns_its_place`):
     TPE moves every knob, most of them to no effect, and a pull request should change only what matters.
     A change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a lending

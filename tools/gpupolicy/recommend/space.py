@@ -37,8 +37,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..domain.quotas import flavor_capacity, flavors_of, is_gpu_resource, nominal_per_pool, pool_of
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quotas import flavor_capacity, flavors_of, nominal_per_pool, pool_of
 from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
+from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, from_cluster
 from . import layouts, sharing
 from .layouts import LAYOUT, whole_quota
@@ -137,7 +139,7 @@ def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Clust
 
 def _rescaled_groups(groups, flavors: set[str], old: int, new: int) -> tuple[ResourceGroup, ...]:
     def quota(q):
-        if not is_gpu_resource(q.name):
+        if not is_nvidia_resource(q.name):
             return q
         return dataclasses.replace(q, **{f: rescaled(getattr(q, f), old, new) for f in LIMIT_FIELDS.values()
                                          if getattr(q, f) is not None})
@@ -195,7 +197,8 @@ def _gpu_quotas(cq: ClusterQueue):
     (a MIG flavor lists nvidia.com/gpu at 0 beside its mig-* resource)."""
     for group in cq.resource_groups:
         for fq in group.flavors:
-            held = [q for q in fq.resources if is_gpu_resource(q.name) and (q.nominal or q.borrowing_limit)]
+            held = [q for q in fq.resources
+                    if is_nvidia_resource(q.name) and (q.nominal or q.borrowing_limit)]
             if len(held) == 1 and whole_quota(held[0]):
                 yield fq.flavor, held[0]
 
@@ -285,5 +288,5 @@ def _changed(cq: ClusterQueue, knob: Knob, value: int | str) -> ClusterQueue:
 
 
 def candidate_policy(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str],
-                     placement: str = "frag-aware") -> SimPolicy:
+                     placement: str = DEFAULT_PLACEMENT) -> SimPolicy:
     return from_cluster(with_params(cluster, knob_list, params), placement)

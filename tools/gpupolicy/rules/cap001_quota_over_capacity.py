@@ -29,7 +29,7 @@ their cohort), or add nodes to the pool in `pool.yaml`.
 
 from collections.abc import Iterator
 
-from ..domain.queues import number
+from ..domain.quantity import number
 from ..domain.quotas import QuotaEntry, nominal_per_pool, pool_of
 from ..findings import Finding, Severity, at
 from ..model import Fleet

@@ -23,8 +23,9 @@ pool's layout. A zero quota (kept for a resource group shared with another flavo
 
 from collections.abc import Iterator
 
-from ..domain.queues import number
-from ..domain.quotas import capacity_known, is_gpu_resource, pool_of, quota_entries
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quantity import number
+from ..domain.quotas import capacity_known, pool_of, quota_entries
 from ..findings import Finding, Severity, at
 from ..model import Fleet
 
@@ -38,7 +39,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for entry in quota_entries(cluster):
             pool = pool_of(cluster, entry.flavor)
             resource = entry.quota.name
-            if pool is None or not is_gpu_resource(resource) or not capacity_known(cluster, pool):
+            if pool is None or not is_nvidia_resource(resource) or not capacity_known(cluster, pool):
                 continue
             if resource in pool.capacity or entry.quota.nominal <= 0:
                 continue

@@ -25,7 +25,8 @@ purpose (decision 0029), and WL013 checks that it stays away from GPUs.
 
 from collections.abc import Iterator
 
-from ..domain.quotas import is_gpu_resource, quota_entries
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quotas import quota_entries
 from ..findings import Finding, Severity, at
 from ..model import POOL_LABEL, Cluster, Flavor, Fleet
 
@@ -50,7 +51,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 def _gpu_flavors(cluster: Cluster) -> set[str]:
     named = {name for name, f in cluster.flavors.items() if POOL_LABEL in f.node_labels}
-    quoted = {e.flavor for e in quota_entries(cluster) if is_gpu_resource(e.quota.name)}
+    quoted = {e.flavor for e in quota_entries(cluster) if is_nvidia_resource(e.quota.name)}
     return {name for name in named | (quoted & set(cluster.flavors)) if not cluster.flavors[name].is_cpu}
 
 

@@ -30,8 +30,9 @@ cohort), or add nodes (in another zone) to the pool.
 from collections import defaultdict
 from collections.abc import Iterator
 
-from ..domain.queues import number
-from ..domain.quotas import QuotaEntry, capacity_known, is_gpu_resource, pool_of, queue_entries
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quantity import number
+from ..domain.quotas import QuotaEntry, capacity_known, pool_of, queue_entries
 from ..findings import Finding, Severity, at
 from ..model import Fleet, Pool
 
@@ -50,7 +51,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 continue
             for entry in queue_entries(queue):
                 pool = pool_of(cluster, entry.flavor)
-                if pool and is_gpu_resource(entry.quota.name) and capacity_known(cluster, pool) \
+                if pool and is_nvidia_resource(entry.quota.name) and capacity_known(cluster, pool) \
                         and entry.quota.name in pool.capacity and entry.quota.nominal > 0:
                     demand[(pool.name, entry.quota.name)].append(entry)
                     pools[pool.name] = pool

@@ -24,7 +24,7 @@ Join a cohort (`cohortName`, or `parentName` for a Cohort), or remove the limit.
 
 from collections.abc import Iterator
 
-from ..domain.queues import number
+from ..domain.quantity import number
 from ..domain.quotas import QuotaEntry, quota_entries
 from ..findings import Finding, Severity, at
 from ..model import Fleet

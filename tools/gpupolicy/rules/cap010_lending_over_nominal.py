@@ -19,7 +19,7 @@ Set `lendingLimit` at or below `nominalQuota` (omit it to lend everything unused
 
 from collections.abc import Iterator
 
-from ..domain.queues import number
+from ..domain.quantity import number
 from ..domain.quotas import quota_entries
 from ..findings import Finding, Severity, at
 from ..model import Fleet

@@ -27,9 +27,10 @@ Set the namespace's `requests.<resource>` at least to what its queues can admit,
 from collections.abc import Iterator
 from decimal import Decimal
 
-from ..domain.quantity import QuantityError, parse_quantity
-from ..domain.queues import namespace_labels, number, queues_selecting
-from ..domain.quotas import admissible, is_gpu_resource
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quantity import QuantityError, number, parse_quantity
+from ..domain.queues import namespace_labels, queues_selecting
+from ..domain.quotas import admissible
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, Namespace, NamespaceQuota
 
@@ -50,7 +51,7 @@ def _check_namespace(fleet: Fleet, cluster: Cluster, namespace: Namespace) -> It
     by_queue: dict[str, list[str]] = {}
     for queue in queues:
         for resource, amount in admissible(cluster, queue).items():
-            if is_gpu_resource(resource) and amount > 0:
+            if is_nvidia_resource(resource) and amount > 0:
                 demand[resource] = demand.get(resource, 0) + amount
                 by_queue.setdefault(resource, []).append(f"{queue.name} {number(amount)}")
     quotas = [q for q in cluster.namespace_quotas if q.namespace == namespace.name]

@@ -32,7 +32,7 @@ disable:
 ```
 '''
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "CFG001"
 SEVERITY = Severity.ERROR
@@ -40,6 +40,4 @@ SUMMARY = "Repository configuration (gpupolicy.yaml) malformed, unknown rule, or
 STAGE = "load"  # reported by the pipeline itself, when it reads the configuration
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -28,7 +28,7 @@ expression: "has(object.metadata.labels) && 'cost-center' in object.metadata.lab
 ```
 '''
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "CFG002"
 SEVERITY = Severity.ERROR
@@ -36,6 +36,4 @@ SUMMARY = "Organization rule (declarative check or plugin) invalid, clashing or 
 STAGE = "load"  # reported by the pipeline itself, when it reads the organization's rules
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -24,7 +24,7 @@ Propose guardrail changes in their own pull request, reviewed and merged by the 
 file; the new settings apply to every pull request after that merge.
 '''
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "CFG003"
 SEVERITY = Severity.ERROR
@@ -32,6 +32,4 @@ SUMMARY = "Guardrail configuration changed by this change: takes effect only onc
 STAGE = "load"  # reported by the pipeline itself, when it reads the guardrail configuration from the base
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import yaml
 
-from ..domain.quotas import capacity_known, is_gpu_resource, pool_of, queue_entries
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quotas import capacity_known, pool_of, queue_entries
 from ..findings import Finding, Severity
 from ..model import Fleet
 
@@ -104,7 +105,7 @@ def _production_need(cluster, pool) -> dict[str, float]:
         if queue.tier not in (PRODUCTION, "", None):
             continue
         for entry in queue_entries(queue):
-            if is_gpu_resource(entry.quota.name) and pool_of(cluster, entry.flavor) is pool:
+            if is_nvidia_resource(entry.quota.name) and pool_of(cluster, entry.flavor) is pool:
                 need[entry.quota.name] = need.get(entry.quota.name, 0) + float(entry.quota.nominal)
     return {r: n for r, n in need.items() if n > 0}
 

@@ -18,7 +18,7 @@ resources:
 Vendor the manifests into the repository; install charts with a Flux HelmRelease or an Argo CD Application.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "KUST001"
 SEVERITY = Severity.ERROR
@@ -26,6 +26,4 @@ SUMMARY = "A kustomization reaches the network"
 STAGE = "render"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

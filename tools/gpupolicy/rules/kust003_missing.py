@@ -13,7 +13,7 @@ resources:
 Fix the path, or remove the entry.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "KUST003"
 SEVERITY = Severity.ERROR
@@ -21,6 +21,4 @@ SUMMARY = "A kustomization names a file or folder that does not exist"
 STAGE = "render"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

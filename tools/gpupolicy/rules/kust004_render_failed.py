@@ -13,7 +13,7 @@ syncs until it is fixed.
 Run `gpupolicy render --cluster NAME` and fix the error kubectl reports.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "KUST004"
 SEVERITY = Severity.ERROR
@@ -21,6 +21,4 @@ SUMMARY = "kubectl kustomize fails for a cluster"
 STAGE = "render"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

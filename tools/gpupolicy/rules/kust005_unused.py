@@ -17,7 +17,7 @@ policies/teams/old-team/queue.yaml  # nobody includes it
 Add it to a kustomization, or delete it.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "KUST005"
 SEVERITY = Severity.WARNING
@@ -25,6 +25,4 @@ SUMMARY = "A manifest is included by no cluster overlay"
 STAGE = "render"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

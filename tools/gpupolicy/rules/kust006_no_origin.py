@@ -15,7 +15,7 @@ resources: [...]
 Add `buildMetadata: [originAnnotations]` to clusters/<name>/kustomization.yaml.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "KUST006"
 SEVERITY = Severity.WARNING
@@ -23,6 +23,4 @@ SUMMARY = "A cluster overlay does not record origin annotations"
 STAGE = "render"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

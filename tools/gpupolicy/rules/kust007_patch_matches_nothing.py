@@ -21,7 +21,7 @@ the patch. The check is lenient (namespace and label selectors are not compared,
 anywhere in a prefixed name), so a finding is certain.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "KUST007"
 SEVERITY = Severity.ERROR
@@ -29,6 +29,4 @@ SUMMARY = "A patch's target matches no object"
 STAGE = "render"  # reported by the pipeline itself, from the rendered objects
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -18,7 +18,7 @@ spec:
 Fix the field named in the finding.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "SCHEMA001"
 SEVERITY = Severity.ERROR
@@ -26,6 +26,4 @@ SUMMARY = "A core Kubernetes object does not match its OpenAPI schema"
 STAGE = "schema"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

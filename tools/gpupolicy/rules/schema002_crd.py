@@ -15,7 +15,7 @@ resources:
 Fix the field named in the finding. GPU Operator Helm values are checked as the ClusterPolicy they become.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "SCHEMA002"
 SEVERITY = Severity.ERROR
@@ -23,6 +23,4 @@ SUMMARY = "A custom resource does not match its CRD schema"
 STAGE = "schema"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

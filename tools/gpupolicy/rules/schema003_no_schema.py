@@ -14,7 +14,7 @@ kind: Widget
 Import the CRD: `gpupolicy schemas import crd.yaml` writes its schema to policies/crd-schemas/.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "SCHEMA003"
 SEVERITY = Severity.WARNING
@@ -22,6 +22,4 @@ SUMMARY = "An object's kind has no schema"
 STAGE = "schema"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -15,7 +15,7 @@ spec:
 Use the format documented in docs/development/conventions.md.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "SCHEMA005"
 SEVERITY = Severity.ERROR
@@ -23,6 +23,4 @@ SUMMARY = "pool.yaml or cluster.yaml is missing or does not match its format"
 STAGE = "schema"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -27,6 +27,7 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
+from ..domain.kustomization import KUSTOMIZATION_NAMES
 from ..findings import Finding, Location, Severity, at
 from ..infra.limits import MAX_OBJECT_DATA_BYTES
 from ..model import Fleet, K8sObject
@@ -90,7 +91,7 @@ def _location(fleet: Fleet, obj: K8sObject, key: str) -> Location | None:
 
 
 def _generator_location(fleet: Fleet, obj: K8sObject, key: str) -> Location | None:
-    if fleet.locator is None or not obj.origin.endswith(("kustomization.yaml", "kustomization.yml", "Kustomization")):
+    if fleet.locator is None or not obj.origin.endswith(KUSTOMIZATION_NAMES):
         return None
     docs = fleet.locator.docs(obj.origin)
     data = docs[0].data if docs else None

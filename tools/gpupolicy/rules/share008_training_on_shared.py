@@ -28,8 +28,9 @@ intended. A flavor with zero quota and no borrowing is not reported.
 
 from collections.abc import Iterator
 
+from ..domain.gpu_resources import is_nvidia_resource
 from ..domain.queues import shared_pool
-from ..domain.quotas import QuotaEntry, is_gpu_resource, pool_of, queue_entries
+from ..domain.quotas import QuotaEntry, pool_of, queue_entries
 from ..findings import Finding, Severity, at
 from ..model import ALLOW_SHARED_TRAINING, WORKLOAD_LABEL, ClusterQueue, Fleet
 
@@ -46,7 +47,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             reported: set[str] = set()
             for entry in queue_entries(queue):
                 pool = pool_of(cluster, entry.flavor)
-                if pool is None or not shared_pool(pool) or not is_gpu_resource(entry.quota.name) \
+                if pool is None or not shared_pool(pool) or not is_nvidia_resource(entry.quota.name) \
                         or entry.flavor in reported or not _draws(queue, entry):
                     continue
                 reported.add(entry.flavor)

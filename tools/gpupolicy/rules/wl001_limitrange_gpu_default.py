@@ -58,9 +58,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 
+from ..domain.gpu_resources import is_gpu_device_resource
 from ..domain.quantity import QuantityError, parse_quantity
 from ..domain.queues import core_objects
-from ..domain.workloads import is_gpu_resource
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
 
@@ -97,7 +97,7 @@ def _container_item(fleet: Fleet, cluster: Cluster, obj: K8sObject, index: int, 
                     default: dict) -> Iterator[Finding]:
     for field in ("max", "min"):
         for resource, value in _amounts(item, field).items():
-            if not is_gpu_resource(resource) or resource in default:
+            if not is_gpu_device_resource(resource) or resource in default:
                 continue
             if field == "max":
                 effect = (f"the API server makes {value} the default limit and request of every container, init "
@@ -112,7 +112,7 @@ def _container_item(fleet: Fleet, cluster: Cluster, obj: K8sObject, index: int, 
                            f"default for it: {effect}", HINT_BOUND.format(resource=resource))
     for field in ("default", "defaultRequest"):
         for resource, value in _amounts(item, field).items():
-            if is_gpu_resource(resource) and _positive(value):
+            if is_gpu_device_resource(resource) and _positive(value):
                 yield _finding(fleet, cluster, obj, index, field, resource,
                                f"{obj.ref()}: limits[{index}] (type Container) sets {field} {resource}: {value}: "
                                f"every container and init container without its own {resource} limit gets "
@@ -122,7 +122,7 @@ def _container_item(fleet: Fleet, cluster: Cluster, obj: K8sObject, index: int, 
 def _pod_item(fleet: Fleet, cluster: Cluster, obj: K8sObject, index: int, item: dict) -> Iterator[Finding]:
     for field in ("max", "min"):
         for resource, value in _amounts(item, field).items():
-            if is_gpu_resource(resource):
+            if is_gpu_device_resource(resource):
                 yield _finding(fleet, cluster, obj, index, field, resource,
                                f"{obj.ref()}: limits[{index}] (type Pod) sets {field} {resource}: {value}: the "
                                f"LimitRanger requires every pod to state a {resource} "

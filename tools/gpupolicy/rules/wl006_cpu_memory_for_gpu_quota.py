@@ -40,8 +40,9 @@ from collections.abc import Iterator
 from decimal import Decimal
 from fractions import Fraction
 
-from ..domain.queues import number
-from ..domain.quotas import QuotaEntry, cards, is_gpu_resource, pool_of, quota_entries
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quantity import number
+from ..domain.quotas import QuotaEntry, cards, pool_of, quota_entries
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, Pool
 
@@ -66,7 +67,7 @@ def _check_flavor(fleet: Fleet, cluster: Cluster, entries: list[QuotaEntry]) -> 
     pool = pool_of(cluster, entries[0].flavor)
     if pool is None or pool.node_cpu is None or pool.node_memory is None:
         return
-    gpu_entries = [e for e in entries if is_gpu_resource(e.quota.name) and e.quota.nominal > 0]
+    gpu_entries = [e for e in entries if is_nvidia_resource(e.quota.name) and e.quota.nominal > 0]
     shares = [(e, cards(pool, e.quota.name)) for e in gpu_entries]
     shares = [(e, s) for e, s in shares if s is not None]
     if not shares:

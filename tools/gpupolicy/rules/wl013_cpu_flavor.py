@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..domain.quotas import is_gpu_resource, quota_entries
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quotas import quota_entries
 from ..domain.tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Flavor, Fleet
@@ -42,7 +43,8 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for flavor in (f for f in cluster.flavors.values() if f.is_cpu):
             yield from _placement(fleet, cluster, flavor)
             for entry in quota_entries(cluster):
-                if entry.flavor == flavor.name and is_gpu_resource(entry.quota.name) and entry.quota.nominal > 0:
+                if entry.flavor == flavor.name and is_nvidia_resource(entry.quota.name) \
+                        and entry.quota.nominal > 0:
                     yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
                                   message=f"{entry.kind} {entry.label} gives the CPU flavor {flavor.name} {entry.quota.nominal} "
                                           f"{entry.quota.name}: GPU pod sets stop at this first flavor and wait "

@@ -13,7 +13,7 @@ key: value: other
 Fix the syntax at the reported line; `gpupolicy validate` names the line the parser stopped at.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "YAML001"
 SEVERITY = Severity.ERROR
@@ -21,6 +21,4 @@ SUMMARY = "A YAML file does not parse"
 STAGE = "load"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

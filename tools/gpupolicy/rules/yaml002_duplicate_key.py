@@ -16,7 +16,7 @@ resources:
 Keep one of the two keys.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "YAML002"
 SEVERITY = Severity.ERROR
@@ -24,6 +24,4 @@ SUMMARY = "A mapping repeats a key"
 STAGE = "load"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -13,7 +13,7 @@ engine with an error far from its cause.
 Save the file as UTF-8; keep binaries out of the manifest folders.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "YAML003"
 SEVERITY = Severity.ERROR
@@ -21,6 +21,4 @@ SUMMARY = "A file is not UTF-8 text"
 STAGE = "load"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -13,7 +13,7 @@ belong here, and would slow every pull request and sync.
 Split the file, or keep generated data out of the repository.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "YAML004"
 SEVERITY = Severity.ERROR
@@ -21,6 +21,4 @@ SUMMARY = "A YAML file is larger than the limit (2 MiB)"
 STAGE = "load"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

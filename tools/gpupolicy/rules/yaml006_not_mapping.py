@@ -14,7 +14,7 @@ Every document of a manifest file must be a Kubernetes object: a mapping with `a
 Wrap the fragment in the object it belongs to, or remove it.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "YAML006"
 SEVERITY = Severity.ERROR
@@ -22,6 +22,4 @@ SUMMARY = "A YAML document is not a mapping"
 STAGE = "load"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -13,7 +13,7 @@ pools/a/pool.yaml -> /etc/passwd
 Copy the file into the repository.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "YAML008"
 SEVERITY = Severity.ERROR
@@ -21,6 +21,4 @@ SUMMARY = "A symlink points outside the repository"
 STAGE = "load"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

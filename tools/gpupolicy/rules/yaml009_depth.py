@@ -12,7 +12,7 @@ a: [[[[[[ ... ]]]]]]
 Flatten the structure.
 """
 
-from ..findings import Finding, Severity
+from ..findings import Severity, stage_finding
 
 ID = "YAML009"
 SEVERITY = Severity.ERROR
@@ -20,6 +20,4 @@ SUMMARY = "Nesting is deeper than 100 levels"
 STAGE = "load"  # reported by the pipeline itself
 
 
-def finding(message: str, path: str, line: int, *, cluster: str = "", hint: str = "") -> Finding:
-    """This rule's finding, as the stage that reports it creates it (with the severity declared here)."""
-    return Finding(ID, SEVERITY, message, path, line, cluster, hint)
+finding = stage_finding(ID, SEVERITY)

@@ -25,6 +25,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from ..domain import catalog, startupcheck
+from ..domain.gpu_resources import NVIDIA_DOMAIN, is_gpu_device_resource, is_nvidia_resource
 from ..errors import ToolError
 from ..model import MIG_RESOURCE_PREFIX
 from ..recommend.edits import _source
@@ -400,7 +401,8 @@ def _quotas(editor, fleet, cluster, request: PoolRequest, model: catalog.GPUMode
 
 def _add_flavor(spec, queue, pool, model, amounts: dict[str, int], source: str) -> None:
     groups = spec.get("resourceGroups")
-    gpu_group = next((g for g in groups or () if any(_is_gpu(r) for r in g.get("coveredResources") or ())), None)
+    gpu_group = next((g for g in groups or ()
+                      if any(is_gpu_device_resource(r) for r in g.get("coveredResources") or ())), None)
     if gpu_group is None:
         raise ToolError(f"{source}: ClusterQueue {queue.name} has no resource group with GPU resources to add "
                         f"{pool.name} to")
@@ -460,10 +462,6 @@ def _zero(resource: str, neighbours) -> CommentedMap:
     return item
 
 
-def _is_gpu(resource: str) -> bool:
-    return resource == GPU or resource.startswith(MIG_RESOURCE_PREFIX)
-
-
 def quota_amounts(text: str) -> tuple[str, dict[str, int]]:
     """`QUEUE=N` or `QUEUE=RESOURCE:N,RESOURCE:N` (RESOURCE: nvidia.com/... or a MIG profile such as 1g.23gb)."""
     queue, sep, rest = text.partition("=")
@@ -472,8 +470,9 @@ def quota_amounts(text: str) -> tuple[str, dict[str, int]]:
     amounts: dict[str, int] = {}
     for part in rest.split(","):
         resource, _, count = part.rpartition(":")
-        if resource and not resource.startswith("nvidia.com/"):
-            resource = f"{MIG_RESOURCE_PREFIX}{resource}" if resource[:1].isdigit() else f"nvidia.com/{resource}"
+        if resource and not is_nvidia_resource(resource):
+            resource = (f"{MIG_RESOURCE_PREFIX}{resource}" if resource[:1].isdigit()
+                        else f"{NVIDIA_DOMAIN}{resource}")
         try:
             amounts[resource] = int(count)
         except ValueError:

@@ -35,13 +35,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .jobs import Shape
-from .placement import fragmentation
+from .placement import DEFAULT_PLACEMENT, fragmentation
 
 MILLI = 1000
 MAX_CPU = 128_000  # the simulator's normalisation constants (milli-CPU, milli-GPU)
 MAX_GPU = 8_000
 POLICIES = ("best-fit", "fgd")  # the published simulator's policies
-OWN_POLICY = "frag-aware"
+OWN_POLICY = DEFAULT_PLACEMENT  # the project's own, the one `gpupolicy simulate` places with
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +109,8 @@ class Cluster:
             heapq.heapify(members)
         self.capacity = sum(n.cards for n in nodes) * MILLI
         self.full_capacity = self.capacity  # no node fails in the FGD experiment
+        if policy not in SCORES:
+            raise ValueError(f"unknown node-class policy {policy!r}: one of {', '.join(sorted(SCORES))}")
         self.policy = policy  # the score `place` uses
         self.memory_check = False  # the engine's busy-device model does not apply: no time-slicing here
         self.allocated = 0
@@ -178,24 +180,30 @@ class Cluster:
         cached = self._choice.get(memo)
         if cached is not None:
             return cached
-        model, cpu, mem, free = key
         shared = pod.num_gpu == 1 and 0 < pod.milli < MILLI
-        if policy == OWN_POLICY:
-            result = self._own_choice(free, pod, shared)
-        elif policy == "best-fit":
-            # the tightest card, lowest index first (the simulator's default `best` GPU selection)
-            card = min((i for i, f in enumerate(free) if f >= pod.milli), key=lambda i: free[i]) if shared else None
-            left = 0.5 * (cpu - pod.cpu) / MAX_CPU + 0.5 * (sum(free) - pod.gpu_demand) / MAX_GPU
-            result = (self._score((1.0 - left) * 100), card)
-        else:
-            before = self.frag(model, cpu, free)
-            result = (-1.0, None)
-            for card in (i for i, f in enumerate(free) if f >= pod.milli) if shared else (None,):
-                after = self.frag(model, cpu - pod.cpu, self._take(free, pod, card) if pod.num_gpu else free)
-                score = self._score(_sigmoid((before - after) / 1000) * 100)
-                if score > result[0]:  # strictly better: the lowest-index card wins a tie
-                    result = (score, card)
+        result = SCORES[policy](self, key, pod, shared)
         self._choice[memo] = result
+        return result
+
+    def _best_fit_choice(self, key: tuple, pod: Pod, shared: bool) -> tuple[float, int | None]:
+        """The published best-fit: least CPU and GPU left; the tightest card, lowest index first (the
+        simulator's default `best` GPU selection)."""
+        model, cpu, mem, free = key
+        fitting = (i for i, f in enumerate(free) if f >= pod.milli)
+        card = min(fitting, key=lambda i: free[i]) if shared else None
+        left = 0.5 * (cpu - pod.cpu) / MAX_CPU + 0.5 * (sum(free) - pod.gpu_demand) / MAX_GPU
+        return (self._score((1.0 - left) * 100), card)
+
+    def _fgd_choice(self, key: tuple, pod: Pod, shared: bool) -> tuple[float, int | None]:
+        """FGD: the sigmoid of the fragmentation decrease; a shared pod on each card that fits."""
+        model, cpu, mem, free = key
+        before = self.frag(model, cpu, free)
+        result: tuple[float, int | None] = (-1.0, None)
+        for card in (i for i, f in enumerate(free) if f >= pod.milli) if shared else (None,):
+            after = self.frag(model, cpu - pod.cpu, self._take(free, pod, card) if pod.num_gpu else free)
+            score = self._score(_sigmoid((before - after) / 1000) * 100)
+            if score > result[0]:  # strictly better: the lowest-index card wins a tie
+                result = (score, card)
         return result
 
     def _own_frag(self, free: tuple[int, ...]) -> float:
@@ -205,8 +213,9 @@ class Cluster:
             value = self._own[key] = fragmentation(key, self.own_typical)
         return value
 
-    def _own_choice(self, free: tuple[int, ...], pod: Pod, shared: bool) -> tuple[tuple, int | None]:
+    def _own_choice(self, key: tuple, pod: Pod, shared: bool) -> tuple[tuple, int | None]:
         """OWN_POLICY: (fragmentation decrease, tightness) and the card for a shared pod; higher is better."""
+        free = key[3]
         before = self._own_frag(free)
         best: tuple[tuple, int | None] | None = None
         for card in (i for i, f in enumerate(free) if f >= pod.milli) if shared else (None,):
@@ -251,6 +260,10 @@ class Cluster:
         heapq.heappush(self.classes.setdefault(new_key, []), rank)
         self.allocated += pod.gpu_demand
         return rank, card
+
+
+# The scores a node-class pool places with, by policy name: POLICIES and OWN_POLICY.
+SCORES = {"best-fit": Cluster._best_fit_choice, "fgd": Cluster._fgd_choice, OWN_POLICY: Cluster._own_choice}
 
 
 def _sigmoid(x: float) -> float:

@@ -4,11 +4,13 @@ Nodes are bucketed by how many whole cards they have free, and the partly used c
 whole-card pod looks at most at `gpus_per_node` buckets and a fractional pod only at partly used cards plus
 one node per bucket.
 
-Two scores:
+The scores are the registry `PLACEMENTS` (name -> placement; `simulate --policy` offers its names):
 - best-fit: the card or node left with the least free capacity that still fits (tightest packing);
 - frag-aware: in the spirit of FGD (Weng et al., ATC'23): the node's fragmentation is the free capacity that
   the typical request sizes of the workload could not use, weighted by how common each size is; a pod goes
   where that expected fragmentation grows least, best-fit breaking ties.
+A cluster's declared policy places with `DEFAULT_PLACEMENT`; the naive baseline (and a SimPolicy that names
+none) with `BASELINE_PLACEMENT`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from collections.abc import Iterable
 from .jobs import MILLI, Shape
 
 Slot = tuple[int, int, int, int]  # node, card, milli taken, memory milli taken (Shape.memory)
+# names in PLACEMENTS (below, with the classes that score)
+DEFAULT_PLACEMENT = "frag-aware"  # a cluster's declared policy places with it (`simulate --policy` default)
+BASELINE_PLACEMENT = "best-fit"  # the naive baseline's, and a SimPolicy's that names none
 
 
 class WorkingNodes:
@@ -59,7 +64,7 @@ class WorkingNodes:
 
 
 class PoolState(WorkingNodes):
-    def __init__(self, name: str, nodes: int, gpus_per_node: int, strategy: str = "best-fit",
+    def __init__(self, name: str, nodes: int, gpus_per_node: int, strategy: str = BASELINE_PLACEMENT,
                  typical: Iterable[tuple[tuple[int, int], float]] = ()):
         self.name = name
         self.gpus_per_node = gpus_per_node
@@ -73,6 +78,7 @@ class PoolState(WorkingNodes):
         self.partial: dict[tuple[int, int], None] = {}  # (node, card) with 0 < free < MILLI
         self.failed: set[int] = set()
         self.strategy = strategy
+        self.placement = placement_named(strategy)
         self.typical = [(count, milli, weight) for (count, milli), weight in typical]
         self._frag_memo: dict[tuple, float] = {}
         self.allocated = 0  # milli in use
@@ -173,34 +179,14 @@ class PoolState(WorkingNodes):
                       if self.buckets[k]]
         if not candidates:
             return None
-        if self.strategy == "frag-aware" and len(candidates) > 1 and self.typical:
-            def growth(item: tuple[int, int]) -> tuple[float, int]:
-                k, node = item
-                before = self._node_frag(node, None, 0)
-                after = self._node_frag(node, count, MILLI)
-                return (after - before, k)
-            return min(candidates, key=growth)[1]
-        return candidates[0][1]
+        return self.placement.whole_node(self, count, candidates)
 
     def _fraction_card(self, milli: int, memory: int = 0) -> tuple[int, int] | None:
         """A card with `milli` free and, when `memory` is given, that much memory its neighbours leave free."""
         fitting = [(n, c) for (n, c) in self.partial if self.free[n][c] >= milli and n not in self.failed
                    and self.memory[n][c] + memory <= MILLI]
         fresh = [(k, next(iter(self.buckets[k]))) for k in range(1, self.gpus_per_node + 1) if self.buckets[k]]
-        if self.strategy == "frag-aware" and self.typical:
-            options = fitting + [(node, self.free[node].index(MILLI)) for _, node in fresh]
-            if not options:
-                return None
-            def growth(spot: tuple[int, int]) -> tuple[float, int]:
-                node, card = spot
-                return (self._card_frag_growth(node, card, milli), self.free[node][card])
-            return min(options, key=growth)
-        if fitting:
-            return min(fitting, key=lambda s: self.free[s[0]][s[1]])
-        if fresh:
-            node = fresh[0][1]
-            return node, self.free[node].index(MILLI)
-        return None
+        return self.placement.fraction_card(self, milli, fitting, fresh)
 
     # -- fragmentation (FGD-style) -------------------------------------------------------------------
     def _node_frag(self, node: int, take_count: int | None, milli: int) -> float:
@@ -224,6 +210,68 @@ class PoolState(WorkingNodes):
         if cached is None:
             cached = self._frag_memo[free] = fragmentation(free, self.typical)
         return cached
+
+
+# -- the placement scores: one class per policy, registered by name ------------------------------------------
+Candidates = list[tuple[int, int]]  # (fully free cards, node) per bucket that fits, fewest free cards first
+
+
+class BestFit:
+    """The card or node left with the least free capacity that still fits (tightest packing)."""
+
+    def whole_node(self, pool: PoolState, count: int, candidates: Candidates) -> int:
+        """The node for a pod of `count` whole cards, among the first node of each bucket that fits."""
+        return candidates[0][1]
+
+    def fraction_card(self, pool: PoolState, milli: int, fitting: list[tuple[int, int]],
+                      fresh: Candidates) -> tuple[int, int] | None:
+        """(node, card) for a pod of `milli` of one card: a partly used card that fits, else a free one."""
+        if fitting:
+            return min(fitting, key=lambda s: pool.free[s[0]][s[1]])
+        if fresh:
+            node = fresh[0][1]
+            return node, pool.free[node].index(MILLI)
+        return None
+
+
+class FragAware(BestFit):
+    """Least growth of the node's fragmentation over the workload's typical sizes (`fragmentation`), then the
+    tightest fit; plain best-fit when the pool knows no typical sizes."""
+
+    def whole_node(self, pool: PoolState, count: int, candidates: Candidates) -> int:
+        if len(candidates) < 2 or not pool.typical:
+            return super().whole_node(pool, count, candidates)
+
+        def growth(item: tuple[int, int]) -> tuple[float, int]:
+            k, node = item
+            before = pool._node_frag(node, None, 0)
+            after = pool._node_frag(node, count, MILLI)
+            return (after - before, k)
+        return min(candidates, key=growth)[1]
+
+    def fraction_card(self, pool: PoolState, milli: int, fitting: list[tuple[int, int]],
+                      fresh: Candidates) -> tuple[int, int] | None:
+        if not pool.typical:
+            return super().fraction_card(pool, milli, fitting, fresh)
+        options = fitting + [(node, pool.free[node].index(MILLI)) for _, node in fresh]
+        if not options:
+            return None
+
+        def growth(spot: tuple[int, int]) -> tuple[float, int]:
+            node, card = spot
+            return (pool._card_frag_growth(node, card, milli), pool.free[node][card])
+        return min(options, key=growth)
+
+
+Placement = BestFit  # the interface: whole_node and fraction_card
+PLACEMENTS: dict[str, Placement] = {"best-fit": BestFit(), "frag-aware": FragAware()}
+
+
+def placement_named(name: str) -> Placement:
+    try:
+        return PLACEMENTS[name]
+    except KeyError:
+        raise ValueError(f"unknown placement {name!r}: one of {', '.join(sorted(PLACEMENTS))}") from None
 
 
 def fragmentation(free: tuple[int, ...], typical: list[tuple[int, int, float]]) -> float:

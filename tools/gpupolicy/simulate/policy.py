@@ -17,6 +17,7 @@ from ..errors import ToolError
 from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MILLI, Job, mig_card, profile_share
+from .placement import BASELINE_PLACEMENT, DEFAULT_PLACEMENT
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
 DEFAULT_TIER_PRIORITY = {"production": 1000, "training": 500, "batch": 200, "experiment": 100}
@@ -98,7 +99,7 @@ class SimPolicy:
     queues: dict[str, SimQueue]
     priorities: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TIER_PRIORITY))
     whole_gpus: bool = False  # round every fractional request up to a card
-    placement: str = "best-fit"  # best-fit | frag-aware
+    placement: str = BASELINE_PLACEMENT  # a name in placement.PLACEMENTS
     # every cohort named by a queue or a parent, with its own quota (simulate/quota.py does the arithmetic)
     cohorts: dict[str, SimCohort] = field(default_factory=dict)
     # a pod on a time-sliced pool takes one replica and needs its share of the card's memory (busy.py)
@@ -226,7 +227,7 @@ def check_simulable(cluster: Cluster) -> dict[str, SimPool]:
     return pools
 
 
-def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
+def from_cluster(cluster: Cluster, placement: str = DEFAULT_PLACEMENT) -> SimPolicy:
     """The cluster's policy as declared: its ClusterQueues, cohorts, priorities and sharing modes."""
     pools = check_simulable(cluster)
     queues: dict[str, SimQueue] = {}
@@ -331,7 +332,7 @@ def baseline(cluster: Cluster) -> SimPolicy:
         flavors = tuple(FlavorQuota(f"{p.name}-whole", p.name, p.capacity) for p in members)
         queues[name] = SimQueue(name, flavors, strategy="StrictFIFO", workload=kind)
     return SimPolicy(name="baseline", pools=pools, queues=queues,
-                     priorities={tier: 0 for tier in TIERS}, whole_gpus=True, placement="best-fit")
+                     priorities={tier: 0 for tier in TIERS}, whole_gpus=True, placement=BASELINE_PLACEMENT)
 
 
 def before(cluster: Cluster, start_failure_rate: float, seed: int = 0) -> SimPolicy:

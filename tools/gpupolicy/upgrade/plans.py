@@ -16,6 +16,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ..domain import catalog, quotas
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quantity import number
 from ..findings import Location
 from ..infra.schema.check import validate_repo_file
 from ..infra.yamlload import Document
@@ -653,7 +655,7 @@ def teams_on_pool(cluster: Cluster, pool: Pool) -> list[str]:
                 flavor = cluster.flavors.get(flavor_quotas.flavor)
                 if flavor is None or pool not in cluster.pools_of_flavor(flavor):
                     continue
-                if any(q.name.startswith("nvidia.com/") and ((q.nominal or 0) > 0 or (q.borrowing_limit or 0) > 0)
+                if any(is_nvidia_resource(q.name) and ((q.nominal or 0) > 0 or (q.borrowing_limit or 0) > 0)
                        for q in flavor_quotas.resources):
                     teams.add(queue.team)
     return sorted(teams)
@@ -688,7 +690,7 @@ class DrainMoment:
         gpus_left = self.pool.gpus_per_node * (self.pool.nodes - self.nodes_down)
         text = (f"{self.nodes_down} of {self.pool.nodes} node(s) out at once, {gpus_left} of {self.pool.gpus} GPUs "
                 f"online")
-        needs = ", ".join(f"{_num(need)} {name}" for name, need in sorted(self.production_need.items()))
+        needs = ", ".join(f"{number(need)} {name}" for name, need in sorted(self.production_need.items()))
         if needs and not self.capacity_known:
             text += (f"; production needs {needs}, and what the pool exposes is unknown (MIG layout "
                      f"{self.pool.mig_layout} is not in the cluster's mig-parted config)")
@@ -696,10 +698,6 @@ class DrainMoment:
             left = ", ".join(f"{self.online.get(name, 0)} {name}" for name in sorted(self.production_need))
             text += f"; production needs {needs}, has {left}"
         return text
-
-
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 # NVIDIADriver `spec.upgradePolicy` when unset (NVIDIA/gpu-operator api/nvidia/v1alpha1/nvidiadriver_types.go,
@@ -767,7 +765,7 @@ def production_need(cluster: Cluster, pool: Pool) -> dict[str, float]:
     need: dict[str, float] = {}
     for entry in quotas.quota_entries(cluster):
         queue = cluster.cluster_queues.get(entry.owner) if entry.kind == "ClusterQueue" else None
-        if queue is None or queue.tier != PRODUCTION_TIER or not quotas.is_gpu_resource(entry.quota.name):
+        if queue is None or queue.tier != PRODUCTION_TIER or not is_nvidia_resource(entry.quota.name):
             continue
         if entry.quota.nominal and quotas.pool_of(cluster, entry.flavor) == pool:
             need[entry.quota.name] = need.get(entry.quota.name, 0) + entry.quota.nominal

@@ -23,8 +23,9 @@ from decimal import Decimal
 
 from ..domain import cel
 from ..domain.admission import chain_of
+from ..domain.gpu_resources import is_nvidia_resource
 from ..domain.queues import namespace_labels
-from ..domain.quotas import flavor_limits, is_gpu_resource
+from ..domain.quotas import flavor_limits
 from ..findings import Location
 from ..infra.yamlload import mapping
 from ..model import POOL_LABEL, QUEUE_LABEL, Cluster, ClusterQueue, Fleet, K8sObject, LocalQueue
@@ -64,7 +65,7 @@ class PodSetPath:
 
     @property
     def wants_gpu(self) -> bool:
-        return any(is_gpu_resource(r) and q > 0 for r, q in self.requests.items())
+        return any(is_nvidia_resource(r) and q > 0 for r, q in self.requests.items())
 
     def landing(self) -> str:
         """Where its pods run, in one phrase."""
@@ -142,7 +143,7 @@ def blame(path: WorkloadPath, own: Location) -> tuple[Location | None, tuple[Loc
 
 
 def show_requests(requests: dict[str, Decimal]) -> str:
-    order = sorted(requests, key=lambda r: (not is_gpu_resource(r), r))
+    order = sorted(requests, key=lambda r: (not is_nvidia_resource(r), r))
     return ", ".join(f"{kueue._show(r, requests[r])} {r}" for r in order if requests[r])
 
 
@@ -286,7 +287,8 @@ def _defaulting(fleet: Fleet, written: list[pods.Defaulted], refusals: list[pods
                "Kueue marks the workload inadmissible (it applies LimitRange defaults before copying limits to "
                "requests, kueue pkg/workload/resources.go AdjustResources, then ValidateResources)")
         return Step("defaulting", False, f"{who}: {refusal.message}", where)
-    unasked = [w for w in written if w.source is not None and is_gpu_resource(w.resource) and pods.amount(w.value)]
+    unasked = [w for w in written
+               if w.source is not None and is_nvidia_resource(w.resource) and pods.amount(w.value)]
     if unasked:  # decision 0024: GPUs defaulted onto containers that asked for none (sidecars, init containers)
         first = unasked[0]
         text = "; ".join(f"LimitRange {w.source.name} gives container {w.container} {w.field} {w.resource}: "

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ..domain.gpu_operator import pool_config
-from ..domain.quotas import capacity_known, is_gpu_resource
+from ..domain.gpu_resources import is_nvidia_resource
+from ..domain.quotas import capacity_known
 from ..domain.tolerations import BLOCKING_EFFECTS, show, tolerates
 from ..findings import Location
 from ..infra.yamlload import mappings
@@ -59,7 +60,7 @@ class NodeFit:
 
 def node_fit(fleet: Fleet, cluster: Cluster, spec: dict, requests: dict[str, Decimal],
              containers: list[tuple[str, tuple, dict[str, Decimal]]]) -> NodeFit:
-    gpu = {r: q for r, q in requests.items() if is_gpu_resource(r) and q > 0}
+    gpu = {r: q for r, q in requests.items() if is_nvidia_resource(r) and q > 0}
     tolerations = mappings(spec.get("tolerations"))
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
     selected = [p for p in cluster.pools if labels_match(selector, p.node_labels)
@@ -131,7 +132,7 @@ def _resource_misfit(cluster: Cluster, pool: Pool, requests: dict[str, Decimal],
     for resource, quantity in sorted(requests.items()):
         if quantity <= 0:
             continue
-        known = resource in offered or is_gpu_resource(resource)
+        known = resource in offered or is_nvidia_resource(resource)
         if known and quantity > offered.get(resource, Decimal(0)):
             have = offered.get(resource, Decimal(0))
             return (f"the pod requests {_n(quantity)} {resource}, a node has {_n(have)}" if have else
@@ -160,4 +161,4 @@ def _one_replica_only(cluster: Cluster, pool: Pool) -> tuple[str, ...]:
     block = ((entry.data or {}).get("sharing") or {}).get("timeSlicing") if entry and isinstance(entry.data, dict) else None
     if not isinstance(block, dict) or block.get("failRequestsGreaterThanOne") is not True:
         return ()
-    return tuple(name for name in pool.capacity if is_gpu_resource(name))
+    return tuple(name for name in pool.capacity if is_nvidia_resource(name))

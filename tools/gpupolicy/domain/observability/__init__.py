@@ -17,6 +17,7 @@ from typing import Any
 from ...findings import Location
 from ...infra.siteconfig import runbook_base
 from ...model import Cluster, Fleet, K8sObject
+from ..kustomization import KUSTOMIZATION_NAMES
 
 # Alert X links to <site_url>runbooks/X/ (siteconfig: mkdocs.yml site_url), rendered from docs/runbooks/X.md.
 RUNBOOK_DIR = "docs/runbooks"
@@ -177,9 +178,6 @@ def locate(fleet: Fleet, obj: K8sObject | None, *path: Any) -> Location:
 
 # --- where a dashboard query is written -------------------------------------------------------------------
 
-_KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-
-
 def dashboard_location(fleet: Fleet, obj: K8sObject, key: str, path: tuple) -> Location:
     """The line of `path` in the file a generated ConfigMap's `key` comes from; else the key in the manifest."""
     source = generated_file(fleet, obj, key)
@@ -190,7 +188,7 @@ def dashboard_location(fleet: Fleet, obj: K8sObject, key: str, path: tuple) -> L
 
 def generated_file(fleet: Fleet, obj: K8sObject, key: str) -> str | None:
     """Repository path of the file a configMapGenerator turned into `key` of `obj`, when there is one."""
-    if fleet.locator is None or not obj.origin.endswith(_KUSTOMIZATION_NAMES):
+    if fleet.locator is None or not obj.origin.endswith(KUSTOMIZATION_NAMES):
         return None
     docs = fleet.locator.docs(obj.origin)
     data = docs[0].data if docs else None
