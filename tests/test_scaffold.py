@@ -124,3 +124,15 @@ def test_dry_run_prints_the_diff_and_writes_nothing(fork: Path) -> None:
     assert "+++ b/policies/teams/comet/namespace.yaml" in done.stdout
     assert "would write" in done.stdout
     assert tree(fork) == before
+
+
+def test_a_new_pool_regenerates_the_committed_pages_it_appears_in(fork: Path) -> None:
+    assert run_gpupolicy("docs", "--repo", str(fork)).returncode == 0  # the fork commits its generated pages
+    done = new(fork, "pool", "fra-h100-train", "--cluster", "fra-1", "--gpu", "H100-80GB", "--per-node", "8",
+               "--zone", "eu-central-1a=1", "--access", "exclusive", "--node-cpu", "192", "--node-memory",
+               "2048Gi", "--quota", "atlas=6")
+    assert done.returncode == 0, done.stderr
+    assert "docs/generated/pools/fra-h100-train.md" in done.stdout
+    checked = run_gpupolicy("validate", "--repo", str(fork), "--no-cache")
+    assert "DOC005" not in checked.stdout, checked.stdout
+    assert run_gpupolicy("docs", "--check", "--repo", str(fork)).returncode == 0

@@ -641,6 +641,8 @@ def headline(sections: list[Section], findings: FindingsDiff, head_findings: lis
              if section.key == "members" or not (note.about in members
                                                   or (section.key == "capacity" and note.about in settings))]
     for cluster, pool, component, old, new in _rows(by_key, "versions"):
+        if ("pool", cluster, pool) in members:  # a new pool's driver is part of the new pool
+            continue
         notes.append(Note(2e6, f"{component} {old} -> {new} on {f'pool {pool}' if pool != '-' else cluster}"))
     notes += [Note(weight, f"{len(by_key[key].rows)} {words}") for key, weight, words in COUNTED
               if key in by_key and words]

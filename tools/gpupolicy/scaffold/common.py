@@ -65,9 +65,20 @@ class Workspace:
 
         return load_fleet(self.copy, clusters, use_cache=False)
 
+    def regenerate_pages(self) -> None:
+        """The generated pages the change rewrites, in the copy, when the repository commits them: without them
+        `validate` would fail on every page the new pool or team appears in (DOC005, decision 0089)."""
+        from .. import docsgen
+
+        if (self.copy / docsgen.GENERATED_DIR).is_dir():
+            pages = docsgen.generate(self.copy, self.fleet())
+            changed = [rel for rel in docsgen.stale_pages(self.copy, pages) if rel in pages]
+            self.write({rel: pages[rel] for rel in changed})
+
     def result(self, known: set[str]) -> Result:
         from ..pipeline import run
 
+        self.regenerate_pages()
         result = Result(notes=self.notes)
         for rel in sorted(self.touched):
             text = (self.copy / rel).read_text(encoding="utf-8")
