@@ -100,6 +100,6 @@ def test_preemption_case(name):
         tree.use(queue, "default", request * 1000)
     admission = Admission(tree, queues, lambda queue, flavor: holding.get(queue, []))
     incoming = Workload(len(admitted), target, "", 0, priority, created)
-    choice = admission.assign(queues[target], incoming, {"default": cpu * 1000})
+    choice = admission.assign(queues[target], incoming, {"default": ("default", cpu * 1000)})
     preempted = {names[t.workload.index] for t in choice.targets} if choice else set()
     assert preempted == wanted

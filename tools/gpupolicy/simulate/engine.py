@@ -36,6 +36,7 @@ from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue
 from .quota import QuotaTree, available
+from .resources import demand
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
 # A pod that crashes at start is recreated by the Job controller after 10 s, 20 s, 40 s ... capped at six
@@ -73,6 +74,7 @@ class Run:
     never_reason: str = ""
     size: tuple = (0, 0, ())  # (total milli, milli per pod) as the trace asks, MIG instances: Engine._size
     request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
+    charge: tuple = ("", 0)  # (quota key, milli-units) it holds while bound or admitted (resources.demand)
     busy_starts: int = 0  # times it crashed at start on a card whose memory a neighbour held
     admitted: int = -1  # when it last reserved quota (Kueue mode), -1 while it holds none
     evicted: bool = False  # preempted, its pods terminating: still holds its cards and quota
@@ -123,10 +125,10 @@ class Engine:
         self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration,
                          size=self._size(job), request=request_key(job))
                      for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
-        self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}  # queue -> flavor -> milli
-        self.nominal: dict[tuple[str, str], int] = {(queue.name, fq.flavor): fq.nominal
-                                                    for queue in policy.queues.values() for fq in queue.flavors}
+        # queue -> quota key -> milli-units held (a flavor's GPU bucket in milli-GPUs, resources.py)
+        self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}
         self.quota = QuotaTree(policy.queues, policy.cohorts)  # Kueue's cohort-tree arithmetic, usage kept in step
+        self.nominal: dict[tuple[str, str], int] = {key: leaf.nominal for key, leaf in self.quota.leaves.items()}
         self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
         # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
         # per flavor, and a flavor is one pool): a release marks the queues of that pool stale, and a
@@ -260,10 +262,15 @@ class Engine:
 
     # -- queues --------------------------------------------------------------------------------------
     def _shape(self, run: Run, flavor: FlavorQuota) -> Shape | None:
+        """The job's shape on the flavor's pool; None also where the flavor counts MIG resources apart and has
+        no quota for the one the job's instance is (Kueue: the flavor lacks the resource, no fit)."""
         try:
-            return self.shapes[(run.request, flavor.pool)]
+            shape = self.shapes[(run.request, flavor.pool)]
         except KeyError:
-            return self._request_shape(run.request, run.job, flavor.pool)
+            shape = self._request_shape(run.request, run.job, flavor.pool)
+        if shape is not None and flavor.resources and self._demand(flavor, shape) is None:
+            return None
+        return shape
 
     def _request_shape(self, request: tuple, job: Job, pool_name: str) -> Shape | None:
         key = (request, pool_name)
@@ -291,10 +298,8 @@ class Engine:
         if shape is None:
             return False
         pool = self.policy.pools[flavor.pool]
-        return shape.total <= min(self._max_quota(run.queue, flavor), pool.capacity)
-
-    def _max_quota(self, queue_name: str, flavor: FlavorQuota) -> int:
-        return self.quota.potential(queue_name, flavor.flavor)
+        key, amount = self._demand(flavor, shape)
+        return shape.total <= pool.capacity and amount <= self.quota.potential(run.queue, key)
 
     def _size(self, job: Job) -> tuple:
         """(total milli, milli per pod) as the trace asks, then the MIG instance it takes in each pool replayed
@@ -311,8 +316,16 @@ class Engine:
         self.pending[run.queue].add((*run.key, run.index), run.size)
 
     # -- quota ---------------------------------------------------------------------------------------
-    def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, demand: int) -> bool:
-        return demand <= available(self.quota.leaves[(queue.name, flavor.flavor)])  # asked on every attempt
+    def _demand(self, flavor: FlavorQuota, shape: Shape) -> tuple[str, int] | None:
+        """The quota key the shape charges on the flavor and how much (Kueue counts each resource alone)."""
+        return demand(flavor.flavor, flavor.resources, shape.pods, shape.profile, shape.total)
+
+    def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> bool:
+        key, amount = self._demand(flavor, shape)
+        return amount <= available(self.quota.leaves[(queue.name, key)])  # asked on every attempt
+
+    def _charge(self, run: Run, sign: int) -> None:
+        self._use(run.queue, run.charge[0], sign * run.charge[1])
 
     def _use(self, queue_name: str, flavor: str, delta: int) -> None:
         """Change a queue's usage of a flavor, and its cohorts' up the tree."""
@@ -346,9 +359,10 @@ class Engine:
             shape = self._shape(run, flavor)
             if shape is None:
                 continue
-            if usage[flavor.flavor] + shape.total <= flavor.nominal:
+            key, amount = self._demand(flavor, shape)
+            if usage[key] + amount <= self.nominal[(run.queue, key)]:
                 return False  # within nominal quota: it fits, or reclaims what the queue lent
-            if self._quota_fits(queue, flavor, shape.total):
+            if self._quota_fits(queue, flavor, shape):
                 return True
         return True
 
@@ -438,7 +452,8 @@ class Engine:
         held = self.reserved.pop(run.index, None)
         if held is not None:  # quota its victims gave back, kept for it (see _release_evicted)
             self.quota.use(run.queue, held[0], -held[1])
-        choice = self.admission.assign(queue, self._workload(run, None), {k: v.total for k, v in shapes.items()})
+        requests = {f.flavor: self._demand(f, shapes[f.flavor]) for f in queue.flavors if f.flavor in shapes}
+        choice = self.admission.assign(queue, self._workload(run, None), requests)
         if choice is None:
             return False
         if not choice.targets:
@@ -453,25 +468,26 @@ class Engine:
             if not victim.evicted:
                 self._preempt(victim, run, REASONS[target.variant])
             victim.preemptor = run.index
-        if held is not None and held[0] == choice.flavor.flavor:
+        if held is not None and held[0] == requests[choice.flavor.flavor][0]:
             self.reserved[run.index] = held
             self.quota.use(run.queue, held[0], held[1])
         self.preempting[run.queue] = run.index
         return False
 
     def _workload(self, run: Run, flavor: str | None) -> Workload:
-        total = run.shape.total if flavor is not None else 0
+        total = run.charge[1] if flavor is not None else 0
         return Workload(run.index, run.queue, flavor or "", total, run.priority, run.job.submit, run.admitted,
                         run.evicted)
 
     def _holding_workloads(self, queue: str, flavor: str):
         runs = self.runs
-        return [self._workload(runs[i], flavor) for i in self.holding[queue] if runs[i].flavor.flavor == flavor]
+        return [self._workload(runs[i], flavor) for i in self.holding[queue] if runs[i].charge[0] == flavor]
 
     def _reserve(self, run: Run, flavor: FlavorQuota, shape: Shape) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, []
+        run.charge = self._demand(flavor, shape)
         run.admitted = self.now
-        self._use(run.queue, flavor.flavor, shape.total)
+        self._charge(run, 1)
         self.holding[run.queue].add(run.index)
         self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
 
@@ -535,7 +551,7 @@ class Engine:
         if run.slots:
             pool.release(run.slots)
         self._released(run.flavor.pool)
-        self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        self._charge(run, -1)
         self.holding[run.queue].discard(run.index)
         self._keep_for_preemptor(run)
         run.slots, run.admitted, run.evicted = [], -1, False
@@ -553,16 +569,17 @@ class Engine:
         victim.preemptor = -1
         if preemptor is None or preemptor.admitted >= 0 or preemptor.finished >= 0:
             return
-        flavor = victim.flavor.flavor
-        held = self.reserved.get(preemptor.index, (flavor, 0))
-        if held[0] != flavor:
+        key = victim.charge[0]
+        held = self.reserved.get(preemptor.index, (key, 0))
+        if held[0] != key:
             return
-        need = max((s.total for f in self.policy.queues[preemptor.queue].flavors if f.flavor == flavor
-                    and (s := self._shape(preemptor, f)) is not None), default=0)
-        amount = min(victim.shape.total, need - held[1])
+        need = max((d[1] for f in self.policy.queues[preemptor.queue].flavors if f.flavor == victim.flavor.flavor
+                    and (s := self._shape(preemptor, f)) is not None and (d := self._demand(f, s))[0] == key),
+                   default=0)
+        amount = min(victim.charge[1], need - held[1])
         if amount > 0:
-            self.reserved[preemptor.index] = (flavor, held[1] + amount)
-            self.quota.use(preemptor.queue, flavor, amount)
+            self.reserved[preemptor.index] = (key, held[1] + amount)
+            self.quota.use(preemptor.queue, key, amount)
 
     def _event(self, kind: str, run: Run, **fields) -> None:
         if self.log is not None:
@@ -571,7 +588,7 @@ class Engine:
     def _admit(self, run: Run, queue: SimQueue) -> bool:
         for flavor in queue.flavors:
             shape = self._shape(run, flavor)
-            if shape is None or not self._quota_fits(queue, flavor, shape.total):
+            if shape is None or not self._quota_fits(queue, flavor, shape):
                 continue
             slots = self.pools[flavor.pool].place(shape)
             if slots is not None:
@@ -581,7 +598,8 @@ class Engine:
 
     def _bind(self, run: Run, flavor: FlavorQuota, shape: Shape, slots: list) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, slots
-        self._use(run.queue, flavor.flavor, shape.total)
+        run.charge = self._demand(flavor, shape)
+        self._charge(run, 1)
 
     def _start(self, run: Run) -> None:
         self.starts += 1
@@ -614,7 +632,7 @@ class Engine:
         self._event("failed_at_start", run, pool=run.flavor.pool, attempt=run.busy_starts)
         last = run.busy_starts >= JOB_BACKOFF_LIMIT
         if not self.kueue or last:  # in Kueue the workload keeps its quota while its Job recreates the pod
-            self._use(run.queue, run.flavor.flavor, -run.shape.total)
+            self._charge(run, -1)
             self.holding[run.queue].discard(run.index)
             run.admitted = -1
         if last:
@@ -626,7 +644,7 @@ class Engine:
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
         self._released(run.flavor.pool)
-        self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        self._charge(run, -1)
         self.holding[run.queue].discard(run.index)
         run.admitted = -1
         self.running[run.flavor.pool].discard(run.index)
@@ -665,25 +683,26 @@ class Engine:
                 policy == "LowerOrNewerEqualPriority" and p == run.priority)]
         return []
 
-    def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, demand: int) -> list[Run]:
+    def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> list[Run]:
         """Running jobs on this flavor the job may evict: its own queue's, and those of queues of its cohort tree
         that borrow where the job has the advantage (QuotaTree.reclaim_sources)."""
         # the priorities each policy lets the job preempt ([]: none, None: any), worked out once per attempt
         within = [] if queue.within_queue == "Never" else self._victim_priorities(run, queue.within_queue, False)
         reclaim = [] if queue.reclaim == "Never" else self._victim_priorities(run, queue.reclaim, True)
+        key, amount = self._demand(flavor, shape)
         sources: list[tuple[str, bool, list[int] | None]] = []
         if within != []:
             sources.append((queue.name, False, within))
         if reclaim != []:
             sources += [(name, True, reclaim)
-                        for name in self.quota.reclaim_sources(queue.name, flavor.flavor, demand)]
+                        for name in self.quota.reclaim_sources(queue.name, key, amount)]
         found: list[Run] = []
         for name, is_reclaim, wanted in sources:
             by_priority = self.queue_running[name]
             for priority in by_priority if wanted is None else wanted:
                 for index in by_priority.get(priority, ()):
                     victim = self.runs[index]
-                    if victim.flavor.flavor == flavor.flavor and self._may_preempt(run, victim, queue, is_reclaim):
+                    if victim.charge[0] == key and self._may_preempt(run, victim, queue, is_reclaim):
                         found.append(victim)
         found.sort(key=lambda v: (v.priority, -v.started, v.index))
         return found
@@ -695,7 +714,7 @@ class Engine:
             shape = self._shape(run, flavor)
             if shape is None:
                 continue
-            victims = self._candidates(run, queue, flavor, shape.total)
+            victims = self._candidates(run, queue, flavor, shape)
             if not victims:
                 continue
             pool = self.pools[flavor.pool]
@@ -706,7 +725,7 @@ class Engine:
                 continue  # quota or free cards stay short whatever is evicted: no card is touched
             chosen: list[Run] = []
             for victim in victims:
-                if victim.queue != queue.name and not self._borrowing(victim.queue, flavor.flavor):
+                if victim.queue != queue.name and not self._borrowing(victim.queue, victim.charge[0]):
                     continue  # Kueue reclaims only from a queue still above its nominal quota
                 chosen.append(victim)
                 self._unbind_tentative(victim)
@@ -737,10 +756,10 @@ class Engine:
         taken: list[Run] = []
         found = -1
         for victim in victims:
-            if victim.queue != queue.name and not self._borrowing(victim.queue, flavor.flavor):
+            if victim.queue != queue.name and not self._borrowing(victim.queue, victim.charge[0]):
                 continue
             taken.append(victim)
-            self._use(victim.queue, flavor.flavor, -victim.shape.total)
+            self._charge(victim, -1)
             free += victim.shape.total
             if whole:
                 if victim.shape.milli != MILLI:
@@ -750,17 +769,17 @@ class Engine:
                         cards = freed_cards.get(node, pool.whole[node])
                         freed_cards[node] = cards + 1
                         placeable += (cards + 1) // count - cards // count
-            if free >= shape.total and self._quota_fits(queue, flavor, shape.total) and (
+            if free >= shape.total and self._quota_fits(queue, flavor, shape) and (
                     not whole or placeable >= shape.pods):
                 found = len(taken)
                 break
         for victim in taken:
-            self._use(victim.queue, flavor.flavor, victim.shape.total)
+            self._charge(victim, 1)
         return found
 
     def _room_for(self, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> bool:
         pool = self.pools[flavor.pool]
-        return (pool.capacity - pool.allocated >= shape.total and self._quota_fits(queue, flavor, shape.total)
+        return (pool.capacity - pool.allocated >= shape.total and self._quota_fits(queue, flavor, shape)
                 and pool.fits(shape))
 
     def _minimal(self, chosen: list[Run], queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> list[Run]:
@@ -779,13 +798,13 @@ class Engine:
 
     def _unbind_tentative(self, victim: Run) -> None:
         self.pools[victim.flavor.pool].release(victim.slots)
-        self._use(victim.queue, victim.flavor.flavor, -victim.shape.total)
+        self._charge(victim, -1)
 
     def _rebind_tentative(self, victim: Run) -> None:
         pool = self.pools[victim.flavor.pool]
         for node, card, milli, memory in victim.slots:
             pool._take(node, card, milli, memory)
-        self._use(victim.queue, victim.flavor.flavor, victim.shape.total)
+        self._charge(victim, 1)
 
     def _evict(self, run: Run, preempted: bool) -> None:
         """Stop a running job whose cards were already released (tentatively) and requeue it."""

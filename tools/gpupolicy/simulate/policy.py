@@ -17,6 +17,7 @@ from ..errors import ToolError
 from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MILLI, Job, mig_card, profile_share
+from .resources import resource_buckets
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
 DEFAULT_TIER_PRIORITY = {"production": 1000, "training": 500, "batch": 200, "experiment": 100}
@@ -54,6 +55,7 @@ class FlavorQuota:
     nominal: int  # milli-GPUs
     borrowing_limit: int | None = None  # None: may borrow all the cohort lends
     lending_limit: int | None = None  # None: lends all of its nominal
+    resources: tuple = ()  # per-resource quota of a MIG pool replayed per layout (resources.resource_buckets)
 
     @property
     def lendable(self) -> int:
@@ -189,7 +191,8 @@ def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[Fla
                     lend += quota_milli(quota.name, _bounded(quota.lending_limit), pool) or 0
             if nominal or has_borrow:
                 result.append(FlavorQuota(fq.flavor, pool.name, nominal, borrow if has_borrow else None,
-                                          lend if has_lend else None))
+                                          lend if has_lend else None,
+                                          resource_buckets(fq.resources, _bounded) if pool.instances else ()))
     return tuple(result)
 
 
