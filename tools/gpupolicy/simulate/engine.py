@@ -36,7 +36,7 @@ from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue
 from .quota import QuotaTree, available
-from .resources import demand
+from .resources import covers_gpu, demand
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
 # A pod that crashes at start is recreated by the Job controller after 10 s, 20 s, 40 s ... capped at six
@@ -128,6 +128,9 @@ class Engine:
         # queue -> quota key -> milli-units held (a flavor's GPU bucket in milli-GPUs, resources.py)
         self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}
         self.quota = QuotaTree(policy.queues, policy.cohorts)  # Kueue's cohort-tree arithmetic, usage kept in step
+        # time-sliced flavors whose quota does not list nvidia.com/gpu: a whole-card pod's one replica is barred
+        self.no_whole_cards = {fq.flavor for q in policy.queues.values() for fq in q.flavors
+                               if policy.pools[fq.pool].sharing == "time-sliced" and not covers_gpu(fq.gpu_names)}
         self.nominal: dict[tuple[str, str], int] = {key: leaf.nominal for key, leaf in self.quota.leaves.items()}
         self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
         # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
@@ -262,13 +265,16 @@ class Engine:
 
     # -- queues --------------------------------------------------------------------------------------
     def _shape(self, run: Run, flavor: FlavorQuota) -> Shape | None:
-        """The job's shape on the flavor's pool; None also where the flavor counts MIG resources apart and has
-        no quota for the one the job's instance is (Kueue: the flavor lacks the resource, no fit)."""
+        """The job's shape on the flavor's pool; None also where the flavor's quota lacks the resource the job
+        asks for (Kueue: no fit): a MIG flavor counting resources apart without the job's instance, or a
+        time-sliced flavor without `nvidia.com/gpu` for a whole-card pod."""
         try:
             shape = self.shapes[(run.request, flavor.pool)]
         except KeyError:
             shape = self._request_shape(run.request, run.job, flavor.pool)
         if shape is not None and flavor.resources and self._demand(flavor, shape) is None:
+            return None
+        if shape is not None and not run.job.fractional and flavor.flavor in self.no_whole_cards:
             return None
         return shape
 

@@ -56,6 +56,7 @@ class FlavorQuota:
     borrowing_limit: int | None = None  # None: may borrow all the cohort lends
     lending_limit: int | None = None  # None: lends all of its nominal
     resources: tuple = ()  # per-resource quota of a MIG pool replayed per layout (resources.resource_buckets)
+    gpu_names: tuple = field(default=(), compare=False)  # GPU resource names its quota lists (resources.py)
 
     @property
     def lendable(self) -> int:
@@ -192,7 +193,8 @@ def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[Fla
             if nominal or has_borrow:
                 result.append(FlavorQuota(fq.flavor, pool.name, nominal, borrow if has_borrow else None,
                                           lend if has_lend else None,
-                                          resource_buckets(fq.resources, _bounded) if pool.instances else ()))
+                                          resource_buckets(fq.resources, _bounded) if pool.instances else (),
+                                          tuple(q.name for q in fq.resources if q.name in GPU_RESOURCES)))
     return tuple(result)
 
 

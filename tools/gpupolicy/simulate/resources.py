@@ -71,3 +71,10 @@ def demand(flavor: str, buckets: tuple[ResourceBucket, ...], pods: int, profile:
     if resource is None:
         return None
     return bucket_key(flavor, resource), pods * MILLI
+
+
+def covers_gpu(gpu_names: tuple[str, ...]) -> bool:
+    """Whether a flavor's quota admits a pod asking `nvidia.com/gpu` (a whole-card pod on a time-sliced pool):
+    Kueue finds no quota for a resource the flavor does not list, such as a pool renamed to
+    `nvidia.com/gpu.shared` (flavorassigner.go: the flavor lacks the resource). Hand-built quotas name none."""
+    return not gpu_names or GPU_RESOURCE in gpu_names
