@@ -1,5 +1,5 @@
-"""Kueue counts each resource name on its own (resources.py): MIG profiles are separate quotas, and a whole-card
-pod on a time-sliced flavor is one `nvidia.com/gpu` replica."""
+"""Kueue counts each resource name on its own (resources.py): MIG profiles are separate quotas, and a
+whole-card pod on a time-sliced flavor is one `nvidia.com/gpu` replica."""
 
 from __future__ import annotations
 
@@ -21,8 +21,12 @@ def _mig_policy(buckets: tuple) -> SimPolicy:
 
 def _max_running(result, profile_share: float) -> int:
     """The most jobs asking `profile_share` of a card that ran at once."""
-    edges = sorted(e for r in result.runs if r.job.share == profile_share and r.first_start >= 0
-                   for e in ((r.first_start, 1), (r.finished, -1)))
+    edges = sorted(
+        e
+        for r in result.runs
+        if r.job.share == profile_share and r.first_start >= 0
+        for e in ((r.first_start, 1), (r.finished, -1))
+    )
     peak = running = 0
     for _, step in edges:
         running += step
@@ -50,7 +54,10 @@ def test_a_pod_charges_one_instance_of_its_resource():
     buckets = ((ONE_G, 8000, None, None), (THREE_G, 2000, None, None))
     assert demand("f", buckets, 3, "3g.40gb", 1284) == (f"f/{THREE_G}", 3000)
     assert demand("f", (), 3, "3g.40gb", 1284) == ("f", 1284)  # one GPU bucket: milli-GPUs as before
-    assert demand("f", (("nvidia.com/gpu", 4000, None, None),), 1, "1g.10gb", 142) == ("f/nvidia.com/gpu", 1000)
+    assert demand("f", (("nvidia.com/gpu", 4000, None, None),), 1, "1g.10gb", 142) == (
+        "f/nvidia.com/gpu",
+        1000,
+    )
 
 
 def _shared_policy(gpu_names: tuple) -> SimPolicy:
@@ -62,7 +69,9 @@ def _shared_policy(gpu_names: tuple) -> SimPolicy:
 def test_a_whole_card_pod_takes_one_replica_of_a_time_sliced_flavor():
     job = Job("w", 0, 60, gpus=1)
     assert shape_in_pool(job, "time-sliced", 4, 2, whole_only=False) == Shape(1, 1, 250)
-    assert shape_in_pool(job, "time-sliced", 4, 2, whole_only=False, replica_per_pod=True) == Shape(1, 1, 250, 1000)
+    assert shape_in_pool(job, "time-sliced", 4, 2, whole_only=False, replica_per_pod=True) == Shape(
+        1, 1, 250, 1000
+    )
     assert shape_in_pool(Job("w2", 0, 60, gpus=2), "time-sliced", 4, 2, whole_only=False) is None
     jobs = [Job(f"w{i}", 0, 60, gpus=1) for i in range(8)]  # 8 replicas: 2 cards x 4
     result = Engine(_shared_policy(("nvidia.com/gpu",)), jobs, ["q"] * 8).run()
@@ -73,5 +82,7 @@ def test_a_renamed_shared_resource_does_not_admit_a_whole_card_pod():
     # the quota lists nvidia.com/gpu.shared only: a pod asking nvidia.com/gpu finds no quota in the flavor
     result = Engine(_shared_policy(("nvidia.com/gpu.shared",)), [Job("w", 0, 60, gpus=1)], ["q"]).run()
     assert result.runs[0].first_start < 0
-    fractional = Engine(_shared_policy(("nvidia.com/gpu.shared",)), [Job("f", 0, 60, share=0.25)], ["q"]).run()
+    fractional = Engine(
+        _shared_policy(("nvidia.com/gpu.shared",)), [Job("f", 0, 60, share=0.25)], ["q"]
+    ).run()
     assert fractional.runs[0].first_start == 0

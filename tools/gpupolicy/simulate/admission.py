@@ -95,7 +95,8 @@ class Admission:
         self.tree, self.queues, self.holding = tree, queues, holding
 
     # -- flavorassigner.go ---------------------------------------------------------------------------------
-    def assign(self, queue: SimQueue, incoming: Workload, requests: dict[str, tuple[str, int]]) -> Choice | None:
+    def assign(self, queue: SimQueue, incoming: Workload,
+               requests: dict[str, tuple[str, int]]) -> Choice | None:
         """The flavor Kueue assigns (`requests`: per flavor the workload can run on, the quota key it charges
         there and how much), None when no flavor admits it now (no fit, or preemption without candidates)."""
         best: Choice | None = None

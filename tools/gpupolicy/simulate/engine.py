@@ -128,10 +128,11 @@ class Engine:
         # queue -> quota key -> milli-units held (a flavor's GPU bucket in milli-GPUs, resources.py)
         self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}
         self.quota = QuotaTree(policy.queues, policy.cohorts)  # Kueue's cohort-tree arithmetic, usage kept in step
-        # time-sliced flavors whose quota does not list nvidia.com/gpu: a whole-card pod's one replica is barred
+        # time-sliced flavors whose quota lists no nvidia.com/gpu: a whole-card pod's one replica is barred
         self.no_whole_cards = {fq.flavor for q in policy.queues.values() for fq in q.flavors
-                               if policy.pools[fq.pool].sharing == "time-sliced" and not covers_gpu(fq.gpu_names)}
-        self.nominal: dict[tuple[str, str], int] = {key: leaf.nominal for key, leaf in self.quota.leaves.items()}
+                               if policy.pools[fq.pool].sharing == "time-sliced"
+                               and not covers_gpu(fq.gpu_names)}
+        self.nominal: dict[tuple[str, str], int] = {k: leaf.nominal for k, leaf in self.quota.leaves.items()}
         self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
         # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
         # per flavor, and a flavor is one pool): a release marks the queues of that pool stale, and a
@@ -579,7 +580,8 @@ class Engine:
         held = self.reserved.get(preemptor.index, (key, 0))
         if held[0] != key:
             return
-        need = max((d[1] for f in self.policy.queues[preemptor.queue].flavors if f.flavor == victim.flavor.flavor
+        flavors = self.policy.queues[preemptor.queue].flavors
+        need = max((d[1] for f in flavors if f.flavor == victim.flavor.flavor
                     and (s := self._shape(preemptor, f)) is not None and (d := self._demand(f, s))[0] == key),
                    default=0)
         amount = min(victim.charge[1], need - held[1])

@@ -73,8 +73,8 @@ def potential(node: Node) -> int:
 
 def lowest_fitting_subtree(leaf: Node, demand: int) -> tuple[int, bool]:
     """(height, may reclaim in hierarchy) of the lowest subtree whose quota holds `demand` more, as Kueue's
-    `FindHeightOfLowestSubtreeThatFits` (pkg/scheduler/preemption/classical/hierarchical_preemption.go): 0 when
-    the queue needs no borrowing; the flag says the subtree found is not the whole tree."""
+    `FindHeightOfLowestSubtreeThatFits` (pkg/scheduler/preemption/classical/hierarchical_preemption.go): 0
+    when the queue needs no borrowing; the flag says the subtree found is not the whole tree."""
     if leaf.usage + demand <= leaf.subtree or leaf.parent is None:
         return 0, leaf.parent is not None
     remaining = demand - leaf.local_available()

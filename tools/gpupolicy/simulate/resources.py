@@ -76,5 +76,6 @@ def demand(flavor: str, buckets: tuple[ResourceBucket, ...], pods: int, profile:
 def covers_gpu(gpu_names: tuple[str, ...]) -> bool:
     """Whether a flavor's quota admits a pod asking `nvidia.com/gpu` (a whole-card pod on a time-sliced pool):
     Kueue finds no quota for a resource the flavor does not list, such as a pool renamed to
-    `nvidia.com/gpu.shared` (flavorassigner.go: the flavor lacks the resource). Hand-built quotas name none."""
+    `nvidia.com/gpu.shared` (flavorassigner.go: the flavor lacks the resource); hand-built quotas name
+    none."""
     return not gpu_names or GPU_RESOURCE in gpu_names
