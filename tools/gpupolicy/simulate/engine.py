@@ -7,14 +7,17 @@ work a preempted job keeps is computed from its checkpoint interval when it is e
 
 Admission is Kueue's, on quota alone (admission.py: flavor assignment with flavorFungibility, classical
 preemption with `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort` and CandidatesOrdering, over
-the cohort-tree arithmetic of quota.py). An admitted job holds its quota while its pods wait for nodes, as the
+the cohort-tree arithmetic of quota.py, a bucket per resource name where Kueue counts them apart:
+resources.py). An admitted job holds its quota while its pods wait for nodes, as the
 Job's pods wait for kube-scheduler (placed in priority, then admission order, each wherever it fits): Kueue
 without topology-aware scheduling never looks at nodes, so it never preempts for node fragmentation. A
 preempted job stops working at once (it loses the work since its last checkpoint) and keeps its cards and quota
 for TERMINATION_GRACE_SECONDS, as Kueue releases quota only once the Job's pods are gone
 (pkg/controller/jobframework/reconciler.go: the evicted Job is stopped, and the workload's QuotaReserved
 condition cleared after it is no longer active); then it requeues. A job on a failed node is requeued with all
-its work kept. `waitForPodsReady` is not modelled: the repository's Kueue configuration does not set it.
+its work kept. The grace is Kubernetes' default terminationGracePeriodSeconds (the traces give none).
+`waitForPodsReady` is not modelled: the repository's Kueue configuration (policies/kueue/values.yaml,
+managerConfig.controllerManagerConfigYaml) does not set it, and Kueue's default leaves it off.
 
 With `queueing=False` (the FGD experiment's protocol, fidelity.py) admission is fused with placement instead:
 a job starts at once on the first flavor where quota fits and the pool can place it, or is dropped.
