@@ -51,6 +51,8 @@ NOT_QUEUED_REASON = "did not fit when it arrived (no queueing)"
 # kubernetes.io "Pod Lifecycle", termination of Pods: terminationGracePeriodSeconds defaults to 30 seconds
 TERMINATION_GRACE_SECONDS = 30
 RELEASE, RETRY = 4, 5  # a preempted job's grace ends; a crashed pod is recreated by its Job
+PODS_READY = 6  # an admitted job's waitForPodsReady timeout is up (readiness.py)
+DEACTIVATED_REASON = "deactivated after its requeuing backoff limit (waitForPodsReady)"
 PROTECTED_TIERS = ("production",)
 PROTECTED_WORKLOADS = ("inference",)
 
@@ -82,10 +84,12 @@ class Run:
     admitted: int = -1  # when it last reserved quota (Kueue mode), -1 while it holds none
     evicted: bool = False  # preempted, its pods terminating: still holds its cards and quota
     preemptor: int = -1  # the run that preempted it, while it terminates
+    ready_timeouts: int = 0  # evictions for pods not ready within waitForPodsReady's timeout
+    queued: int = -1  # its queue order time once requeued by such an eviction (-1: its submit time)
 
     @property
     def key(self) -> tuple[int, int, int]:
-        return (-self.priority, self.job.submit, self.index)
+        return (-self.priority, self.job.submit if self.queued < 0 else self.queued, self.index)
 
 
 @dataclass
@@ -115,6 +119,7 @@ class Engine:
         self.kueue = queueing  # admission on quota alone; the FGD protocol (no queueing) fuses it with placement
         self.log = events  # a list to append one dict per job event to, or None
         self.grace = TERMINATION_GRACE_SECONDS
+        self.ready = policy.pods_ready if queueing else None  # waitForPodsReady, Kueue mode only
         self.departures, self.queueing = departures, queueing
         self.shapes: dict[tuple[tuple, str], Shape | None] = {}  # (request, pool) -> shape, computed once
         requests: dict[tuple, tuple[Job, int]] = {}  # request -> (a job asking for it, how many jobs do)
@@ -233,6 +238,8 @@ class Engine:
                     run = self.runs[payload]
                     if run.admitted >= 0 and run.started < 0 and not run.evicted:
                         self._place_or_wait(run)
+                elif kind == PODS_READY:
+                    released = self._pods_ready_timeout(self.runs[payload[0]], payload[1]) or released
                 else:
                     self._recover(payload)
                     released = True
@@ -294,7 +301,7 @@ class Engine:
     def _enqueue(self, run: Run) -> bool:
         """Queue an arriving job; a job no flavor could ever hold is reported never-scheduled at once."""
         queue = self.policy.queues[run.queue]
-        if run.interruptions == run.preemptions == run.busy_starts == 0:
+        if run.interruptions == run.preemptions == run.busy_starts == run.ready_timeouts == 0:
             self._event("arrived", run, queue=run.queue, tier=run.job.tier, gpus=run.size[0] / MILLI)
         if not any(self._could_ever_fit(run, f) for f in queue.flavors):
             run.never_reason = "larger than any flavor's quota or pool can hold"
@@ -486,7 +493,7 @@ class Engine:
 
     def _workload(self, run: Run, flavor: str | None) -> Workload:
         total = run.charge[1] if flavor is not None else 0
-        return Workload(run.index, run.queue, flavor or "", total, run.priority, run.job.submit, run.admitted,
+        return Workload(run.index, run.queue, flavor or "", total, run.priority, run.key[1], run.admitted,
                         run.evicted)
 
     def _holding_workloads(self, queue: str, flavor: str):
@@ -498,6 +505,8 @@ class Engine:
         run.charge = self._demand(flavor, shape)
         run.admitted = self.now
         self._charge(run, 1)
+        if self.ready is not None:
+            self._push(self.now + self.ready.timeout, PODS_READY, (run.index, self.now))
         self.holding[run.queue].add(run.index)
         self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
 
@@ -533,6 +542,29 @@ class Engine:
                 del waiting[index]
                 run.slots = slots
                 self._start(run)
+
+    def _pods_ready_timeout(self, run: Run, admitted: int) -> bool:
+        """waitForPodsReady (readiness.py, workload_controller.go): a workload admitted at `admitted` whose pods
+        are not all running when the timeout is up is evicted (reason PodsReadyTimeout). Its pods never ran, so
+        its quota frees at once; it is requeued after UpdateRequeueState's backoff, ordered by the eviction
+        time, or deactivated past backoffLimitCount. True when quota came free."""
+        if run.admitted != admitted or run.started >= 0 or run.evicted or run.finished >= 0:
+            return False
+        self.node_wait[run.flavor.pool].pop(run.index, None)
+        self._charge(run, -1)
+        self.holding[run.queue].discard(run.index)
+        run.admitted = -1
+        self._released(run.flavor.pool)
+        run.ready_timeouts += 1
+        self._event("evicted", run, reason="PodsReadyTimeout", flavor=run.flavor.flavor)
+        limit = self.ready.backoff_limit
+        if limit is not None and run.ready_timeouts > limit:
+            run.never_reason = DEACTIVATED_REASON
+            return True
+        if self.ready.eviction_timestamp:
+            run.queued = self.now
+        self._push(self.now + self.ready.backoff(run.ready_timeouts), ARRIVE, run.index)
+        return True
 
     def _preempt(self, victim: Run, by: Run, reason: str) -> None:
         """Kueue evicts the victim: its work stops now; its quota and cards are released when its pods are gone."""

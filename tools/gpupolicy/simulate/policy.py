@@ -17,6 +17,7 @@ from ..errors import ToolError
 from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MILLI, Job, mig_card, profile_share
+from .readiness import KUEUE_DEFAULT, PodsReady
 from .resources import resource_buckets
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
@@ -109,6 +110,7 @@ class SimPolicy:
     # the share of starts that crash on a busy card the scheduler cannot see (`before`), drawn with failure_seed
     start_failure_rate: float = 0.0
     failure_seed: int = 0
+    pods_ready: PodsReady | None = None  # Kueue's waitForPodsReady (readiness.py); None: off, as without Kueue
 
     def priority(self, tier: str) -> int:
         return self.priorities.get(tier, 0)
@@ -250,7 +252,7 @@ def from_cluster(cluster: Cluster, placement: str = "frag-aware") -> SimPolicy:
     if not queues:  # the engine needs a queue for every job
         raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
     return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
-                     placement=placement, cohorts=_cohorts(cluster, pools))
+                     placement=placement, cohorts=_cohorts(cluster, pools), pods_ready=KUEUE_DEFAULT)
 
 
 def _fungibility(spec: Any) -> dict[str, str]:
