@@ -49,7 +49,8 @@ def test_kueue_defaults_and_the_configuration_read():
     assert KUEUE_DEFAULT.backoff(10) == 3600
     v1beta2 = "config.kueue.x-k8s.io/v1beta2"
     assert from_configuration({"apiVersion": v1beta2, "kind": "Configuration"}) == KUEUE_DEFAULT
-    assert from_configuration({"apiVersion": v1beta2, "featureGates": {"DisableWaitForPodsReady": True}}) is None
+    disabled = {"apiVersion": v1beta2, "featureGates": {"DisableWaitForPodsReady": True}}
+    assert from_configuration(disabled) is None
     assert from_configuration({"apiVersion": "config.kueue.x-k8s.io/v1beta1"}) is None
     assert from_configuration({"apiVersion": "config.kueue.x-k8s.io/v1beta1",
                                "waitForPodsReady": {"enable": True}}) == KUEUE_DEFAULT
@@ -57,4 +58,19 @@ def test_kueue_defaults_and_the_configuration_read():
         "timeout": "5m", "blockAdmission": True,
         "requeuingStrategy": {"backoffLimitCount": 5, "backoffBaseSeconds": 10, "timestamp": "Creation"}}})
     assert custom == PodsReady(300, True, 10, 3600, 5, False)
-    assert (duration_seconds("1h30m", 0), duration_seconds("90s", 0), duration_seconds("soon", 7)) == (5400, 90, 7)
+    assert (duration_seconds("1h30m", 0), duration_seconds("90s", 0)) == (5400, 90)
+    assert duration_seconds("soon", 7) == 7
+
+
+def test_block_admission_admits_nothing_while_an_admitted_workload_waits_for_nodes():
+    # `second` is admitted on quota but its node is busy; `third` fits its own queue and pool, yet under
+    # blockAdmission waits until `second` gives its admission up at its 30-minute timeout
+    pools = {name: SimPool(name, 1, 2, "exclusive") for name in ("train", "other")}
+    queues = {"q1": SimQueue("q1", (FlavorQuota("f1", "train", 4000),)),
+              "q2": SimQueue("q2", (FlavorQuota("f2", "other", 2000),))}
+    block = dataclasses.replace(KUEUE_DEFAULT, block_admission=True)
+    jobs = [Job("first", 0, 7200, gpus=2), Job("second", 10, 600, gpus=2), Job("third", 20, 600, gpus=2)]
+    blocked = Engine(SimPolicy("p", pools, queues, pods_ready=block), jobs, ["q1", "q1", "q2"]).run().runs
+    assert [r.first_start for r in blocked] == [0, 7200, 1810]
+    free = Engine(SimPolicy("p", pools, queues, pods_ready=KUEUE_DEFAULT), jobs, ["q1", "q1", "q2"]).run().runs
+    assert [r.first_start for r in free] == [0, 7200, 20]

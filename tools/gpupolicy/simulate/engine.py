@@ -16,8 +16,9 @@ for TERMINATION_GRACE_SECONDS, as Kueue releases quota only once the Job's pods 
 (pkg/controller/jobframework/reconciler.go: the evicted Job is stopped, and the workload's QuotaReserved
 condition cleared after it is no longer active); then it requeues. A job on a failed node is requeued with all
 its work kept. The grace is Kubernetes' default terminationGracePeriodSeconds (the traces give none).
-`waitForPodsReady` is not modelled: the repository's Kueue configuration (policies/kueue/values.yaml,
-managerConfig.controllerManagerConfigYaml) does not set it, and Kueue's default leaves it off.
+`waitForPodsReady` (readiness.py) is on for a policy that carries it, as Kueue 0.19 applies it by default:
+an admitted job whose pods are not all running after the timeout gives its quota back and is requeued after
+a doubling backoff; with blockAdmission nothing is admitted while an admitted job's pods are not running.
 
 With `queueing=False` (the FGD experiment's protocol, fidelity.py) admission is fused with placement instead:
 a job starts at once on the first flavor where quota fits and the pool can place it, or is dropped.
@@ -120,6 +121,8 @@ class Engine:
         self.log = events  # a list to append one dict per job event to, or None
         self.grace = TERMINATION_GRACE_SECONDS
         self.ready = policy.pods_ready if queueing else None  # waitForPodsReady, Kueue mode only
+        self.unready: set[int] = set()  # with blockAdmission: admitted runs whose pods are not all running
+        self.unblocked = False  # the last of them came ready: every queue gets a pass
         self.departures, self.queueing = departures, queueing
         self.shapes: dict[tuple[tuple, str], Shape | None] = {}  # (request, pool) -> shape, computed once
         requests: dict[tuple, tuple[Job, int]] = {}  # request -> (a job asking for it, how many jobs do)
@@ -250,6 +253,10 @@ class Engine:
                 self._schedule_all()
             else:
                 self._schedule_arrivals(arrivals)
+            while self.unblocked:  # blockAdmission lifted: the queues it held back get their pass
+                self.unblocked = False
+                self.stale.update(self.policy.queues)
+                self._schedule_all()
             if not self.queueing:
                 self._drop_unstarted(arrivals)
             self._record()
@@ -474,6 +481,11 @@ class Engine:
         if choice is None:
             return False
         if not choice.targets:
+            if self.unready:  # blockAdmission: scheduler.go waitForPodsReadyIfNeeded waits for them all
+                if held is not None:
+                    self.reserved[run.index] = held
+                    self.quota.use(run.queue, held[0], held[1])
+                return False
             if self.preempting.get(run.queue) == run.index:
                 del self.preempting[run.queue]
             self.pending[run.queue].remove(entry, run.size)
@@ -507,6 +519,8 @@ class Engine:
         self._charge(run, 1)
         if self.ready is not None:
             self._push(self.now + self.ready.timeout, PODS_READY, (run.index, self.now))
+            if self.ready.block_admission:
+                self.unready.add(run.index)
         self.holding[run.queue].add(run.index)
         self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
 
@@ -543,17 +557,24 @@ class Engine:
                 run.slots = slots
                 self._start(run)
 
+    def _came_ready(self, run: Run) -> None:
+        """The run no longer holds blockAdmission back: its pods run, or it gave its admission up."""
+        if run.index in self.unready:
+            self.unready.discard(run.index)
+            self.unblocked = not self.unready
+
     def _pods_ready_timeout(self, run: Run, admitted: int) -> bool:
-        """waitForPodsReady (readiness.py, workload_controller.go): a workload admitted at `admitted` whose pods
-        are not all running when the timeout is up is evicted (reason PodsReadyTimeout). Its pods never ran, so
-        its quota frees at once; it is requeued after UpdateRequeueState's backoff, ordered by the eviction
-        time, or deactivated past backoffLimitCount. True when quota came free."""
+        """waitForPodsReady (readiness.py, workload_controller.go): a workload admitted at `admitted` whose
+        pods are not all running when the timeout is up is evicted (reason PodsReadyTimeout). Its pods never
+        ran, so its quota frees at once; it is requeued after UpdateRequeueState's backoff, ordered by the
+        eviction time, or deactivated past backoffLimitCount. True when quota came free."""
         if run.admitted != admitted or run.started >= 0 or run.evicted or run.finished >= 0:
             return False
         self.node_wait[run.flavor.pool].pop(run.index, None)
         self._charge(run, -1)
         self.holding[run.queue].discard(run.index)
         run.admitted = -1
+        self._came_ready(run)
         self._released(run.flavor.pool)
         run.ready_timeouts += 1
         self._event("evicted", run, reason="PodsReadyTimeout", flavor=run.flavor.flavor)
@@ -596,6 +617,7 @@ class Engine:
         self._charge(run, -1)
         self.holding[run.queue].discard(run.index)
         self._keep_for_preemptor(run)
+        self._came_ready(run)
         run.slots, run.admitted, run.evicted = [], -1, False
         self._event("released", run)
         # requeued a second later, once Kueue has seen the eviction through: the preemptor, whose targets
@@ -656,6 +678,7 @@ class Engine:
             self._event("started", run, pool=run.flavor.pool, nodes=sorted(self.pools[run.flavor.pool]
                                                                            .nodes_of(run.slots)))
         run.started = self.now
+        self._came_ready(run)
         if run.first_start < 0:
             run.first_start = self.now
         run.token += 1
@@ -678,6 +701,7 @@ class Engine:
             self._charge(run, -1)
             self.holding[run.queue].discard(run.index)
             run.admitted = -1
+            self._came_ready(run)
         if last:
             run.never_reason = BUSY_DEVICE_REASON
             return

@@ -110,7 +110,7 @@ class SimPolicy:
     # the share of starts that crash on a busy card the scheduler cannot see (`before`), drawn with failure_seed
     start_failure_rate: float = 0.0
     failure_seed: int = 0
-    pods_ready: PodsReady | None = None  # Kueue's waitForPodsReady (readiness.py); None: off, as without Kueue
+    pods_ready: PodsReady | None = None  # Kueue's waitForPodsReady (readiness.py); None: off (no Kueue)
 
     def priority(self, tier: str) -> int:
         return self.priorities.get(tier, 0)

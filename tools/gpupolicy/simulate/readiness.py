@@ -1,18 +1,21 @@
-"""Kueue's `waitForPodsReady`: an admitted workload whose pods are not all ready within the timeout is evicted,
-its quota released, and requeued after a backoff.
+"""Kueue's `waitForPodsReady`: an admitted workload whose pods are not all ready within the timeout is
+evicted, its quota released, and requeued after a backoff.
 
 Read against kubernetes-sigs/kueue v0.19.2 (the version the repository pins in policies/sync):
 - apis/config/v1beta2/defaults.go: a v1beta2 Configuration always gets a `waitForPodsReady` (timeout 30 min,
   `blockAdmission` false, `requeuingStrategy` timestamp `Eviction`, backoff base 60 s, max 3600 s, no limit);
-- pkg/util/waitforpodsready/waitforpodsready.go `Enabled`: on unless the `DisableWaitForPodsReady` feature gate
-  is set (pkg/features/kube_features.go: "Temporary option while WaitForPodsReady is enabled by default");
-- pkg/controller/core/workload_controller.go: the eviction on `PodsReadyTimeout` and `triggerDeactivation` past
-  `backoffLimitCount`; pkg/workload/workload.go `UpdateRequeueState`: the n-th requeue waits 60 s * 2^(n-1), capped.
+- pkg/util/waitforpodsready/waitforpodsready.go `Enabled`: on unless the
+  `DisableWaitForPodsReady` feature gate is set (pkg/features/kube_features.go: "Temporary option while
+  WaitForPodsReady is enabled by default");
+- pkg/controller/core/workload_controller.go: the eviction on `PodsReadyTimeout` and `triggerDeactivation`
+  past `backoffLimitCount`; pkg/workload/workload.go `UpdateRequeueState`: the n-th requeue waits
+  60 s * 2^(n-1), capped.
 A v1beta1 Configuration turns it on only with `waitForPodsReady.enable: true`.
 
 The repository's Configuration (policies/kueue/values.yaml) sets none of it, so Kueue's default applies to its
 policy; `from_configuration` reads a Configuration that does set it. The simulator's pods are ready when they
-start (a pod that crashes at start is not ready); `recoveryTimeout` (ready pods that fail later) is not modelled.
+start (a pod that crashes at start is not ready); `recoveryTimeout` (ready pods that fail later) is not
+modelled.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ class PodsReady:
     eviction_timestamp: bool = True  # requeuingStrategy.timestamp Eviction: requeued behind its equals
 
     def backoff(self, count: int) -> int:
-        """Seconds before the `count`-th requeue (UpdateRequeueState: base * 2^(count-1), capped; no jitter)."""
+        """Seconds before the `count`-th requeue (UpdateRequeueState: base * 2^(count-1), capped; no
+        jitter)."""
         return min(self.backoff_max, self.backoff_base * 2 ** max(count - 1, 0))
 
 
@@ -75,9 +79,9 @@ def from_configuration(config: Any) -> PodsReady | None:
         block_admission=block.get("blockAdmission") is True,
         backoff_base=_count(strategy.get("backoffBaseSeconds"), DEFAULT_BACKOFF_BASE),
         backoff_max=_count(strategy.get("backoffMaxSeconds"), DEFAULT_BACKOFF_MAX),
-        backoff_limit=limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else None,
+        backoff_limit=_count(limit, None, minimum=0),
         eviction_timestamp=strategy.get("timestamp", "Eviction") != "Creation")
 
 
-def _count(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+def _count(value: Any, default: int | None, minimum: int = 1) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= minimum else default
