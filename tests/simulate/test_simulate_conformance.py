@@ -1,5 +1,6 @@
 """Conformance with Kueue's own tests: table cases ported from kubernetes-sigs/kueue (read at commit ff69552e,
-2026-08-22) pkg/scheduler/preemption/preemption_test.go `TestPreemption` and `TestCandidatesOrdering`, with
+2026-08-22) pkg/scheduler/preemption/preemption_test.go `TestPreemption` and `TestCandidatesOrdering`, and
+pkg/scheduler/flavorassigner/flavorassigner_test.go `TestIsPreferred` (every case), with
 the same ClusterQueues, cohorts, workloads and priorities, asserting the preempted set (and order) upstream
 asserts. Every TestPreemption case is listed: the ported ones run, the others are in NOT_PORTED with the
 deliberate difference that keeps them out. Amounts are milli-units of each resource (cpu in millicores,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpupolicy.simulate import admission as adm
 from gpupolicy.simulate.admission import Admission, Workload, ordering_key
 from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimQueue
 from gpupolicy.simulate.quota import QuotaTree
@@ -489,3 +491,32 @@ def test_candidates_ordering_case(name):
     ]
     ordered = sorted(workloads, key=lambda w: ordering_key(w, "preemptor"))
     assert [given[w.index][0] for w in ordered] == wanted
+
+
+# flavorassigner_test.go TestIsPreferred: (a, b) as (preemption mode, borrowing level), the fungibility
+# preference ("" for upstream's unset one), and whether upstream prefers a
+FIT, PREEMPT, NO_CANDIDATES, NO_FIT = adm.FIT, adm.PREEMPT, adm.NO_CANDIDATES, adm.NO_FIT
+BOP, POB = "BorrowingOverPreemption", "PreemptionOverBorrowing"
+IS_PREFERRED = {
+    "feature gate disabled prioritises preemption": ((FIT, 0), (PREEMPT, 0), "", True),
+    "explicit BorrowingOverPreemption prioritises borrowing distance": ((PREEMPT, 1), (FIT, 2), BOP, False),
+    "explicit PreemptionOverBorrowing prioritises lower preemption": ((PREEMPT, 1), (FIT, 2), POB, True),
+    "explicit PreemptionOverBorrowing breaks borrowing ties with preemption": (
+        (PREEMPT, 1), (FIT, 1), POB, False),
+    "explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison": (
+        (NO_CANDIDATES, 1), (FIT, 2), POB, False),
+    "explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor": (
+        (FIT, 2), (NO_CANDIDATES, 1), POB, True),
+    "no-candidate flavor remains preferable to no-fit flavor": ((NO_CANDIDATES, 1), (NO_FIT, 0), "", True),
+    "no-fit flavor remains worse than no-candidate flavor": ((NO_FIT, 0), (NO_CANDIDATES, 1), "", False),
+    "no-candidate flavors retain borrowing preference": ((NO_CANDIDATES, 1), (NO_CANDIDATES, 2), POB, True),
+    "no-candidate flavors retain borrowing preference in reverse": (
+        (NO_CANDIDATES, 2), (NO_CANDIDATES, 1), POB, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IS_PREFERRED))
+def test_is_preferred_case(name):
+    (mode_a, level_a), (mode_b, level_b), preference, wanted = IS_PREFERRED[name]
+    args = ((mode_a, -level_a), (mode_b, -level_b)) + ((preference,) if preference else ())
+    assert adm._preferred(*args) is wanted

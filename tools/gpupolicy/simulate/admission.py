@@ -128,7 +128,7 @@ class Admission:
             if not _try_next(mode, borrow, queue):
                 best, best_rank = choice, rank
                 break
-            if _preferred(rank, best_rank):
+            if _preferred(rank, best_rank, queue.preference):
                 best, best_rank = choice, rank
         if best is None or best.mode == NO_CANDIDATES:
             return None
@@ -244,12 +244,16 @@ def _try_next(mode: int, borrow: int, queue: SimQueue) -> bool:
     return bool(borrow) and queue.when_can_borrow == "TryNextFlavor"
 
 
-def _preferred(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """flavorassigner.go `isPreferred`, borrowingOverPreemption: (mode, -borrowing level) compared."""
+def _preferred(a: tuple[int, int], b: tuple[int, int], preference: str = "BorrowingOverPreemption") -> bool:
+    """flavorassigner.go `isPreferred` on (mode, -borrowing level): a flavor without preemption candidates
+    below any viable one, then `borrowingOverPreemption` (the better mode, then less borrowing) or, with
+    flavorFungibility.preference PreemptionOverBorrowing, less borrowing first."""
     if a[0] == NO_FIT:
         return False
     if b[0] == NO_FIT:
         return True
     if (a[0] == NO_CANDIDATES) != (b[0] == NO_CANDIDATES):
         return a[0] != NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing":
+        return (a[1], a[0]) > (b[1], b[0])
     return a > b

@@ -80,6 +80,7 @@ class SimQueue:
     # where the job fits by borrowing ends the search; one where it needs preemption lets the next be tried
     when_can_borrow: str = "MayStopSearch"  # or TryNextFlavor
     when_can_preempt: str = "TryNextFlavor"  # or Preempt / MayStopSearch
+    preference: str = "BorrowingOverPreemption"  # flavorFungibility.preference, or PreemptionOverBorrowing
     # spec.preemption.borrowWithinCohort: LowerPriority lets the job preempt lower-priority workloads of other
     # queues while it borrows, those at or below `borrow_threshold` (maxPriorityThreshold; None: any lower)
     borrow_within: str = "Never"
@@ -259,7 +260,8 @@ def _fungibility(spec: Any) -> dict[str, str]:
     """`spec.flavorFungibility`; v1beta1's `Borrow` and `Preempt` stop the search as v1beta2's `MayStopSearch`."""
     spec = spec if isinstance(spec, dict) else {}
     return {"when_can_borrow": str(spec.get("whenCanBorrow") or "MayStopSearch"),
-            "when_can_preempt": str(spec.get("whenCanPreempt") or "TryNextFlavor")}
+            "when_can_preempt": str(spec.get("whenCanPreempt") or "TryNextFlavor"),
+            "preference": str(spec.get("preference") or "BorrowingOverPreemption")}
 
 
 def _borrow_within(preemption: Any) -> dict[str, Any]:
