@@ -87,6 +87,7 @@ class Run:
     preemptor: int = -1  # the run that preempted it, while it terminates
     ready_timeouts: int = 0  # evictions for pods not ready within waitForPodsReady's timeout
     queued: int = -1  # its queue order time once requeued by such an eviction (-1: its submit time)
+    timer: int = -1  # the admission whose PodsReady timeout is scheduled
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -517,10 +518,8 @@ class Engine:
         run.charge = self._demand(flavor, shape)
         run.admitted = self.now
         self._charge(run, 1)
-        if self.ready is not None:
-            self._push(self.now + self.ready.timeout, PODS_READY, (run.index, self.now))
-            if self.ready.block_admission:
-                self.unready.add(run.index)
+        if self.ready is not None and self.ready.block_admission:
+            self.unready.add(run.index)
         self.holding[run.queue].add(run.index)
         self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
 
@@ -529,6 +528,7 @@ class Engine:
         slots = self.pools[run.flavor.pool].place(run.shape)
         if slots is None:
             self.node_wait[run.flavor.pool][run.index] = None
+            self._ready_clock(run)
             return
         self.node_wait[run.flavor.pool].pop(run.index, None)
         run.slots = slots
@@ -556,6 +556,14 @@ class Engine:
                 del waiting[index]
                 run.slots = slots
                 self._start(run)
+
+    def _ready_clock(self, run: Run) -> None:
+        """Its pods are not running: the PodsReady timeout of its admission is due (one event per admission;
+        a job whose pods start at once needs none)."""
+        if self.ready is not None and run.admitted >= 0 and run.timer != run.admitted:
+            run.timer = run.admitted
+            due = max(self.now, run.admitted + self.ready.timeout)
+            self._push(due, PODS_READY, (run.index, run.admitted))
 
     def _came_ready(self, run: Run) -> None:
         """The run no longer holds blockAdmission back: its pods run, or it gave its admission up."""
@@ -707,6 +715,7 @@ class Engine:
             return
         backoff = min(CRASH_BACKOFF_CAP, CRASH_BACKOFF_SECONDS * 2 ** (run.busy_starts - 1))
         self._push(self.now + backoff, RETRY if self.kueue else ARRIVE, run.index)
+        self._ready_clock(run)
 
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
