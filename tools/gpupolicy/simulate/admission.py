@@ -12,7 +12,9 @@ Read against kubernetes-sigs/kueue (v1beta2 API):
   `candidateIsValid`), classical/hierarchical_preemption.go (`classifyPreemptionVariant`,
   `isAboveBorrowingThreshold`), common/ordering.go `CandidatesOrdering` and common/preemption_policy.go
   `SatisfiesPreemptionPolicy`.
-One resource per flavor (milli-GPUs), one pod set per workload; topology-aware scheduling is not modelled, so
+One resource per pod set (the accelerator it asks for: a flavor's GPU bucket, or on a MIG flavor the one
+`nvidia.com/mig-*` resource its instance is, resources.py), one pod set per workload; a Workload's `flavor` is
+that quota key. Topology-aware scheduling is not modelled, so
 nothing here looks at nodes: a workload admitted on quota waits for nodes while holding it.
 """
 
@@ -22,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .policy import FlavorQuota, SimQueue
-from .quota import Node, QuotaTree, available, potential
+from .quota import Node, QuotaTree, available, lowest_fitting_subtree, potential
 
 # flavorassigner.go preemptionMode, in its order (higher is better)
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
@@ -38,8 +40,8 @@ class Workload:
 
     index: int
     queue: str
-    flavor: str
-    total: int  # milli-GPUs of the flavor
+    flavor: str  # the quota key it holds (resources.bucket_key)
+    total: int  # milli-units of that key
     priority: int
     submit: int  # queue order timestamp
     admitted: int = 0  # quota reservation time
@@ -93,23 +95,24 @@ class Admission:
         self.tree, self.queues, self.holding = tree, queues, holding
 
     # -- flavorassigner.go ---------------------------------------------------------------------------------
-    def assign(self, queue: SimQueue, incoming: Workload, totals: dict[str, int]) -> Choice | None:
-        """The flavor Kueue assigns (`totals`: the workload's size per flavor it can run on), None when no flavor
-        admits it now (no fit, or preemption without candidates)."""
+    def assign(self, queue: SimQueue, incoming: Workload,
+               requests: dict[str, tuple[str, int]]) -> Choice | None:
+        """The flavor Kueue assigns (`requests`: per flavor the workload can run on, the quota key it charges
+        there and how much), None when no flavor admits it now (no fit, or preemption without candidates)."""
         best: Choice | None = None
         best_rank = (NO_FIT, 0)
         for flavor in queue.flavors:
-            total = totals.get(flavor.flavor)
-            if total is None:
+            if flavor.flavor not in requests:
                 continue
-            leaf = self.tree.leaves[(queue.name, flavor.flavor)]
+            key, total = requests[flavor.flavor]
+            leaf = self.tree.leaves[(queue.name, key)]
             if total > potential(leaf):
                 continue  # noFit: above the maximum capacity
-            borrow = int(leaf.usage + total > leaf.subtree)
+            borrow, may_reclaim = lowest_fitting_subtree(leaf, total)  # fitsResourceQuota
             if total <= available(leaf):
                 choice, mode = Choice(flavor, FIT), FIT
-            elif flavor.nominal >= total or queue.borrow_within == "LowerPriority":
-                wanted = Workload(incoming.index, queue.name, flavor.flavor, total, incoming.priority,
+            elif leaf.nominal >= total or may_reclaim or queue.borrow_within == "LowerPriority":
+                wanted = Workload(incoming.index, queue.name, key, total, incoming.priority,
                                   incoming.submit)
                 targets = self.targets(queue, wanted)
                 if targets is None:
@@ -117,14 +120,15 @@ class Admission:
                 else:
                     mode = RECLAIM if all(t.workload.queue != queue.name for t in targets) else PREEMPT
                     choice = Choice(flavor, mode, targets)
-                    borrow = int(self._usage_after(leaf, targets) + total > leaf.subtree)
+                    if self._usage_after(leaf, targets) + total <= leaf.subtree:
+                        borrow = 0  # SimulatePreemption's borrowAfterPreemptions
             else:
                 continue
             rank = (mode, -borrow)
             if not _try_next(mode, borrow, queue):
                 best, best_rank = choice, rank
                 break
-            if _preferred(rank, best_rank):
+            if _preferred(rank, best_rank, queue.preference):
                 best, best_rank = choice, rank
         if best is None or best.mode == NO_CANDIDATES:
             return None
@@ -240,12 +244,16 @@ def _try_next(mode: int, borrow: int, queue: SimQueue) -> bool:
     return bool(borrow) and queue.when_can_borrow == "TryNextFlavor"
 
 
-def _preferred(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """flavorassigner.go `isPreferred`, borrowingOverPreemption: (mode, -borrowing level) compared."""
+def _preferred(a: tuple[int, int], b: tuple[int, int], preference: str = "BorrowingOverPreemption") -> bool:
+    """flavorassigner.go `isPreferred` on (mode, -borrowing level): a flavor without preemption candidates
+    below any viable one, then `borrowingOverPreemption` (the better mode, then less borrowing) or, with
+    flavorFungibility.preference PreemptionOverBorrowing, less borrowing first."""
     if a[0] == NO_FIT:
         return False
     if b[0] == NO_FIT:
         return True
     if (a[0] == NO_CANDIDATES) != (b[0] == NO_CANDIDATES):
         return a[0] != NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing":
+        return (a[1], a[0]) > (b[1], b[0])
     return a > b

@@ -7,14 +7,18 @@ work a preempted job keeps is computed from its checkpoint interval when it is e
 
 Admission is Kueue's, on quota alone (admission.py: flavor assignment with flavorFungibility, classical
 preemption with `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort` and CandidatesOrdering, over
-the cohort-tree arithmetic of quota.py). An admitted job holds its quota while its pods wait for nodes, as the
+the cohort-tree arithmetic of quota.py, a bucket per resource name where Kueue counts them apart:
+resources.py). An admitted job holds its quota while its pods wait for nodes, as the
 Job's pods wait for kube-scheduler (placed in priority, then admission order, each wherever it fits): Kueue
 without topology-aware scheduling never looks at nodes, so it never preempts for node fragmentation. A
 preempted job stops working at once (it loses the work since its last checkpoint) and keeps its cards and quota
 for TERMINATION_GRACE_SECONDS, as Kueue releases quota only once the Job's pods are gone
 (pkg/controller/jobframework/reconciler.go: the evicted Job is stopped, and the workload's QuotaReserved
 condition cleared after it is no longer active); then it requeues. A job on a failed node is requeued with all
-its work kept. `waitForPodsReady` is not modelled: the repository's Kueue configuration does not set it.
+its work kept. The grace is Kubernetes' default terminationGracePeriodSeconds (the traces give none).
+`waitForPodsReady` (readiness.py) is on for a policy that carries it, as Kueue 0.19 applies it by default:
+an admitted job whose pods are not all running after the timeout gives its quota back and is requeued after
+a doubling backoff; with blockAdmission nothing is admitted while an admitted job's pods are not running.
 
 With `queueing=False` (the FGD experiment's protocol, fidelity.py) admission is fused with placement instead:
 a job starts at once on the first flavor where quota fits and the pool can place it, or is dropped.
@@ -36,6 +40,7 @@ from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue
 from .quota import QuotaTree, available
+from .resources import covers_gpu, demand
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
 # A pod that crashes at start is recreated by the Job controller after 10 s, 20 s, 40 s ... capped at six
@@ -47,6 +52,8 @@ NOT_QUEUED_REASON = "did not fit when it arrived (no queueing)"
 # kubernetes.io "Pod Lifecycle", termination of Pods: terminationGracePeriodSeconds defaults to 30 seconds
 TERMINATION_GRACE_SECONDS = 30
 RELEASE, RETRY = 4, 5  # a preempted job's grace ends; a crashed pod is recreated by its Job
+PODS_READY = 6  # an admitted job's waitForPodsReady timeout is up (readiness.py)
+DEACTIVATED_REASON = "deactivated after its requeuing backoff limit (waitForPodsReady)"
 PROTECTED_TIERS = ("production",)
 PROTECTED_WORKLOADS = ("inference",)
 
@@ -73,14 +80,18 @@ class Run:
     never_reason: str = ""
     size: tuple = (0, 0, ())  # (total milli, milli per pod) as the trace asks, MIG instances: Engine._size
     request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
+    charge: tuple = ("", 0)  # (quota key, milli-units) it holds while bound or admitted (resources.demand)
     busy_starts: int = 0  # times it crashed at start on a card whose memory a neighbour held
     admitted: int = -1  # when it last reserved quota (Kueue mode), -1 while it holds none
     evicted: bool = False  # preempted, its pods terminating: still holds its cards and quota
     preemptor: int = -1  # the run that preempted it, while it terminates
+    ready_timeouts: int = 0  # evictions for pods not ready within waitForPodsReady's timeout
+    queued: int = -1  # its queue order time once requeued by such an eviction (-1: its submit time)
+    timer: int = -1  # the admission whose PodsReady timeout is scheduled
 
     @property
     def key(self) -> tuple[int, int, int]:
-        return (-self.priority, self.job.submit, self.index)
+        return (-self.priority, self.job.submit if self.queued < 0 else self.queued, self.index)
 
 
 @dataclass
@@ -110,6 +121,9 @@ class Engine:
         self.kueue = queueing  # admission on quota alone; the FGD protocol (no queueing) fuses it with placement
         self.log = events  # a list to append one dict per job event to, or None
         self.grace = TERMINATION_GRACE_SECONDS
+        self.ready = policy.pods_ready if queueing else None  # waitForPodsReady, Kueue mode only
+        self.unready: set[int] = set()  # with blockAdmission: admitted runs whose pods are not all running
+        self.unblocked = False  # the last of them came ready: every queue gets a pass
         self.departures, self.queueing = departures, queueing
         self.shapes: dict[tuple[tuple, str], Shape | None] = {}  # (request, pool) -> shape, computed once
         requests: dict[tuple, tuple[Job, int]] = {}  # request -> (a job asking for it, how many jobs do)
@@ -123,10 +137,14 @@ class Engine:
         self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration,
                          size=self._size(job), request=request_key(job))
                      for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
-        self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}  # queue -> flavor -> milli
-        self.nominal: dict[tuple[str, str], int] = {(queue.name, fq.flavor): fq.nominal
-                                                    for queue in policy.queues.values() for fq in queue.flavors}
+        # queue -> quota key -> milli-units held (a flavor's GPU bucket in milli-GPUs, resources.py)
+        self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}
         self.quota = QuotaTree(policy.queues, policy.cohorts)  # Kueue's cohort-tree arithmetic, usage kept in step
+        # time-sliced flavors whose quota lists no nvidia.com/gpu: a whole-card pod's one replica is barred
+        self.no_whole_cards = {fq.flavor for q in policy.queues.values() for fq in q.flavors
+                               if policy.pools[fq.pool].sharing == "time-sliced"
+                               and not covers_gpu(fq.gpu_names)}
+        self.nominal: dict[tuple[str, str], int] = {k: leaf.nominal for k, leaf in self.quota.leaves.items()}
         self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
         # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
         # per flavor, and a flavor is one pool): a release marks the queues of that pool stale, and a
@@ -224,6 +242,8 @@ class Engine:
                     run = self.runs[payload]
                     if run.admitted >= 0 and run.started < 0 and not run.evicted:
                         self._place_or_wait(run)
+                elif kind == PODS_READY:
+                    released = self._pods_ready_timeout(self.runs[payload[0]], payload[1]) or released
                 else:
                     self._recover(payload)
                     released = True
@@ -234,6 +254,10 @@ class Engine:
                 self._schedule_all()
             else:
                 self._schedule_arrivals(arrivals)
+            while self.unblocked:  # blockAdmission lifted: the queues it held back get their pass
+                self.unblocked = False
+                self.stale.update(self.policy.queues)
+                self._schedule_all()
             if not self.queueing:
                 self._drop_unstarted(arrivals)
             self._record()
@@ -260,10 +284,18 @@ class Engine:
 
     # -- queues --------------------------------------------------------------------------------------
     def _shape(self, run: Run, flavor: FlavorQuota) -> Shape | None:
+        """The job's shape on the flavor's pool; None also where the flavor's quota lacks the resource the job
+        asks for (Kueue: no fit): a MIG flavor counting resources apart without the job's instance, or a
+        time-sliced flavor without `nvidia.com/gpu` for a whole-card pod."""
         try:
-            return self.shapes[(run.request, flavor.pool)]
+            shape = self.shapes[(run.request, flavor.pool)]
         except KeyError:
-            return self._request_shape(run.request, run.job, flavor.pool)
+            shape = self._request_shape(run.request, run.job, flavor.pool)
+        if shape is not None and flavor.resources and self._demand(flavor, shape) is None:
+            return None
+        if shape is not None and not run.job.fractional and flavor.flavor in self.no_whole_cards:
+            return None
+        return shape
 
     def _request_shape(self, request: tuple, job: Job, pool_name: str) -> Shape | None:
         key = (request, pool_name)
@@ -277,7 +309,7 @@ class Engine:
     def _enqueue(self, run: Run) -> bool:
         """Queue an arriving job; a job no flavor could ever hold is reported never-scheduled at once."""
         queue = self.policy.queues[run.queue]
-        if run.interruptions == run.preemptions == run.busy_starts == 0:
+        if run.interruptions == run.preemptions == run.busy_starts == run.ready_timeouts == 0:
             self._event("arrived", run, queue=run.queue, tier=run.job.tier, gpus=run.size[0] / MILLI)
         if not any(self._could_ever_fit(run, f) for f in queue.flavors):
             run.never_reason = "larger than any flavor's quota or pool can hold"
@@ -291,10 +323,8 @@ class Engine:
         if shape is None:
             return False
         pool = self.policy.pools[flavor.pool]
-        return shape.total <= min(self._max_quota(run.queue, flavor), pool.capacity)
-
-    def _max_quota(self, queue_name: str, flavor: FlavorQuota) -> int:
-        return self.quota.potential(queue_name, flavor.flavor)
+        key, amount = self._demand(flavor, shape)
+        return shape.total <= pool.capacity and amount <= self.quota.potential(run.queue, key)
 
     def _size(self, job: Job) -> tuple:
         """(total milli, milli per pod) as the trace asks, then the MIG instance it takes in each pool replayed
@@ -311,8 +341,16 @@ class Engine:
         self.pending[run.queue].add((*run.key, run.index), run.size)
 
     # -- quota ---------------------------------------------------------------------------------------
-    def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, demand: int) -> bool:
-        return demand <= available(self.quota.leaves[(queue.name, flavor.flavor)])  # asked on every attempt
+    def _demand(self, flavor: FlavorQuota, shape: Shape) -> tuple[str, int] | None:
+        """The quota key the shape charges on the flavor and how much (Kueue counts each resource alone)."""
+        return demand(flavor.flavor, flavor.resources, shape.pods, shape.profile, shape.total)
+
+    def _quota_fits(self, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> bool:
+        key, amount = self._demand(flavor, shape)
+        return amount <= available(self.quota.leaves[(queue.name, key)])  # asked on every attempt
+
+    def _charge(self, run: Run, sign: int) -> None:
+        self._use(run.queue, run.charge[0], sign * run.charge[1])
 
     def _use(self, queue_name: str, flavor: str, delta: int) -> None:
         """Change a queue's usage of a flavor, and its cohorts' up the tree."""
@@ -346,9 +384,10 @@ class Engine:
             shape = self._shape(run, flavor)
             if shape is None:
                 continue
-            if usage[flavor.flavor] + shape.total <= flavor.nominal:
+            key, amount = self._demand(flavor, shape)
+            if usage[key] + amount <= self.nominal[(run.queue, key)]:
                 return False  # within nominal quota: it fits, or reclaims what the queue lent
-            if self._quota_fits(queue, flavor, shape.total):
+            if self._quota_fits(queue, flavor, shape):
                 return True
         return True
 
@@ -438,10 +477,16 @@ class Engine:
         held = self.reserved.pop(run.index, None)
         if held is not None:  # quota its victims gave back, kept for it (see _release_evicted)
             self.quota.use(run.queue, held[0], -held[1])
-        choice = self.admission.assign(queue, self._workload(run, None), {k: v.total for k, v in shapes.items()})
+        requests = {f.flavor: self._demand(f, shapes[f.flavor]) for f in queue.flavors if f.flavor in shapes}
+        choice = self.admission.assign(queue, self._workload(run, None), requests)
         if choice is None:
             return False
         if not choice.targets:
+            if self.unready:  # blockAdmission: scheduler.go waitForPodsReadyIfNeeded waits for them all
+                if held is not None:
+                    self.reserved[run.index] = held
+                    self.quota.use(run.queue, held[0], held[1])
+                return False
             if self.preempting.get(run.queue) == run.index:
                 del self.preempting[run.queue]
             self.pending[run.queue].remove(entry, run.size)
@@ -453,25 +498,28 @@ class Engine:
             if not victim.evicted:
                 self._preempt(victim, run, REASONS[target.variant])
             victim.preemptor = run.index
-        if held is not None and held[0] == choice.flavor.flavor:
+        if held is not None and held[0] == requests[choice.flavor.flavor][0]:
             self.reserved[run.index] = held
             self.quota.use(run.queue, held[0], held[1])
         self.preempting[run.queue] = run.index
         return False
 
     def _workload(self, run: Run, flavor: str | None) -> Workload:
-        total = run.shape.total if flavor is not None else 0
-        return Workload(run.index, run.queue, flavor or "", total, run.priority, run.job.submit, run.admitted,
+        total = run.charge[1] if flavor is not None else 0
+        return Workload(run.index, run.queue, flavor or "", total, run.priority, run.key[1], run.admitted,
                         run.evicted)
 
     def _holding_workloads(self, queue: str, flavor: str):
         runs = self.runs
-        return [self._workload(runs[i], flavor) for i in self.holding[queue] if runs[i].flavor.flavor == flavor]
+        return [self._workload(runs[i], flavor) for i in self.holding[queue] if runs[i].charge[0] == flavor]
 
     def _reserve(self, run: Run, flavor: FlavorQuota, shape: Shape) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, []
+        run.charge = self._demand(flavor, shape)
         run.admitted = self.now
-        self._use(run.queue, flavor.flavor, shape.total)
+        self._charge(run, 1)
+        if self.ready is not None and self.ready.block_admission:
+            self.unready.add(run.index)
         self.holding[run.queue].add(run.index)
         self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
 
@@ -480,6 +528,7 @@ class Engine:
         slots = self.pools[run.flavor.pool].place(run.shape)
         if slots is None:
             self.node_wait[run.flavor.pool][run.index] = None
+            self._ready_clock(run)
             return
         self.node_wait[run.flavor.pool].pop(run.index, None)
         run.slots = slots
@@ -508,6 +557,44 @@ class Engine:
                 run.slots = slots
                 self._start(run)
 
+    def _ready_clock(self, run: Run) -> None:
+        """Its pods are not running: the PodsReady timeout of its admission is due (one event per admission;
+        a job whose pods start at once needs none)."""
+        if self.ready is not None and run.admitted >= 0 and run.timer != run.admitted:
+            run.timer = run.admitted
+            due = max(self.now, run.admitted + self.ready.timeout)
+            self._push(due, PODS_READY, (run.index, run.admitted))
+
+    def _came_ready(self, run: Run) -> None:
+        """The run no longer holds blockAdmission back: its pods run, or it gave its admission up."""
+        if run.index in self.unready:
+            self.unready.discard(run.index)
+            self.unblocked = not self.unready
+
+    def _pods_ready_timeout(self, run: Run, admitted: int) -> bool:
+        """waitForPodsReady (readiness.py, workload_controller.go): a workload admitted at `admitted` whose
+        pods are not all running when the timeout is up is evicted (reason PodsReadyTimeout). Its pods never
+        ran, so its quota frees at once; it is requeued after UpdateRequeueState's backoff, ordered by the
+        eviction time, or deactivated past backoffLimitCount. True when quota came free."""
+        if run.admitted != admitted or run.started >= 0 or run.evicted or run.finished >= 0:
+            return False
+        self.node_wait[run.flavor.pool].pop(run.index, None)
+        self._charge(run, -1)
+        self.holding[run.queue].discard(run.index)
+        run.admitted = -1
+        self._came_ready(run)
+        self._released(run.flavor.pool)
+        run.ready_timeouts += 1
+        self._event("evicted", run, reason="PodsReadyTimeout", flavor=run.flavor.flavor)
+        limit = self.ready.backoff_limit
+        if limit is not None and run.ready_timeouts > limit:
+            run.never_reason = DEACTIVATED_REASON
+            return True
+        if self.ready.eviction_timestamp:
+            run.queued = self.now
+        self._push(self.now + self.ready.backoff(run.ready_timeouts), ARRIVE, run.index)
+        return True
+
     def _preempt(self, victim: Run, by: Run, reason: str) -> None:
         """Kueue evicts the victim: its work stops now; its quota and cards are released when its pods are gone."""
         victim.evicted = True
@@ -535,9 +622,10 @@ class Engine:
         if run.slots:
             pool.release(run.slots)
         self._released(run.flavor.pool)
-        self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        self._charge(run, -1)
         self.holding[run.queue].discard(run.index)
         self._keep_for_preemptor(run)
+        self._came_ready(run)
         run.slots, run.admitted, run.evicted = [], -1, False
         self._event("released", run)
         # requeued a second later, once Kueue has seen the eviction through: the preemptor, whose targets
@@ -553,16 +641,18 @@ class Engine:
         victim.preemptor = -1
         if preemptor is None or preemptor.admitted >= 0 or preemptor.finished >= 0:
             return
-        flavor = victim.flavor.flavor
-        held = self.reserved.get(preemptor.index, (flavor, 0))
-        if held[0] != flavor:
+        key = victim.charge[0]
+        held = self.reserved.get(preemptor.index, (key, 0))
+        if held[0] != key:
             return
-        need = max((s.total for f in self.policy.queues[preemptor.queue].flavors if f.flavor == flavor
-                    and (s := self._shape(preemptor, f)) is not None), default=0)
-        amount = min(victim.shape.total, need - held[1])
+        flavors = self.policy.queues[preemptor.queue].flavors
+        need = max((d[1] for f in flavors if f.flavor == victim.flavor.flavor
+                    and (s := self._shape(preemptor, f)) is not None and (d := self._demand(f, s))[0] == key),
+                   default=0)
+        amount = min(victim.charge[1], need - held[1])
         if amount > 0:
-            self.reserved[preemptor.index] = (flavor, held[1] + amount)
-            self.quota.use(preemptor.queue, flavor, amount)
+            self.reserved[preemptor.index] = (key, held[1] + amount)
+            self.quota.use(preemptor.queue, key, amount)
 
     def _event(self, kind: str, run: Run, **fields) -> None:
         if self.log is not None:
@@ -571,7 +661,7 @@ class Engine:
     def _admit(self, run: Run, queue: SimQueue) -> bool:
         for flavor in queue.flavors:
             shape = self._shape(run, flavor)
-            if shape is None or not self._quota_fits(queue, flavor, shape.total):
+            if shape is None or not self._quota_fits(queue, flavor, shape):
                 continue
             slots = self.pools[flavor.pool].place(shape)
             if slots is not None:
@@ -581,7 +671,8 @@ class Engine:
 
     def _bind(self, run: Run, flavor: FlavorQuota, shape: Shape, slots: list) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, slots
-        self._use(run.queue, flavor.flavor, shape.total)
+        run.charge = self._demand(flavor, shape)
+        self._charge(run, 1)
 
     def _start(self, run: Run) -> None:
         self.starts += 1
@@ -595,6 +686,7 @@ class Engine:
             self._event("started", run, pool=run.flavor.pool, nodes=sorted(self.pools[run.flavor.pool]
                                                                            .nodes_of(run.slots)))
         run.started = self.now
+        self._came_ready(run)
         if run.first_start < 0:
             run.first_start = self.now
         run.token += 1
@@ -614,19 +706,21 @@ class Engine:
         self._event("failed_at_start", run, pool=run.flavor.pool, attempt=run.busy_starts)
         last = run.busy_starts >= JOB_BACKOFF_LIMIT
         if not self.kueue or last:  # in Kueue the workload keeps its quota while its Job recreates the pod
-            self._use(run.queue, run.flavor.flavor, -run.shape.total)
+            self._charge(run, -1)
             self.holding[run.queue].discard(run.index)
             run.admitted = -1
+            self._came_ready(run)
         if last:
             run.never_reason = BUSY_DEVICE_REASON
             return
         backoff = min(CRASH_BACKOFF_CAP, CRASH_BACKOFF_SECONDS * 2 ** (run.busy_starts - 1))
         self._push(self.now + backoff, RETRY if self.kueue else ARRIVE, run.index)
+        self._ready_clock(run)
 
     def _unbind(self, run: Run) -> None:
         self.pools[run.flavor.pool].release(run.slots)
         self._released(run.flavor.pool)
-        self._use(run.queue, run.flavor.flavor, -run.shape.total)
+        self._charge(run, -1)
         self.holding[run.queue].discard(run.index)
         run.admitted = -1
         self.running[run.flavor.pool].discard(run.index)
@@ -665,25 +759,26 @@ class Engine:
                 policy == "LowerOrNewerEqualPriority" and p == run.priority)]
         return []
 
-    def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, demand: int) -> list[Run]:
+    def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> list[Run]:
         """Running jobs on this flavor the job may evict: its own queue's, and those of queues of its cohort tree
         that borrow where the job has the advantage (QuotaTree.reclaim_sources)."""
         # the priorities each policy lets the job preempt ([]: none, None: any), worked out once per attempt
         within = [] if queue.within_queue == "Never" else self._victim_priorities(run, queue.within_queue, False)
         reclaim = [] if queue.reclaim == "Never" else self._victim_priorities(run, queue.reclaim, True)
+        key, amount = self._demand(flavor, shape)
         sources: list[tuple[str, bool, list[int] | None]] = []
         if within != []:
             sources.append((queue.name, False, within))
         if reclaim != []:
             sources += [(name, True, reclaim)
-                        for name in self.quota.reclaim_sources(queue.name, flavor.flavor, demand)]
+                        for name in self.quota.reclaim_sources(queue.name, key, amount)]
         found: list[Run] = []
         for name, is_reclaim, wanted in sources:
             by_priority = self.queue_running[name]
             for priority in by_priority if wanted is None else wanted:
                 for index in by_priority.get(priority, ()):
                     victim = self.runs[index]
-                    if victim.flavor.flavor == flavor.flavor and self._may_preempt(run, victim, queue, is_reclaim):
+                    if victim.charge[0] == key and self._may_preempt(run, victim, queue, is_reclaim):
                         found.append(victim)
         found.sort(key=lambda v: (v.priority, -v.started, v.index))
         return found
@@ -695,7 +790,7 @@ class Engine:
             shape = self._shape(run, flavor)
             if shape is None:
                 continue
-            victims = self._candidates(run, queue, flavor, shape.total)
+            victims = self._candidates(run, queue, flavor, shape)
             if not victims:
                 continue
             pool = self.pools[flavor.pool]
@@ -706,7 +801,7 @@ class Engine:
                 continue  # quota or free cards stay short whatever is evicted: no card is touched
             chosen: list[Run] = []
             for victim in victims:
-                if victim.queue != queue.name and not self._borrowing(victim.queue, flavor.flavor):
+                if victim.queue != queue.name and not self._borrowing(victim.queue, victim.charge[0]):
                     continue  # Kueue reclaims only from a queue still above its nominal quota
                 chosen.append(victim)
                 self._unbind_tentative(victim)
@@ -737,10 +832,10 @@ class Engine:
         taken: list[Run] = []
         found = -1
         for victim in victims:
-            if victim.queue != queue.name and not self._borrowing(victim.queue, flavor.flavor):
+            if victim.queue != queue.name and not self._borrowing(victim.queue, victim.charge[0]):
                 continue
             taken.append(victim)
-            self._use(victim.queue, flavor.flavor, -victim.shape.total)
+            self._charge(victim, -1)
             free += victim.shape.total
             if whole:
                 if victim.shape.milli != MILLI:
@@ -750,17 +845,17 @@ class Engine:
                         cards = freed_cards.get(node, pool.whole[node])
                         freed_cards[node] = cards + 1
                         placeable += (cards + 1) // count - cards // count
-            if free >= shape.total and self._quota_fits(queue, flavor, shape.total) and (
+            if free >= shape.total and self._quota_fits(queue, flavor, shape) and (
                     not whole or placeable >= shape.pods):
                 found = len(taken)
                 break
         for victim in taken:
-            self._use(victim.queue, flavor.flavor, victim.shape.total)
+            self._charge(victim, 1)
         return found
 
     def _room_for(self, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> bool:
         pool = self.pools[flavor.pool]
-        return (pool.capacity - pool.allocated >= shape.total and self._quota_fits(queue, flavor, shape.total)
+        return (pool.capacity - pool.allocated >= shape.total and self._quota_fits(queue, flavor, shape)
                 and pool.fits(shape))
 
     def _minimal(self, chosen: list[Run], queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> list[Run]:
@@ -779,13 +874,13 @@ class Engine:
 
     def _unbind_tentative(self, victim: Run) -> None:
         self.pools[victim.flavor.pool].release(victim.slots)
-        self._use(victim.queue, victim.flavor.flavor, -victim.shape.total)
+        self._charge(victim, -1)
 
     def _rebind_tentative(self, victim: Run) -> None:
         pool = self.pools[victim.flavor.pool]
         for node, card, milli, memory in victim.slots:
             pool._take(node, card, milli, memory)
-        self._use(victim.queue, victim.flavor.flavor, victim.shape.total)
+        self._charge(victim, 1)
 
     def _evict(self, run: Run, preempted: bool) -> None:
         """Stop a running job whose cards were already released (tentatively) and requeue it."""

@@ -129,9 +129,11 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
     to a multiple of 1/replicas; a MIG pool replayed per layout (`profiles`: the profiles its layout makes)
     gives each pod one instance of the smallest profile that holds it (`smallest_instance`; None when none
     does); a MIG pool without a known layout rounds it up to the next profile size of the pool's GPU `model`
-    (the optimistic bound). Whole-card jobs run only on exclusive pools
-    (or anywhere in the baseline). With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a
-    plain `nvidia.com/gpu: 1` request does, and needs its share of the card's memory (`Shape.memory`).
+    (the optimistic bound). A one-card pod on a time-sliced pool takes one replica, as Kueue admits it to a
+    flavor whose quota covers `nvidia.com/gpu` (the engine bars a flavor whose quota does not); other
+    whole-card jobs run only on exclusive pools (or anywhere in the baseline): a pod of several replicas is not modelled.
+    With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a plain `nvidia.com/gpu: 1`
+    request does, and needs its share of the card's memory (`Shape.memory`).
     A "milli" pool (the FGD simulator's cards) gives a pod exactly the milli it asks, or whole cards, and
     places CPU-only pods too: their CPU and memory count on a node.
     """
@@ -161,6 +163,12 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
         slots = max(1, math.ceil(job.fraction * replicas - 1e-9))
         return Shape(job.pods, 1, min(MILLI, math.ceil(slots * MILLI / replicas)))
     count, pods = max(job.gpus, 0), job.pods
+    if count == 1 and sharing == "time-sliced" and not whole_only:
+        # The pod asks `nvidia.com/gpu: 1`: the device plugin hands it one replica, and Kueue, which sees
+        # resource names and counts only (flavorassigner.go fitsResourceQuota), charges the flavor one. A pod
+        # sized for a whole card needs all of its memory where that is tracked (replica_per_pod).
+        replica = math.ceil(MILLI / max(replicas, 1))
+        return Shape(pods, 1, replica, MILLI if replica_per_pod else 0)
     if count == 0 or (sharing != "exclusive" and not whole_only):
         return None  # a shared or MIG-partitioned card cannot be handed out whole
     if count > gpus_per_node:

@@ -18,6 +18,8 @@ from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MILLI, Job, mig_card, profile_share
 from .placement import BASELINE_PLACEMENT, DEFAULT_PLACEMENT
+from .readiness import KUEUE_DEFAULT, PodsReady
+from .resources import resource_buckets
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
 DEFAULT_TIER_PRIORITY = {"production": 1000, "training": 500, "batch": 200, "experiment": 100}
@@ -55,6 +57,8 @@ class FlavorQuota:
     nominal: int  # milli-GPUs
     borrowing_limit: int | None = None  # None: may borrow all the cohort lends
     lending_limit: int | None = None  # None: lends all of its nominal
+    resources: tuple = ()  # per-resource quota of a MIG pool replayed per layout (resources.resource_buckets)
+    gpu_names: tuple = field(default=(), compare=False)  # GPU resource names its quota lists (resources.py)
 
     @property
     def lendable(self) -> int:
@@ -77,6 +81,7 @@ class SimQueue:
     # where the job fits by borrowing ends the search; one where it needs preemption lets the next be tried
     when_can_borrow: str = "MayStopSearch"  # or TryNextFlavor
     when_can_preempt: str = "TryNextFlavor"  # or Preempt / MayStopSearch
+    preference: str = "BorrowingOverPreemption"  # flavorFungibility.preference, or PreemptionOverBorrowing
     # spec.preemption.borrowWithinCohort: LowerPriority lets the job preempt lower-priority workloads of other
     # queues while it borrows, those at or below `borrow_threshold` (maxPriorityThreshold; None: any lower)
     borrow_within: str = "Never"
@@ -107,6 +112,7 @@ class SimPolicy:
     # the share of starts that crash on a busy card the scheduler cannot see (`before`), drawn with failure_seed
     start_failure_rate: float = 0.0
     failure_seed: int = 0
+    pods_ready: PodsReady | None = None  # Kueue's waitForPodsReady (readiness.py); None: off (no Kueue)
 
     def priority(self, tier: str) -> int:
         return self.priorities.get(tier, 0)
@@ -190,7 +196,9 @@ def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[Fla
                     lend += quota_milli(quota.name, _bounded(quota.lending_limit), pool) or 0
             if nominal or has_borrow:
                 result.append(FlavorQuota(fq.flavor, pool.name, nominal, borrow if has_borrow else None,
-                                          lend if has_lend else None))
+                                          lend if has_lend else None,
+                                          resource_buckets(fq.resources, _bounded) if pool.instances else (),
+                                          tuple(q.name for q in fq.resources if q.name in GPU_RESOURCES)))
     return tuple(result)
 
 
@@ -246,14 +254,15 @@ def from_cluster(cluster: Cluster, placement: str = DEFAULT_PLACEMENT) -> SimPol
     if not queues:  # the engine needs a queue for every job
         raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
     return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
-                     placement=placement, cohorts=_cohorts(cluster, pools))
+                     placement=placement, cohorts=_cohorts(cluster, pools), pods_ready=KUEUE_DEFAULT)
 
 
 def _fungibility(spec: Any) -> dict[str, str]:
     """`spec.flavorFungibility`; v1beta1's `Borrow` and `Preempt` stop the search as v1beta2's `MayStopSearch`."""
     spec = spec if isinstance(spec, dict) else {}
     return {"when_can_borrow": str(spec.get("whenCanBorrow") or "MayStopSearch"),
-            "when_can_preempt": str(spec.get("whenCanPreempt") or "TryNextFlavor")}
+            "when_can_preempt": str(spec.get("whenCanPreempt") or "TryNextFlavor"),
+            "preference": str(spec.get("preference") or "BorrowingOverPreemption")}
 
 
 def _borrow_within(preemption: Any) -> dict[str, Any]:

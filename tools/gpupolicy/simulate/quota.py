@@ -1,6 +1,6 @@
-"""Kueue's quota arithmetic over a cohort tree, per flavor, in milli-GPUs.
+"""Kueue's quota arithmetic over a cohort tree, per flavor and resource (resources.py), in milli-units.
 
-Every node of the tree (a ClusterQueue, or a Cohort) holds, per flavor:
+Every node of the tree (a ClusterQueue, or a Cohort) holds, per quota key (a flavor, or one resource of it):
 - a *subtree quota*: its own nominal quota plus what each child passes up, the child's subtree quota minus the
   child's *local quota*;
 - a *local quota*: what its `lendingLimit` keeps from its parent, max(0, subtree - lendingLimit) (0 without a
@@ -19,11 +19,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .policy import FlavorQuota, SimCohort, SimQueue
+from .resources import bucket_key
 
 
 @dataclass(slots=True, eq=False)
 class Node:
-    """One ClusterQueue's or Cohort's quota in one flavor."""
+    """One ClusterQueue's or Cohort's quota under one quota key."""
 
     name: str
     is_queue: bool
@@ -70,6 +71,32 @@ def potential(node: Node) -> int:
     return reach
 
 
+def lowest_fitting_subtree(leaf: Node, demand: int) -> tuple[int, bool]:
+    """(height, may reclaim in hierarchy) of the lowest subtree whose quota holds `demand` more, as Kueue's
+    `FindHeightOfLowestSubtreeThatFits` (pkg/scheduler/preemption/classical/hierarchical_preemption.go): 0
+    when the queue needs no borrowing; the flag says the subtree found is not the whole tree."""
+    if leaf.usage + demand <= leaf.subtree or leaf.parent is None:
+        return 0, leaf.parent is not None
+    remaining = demand - leaf.local_available()
+    node = leaf.parent
+    while True:
+        if node.usage + remaining <= node.subtree:
+            return _height(node), node.parent is not None
+        if node.parent is None:
+            return _height(node), False
+        remaining -= node.local_available()
+        node = node.parent
+
+
+def _height(cohort: Node) -> int:
+    """hierarchical_preemption.go `getNodeHeight`: 1 for a cohort of queues, one more per level of cohorts."""
+    height = min(len(cohort.children), 1)
+    for child in cohort.children:
+        if not child.is_queue:
+            height = max(height, _height(child) + 1)
+    return height
+
+
 def add_usage(node: Node, amount: int) -> None:
     """Charge the node; what exceeds its unused local quota is charged to its parent as well."""
     local_available = node.local - node.usage if node.local > node.usage else 0
@@ -87,35 +114,35 @@ def remove_usage(node: Node, amount: int) -> None:
 
 
 class QuotaTree:
-    """The cohort forest of a SimPolicy, one tree of Nodes per flavor, with each queue's leaf at hand."""
+    """The cohort forest of a SimPolicy, one tree of Nodes per quota key (`flavor` in
+    the methods below: a flavor, or `flavor/resource`), with each queue's leaf at hand."""
 
     def __init__(self, queues: Mapping[str, SimQueue], cohorts: Mapping[str, SimCohort]):
-        self.leaves: dict[tuple[str, str], Node] = {}  # (queue, flavor) -> its node
+        self.leaves: dict[tuple[str, str], Node] = {}  # (queue, quota key) -> its node
         cohort_nodes: dict[tuple[str, str], Node] = {}
-        flavors = {fq.flavor for q in queues.values() for fq in q.flavors}
-        flavors |= {fq.flavor for c in cohorts.values() for fq in c.flavors}
+        keys = {key for q in queues.values() for fq in q.flavors for key, *_ in _buckets(fq)}
+        keys |= {key for c in cohorts.values() for fq in c.flavors for key, *_ in _buckets(fq)}
 
-        def cohort_node(name: str, flavor: str) -> Node:
-            key = (name, flavor)
-            if key not in cohort_nodes:
+        def cohort_node(name: str, key: str) -> Node:
+            if (name, key) not in cohort_nodes:
                 cohort = cohorts.get(name) or SimCohort(name)
-                node = _node(name, False, _quota_in(cohort.flavors, flavor))
-                cohort_nodes[key] = node
+                node = _node(name, False, _quota_in(cohort.flavors, key))
+                cohort_nodes[(name, key)] = node
                 if cohort.parent:  # policy.from_cluster refuses a cycle (CAP008), so this ends
-                    _attach(node, cohort_node(cohort.parent, flavor))
-            return cohort_nodes[key]
+                    _attach(node, cohort_node(cohort.parent, key))
+            return cohort_nodes[(name, key)]
 
-        for flavor in sorted(flavors):
+        for key in sorted(keys):
             for name in sorted(cohorts):
-                if _quota_in(cohorts[name].flavors, flavor):
-                    cohort_node(name, flavor)
+                if _quota_in(cohorts[name].flavors, key):
+                    cohort_node(name, key)
             for queue in queues.values():
-                quota = _quota_in(queue.flavors, flavor)
+                quota = _quota_in(queue.flavors, key)
                 if quota is None:
                     continue
-                leaf = self.leaves[(queue.name, flavor)] = _node(queue.name, True, quota)
+                leaf = self.leaves[(queue.name, key)] = _node(queue.name, True, quota)
                 if queue.cohort:
-                    _attach(leaf, cohort_node(queue.cohort, flavor))
+                    _attach(leaf, cohort_node(queue.cohort, key))
         for root in [n for n in cohort_nodes.values() if n.parent is None] + [
                 leaf for leaf in self.leaves.values() if leaf.parent is None]:
             _accumulate(root)
@@ -191,17 +218,27 @@ class QuotaTree:
                 node = node.parent
 
 
-def _quota_in(flavors: tuple[FlavorQuota, ...], flavor: str) -> FlavorQuota | None:
+def _buckets(fq: FlavorQuota) -> list[tuple[str, int, int | None, int | None]]:
+    """The flavor's quota buckets (key, nominal, borrowingLimit, lendingLimit): one per resource name where
+    the flavor counts them apart (resources.py), else its single GPU bucket."""
+    if fq.resources:
+        return [(bucket_key(fq.flavor, name), *limits) for name, *limits in fq.resources]
+    return [(fq.flavor, fq.nominal, fq.borrowing_limit, fq.lending_limit)]
+
+
+def _quota_in(flavors: tuple[FlavorQuota, ...], key: str) -> tuple | None:
     for fq in flavors:
-        if fq.flavor == flavor:
-            return fq
+        for bucket in _buckets(fq):
+            if bucket[0] == key:
+                return bucket
     return None
 
 
-def _node(name: str, is_queue: bool, quota: FlavorQuota | None) -> Node:
-    if quota is None:
+def _node(name: str, is_queue: bool, bucket: tuple | None) -> Node:
+    if bucket is None:
         return Node(name, is_queue)
-    return Node(name, is_queue, quota.nominal, quota.borrowing_limit, quota.lending_limit)
+    _, nominal, borrowing, lending = bucket
+    return Node(name, is_queue, nominal, borrowing, lending)
 
 
 def _attach(child: Node, parent: Node) -> None:

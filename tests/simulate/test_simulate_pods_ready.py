@@ -1,0 +1,76 @@
+"""Kueue's waitForPodsReady (readiness.py): pods not ready within the timeout evict the workload, which is
+requeued after a doubling backoff; on by default in Kueue 0.19's v1beta2 Configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpupolicy.simulate import Engine
+from gpupolicy.simulate.jobs import Job
+from gpupolicy.simulate.policy import FlavorQuota, SimPolicy, SimPool, SimQueue
+from gpupolicy.simulate.readiness import KUEUE_DEFAULT, PodsReady, duration_seconds, from_configuration
+
+
+def _policy(ready: PodsReady | None) -> SimPolicy:
+    """One node of 2 cards, and a queue whose quota (4 cards) admits more than the node holds."""
+    pool = SimPool("train", 1, 2, "exclusive")
+    queue = SimQueue("q", (FlavorQuota("f", "train", 4000),))
+    return SimPolicy("p", {"train": pool}, {"q": queue}, pods_ready=ready)
+
+
+JOBS = [Job("first", 0, 7200, gpus=2), Job("second", 0, 3600, gpus=2)]
+
+
+def _run(ready: PodsReady | None):
+    events: list = []
+    result = Engine(_policy(ready), JOBS, ["q", "q"], events=events).run()
+    return result.runs[1], [e["time"] for e in events if e["event"] == "evicted" and e["job"] == "second"]
+
+
+def test_pods_waiting_past_the_timeout_are_evicted_and_requeued_with_backoff():
+    second, evicted = _run(KUEUE_DEFAULT)
+    # admitted at 0, 1860 (60 s backoff), 3780 (120 s), 5820 (240 s): each wait for nodes ends at 30 min
+    assert evicted == [1800, 3660, 5580]
+    assert second.ready_timeouts == 3 and second.first_start == 7200  # the node frees when `first` finishes
+
+
+def test_without_wait_for_pods_ready_the_workload_keeps_its_quota():
+    second, evicted = _run(None)
+    assert evicted == [] and second.first_start == 7200 and second.ready_timeouts == 0
+
+
+def test_past_the_backoff_limit_the_workload_is_deactivated():
+    second, evicted = _run(dataclasses.replace(KUEUE_DEFAULT, backoff_limit=1))
+    assert evicted == [1800, 3660] and second.first_start < 0 and "backoff limit" in second.never_reason
+
+
+def test_kueue_defaults_and_the_configuration_read():
+    assert (KUEUE_DEFAULT.timeout, KUEUE_DEFAULT.backoff(1), KUEUE_DEFAULT.backoff(3)) == (1800, 60, 240)
+    assert KUEUE_DEFAULT.backoff(10) == 3600
+    v1beta2 = "config.kueue.x-k8s.io/v1beta2"
+    assert from_configuration({"apiVersion": v1beta2, "kind": "Configuration"}) == KUEUE_DEFAULT
+    disabled = {"apiVersion": v1beta2, "featureGates": {"DisableWaitForPodsReady": True}}
+    assert from_configuration(disabled) is None
+    assert from_configuration({"apiVersion": "config.kueue.x-k8s.io/v1beta1"}) is None
+    assert from_configuration({"apiVersion": "config.kueue.x-k8s.io/v1beta1",
+                               "waitForPodsReady": {"enable": True}}) == KUEUE_DEFAULT
+    custom = from_configuration({"apiVersion": v1beta2, "waitForPodsReady": {
+        "timeout": "5m", "blockAdmission": True,
+        "requeuingStrategy": {"backoffLimitCount": 5, "backoffBaseSeconds": 10, "timestamp": "Creation"}}})
+    assert custom == PodsReady(300, True, 10, 3600, 5, False)
+    assert (duration_seconds("1h30m", 0), duration_seconds("90s", 0)) == (5400, 90)
+    assert duration_seconds("soon", 7) == 7
+
+
+def test_block_admission_admits_nothing_while_an_admitted_workload_waits_for_nodes():
+    # `second` is admitted on quota but its node is busy; `third` fits its own queue and pool, yet under
+    # blockAdmission waits until `second` gives its admission up at its 30-minute timeout
+    pools = {name: SimPool(name, 1, 2, "exclusive") for name in ("train", "other")}
+    queues = {"q1": SimQueue("q1", (FlavorQuota("f1", "train", 4000),)),
+              "q2": SimQueue("q2", (FlavorQuota("f2", "other", 2000),))}
+    block = dataclasses.replace(KUEUE_DEFAULT, block_admission=True)
+    jobs = [Job("first", 0, 7200, gpus=2), Job("second", 10, 600, gpus=2), Job("third", 20, 600, gpus=2)]
+    blocked = Engine(SimPolicy("p", pools, queues, pods_ready=block), jobs, ["q1", "q1", "q2"]).run().runs
+    assert [r.first_start for r in blocked] == [0, 7200, 1810]
+    free = Engine(SimPolicy("p", pools, queues, pods_ready=KUEUE_DEFAULT), jobs, ["q1", "q1", "q2"]).run().runs
+    assert [r.first_start for r in free] == [0, 7200, 20]
