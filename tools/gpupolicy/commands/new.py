@@ -1,4 +1,5 @@
-"""gpupolicy new pool|team NAME ...: add a pool or a team with every edit it needs, all or nothing (decision 0076).
+"""gpupolicy new pool|team NAME ... | identity: add a pool or a team with every edit it needs, or make the
+inherited site, git repository and code owners the fork's own; all or nothing (decision 0076).
 
 The edits are made and validated on a copy of the repository first; the repository is written only when the
 copy has no error it did not already have (exit 1 and nothing written otherwise). `--dry-run` prints the files
@@ -53,7 +54,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="LocalQueue names (default: the workload's name)")
     team.add_argument("--description", default="", help="one sentence for the namespace")
     team.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
-    for kind in (pool, team):  # --repo after the kind too (the command's own --repo comes before it)
+    identity = actions.add_parser("identity", help="the fork's own runbook site, git repository and code-owner "
+                                  "organization in place of the inherited ones, everywhere they are written")
+    identity.add_argument("--site-url", default="", help="the runbook site (mkdocs.yml site_url and every "
+                          "runbook link), e.g. https://gpu.acme.io/")
+    identity.add_argument("--git-url", default="", help="the repository the clusters sync from (Flux "
+                          "GitRepository, Argo CD sources)")
+    identity.add_argument("--org", default="", help="the organization CODEOWNERS names (@ORG/team)")
+    identity.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    for kind in (pool, team, identity):  # --repo after the kind too (the command's own --repo comes before it)
         kind.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
 
 
@@ -69,6 +78,11 @@ def run(args: argparse.Namespace) -> int:
             layout=args.layout, mig_devices=_devices(args.mig_devices), description=args.description,
             quotas=dict(pool.quota_amounts(q) for q in args.quota) or None)
         steps, what = pool.steps(request), f"pool {args.name} in {args.cluster}"
+    elif args.action == "identity":
+        from ..scaffold import identity
+
+        request = identity.IdentityRequest(site_url=args.site_url, git_url=args.git_url, org=args.org)
+        steps, what = identity.steps(request), "identity"
     else:
         from ..scaffold import team
 
