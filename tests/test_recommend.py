@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from gpupolicy import docsgen
 from gpupolicy.domain import quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
@@ -233,6 +234,7 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     texts, errors = edits.edited_files(root, "prod-us", knob_list, params)
     assert errors == []
     edits.apply_to_repository(root, texts)
+    docsgen.refresh(root)  # as `recommend --apply` does after writing: the quota pages follow (DOC005)
     research = (root / "clusters/prod-us/queues/research.yaml").read_text()
     assert "cohortName: training" in research and "borrow up to 12." in research
     cpu_flavor = research[research.index("- name: cpu\n"):research.index("- name: us-l40s-shared")]
@@ -276,6 +278,7 @@ def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):
     assert "nominalQuota: 32\n              borrowingLimit: 32\n              lendingLimit: 32\n" in \
         texts["clusters/prod-us/queues/serving.yaml"]  # serving's 16 replicas of 4 cards are 32 of 8
     edits.apply_to_repository(root, texts)
+    docsgen.refresh(root)  # as `recommend --apply` does
     validate = _cli(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpupolicy import docsgen
 from gpupolicy.domain import catalog, mig, quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.model import ResourceQuota
@@ -240,6 +241,7 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
     assert 'requests.nvidia.com/mig-1g.10gb: "72"' in serving and 'requests.nvidia.com/mig-2g.20gb: "48"' in serving
     assert 'requests.nvidia.com/mig-3g.40gb: "0"' in serving
     edits.apply_to_repository(root, texts)
+    docsgen.refresh(root)  # as `recommend --apply` does
     _clean(root)
     check = _cli(root, "mig", "check", str(root / CONFIG))  # a path of the copy, not of the working directory
     assert check.returncode == 0, check.stdout + check.stderr
@@ -281,6 +283,7 @@ def test_apply_a_config_layout_adds_the_profiles_to_every_flavor_and_namespace(t
     assert ('requests.nvidia.com/mig-1g.10gb: "32"\n    requests.nvidia.com/mig-2g.20gb: "16"\n'
             '    requests.nvidia.com/mig-3g.40gb: "16"\n') in vision_quota  # nominal + borrowing: 16 + 16, 8 + 8, 8 + 8
     edits.apply_to_repository(root, texts)
+    docsgen.refresh(root)  # as `recommend --apply` does
     _clean(root)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gpupolicy import docsgen
 from gpupolicy.errors import ToolError
 from gpupolicy.model import (
     PRODUCT_LABEL,
@@ -191,6 +192,7 @@ def test_apply_switches_a_shared_pool_to_exclusive_and_back(tmp_path):
     assert 'requests.nvidia.com/gpu: "24"' in texts["clusters/prod-us/team-quotas.yaml"]  # research: 12 + 4 + 8
     original = {rel: (root / rel).read_text() for rel in texts}
     edits.apply_to_repository(root, texts)
+    docsgen.refresh(root)  # as `recommend --apply` does
     validate = _validate(root)
     assert validate.returncode == 0, validate.stdout + validate.stderr
 

@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
             else:
                 targets[_new_file(args.repo, rel)] = text
         transaction.write_files(targets, journal_root=args.repo)
+        from .. import docsgen
+
+        docsgen.refresh(args.repo)  # the new cluster's and pools' pages
     _summary(args, nodes, pools, steps, texts, asked, operator)
     return 0
 

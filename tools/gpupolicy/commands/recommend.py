@@ -134,6 +134,9 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     refusal = _apply_refusal(args, chosen[1]) if chosen and args.apply else None
     if chosen and args.apply and refusal is None:
         edits.apply_to_repository(Path(args.repo), chosen[1])
+        from .. import docsgen
+
+        docsgen.refresh(Path(args.repo))  # the quota tables and cluster pages follow the applied change
     report = dict(cluster=cluster.name, jobs=len(jobs), trials=len(candidates), seconds=seconds,
                   executor=runner.name, candidates=candidates, chosen=chosen, rejected=rejected,
                   summaries=summaries, knobs=knob_list, out=out, targets=waits,

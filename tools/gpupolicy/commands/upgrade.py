@@ -443,8 +443,11 @@ def _finish(editor: PlanEditor, args: argparse.Namespace, plan: Plan, summary: s
         print(f"# dry run: {summary}; nothing written")
         return 0
     editor.write()
-    print(f"# {summary}; {len(editor.changed())} file(s) changed. Commit it:\n"
-          f"#   git commit -m \"upgrade {action} {plan.name}: {summary}\" -- {' '.join(editor.changed())}")
+    from .. import docsgen  # imported here: it reads the whole toolkit, and only a written promote needs it
+
+    changed = [*editor.changed(), *docsgen.refresh(args.repo)]  # the pages the plan's state appears in
+    print(f"# {summary}; {len(changed)} file(s) changed. Commit it:\n"
+          f"#   git commit -m \"upgrade {action} {plan.name}: {summary}\" -- {' '.join(changed)}")
     return 0
 
 

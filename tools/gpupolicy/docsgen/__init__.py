@@ -94,6 +94,17 @@ def drift(root: Path, pages: dict[str, str]) -> dict[str, str]:
     return found
 
 
+def refresh(root: Path) -> list[str]:
+    """After a command wrote manifests (`recommend --apply`, `upgrade promote`, `import`): the committed pages
+    regenerated, so `validate` stays clean (DOC005); the pages written. Nothing when the repository commits no
+    generated pages."""
+    from ..pipeline import load_fleet
+
+    if not (root / GENERATED_DIR).is_dir():
+        return []
+    return write_pages(root, generate(root, load_fleet(root)))
+
+
 def page_drift(root: Path, fleet: Fleet) -> dict[str, str]:
     """`drift` of the committed pages against what the generators write for `fleet`, for `validate` (DOC005);
     empty when the repository commits no generated pages (a fork that builds them with the site)."""
