@@ -15,26 +15,6 @@ from support import MINIREPO
 from gpupolicy.cli import main
 from gpupolicy.simulate.traces import TraceError, read_trace
 
-BETA = """---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: beta
-  labels:
-    gpupolicy.io/team: beta
-    gpupolicy.io/tier: training
-spec:
-  namespaceSelector:
-    matchLabels:
-      gpupolicy.io/team: beta
-  resourceGroups:
-    - coveredResources: [nvidia.com/gpu]
-      flavors:
-        - name: mini-a100
-          resources:
-            - name: nvidia.com/gpu
-              nominalQuota: 8
-"""
 BETA_NAMESPACE = """---
 apiVersion: v1
 kind: Namespace
@@ -69,8 +49,9 @@ EXPECTED = {
 def two_queue_repo(tmp_path: Path) -> Path:
     repo = shutil.copytree(MINIREPO, tmp_path / "repo")
     queues = repo / "clusters" / "mini" / "queues.yaml"
-    text = queues.read_text(encoding="utf-8").replace("nominalQuota: 16", "nominalQuota: 8")
-    queues.write_text(text + BETA, encoding="utf-8")
+    alpha = queues.read_text(encoding="utf-8").replace("nominalQuota: 16", "nominalQuota: 8")
+    beta = alpha.replace("alpha", "beta")  # the fixture's own queue, for a second team: the same shape
+    queues.write_text(alpha + "---\n" + beta, encoding="utf-8")
     team = repo / "policies" / "base" / "team.yaml"
     team.write_text(team.read_text(encoding="utf-8") + BETA_NAMESPACE, encoding="utf-8")
     return repo
