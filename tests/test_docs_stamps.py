@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import MINIREPO, REPO
+from support import MINIREPO, REPO, run_gpupolicy
 
 from gpupolicy import docsgen, pipeline
 
@@ -45,17 +45,8 @@ def test_a_generator_without_declared_inputs_reads_the_whole_configuration(tmp_p
     assert listed == ["    - the whole configuration: `clusters/`, `pools/`, `policies/`"]
 
 
-class _Checked:
-    """The page check's findings, as text lines like the CLI's (`validate` does not run it yet: see issue 32)."""
-
-    def __init__(self, root: Path) -> None:
-        findings = pipeline.run(root, use_cache=False, pages=docsgen.page_drift).findings
-        self.stdout = "\n".join(f"{f.path}:{f.line}: {f.severity.value} {f.rule}: {f.message}" for f in findings)
-        self.returncode = 1 if any(f.rule == "DOC005" for f in findings) else 0
-
-
-def _validate(root: Path) -> _Checked:
-    return _Checked(root)
+def _validate(root: Path) -> subprocess.CompletedProcess:
+    return run_gpupolicy("validate", "--repo", str(root), "--no-cache")
 
 
 def test_validate_reports_a_stale_page_and_is_clean_once_regenerated(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from .. import pipeline, report
+from .. import docsgen, pipeline, report
 from ..configure import guardrails
 from ..errors import ToolError
 from ..infra import repopath
@@ -135,7 +135,7 @@ def _validate(args: argparse.Namespace, scope: Scope, store: CacheStore) -> pipe
                                 store=store, reader=scope.reader,
                                 fleet_level=scope.shard is not None and scope.shard.fleet_level,
                                 fleet_checks=scope.shard is None or scope.shard.fleet_level,
-                                guardrail_base=base)
+                                guardrail_base=base, pages=docsgen.page_drift)
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding and exit 2, see exit_code

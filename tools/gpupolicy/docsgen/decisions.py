@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from ..domain import decisions
 from ..domain.decisions import Decision
-from ..infra import repopath
 from . import Context, table
 
 
 def pages(context: Context) -> dict[str, str]:
-    log = decisions.load_log(repopath.Reader(context.root))
+    log = context.fleet.decision_log  # read once by the pipeline's load stage
     text = context.header("Decision log", [decisions.DECISIONS_DIR])
     text += ("Why the repository is the way it is, one [MADR](https://adr.github.io/madr/) record per decision "
              "(how to write one: [the decision log](../decisions/index.md)). A superseded record names the one "

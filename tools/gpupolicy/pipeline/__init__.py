@@ -207,7 +207,9 @@ def run(root: Path, clusters: list[str] | None = None, use_cache: bool = True, r
     waived: list[waivers.Waived] = []
     unused: list[Finding] = []
     configured = repoconfig.Applied(findings)
-    if pages is not None and sources.whole and rules:
+    # Pages are compared only with a model built without errors: from a fleet missing a broken pool every page
+    # that names the pool would read as stale, and the broken file is already reported, once, as itself.
+    if pages is not None and sources.whole and rules and not any(f.severity is Severity.ERROR for f in findings):
         fleet.page_drift = guarded(findings, "stage generated pages", pages, root, fleet, default=None)
     if rules:
         guardrails.attach(fleet, guardrail_base or guardrails.WorkingTree(sources.reader))  # before any rule reads it

@@ -6,7 +6,8 @@ catalogs) are what the on-call engineer reads at 3 a.m.; the runbook site is bui
 A page that was not regenerated after a manifest changed describes a fleet that no longer exists: a quota
 table with last week's numbers, a pool page that still shows a taint the pool dropped. A page no generator
 makes any more (a removed pool's join page) stays on the site and in search results. `validate` regenerates
-the pages in memory on every run over the whole repository and compares them with the committed files;
+the pages in memory on every run over the whole repository whose model built without errors (a broken file
+is reported as itself first) and compares them with the committed files;
 a fork that does not commit generated pages (it builds them with the site) has no `docs/generated/` folder,
 and nothing is compared.
 

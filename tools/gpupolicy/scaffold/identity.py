@@ -92,23 +92,27 @@ def _sync_urls(workspace: Workspace) -> set[str]:
     """The git URLs the sync engines read this repository from."""
     urls: set[str] = set()
     for document in workspace.fleet().documents:
-        data = document.data if isinstance(document.data, dict) else {}
-        spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+        data = _mapping(document.data)
+        spec = _mapping(data.get("spec"))
         if data.get("kind") == "GitRepository" and isinstance(spec.get("url"), str):
             urls.add(spec["url"])
-        urls.update(_argo_git_sources(spec.get("template", {}).get("spec", {}) if data.get("kind") ==
-                                      "ApplicationSet" and isinstance(spec.get("template"), dict) else spec))
+        elif data.get("kind") == "ApplicationSet":  # its Applications' sources are in the template
+            urls.update(_argo_git_sources(_mapping(_mapping(spec.get("template")).get("spec"))))
+        else:
+            urls.update(_argo_git_sources(spec))
     return urls
 
 
-def _argo_git_sources(spec: object) -> Iterator[str]:
-    if not isinstance(spec, dict):
-        return
-    sources = [spec.get("source"), *(spec.get("sources") or [])] if isinstance(spec.get("sources") or [],
-                                                                                list) else [spec.get("source")]
-    for source in sources:
+def _argo_git_sources(spec: dict) -> Iterator[str]:
+    """repoURL of each Argo CD git source (one with a `path`; a Helm chart source has `chart` instead)."""
+    sources = spec.get("sources") if isinstance(spec.get("sources"), list) else []
+    for source in [spec.get("source"), *sources]:
         if isinstance(source, dict) and "path" in source and isinstance(source.get("repoURL"), str):
             yield source["repoURL"]
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _owner_orgs(copy: Path) -> set[str]:
