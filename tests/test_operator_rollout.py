@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_server import healthy_prometheus
-from support import REPO, add_signing_keys, copy_repo, git
+from support import add_signing_keys, copy_repo, fleet_repo, git
 
 from gpupolicy import docsgen, pipeline
 from gpupolicy.cli import main
@@ -21,6 +21,8 @@ from gpupolicy.upgrade import plans as upgrades
 PLAN = "gpu-operator-chart-again"  # the shipped gpu-operator-v26-3-to-v26-7 is finished history
 FROM, TO = "v26.3.3", "v26.7.0"
 SHARED_DRIVER = "535.309.01"
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 CLUSTERS = ("test-us", "prod-eu", "prod-us")
 APPROVER = ("Amara Okafor", "amara.okafor@gpu-platform.example.com")  # platform-oncall in approvers.yaml
 PLAN_TEXT = f"""# Staged GPU Operator chart upgrade: the test cluster, then prod-eu, then prod-us.
