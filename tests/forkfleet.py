@@ -120,6 +120,7 @@ def make_fleet_repo(target: Path, source: Path = REPO) -> Path:
         if name.endswith(".yaml"):
             (target / "docs/examples" / name).unlink()
     shutil.copytree(FLEET_FIXTURE, target, dirs_exist_ok=True)
+    regenerate_pages(target)  # the pages of this fleet (a few seconds; none to write on this repository)
     return target
 
 
