@@ -55,9 +55,3 @@ def fork_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def fork(fork_template: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(fork_template, tmp_path / "repo", symlinks=True))
 
-
-@pytest.fixture
-def fleet_copy(tmp_path: Path) -> Path:
-    """A copy of the tests' own rich fleet repository (support.fleet_repo) to write in."""
-    from support import fleet_repo
-    return Path(shutil.copytree(fleet_repo(), tmp_path / "repo", symlinks=True))
