@@ -54,3 +54,4 @@ def fork_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def fork(fork_template: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(fork_template, tmp_path / "repo", symlinks=True))
+

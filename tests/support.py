@@ -3,11 +3,13 @@ modules under the same name)."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,22 @@ def require_tool(name: str) -> str:
         pytest.fail(f"{name} is required in CI (make system-tools installs it)")
     pytest.skip(f"{name} is not installed (run `make system-tools`)")
     raise AssertionError  # unreachable
+
+
+_FLEET_REPO: list[Path] = []
+
+
+def fleet_repo() -> Path:
+    """The fixture repository of the toolkit tests that need a rich fleet: this checkout with the tests' own
+    fleet (tests/fixtures/fleet: three clusters, MIG, time-sliced and exclusive pools, four teams, two rollout
+    plans) in place of the one it holds, so they pass the same on a fork (decision 0085). Made once per run, in
+    a temporary folder removed at exit; read it, never write it (copy_repo it first)."""
+    if not _FLEET_REPO:
+        from forkfleet import make_fleet_repo
+        folder = Path(tempfile.mkdtemp(prefix="gpupolicy-fleet-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _FLEET_REPO.append(make_fleet_repo(folder / "repo", REPO))
+    return _FLEET_REPO[0]
 
 
 def copy_repo(source: Path, target: Path) -> Path:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import MINIREPO, REPO, copy_repo
+from support import MINIREPO, REPO, copy_repo, fleet_repo
 
 from gpupolicy.cli import main
 
@@ -109,11 +109,10 @@ def test_console_script_runs() -> None:
     assert json.loads(proc.stdout)["summary"]["clusters"] == 1
 
 
-@pytest.mark.reference_fleet
 def test_a_broken_pool_declaration_is_reported_once(tmp_path: Path, capsys) -> None:
     """A pool.yaml that does not load drops the pool from the model; its flavor and plan entries must not
-    then be reported again as pointing at no pool."""
-    repo = copy_repo(REPO, tmp_path / "r")
+    then be reported again as pointing at no pool (on the tests' own fleet, support.fleet_repo)."""
+    repo = copy_repo(fleet_repo(), tmp_path / "r")
     pool = repo / "pools/us-h100-train/pool.yaml"
     pool.write_text(pool.read_text().replace("  accessMode: exclusive\n", "  accessMode: exclusive\n  accessMode: x\n"))
     assert main(["validate", "--repo", str(repo), "--format", "json"]) == 1

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import REPO, copy_repo
+from support import REPO, copy_repo, fleet_repo
 
 from gpupolicy import pipeline
 from gpupolicy.findings import Finding
@@ -20,8 +20,9 @@ def test_an_empty_cluster_selection_is_refused() -> None:
 
 
 def _with_new_pool(tmp_path: Path) -> Path:
-    """The shipped repository with pool eu-l4-extra (a copy of eu-l4-shared) added to prod-eu, in no rollout stage."""
-    repo = copy_repo(REPO, tmp_path / "repo")
+    """The tests' own rich fleet (support.fleet_repo) with pool eu-l4-extra (a copy of eu-l4-shared) added to
+    prod-eu, in no rollout stage."""
+    repo = copy_repo(fleet_repo(), tmp_path / "repo")
     shutil.copytree(repo / "pools/eu-l4-shared", repo / "pools/eu-l4-extra")
     for path in (repo / "pools/eu-l4-extra").iterdir():
         path.write_text(path.read_text().replace("eu-l4-shared", "eu-l4-extra"))
@@ -31,7 +32,6 @@ def _with_new_pool(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.reference_fleet
 def test_a_run_over_one_cluster_keeps_the_fleet_level_findings_about_it(tmp_path: Path) -> None:
     """Issue 14: the rollout plan is a fleet-level file; `--cluster prod-eu` must still report that it leaves
     prod-eu's new pool out of every stage, exactly as the full run does, and a run over prod-us must not."""
@@ -47,13 +47,12 @@ def test_a_run_over_one_cluster_keeps_the_fleet_level_findings_about_it(tmp_path
     assert upgrade_findings(["prod-us"]) == []
 
 
-@pytest.mark.reference_fleet
 def test_the_summary_names_a_cluster_left_unrendered_by_a_file_that_does_not_load(tmp_path: Path) -> None:
     """A YAML error in one cluster's queue keeps that cluster from rendering: the summary says so instead of
     counting the objects of the others as if the fleet had two clusters."""
     from gpupolicy import report
 
-    repo = copy_repo(REPO, tmp_path / "repo")
+    repo = copy_repo(fleet_repo(), tmp_path / "repo")
     queue = repo / "clusters/prod-eu/queues/nlp.yaml"
     queue.write_text(queue.read_text().replace("spec:\n", "spec:\n\t\n", 1))
     result = pipeline.run(repo)

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import MINIREPO, REPO, copy_repo
+from support import MINIREPO, copy_repo, fleet_repo
 
 from gpupolicy import diff, pipeline
 from gpupolicy.domain.quantity import human_amount, human_delta
@@ -47,17 +47,17 @@ def mini(tmp_path: Path) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def fleet_change(tmp_path_factory: pytest.TempPathFactory) -> diff.SemanticDiff:
     """nlp's prod-eu ResourceQuota 48 -> 480, a taint and a node on eu-l4-shared, the canary stage's soak 7d -> 10d."""
-    head = copy_repo(REPO, tmp_path_factory.mktemp("fleet") / "repo")
+    base = fleet_repo()  # the tests' own rich fleet, the same on a fork (decision 0085)
+    head = copy_repo(base, tmp_path_factory.mktemp("fleet") / "repo")
     _edit(head / "clusters/prod-eu/team-quotas.yaml", 'requests.nvidia.com/gpu: "48"', 'requests.nvidia.com/gpu: "480"')
     pool = head / "pools/eu-l4-shared/pool.yaml"
     _edit(pool, "    eu-west-1b: 1", "    eu-west-1b: 2")
     _edit(pool, "      effect: NoSchedule\n",
           "      effect: NoSchedule\n    - key: gpupolicy.io/dedicated\n      value: notebooks\n      effect: NoSchedule\n")
     _edit(head / "policies/upgrades/driver-r580-to-r595.yaml", "minimumSoak: 7d", "minimumSoak: 10d")
-    return _compare(REPO, head)
+    return _compare(base, head)
 
 
-@pytest.mark.reference_fleet
 def test_a_namespace_resource_quota_change_is_shown(fleet_change: diff.SemanticDiff) -> None:
     assert _rows(fleet_change, "namespace-quotas") == [
         {"cluster": "prod-eu", "namespace": "nlp", "quota": "gpu", "resource": "requests.nvidia.com/gpu",
@@ -65,7 +65,6 @@ def test_a_namespace_resource_quota_change_is_shown(fleet_change: diff.SemanticD
     assert "+432 nvidia.com/gpu for namespace nlp in prod-eu (48 -> 480)" in fleet_change.headline
 
 
-@pytest.mark.reference_fleet
 def test_a_taint_an_upgrade_plan_and_a_pool_size_are_shown(fleet_change: diff.SemanticDiff) -> None:
     declared = {(row["pool"], row["field"]): (row["old"], row["new"])
                 for row in _rows(fleet_change, "pool-declarations")}
@@ -81,7 +80,6 @@ def test_a_taint_an_upgrade_plan_and_a_pool_size_are_shown(fleet_change: diff.Se
     assert fleet_change.headline.startswith("new taint gpupolicy.io/dedicated=notebooks:NoSchedule on pool eu-l4-shared")
 
 
-@pytest.mark.reference_fleet
 def test_every_changed_rendered_object_is_listed_with_its_yaml_diff(fleet_change: diff.SemanticDiff) -> None:
     objects = {(c.cluster, c.ref): c for cluster in fleet_change.objects for c in cluster.changes}
     assert set(objects) == {("prod-eu", "ResourceQuota nlp/gpu")}

@@ -8,10 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import GPUPOLICY, REPO
+from support import GPUPOLICY, fleet_repo
 
 from gpupolicy import pipeline
 from gpupolicy.audit import Snapshot, free_by_pool
+
+# The tests' own rich fleet (tests/fixtures/fleet, decision 0085): test-us and its committed page, on a fork too.
+REPO = fleet_repo()
 
 
 def node(name: str, pool: str, allocatable: dict | None = None, cordoned: bool = False) -> dict:
@@ -50,7 +53,6 @@ def test_us():
     return pipeline.load_fleet(REPO).clusters["test-us"]
 
 
-@pytest.mark.reference_fleet
 def test_free_counts_allocatable_less_effective_requests(test_us):
     free = free_by_pool(snapshot(), {p.name: p for p in test_us.pools})
     # 7 allocatable less max(init 6, app 4) = 1; the cordoned node adds nothing
@@ -73,7 +75,6 @@ def _docs(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-@pytest.mark.reference_fleet
 def test_live_pages_show_free_now_and_leave_the_repository_alone(tmp_path):
     folder = _write_snapshot(tmp_path / "snap", snapshot())
     committed = (REPO / "docs/generated/clusters/test-us.md").read_text()
@@ -94,7 +95,6 @@ def test_live_pages_show_free_now_and_leave_the_repository_alone(tmp_path):
     (["--snapshot", "nowhere=SNAP", "--out", "OUT"], "expected CLUSTER=DIR with one of"),
     (["--snapshot", "test-us=MISSING", "--out", "OUT"], "not a directory"),
 ])
-@pytest.mark.reference_fleet
 def test_bad_live_requests_are_refused_with_a_reason(tmp_path, args, message):
     folder = _write_snapshot(tmp_path / "snap", snapshot())
     args = [a.replace("SNAP", str(folder)).replace("MISSING", str(tmp_path / "missing"))
@@ -104,7 +104,6 @@ def test_bad_live_requests_are_refused_with_a_reason(tmp_path, args, message):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.reference_fleet
 def test_a_malformed_snapshot_names_the_file_and_field(tmp_path):
     bad = snapshot()
     bad.nodes[0]["status"]["allocatable"]["nvidia.com/gpu"] = "many"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_server import healthy_prometheus
-from support import REPO, add_signing_keys, copy_repo, git
+from support import REPO as SHIPPED
+from support import add_signing_keys, copy_repo, fleet_repo, git
 
 from gpupolicy import docsgen, pipeline
 from gpupolicy.cli import main
@@ -21,6 +22,8 @@ from gpupolicy.upgrade import plans as upgrades
 PLAN = "gpu-operator-chart-again"  # the shipped gpu-operator-v26-3-to-v26-7 is finished history
 FROM, TO = "v26.3.3", "v26.7.0"
 SHARED_DRIVER = "535.309.01"
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 CLUSTERS = ("test-us", "prod-eu", "prod-us")
 APPROVER = ("Amara Okafor", "amara.okafor@gpu-platform.example.com")  # platform-oncall in approvers.yaml
 PLAN_TEXT = f"""# Staged GPU Operator chart upgrade: the test cluster, then prod-eu, then prod-us.
@@ -172,12 +175,13 @@ def test_promote_refuses_a_cluster_whose_chart_is_not_pinned(repo: Path, capsys)
 
 
 def test_each_shipped_cluster_pins_the_chart_it_declares() -> None:
-    fleet = pipeline.load_fleet(REPO)
-    for name in CLUSTERS:
-        cluster = fleet.clusters[name]
+    """Whatever fleet this repository holds (the reference one, or a fork's made by `gpupolicy new cluster`)."""
+    fleet = pipeline.load_fleet(SHIPPED)
+    assert fleet.clusters
+    for cluster in fleet.clusters.values():
         [install] = upgrades.chart_installs(cluster)
         assert install.version == cluster.facts.gpu_operator_version
-        assert (REPO / upgrades.chart_pin_path(cluster)).is_file()
+        assert (SHIPPED / upgrades.chart_pin_path(cluster)).is_file()
 
 
 def test_upgrades_are_supported_within_a_major_or_to_the_next() -> None:

@@ -154,8 +154,8 @@ def _page_totals(text: str) -> dict[tuple[str, str, str], tuple[int, int]]:
     return totals
 
 
-@pytest.mark.reference_fleet
-def test_cap001_and_the_quota_page_agree_on_the_reference_fleet(fleet) -> None:
+def test_cap001_and_the_quota_page_agree_on_the_repository_fleet(fleet) -> None:
+    """On whatever fleet this repository holds (the reference one, or a fork's)."""
     text = quota_page.pages(Context(root=REPO, fleet=fleet))["quotas.md"]
     page = _page_totals(text)
     compared = 0
@@ -169,7 +169,7 @@ def test_cap001_and_the_quota_page_agree_on_the_reference_fleet(fleet) -> None:
             assert page[(cluster.name, flavor, short)] == (sum(e.quota.nominal for e in entries),
                                                            pool.capacity[resource])
             compared += 1
-    assert compared >= 10
+    assert compared == sum(len(quotas.nominal_per_pool(c)) for c in fleet.clusters.values()) > 0
     # CAP001 is silent exactly when no flavor's nominal total exceeds what its pool exposes
     assert list(cap001.check(fleet)) == []
     assert all(nominal <= exposed for nominal, exposed in page.values())

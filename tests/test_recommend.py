@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support import fleet_repo
 
 from gpupolicy import docsgen
 from gpupolicy.domain import quotas
@@ -22,7 +23,8 @@ from gpupolicy.recommend import edits, executors, space, targets
 from gpupolicy.recommend.search import Candidate, earns_its_place, search, simplify
 from gpupolicy.simulate.traces import read_trace
 
-REPO = Path(__file__).resolve().parents[1]
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 TRACE = REPO / "tools/gpupolicy/data/traces/synthetic-week.csv"
 LIMIT = 150  # a tiny workload keeps each test fast
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import fleet_repo
 
 from gpupolicy import docsgen
 from gpupolicy.domain import catalog, mig, quotas
@@ -18,7 +19,8 @@ from gpupolicy.model import ResourceQuota
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import edits, layouts, search, space
 
-REPO = Path(__file__).resolve().parents[1]
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 A100 = catalog.gpu("A100-80GB")
 CONFIG = "policies/gpu-operator/mig-parted-config.yaml"
 

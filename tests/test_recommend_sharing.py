@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import fleet_repo
 
 from gpupolicy import docsgen
 from gpupolicy.errors import ToolError
@@ -29,7 +30,8 @@ from gpupolicy.recommend import edits, sharing, space
 from gpupolicy.simulate import replay
 from gpupolicy.simulate.jobs import MILLI, Job
 
-REPO = Path(__file__).resolve().parents[1]
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 GPU = "nvidia.com/gpu"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import REPO, copy_repo
+from support import copy_repo, fleet_repo
 
 from gpupolicy import diff, pipeline, report
 
@@ -16,14 +16,15 @@ LAYOUT = "policies/gpu-operator/mig-parted-config.yaml"
 
 @pytest.fixture(scope="module")
 def bad_profile(tmp_path_factory: pytest.TempPathFactory) -> tuple[pipeline.RunResult, pipeline.RunResult]:
-    """The shipped fleet (base) and the same with all-balanced's 3g.40gb misspelt 3g.45gb (head)."""
-    head = copy_repo(REPO, tmp_path_factory.mktemp("rootcause") / "repo")
+    """The tests' own rich fleet (base, support.fleet_repo) and the same with all-balanced's 3g.40gb misspelt
+    3g.45gb (head)."""
+    base = fleet_repo()
+    head = copy_repo(base, tmp_path_factory.mktemp("rootcause") / "repo")
     layout = head / LAYOUT
     layout.write_text(layout.read_text().replace('"3g.40gb": 1', '"3g.45gb": 1', 1))
-    return pipeline.run(REPO), pipeline.run(head)
+    return pipeline.run(base), pipeline.run(head)
 
 
-@pytest.mark.reference_fleet
 def test_the_derived_findings_are_linked_to_the_invalid_profile(bad_profile) -> None:
     _base, head = bad_profile
     derived = {(f.rule, f.path): cause for f, cause in head.causes.items()}
@@ -32,7 +33,6 @@ def test_the_derived_findings_are_linked_to_the_invalid_profile(bad_profile) -> 
     assert head.errors == 8  # nothing is dropped: the derived errors still count
 
 
-@pytest.mark.reference_fleet
 def test_text_puts_the_cause_first_with_its_consequences_under_it(bad_profile) -> None:
     _base, head = bad_profile
     lines = report.as_text(head).splitlines()
@@ -42,7 +42,6 @@ def test_text_puts_the_cause_first_with_its_consequences_under_it(bad_profile) -
     assert lines.index(nested[-1]) < next(i for i, line in enumerate(lines) if "MIG001" in line and i > 0)
 
 
-@pytest.mark.reference_fleet
 def test_json_sarif_and_markdown_name_the_cause(bad_profile) -> None:
     base, head = bad_profile
     findings = json.loads(report.as_json(head))["findings"]

@@ -1,6 +1,6 @@
-"""`gpupolicy new pool|team` on the generated fork fleet (tests/forkfleet.py: cluster fra-1, pools fra-a100-train
-and fra-l4-infer, teams atlas and beacon): every edit made, validate clean after, nothing written when the edit
-would add an error or is refused."""
+"""`gpupolicy new pool|team|cluster` on the generated fork fleet (tests/forkfleet.py, itself built by these
+commands: cluster fra-1, pools fra-a100-train and fra-l4-infer, teams atlas and beacon): every edit made,
+validate clean after, nothing written when the edit would add an error or is refused."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from forkfleet import TEAMS
+from forkfleet import CLUSTER, GIT_URL
 from support import run_gpupolicy
 
 from gpupolicy import pipeline
@@ -29,6 +29,10 @@ def tree(repo: Path) -> dict[str, bytes]:
 
 
 def test_new_exclusive_pool_with_quota(fork: Path) -> None:
+    before = pipeline.load_fleet(fork, use_cache=False).clusters["fra-1"]
+    cpu_before = {(f, q.name): q.nominal for f, q in before.cluster_queues["atlas"].quotas()}[("cpu", "cpu")]
+    hard_before = {q.namespace: q.hard for q in before.namespace_quotas}
+    gpus_before = int(hard_before["atlas"]["requests.nvidia.com/gpu"])
     done = new(fork, "pool", "fra-h100-train", "--cluster", "fra-1", "--gpu", "H100-80GB", "--per-node", "8",
                "--zone", "eu-central-1a=1", "--access", "exclusive", "--node-cpu", "192", "--node-memory",
                "2048Gi", "--quota", "atlas=6")
@@ -46,12 +50,10 @@ def test_new_exclusive_pool_with_quota(fork: Path) -> None:
     # cpu flavor, which alone covers cpu and memory (decision 0069)
     assert quotas[("fra-h100-train", "nvidia.com/gpu")] == 6
     assert ("fra-h100-train", "cpu") not in quotas
-    atlas_spec = next(t for t in TEAMS if t.name == "atlas")
-    assert quotas[("cpu", "cpu")] == 32 + atlas_spec.gpus * atlas_spec.cpu_per_gpu + 144
-    # the namespace quota follows the queue (CAP015): it was 16 (12 nominal + 4 borrowed on the A100s); it now
-    # holds at least the 12 + 6 nominal GPUs
+    assert quotas[("cpu", "cpu")] == cpu_before + 144
+    # the namespace quota follows the queue (CAP015): it now holds the 6 new nominal GPUs too
     hard = {q.namespace: q.hard for q in fleet.clusters["fra-1"].namespace_quotas}
-    assert int(hard["atlas"]["requests.nvidia.com/gpu"]) >= 18
+    assert int(hard["atlas"]["requests.nvidia.com/gpu"]) >= gpus_before + 6
 
 
 def test_new_mig_pool_writes_its_layout(fork: Path) -> None:
@@ -136,3 +138,58 @@ def test_a_new_pool_regenerates_the_committed_pages_it_appears_in(fork: Path) ->
     checked = run_gpupolicy("validate", "--repo", str(fork), "--no-cache")
     assert "DOC005" not in checked.stdout, checked.stdout
     assert run_gpupolicy("docs", "--check", "--repo", str(fork)).returncode == 0
+
+
+def test_new_cluster_takes_teams_and_pools(fork: Path) -> None:
+    """A second cluster from nothing: versions and Git URL from the first, then its first team (no queue of
+    the tier to model on) and its first pool with quota for it; validate clean after each step."""
+    done = new(fork, "cluster", "fra-2", "--environment", "test", "--region", "eu-central-1",
+               "--zone", "eu-central-1a")
+    assert done.returncode == 0, done.stderr
+    assert errors(fork) == []
+    cluster_yaml = (fork / "clusters/fra-2/cluster.yaml").read_text()
+    first = pipeline.load_fleet(fork, use_cache=False).clusters[CLUSTER].facts
+    assert f"gpuOperatorVersion: {first.gpu_operator_version}\n" in cluster_yaml
+    assert f"url: {GIT_URL}\n" in (fork / "clusters/fra-2/flux/flux-system/gotk-sync.yaml").read_text()
+    done = new(fork, "team", "comet", "--cluster", "fra-2", "--tier", "training", "--workload", "training")
+    assert done.returncode == 0, done.stderr
+    done = new(fork, "pool", "fra2-h100", "--cluster", "fra-2", "--gpu", "H100-80GB", "--per-node", "8",
+               "--zone", "eu-central-1a=1", "--access", "exclusive", "--node-cpu", "192", "--node-memory",
+               "2048Gi", "--quota", "comet=4")
+    assert done.returncode == 0, done.stderr
+    assert errors(fork) == []
+    cluster = pipeline.load_fleet(fork, use_cache=False).clusters["fra-2"]
+    comet = cluster.cluster_queues["comet"]
+    assert comet.cohort == "training"
+    assert {(f, q.name): q.nominal for f, q in comet.quotas()}[("fra2-h100", "nvidia.com/gpu")] == 4
+    # the namespace quota is the cluster's own patch (team-quotas.yaml, made by `new team`), not the shared
+    # base
+    assert 'requests.nvidia.com/gpu: "4"' in (fork / "clusters/fra-2/team-quotas.yaml").read_text()
+    assert 'requests.nvidia.com/gpu: "0"' in (fork / "policies/teams/comet/resourcequota.yaml").read_text()
+
+
+def test_a_cluster_that_adds_an_error_writes_nothing(fork: Path) -> None:
+    before = tree(fork)
+    done = new(fork, "cluster", "fra-2", "--environment", "test", "--region", "eu-central-1",
+               "--zone", "eu-central-1a", "--kubernetes-version", "latest")
+    assert done.returncode == 1
+    assert "SCHEMA005" in done.stderr and "not written" in done.stderr
+    assert tree(fork) == before
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["fra-1"], "exists already"),
+    (["fra-2", "--environment", "prod"], "invalid choice"),
+    (["fra-2", "--gpu-operator-version", "v0.1"], "not a GPU Operator release"),
+])
+def test_cluster_refusals_name_the_problem(fork: Path, args: list[str], message: str) -> None:
+    name, *rest = args
+    options = {"--environment": "test", "--region": "eu-central-1", "--zone": "eu-central-1a"}
+    for flag, value in zip(rest[::2], rest[1::2], strict=True):
+        options[flag] = value
+    before = tree(fork)
+    done = new(fork, "cluster", name, *[word for pair in options.items() for word in pair])
+    assert done.returncode == 2, done.stdout
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert tree(fork) == before

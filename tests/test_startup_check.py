@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import fleet_repo
 
 from gpupolicy.domain import startupcheck
 from gpupolicy.infra.yamlload import Document
@@ -95,10 +96,11 @@ def test_without_a_table_the_fleet_defaults_apply(tmp_path: Path) -> None:
 
 
 def _repository_pools() -> list:
-    pools = []
-    for path in sorted((REPO / "pools").glob("*/pool.yaml")):
+    """The pools of the tests' own rich fleet (support.fleet_repo), the same on a fork."""
+    root, pools = fleet_repo(), []
+    for path in sorted((root / "pools").glob("*/pool.yaml")):
         data = yaml.safe_load(path.read_text())
-        pools.append(pool_from(Document(path=str(path.relative_to(REPO)), index=0, line=1, data=data)))
+        pools.append(pool_from(Document(path=str(path.relative_to(root)), index=0, line=1, data=data)))
     return pools
 
 
@@ -109,9 +111,8 @@ def test_table_lines_read_back_as_each_pools_fields() -> None:
     assert table == {pool.name: startupcheck.table_fields(pool) for pool in pools}
 
 
-@pytest.mark.reference_fleet
 def test_table_with_rewrites_one_line_and_keeps_the_rest() -> None:
-    shipped = (REPO / "policies/startup-check/pools.conf").read_text()
+    shipped = (fleet_repo() / "policies/startup-check/pools.conf").read_text()
     assert startupcheck.table_with(shipped, {}) == shipped  # the shipped table is exactly what the writer writes
     pools = {p.name: p for p in _repository_pools()}
     shared = startupcheck.table_fields(dataclasses.replace(pools["us-h100-train"], time_slicing_replicas=4))
@@ -126,7 +127,6 @@ def test_table_with_rewrites_one_line_and_keeps_the_rest() -> None:
         startupcheck.table_with(shipped + "  extra  exclusive\n", {})
 
 
-@pytest.mark.reference_fleet
 def test_pool_settings_and_defaults() -> None:
     pools = {p.name: p for p in _repository_pools()}
     assert pools["eu-l4-shared"].memory_share_percent == 25

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_server import healthy_prometheus
-from support import git, git_repository
+from support import fleet_repo, git, git_repository
 
 from gpupolicy import docsgen, pipeline
 from gpupolicy.cli import main
@@ -19,7 +19,8 @@ from gpupolicy.infra.yamlload import load_text
 from gpupolicy.rules import all_rules
 from gpupolicy.upgrade import plans as upgrades
 
-REPO = Path(__file__).resolve().parents[1]
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 FIXTURE = REPO / "tests" / "fixtures" / "upgrades"
 SHIPPED_PLAN = "driver-r580-to-r595"
 
@@ -278,7 +279,7 @@ def test_status_says_incomplete_and_exits_two_when_a_check_crashed(fmt, repo: Pa
 def test_a_pool_whose_mig_layout_is_missing_has_no_drain_shortfall(tmp_path: Path) -> None:
     """What such a pool exposes is unknown (MIG004 names the layout): the worst moment of its drain says so
     and counts no shortfall, for UPG008, `upgrade status` and the upgrades page alike."""
-    from support import REPO, copy_repo
+    from support import copy_repo
 
     repo = copy_repo(REPO, tmp_path / "repo")
     pool_file = repo / "pools/eu-a100-mig-balanced/pool.yaml"

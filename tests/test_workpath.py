@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import copy_repo
+from support import copy_repo, fleet_repo
 
 from gpupolicy import cli, pipeline, workpath
 from gpupolicy.domain.startupcheck import with_check
@@ -19,7 +19,8 @@ from gpupolicy.model import Fleet
 from gpupolicy.workpath import matrix
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 EXAMPLES = sorted((REPO / "docs" / "examples").glob("*.yaml"))
 GPU_TAINT_KEYS = ("nvidia.com/gpu", "gpupolicy.io/dedicated")
 

@@ -16,7 +16,10 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from support import REPO  # noqa: E402
+from support import fleet_repo  # noqa: E402
+
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 
 from gpupolicy.audit import live as audit_live  # noqa: E402
 from gpupolicy.cli import main  # noqa: E402

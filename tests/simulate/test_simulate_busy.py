@@ -78,13 +78,12 @@ def test_a_pool_without_the_block_or_with_skip_false_keeps_the_check(tmp_path):
 def test_simulate_reports_busy_devices_with_and_without_the_check(tmp_path, capsys):
     import json
 
-    import pytest
-    from support import REPO
+    from support import fleet_repo
+
+    REPO = fleet_repo()  # the tests' own rich fleet (decision 0085), the same on a fork
 
     from gpupolicy.cli import main
 
-    if not (REPO / "clusters" / "prod-us").is_dir():
-        pytest.skip("the reference fleet is absent")
     code = main(["simulate", "--repo", str(REPO), "--cluster", "prod-us", "--busy-devices", "--no-plots",
                  "--out", str(tmp_path), "--format", "json"])
     data = json.loads(capsys.readouterr().out)

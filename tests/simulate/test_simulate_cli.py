@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import fleet_repo
 
 from gpupolicy.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"
+# The tests' own rich fleet (tests/fixtures/fleet, decision 0085), the same on a fork.
+REPO = fleet_repo()
 HAS_FLEET = (REPO / "clusters" / "test-us" / "cluster.yaml").is_file()
 needs_fleet = pytest.mark.skipif(not HAS_FLEET, reason="the reference fleet (clusters/test-us) is absent")
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
+from support import fleet_repo
 
 from gpupolicy.findings import Location
 from gpupolicy.model import ConfigEntry
@@ -15,7 +15,8 @@ from gpupolicy.simulate.jobs import Job, Shape, shape_in_pool
 from gpupolicy.simulate.migpool import MigPoolState
 from gpupolicy.simulate.policy import FlavorQuota, SimPolicy, SimPool, SimQueue, from_cluster
 
-REPO = Path(__file__).resolve().parents[2]
+# The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
 BALANCED = (("1g.10gb", 2), ("2g.20gb", 1), ("3g.40gb", 1))
 ALL_1G = (("1g.10gb", 7),)
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 from simhelpers import TRACES, shared_trace
-from support import REPO
+from support import fleet_repo
 
 from gpupolicy.cli import main
 from gpupolicy.simulate import mixed
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.traces import TraceError
 
+# The tests' own rich fleet (tests/fixtures/fleet, decision 0085), the same on a fork.
+REPO = fleet_repo()
 DAY = mixed.DAY
 TEAMS = mixed.Teams(("nlp", "vision"), "serving", "research")
 
@@ -51,8 +53,6 @@ def test_build_refuses_a_non_positive_factor():
 def _fleet_cluster(name: str):
     from gpupolicy.pipeline import load_fleet
 
-    if not (REPO / "clusters" / name).is_dir():
-        pytest.skip("the reference fleet is absent")
     return load_fleet(REPO, [name]).clusters[name]
 
 

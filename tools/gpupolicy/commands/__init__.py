@@ -22,8 +22,8 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "inspect": "print the fleet model: pools with capacity and the part no quota holds, cluster queues with their "
                "GPU quotas, priorities",
     "mig": "check mig-parted layouts: profiles per GPU model, exact slot placement, strategy fit",
-    "new": "add a pool or a team with every edit it needs (files, layouts, pools.conf, overlays, rollout-plan "
-           "stage, queues, quotas), validated on a copy first, written all or nothing",
+    "new": "add a pool, a team or a cluster with every edit it needs (files, layouts, pools.conf, overlays, "
+           "rollout-plan stage, queues, quotas), validated on a copy first, written all or nothing",
     "recover": "finish or undo an edit of several files that was interrupted (a killed promote, docs, --apply)",
     "render": "render clusters/<name>/ overlays with kubectl kustomize (in parallel, with origin annotations)",
     "report": "combine the shards' JSON reports of `validate --shard K/N` into one report (any format)",

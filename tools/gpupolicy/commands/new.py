@@ -1,5 +1,5 @@
-"""gpupolicy new pool|team NAME ... | identity: add a pool or a team with every edit it needs, or make the
-inherited site, git repository and code owners the fork's own; all or nothing (decision 0076).
+"""gpupolicy new pool|team|cluster NAME ... | identity: add a pool, a team or a cluster with every edit it
+needs, or make the inherited site, git repository and code owners the fork's own; all or nothing (decision 0076).
 
 The edits are made and validated on a copy of the repository first; the repository is written only when the
 copy has no error it did not already have (exit 1 and nothing written otherwise). `--dry-run` prints the files
@@ -54,6 +54,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="LocalQueue names (default: the workload's name)")
     team.add_argument("--description", default="", help="one sentence for the namespace")
     team.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    cluster = actions.add_parser("cluster", help="a cluster with no pools or teams yet: cluster.yaml, "
+                                 "overlay, GPU Operator values and chart patch, queues/, the sync engine's entry")
+    cluster.add_argument("name", help="the cluster's name: its folder clusters/NAME")
+    cluster.add_argument("--environment", required=True, choices=("test", "staging", "production"),
+                         help="what the cluster is for (rollout stages and the capacity rules read it)")
+    cluster.add_argument("--region", required=True, help="the cloud region (e.g. eu-central-1)")
+    cluster.add_argument("--zone", action="append", required=True, help="a zone of the cluster (repeat)")
+    cluster.add_argument("--sync-engine", default="flux", choices=("flux", "argocd"), help="flux or argocd")
+    cluster.add_argument("--kubernetes-version", default="", help="default: the one every other cluster runs")
+    cluster.add_argument("--gpu-operator-version", default="",
+                         help="a GPU Operator release of the catalog (default: the one the other clusters run)")
+    cluster.add_argument("--git-url", default="",
+                         help="the repository the sync engine reads (default: the other clusters' one)")
+    cluster.add_argument("--description", default="", help="one sentence for cluster.yaml")
+    cluster.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     identity = actions.add_parser("identity", help="the fork's own runbook site, git repository and code-owner "
                                   "organization in place of the inherited ones, everywhere they are written")
     identity.add_argument("--site-url", default="", help="the runbook site (mkdocs.yml site_url and every "
@@ -62,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "GitRepository, Argo CD sources)")
     identity.add_argument("--org", default="", help="the organization CODEOWNERS names (@ORG/team)")
     identity.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
-    for kind in (pool, team, identity):  # --repo after the kind too (the command's own --repo comes before it)
+    for kind in (pool, team, cluster, identity):  # --repo after the kind too (the command's own --repo first)
         kind.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
 
 
@@ -78,6 +93,15 @@ def run(args: argparse.Namespace) -> int:
             layout=args.layout, mig_devices=_devices(args.mig_devices), description=args.description,
             quotas=dict(pool.quota_amounts(q) for q in args.quota) or None)
         steps, what = pool.steps(request), f"pool {args.name} in {args.cluster}"
+    elif args.action == "cluster":
+        from ..scaffold import cluster
+
+        request = cluster.ClusterRequest(
+            name=args.name, environment=args.environment, region=args.region, zones=tuple(args.zone),
+            sync_engine=args.sync_engine, kubernetes_version=args.kubernetes_version,
+            gpu_operator_version=args.gpu_operator_version, git_url=args.git_url,
+            description=args.description)
+        steps, what = cluster.steps(request), f"cluster {args.name}"
     elif args.action == "identity":
         from ..scaffold import identity
 

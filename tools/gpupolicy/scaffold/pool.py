@@ -403,9 +403,12 @@ def _add_flavor(spec, queue, pool, model, amounts: dict[str, int], source: str) 
     groups = spec.get("resourceGroups")
     gpu_group = next((g for g in groups or ()
                       if any(is_gpu_device_resource(r) for r in g.get("coveredResources") or ())), None)
-    if gpu_group is None:
-        raise ToolError(f"{source}: ClusterQueue {queue.name} has no resource group with GPU resources to add "
-                        f"{pool.name} to")
+    if gpu_group is None:  # the queue's first GPUs (`new team` in a new cluster): a group of their own
+        if groups is None or "cpu" not in {r for g in groups for r in g.get("coveredResources") or ()}:
+            raise ToolError(f"{source}: ClusterQueue {queue.name} has no resource group with GPU resources to "
+                            f"add {pool.name} to")
+        gpu_group = CommentedMap([("coveredResources", CommentedSeq()), ("flavors", CommentedSeq())])
+        groups.append(gpu_group)
     covered = gpu_group["coveredResources"]
     for resource in sorted(pool.capacity):
         if resource not in covered:

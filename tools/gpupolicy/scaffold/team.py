@@ -5,8 +5,12 @@
   LocalQueues, RoleBindings for the team's groups, and the startup-check component (decision 0051);
 - per cluster: `clusters/<c>/queues/<name>.yaml`, a ClusterQueue modelled on the cluster's queue of the same
   tier (its cohort, preemption and resource groups, so the priority and preemption rules hold as they do for
-  it) with every quota at 0 except the CPU-only flavor's; the file in `queues/kustomization.yaml`; the team
-  folder in the cluster's kustomization after the other teams.
+  it) with every quota at 0 except the CPU-only flavor's; in a cluster with no queue of the tier (a new
+  cluster) the queue joins the cohort labelled with the tier (else one named after it), reclaims lent quota
+  (`Any` for production, `LowerPriority` otherwise), never preempts to borrow, and has the CPU-only flavor at
+  0; the file in `queues/kustomization.yaml`; the team folder in the cluster's kustomization after the other
+  teams; the team's namespace quota at 0 in `clusters/<c>/team-quotas.yaml` (the overlay's patch, added when
+  the cluster has none yet), so quota given later is set per cluster, never in the shared base.
 The queue gets no GPU quota: `gpupolicy recommend` or a reviewed edit gives it some, and CAP015 then asks for
 the namespace quota to follow.
 """
@@ -56,8 +60,12 @@ def steps(request: TeamRequest):
         files = team_files(request, resources)
         for name in request.clusters:
             files[f"clusters/{name}/queues/{request.name}.yaml"] = cluster_queue(fleet.clusters[name], request)
+        quotas = {name: _team_quota(request.name, resources, (workspace.copy / _quota_file(name)).is_file())
+                  for name in request.clusters}
         workspace.create(files)
         workspace.edit(lambda editor: _wire(editor, request))
+        workspace.write({_quota_file(name): _with_quota(workspace.copy, name, text)
+                         for name, text in quotas.items()})
         workspace.notes.append(f"ClusterQueue {request.name} has no GPU quota yet: give it some in "
                                f"clusters/<cluster>/queues/{request.name}.yaml or with `gpupolicy recommend`")
 
@@ -73,6 +81,41 @@ def _wire(editor, request: TeamRequest) -> None:
             editor._load(rel)  # loaded round-trip through the trust boundary; the text edit follows
             editor.text_edits.append((rel, lambda t, r=rel, i=item, a=after: insert_list_item(
                 t, "resources", i, a or "\0", r) if a else _append_resource(t, i, r)))
+        editor.text_edits.append((overlay, lambda t, r=overlay: _add_quota_patch(t, r)))
+
+
+def _quota_file(cluster: str) -> str:
+    return f"clusters/{cluster}/team-quotas.yaml"
+
+
+def _team_quota(team: str, resources: list[str], appended: bool) -> str:
+    hard = "".join(f'    requests.{resource}: "0"\n' for resource in resources)
+    return (("---\n" if appended else "") + f"# {team}: nominal + borrowing limit over all of its flavors here, "
+            "so the namespace quota never refuses a pod\n# that Kueue admitted (CAP015).\napiVersion: v1\nkind: "
+            f"ResourceQuota\nmetadata:\n  name: gpu\n  namespace: {team}\nspec:\n  hard:\n{hard}")
+
+
+def _with_quota(copy_root, cluster: str, document: str) -> str:
+    """team-quotas.yaml with the team's document appended (the file made when missing)."""
+    path = copy_root / _quota_file(cluster)
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+        return text + ("" if text.endswith("\n") else "\n") + document
+    return document
+
+
+def _add_quota_patch(text: str, rel: str) -> str:
+    """The overlay with `- path: team-quotas.yaml` first under `patches:` (the list made when missing)."""
+    if "- path: team-quotas.yaml\n" in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == "patches:"), None)
+    entry = "  # Team GPU quotas sized to this cluster's queues.\n  - path: team-quotas.yaml\n"
+    if start is None:
+        return text + ("" if text.endswith("\n") else "\n") + "patches:\n" + entry
+    del rel
+    lines.insert(start + 1, entry)
+    return "".join(lines)
 
 
 def _append_resource(text: str, item: str, rel: str) -> str:
@@ -168,8 +211,7 @@ def cluster_queue(cluster, request: TeamRequest) -> str:
     model = next((q for q in sorted(cluster.cluster_queues.values(), key=lambda q: q.name)
                   if q.tier == request.tier), None)
     if model is None:
-        raise ToolError(f"{cluster.name} has no ClusterQueue of tier {request.tier} to model {request.name}'s on; "
-                        f"tiers there: {', '.join(sorted({q.tier for q in cluster.cluster_queues.values()}))}")
+        return _first_of_tier(cluster, request)
     spec = copy.deepcopy(model.obj.body.get("spec") or {})
     spec["namespaceSelector"] = {"matchLabels": {"gpupolicy.io/team": request.name}}
     if request.cohort:
@@ -189,6 +231,31 @@ def cluster_queue(cluster, request: TeamRequest) -> str:
             "metadata": {"name": request.name, "labels": labels}, "spec": spec}
     header = (f"# {request.name} in {cluster.name} (gpupolicy new team): modelled on ClusterQueue {model.name} "
               f"(tier {request.tier}); no GPU quota yet.\n")
+    return header + _dump(_ordered(body))
+
+
+def _first_of_tier(cluster, request: TeamRequest) -> str:
+    """The tier's first ClusterQueue in the cluster: no queue to model it on, so the safe settings (Kueue's
+    preemption fields, apis/kueue/v1beta2/clusterqueue_types.go): reclaim what the queue lent (`Any` only
+    for production, which outranks every other tier), never preempt to borrow, LowerPriority within the queue;
+    only the CPU-only flavor, at 0 (`new pool --quota` adds the GPU group and the cpu that goes with it)."""
+    of_tier = [c.name for c in cluster.cohorts.values()
+               if c.obj is not None and c.obj.labels.get("gpupolicy.io/tier") == request.tier]
+    cohort = request.cohort or min(of_tier, default=request.tier)
+    spec = {"cohortName": cohort,
+            "namespaceSelector": {"matchLabels": {"gpupolicy.io/team": request.name}},
+            "queueingStrategy": "BestEffortFIFO",
+            "preemption": {"reclaimWithinCohort": "Any" if request.tier == "production" else "LowerPriority",
+                           "borrowWithinCohort": {"policy": "Never"}, "withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                {"name": CPU_FLAVOR, "resources": [{"name": "cpu", "nominalQuota": 0},
+                                                   {"name": "memory", "nominalQuota": "0Gi"}]}]}]}
+    labels = {"gpupolicy.io/team": request.name, "gpupolicy.io/tier": request.tier,
+              "gpupolicy.io/workload": request.workload}
+    body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": request.name, "labels": labels}, "spec": spec}
+    header = (f"# {request.name} in {cluster.name} (gpupolicy new team): the first queue of tier "
+              f"{request.tier} here; no quota yet.\n")
     return header + _dump(_ordered(body))
 
 
