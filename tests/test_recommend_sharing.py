@@ -80,7 +80,9 @@ def test_the_switch_is_offered_to_inference_pools_that_are_exclusive_or_time_sli
 def test_the_reference_fleet_offers_the_switch_to_its_shared_pools_only():
     fleet = load_fleet(REPO, None)
     offered = {name: _ranges(cluster) for name, cluster in sorted(fleet.clusters.items())}
-    assert offered == {"prod-eu": {"eu-l4-shared": (4, 1, 8)}, "prod-us": {"us-l40s-shared": (4, 1, 8)},
+    whole = (1, 1, sharing.EXCLUSIVE_MAX_REPLICAS)  # the exclusive A100 inference pools (decision 0071)
+    assert offered == {"prod-eu": {"eu-a100-whole": whole, "eu-l4-shared": (4, 1, 8)},
+                       "prod-us": {"us-a100-whole": whole, "us-l40s-shared": (4, 1, 8)},
                        "test-us": {"test-l4-shared": (4, 1, 8)}}  # the serving pools are isolated, H100/H200 train
 
 
@@ -188,7 +190,11 @@ def test_apply_switches_a_shared_pool_to_exclusive_and_back(tmp_path):
     assert "              nominalQuota: 12\n              borrowingLimit: 4\n" in research
     assert "#   us-l40s-shared (exclusive): gpu 4 of 16, borrow up to 4, lend at most 4." in \
         texts["clusters/prod-us/queues/serving.yaml"]  # production's reserve: the same 4 cards
-    assert 'requests.nvidia.com/gpu: "24"' in texts["clusters/prod-us/team-quotas.yaml"]  # research: 12 + 4 + 8
+    # research: 48 + 16 replicas on the pool become 12 + 4 cards; its other flavors as the fleet has them
+    before = (REPO / "clusters/prod-us/team-quotas.yaml").read_text()
+    research_before = int(re.search(r'namespace: research\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"',
+                                    before)[1])
+    assert f'requests.nvidia.com/gpu: "{research_before - 64 + 16}"' in texts["clusters/prod-us/team-quotas.yaml"]
     original = {rel: (root / rel).read_text() for rel in texts}
     edits.apply_to_repository(root, texts)
     validate = _validate(root)
@@ -251,7 +257,11 @@ def test_time_slicing_an_exclusive_h100_pool_is_refused_by_the_startup_check_tab
     assert "#   eu-h100-serving (time-sliced): gpu 128 of 192, borrow up to 64, lend at most 0." in serving
     assert "              nominalQuota: 128\n              borrowingLimit: 64\n              lendingLimit: 0\n" in serving
     assert "              nominalQuota: 64\n" in texts["clusters/prod-eu/queues/cohort-production.yaml"]  # reserve
-    assert 'requests.nvidia.com/gpu: "224"' in texts["clusters/prod-eu/team-quotas.yaml"]
+    # serving's namespace quota grows by the pool's nominal + borrowing in replicas less the same in cards
+    before = (REPO / "clusters/prod-eu/team-quotas.yaml").read_text()
+    serving_before = int(re.search(r'namespace: serving\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"',
+                                   before)[1])
+    assert f'requests.nvidia.com/gpu: "{serving_before + (128 + 64) - 48}"' in texts["clusters/prod-eu/team-quotas.yaml"]
 
 
 def test_a_device_plugin_config_shared_by_two_pools_is_not_switched(tmp_path):
