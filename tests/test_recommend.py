@@ -49,7 +49,8 @@ def test_knobs_leave_production_alone_and_start_at_the_repository(cluster):
     assert knob_list and not any(k.queue == "serving" for k in knob_list)
     research = {k.name: k for k in knob_list}["research/us-h100-train/nvidia.com/gpu/borrow"]
     # the search starts at the fleet's own limit and may go up to the pool's cards (read, not copied)
-    limit = next(q.borrowing_limit for g in cluster.cluster_queues["research"].resource_groups for f in g.flavors
+    groups = cluster.cluster_queues["research"].resource_groups
+    limit = next(q.borrowing_limit for g in groups for f in g.flavors
                  if f.flavor == "us-h100-train" for q in f.resources if q.name == "nvidia.com/gpu")
     cards = next(p.gpus for p in cluster.pools if p.name == "us-h100-train")
     assert research.current == limit and research.high == cards
@@ -226,7 +227,8 @@ def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _namespace_gpu_quota(team_quotas: str, namespace: str) -> int:
     """requests.nvidia.com/gpu of a namespace's ResourceQuota in a team-quotas.yaml text."""
-    return int(re.search(rf'namespace: {namespace}\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"', team_quotas)[1])
+    found = re.search(rf'namespace: {namespace}\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"', team_quotas)
+    return int(found[1])
 
 
 def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, cluster):
@@ -260,7 +262,8 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     edited = load_fleet(root, ["prod-us"]).clusters["prod-us"].cluster_queues["research"]
     quota_after = sum(q.nominal + (q.borrowing_limit or 0) for g in edited.resource_groups for f in g.flavors
                       for q in f.resources if q.name == "nvidia.com/gpu")
-    assert _namespace_gpu_quota((root / "clusters/prod-us/team-quotas.yaml").read_text(), "research") == quota_after
+    team_quotas = (root / "clusters/prod-us/team-quotas.yaml").read_text()
+    assert _namespace_gpu_quota(team_quotas, "research") == quota_after
     assert "# research in prod-us" in research  # comments kept
     assert "us-l40s-shared (time-sliced): gpu 40 of 64, borrow up to 16, lend at most 40." in research
     shared = research[research.index("- name: us-l40s-shared"):research.index("- name: us-a100-mig-1g")]
@@ -271,10 +274,11 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     diff = _cli(root, "diff", "--base", "HEAD")
     assert diff.returncode == 0, diff.stderr
     change = quota_after - quota_before
-    assert f"| prod-us | research | gpu | requests.nvidia.com/gpu | {quota_before} | {quota_after} | {change:+d} |" \
-        in diff.stdout
-    assert f"| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | {borrow_before} | 12 |" \
-        in diff.stdout
+    row = (f"| prod-us | research | gpu | requests.nvidia.com/gpu | {quota_before} | {quota_after} "
+           f"| {change:+d} |")
+    assert row in diff.stdout
+    row = f"| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | {borrow_before} | 12 |"
+    assert row in diff.stdout
     assert "-8 L40S on us-l40s-shared for team research in prod-us (48 -> 40)" in diff.stdout
 
 

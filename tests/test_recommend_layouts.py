@@ -133,7 +133,8 @@ def _cards_held(cluster, owner, flavor, field="nominal"):
 
 
 def test_with_layout_keeps_each_owners_share_of_the_cards(fleet):
-    # the expected figures follow the fleet (the pool's size and the queues' quotas), not numbers copied from it
+    # the expected figures follow the fleet (the pool's size and the queues' quotas), not numbers copied
+    # from it
     cluster = fleet.clusters["prod-eu"]
     flavor = "eu-a100-mig-balanced"
     after = layouts.with_layout(cluster, flavor, "all-1g.10gb")
@@ -147,15 +148,18 @@ def test_with_layout_keeps_each_owners_share_of_the_cards(fleet):
         before_q, after_q = cluster.cluster_queues[name], after.cluster_queues[name]
         for field in ("nominal", "borrowing_limit"):
             held = _cards_held(cluster, before_q, flavor, field)
-            assert _amounts(after_q, flavor, field)["nvidia.com/mig-1g.10gb"] == int(held * slices), (name, field)
+            slices_now = _amounts(after_q, flavor, field)["nvidia.com/mig-1g.10gb"]
+            assert slices_now == int(held * slices), (name, field)
         assert _amounts(after_q, flavor)["nvidia.com/mig-2g.20gb"] == 0
     research = after.cluster_queues["research"]
     if all(q.lending_limit is None for q in _flavor(cluster.cluster_queues["research"], flavor).resources):
-        assert _amounts(research, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"] is None  # unset stays unset
+        lending = _amounts(research, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"]
+        assert lending is None  # unset stays unset
     serving_before = cluster.cluster_queues["serving"]  # production: the same cards in the new unit (CAP005)
     lent = _cards_held(cluster, serving_before, flavor, "lending_limit")
-    assert _amounts(after.cluster_queues["serving"], flavor, "lending_limit")["nvidia.com/mig-1g.10gb"] == int(
-        lent * slices)
+    serving_after = after.cluster_queues["serving"]
+    serving_lends = _amounts(serving_after, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"]
+    assert serving_lends == int(lent * slices)
     assert {q.name for q in _flavor(research, flavor).resources}.isdisjoint({"cpu", "memory"})  # decision 0069
     cpu = {q.name: q.nominal for q in _flavor(research, "cpu").resources}
     assert cpu == {q.name: q.nominal for q in _flavor(cluster.cluster_queues["research"], "cpu").resources}
@@ -224,7 +228,8 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
     root = _copy(tmp_path)
     texts, errors = _edited(root, "prod-eu", "all-3x1g.10gb-2x2g.20gb")
     assert errors == []
-    # the figures follow the fleet: the pool's cards, and the cards each queue's quota stands for, cut 3x1g + 2x2g
+    # the figures follow the fleet: the pool's cards, and the cards each queue's quota stands for, cut
+    # 3x1g + 2x2g
     cluster = load_fleet(REPO, ["prod-eu"]).clusters["prod-eu"]
     gpus = _pool(cluster, "eu-a100-mig-balanced").gpus
     research_q, serving_q = cluster.cluster_queues["research"], cluster.cluster_queues["serving"]
@@ -263,7 +268,8 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
             ) in mig_part
     assert f"lend at most {3 * lent}" in texts["clusters/prod-eu/queues/serving.yaml"]
     team = texts["clusters/prod-eu/team-quotas.yaml"]
-    # serving admits its nominal plus borrowing in slices of 1g and 2g; 3g, which the layout drops, comes down to 0
+    # serving admits its nominal plus borrowing in slices of 1g and 2g; 3g, which the layout drops, comes
+    # down to 0
     serving = team[team.index("namespace: serving"):]
     assert f'requests.nvidia.com/mig-1g.10gb: "{3 * serves}"' in serving
     assert f'requests.nvidia.com/mig-2g.20gb: "{2 * serves}"' in serving
@@ -297,11 +303,13 @@ def test_apply_a_config_layout_adds_the_profiles_to_every_flavor_and_namespace(t
     vision = texts["clusters/prod-us/queues/vision.yaml"]
     assert ("        - nvidia.com/mig-1g.10gb\n        - nvidia.com/mig-2g.20gb\n        - nvidia.com/mig-3g.40gb\n"
             "      flavors:") in vision
-    # every flavor of the GPU group (the fleet's: training pools, the MIG pool, ...); not the cpu flavor, whose
+    # every flavor of the GPU group (the fleet's: training pools, the MIG pool, ...); not the cpu flavor,
+    # whose
     # group covers cpu/memory only (0069)
     cluster = load_fleet(REPO, ["prod-us"]).clusters["prod-us"]
     vision_q = cluster.cluster_queues["vision"]
-    gpu_flavors = next(len(g.flavors) for g in vision_q.resource_groups if "nvidia.com/mig-1g.10gb" in g.covered_resources)
+    gpu_flavors = next(len(g.flavors) for g in vision_q.resource_groups
+                       if "nvidia.com/mig-1g.10gb" in g.covered_resources)
     assert vision.count("- name: nvidia.com/mig-2g.20gb") == gpu_flavors
     start = vision.index("- coveredResources:\n        - cpu")
     cpu_group = vision[start:vision.index("- coveredResources:", start + 1)]
@@ -317,7 +325,8 @@ def test_apply_a_config_layout_adds_the_profiles_to_every_flavor_and_namespace(t
     team = texts["clusters/prod-us/team-quotas.yaml"]
     vision_quota = team[team.index("namespace: vision"):].split("---")[0]
     admits = held + borrow  # nominal + borrowing, in cards, per profile of the layout
-    assert (f'requests.nvidia.com/mig-1g.10gb: "{2 * admits}"\n    requests.nvidia.com/mig-2g.20gb: "{admits}"\n'
+    assert (f'requests.nvidia.com/mig-1g.10gb: "{2 * admits}"\n'
+            f'    requests.nvidia.com/mig-2g.20gb: "{admits}"\n'
             f'    requests.nvidia.com/mig-3g.40gb: "{admits}"\n') in vision_quota
     edits.apply_to_repository(root, texts)
     _clean(root)

@@ -194,7 +194,8 @@ def test_apply_switches_a_shared_pool_to_exclusive_and_back(tmp_path):
     before = (REPO / "clusters/prod-us/team-quotas.yaml").read_text()
     research_before = int(re.search(r'namespace: research\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"',
                                     before)[1])
-    assert f'requests.nvidia.com/gpu: "{research_before - 64 + 16}"' in texts["clusters/prod-us/team-quotas.yaml"]
+    team = texts["clusters/prod-us/team-quotas.yaml"]
+    assert f'requests.nvidia.com/gpu: "{research_before - 64 + 16}"' in team
     original = {rel: (root / rel).read_text() for rel in texts}
     edits.apply_to_repository(root, texts)
     validate = _validate(root)
@@ -261,7 +262,8 @@ def test_time_slicing_an_exclusive_h100_pool_is_refused_by_the_startup_check_tab
     before = (REPO / "clusters/prod-eu/team-quotas.yaml").read_text()
     serving_before = int(re.search(r'namespace: serving\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"',
                                    before)[1])
-    assert f'requests.nvidia.com/gpu: "{serving_before + (128 + 64) - 48}"' in texts["clusters/prod-eu/team-quotas.yaml"]
+    team = texts["clusters/prod-eu/team-quotas.yaml"]
+    assert f'requests.nvidia.com/gpu: "{serving_before + (128 + 64) - 48}"' in team
 
 
 def test_a_device_plugin_config_shared_by_two_pools_is_not_switched(tmp_path):

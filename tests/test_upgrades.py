@@ -77,7 +77,7 @@ def test_shipped_plan_is_mid_rollout_and_clean(shipped) -> None:
     assert not [f for f in result.findings if f.rule.startswith("UPG")]
     covered = [u.label for s in plan.stages for u in upgrades.stage_units(result.fleet, plan, s)]
     assert sorted(covered) == sorted(u.label for u in upgrades.driver_units(result.fleet))
-    assert len(covered) == len(set(covered))  # each pool's driver once (the fleet's pools, whatever their number)
+    assert len(covered) == len(set(covered))  # each pool's driver once, whatever the fleet's number of pools
 
 
 def test_shipped_plan_soak_blocks_promotion_until_a_week_has_passed(shipped) -> None:
@@ -283,11 +283,13 @@ def test_a_pool_whose_mig_layout_is_missing_has_no_drain_shortfall(tmp_path: Pat
     repo = copy_repo(REPO, tmp_path / "repo")
     pool_file = repo / "pools/eu-a100-mig-balanced/pool.yaml"
     pool_file.write_text(pool_file.read_text().replace("layout: all-balanced", "layout: all-balanced-typo"))
-    # production needs slices there (the shipped fleet gives serving none on this one-zone pool, decision 0071)
+    # production needs slices there (the shipped fleet gives serving none on this one-zone pool, 0071)
     queue = repo / "clusters/prod-eu/queues/serving.yaml"
-    borrowed = "- name: nvidia.com/mig-1g.10gb\n              nominalQuota: 0\n              borrowingLimit: 16\n"
+    borrowed = ("- name: nvidia.com/mig-1g.10gb\n              nominalQuota: 0\n"
+                "              borrowingLimit: 16\n")
     assert queue.read_text().count(borrowed) == 1
-    queue.write_text(queue.read_text().replace(borrowed, borrowed.replace("nominalQuota: 0", "nominalQuota: 8")))
+    owned = borrowed.replace("nominalQuota: 0", "nominalQuota: 8")
+    queue.write_text(queue.read_text().replace(borrowed, owned))
     fleet = pipeline.load_fleet(repo)
     plan = next(p for p in upgrades.plans_of(fleet).plans if p.component == "driver")
     moments = [m for stage in plan.stages for m in upgrades.drain_moments(fleet, plan, stage)

@@ -29,7 +29,8 @@ def _summary(policy: SimPolicy, jobs: list[Job], queues: list[str] | None = None
 
 
 def test_idle_while_waiting_allocation_while_waiting_and_the_window():
-    # A (1 card, 0-1 h) runs at once; B (2 cards, from 0) waits for A: one card idle for an hour while B waits.
+    # A (1 card, 0-1 h) runs at once; B (2 cards, from 0) waits for A: one card idle for an hour while B
+    # waits.
     # B runs 1-2 h; C (1 card) arrives at 1.5 h and waits until 2 h with both cards busy (nothing idle).
     jobs = [Job("a", 0, HOUR, gpus=1, workload="training"), Job("b", 0, HOUR, gpus=2, workload="training"),
             Job("c", 5400, 600, gpus=1, workload="training")]

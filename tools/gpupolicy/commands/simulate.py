@@ -227,8 +227,8 @@ def _before(args: argparse.Namespace, cluster, jobs, failures, mapping, unchecke
 
 def _before_line(args: argparse.Namespace, brief: _Before, unchecked) -> str:
     if args.before == "whole-node":
-        return ("- before (whole node per job): the baseline's FIFO lines, each job holding every card of the "
-                f"nodes it lands on; {brief.summary.busy_starts} starts failed")
+        return ("- before (whole node per job): the baseline's FIFO lines, each job holding every card of "
+                f"the nodes it lands on; {brief.summary.busy_starts} starts failed")
     return (f"- before (the brief's): the baseline with {brief.rate:.1%} of starts crashing on a busy card "
             f"the default scheduler cannot see, the share of jobs the replay without the startup check saw "
             f"fail at start ({unchecked.jobs_crashed_at_start} of {unchecked.jobs_tried}); seed {args.seed}; "

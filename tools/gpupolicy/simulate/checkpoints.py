@@ -1,5 +1,5 @@
-"""Checkpoint intervals per kind of work: what a preempted job keeps (engine: the work since its last checkpoint
-is lost, the rest kept) when its trace gives no interval of its own.
+"""Checkpoint intervals per kind of work: what a preempted job keeps (engine: the work since its last
+checkpoint is lost, the rest kept) when its trace gives no interval of its own.
 
 A trace row's `checkpoint` column wins. Otherwise a job takes the interval of its `workload` (training,
 inference, notebook, batch), or of its class (`policy.job_class`: training, inference) when it names none.
@@ -44,5 +44,5 @@ def interval_of(job: Job, intervals: Mapping[str, int]) -> int:
 
 def with_checkpoints(jobs: Sequence[Job], intervals: Mapping[str, int]) -> list[Job]:
     """The jobs with the interval each one checkpoints at (unchanged where it is already that)."""
-    return [job if (every := interval_of(job, intervals)) == job.checkpoint else replace(job, checkpoint=every)
-            for job in jobs]
+    return [job if (every := interval_of(job, intervals)) == job.checkpoint
+            else replace(job, checkpoint=every) for job in jobs]

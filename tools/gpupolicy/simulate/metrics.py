@@ -2,8 +2,8 @@
 
 Besides the means over the replay: utilization over the arrival window (first to last submission) and while
 work is waiting, GPU-hours idle in a pool class while work of that class waits (the brief's "a queue formed
-even when accelerators sat idle"), and the work lost to preemption per kind of work (checkpoint loss: what a victim
-did since its last checkpoint, `checkpoints.py`).
+even when accelerators sat idle"), and the work lost to preemption per kind of work (checkpoint loss: what a
+victim did since its last checkpoint, `checkpoints.py`).
 """
 
 from __future__ import annotations
