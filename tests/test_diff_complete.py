@@ -46,7 +46,7 @@ def mini(tmp_path: Path) -> tuple[Path, Path]:
 # --- the issue's combined change on the shipped fleet ----------------------------------------------------------
 
 def _nlp_gpu_quota() -> int:
-    """nlp's requests.nvidia.com/gpu in prod-eu as the shipped fleet has it (the test edits whatever it is)."""
+    """nlp's requests.nvidia.com/gpu in prod-eu as the shipped fleet has it (the test edits what it is)."""
     text = (REPO / "clusters/prod-eu/team-quotas.yaml").read_text()
     return int(re.search(r'namespace: nlp\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"', text)[1])
 
@@ -56,7 +56,7 @@ NLP = _nlp_gpu_quota()
 
 @pytest.fixture(scope="module")
 def fleet_change(tmp_path_factory: pytest.TempPathFactory) -> diff.SemanticDiff:
-    """nlp's prod-eu ResourceQuota x10, a taint and a node on eu-l4-shared, the canary stage's soak 7d -> 10d."""
+    """nlp's prod-eu ResourceQuota x10, a taint and a node on eu-l4-shared, the canary's soak 7d -> 10d."""
     head = copy_repo(REPO, tmp_path_factory.mktemp("fleet") / "repo")
     _edit(head / "clusters/prod-eu/team-quotas.yaml", f'requests.nvidia.com/gpu: "{NLP}"',
           f'requests.nvidia.com/gpu: "{NLP * 10}"')
@@ -73,7 +73,8 @@ def test_a_namespace_resource_quota_change_is_shown(fleet_change: diff.SemanticD
     assert _rows(fleet_change, "namespace-quotas") == [
         {"cluster": "prod-eu", "namespace": "nlp", "quota": "gpu", "resource": "requests.nvidia.com/gpu",
          "old": str(NLP), "new": str(NLP * 10), "delta": f"+{NLP * 9}"}]
-    assert f"+{NLP * 9} nvidia.com/gpu for namespace nlp in prod-eu ({NLP} -> {NLP * 10})" in fleet_change.headline
+    headline = f"+{NLP * 9} nvidia.com/gpu for namespace nlp in prod-eu ({NLP} -> {NLP * 10})"
+    assert headline in fleet_change.headline
 
 
 @pytest.mark.reference_fleet
