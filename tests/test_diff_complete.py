@@ -44,12 +44,16 @@ def mini(tmp_path: Path) -> tuple[Path, Path]:
 
 # --- the issue's combined change on the shipped fleet ----------------------------------------------------------
 
+NLP = 48  # nlp's requests.nvidia.com/gpu in prod-eu as the tests' own fleet (tests/fixtures/fleet) has it
+
+
 @pytest.fixture(scope="module")
 def fleet_change(tmp_path_factory: pytest.TempPathFactory) -> diff.SemanticDiff:
-    """nlp's prod-eu ResourceQuota 48 -> 480, a taint and a node on eu-l4-shared, the canary stage's soak 7d -> 10d."""
+    """nlp's prod-eu ResourceQuota x10, a taint and a node on eu-l4-shared, the canary stage's soak 7d -> 10d."""
     base = fleet_repo()  # the tests' own rich fleet, the same on a fork (decision 0085)
     head = copy_repo(base, tmp_path_factory.mktemp("fleet") / "repo")
-    _edit(head / "clusters/prod-eu/team-quotas.yaml", 'requests.nvidia.com/gpu: "48"', 'requests.nvidia.com/gpu: "480"')
+    _edit(head / "clusters/prod-eu/team-quotas.yaml", f'requests.nvidia.com/gpu: "{NLP}"',
+          f'requests.nvidia.com/gpu: "{NLP * 10}"')
     pool = head / "pools/eu-l4-shared/pool.yaml"
     _edit(pool, "    eu-west-1b: 1", "    eu-west-1b: 2")
     _edit(pool, "      effect: NoSchedule\n",
@@ -61,8 +65,9 @@ def fleet_change(tmp_path_factory: pytest.TempPathFactory) -> diff.SemanticDiff:
 def test_a_namespace_resource_quota_change_is_shown(fleet_change: diff.SemanticDiff) -> None:
     assert _rows(fleet_change, "namespace-quotas") == [
         {"cluster": "prod-eu", "namespace": "nlp", "quota": "gpu", "resource": "requests.nvidia.com/gpu",
-         "old": "48", "new": "480", "delta": "+432"}]
-    assert "+432 nvidia.com/gpu for namespace nlp in prod-eu (48 -> 480)" in fleet_change.headline
+         "old": str(NLP), "new": str(NLP * 10), "delta": f"+{NLP * 9}"}]
+    headline = f"+{NLP * 9} nvidia.com/gpu for namespace nlp in prod-eu ({NLP} -> {NLP * 10})"
+    assert headline in fleet_change.headline
 
 
 def test_a_taint_an_upgrade_plan_and_a_pool_size_are_shown(fleet_change: diff.SemanticDiff) -> None:
@@ -85,7 +90,8 @@ def test_every_changed_rendered_object_is_listed_with_its_yaml_diff(fleet_change
     assert set(objects) == {("prod-eu", "ResourceQuota nlp/gpu")}
     quota = objects[("prod-eu", "ResourceQuota nlp/gpu")]
     assert quota.change == "changed"
-    assert "-    requests.nvidia.com/gpu: '48'" in quota.diff and "+    requests.nvidia.com/gpu: '480'" in quota.diff
+    assert f"-    requests.nvidia.com/gpu: '{NLP}'" in quota.diff
+    assert f"+    requests.nvidia.com/gpu: '{NLP * 10}'" in quota.diff
     assert not any("config.kubernetes.io/origin" in line for line in quota.diff)
     markdown = diff.to_markdown(fleet_change)
     assert "##### prod-eu: 0 added, 0 removed, 1 changed" in markdown

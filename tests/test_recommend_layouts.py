@@ -128,23 +128,41 @@ def _amounts(owner, flavor, field="nominal"):
     return {q.name: getattr(q, field) for q in _flavor(owner, flavor).resources if q.name.startswith("nvidia.com/mig-")}
 
 
+def _cards_held(cluster, owner, flavor, field="nominal"):
+    """The cards an owner's quota (or limit) on a MIG flavor stands for, summed over its profiles."""
+    pool = quotas.pool_of(cluster, flavor)
+    return sum((getattr(q, field) or 0) * quotas.cards(pool, q.name) for q in _flavor(owner, flavor).resources
+               if q.name.startswith("nvidia.com/mig-"))
+
+
 def test_with_layout_keeps_each_owners_share_of_the_cards(fleet):
+    # the expected figures follow the fleet (the pool's size and the queues' quotas), not numbers copied
+    # from it
     cluster = fleet.clusters["prod-eu"]
     flavor = "eu-a100-mig-balanced"
     after = layouts.with_layout(cluster, flavor, "all-1g.10gb")
     pool = _pool(after, flavor)
     assert pool.mig_layout == "all-1g.10gb" and pool.node_labels["nvidia.com/mig.config"] == "all-1g.10gb"
-    assert pool.capacity == {"nvidia.com/mig-1g.10gb": 224}
+    slices = A100.compute_slices  # all-1g.10gb: one 1g.10gb instance per compute slice
+    assert pool.capacity == {"nvidia.com/mig-1g.10gb": _pool(cluster, flavor).gpus * slices}
     assert _pool(cluster, flavor).mig_layout == "all-balanced"  # the model is not mutated
-    # research held 16x1g + 8x2g + 8x3g = 8 of 32 cards: a quarter of 224 slices; borrowing 4 cards: 28
+    # each owner keeps the cards its 1g + 2g + 3g quota stood for, now in 1g.10gb slices (rounded down)
+    for name in ("research", "serving", "vision"):
+        before_q, after_q = cluster.cluster_queues[name], after.cluster_queues[name]
+        for field in ("nominal", "borrowing_limit"):
+            held = _cards_held(cluster, before_q, flavor, field)
+            slices_now = _amounts(after_q, flavor, field)["nvidia.com/mig-1g.10gb"]
+            assert slices_now == int(held * slices), (name, field)
+        assert _amounts(after_q, flavor)["nvidia.com/mig-2g.20gb"] == 0
     research = after.cluster_queues["research"]
-    assert _amounts(research, flavor) == {"nvidia.com/mig-1g.10gb": 56, "nvidia.com/mig-2g.20gb": 0,
-                                          "nvidia.com/mig-3g.40gb": 0}
-    assert _amounts(research, flavor, "borrowing_limit")["nvidia.com/mig-1g.10gb"] == 28
-    assert _amounts(research, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"] is None  # unset stays unset
-    serving = after.cluster_queues["serving"]  # production: the same 16 cards in the new unit (CAP005)
-    assert _amounts(serving, flavor)["nvidia.com/mig-1g.10gb"] == 112
-    assert _amounts(serving, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"] == 56
+    if all(q.lending_limit is None for q in _flavor(cluster.cluster_queues["research"], flavor).resources):
+        lending = _amounts(research, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"]
+        assert lending is None  # unset stays unset
+    serving_before = cluster.cluster_queues["serving"]  # production: the same cards in the new unit (CAP005)
+    lent = _cards_held(cluster, serving_before, flavor, "lending_limit")
+    serving_after = after.cluster_queues["serving"]
+    serving_lends = _amounts(serving_after, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"]
+    assert serving_lends == int(lent * slices)
     assert {q.name for q in _flavor(research, flavor).resources}.isdisjoint({"cpu", "memory"})  # decision 0069
     cpu = {q.name: q.nominal for q in _flavor(research, "cpu").resources}
     assert cpu == {q.name: q.nominal for q in _flavor(cluster.cluster_queues["research"], "cpu").resources}
@@ -180,7 +198,9 @@ def test_a_generated_layout_carries_its_mig_parted_entry(fleet):
     assert "all-3x1g.10gb-2x2g.20gb" not in cluster.mig_configs  # a copy of the dict
     assert entry.data == [{"device-filter": list(A100.pci_device_ids), "devices": "all", "mig-enabled": True,
                            "mig-devices": {"1g.10gb": 3, "2g.20gb": 2}}]
-    assert _pool(after, "us-a100-mig-1g").capacity == {"nvidia.com/mig-1g.10gb": 96, "nvidia.com/mig-2g.20gb": 64}
+    gpus = _pool(cluster, "us-a100-mig-1g").gpus  # the pool's size follows the fleet
+    assert _pool(after, "us-a100-mig-1g").capacity == {"nvidia.com/mig-1g.10gb": 3 * gpus,
+                                                       "nvidia.com/mig-2g.20gb": 2 * gpus}
 
 
 # --- --apply ---------------------------------------------------------------------------------------------------
@@ -211,13 +231,23 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
     root = _copy(tmp_path)
     texts, errors = _edited(root, "prod-eu", "all-3x1g.10gb-2x2g.20gb")
     assert errors == []
+    # the figures follow the fleet: the pool's cards, and the cards each queue's quota stands for, cut
+    # 3x1g + 2x2g
+    cluster = load_fleet(REPO, ["prod-eu"]).clusters["prod-eu"]
+    gpus = _pool(cluster, "eu-a100-mig-balanced").gpus
+    research_q, serving_q = cluster.cluster_queues["research"], cluster.cluster_queues["serving"]
+    held, borrow = (int(_cards_held(cluster, research_q, "eu-a100-mig-balanced", f))
+                    for f in ("nominal", "borrowing_limit"))
+    lent = int(_cards_held(cluster, serving_q, "eu-a100-mig-balanced", "lending_limit"))
+    serves = int(_cards_held(cluster, serving_q, "eu-a100-mig-balanced")
+                 + _cards_held(cluster, serving_q, "eu-a100-mig-balanced", "borrowing_limit"))
     assert set(texts) == {"pools/eu-a100-mig-balanced/pool.yaml", CONFIG, "clusters/prod-eu/team-quotas.yaml",
                           *(f"clusters/prod-eu/queues/{q}.yaml" for q in ("research", "serving", "vision"))}
     pool = texts["pools/eu-a100-mig-balanced/pool.yaml"]
     assert "    layout: all-3x1g.10gb-2x2g.20gb\n" in pool
     assert '    nvidia.com/mig.config: "all-3x1g.10gb-2x2g.20gb"\n' in pool
-    assert "exposes nvidia.com/mig-1g.10gb = 96, nvidia.com/mig-2g.20gb = 64.\n" in pool
-    assert "# MIG layout all-3x1g.10gb-2x2g.20gb per GPU: 3x 1g.10gb, 2x 2g.20gb; x 32 GPUs" in pool
+    assert f"exposes nvidia.com/mig-1g.10gb = {3 * gpus}, nvidia.com/mig-2g.20gb = {2 * gpus}.\n" in pool
+    assert f"# MIG layout all-3x1g.10gb-2x2g.20gb per GPU: 3x 1g.10gb, 2x 2g.20gb; x {gpus} GPUs" in pool
     assert 'description: "Mixed-size MIG pool: every A100 cut 3x1g.10gb + 2x2g.20gb."' in pool
     assert "# Pool eu-a100-mig-balanced: Mixed-size MIG pool: every A100 cut 3x1g.10gb + 2x2g.20gb.\n" in pool
     assert "# One node: p4de.24xlarge" in pool  # comments kept
@@ -229,18 +259,23 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
             '      devices: all\n      mig-enabled: true\n      mig-devices:\n        "1g.10gb": 3\n'
             '        "2g.20gb": 2\n') in config
     research = texts["clusters/prod-eu/queues/research.yaml"]
-    assert ("eu-a100-mig-balanced (mig): mig-1g.10gb 24 of 96, borrow up to 12; mig-2g.20gb 16 of 64, borrow up "
-            "to 8. cpu/memory: 8 cpu + 96Gi per card's worth of slices.") in research
+    assert (f"eu-a100-mig-balanced (mig): mig-1g.10gb {3 * held} of {3 * gpus}, borrow up to {3 * borrow}; "
+            f"mig-2g.20gb {2 * held} of {2 * gpus}, borrow up to {2 * borrow}. cpu/memory: 8 cpu + 96Gi per "
+            "card's worth of slices.") in research
     mig_part = research[research.index("- name: eu-a100-mig-balanced"):research.index("- name: eu-h200-train")]
-    assert ("- name: nvidia.com/mig-1g.10gb\n              nominalQuota: 24\n              borrowingLimit: 12\n"
-            "            - name: nvidia.com/mig-2g.20gb\n              nominalQuota: 16\n              borrowingLimit: 8\n"
+    assert (f"- name: nvidia.com/mig-1g.10gb\n              nominalQuota: {3 * held}\n"
+            f"              borrowingLimit: {3 * borrow}\n"
+            f"            - name: nvidia.com/mig-2g.20gb\n              nominalQuota: {2 * held}\n"
+            f"              borrowingLimit: {2 * borrow}\n"
             "            - name: nvidia.com/mig-3g.40gb\n              nominalQuota: 0\n              borrowingLimit: 0\n"
             ) in mig_part
-    assert "lend at most 24" in texts["clusters/prod-eu/queues/serving.yaml"]
+    assert f"lend at most {3 * lent}" in texts["clusters/prod-eu/queues/serving.yaml"]
     team = texts["clusters/prod-eu/team-quotas.yaml"]
-    # serving admits 48 + 24 slices of 1g and 32 + 16 of 2g; 3g, which the layout drops, comes down to 0
+    # serving admits its nominal plus borrowing in slices of 1g and 2g; 3g, which the layout drops, comes
+    # down to 0
     serving = team[team.index("namespace: serving"):]
-    assert 'requests.nvidia.com/mig-1g.10gb: "72"' in serving and 'requests.nvidia.com/mig-2g.20gb: "48"' in serving
+    assert f'requests.nvidia.com/mig-1g.10gb: "{3 * serves}"' in serving
+    assert f'requests.nvidia.com/mig-2g.20gb: "{2 * serves}"' in serving
     assert 'requests.nvidia.com/mig-3g.40gb: "0"' in serving
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
@@ -272,18 +307,31 @@ def test_apply_a_config_layout_adds_the_profiles_to_every_flavor_and_namespace(t
     vision = texts["clusters/prod-us/queues/vision.yaml"]
     assert ("        - nvidia.com/mig-1g.10gb\n        - nvidia.com/mig-2g.20gb\n        - nvidia.com/mig-3g.40gb\n"
             "      flavors:") in vision
-    # us-h100-train, us-h100-canary, the pool's; not the cpu flavor, whose group covers cpu/memory only (0069)
-    assert vision.count("- name: nvidia.com/mig-2g.20gb") == 3
+    # every flavor of the GPU group (the fleet's: training pools, the MIG pool, ...); not the cpu flavor,
+    # whose
+    # group covers cpu/memory only (0069)
+    cluster = load_fleet(REPO, ["prod-us"]).clusters["prod-us"]
+    vision_q = cluster.cluster_queues["vision"]
+    gpu_flavors = next(len(g.flavors) for g in vision_q.resource_groups
+                       if "nvidia.com/mig-1g.10gb" in g.covered_resources)
+    assert vision.count("- name: nvidia.com/mig-2g.20gb") == gpu_flavors
     start = vision.index("- coveredResources:\n        - cpu")
     cpu_group = vision[start:vision.index("- coveredResources:", start + 1)]
     assert "mig-" not in cpu_group
-    assert "mig-1g.10gb 16 of 64, borrow up to 16, lend at most 16; mig-2g.20gb 8 of 32" in vision
+    # all-balanced cuts a card 2x1g + 1x2g + 1x3g: vision keeps the cards its quota stood for
+    gpus = _pool(cluster, "us-a100-mig-1g").gpus
+    held, borrow, lent = (int(_cards_held(cluster, vision_q, "us-a100-mig-1g", f))
+                          for f in ("nominal", "borrowing_limit", "lending_limit"))
+    assert (f"mig-1g.10gb {2 * held} of {2 * gpus}, borrow up to {2 * borrow}, lend at most {2 * lent}; "
+            f"mig-2g.20gb {held} of {gpus}") in vision
     pool = texts["pools/us-a100-mig-1g/pool.yaml"]
     assert 'description: "Dense inference pool: every A100 cut 2x1g.10gb + 1x2g.20gb + 1x3g.40gb."' in pool
     team = texts["clusters/prod-us/team-quotas.yaml"]
     vision_quota = team[team.index("namespace: vision"):].split("---")[0]
-    assert ('requests.nvidia.com/mig-1g.10gb: "32"\n    requests.nvidia.com/mig-2g.20gb: "16"\n'
-            '    requests.nvidia.com/mig-3g.40gb: "16"\n') in vision_quota  # nominal + borrowing: 16 + 16, 8 + 8, 8 + 8
+    admits = held + borrow  # nominal + borrowing, in cards, per profile of the layout
+    assert (f'requests.nvidia.com/mig-1g.10gb: "{2 * admits}"\n'
+            f'    requests.nvidia.com/mig-2g.20gb: "{admits}"\n'
+            f'    requests.nvidia.com/mig-3g.40gb: "{admits}"\n') in vision_quota
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
     _clean(root)

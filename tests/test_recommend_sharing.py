@@ -191,7 +191,12 @@ def test_apply_switches_a_shared_pool_to_exclusive_and_back(tmp_path):
     assert "              nominalQuota: 12\n              borrowingLimit: 4\n" in research
     assert "#   us-l40s-shared (exclusive): gpu 4 of 16, borrow up to 4, lend at most 4." in \
         texts["clusters/prod-us/queues/serving.yaml"]  # production's reserve: the same 4 cards
-    assert 'requests.nvidia.com/gpu: "24"' in texts["clusters/prod-us/team-quotas.yaml"]  # research: 12 + 4 + 8
+    # research: 48 + 16 replicas on the pool become 12 + 4 cards; its other flavors as the fleet has them
+    before = (REPO / "clusters/prod-us/team-quotas.yaml").read_text()
+    research_before = int(re.search(r'namespace: research\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"',
+                                    before)[1])
+    team = texts["clusters/prod-us/team-quotas.yaml"]
+    assert f'requests.nvidia.com/gpu: "{research_before - 64 + 16}"' in team
     original = {rel: (root / rel).read_text() for rel in texts}
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
@@ -255,7 +260,12 @@ def test_time_slicing_an_exclusive_h100_pool_is_refused_by_the_startup_check_tab
     assert "#   eu-h100-serving (time-sliced): gpu 128 of 192, borrow up to 64, lend at most 0." in serving
     assert "              nominalQuota: 128\n              borrowingLimit: 64\n              lendingLimit: 0\n" in serving
     assert "              nominalQuota: 64\n" in texts["clusters/prod-eu/queues/cohort-production.yaml"]  # reserve
-    assert 'requests.nvidia.com/gpu: "224"' in texts["clusters/prod-eu/team-quotas.yaml"]
+    # serving's namespace quota grows by the pool's nominal + borrowing in replicas less the same in cards
+    before = (REPO / "clusters/prod-eu/team-quotas.yaml").read_text()
+    serving_before = int(re.search(r'namespace: serving\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"',
+                                   before)[1])
+    team = texts["clusters/prod-eu/team-quotas.yaml"]
+    assert f'requests.nvidia.com/gpu: "{serving_before + (128 + 64) - 48}"' in team
 
 
 def test_a_device_plugin_config_shared_by_two_pools_is_not_switched(tmp_path):

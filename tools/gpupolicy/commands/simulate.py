@@ -73,6 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", metavar="FILE", type=Path,
                         help="write one JSON line per job event of both replays (arrived, admitted with its flavor, "
                              "started with its nodes, preempted by whom, released, failed at start, finished)")
+    parser.add_argument("--before", choices=("brief", "whole-node"), default="brief",
+                        help="with --busy-devices, the before replayed: the brief's (whole-GPU FIFO, starts "
+                             "crash on busy cards) or whole-node (each job holds whole nodes; default brief)")
+    parser.add_argument("--checkpoint", metavar="WORKLOAD=DURATION", default="",
+                        help="checkpoint interval per kind of work for jobs whose trace gives none, "
+                             "comma-separated (default training=1h,batch=1h,inference=0,notebook=0; "
+                             "0 = a preempted job starts over)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
@@ -97,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from ..infra.transaction import write_files
     from ..simulate import actual, compare
     from ..simulate.busy import startup_checks
+    from ..simulate.checkpoints import parse_intervals, with_checkpoints
     from ..simulate.failures import parse_failures
     from ..simulate.report import comparison_rows, markdown_table, plot_images, render_markdown, summary_rows
     from ..simulate.traces import TraceError, read_trace
@@ -138,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
     jobs = trace.jobs[: args.limit] if args.limit else trace.jobs
     if not jobs:
         return _fail(f"{trace.source}: no GPU jobs in the trace")
+    try:
+        jobs = with_checkpoints(jobs, parse_intervals(args.checkpoint))
+    except ValueError as exc:
+        return _fail(str(exc))
     unknown = sorted({q for q in mapping.values() if q not in cluster.cluster_queues})
     if unknown:
         return _fail(f"--map names unknown ClusterQueue(s) {', '.join(unknown)} in cluster {cluster.name}")
@@ -147,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         events: dict[str, list] | None = {} if args.events is not None else None
         result = compare(cluster, jobs, failures, mapping, args.policy, checks, events)
         unchecked = _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
-        brief = _before(cluster, jobs, failures, mapping, unchecked, args.seed) if unchecked else None
+        brief = _before(args, cluster, jobs, failures, mapping, unchecked) if unchecked else None
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
@@ -164,11 +176,7 @@ def run(args: argparse.Namespace) -> int:
         context.append(f"- busy devices (time-sliced pods as one replica each): {after.busy_starts} starts failed "
                        f"with the startup check as pool.yaml sets it, {unchecked.busy_starts} without it "
                        f"({unchecked.lost_to_busy_devices} jobs lost after the Job's backoff limit)")
-        context.append(f"- before (the brief's): the baseline with {brief.rate:.1%} of starts crashing on a busy card "
-                       f"the default scheduler cannot see, the share of jobs the replay without the startup check saw "
-                       f"fail at start ({unchecked.jobs_crashed_at_start} of {unchecked.jobs_tried}); seed "
-                       f"{args.seed}; "
-                       f"{brief.summary.busy_starts} starts failed, {brief.summary.lost_to_busy_devices} jobs lost")
+        context.append(_before_line(args, brief, unchecked))
     markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
     # estimated vs actual: the replay's waits beside those the trace's history observed (simulate/actual.py)
     observed = actual.compare_waits(result.after, trace.observed_waits) if trace.observed_waits else []
@@ -184,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot write the report to {out}: {exc}")
     if args.format == "json":
         extra = {"proposed_without_startup_check": asdict(unchecked), "before": asdict(brief.summary),
-                 "before_start_failure_rate": brief.rate} if unchecked else {}
+                 "before_variant": args.before, "before_start_failure_rate": brief.rate} if unchecked else {}
         print(json.dumps({"cluster": cluster.name, "trace": trace.source, "seconds": seconds,
                           "baseline": asdict(before), "proposed": asdict(after), **extra, "report": str(out),
                           "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]},
@@ -193,7 +201,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s\n")
         if unchecked:
-            print(markdown_table(("metric", "baseline", "before (busy-card crashes)", "proposed",
+            label = ("before (whole node per job)" if args.before == "whole-node"
+                     else "before (busy-card crashes)")
+            print(markdown_table(("metric", "baseline", label, "proposed",
                                   "proposed without the startup check"),
                                  summary_rows([before, brief.summary, after, unchecked])))
         else:
@@ -212,14 +222,28 @@ class _Before:
     summary: object
 
 
-def _before(cluster, jobs, failures, mapping, unchecked, seed: int) -> _Before:
-    """The brief's "before" (policy.before) at the busy-start rate of the replay without the startup check."""
+def _before(args: argparse.Namespace, cluster, jobs, failures, mapping, unchecked) -> _Before:
+    """The brief's "before" (policy.before) at the busy-start rate of the replay without the startup check,
+    or, with `--before whole-node`, the whole-node-per-job variant (policy.whole_node_before): it crashes
+    none."""
     from ..simulate import replay
     from ..simulate.metrics import summarize
-    from ..simulate.policy import before, busy_start_rate
+    from ..simulate.policy import before, busy_start_rate, whole_node_before
 
+    if args.before == "whole-node":
+        return _Before(0.0, summarize(replay(whole_node_before(cluster), jobs, failures, mapping)))
     rate = busy_start_rate(unchecked.jobs_crashed_at_start, unchecked.jobs_tried)
-    return _Before(rate, summarize(replay(before(cluster, rate, seed), jobs, failures, mapping)))
+    return _Before(rate, summarize(replay(before(cluster, rate, args.seed), jobs, failures, mapping)))
+
+
+def _before_line(args: argparse.Namespace, brief: _Before, unchecked) -> str:
+    if args.before == "whole-node":
+        return ("- before (whole node per job): the baseline's FIFO lines, each job holding every card of "
+                f"the nodes it lands on; {brief.summary.busy_starts} starts failed")
+    return (f"- before (the brief's): the baseline with {brief.rate:.1%} of starts crashing on a busy card "
+            f"the default scheduler cannot see, the share of jobs the replay without the startup check saw "
+            f"fail at start ({unchecked.jobs_crashed_at_start} of {unchecked.jobs_tried}); seed {args.seed}; "
+            f"{brief.summary.busy_starts} starts failed, {brief.summary.lost_to_busy_devices} jobs lost")
 
 
 def _without_startup_check(args: argparse.Namespace, cluster, jobs, failures, mapping):

@@ -38,7 +38,7 @@ from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .migpool import MigPoolState
 from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
-from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue
+from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue, job_class, pool_classes
 from .quota import QuotaTree, available
 from .resources import covers_gpu, demand
 
@@ -107,6 +107,11 @@ class Result:
     queues: dict[str, SimQueue] = field(default_factory=dict)
     busy_starts: int = 0  # starts that crashed on a busy device (time-sliced pools without the startup check)
     starts: int = 0  # every start attempted, the crashed ones included
+    # per instant a class's figures changed: (time, {pool class: (allocated milli, available milli, work of
+    # that class waiting)}); the pool class is policy.pool_classes, a job's class policy.job_class
+    class_timeline: list[tuple[int, dict[str, tuple[int, int, bool]]]] = field(default_factory=list)
+    pool_class: dict[str, str] = field(default_factory=dict)
+    useful_in_window: int = 0  # milli-GPU-seconds of kept work done between the first and last submission
 
 
 class Engine:
@@ -179,6 +184,13 @@ class Engine:
         self.preemptions = 0
         self.events = 0
         self.open_failures: list[tuple[str, tuple[int, ...], int]] = []  # never recovered
+        self.pool_class = pool_classes(policy)
+        self.classes = sorted(set(self.pool_class.values()) | {job_class(run.job) for run in self.runs})
+        self.waiting: dict[str, set[int]] = {kind: set() for kind in self.classes}  # arrived, not running
+        self.class_timeline: list[tuple[int, dict[str, tuple[int, int, bool]]]] = []
+        submits = [run.job.submit for run in self.runs]
+        self.window = (min(submits, default=0), max(submits, default=0))
+        self.useful_in_window = 0
         for run in self.runs:
             self._push(run.job.submit, ARRIVE, run.index)
         for failure in failures:
@@ -271,7 +283,8 @@ class Engine:
         return Result(self.policy.name, self.runs, self.timeline,
                       sum(p.full_capacity for p in self.pools.values()),
                       self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues),
-                      self.busy_starts, self.starts)
+                      self.busy_starts, self.starts, self.class_timeline, dict(self.pool_class),
+                      self.useful_in_window)
 
     def _record(self) -> None:
         point = (self.now, self._allocated(), self._available())
@@ -281,6 +294,34 @@ class Engine:
                 self.timeline[-1] = point
             else:
                 self.timeline.append(point)
+        self._record_classes()
+
+    def _record_classes(self) -> None:
+        figures = {kind: [0, 0, bool(self.waiting[kind])] for kind in self.classes}
+        for name, pool in self.pools.items():
+            entry = figures[self.pool_class.get(name, "training")]
+            entry[0] += pool.allocated
+            entry[1] += pool.capacity
+        point = {kind: tuple(entry) for kind, entry in figures.items()}
+        series = self.class_timeline
+        if series and series[-1][1] == point:
+            return
+        if series and series[-1][0] == self.now:
+            series[-1] = (self.now, point)
+        else:
+            series.append((self.now, point))
+
+    def _keep(self, run: Run, since: int, seconds: int) -> None:
+        """Work a run keeps (ran from `since` for `seconds`), counted where it falls in the arrival window."""
+        lo, hi = max(since, self.window[0]), min(since + seconds, self.window[1])
+        if hi > lo:
+            self.useful_in_window += (hi - lo) * run.size[0]
+
+    def _waits(self, run: Run) -> None:
+        self.waiting[job_class(run.job)].add(run.index)
+
+    def _stops_waiting(self, run: Run) -> None:
+        self.waiting[job_class(run.job)].discard(run.index)
 
     # -- queues --------------------------------------------------------------------------------------
     def _shape(self, run: Run, flavor: FlavorQuota) -> Shape | None:
@@ -304,6 +345,8 @@ class Engine:
             self.shapes[key] = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node,
                                              self.policy.whole_gpus, pool.model, self.policy.replica_per_pod,
                                              pool.profiles)
+            if self.policy.whole_nodes and self.shapes[key] is not None:
+                self.shapes[key] = whole_nodes(self.shapes[key], pool.gpus_per_node)
         return self.shapes[key]
 
     def _enqueue(self, run: Run) -> bool:
@@ -316,6 +359,7 @@ class Engine:
             self._event("never", run, reason=run.never_reason)
             return False
         self._add_pending(run)
+        self._waits(run)
         return True
 
     def _could_ever_fit(self, run: Run, flavor: FlavorQuota) -> bool:
@@ -407,6 +451,7 @@ class Engine:
             if pending.holds(entry, run.size):  # not one that failed at start and waits for its Job's retry
                 pending.remove(entry, run.size)
                 run.never_reason = NOT_QUEUED_REASON
+                self._stops_waiting(run)
 
     def _released(self, pool_name: str) -> None:
         self.stale.update(self.queues_in_pool[pool_name])
@@ -607,11 +652,13 @@ class Engine:
             interval = victim.job.checkpoint
             kept = (elapsed // interval) * interval if interval > 0 else 0
             victim.lost_milli_seconds += (elapsed - kept) * victim.shape.total
+            self._keep(victim, victim.started, kept)
             victim.remaining = max(1, victim.remaining - kept)
             victim.token += 1  # its FINISH event no longer counts
             self.running[victim.flavor.pool].discard(victim.index)
             self.queue_running[victim.queue][victim.priority].discard(victim.index)
             victim.started = -1
+            self._waits(victim)
             self._push(self.now + self.grace, RELEASE, victim.index)
         else:  # admitted, pods still waiting for nodes: nothing to terminate
             self.node_wait[victim.flavor.pool].pop(victim.index, None)
@@ -687,6 +734,7 @@ class Engine:
                                                                            .nodes_of(run.slots)))
         run.started = self.now
         self._came_ready(run)
+        self._stops_waiting(run)
         if run.first_start < 0:
             run.first_start = self.now
         run.token += 1
@@ -712,6 +760,7 @@ class Engine:
             self._came_ready(run)
         if last:
             run.never_reason = BUSY_DEVICE_REASON
+            self._stops_waiting(run)
             return
         backoff = min(CRASH_BACKOFF_CAP, CRASH_BACKOFF_SECONDS * 2 ** (run.busy_starts - 1))
         self._push(self.now + backoff, RETRY if self.kueue else ARRIVE, run.index)
@@ -728,6 +777,7 @@ class Engine:
         run.slots, run.started = [], -1
 
     def _finish(self, run: Run) -> None:
+        self._keep(run, run.started, self.now - run.started)
         self._unbind(run)
         run.remaining = 0
         run.finished = self.now
@@ -889,10 +939,12 @@ class Engine:
             interval = run.job.checkpoint
             kept = (elapsed // interval) * interval if interval > 0 else 0
             run.lost_milli_seconds += (elapsed - kept) * run.shape.total
+            self._keep(run, run.started, kept)
             run.remaining = max(1, run.remaining - kept)  # the run's start is its last resume point
             run.preemptions += 1
             self.preemptions += 1
         else:
+            self._keep(run, run.started, elapsed)
             run.remaining = max(1, run.remaining - elapsed)
             run.interruptions += 1
         self.running[run.flavor.pool].discard(run.index)
@@ -903,6 +955,7 @@ class Engine:
         run.slots, run.started = [], -1
         run.token += 1
         self._add_pending(run)
+        self._waits(run)
 
     # -- failures ------------------------------------------------------------------------------------
     def _fail(self, failure: Failure) -> None:
@@ -923,6 +976,13 @@ class Engine:
         self.pools[pool_name].recover(nodes)
         self._released(pool_name)
         self.failure_milli_seconds += (self.now - since) * len(nodes) * self.pools[pool_name].gpus_per_node * MILLI
+
+
+def whole_nodes(shape: Shape, gpus_per_node: int) -> Shape:
+    """A job's shape when it holds whole nodes: as many full nodes as its cards fill, at least one."""
+    cards = shape.pods * shape.count * shape.milli
+    nodes = max(1, -(-cards // (gpus_per_node * MILLI)))
+    return Shape(nodes, gpus_per_node, MILLI, profile=shape.profile)
 
 
 def _covers(shape: Shape, smaller: Shape) -> bool:

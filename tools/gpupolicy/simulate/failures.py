@@ -26,6 +26,12 @@ def _seconds(text: str) -> int:
     return int(text[: len(text) - len(unit)]) * _UNITS[unit]
 
 
+def parse_duration(text: str) -> int | None:
+    """`90`, `30m`, `1h`, `2d` -> seconds; None when the text is not such a duration."""
+    text = text.strip()
+    return _seconds(text) if re.fullmatch(r"\d+[smhd]?", text) else None
+
+
 def parse_failures(spec: str) -> list[Failure]:
     failures = []
     for item in filter(None, (part.strip() for part in spec.split(","))):

@@ -1,4 +1,10 @@
-"""Figures from a replay: allocation, wait percentiles per queue and tier, preemptions, lost GPU-hours."""
+"""Figures from a replay: allocation, wait percentiles per queue and tier, preemptions, lost GPU-hours.
+
+Besides the means over the replay: utilization over the arrival window (first to last submission) and while
+work is waiting, GPU-hours idle in a pool class while work of that class waits (the brief's "a queue formed
+even when accelerators sat idle"), and the work lost to preemption per kind of work (checkpoint loss: what a
+victim did since its last checkpoint, `checkpoints.py`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .engine import BUSY_DEVICE_REASON, Result
 from .jobs import MILLI
+from .policy import job_class
 
 HOUR = 3600
 
@@ -60,6 +67,15 @@ class Summary:
     # mean allocated / available over the arrival window (first to last submission): a policy that does the
     # same work with one long tail does not read as "half the utilization", as the mean over the makespan does
     window_allocation: float | None = None  # None: a summary recorded before the figure existed
+    # GPU-time of the work kept that was done inside the arrival window / capacity over the window
+    window_useful: float | None = None
+    # mean allocated / available over the instants when some work waits (arrived, not running)
+    allocation_while_waiting: float | None = None
+    # pool class -> GPU-hours its pools had free while work of that class waited (policy.pool_classes)
+    idle_while_waiting_gpu_hours: dict[str, float] = field(default_factory=dict)
+    # kind of work (the job's `workload`, else its class) -> GPU-hours lost to preemption since the last
+    # checkpoint
+    checkpoint_loss_gpu_hours: dict[str, float] = field(default_factory=dict)
 
 
 def summarize(result: Result) -> Summary:
@@ -67,11 +83,14 @@ def summarize(result: Result) -> Summary:
     by_queue: dict[str, list[float]] = defaultdict(list)
     by_tier: dict[str, list[float]] = defaultdict(list)
     reasons: dict[str, int] = defaultdict(int)
+    lost_by_work: dict[str, float] = defaultdict(float)
     completed = never = interruptions = crashed = tried = 0
     lost = useful = 0
     start = min((r.job.submit for r in result.runs), default=0)
     for run in result.runs:
         lost += run.lost_milli_seconds
+        if run.lost_milli_seconds:
+            lost_by_work[run.job.workload or job_class(run.job)] += run.lost_milli_seconds / MILLI / HOUR
         useful += run.size[0] * (run.job.duration - run.remaining)  # work kept, at the size the job asked for
         interruptions += run.interruptions
         crashed += run.busy_starts > 0
@@ -101,7 +120,11 @@ def summarize(result: Result) -> Summary:
         lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR, never_reasons=dict(reasons),
         busy_starts=result.busy_starts, starts=result.starts, jobs_crashed_at_start=crashed,
         jobs_tried=tried, lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0),
-        window_allocation=in_window / window if window else 0.0)
+        window_allocation=in_window / window if window else 0.0,
+        window_useful=result.useful_in_window / window if window else 0.0,
+        allocation_while_waiting=allocation_while_waiting(result.class_timeline, result.end),
+        idle_while_waiting_gpu_hours=idle_while_waiting(result.class_timeline, result.end),
+        checkpoint_loss_gpu_hours=dict(sorted(lost_by_work.items())))
 
 
 def _integrals(timeline: list[tuple[int, int, int]], start: int, end: int) -> tuple[float, float]:
@@ -113,3 +136,31 @@ def _integrals(timeline: list[tuple[int, int, int]], start: int, end: int) -> tu
             allocated += alloc * (hi - lo)
             available += avail * (hi - lo)
     return allocated, available
+
+
+def _spans(class_timeline: list, end: int):
+    """Each recorded point of a class timeline with how long it held (to the next point, or the end)."""
+    for (t0, point), (t1, _) in zip(class_timeline, [*class_timeline[1:], (end, None)], strict=True):
+        if t1 > t0:
+            yield point, t1 - t0
+
+
+def idle_while_waiting(class_timeline: list, end: int) -> dict[str, float]:
+    """Pool class -> GPU-hours of its pools free (available - allocated) while work of that class waited."""
+    idle: dict[str, float] = {}
+    for point, seconds in _spans(class_timeline, end):
+        for kind, (allocated, available, waiting) in point.items():
+            idle.setdefault(kind, 0.0)
+            if waiting and available > allocated:
+                idle[kind] += (available - allocated) * seconds / MILLI / HOUR
+    return dict(sorted(idle.items()))
+
+
+def allocation_while_waiting(class_timeline: list, end: int) -> float:
+    """Allocated / available over the instants when work of any class waited (0 when none ever did)."""
+    allocated = available = 0.0
+    for point, seconds in _spans(class_timeline, end):
+        if any(waiting for _, _, waiting in point.values()):
+            allocated += sum(a for a, _, _ in point.values()) * seconds
+            available += sum(v for _, v, _ in point.values()) * seconds
+    return allocated / available if available else 0.0

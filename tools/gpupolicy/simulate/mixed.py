@@ -11,7 +11,8 @@ Mapping to the fleet's teams and kinds of work, read from the cluster's ClusterQ
   05 to the second; one training team takes both; with more than two, the jobs of both sources are dealt
   round-robin in arrival order); tier and workload `training`. These two span the trace's first 52 days and
   together fit one training pool of the fleet at the trace's own pace, so congestion comes from the arrival
-  rate, not from choosing the busiest source. The ITP trace has no checkpoints: a preempted job starts over.
+  rate, not from choosing the busiest source. The ITP trace records no checkpoints: a preempted job
+  checkpoints at its workload's default interval (`checkpoints.py`, `simulate --checkpoint`).
 - openb pods by QoS: LS (latency-sensitive) -> the team of the `workload: inference` queue (tier production
   preferred), workload inference; BE and Burstable -> the team of the `workload: notebook` queue (else
   `batch`; tier experiment or batch as the trace's QoS says), workload notebook.

@@ -104,6 +104,7 @@ class SimPolicy:
     queues: dict[str, SimQueue]
     priorities: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TIER_PRIORITY))
     whole_gpus: bool = False  # round every fractional request up to a card
+    whole_nodes: bool = False  # every job holds whole nodes (whole_node_before)
     placement: str = BASELINE_PLACEMENT  # a name in placement.PLACEMENTS
     # every cohort named by a queue or a parent, with its own quota (simulate/quota.py does the arithmetic)
     cohorts: dict[str, SimCohort] = field(default_factory=dict)
@@ -353,6 +354,13 @@ def before(cluster: Cluster, start_failure_rate: float, seed: int = 0) -> SimPol
     if not 0 <= start_failure_rate < 1:
         raise ValueError(f"a start failure rate is a share of starts in [0, 1), got {start_failure_rate}")
     return replace(baseline(cluster), start_failure_rate=start_failure_rate, failure_seed=seed)
+
+
+def whole_node_before(cluster: Cluster) -> SimPolicy:
+    """The whole-node-per-job "before": the baseline's FIFO lines, but a job holds every card of the nodes it
+    lands on (a 1-card pod takes a whole 8-GPU node), as clusters that handed out nodes, not cards, ran. No
+    two jobs share a node, so no start meets a busy card: this variant crashes none."""
+    return replace(baseline(cluster), whole_nodes=True)
 
 
 def busy_start_rate(crashed_jobs: int, tried_jobs: int) -> float:

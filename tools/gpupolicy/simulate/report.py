@@ -22,6 +22,15 @@ def comparison_rows(before: Summary, after: Summary) -> list[tuple[str, str, str
     return summary_rows([before, after])
 
 
+def _share(value: float | None) -> str:
+    return "not recorded" if value is None else f"{value:.1%}"
+
+
+def _per_key(figures: dict[str, float]) -> str:
+    """`inference 12.0, training 3.5` (GPU-hours by pool class or kind of work), `0` when there are none."""
+    return ", ".join(f"{key} {value:,.1f}" for key, value in figures.items()) or "0"
+
+
 # (metric, how one summary shows it): the rows of every comparison table, in order
 ROWS = (
     ("jobs replayed", lambda s: str(s.jobs)),
@@ -30,12 +39,17 @@ ROWS = (
     ("GPU allocation (mean over the replay)", lambda s: f"{s.allocation:.1%}"),
     ("GPU allocation over the arrival window", lambda s: "not recorded" if s.window_allocation is None else f"{s.window_allocation:.1%}"),
     ("useful utilization (GPU-time of the work kept / capacity)", lambda s: f"{s.useful:.1%}"),
+    ("useful utilization over the arrival window", lambda s: _share(s.window_useful)),
+    ("GPU allocation while work waits", lambda s: _share(s.allocation_while_waiting)),
+    ("GPU-hours idle while same-class work waits", lambda s: _per_key(s.idle_while_waiting_gpu_hours)),
     ("makespan", lambda s: f"{s.makespan_hours:.1f} h"),
     ("wait p50", lambda s: format_minutes(s.wait.p50)),
     ("wait p95", lambda s: format_minutes(s.wait.p95)),
     ("wait p99", lambda s: format_minutes(s.wait.p99)),
     ("preemptions", lambda s: str(s.preemptions)),
     ("GPU-hours lost to preemption", lambda s: f"{s.lost_to_preemption_gpu_hours:.1f}"),
+    ("  of which per kind of work (since the last checkpoint)",
+     lambda s: _per_key(s.checkpoint_loss_gpu_hours)),
     ("GPU-hours of capacity lost to node failures", lambda s: f"{s.lost_to_failures_gpu_hours:.1f}"),
     ("jobs interrupted by node failures (requeued, work kept)", lambda s: str(s.interruptions)),
     ("starts failed on a busy device (time-sliced neighbour's memory)", lambda s: str(s.busy_starts)),
