@@ -193,3 +193,15 @@ def test_cluster_refusals_name_the_problem(fork: Path, args: list[str], message:
     assert message in done.stderr
     assert "Traceback" not in done.stderr
     assert tree(fork) == before
+
+
+def test_an_argo_cd_cluster_with_no_pools_joins_a_fleet_whose_argo_cd_clusters_have_them(tmp_path: Path) -> None:
+    """The Argo CD component's patch for the GPU Operator's objects (group nvidia.com) selects nothing in a
+    cluster with no pool yet; it is not dead while another cluster including it has them (KUST007)."""
+    from support import copy_repo, fleet_repo
+
+    repo = copy_repo(fleet_repo(), tmp_path / "repo")
+    done = new(repo, "cluster", "lab-1", "--environment", "test", "--region", "eu-west-1", "--zone", "eu-west-1a",
+               "--sync-engine", "argocd", "--kubernetes-version", "1.33")
+    assert done.returncode == 0, done.stderr
+    assert errors(repo) == []

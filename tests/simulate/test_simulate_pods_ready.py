@@ -74,3 +74,23 @@ def test_block_admission_admits_nothing_while_an_admitted_workload_waits_for_nod
     assert [r.first_start for r in blocked] == [0, 7200, 1810]
     free = Engine(SimPolicy("p", pools, queues, pods_ready=KUEUE_DEFAULT), jobs, ["q1", "q1", "q2"]).run().runs
     assert [r.first_start for r in free] == [0, 7200, 20]
+
+
+def test_the_repository_configuration_reaches_the_declared_policy(tmp_path):
+    """from_cluster replays the waitForPodsReady the repository's Kueue values set, not Kueue's default."""
+    from support import copy_repo, fleet_repo
+
+    from gpupolicy import pipeline
+    from gpupolicy.domain.kueue_configuration import KUEUE_VALUES
+    from gpupolicy.simulate.policy import from_cluster
+
+    repo = copy_repo(fleet_repo(), tmp_path / "repo")
+    cluster = next(iter(pipeline.load_fleet(repo, use_cache=False).clusters.values()))
+    assert from_cluster(cluster).pods_ready == KUEUE_DEFAULT  # the fixture fleet sets none of it
+    values = repo / KUEUE_VALUES
+    text = values.read_text()
+    assert "    kind: Configuration\n" in text
+    values.write_text(text.replace("    kind: Configuration\n", "    kind: Configuration\n    waitForPodsReady:\n"
+                                   "      timeout: 10m\n      blockAdmission: true\n"))
+    cluster = pipeline.load_fleet(repo, use_cache=False).clusters[cluster.name]
+    assert from_cluster(cluster).pods_ready == PodsReady(600, True)

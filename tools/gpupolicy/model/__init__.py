@@ -323,6 +323,8 @@ class Cluster:
     cluster_policy: K8sObject | None = None
     device_plugin_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # key -> entry
     mig_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # layout name -> entry (data: list)
+    # the Kueue Configuration it runs (domain/kueue_configuration.py, one for the fleet); None: Kueue's defaults
+    kueue_configuration: dict | None = field(default=None, repr=False, compare=False)
     # Derived data rules share (flavor -> pools, cohort totals); filled lazily, never part of equality.
     derived: dict = field(default_factory=dict, repr=False, compare=False)
 

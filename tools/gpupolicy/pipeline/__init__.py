@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import orgchecks
 from ..configure import guardrails, repoconfig, rootcause
-from ..domain import keptreviews, kustomization, waivers
+from ..domain import keptreviews, kueue_configuration, kustomization, waivers
 from ..errors import ToolError
 from ..findings import Finding, Location, Severity
 from ..infra import repopath
@@ -351,8 +351,8 @@ def _parse_stage(sources: Sources, renderable: list[str], rendered: dict, store:
         objects_by_cluster[name] = guarded(findings, "stage parse", _objects_from, bodies, name, kfile, default=[],
                                            subject=f"the rendered objects of cluster {name}",
                                            location=Location(kfile, 1), cluster=name)
-        # kubectl applies a patch whose target matches nothing without a word
-        findings.extend(kustomize.unmatched_patches(graph, overlay, objects_by_cluster[name], name, index.docs))
+    # kubectl applies a patch whose target matches nothing without a word
+    findings.extend(kustomize.unmatched_patches(graph, objects_by_cluster, index.docs))
     return objects_by_cluster
 
 
@@ -370,6 +370,7 @@ def _assemble_fleet(sources: Sources, facts: dict[str, ClusterFacts], objects_by
                   decision_log=sources.decision_log, affected_paths=sources.affected_paths)
     fleet.pools = {pool.name: pool for pool in declared.values()}
     fleet.invalid_pools = {Path(d).name for d in sources.pool_dirs} - {Path(rel).parent.name for rel in declared}
+    configuration, _ = kueue_configuration.read(fleet.documents)
     for name, objects in objects_by_cluster.items():
         directories = set(sources.graph.directories(f"clusters/{name}"))
         pools = [pool for rel, pool in declared.items() if str(Path(rel).parent) in directories]
@@ -377,6 +378,7 @@ def _assemble_fleet(sources: Sources, facts: dict[str, ClusterFacts], objects_by
                           _gpu_model, index.docs, location=Location(facts[name].path, 1), cluster=name)
         if cluster is None:  # a cluster whose model crashed is left out (its INTERNAL finding says so)
             continue
+        cluster.kueue_configuration = configuration
         fleet.clusters[name] = cluster
         fleet.pools.update({pool.name: pool for pool in cluster.pools})  # with the capacity of the last one
     return fleet

@@ -7,6 +7,10 @@ says nothing and renders the objects unpatched (observed with the pinned kubectl
 empty stderr; `tests/rules/KUST007/bad` renders such a patch). A quota cut, a taint or a priority change that was reviewed as
 part of the pull request is then silently not deployed, typically after the object was renamed.
 
+A patch of a kustomization several clusters include (a shared Component, such as a sync engine's) is dead
+only if it selects nothing in every one of them: the Argo CD component's patch for the GPU Operator's
+objects selects nothing in a cluster with no pool yet, and is still needed by the clusters that have pools.
+
 ## Bad example
 ```yaml
 # clusters/prod/kustomization.yaml

@@ -18,7 +18,7 @@ from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
 from .jobs import MILLI, Job, mig_card, profile_share
 from .placement import BASELINE_PLACEMENT, DEFAULT_PLACEMENT
-from .readiness import KUEUE_DEFAULT, PodsReady
+from .readiness import PodsReady, from_configuration
 from .resources import resource_buckets
 
 # Used when the cluster declares no WorkloadPriorityClass for a tier; only the order matters.
@@ -255,7 +255,8 @@ def from_cluster(cluster: Cluster, placement: str = DEFAULT_PLACEMENT) -> SimPol
     if not queues:  # the engine needs a queue for every job
         raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
     return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
-                     placement=placement, cohorts=_cohorts(cluster, pools), pods_ready=KUEUE_DEFAULT)
+                     placement=placement, cohorts=_cohorts(cluster, pools),
+                     pods_ready=from_configuration(cluster.kueue_configuration))
 
 
 def _fungibility(spec: Any) -> dict[str, str]:

@@ -12,8 +12,9 @@ Read against kubernetes-sigs/kueue v0.19.2 (the version the repository pins in p
   60 s * 2^(n-1), capped.
 A v1beta1 Configuration turns it on only with `waitForPodsReady.enable: true`.
 
-The repository's Configuration (policies/kueue/values.yaml) sets none of it, so Kueue's default applies to its
-policy; `from_configuration` reads a Configuration that does set it. The simulator's pods are ready when they
+The repository's Configuration (policies/kueue/values.yaml, domain/kueue_configuration.py) is what
+`from_configuration` reads for a cluster's declared policy (simulate/policy.py `from_cluster`); where it sets
+none of `waitForPodsReady`, Kueue's defaults above apply. The simulator's pods are ready when they
 start (a pod that crashes at start is not ready); `recoveryTimeout` (ready pods that fail later) is not
 modelled.
 """

@@ -26,17 +26,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..domain import cel
+from ..domain import cel, kueue_configuration
 from ..domain.quotas import flavor_limit
 from ..domain.tolerations import BLOCKING_EFFECTS, tolerates
 from ..findings import Location
-from ..infra.yamlload import mapping, mappings, parse_source
+from ..infra.yamlload import mapping, mappings
 from ..model import QUEUE_LABEL, Cluster, ClusterQueue, Flavor, Fleet, ResourceGroup, Taint
 from ..model.selectors import label_selector_matches
 from .nodes import node_affinity_matches
-
-KUEUE_VALUES = "policies/kueue/values.yaml"
-CONFIG_PATH = ("managerConfig", "controllerManagerConfigYaml")
 
 # Workload kind -> Kueue integration name (`integrations.frameworks` of the Configuration).
 FRAMEWORKS = {
@@ -93,15 +90,8 @@ def kueue_config(fleet: Fleet) -> KueueConfig:
 
 
 def _read_config(fleet: Fleet) -> KueueConfig:
-    docs = [d for d in fleet.documents if d.path == KUEUE_VALUES]
-    if not docs or not isinstance(docs[0].data, dict):
-        return KueueConfig()
-    text = (docs[0].data.get(CONFIG_PATH[0]) or {}).get(CONFIG_PATH[1])
-    if not isinstance(text, str):
-        return KueueConfig()
-    loaded = parse_source(text.encode(), KUEUE_VALUES)  # the strict loader: bombs and depth are bounded
-    config = loaded.documents[0].data if loaded.ok and loaded.documents else None
-    if not isinstance(config, dict):
+    config, where = kueue_configuration.read(fleet.documents)
+    if config is None:
         return KueueConfig()
     integrations = config.get("integrations") if isinstance(config.get("integrations"), dict) else {}
     frameworks = integrations.get("frameworks") if isinstance(integrations.get("frameworks"), list) else []
@@ -113,7 +103,7 @@ def _read_config(fleet: Fleet) -> KueueConfig:
                        config.get("manageJobsWithoutQueueName") is True,
                        selector if isinstance(selector, dict) else DEFAULT_NAMESPACE_SELECTOR,
                        resources.get("quotaCheckStrategy") == "IgnoreUndeclared",
-                       tuple(str(p) for p in prefixes), Location(KUEUE_VALUES, docs[0].line_of(CONFIG_PATH)))
+                       tuple(str(p) for p in prefixes), where)
 
 
 def _int(value: Any, default: int) -> int:

@@ -18,7 +18,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -886,26 +886,36 @@ def patch_documents(overlay: Any, entry: Any, documents_of: DocumentsOf,
             yield rel, documents_of(rel)
 
 
-def unmatched_patches(graph: Graph, directory: str, objects: Iterable[Any], cluster: str,
+def unmatched_patches(graph: Graph, rendered: Mapping[str, Iterable[Any]],
                       documents_of: DocumentsOf) -> list[Finding]:
     """KUST007: a patch with a `target` that selects none of the rendered objects. kubectl (kustomize v5.8)
     applies such a JSON6902 or targeted strategic-merge patch to nothing and says nothing.
 
+    `rendered`: each rendered cluster's objects, by cluster name. A patch of a kustomization several clusters
+    include (a shared Component such as a sync engine's) is judged over all of them: it changes nothing only
+    if it selects nothing in every one (a patch for the objects of GPU pools is not dead in a cluster that has
+    no pool yet, if another cluster has them). A run over some clusters (a shard) judges it over those.
+
     The match is lenient, so a finding is certain: kind, group and version must be equal, and the target's
     name (a regular expression) must match somewhere in the rendered name, whatever prefix or suffix the
     overlays added; namespace and label or annotation selectors are not checked."""
-    objects = list(objects)
-    findings = []
-    for patch in _patch_entries(graph, directory, documents_of):
-        target = _target(patch.entry)
-        if patch.strategic_merge_list or target is None:
-            continue
-        if not any(_selects(target, obj) for obj in objects):
-            findings.append(kust007.finding(f"the patch's target {_describe(target)} matches "
-                                            "no object: the patch changes nothing", patch.overlay.file,
-                                            patch.line, cluster=cluster,
-                                            hint="fix the target (kind, name, group, version), or remove the patch"))
-    return findings
+    dead: dict[tuple[str, int], tuple[_PatchEntry, dict, list[str]]] = {}
+    live: set[tuple[str, int]] = set()
+    for cluster, objects in rendered.items():
+        objects = list(objects)
+        for patch in _patch_entries(graph, f"clusters/{cluster}", documents_of):
+            target = _target(patch.entry)
+            if patch.strategic_merge_list or target is None:
+                continue
+            key = (patch.overlay.file, patch.line)
+            if any(_selects(target, obj) for obj in objects):
+                live.add(key)
+            else:
+                dead.setdefault(key, (patch, target, []))[2].append(cluster)
+    return [kust007.finding(f"the patch's target {_describe(target)} matches no object: the patch changes "
+                            "nothing", patch.overlay.file, patch.line, cluster=",".join(sorted(clusters)),
+                            hint="fix the target (kind, name, group, version), or remove the patch")
+            for key, (patch, target, clusters) in dead.items() if key not in live]
 
 
 _TARGET_FIELDS = ("group", "version", "kind", "name", "namespace")
