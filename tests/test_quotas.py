@@ -145,12 +145,16 @@ def _page_totals(text: str) -> dict[tuple[str, str, str], tuple[int, int]]:
     totals = {}
     for section in re.split(r"^## ", text, flags=re.M)[1:]:
         cluster = section.splitlines()[0].strip()
-        rows = {line.split(" | ")[0].strip("| *"): [c.strip() for c in line.strip().strip("|").split("|")]
-                for line in section.splitlines() if line.startswith("| ")}
-        header = rows["team (queue)"]
-        for column, (nominal, exposed) in enumerate(zip(rows["nominal total"], rows["pools expose"], strict=True)):
-            for resource, amount in _amounts(exposed).items():
-                totals[(cluster, header[column], resource)] = (_amounts(nominal).get(resource, 0), amount)
+        for block in re.split(r"\n\s*\n", section):  # a cluster with many pools has several tables
+            rows = {line.split(" | ")[0].strip("| *"): [c.strip() for c in line.strip().strip("|").split("|")]
+                    for line in block.splitlines() if line.startswith("| ")}
+            if "team (queue)" not in rows:
+                continue
+            header = rows["team (queue)"]
+            for column, (nominal, exposed) in enumerate(zip(rows["nominal total"], rows["pools expose"],
+                                                            strict=True)):
+                for resource, amount in _amounts(exposed).items():
+                    totals[(cluster, header[column], resource)] = (_amounts(nominal).get(resource, 0), amount)
     return totals
 
 

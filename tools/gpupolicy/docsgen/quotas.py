@@ -1,6 +1,7 @@
 """The quota matrix: per cluster, one row per team's queue and one column per flavor (named by its pools), each
 cell the GPU quota in the pool's own units with what the queue may borrow; zeros are left blank. The last rows
-add up the quota of each column and set it against what the pools expose."""
+add up the quota of each column and set it against what the pools expose. A cluster with more than
+COLUMNS_PER_TABLE flavors gets one table per group of them."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from ..model import Cluster, ClusterQueue, Pool, ResourceQuota
 from . import Context, table
 
 MIG_PREFIX = "nvidia.com/mig-"
+# flavor columns per table: a cluster with more pools gets several tables, each with the team and cohort
+# columns, so that the page fits a laptop screen (tests/test_site.py) whatever the number of pools
+COLUMNS_PER_TABLE = 4
 
 
 def pages(context: Context) -> dict[str, str]:
     text = context.header("Quota matrix")
-    text += ("One table per cluster: a row per team's cluster queue, a column per flavor (headed by the pool it "
+    text += ("One table per cluster (several for a cluster with many pools): a row per team's cluster queue, a column per flavor (headed by the pool it "
              "selects). Each cell is the queue's **nominal** quota there, which is guaranteed, in the pool's "
              "units: whole GPUs, MIG instances (`16 × 1g.10gb`) or time-slices (`48 × 1/4 GPU`: shares of a "
              "card that time-slicing hands out). In brackets: what a queue in a cohort may **borrow** on top "
@@ -42,6 +46,11 @@ def _matrix(cluster: Cluster) -> str:
     columns = _flavor_columns(cluster)
     if not columns:
         return "No GPU quotas.\n"
+    return "\n".join(_table(cluster, columns[start:start + COLUMNS_PER_TABLE])
+                     for start in range(0, len(columns), COLUMNS_PER_TABLE))
+
+
+def _table(cluster: Cluster, columns: list[str]) -> str:
     rows = [_queue_row(cluster, queue, columns) for queue in cluster.cluster_queues.values()]
     rows += _cohort_rows(cluster, columns)
     rows = [row for row in rows if any(row[2:])]  # a queue with no GPU quota anywhere says nothing here
