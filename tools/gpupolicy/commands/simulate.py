@@ -132,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     out, error = repopath.output_folder(args.repo, args.out, DEFAULT_OUT)
     if out is None:
         return _fail(error)
+    if args.base is not None and (error := _unknown_revision(args)):
+        return _fail(error)  # before a workload is built for nothing
     try:
         failures = parse_failures(args.fail_nodes)
     except ValueError as exc:
@@ -346,6 +348,18 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
         print(f"\nreport: {out / 'report.md'}")
         print("\n".join(verdict))
     return 1 if comparison.head_summary.never_scheduled else 0
+
+
+def _unknown_revision(args: argparse.Namespace) -> str:
+    """Why git cannot give `--base`'s revision, or ""."""
+    from ..errors import ToolError
+    from ..infra import gitrev
+
+    try:
+        gitrev.resolve(Path(args.repo), args.base)
+    except ToolError as exc:
+        return str(exc)
+    return ""
 
 
 def _base_cluster(base_root: Path, name: str, rev: str):
