@@ -7,6 +7,9 @@ see simulate/mixed.py and docs/operations/simulation.md). The baseline is the sa
 preemption. The report (Markdown + PNG) goes to --out DIR, by default artifacts/simulation/ in the repository
 (git-ignored). The output ends with a verdict that names each metric the proposed policy makes worse than the
 baseline by more than --worse-by percent (waits only when they grow by 5 minutes or more).
+With --base REV the policy of git revision REV and the working tree's replay the same jobs (one scale, one
+seed) beside one baseline; the report gives each headline figure for both with the change, and the verdict
+names what the working tree makes worse than REV.
 Exit codes: 0 every job ran, 1 some jobs were never scheduled under the proposed policy, 2 could not run.
 """
 
@@ -22,7 +25,7 @@ from pathlib import Path
 
 from ..infra import repopath
 from . import COMMANDS, FORMAT_HELP
-from ._fleet import DEFAULT_TRACES, fleet_and_cluster, traces_folder
+from ._fleet import DEFAULT_TRACES, fleet_and_cluster, load_fleet_or_error, traces_folder
 
 NAME = "simulate"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
@@ -80,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="checkpoint interval per kind of work for jobs whose trace gives none, "
                              "comma-separated (default training=1h,batch=1h,inference=0,notebook=0; "
                              "0 = a preempted job starts over)")
+    parser.add_argument("--base", metavar="REV",
+                        help="also replay the policy of git revision REV (e.g. origin/main) on the same "
+                             "jobs, scale and seed; report each headline figure base vs the working tree")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
@@ -126,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     out, error = repopath.output_folder(args.repo, args.out, DEFAULT_OUT)
     if out is None:
         return _fail(error)
+    if args.base is not None and (error := _unknown_revision(args)):
+        return _fail(error)  # before a workload is built for nothing
     try:
         failures = parse_failures(args.fail_nodes)
     except ValueError as exc:
@@ -153,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
     unknown = sorted({q for q in mapping.values() if q not in cluster.cluster_queues})
     if unknown:
         return _fail(f"--map names unknown ClusterQueue(s) {', '.join(unknown)} in cluster {cluster.name}")
+    if args.base is not None:
+        return _run_base(args, cluster, trace, jobs, failures, mapping, out)
     started = time.perf_counter()
     try:
         checks = startup_checks(Path(args.repo), cluster) if args.busy_devices else None
@@ -273,3 +283,100 @@ def _mixed_trace(args: argparse.Namespace, cluster):
 def _cluster(args: argparse.Namespace):
     _, cluster, error = fleet_and_cluster(args)
     return cluster, error
+
+
+def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping, out: Path) -> int:
+    """`--base REV`: the policy at REV and the working tree's, replayed on the same jobs (built once, the
+    scale resolved on the head) beside one baseline (simulate/revisions.py, decision 0091). REV is read into
+    a temporary tree by gitrev (git plumbing: no checkout, no filters) and loaded as data; nothing in it
+    runs."""
+    from ..errors import ToolError
+    from ..infra import gitrev
+    from ..infra.transaction import write_files
+    from ..simulate import revisions
+    from ..simulate.busy import startup_checks
+    from ..simulate.verdict import DEFAULT_WORSE_BY
+
+    root = Path(args.repo)
+    started = time.perf_counter()
+    events: dict[str, list] | None = {} if args.events is not None else None
+    head = revisions.Revision(revisions.HEAD_LABEL, None, cluster,
+                              startup_checks(root, cluster) if args.busy_devices else None)
+    try:
+        commit = gitrev.resolve(root, args.base)
+        with gitrev.materialize(root, commit) as base_root:
+            base_cluster, error = _base_cluster(base_root, cluster.name, args.base)
+            if base_cluster is None:
+                return _fail(error)
+            checks = startup_checks(base_root, base_cluster) if args.busy_devices else None
+            base = revisions.Revision(args.base, commit, base_cluster, checks)  # a model: the tree may go
+        loaded = time.perf_counter() - started
+        comparison = revisions.replay_revisions(base, head, jobs, failures, mapping, args.policy, events)
+        if args.busy_devices:  # the brief's before, once, at the head's busy-start rate (as without --base)
+            unchecked = _without_startup_check(args, cluster, jobs, failures, mapping)
+            comparison.before = _before(args, cluster, jobs, failures, mapping, unchecked).summary
+    except (ValueError, ToolError) as exc:  # a bad REV, a tree git cannot give, a cluster the replay refuses
+        return _fail(str(exc))
+    seconds = time.perf_counter() - started
+    worse_by = DEFAULT_WORSE_BY if args.worse_by is None else args.worse_by / 100
+    worse = revisions.head_worse(comparison, worse_by)
+    verdict = revisions.verdict_lines(worse, worse_by)
+    workload = _workload_line(args, trace)
+    context = [f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs)",
+               f"- base: {base.label}; head: {head.label}; {workload}",
+               f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`; "
+               f"{seconds:.2f} s: the base read, loaded and removed in {loaded:.2f} s, then the replays"]
+    files = {out / "report.md": revisions.render_markdown(comparison, context, verdict)}
+    if events is not None:
+        files[args.events] = "".join(json.dumps({"policy": policy, **event}, sort_keys=True) + "\n"
+                                     for policy, log in events.items() for event in log)
+    try:
+        write_files(files)
+    except ToolError as exc:
+        return _fail(f"cannot write the report to {out}: {exc}")
+    if args.format == "json":
+        scale = {"training": trace.scale[0], "inference": trace.scale[1]} if trace.scale else None
+        built = {"scale": scale, "scale_option": args.scale if args.workload else None, "seed": args.seed,
+                 "days": args.days if args.workload else None}
+        print(json.dumps({"cluster": cluster.name, "trace": trace.source, "jobs": len(jobs),
+                          "seconds": seconds, "base_load_seconds": loaded, "workload": built,
+                          **revisions.as_json(comparison, worse, worse_by), "report": str(out)}, indent=2))
+    else:
+        print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s")
+        print(f"base {base.label} against head ({head.label}); {workload}\n")
+        print(revisions.headline_table(comparison))
+        print(f"\nreport: {out / 'report.md'}")
+        print("\n".join(verdict))
+    return 1 if comparison.head_summary.never_scheduled else 0
+
+
+def _unknown_revision(args: argparse.Namespace) -> str:
+    """Why git cannot give `--base`'s revision, or ""."""
+    from ..errors import ToolError
+    from ..infra import gitrev
+
+    try:
+        gitrev.resolve(Path(args.repo), args.base)
+    except ToolError as exc:
+        return str(exc)
+    return ""
+
+
+def _base_cluster(base_root: Path, name: str, rev: str):
+    """(the cluster `name` as revision `rev` declares it, "") or (None, why not), the temporary tree's path
+    replaced by the revision in any message."""
+    fleet, error = load_fleet_or_error(argparse.Namespace(repo=base_root, cluster=name))
+    if fleet is not None and name not in fleet.clusters:
+        error = f"cluster {name!r} does not exist at revision {rev}"
+    if error:
+        return None, f"--base {rev}: {error.replace(str(base_root), rev)}"
+    return fleet.clusters[name], ""
+
+
+def _workload_line(args: argparse.Namespace, trace) -> str:
+    """What both revisions replayed: the scale and seed once (`auto` as the head resolved it)."""
+    if trace.scale is None:
+        return "the same jobs for both"
+    chosen = " (--scale auto, chosen once on the head)" if args.scale == "auto" else ""
+    return (f"the same jobs for both: --scale {trace.scale[0]:g}:{trace.scale[1]:g}{chosen} "
+            f"--seed {args.seed} --days {args.days}")

@@ -12,6 +12,7 @@
     metrics.py    summaries; report.py Markdown + PNG; verdict.py the metrics made worse than the baseline
     fidelity.py   the FGD paper check
     mixed.py      the congested ITP + openb workload; busy.py time-sliced neighbours and the startup check
+    revisions.py  two revisions' policies on one workload, beside one baseline (`simulate --base`)
 """
 
 from __future__ import annotations

@@ -65,6 +65,8 @@ class Trace:
     format: str
     skipped: int = 0  # rows without a GPU request (CPU-only pods), dropped
     observed_waits: dict[str, int] | None = None  # job id -> seconds it waited (a history's observed_wait)
+    # a built workload's arrival-rate factors (training, inference), as `--scale auto` resolved them
+    scale: tuple[float, float] | None = None
 
 
 def detect_format(path: Path) -> str:

@@ -31,4 +31,5 @@ def mixed_trace(cluster, traces: Path, scale: str, days: float, seed: int = 0) -
     else:
         workload = mixed.build(itp, openb, *scales, days, teams=mixed.teams_of(cluster), cluster=cluster,
                                seed=seed)
-    return Trace(workload.jobs, workload.describe(), "mixed")
+    return Trace(workload.jobs, workload.describe(), "mixed",
+                 scale=(workload.training_scale, workload.inference_scale))
