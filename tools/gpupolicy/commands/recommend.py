@@ -189,8 +189,10 @@ def _jobs(args: argparse.Namespace, cluster):
                  else read_trace(args.trace, args.trace_format))
     except TraceError as exc:
         raise ToolError(str(exc)) from None
-    # partial replays take a prefix; every job checkpoints at the intervals `simulate` gives it by default
-    jobs = with_checkpoints(sorted(trace.jobs, key=lambda job: (job.submit, job.id)), parse_intervals(""))
+    # partial replays take a prefix, so by submission; a stable sort keeps the trace's order among jobs
+    # submitted at once, which the engine follows (ties in the trace order, as `simulate` replays them); every
+    # job checkpoints at the intervals `simulate` gives it by default
+    jobs = with_checkpoints(sorted(trace.jobs, key=lambda job: job.submit), parse_intervals(""))
     jobs = jobs[: args.limit] if args.limit else jobs
     if not jobs:
         raise ToolError(f"{trace.source}: no GPU jobs in the workload")
