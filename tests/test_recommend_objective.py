@@ -57,6 +57,10 @@ def test_the_objective_counts_in_order():
     assert objective.better(_key(_summary(batch=30, lost=500)), _key(_summary(batch=60, lost=0)))
     assert objective.better(_key(_summary(lost=10, useful=0.1)), _key(_summary(lost=20, useful=0.9)))
     assert objective.better(_key(_summary(useful=0.9)), _key(_summary(useful=0.1)))
+    # before all of them: a candidate that turns a pool over to the other class of work (its idle figure would
+    # stop counting that class's wait there) ranks after every candidate that keeps the classes
+    assert objective.better(objective.key(_summary(idle=9000), {}, []),
+                            objective.key(_summary(idle=0), {}, [], keeps_classes=False))
 
 
 def test_replay_noise_ties_and_the_next_count_decides():

@@ -1,6 +1,11 @@
 """The one objective `recommend` ranks candidates by: lexicographic, from the figures a replay's Summary has.
 
 In order (each count decides only where every count before it ties):
+0. whether the candidate keeps every pool's class of work (`simulate.policy.pool_classes`: inference or
+   training, from the nominal quota held there) as the repository's policy has it. The idle figure below is
+   counted per class, so a candidate that hands a training pool's quota to inference queues would stop
+   counting training's wait for that pool's idle cards, and read better for it; such candidates rank after
+   every candidate that keeps the classes (and so after the repository's policy);
 1. wait targets met (more is better), then jobs never placed (fewer): a policy that never places a job can
    show short waits for the jobs it does place, so "every job placed" counts with the targets;
 2. GPU-hours idle while work of the same pool class waits (`Summary.idle_while_waiting_gpu_hours`, summed
@@ -53,9 +58,11 @@ def tier_p95s(summary: Summary) -> tuple[float, float, float]:
     return production, others, summary.wait.p95
 
 
-def key(summary: Summary, waits: Mapping[str, float], targets: Sequence[Target]) -> tuple:
+def key(summary: Summary, waits: Mapping[str, float], targets: Sequence[Target],
+        keeps_classes: bool = True) -> tuple:
     """The candidate's place on the objective: a smaller tuple is better (see the module docstring)."""
-    return (-targets_met(targets, waits), summary.never_scheduled, coarse(idle_while_waiting(summary)),
+    return (0 if keeps_classes else 1, -targets_met(targets, waits), summary.never_scheduled,
+            coarse(idle_while_waiting(summary)),
             *(coarse(p95) for p95 in tier_p95s(summary)), coarse(summary.lost_to_preemption_gpu_hours),
             -round(summary.window_useful or 0.0, 3))
 
@@ -65,7 +72,8 @@ def better(first: tuple, second: tuple) -> bool:
     return first < second
 
 
-def guide(summary: Summary, waits: Mapping[str, float], targets: Sequence[Target]) -> float:
+def guide(summary: Summary, waits: Mapping[str, float], targets: Sequence[Target],
+          keeps_classes: bool = True) -> float:
     """One number that follows the objective's first counts, for Optuna's sampler and pruner (they need a
     scalar; the ranking itself uses `key`): targets met, less the share of jobs never placed, less the idle
     GPU-hours as a share of what was allocated, less the production p95 as a share of a week. Higher is
@@ -73,4 +81,5 @@ def guide(summary: Summary, waits: Mapping[str, float], targets: Sequence[Target
     never = summary.never_scheduled / summary.jobs if summary.jobs else 0.0
     idle = idle_while_waiting(summary) / max(summary.allocated_gpu_hours, 1.0)
     production = tier_p95s(summary)[0] / (7 * 24 * 60)
-    return targets_met(targets, waits) - never - min(idle, 1.0) - min(production, 1.0)
+    penalty = 0 if keeps_classes else len(targets) + 3  # below every candidate that keeps the classes
+    return targets_met(targets, waits) - never - min(idle, 1.0) - min(production, 1.0) - penalty

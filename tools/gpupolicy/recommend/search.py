@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..model import Cluster
 from ..simulate.metrics import Summary
 from ..simulate.placement import DEFAULT_PLACEMENT
+from ..simulate.policy import SimPolicy, pool_classes
 from . import objective
 from .space import (
     BORROW,
@@ -65,9 +66,14 @@ def earns_its_place(kept: Candidate, without: Candidate) -> bool:
     return objective.better(kept.objective, without.objective)
 
 
-def score(summary: Summary, waits: dict[str, float], targets: Sequence[Target]) -> float:
+def score(summary: Summary, waits: dict[str, float], targets: Sequence[Target], keeps: bool = True) -> float:
     """The scalar Optuna's sampler and pruner follow (`objective.guide`); the ranking uses `objective.key`."""
-    return objective.guide(summary, waits, targets)
+    return objective.guide(summary, waits, targets, keeps)
+
+
+def keeps_classes(policy: SimPolicy, classes: dict[str, str]) -> bool:
+    """Whether the candidate's pools have the repository's classes of work (`objective`, count 0)."""
+    return pool_classes(policy) == classes
 
 
 def distributions(knob_list: list[Knob]) -> dict:
@@ -94,6 +100,7 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
                                 pruner=optuna.pruners.MedianPruner(n_startup_trials=batch, n_warmup_steps=0))
     study.enqueue_trial(current_values(knob_list))
     space = distributions(knob_list)
+    classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
     candidates: list[Candidate] = []
     while len(candidates) < trials:
         asked = [study.ask(space) for _ in range(min(batch, trials - len(candidates)))]
@@ -101,7 +108,8 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
         partial = run([(policy, PARTIAL) for policy in policies])
         survivors = []
         for trial, policy, summary in zip(asked, policies, partial, strict=True):
-            trial.report(score(summary, worst_waits(list(targets), policy, summary), targets), step=0)
+            keeps = keeps_classes(policy, classes)
+            trial.report(score(summary, worst_waits(list(targets), policy, summary), targets, keeps), step=0)
             if trial.should_prune():
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 candidates.append(Candidate(trial.number, resolved(knob_list, trial.params), pruned=True))
@@ -109,19 +117,19 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
                 survivors.append((trial, policy))
         for (trial, policy), summary in zip(survivors, run([(p, 1.0) for _, p in survivors]), strict=True):
             waits = worst_waits(list(targets), policy, summary)
-            value = score(summary, waits, targets)
-            study.tell(trial, value)
-            params = resolved(knob_list, trial.params)
-            candidates.append(_whole(trial.number, params, summary, waits, targets))
+            candidate = _whole(trial.number, resolved(knob_list, trial.params), summary, waits, targets,
+                               keeps=keeps_classes(policy, classes))
+            study.tell(trial, candidate.score)
+            candidates.append(candidate)
     return ranked(candidates)
 
 
 def _whole(number: int, params: dict, summary: Summary, waits: dict[str, float], targets: Sequence[Target],
-           reverted: int = 0) -> Candidate:
+           reverted: int = 0, keeps: bool = True) -> Candidate:
     """A candidate replayed on the whole workload, with its place on the objective."""
-    return Candidate(number, params, summary=summary, waits=waits, score=score(summary, waits, targets),
-                     miss=shortfall(list(targets), waits), reverted=reverted,
-                     objective=objective.key(summary, waits, targets))
+    return Candidate(number, params, summary=summary, waits=waits,
+                     score=score(summary, waits, targets, keeps), miss=shortfall(list(targets), waits), reverted=reverted,
+                     objective=objective.key(summary, waits, targets, keeps))
 
 
 def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], best: Candidate, run,
@@ -133,6 +141,7 @@ def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target],
     A change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a lending
     limit would have to come down with them: `space.resolved`) stays. Deterministic, like the search."""
     current = best
+    classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
     for knob, _ in changes(knob_list, best.params):
         params = current.params | {knob.name: knob.current}
         if resolved(knob_list, params) != params:
@@ -140,7 +149,8 @@ def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target],
         policy = candidate_policy(cluster, knob_list, params, placement)
         summary = run([(policy, 1.0)])[0]
         waits = worst_waits(list(targets), policy, summary)
-        trial = _whole(best.number, params, summary, waits, targets, current.reverted + 1)
+        trial = _whole(best.number, params, summary, waits, targets, current.reverted + 1,
+                       keeps_classes(policy, classes))
         if not earns_its_place(current, trial):
             current = trial
     return current
