@@ -3,12 +3,15 @@
 Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU flavor,
 which cohort it joins, each time-sliced pool's replicas, where 1 switches an inference pool to exclusive cards
 and 2 or more an exclusive inference pool to time-slicing (recommend/sharing.py), and each mixed-strategy MIG
-pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py). Candidates come from
+pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py), and a queue's borrowing
+limit on another class's exclusive pool it does not list yet (recommend/lending.py). Candidates come from
 Optuna's seeded TPE sampler in fixed batches and are
 replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
-the numbers never depend on the executor. The best candidate that, written into a temporary copy of the
-repository, leaves no error finding is the recommendation; --apply writes it into the repository's files
-(refused for files with uncommitted changes unless --force).
+the numbers never depend on the executor. Candidates are ranked by one lexicographic objective
+(recommend/objective.py); the best candidate strictly better than the repository's policy that, written into a
+temporary copy of the repository, leaves no error finding is the recommendation, else the repository's policy
+("keep the repository's policy"); --apply writes it into the repository's files (refused for files with
+uncommitted changes unless --force).
 Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto front
 as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored).
 Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
