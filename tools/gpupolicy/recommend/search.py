@@ -128,7 +128,8 @@ def _whole(number: int, params: dict, summary: Summary, waits: dict[str, float],
            reverted: int = 0, keeps: bool = True) -> Candidate:
     """A candidate replayed on the whole workload, with its place on the objective."""
     return Candidate(number, params, summary=summary, waits=waits,
-                     score=score(summary, waits, targets, keeps), miss=shortfall(list(targets), waits), reverted=reverted,
+                     score=score(summary, waits, targets, keeps), miss=shortfall(list(targets), waits),
+                     reverted=reverted,
                      objective=objective.key(summary, waits, targets, keeps))
 
 
