@@ -20,7 +20,7 @@ from gpupolicy.domain import quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import edits, executors, space, targets
-from gpupolicy.recommend.search import Candidate, earns_its_place, search, simplify
+from gpupolicy.recommend.search import search, simplify
 from gpupolicy.simulate.traces import read_trace
 
 # The tests' own rich fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
@@ -173,16 +173,7 @@ def test_simplify_keeps_only_changes_that_help(cluster, jobs):
     kept = space.changes(knob_list, smaller.params)
     assert set(kept) <= set(space.changes(knob_list, best.params))
     assert smaller.reverted == len(space.changes(knob_list, best.params)) - len(kept)
-    assert smaller.score >= best.score - 0.005 * smaller.reverted  # each take-back cost less than half a point
-
-
-SERVING, TRAINING = targets.parse("serving:p95<15m,training:p50<2h")
-
-
-def _candidate(useful: float, serving: float = 488.0, training: float = 100.0, never: int = 0) -> Candidate:
-    waits = {str(SERVING): serving, str(TRAINING): training}
-    return Candidate(1, {}, summary=SimpleNamespace(useful=useful, never_scheduled=never), waits=waits,
-                     miss=targets.shortfall([SERVING, TRAINING], waits))
+    assert smaller.objective <= best.objective  # a change is taken back only where the objective is no worse
 
 
 def test_target_rows_show_each_wait_against_its_bound():
@@ -192,26 +183,6 @@ def test_target_rows_show_each_wait_against_its_bound():
     assert targets.target_rows(entries, ["repository", "recommended"]) == [
         ["serving:p95<15m", "15m", "488m (missed)", "12m (met)"],
         ["training:p50<120m", "120m", "30m (met)", "150m (missed)"]]
-
-
-def test_an_unreachable_target_does_not_hide_a_gain_on_another_count():
-    # serving p95 488 min against 15 min: a shortfall that no searched knob changes
-    both = [SERVING, TRAINING]
-    assert earns_its_place(_candidate(0.178), _candidate(0.115), both)  # +6.3 points of useful utilization
-    assert not earns_its_place(_candidate(0.118), _candidate(0.115), both)  # 0.3 point: noise
-    assert earns_its_place(_candidate(0.115, serving=460), _candidate(0.115), both)  # 28 min closer to its bound
-    assert not earns_its_place(_candidate(0.115, serving=486), _candidate(0.115), both)  # 2 min of 473 past: noise
-    assert earns_its_place(_candidate(0.115, never=0), _candidate(0.115, never=3), both)
-    assert earns_its_place(_candidate(0.1, serving=10), _candidate(0.1, serving=16), both)  # meets them only with it
-
-
-def test_a_target_brought_within_its_bound_counts_while_another_is_unreachable():
-    """prod-us: the winning candidate had training p50 at 108 min (bound 120); taking one change back raised it
-    to 143 min. Summed with serving's shortfall of 31.5 bounds that was 0.6% of the total, and was dropped."""
-    both = [SERVING, TRAINING]
-    assert earns_its_place(_candidate(0.228, training=108), _candidate(0.228, training=143), both)
-    assert not earns_its_place(_candidate(0.228, training=108), _candidate(0.228, training=109), both)  # both met
-    assert not earns_its_place(_candidate(0.228, training=150), _candidate(0.228, training=151), both)  # 1 min: noise
 
 
 def _git(root: Path, *args: str) -> None:

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""The brief's table: the before, the whole-node before and the repository's policy on the mixed workload.
+"""The brief's table: the before, the whole-node before, the repository's policy and the recommended policy on
+the mixed workload.
 
 Run at a repository root:  python3 tools/dev/before_after.py --cluster prod-us --cluster prod-eu [--seeds 0,1,2]
 Each cluster and seed is one `gpupolicy simulate --workload mixed --busy-devices --format json` per before
-(`--before brief` and `--before whole-node`), two at a time; the JSON reports land in --out. Prints Markdown:
-every replay's figures, then each run against the issue's targets. The figures are the reports' own; nothing is
-recomputed here.
+(`--before brief` and `--before whole-node`) and one `gpupolicy recommend --workload mixed --workload-seed
+SEED --busy-devices --format json` (the same workload, scale and replay; `--trials`, default 64;
+`--no-recommend` leaves it out), two at a time; the JSON reports land in --out. Prints Markdown: every
+replay's figures, then each run against the issue's targets (the recommended policy's rows too), then what
+recommend changed. The figures are the reports' own; nothing is recomputed here.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BEFORES = ("brief", "whole-node")
+RECOMMEND = "recommend"
 REPLAYS = (("before", "before", "brief"), ("before, whole node per job", "before", "whole-node"),
            ("repository policy", "proposed", "brief"))
 
@@ -27,6 +31,19 @@ def simulate(cluster: str, seed: int, before: str, out: Path) -> Path:
                "--busy-devices", "--seed", str(seed), "--before", before, "--no-plots", "--format", "json"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):  # 1: some job of the policy replay could never be scheduled
+        raise SystemExit(f"{' '.join(command[2:])} failed ({done.returncode}):\n{done.stderr}")
+    report.write_text(done.stdout)
+    return report
+
+
+def recommend(cluster: str, seed: int, trials: int, out: Path) -> Path:
+    """`gpupolicy recommend` on the workload `simulate --seed` replays, one worker (two run at a time)."""
+    report = out / f"recommend-{cluster}-{seed}.json"
+    command = [sys.executable, "-m", "gpupolicy", "recommend", "--cluster", cluster, "--workload", "mixed",
+               "--workload-seed", str(seed), "--busy-devices", "--trials", str(trials), "--jobs", "1",
+               "--format", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1):  # 1: no candidate checked was clean under every rule
         raise SystemExit(f"{' '.join(command[2:])} failed ({done.returncode}):\n{done.stderr}")
     report.write_text(done.stdout)
     return report
@@ -49,12 +66,34 @@ def replay_row(cluster: str, seed: int, scale: str, name: str, figures: dict, cr
             f"| {figures['lost_to_preemption_gpu_hours']:.0f} |")
 
 
-def target_row(cluster: str, seed: int, report: dict) -> str:
-    before, policy = report["before"], report["proposed"]
+def target_row(cluster: str, seed: int, report: dict, policy: dict | None = None) -> str:
+    before, policy = report["before"], policy or report["proposed"]
     gain = (policy["window_useful"] - before["window_useful"]) * 100
     ratio = policy["wait"]["p95"] / before["wait"]["p95"] if before["wait"]["p95"] else float("inf")
     return (f"| {cluster} | {seed} | {gain:+.1f} | {ratio:.2f} | {serving_p95(policy):.0f} min "
             f"| {policy['busy_starts']} |")
+
+
+def recommended(report: dict) -> dict | None:
+    """The recommended policy's figures in a recommend JSON report (None when nothing was clean)."""
+    chosen = report.get("recommended")
+    return chosen["summary"] if chosen else None
+
+
+SAME = ("window_useful", "wait", "wait_by_tier", "idle_while_waiting_gpu_hours",
+        "lost_to_preemption_gpu_hours")
+
+
+def changes(cluster: str, seed: int, report: dict, proposed: dict) -> str:
+    """What recommend changed, and whether its replay of the repository's policy gave simulate's figures."""
+    chosen = report.get("recommended")
+    if chosen is None:
+        return f"- {cluster} seed {seed}: no candidate checked was clean under every rule"
+    same = all(report["repository"][name] == proposed[name] for name in SAME)
+    what = "; ".join(report["changes"]) or "none: keep the repository's policy"
+    return (f"- {cluster} seed {seed}: trial {chosen['trial']} of {len(report['candidates'])}, "
+            f"{report['seconds']:.0f} s: {what}"
+            + ("" if same else " (its replay of the repository's policy differs from simulate's)"))
 
 
 def tables(reports: dict[tuple[str, int, str], dict], clusters: list[str], seeds: list[int]) -> str:
@@ -74,8 +113,16 @@ def tables(reports: dict[tuple[str, int, str], dict], clusters: list[str], seeds
                 crash = ("" if side == "proposed" else
                          f"{report['before_start_failure_rate']:.1%}" if before == "brief" else "none")
                 lines.append(replay_row(cluster, seed, scale, name, report[side], crash))
+            found = reports.get((cluster, seed, RECOMMEND))
+            if found and recommended(found):
+                lines.append(replay_row(cluster, seed, scale, "recommended", recommended(found), ""))
             targets.append(target_row(cluster, seed, brief))
-    return "\n".join(lines + [""] + targets)
+            if found and recommended(found):
+                targets.append(target_row(f"{cluster} (recommended)", seed, brief, recommended(found)))
+    notes = [changes(cluster, seed, reports[cluster, seed, RECOMMEND],
+                     reports[cluster, seed, "brief"]["proposed"])
+             for cluster in clusters for seed in seeds if (cluster, seed, RECOMMEND) in reports]
+    return "\n".join(lines + [""] + targets + ([""] + ["recommended changes:"] + notes if notes else []))
 
 
 def main() -> int:
@@ -84,12 +131,20 @@ def main() -> int:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated --seed values (default 0,1,2)")
     parser.add_argument("--out", type=Path, default=Path("artifacts/before-after"), help="where reports land")
     parser.add_argument("--jobs", type=int, default=2, help="replays at once (default 2)")
+    parser.add_argument("--trials", type=int, default=64, help="recommend's candidates (default 64)")
+    parser.add_argument("--no-recommend", action="store_true", help="leave the recommended column out")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = [(cluster, seed, before) for cluster in args.cluster for seed in seeds for before in BEFORES]
+    kinds = BEFORES if args.no_recommend else (*BEFORES, RECOMMEND)
+    runs = [(cluster, seed, kind) for cluster in args.cluster for seed in seeds for kind in kinds]
+
+    def one(run):
+        cluster, seed, kind = run
+        return recommend(cluster, seed, args.trials, args.out) if kind == RECOMMEND else \
+            simulate(cluster, seed, kind, args.out)
     with ThreadPoolExecutor(args.jobs) as pool:
-        paths = list(pool.map(lambda run: simulate(*run, args.out), runs))
+        paths = list(pool.map(one, runs))
     reports = {run: json.loads(path.read_text()) for run, path in zip(runs, paths, strict=True)}
     print(tables(reports, args.cluster, seeds))
     return 0

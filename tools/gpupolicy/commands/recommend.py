@@ -3,12 +3,15 @@
 Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU flavor,
 which cohort it joins, each time-sliced pool's replicas, where 1 switches an inference pool to exclusive cards
 and 2 or more an exclusive inference pool to time-slicing (recommend/sharing.py), and each mixed-strategy MIG
-pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py). Candidates come from
+pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py), and a queue's borrowing
+limit on another class's exclusive pool it does not list yet (recommend/lending.py). Candidates come from
 Optuna's seeded TPE sampler in fixed batches and are
 replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
-the numbers never depend on the executor. The best candidate that, written into a temporary copy of the
-repository, leaves no error finding is the recommendation; --apply writes it into the repository's files
-(refused for files with uncommitted changes unless --force).
+the numbers never depend on the executor. Candidates are ranked by one lexicographic objective
+(recommend/objective.py); the best candidate strictly better than the repository's policy that, written into a
+temporary copy of the repository, leaves no error finding is the recommendation, else the repository's policy
+("keep the repository's policy"); --apply writes it into the repository's files (refused for files with
+uncommitted changes unless --force).
 Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto front
 as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored).
 Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
@@ -45,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", metavar="T:I", default="auto", help="--workload mixed: arrival-rate factors")
     parser.add_argument("--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed")
     parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs")
+    parser.add_argument("--workload-seed", type=int, default=0, metavar="N",
+                        help="--workload mixed: the workload's seed, as `simulate --seed` (default 0)")
+    parser.add_argument("--busy-devices", action="store_true",
+                        help="replay candidates as `simulate --busy-devices` replays the repository's policy")
     parser.add_argument("--target", default="", metavar="SPEC",
                         help="wait targets, e.g. 'serving:p95<15m,training:p50<2h' (KEY: queue, tier or workload)")
     parser.add_argument("--policy", choices=sorted(PLACEMENTS), default=DEFAULT_PLACEMENT,
@@ -77,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.trials <= 10_000 or not 1 <= args.batch <= 1_000 or not 1 <= args.jobs <= 256 \
             or not 1 <= args.check <= 100:
         return _fail("--trials 1..10000, --batch 1..1000, --jobs 1..256 and --check 1..100")
+    if args.workload_seed < 0:
+        return _fail("--workload-seed takes a number of 0 or more")
     if args.workload and args.trace is not None:
         return _fail("pass either --workload or --trace")
     if not args.workload and args.trace is None:
@@ -109,12 +118,13 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         return _fail(f"cluster {cluster.name} has no non-production ClusterQueue in a cohort: nothing to search")
     started = time.perf_counter()
     runner = executors.executor(jobs, args.jobs, args.ray)
+    replays = _with_busy_devices(args, cluster, runner.map) if args.busy_devices else runner.map
     try:
-        candidates = search(cluster, knob_list, wanted, args.trials, args.seed, args.batch, runner.map,
+        candidates = search(cluster, knob_list, wanted, args.trials, args.seed, args.batch, replays,
                             args.policy)
         seconds = time.perf_counter() - started
         base = runner.map([(baseline(cluster), 1.0)])[0]
-        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=runner.map,
+        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=replays,
                                     placement=args.policy)
         chosen, rejected = _first_clean(Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller)
     finally:
@@ -147,6 +157,15 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     return 0 if chosen else 1
 
 
+def _with_busy_devices(args: argparse.Namespace, cluster, run):
+    """`run` with each candidate's time-sliced pods taking one replica each and meeting busy devices where
+    pool.yaml turns the startup check off, as `simulate --busy-devices` replays the repository's policy."""
+    from ..simulate.busy import startup_checks, with_busy_devices
+
+    checks = startup_checks(Path(args.repo), cluster)
+    return lambda tasks: run([(with_busy_devices(policy, checks), share) for policy, share in tasks])
+
+
 def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
     """Why --apply must not write these files (some have uncommitted changes, which it would overwrite), or None;
     --force writes them anyway."""
@@ -160,6 +179,7 @@ def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
 
 def _jobs(args: argparse.Namespace, cluster):
     from ..errors import ToolError
+    from ..simulate.checkpoints import parse_intervals, with_checkpoints
     from ..simulate.traces import TraceError, read_trace
     from ..simulate.workload import mixed_trace, parse_scales
     from ._fleet import traces_folder
@@ -167,11 +187,15 @@ def _jobs(args: argparse.Namespace, cluster):
     if args.workload and (args.days <= 0 or parse_scales(args.scale) is None):
         raise ToolError("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors")
     try:
-        trace = (mixed_trace(cluster, traces_folder(args), args.scale, args.days) if args.workload
+        trace = (mixed_trace(cluster, traces_folder(args), args.scale, args.days, args.workload_seed)
+                 if args.workload
                  else read_trace(args.trace, args.trace_format))
     except TraceError as exc:
         raise ToolError(str(exc)) from None
-    jobs = sorted(trace.jobs, key=lambda job: (job.submit, job.id))  # partial replays take a prefix
+    # partial replays take a prefix, so by submission; a stable sort keeps the trace's order among jobs
+    # submitted at once, which the engine follows (ties in the trace order, as `simulate` replays them); every
+    # job checkpoints at the intervals `simulate` gives it by default
+    jobs = with_checkpoints(sorted(trace.jobs, key=lambda job: job.submit), parse_intervals(""))
     jobs = jobs[: args.limit] if args.limit else jobs
     if not jobs:
         raise ToolError(f"{trace.source}: no GPU jobs in the workload")
@@ -179,15 +203,18 @@ def _jobs(args: argparse.Namespace, cluster):
 
 
 def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, simplified):
-    """The first ranked candidate (whole replay) whose files add no error finding to the repository's own:
-    (candidate, files), and the candidates passed over with their first error findings. Each is first
-    `simplified` (search.simplify: changes that do not help are taken back)."""
+    """The first candidate worth checking (search.worth_checking: at most `limit` strictly better than the
+    repository's policy on the objective, then the repository's policy itself) whose files add no error
+    finding to the repository's own: (candidate, files), and the candidates passed over with their first
+    error findings. Each is first `simplified` (search.simplify: changes that do not help are taken back)."""
     from ..recommend.edits import edited_files, repository_errors
+    from ..recommend.search import never_worse, worth_checking
 
     known = repository_errors(root)
     rejected = []
-    for ranked_candidate in [c for c in candidates if c.summary is not None][:limit]:
-        candidate = simplified(ranked_candidate)
+    offered = worth_checking(candidates, limit)
+    for ranked_candidate in offered:
+        candidate = never_worse(simplified(ranked_candidate), offered[-1])
         texts, errors = edited_files(root, cluster, knob_list, candidate.params, known)
         if not errors:
             return (candidate, texts), rejected
@@ -218,6 +245,10 @@ def _rebuild_command(args: argparse.Namespace) -> str:
     parts.append("--workload mixed" if args.workload else f"--trace {args.trace.name}")
     if args.workload and (args.scale != "auto" or args.days != 7):
         parts.append(f"--scale {args.scale} --days {args.days}")
+    if args.workload and args.workload_seed:
+        parts.append(f"--workload-seed {args.workload_seed}")
+    if args.busy_devices:
+        parts.append("--busy-devices")
     if args.limit:
         parts.append(f"--limit {args.limit}")
     if args.target:
@@ -257,7 +288,8 @@ def _print_text(report: dict) -> None:
     for number, errors in report["rejected"]:
         print(f"\ncandidate {number} passed over: " + "; ".join(errors))
     if chosen:
-        lines = _changes(report["knobs"], chosen[0]) or ["(none: the repository's policy is the best found)"]
+        lines = _changes(report["knobs"], chosen[0]) or [
+            "(none: keep the repository's policy; no candidate was strictly better on the objective)"]
         print(f"\nrecommended: trial {chosen[0].number} ({chosen[0].reverted} change(s) that did not help taken "
               "back)\n  " + "\n  ".join(lines))
         print("files: " + (", ".join(sorted(chosen[1])) or "none") +
@@ -270,7 +302,8 @@ def _print_text(report: dict) -> None:
 def _print_json(report: dict) -> None:
     def candidate(c):
         return {"trial": c.number, "pruned": c.pruned, "params": c.params, "meets_targets": c.meets_targets,
-                "score": c.score, "waits": c.waits, "summary": asdict(c.summary) if c.summary else None}
+                "score": c.score, "objective": list(c.objective),
+                "waits": c.waits, "summary": asdict(c.summary) if c.summary else None}
     chosen = report["chosen"]
     print(json.dumps({
         "cluster": report["cluster"], "jobs": report["jobs"], "seconds": report["seconds"],

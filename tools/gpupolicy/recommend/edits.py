@@ -49,7 +49,7 @@ from ..findings import Severity
 from ..infra import repopath
 from ..infra.transaction import write_files
 from ..model import PRODUCT_LABEL, Cluster, Fleet
-from . import cpu_share, layout_edits, sharing
+from . import cpu_share, layout_edits, lending, sharing
 from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 
 FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
@@ -71,6 +71,8 @@ class CandidateEditor(Editor):
             if knob.kind == COHORT:
                 spec["cohortName"] = str(value)
                 continue
+            if knob.grid:  # a lending knob: list the lender's flavor at nominal 0 first (lending.py)
+                lending.add_entry(spec, knob.flavor)
             self._set_limit(spec, knob, int(value), self._ratio(cluster, cq, source, knob))
             self.comment_edits.setdefault(source, []).append((knob, int(value)))
         for knob, value in found:  # after the quota knobs: their values are in today's replica units

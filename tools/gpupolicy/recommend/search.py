@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from ..model import Cluster
 from ..simulate.metrics import Summary
 from ..simulate.placement import DEFAULT_PLACEMENT
+from ..simulate.policy import SimPolicy, pool_classes
+from . import objective
 from .space import (
     BORROW,
     COHORT,
@@ -44,6 +46,7 @@ class Candidate:
     waits: dict[str, float] = field(default_factory=dict)  # target -> worst wait of its queues, minutes
     score: float = 0.0
     reverted: int = 0  # changes `simplify` took back because they did not help
+    objective: tuple = ()  # objective.key of the whole replay (empty when pruned)
 
     @property
     def meets_targets(self) -> bool:
@@ -56,36 +59,21 @@ class Candidate:
         return max(self.waits.values(), default=0.0)
 
 
-# A change must earn its place in a pull request: taking it back must cost at least half a point of useful
-# utilization, or bring one target's worst wait further past its bound by 1% of that bound (and 1% of how far
-# past it already is), or a job placed, or meeting every target; anything less is replay noise. Each count, and
-# each target, is judged on its own: a sum would let an unreachable target (a p95 of 8 hours against 15
-# minutes) make every gain elsewhere look like noise, a training p50 brought under its bound included.
-MIN_GAIN = 0.005
-MIN_RELATIVE_GAIN = 0.01
+def earns_its_place(kept: Candidate, without: Candidate) -> bool:
+    """Whether `kept` (with a change) is strictly better on the objective than `without` (the change taken
+    back): the objective compares at two significant figures, so a change that moves a figure by replay noise
+    only does not earn its place in a pull request."""
+    return objective.better(kept.objective, without.objective)
 
 
-def earns_its_place(kept: Candidate, without: Candidate, targets: Sequence[Target]) -> bool:
-    """Whether `kept` (with the change) beats `without` (the change taken back) by more than noise on a count."""
-    return (kept.summary.useful - without.summary.useful >= MIN_GAIN
-            or any(_closer_to(target, kept, without) for target in targets)
-            or without.summary.never_scheduled > kept.summary.never_scheduled
-            or (kept.meets_targets and not without.meets_targets))
+def score(summary: Summary, waits: dict[str, float], targets: Sequence[Target], keeps: bool = True) -> float:
+    """The scalar Optuna's sampler and pruner follow (`objective.guide`); the ranking uses `objective.key`."""
+    return objective.guide(summary, waits, targets, keeps)
 
 
-def _closer_to(target: Target, kept: Candidate, without: Candidate) -> bool:
-    """Whether `kept`'s worst wait for `target` is closer to (or within) its bound than `without`'s, by more
-    than noise: 1% of the bound, and 1% of how far past the bound `kept` still is."""
-    def past(candidate: Candidate) -> float:
-        return max(0.0, candidate.waits.get(str(target), 0.0) - target.minutes)
-    gain = past(without) - past(kept)
-    return gain > 0 and gain >= MIN_RELATIVE_GAIN * max(target.minutes, past(kept))
-
-
-def score(summary: Summary, waits: dict[str, float], targets: Sequence[Target]) -> float:
-    """Useful utilization, less the targets' shortfall and the share of jobs never placed (both as fractions)."""
-    never = summary.never_scheduled / summary.jobs if summary.jobs else 0.0
-    return summary.useful - shortfall(list(targets), waits) - never
+def keeps_classes(policy: SimPolicy, classes: dict[str, str]) -> bool:
+    """Whether the candidate's pools have the repository's classes of work (`objective`, count 0)."""
+    return pool_classes(policy) == classes
 
 
 def distributions(knob_list: list[Knob]) -> dict:
@@ -93,7 +81,9 @@ def distributions(knob_list: list[Knob]) -> dict:
 
     result = {}
     for knob in knob_list:
-        if knob.kind in (COHORT, LAYOUT):
+        if knob.grid:
+            result[knob.name] = CategoricalDistribution(knob.grid)
+        elif knob.kind in (COHORT, LAYOUT):
             result[knob.name] = CategoricalDistribution(knob.choices)
         elif knob.kind in (BORROW, LEND, NOMINAL, REPLICAS):
             result[knob.name] = IntDistribution(knob.low, knob.high)
@@ -110,6 +100,7 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
                                 pruner=optuna.pruners.MedianPruner(n_startup_trials=batch, n_warmup_steps=0))
     study.enqueue_trial(current_values(knob_list))
     space = distributions(knob_list)
+    classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
     candidates: list[Candidate] = []
     while len(candidates) < trials:
         asked = [study.ask(space) for _ in range(min(batch, trials - len(candidates)))]
@@ -117,7 +108,8 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
         partial = run([(policy, PARTIAL) for policy in policies])
         survivors = []
         for trial, policy, summary in zip(asked, policies, partial, strict=True):
-            trial.report(score(summary, worst_waits(list(targets), policy, summary), targets), step=0)
+            keeps = keeps_classes(policy, classes)
+            trial.report(score(summary, worst_waits(list(targets), policy, summary), targets, keeps), step=0)
             if trial.should_prune():
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 candidates.append(Candidate(trial.number, resolved(knob_list, trial.params), pruned=True))
@@ -125,20 +117,32 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
                 survivors.append((trial, policy))
         for (trial, policy), summary in zip(survivors, run([(p, 1.0) for _, p in survivors]), strict=True):
             waits = worst_waits(list(targets), policy, summary)
-            value = score(summary, waits, targets)
-            study.tell(trial, value)
-            candidates.append(Candidate(trial.number, resolved(knob_list, trial.params), summary=summary, waits=waits,
-                                        score=value, miss=shortfall(list(targets), waits)))
+            candidate = _whole(trial.number, resolved(knob_list, trial.params), summary, waits, targets,
+                               keeps=keeps_classes(policy, classes))
+            study.tell(trial, candidate.score)
+            candidates.append(candidate)
     return ranked(candidates)
+
+
+def _whole(number: int, params: dict, summary: Summary, waits: dict[str, float], targets: Sequence[Target],
+           reverted: int = 0, keeps: bool = True) -> Candidate:
+    """A candidate replayed on the whole workload, with its place on the objective."""
+    return Candidate(number, params, summary=summary, waits=waits,
+                     score=score(summary, waits, targets, keeps), miss=shortfall(list(targets), waits),
+                     reverted=reverted,
+                     objective=objective.key(summary, waits, targets, keeps))
 
 
 def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], best: Candidate, run,
              placement: str = DEFAULT_PLACEMENT) -> Candidate:
     """The candidate with each change taken back, in knob order, that does not earn its place (`earns_its_place`):
     TPE moves every knob, most of them to no effect, and a pull request should change only what matters.
+    A change is taken back only when the objective without it is no worse, so the result is never worse on
+    the objective than `best` (and a `best` strictly better than the repository's policy stays so).
     A change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a lending
     limit would have to come down with them: `space.resolved`) stays. Deterministic, like the search."""
     current = best
+    classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
     for knob, _ in changes(knob_list, best.params):
         params = current.params | {knob.name: knob.current}
         if resolved(knob_list, params) != params:
@@ -146,21 +150,34 @@ def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target],
         policy = candidate_policy(cluster, knob_list, params, placement)
         summary = run([(policy, 1.0)])[0]
         waits = worst_waits(list(targets), policy, summary)
-        trial = Candidate(best.number, params, summary=summary, waits=waits, score=score(summary, waits, targets),
-                          miss=shortfall(list(targets), waits), reverted=current.reverted + 1)
-        if not earns_its_place(current, trial, targets):
+        trial = _whole(best.number, params, summary, waits, targets, current.reverted + 1,
+                       keeps_classes(policy, classes))
+        if not earns_its_place(current, trial):
             current = trial
     return current
 
 
 def ranked(candidates: list[Candidate]) -> list[Candidate]:
-    """Whole replays first; among them those meeting every target, then by score (useful utilization, which is
-    all of it for a candidate meeting the targets), worst wait and trial number (ties break the same way)."""
+    """Whole replays first, by the objective (`objective.key`), whole ties by trial number: trial 0, the
+    repository's policy, comes before every candidate that is not strictly better than it. Pruned last."""
     def key(c: Candidate):
-        if c.summary is None:
-            return (2, 0.0, 0.0, c.number)
-        return (0 if c.meets_targets else 1, -round(c.score, 9), round(c.worst_wait, 6), c.number)
+        return (1, (), c.number) if c.summary is None else (0, c.objective, c.number)
     return sorted(candidates, key=key)
+
+
+def worth_checking(candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
+    """The ranked candidates to offer, in order: at most `limit` of those strictly better on the objective
+    than the repository's policy (trial 0), then the repository's policy itself, so a recommendation is
+    never worse than what the repository has ("keep the repository's policy" when nothing beats it)."""
+    repository = next(c for c in candidates if c.number == 0)
+    better = [c for c in ranked(list(candidates)) if c.summary is not None and c.number != 0
+              and objective.better(c.objective, repository.objective)]
+    return [*better[:limit], repository]
+
+
+def never_worse(chosen: Candidate, repository: Candidate) -> Candidate:
+    """`chosen` when it is strictly better than the repository's policy on the objective, else the latter."""
+    return chosen if objective.better(chosen.objective, repository.objective) else repository
 
 
 def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -24,6 +24,10 @@ Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource)
   nominal/borrow/lend knobs of its own on mig-* resources: their values would be in profiles the layout may
   drop, and the conversion already sets them from today's shares. The simulator replays each layout's
   instances (simulate/migpool.py, decision 0059).
+- `<queue>/<flavor>/nvidia.com/gpu/borrow` on a flavor of another class's exclusive pool the queue holds no
+  quota on (a lending knob, `lending.lendings`): a borrowing limit from a small grid (0, a quarter, half or
+  all of the flavor's devices), the flavor entry added at nominal 0 where the queue does not list it; the
+  lenders' reclaim stays as declared (decision 0092).
 Queues of the production tier are left as they are: their reserve is what CAP005 protects.
 
 A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob values and handing the result to
@@ -41,8 +45,8 @@ from ..domain.gpu_resources import is_nvidia_resource
 from ..domain.quotas import flavor_capacity, flavors_of, nominal_per_pool, pool_of
 from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
 from ..simulate.placement import DEFAULT_PLACEMENT
-from ..simulate.policy import SimPolicy, from_cluster
-from . import layouts, sharing
+from ..simulate.policy import SimPolicy, from_cluster, pool_classes, queue_class
+from . import layouts, lending, sharing
 from .layouts import LAYOUT, whole_quota
 
 PRODUCTION = "production"
@@ -63,6 +67,7 @@ class Knob:
     flavor: str = ""
     resource: str = ""
     pool: str = ""
+    grid: tuple[int, ...] = ()  # a lending knob's values (lending.py); its flavor entry may be added
 
 
 def knobs(cluster: Cluster, fleet: Fleet | None = None) -> list[Knob]:
@@ -81,10 +86,22 @@ def knobs(cluster: Cluster, fleet: Fleet | None = None) -> list[Knob]:
             found.append(Knob(f"{cq.name}/cohort", cq.name, COHORT, cq.cohort, choices=cohorts))
         for flavor, quota in _gpu_quotas(cq):
             found.extend(_quota_knobs(cluster, cq, flavor, quota, rooms))
+    found.extend(lending_knobs(cluster, searched))
     layout = layout_knobs(cluster, requested)
     converted = {flavor for knob in layout for flavor in flavors_of(cluster, knob.pool)}
     found = [k for k in found if not (k.flavor in converted and k.resource.startswith(MIG_RESOURCE_PREFIX))]
     return found + replica_knobs(cluster, tied) + layout
+
+
+def lending_knobs(cluster: Cluster, searched: list[ClusterQueue]) -> list[Knob]:
+    """`<queue>/<flavor>/nvidia.com/gpu/borrow` where a queue may borrow another class's pool (recommend/
+    lending.py), 0 (today: no borrowing there) or one of `lending.grid`'s limits."""
+    policy = from_cluster(cluster)
+    queue_classes = {name: queue_class(queue) for name, queue in policy.queues.items()}
+    return [Knob(f"{found.queue}/{found.flavor}/{lending.GPU}/{BORROW}", found.queue, BORROW, 0, 0,
+                 found.devices, flavor=found.flavor, resource=lending.GPU, pool=found.pool,
+                 grid=lending.grid(found.devices))
+            for found in lending.lendings(cluster, searched, pool_classes(policy), queue_classes)]
 
 
 def layout_knobs(cluster: Cluster, requested: frozenset[str] = frozenset()) -> list[Knob]:
@@ -273,6 +290,8 @@ def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, in
 def _changed(cq: ClusterQueue, knob: Knob, value: int | str) -> ClusterQueue:
     if knob.kind == COHORT:
         return dataclasses.replace(cq, cohort=str(value))
+    if knob.grid:  # a lending knob: the queue may not list the flavor yet
+        cq = lending.with_entry(cq, knob.flavor)
     field = LIMIT_FIELDS[knob.kind]
     groups = []
     for group in cq.resource_groups:
