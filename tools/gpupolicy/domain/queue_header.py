@@ -62,6 +62,7 @@ def _clause(quota: ResourceQuota, capacity: int) -> str:
 def block_span(lines: list[str], first_key: int) -> tuple[int, int] | None:
     """(index of the marker, index after the block's last line) in `lines` (the file split at newlines), for
     the comment just above the document whose first key is on 1-based line `first_key`; None without one."""
+    first_key = min(first_key, len(lines) + 1)  # a line past the end (the file changed since it was loaded)
     start = first_key - 1
     while start > 0 and lines[start - 1].startswith("#"):
         start -= 1
