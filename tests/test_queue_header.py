@@ -74,3 +74,25 @@ def test_a_file_without_the_marker_is_not_checked(tmp_path):
     match = _first_gpu_nominal(text)
     path.write_text(text[:match.start(1)] + str(int(match[1]) + 8) + text[match.end(1):])
     assert _doc006(root) == []
+
+
+def test_recommend_refreshes_a_block_the_change_moves_without_editing_its_yaml(tmp_path):
+    """A change of what a pool exposes (here: one node more) moves the `of M` of every queue with quota on it,
+    though no queue file's YAML changed: `edits.refreshed_headers` rewrites those blocks, and only those."""
+    from gpupolicy.recommend import edits
+
+    root = copy_repo(fleet_repo(), tmp_path / "repo")
+    before = pipeline.load_fleet(root, ["prod-us"], use_cache=False)
+    pool = next(p for p in before.clusters["prod-us"].pools if p.name == "us-l40s-shared")
+    path = root / pool.path
+    zone, count = next(iter(pool.zones.items()))
+    text = path.read_text()
+    path.write_text(text.replace(f"    {zone}: {count}\n", f"    {zone}: {count + 1}\n", 1))
+    after = pipeline.load_fleet(root, ["prod-us"], use_cache=False)
+    headers = edits.refreshed_headers(before, after, {})
+    holders = {q.obj.origin for q in after.clusters["prod-us"].cluster_queues.values()
+               if any(flavor == "us-l40s-shared" for flavor, _ in q.quotas())}
+    assert holders and set(headers) == holders
+    grown = after.clusters["prod-us"].pools
+    exposed = next(p for p in grown if p.name == "us-l40s-shared").capacity["nvidia.com/gpu"]
+    assert all(f" of {exposed}" in text for text in headers.values())

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         for rel in headers:
             print(f"{rel}: queue header stale (run `gpupolicy docs`)")
         if not stale and not headers:
-            print(f"{len(pages)} generated pages and the queue headers are current")
+            print(f"{len(pages)} generated pages are current, and the queue headers")
         return 1 if stale or headers else 0
     changed = docsgen.write_pages(args.repo, pages, also=headers)
     print(f"{len(changed)} page(s) written, {len(pages) - len([c for c in changed if c in pages])} unchanged"

@@ -349,18 +349,21 @@ def edited_files(root: Path, cluster_name: str, knob_list: list[Knob], params: M
         editor.set_namespace_quotas(after_fleet, before, after_fleet.clusters[cluster_name])
         texts = {rel: text for rel, text in editor.rendered().items() if text != editor.original(rel)}
         _write(copy, texts)
-        headers = refreshed_headers(after_fleet, texts)
+        headers = refreshed_headers(before_fleet, after_fleet, texts)
         texts.update(headers)
         _write(copy, headers)
         errors = sorted(_errors(run(copy, use_cache=False).findings) - known)
     return texts, errors
 
 
-def refreshed_headers(fleet: Fleet, texts: Mapping[str, str]) -> dict[str, str]:
-    """The header blocks of the queue files among `texts` (the edited files, as the re-loaded `fleet` read
-    them) regenerated from the edited model (`queue_header`, decision 0090): one home for the counts, never a
-    regex over the old figures."""
-    return {rel: text for rel, text in queue_header.refreshed_files(fleet).items() if rel in texts}
+def refreshed_headers(before: Fleet, after: Fleet, texts: Mapping[str, str]) -> dict[str, str]:
+    """The header blocks regenerated from the edited model `after` (`queue_header`, decision 0090: one home for
+    the counts, never a regex over the old figures), in the edited files (`texts`) and in any queue file whose
+    block the change moves without editing its YAML (a layout change alters what the pool exposes, the `of M`
+    of a queue whose quota on it stays)."""
+    was = queue_header.expected_blocks(before)
+    moved = {rel for rel, blocks in queue_header.expected_blocks(after).items() if blocks != was.get(rel)}
+    return {rel: text for rel, text in queue_header.refreshed_files(after).items() if rel in texts or rel in moved}
 
 
 def _write(copy: Path, texts: Mapping[str, str]) -> None:
