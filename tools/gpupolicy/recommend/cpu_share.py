@@ -13,9 +13,9 @@ In the second shape one cpu quota serves every GPU flavor of the queue, so the Y
 many ratios as the queue has GPU resources: no per-flavor ratio can be read from it. What the data does fix
 (decision 0090): each device's share of its node (`node.cpu / gpu.perNode` x the card share a device is,
 WL006's usual size, from pool.yaml), and the queue's own proportion, its cpu flavor's nominal quota over the
-node share of all its GPU nominal quotas. One device then stands for its node share x that proportion, at most
-1: a queue that holds less cpu than its GPUs' nodes offer keeps holding that fraction as its GPUs change, and
-cpu beyond the node shares (CPU-only work) is not multiplied onto new GPUs. Without a node shape for the
+node share of all its GPU nominal quotas, capped at 1. One device then stands for its node share x that
+proportion: a queue that holds less cpu than its GPUs' nodes offer keeps holding that fraction as its GPUs
+change, and cpu beyond the node shares (CPU-only work) is not multiplied onto new GPUs. Without a node shape for the
 device's pool no ratio is derived (None: the GPUs change alone, and WL006 judges the result); the header
 comment is never read (it is generated from the YAML, `domain/queue_header.py`).
 """
@@ -29,8 +29,6 @@ from typing import Any
 from ..domain.gpu_resources import is_gpu_device_resource
 from ..domain.quotas import cards, pool_of
 from ..model import Cluster, ClusterQueue
-
-GI = Decimal(2**30)
 
 
 def per_device(cluster: Cluster, queue: ClusterQueue, flavor: str,
