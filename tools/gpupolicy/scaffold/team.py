@@ -232,7 +232,7 @@ def cluster_queue(cluster, request: TeamRequest) -> str:
             "metadata": {"name": request.name, "labels": labels}, "spec": spec}
     # the header block's marker; `Workspace.regenerate_pages` writes the block's lines (decision 0090)
     header = (f"# {request.name} in {cluster.name} (gpupolicy new team): modelled on ClusterQueue {model.name} "
-              f"(tier {request.tier}); no GPU quota yet.\n{queue_header.MARKER}\n")
+              f"(tier {request.tier}), made with no GPU quota.\n{queue_header.MARKER}\n")
     return header + _dump(_ordered(body))
 
 
@@ -257,7 +257,7 @@ def _first_of_tier(cluster, request: TeamRequest) -> str:
     body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
             "metadata": {"name": request.name, "labels": labels}, "spec": spec}
     header = (f"# {request.name} in {cluster.name} (gpupolicy new team): the first queue of tier "
-              f"{request.tier} here; no quota yet.\n")
+              f"{request.tier} here, made with no quota.\n{queue_header.MARKER}\n")  # `new pool --quota` fills it
     return header + _dump(_ordered(body))
 
 
