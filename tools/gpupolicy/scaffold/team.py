@@ -256,8 +256,9 @@ def _first_of_tier(cluster, request: TeamRequest) -> str:
               "gpupolicy.io/workload": request.workload}
     body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
             "metadata": {"name": request.name, "labels": labels}, "spec": spec}
+    # the header block's marker: `new pool --quota` gives the queue GPUs, and the block its lines
     header = (f"# {request.name} in {cluster.name} (gpupolicy new team): the first queue of tier "
-              f"{request.tier} here, made with no quota.\n{queue_header.MARKER}\n")  # `new pool --quota` fills it
+              f"{request.tier} here, made with no quota.\n{queue_header.MARKER}\n")
     return header + _dump(_ordered(body))
 
 
