@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 import re
 import shutil
@@ -19,7 +20,7 @@ from gpupolicy import docsgen
 from gpupolicy.domain import quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
-from gpupolicy.recommend import edits, executors, space, targets
+from gpupolicy.recommend import cpu_share, edits, executors, space, targets
 from gpupolicy.recommend.search import search, simplify
 from gpupolicy.simulate.traces import read_trace
 
@@ -228,10 +229,17 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     research = (root / "clusters/prod-us/queues/research.yaml").read_text()
     assert "cohortName: training" in research and "borrow up to 12." in research
     cpu_flavor = research[research.index("- name: cpu\n"):research.index("- name: us-l40s-shared")]
-    # the cpu flavor's cpu/memory follow the GPUs at the header's 2 cpu + 16Gi per L40S device: 48 -> 40 takes
-    # 16 cpu and 128Gi off; its borrowing stays unlimited (unset), so a new borrowing limit moves none
-    assert f"nominalQuota: {cpu_before - 16}\n" in cpu_flavor
-    assert f'nominalQuota: "{memory_before - 128}Gi"' in cpu_flavor
+    # the cpu flavor's cpu/memory follow the GPUs at the share one L40S device stands for, derived from the
+    # YAML and the pool's node shape (cpu_share, decision 0090): 48 -> 40 takes 8 x that off, rounded up to
+    # whole cores and Gi (the unit the quota is written in); its borrowing stays unlimited (unset), so a new
+    # borrowing limit moves none
+    research_queue = cluster.cluster_queues["research"]
+    ratio = cpu_share.per_device(cluster, research_queue, "us-l40s-shared", "nvidia.com/gpu")
+    cpu_after = math.ceil(cpu_before - 8 * ratio["cpu"])
+    memory_after = math.ceil(memory_before - 8 * ratio["memory"] / 2**30)
+    assert (cpu_after, memory_after) != (cpu_before, memory_before)
+    assert f"nominalQuota: {cpu_after}\n" in cpu_flavor
+    assert f'nominalQuota: "{memory_after}Gi"' in cpu_flavor
     assert "borrowingLimit" not in cpu_flavor
     # the namespace quota follows what its queues now admit, nominal + borrowing over the GPU flavors (CAP015)
     edited = load_fleet(root, ["prod-us"]).clusters["prod-us"].cluster_queues["research"]
@@ -267,8 +275,8 @@ def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):
             "policies/startup-check/pools.conf", "clusters/prod-us/queues/research.yaml",
             "clusters/prod-us/queues/serving.yaml", "clusters/prod-us/team-quotas.yaml"} <= set(texts)
     pool = texts["pools/us-l40s-shared/pool.yaml"]
-    assert "    replicas: 8\n" in pool and "16 GPUs x 8 replicas = 128 schedulable" in pool
-    assert "exposes nvidia.com/gpu = 128." in pool
+    assert "    replicas: 8\n" in pool
+    assert "replicas =" not in pool and "exposes nvidia.com/gpu =" not in pool  # no counts in comments (0090)
     assert "        replicas: 8\n" in texts["pools/us-l40s-shared/device-plugin.yaml"]
     assert re.search(r"^  us-l40s-shared\s+time-sliced.*\s12$", texts["policies/startup-check/pools.conf"], re.M)
     research = texts["clusters/prod-us/queues/research.yaml"]

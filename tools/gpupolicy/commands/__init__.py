@@ -14,7 +14,8 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "audit": "audit a cluster snapshot: pool drift, GPU requests per queue, idle GPUs, pending work; export a trace",
     "cache": "show the size of the render and parse caches, prune entries unused for N days, or clear them",
     "diff": "compare two revisions of the fleet (default: merge base with main against the working tree)",
-    "docs": "generate the fleet pages of the runbook site (docs/generated/); --check fails when one is stale",
+    "docs": "generate the fleet pages of the runbook site (docs/generated/) and the queue files' header "
+            "blocks; --check fails when one is stale",
     "explain": "trace a workload manifest through admission, quotas, Kueue, node fit and the GPU Operator, "
                "per cluster",
     "import": "inventory a running cluster (--snapshot DIR or --context NAME) and write its cluster, pool, team and "

@@ -1,4 +1,5 @@
-"""gpupolicy docs: regenerate the pages under docs/generated/ from the manifests, or check they are current."""
+"""gpupolicy docs: regenerate the pages under docs/generated/ and the queue files' header blocks (decision
+0090) from the manifests, or check they are current."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from .. import docsgen, pipeline
 from ..audit import load_snapshot
+from ..domain import queue_header
 from ..errors import ToolError
 from ..infra import repopath, transaction
 from . import COMMANDS
@@ -30,15 +32,19 @@ def run(args: argparse.Namespace) -> int:
         return _write_live(args)
     fleet = pipeline.load_fleet(args.repo)
     pages = docsgen.generate(args.repo, fleet)
+    headers = queue_header.refreshed_files(fleet)  # the queue files' count comments (DOC006, decision 0090)
     if args.check:
         stale = docsgen.stale_pages(args.repo, pages)
         for rel in stale:
             print(f"{rel}: stale (run `gpupolicy docs`)")
-        if not stale:
-            print(f"{len(pages)} generated pages are current")
-        return 1 if stale else 0
-    changed = docsgen.write_pages(args.repo, pages)
-    print(f"{len(changed)} page(s) written, {len(pages) - len([c for c in changed if c in pages])} unchanged")
+        for rel in headers:
+            print(f"{rel}: queue header stale (run `gpupolicy docs`)")
+        if not stale and not headers:
+            print(f"{len(pages)} generated pages are current, and the queue headers")
+        return 1 if stale or headers else 0
+    changed = docsgen.write_pages(args.repo, pages, also=headers)
+    print(f"{len(changed)} page(s) written, {len(pages) - len([c for c in changed if c in pages])} unchanged"
+          + (f"; queue header(s) rewritten in {', '.join(headers)}" if headers else ""))
     return 0
 
 

@@ -121,16 +121,25 @@ def _current_text(reader: repopath.Reader, rel: str) -> str | None:
         return None
 
 
-def write_pages(root: Path, pages: dict[str, str]) -> list[str]:
+def write_pages(root: Path, pages: dict[str, str], also: dict[str, str] | None = None) -> list[str]:
     """Write changed pages and remove generated pages no generator makes, all or nothing (a half-written
     site would be stale and inconsistent at once); return what changed. Page names come partly from content
-    (cluster and pool names), so every target must stay inside docs/generated/."""
+    (cluster and pool names), so every target must stay inside docs/generated/. `also`: repo-relative
+    manifests written in the same transaction (`gpupolicy docs`'s queue headers, decision 0090), each an
+    existing regular file of the repository."""
     if not repopath.within(root, root / GENERATED_DIR):  # the folder itself may be a symlink out
         raise ToolError(f"{GENERATED_DIR} resolves outside the repository; refusing to write pages there")
     changed = stale_pages(root, pages)
     targets = {rel: _page_target(root, rel) for rel in changed}
-    transaction.write_files({targets[rel]: pages[rel] for rel in changed if rel in pages},
-                            remove=[targets[rel] for rel in changed if rel not in pages], journal_root=root)
+    writes = {targets[rel]: pages[rel] for rel in changed if rel in pages}
+    reader = repopath.Reader(root)
+    for rel, text in (also or {}).items():
+        try:
+            writes[Path(reader.regular_file(rel))] = text
+        except repopath.Refused as refusal:
+            raise ToolError(f"refusing to write {rel}: {refusal}") from None
+    transaction.write_files(writes, remove=[targets[rel] for rel in changed if rel not in pages],
+                            journal_root=root)
     return changed
 
 

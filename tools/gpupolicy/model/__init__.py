@@ -432,6 +432,10 @@ class Fleet:
         """(file, first line, last line) of the source document of `obj`; None when unknown."""
         return None if self.locator is None else self.locator.span(obj)
 
+    def source_text(self, path: str) -> str | None:
+        """The text of a repository file as the run reads it (comments included); None when unknown."""
+        return None if self.locator is None else self.locator.text(path)
+
     def locate_file(self, path: str, *field_path: Any, document: int = 0) -> Location:
         if self.locator is None:
             return Location(path, 1)

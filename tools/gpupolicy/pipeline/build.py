@@ -129,6 +129,14 @@ class SourceIndex:
             return Location(obj.origin, 1 if docs else 0)
         return Location(obj.origin, doc.line_of(field_path))
 
+    def text(self, path: str) -> str | None:
+        """The text of repo-relative `path` through the run's reader (the trust boundary); None when refused
+        or not UTF-8. For rules about a file's comments, which the model does not carry (DOC006)."""
+        try:
+            return self.reader.read(path).decode("utf-8")
+        except (repopath.Refused, UnicodeDecodeError):
+            return None
+
     def span(self, obj: K8sObject) -> tuple[str, int, int] | None:
         """(file, first line, last line) of the source document `obj` comes from; the last document of a file
         runs to its end (a very large last line). None when the document is not known."""

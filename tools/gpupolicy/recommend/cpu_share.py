@@ -1,4 +1,4 @@
-"""The cpu and memory a GPU quota stands for, in either queue shape.
+"""The cpu and memory a GPU quota stands for, in either queue shape, derived from the YAML alone.
 
 Two shapes of team ClusterQueue exist:
 - the old one (before decision 0069): each GPU flavor carries its own cpu and memory quota beside its GPUs, so
@@ -9,71 +9,82 @@ Two shapes of team ClusterQueue exist:
   kubernetes-sigs/kueue `pkg/scheduler/flavorassigner/flavorassigner.go`), so a GPU quota raised by N devices
   needs N x the per-device share more on the `cpu` flavor, or the GPUs wait for cpu quota.
 
-In the second shape the YAML no longer says how much cpu one device of a pool stands for. The queue's header
-comment states it (`#   <flavor> (...): ... cpu/memory: 2 cpu + 16Gi per gpu.`, per profile for MIG, or `per
-card's worth of slices` after a layout change); without it, the pool's node share per card (`node.cpu /
-gpu.perNode`, the size WL006 calls usual) times the card share a device is (WL006's `cards`).
+In the second shape one cpu quota serves every GPU flavor of the queue, so the YAML holds one equation for as
+many ratios as the queue has GPU resources: no per-flavor ratio can be read from it. What the data does fix
+(decision 0090): each device's share of its node (`node.cpu / gpu.perNode` x the card share a device is,
+WL006's usual size, from pool.yaml), and the queue's own proportion, its cpu flavor's nominal quota over the
+node share of all its GPU nominal quotas, capped at 1. One device then stands for its node share x that
+proportion: a queue that holds less cpu than its GPUs' nodes offer keeps holding that fraction as its GPUs
+change, and cpu beyond the node shares (CPU-only work) is not multiplied onto new GPUs. Without a node shape for the
+device's pool no ratio is derived (None: the GPUs change alone, and WL006 judges the result); the header
+comment is never read (it is generated from the YAML, `domain/queue_header.py`).
 """
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from ..domain.gpu_resources import is_gpu_device_resource
 from ..domain.quotas import cards, pool_of
-from ..model import Cluster
-
-GI = Decimal(2**30)
-CARD = "card"  # the `per card's worth of slices` ratio: per physical card, not per device
-_RATIO = re.compile(r"(\d+(?:\.\d+)?) cpu \+ (\d+(?:\.\d+)?)Gi per (card's worth of slices|[\w./-]+?)(?=[;.]\s|[;.]?$)")
+from ..model import Cluster, ClusterQueue
 
 
-def stated_ratios(text: str, flavor: str) -> dict[str, tuple[Decimal, Decimal]]:
-    """resource (`nvidia.com/gpu`, `nvidia.com/mig-1g.10gb`, or CARD) -> (cpu, memory bytes) per device, as the
-    header line of `flavor` states them; {} when the file states none."""
-    line = re.search(rf"^#\s+{re.escape(flavor)} \([^)]*\):.*?cpu/memory: (.*)$", text, re.M)
-    if line is None:
-        return {}
-    found = {}
-    for cpu, memory, per in _RATIO.findall(line.group(1)):
-        name = CARD if per.startswith("card") else f"nvidia.com/{per}"
-        found[name] = (Decimal(cpu), Decimal(memory) * GI)
-    return found
+def per_device(cluster: Cluster, queue: ClusterQueue, flavor: str,
+               resource: str) -> dict[str, Decimal] | None:
+    """{"cpu": cores, "memory": bytes} one device of `resource` on `flavor` stands for in `queue` (the module
+    docstring), to Decimal's precision; `edits` rounds what it writes up to the quota's unit. None when its
+    pool has no node shape."""
+    share = node_share(cluster, flavor, resource)
+    if share is None:
+        return None
+    proportion = queue_proportion(cluster, queue)
+    return {key: _dec(share[key] * proportion[key]) for key in share}
 
 
-def per_device(cluster: Cluster, text: str, flavor: str, resource: str) -> dict[str, Decimal] | None:
-    """{"cpu": cores, "memory": bytes} one device of `resource` on `flavor` stands for: the header's ratio, else
-    the pool's node share; None when neither is known."""
+def node_share(cluster: Cluster, flavor: str, resource: str) -> dict[str, Fraction] | None:
+    """{"cpu", "memory"} of its node one device of `resource` on `flavor`'s pool is: the node's per-GPU share
+    times the card share the device is; None when the pool, its node shape or the card share is unknown."""
     pool = pool_of(cluster, flavor)
     share = cards(pool, resource) if pool is not None else None
-    stated = stated_ratios(text, flavor)
-    if resource in stated:
-        cpu, memory = stated[resource]
-        return {"cpu": cpu, "memory": memory}
-    if CARD in stated and share is not None:
-        cpu, memory = stated[CARD]
-        return {"cpu": cpu * _dec(share), "memory": memory * _dec(share)}
-    if pool is None or share is None or pool.node_cpu is None or pool.node_memory is None or not pool.gpus_per_node:
+    if pool is None or share is None or not pool.gpus_per_node:
         return None
-    return {"cpu": Decimal(pool.node_cpu) / pool.gpus_per_node * _dec(share),
-            "memory": Decimal(pool.node_memory) / pool.gpus_per_node * _dec(share)}
+    if pool.node_cpu is None or pool.node_memory is None:
+        return None
+    return {"cpu": Fraction(str(pool.node_cpu)) / pool.gpus_per_node * share,
+            "memory": Fraction(pool.node_memory) / pool.gpus_per_node * share}
 
 
-def implied(cluster: Cluster, text: str, flavor: str, amounts: dict[str, Any]) -> dict[str, Decimal]:
-    """{"cpu", "memory"} the flavor's GPU `amounts` (resource -> devices) stand for at `per_device`; {} when a
-    resource with an amount has no known ratio."""
-    total = {"cpu": Decimal(0), "memory": Decimal(0)}
-    for name, amount in amounts.items():
-        if not amount:
+def queue_proportion(cluster: Cluster, queue: ClusterQueue) -> dict[str, Fraction]:
+    """{"cpu", "memory"}: the queue's cpu-flavor nominal quota over the node share of its GPU nominal quotas,
+    at most 1; 1 when it holds no GPU quota yet, has no cpu flavor, or a GPU quota's node share is unknown
+    (the proportion would then be read off part of the quotas)."""
+    held = _cpu_flavor_nominal(queue)
+    offered = {"cpu": Fraction(0), "memory": Fraction(0)}
+    for flavor, quota in queue.quotas():
+        if not is_gpu_device_resource(quota.name) or not quota.nominal:
             continue
-        ratio = per_device(cluster, text, flavor, name)
-        if ratio is None:
-            return {}
-        for key in total:
-            total[key] += ratio[key] * Decimal(amount)
-    return total
+        share = node_share(cluster, flavor, quota.name)
+        if share is None:
+            return {"cpu": Fraction(1), "memory": Fraction(1)}
+        for key in offered:
+            offered[key] += share[key] * Fraction(str(quota.nominal))
+    return {key: min(Fraction(1), held[key] / offered[key]) if offered[key] and key in held else Fraction(1)
+            for key in offered}
+
+
+def _cpu_flavor_nominal(queue: ClusterQueue) -> dict[str, Fraction]:
+    """cpu and memory nominal quota of the flavor that serves the GPU pod sets' cpu and memory: the first
+    flavor of a resource group covering cpu or memory and no GPU device (decision 0069's `cpu`, as
+    `cpu_flavor` finds it in the YAML); {} in the old shape."""
+    for group in queue.resource_groups:
+        covered = set(group.covered_resources)
+        serves_gpus = any(is_gpu_device_resource(r) for r in covered)
+        if covered & {"cpu", "memory"} and not serves_gpus and group.flavors:
+            return {q.name: Fraction(str(q.nominal)) for q in group.flavors[0].resources
+                    if q.name in ("cpu", "memory")}
+    return {}
 
 
 def cpu_flavor(spec: Any, gpu_group: Any) -> Any | None:

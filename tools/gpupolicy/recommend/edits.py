@@ -7,23 +7,23 @@ What changes, in step, for each knob:
   carries cpu/memory (WL006), else on the queue's `cpu` flavor of its own resource group (decision 0069), moved
   by the GPU change x the per-device share `cpu_share` finds, where that flavor sets the field (an unset limit
   stays unlimited); `spec.cohortName` for a cohort knob;
-- the "N of M, borrow up to N, lend at most N" of the queue file's header comment;
+- the queue file's header block (`# Quotas per flavor (pool) ...`), where it has one, regenerated from the
+  edited queue and pools by `domain/queue_header.py` once the copy is re-loaded (decision 0090);
 - each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
   or lowered with them where it was exactly that before; a key its queues can now admit and it lacks (a new MIG
   profile) is added;
 - for a replica knob: pool.yaml's `timeSlicing.replicas`, the `replicas` of the pool's device-plugin config, its
   line in the startup check's pools.conf (POOL005; rewritten with `startupcheck.table_with`), every GPU quota on
-  the pool's flavors in the new unit (ClusterQueues' and Cohorts', production's too) with the queue headers'
-  counts, and the comments that state the counts;
+  the pool's flavors in the new unit (ClusterQueues' and Cohorts', production's too), and the comments that
+  state the counts;
 - for a replica knob that switches the pool between exclusive (1) and time-sliced, besides: pool.yaml's
   `accessMode`, its `timeSlicing` block, GFD's `-SHARED` product label, `startupCheck.maxMemoryUsedPercent` and
   the comments that explain them; the device-plugin config's `sharing.timeSlicing` block (added or removed);
-  the mode in the queue headers; a ResourceFlavor's product label where it selects the nodes by it
+  a ResourceFlavor's product label where it selects the nodes by it
   (recommend/sharing.py). The config must be the pool's own: one that other pools select is refused;
 - for a layout knob (`layout_edits`): pool.yaml's `spec.mig.layout`, its `nvidia.com/mig.config` node label, header
   lines and description; a generated layout appended to the mig-parted config; every mig-* quota on the pool's
-  flavors converted (new profiles added to `coveredResources` and to every flavor of the group) and the queue
-  header lines restated.
+  flavors converted (new profiles added to `coveredResources` and to every flavor of the group).
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
 written through the transactional writer, to the copy and, with --apply, to the repository.
 """
@@ -31,13 +31,13 @@ written through the transactional writer, to the copy and, with --apply, to the 
 from __future__ import annotations
 
 import functools
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 
+from ..domain import queue_header
 from ..domain.gpu_resources import is_nvidia_resource
 from ..domain.quantity import QuantityError, parse_quantity
 from ..domain.queues import namespace_labels, queues_selecting
@@ -73,8 +73,8 @@ class CandidateEditor(Editor):
                 continue
             if knob.grid:  # a lending knob: list the lender's flavor at nominal 0 first (lending.py)
                 lending.add_entry(spec, knob.flavor)
-            self._set_limit(spec, knob, int(value), self._ratio(cluster, cq, source, knob))
-            self.comment_edits.setdefault(source, []).append((knob, int(value)))
+            ratio = cpu_share.per_device(cluster, cq, knob.flavor, knob.resource)
+            self._set_limit(spec, knob, int(value), ratio)
         for knob, value in found:  # after the quota knobs: their values are in today's replica units
             if knob.kind == REPLICAS:
                 self.set_replicas(fleet, cluster, knob.pool, int(knob.current), int(value))
@@ -95,21 +95,16 @@ class CandidateEditor(Editor):
             self._set_sharing(fleet, cluster, pool, entry.source.path, flavors, old, new)
         else:
             self._document(pool.path, "Pool", pool_name)["spec"]["timeSlicing"]["replicas"] = new
-            self.replica_edits.append((pool.path, old, new, pool.capacity.get("nvidia.com/gpu", 0)))
             config = self._load(entry.source.path).documents[0]
             for resource in config["sharing"]["timeSlicing"]["resources"]:
                 if resource.get("name") == "nvidia.com/gpu":
                     resource["replicas"] = new
-            self.replica_edits.append((entry.source.path, old, new, 0))
         self.table_rows[pool_name] = table_fields(sharing.pool_with_replicas(pool, old, new))
         for owner in [*cluster.cluster_queues.values(), *(c for c in cluster.cohorts.values() if c.obj)]:
             if any(fq.flavor in flavors for g in owner.resource_groups for fq in g.flavors):
                 source = _source(fleet, owner.obj, ("spec",))
                 kind = "ClusterQueue" if owner in cluster.cluster_queues.values() else "Cohort"
                 self._rescale(self._document(source, kind, owner.name)["spec"], flavors, old, new)
-                self.rescaled_comments.setdefault(source, []).append((flavors, old, new))
-                if old == 1 or new == 1:
-                    self.text_edits.append((source, functools.partial(sharing.mode_comments, flavors=flavors, new=new)))
 
     def _plugin_config(self, cluster: Cluster, pool):
         """The device-plugin config entry only this pool's nodes select (editing a shared one would change the
@@ -138,7 +133,7 @@ class CandidateEditor(Editor):
         described = sharing.described(pool.description, new > 1)
         if described != pool.description and isinstance(document.get("metadata"), dict):
             document["metadata"]["description"] = same_style(document["metadata"]["description"], described)
-        self.text_edits.append((pool.path, functools.partial(sharing.pool_comments, cards=pool.gpus, new=new,
+        self.text_edits.append((pool.path, functools.partial(sharing.pool_comments, new=new,
                                                              pool=pool.name, description=described)))
         plugin = self._load(plugin_path)
         try:
@@ -165,11 +160,6 @@ class CandidateEditor(Editor):
                         for key in FIELD.values():
                             if key in resource:
                                 _set_value(resource, key, rescaled(int(resource[key]), old, new))
-
-    def _ratio(self, cluster: Cluster, cq, source: str, knob: Knob) -> dict[str, Decimal] | None:
-        """cpu and memory per device of the knob's resource, from the queue file's header (cpu_share)."""
-        text = "\n".join(self.original(rel) for rel in dict.fromkeys((cq.obj.origin, source)) if rel)
-        return cpu_share.per_device(cluster, text, knob.flavor, knob.resource)
 
     def _set_limit(self, spec, knob: Knob, value: int, ratio: Mapping[str, Decimal] | None) -> None:
         key = FIELD[knob.kind]
@@ -230,22 +220,11 @@ class CandidateEditor(Editor):
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
-        self.comment_edits: dict[str, list[tuple[Knob, int]]] = {}
-        self.rescaled_comments: dict[str, list[tuple[set[str], int, int]]] = {}
-        self.replica_edits: list[tuple[str, int, int, int]] = []  # (file, old, new, devices exposed before)
         self.table_rows: dict[str, tuple[str, ...]] = {}  # pools.conf: pool -> its line's fields
         self.text_edits: list[tuple[str, Callable[[str], str]]] = []  # (file, comment edit) after the YAML edits
 
     def rendered(self) -> dict[str, str]:
         texts = super().rendered()
-        for rel, edits in self.comment_edits.items():
-            for knob, value in edits:
-                texts[rel] = _comment_with(texts[rel], knob, value)
-        for rel, edits in self.rescaled_comments.items():
-            for flavors, old, new in edits:
-                texts[rel] = _rescaled_comment(texts[rel], flavors, old, new)
-        for rel, old, new, exposed in self.replica_edits:
-            texts[rel] = _replica_comments(texts[rel], old, new, exposed)
         for rel, edit in self.text_edits:
             texts[rel] = edit(texts[rel])
         if self.table_rows:
@@ -301,10 +280,18 @@ def _shift_cpu_flavor(flavor, gpu, key: str, devices: int, ratio: Mapping[str, D
         if name not in ratio or key not in resource:
             continue
         try:
-            amount = max(parse_quantity(resource[key]) + delta * ratio[name], Decimal(0))
+            current = parse_quantity(resource[key])
         except QuantityError:
             continue
-        _set_quantity(resource, key, amount)
+        amount = max(current + delta * ratio[name], Decimal(0))
+        _set_quantity(resource, key, _rounded_up(name, amount, current))
+
+
+def _rounded_up(name: str, amount: Decimal, current: Decimal) -> Decimal:
+    """A derived amount (cpu_share's ratios are exact fractions) up to the unit the quota is written in now:
+    whole cores, whole Gi; rounding up, so the GPUs never wait for a fraction of a core."""
+    unit = GI if name == "memory" and current % GI == 0 else Decimal(1) if current == int(current) else None
+    return amount if unit is None else (amount / unit).to_integral_value(rounding=ROUND_CEILING) * unit
 
 
 def _set_quantity(resource, key: str, amount: Decimal) -> None:
@@ -313,39 +300,6 @@ def _set_quantity(resource, key: str, amount: Decimal) -> None:
         _set_value(resource, key, f"{int(amount / GI)}Gi")
     else:
         _set_value(resource, key, int(amount) if amount == int(amount) else str(amount))
-
-
-def _comment_with(text: str, knob: Knob, value: int) -> str:
-    """The header line `#   <flavor> (...): <resource> N of M, borrow up to B, lend at most L.` with the new value."""
-    if knob.kind == NOMINAL:
-        nominal = re.compile(rf"^(#\s+{re.escape(knob.flavor)} \([^)]*\): \S+ )\d+( of \d+)", re.M)
-        return nominal.sub(lambda m: f"{m.group(1)}{value}{m.group(2)}", text, count=1)
-    phrase = "borrow up to" if knob.kind == BORROW else "lend at most"
-    line = re.compile(rf"^(#\s+{re.escape(knob.flavor)} \(.*?\d+ of \d+)((?:, [a-z ]+ \d+)*)(\..*)$", re.M)
-
-    def replace(match: re.Match) -> str:
-        clauses = [c for c in match.group(2).split(", ") if c]
-        clauses = [c for c in clauses if not c.startswith(phrase)] + [f"{phrase} {value}"]
-        clauses.sort(key=lambda c: 0 if c.startswith("borrow") else 1)
-        return match.group(1) + "".join(f", {c}" for c in clauses) + match.group(3)
-    return line.sub(replace, text, count=1)
-
-
-def _rescaled_comment(text: str, flavors: set[str], old: int, new: int) -> str:
-    """The queue header's `<flavor> (...): <resource> N of M, borrow up to B, lend at most L` in the new unit."""
-    for flavor in flavors:
-        line = re.compile(rf"^(#\s+{re.escape(flavor)} \([^)]*\): \S+ )(\d+ of \d+(?:, [a-z ]+ \d+)*)", re.M)
-        text = line.sub(lambda m: m.group(1) + re.sub(r"\d+", lambda n: str(int(n.group()) * new // old),
-                                                      m.group(2)), text, count=1)
-    return text
-
-
-def _replica_comments(text: str, old: int, new: int, exposed: int) -> str:
-    """pool.yaml's `x N replicas = M` and `exposes nvidia.com/gpu = M`, the device-plugin's `N pods share`."""
-    after = exposed * new // old
-    text = re.sub(rf"x {old} replicas = {exposed}\b", f"x {new} replicas = {after}", text)
-    text = re.sub(rf"exposes nvidia.com/gpu = {exposed}\b", f"exposes nvidia.com/gpu = {after}", text)
-    return re.sub(rf"# {old} pods share each GPU", f"# {new} pods share each GPU", text)
 
 
 def _admitted(cluster: Cluster) -> dict[str, dict[str, Decimal]]:
@@ -397,8 +351,21 @@ def edited_files(root: Path, cluster_name: str, knob_list: list[Knob], params: M
         editor.set_namespace_quotas(after_fleet, before, after_fleet.clusters[cluster_name])
         texts = {rel: text for rel, text in editor.rendered().items() if text != editor.original(rel)}
         _write(copy, texts)
+        headers = refreshed_headers(before_fleet, after_fleet, texts)
+        texts.update(headers)
+        _write(copy, headers)
         errors = sorted(_errors(run(copy, use_cache=False).findings) - known)
     return texts, errors
+
+
+def refreshed_headers(before: Fleet, after: Fleet, texts: Mapping[str, str]) -> dict[str, str]:
+    """The header blocks regenerated from the edited model `after` (`queue_header`, decision 0090: one home for
+    the counts, never a regex over the old figures), in the edited files (`texts`) and in any queue file whose
+    block the change moves without editing its YAML (a layout change alters what the pool exposes, the `of M`
+    of a queue whose quota on it stays)."""
+    was = queue_header.expected_blocks(before)
+    moved = {rel for rel, blocks in queue_header.expected_blocks(after).items() if blocks != was.get(rel)}
+    return {rel: text for rel, text in queue_header.refreshed_files(after).items() if rel in texts or rel in moved}
 
 
 def _write(copy: Path, texts: Mapping[str, str]) -> None:

@@ -1,13 +1,14 @@
 """The files a MIG layout change touches, edited round-trip through `CandidateEditor` (recommend/edits.py).
 
 For `<pool>/layout` = L (the values come from `layouts.with_layout`, so the files say what the simulator replayed):
-- `pools/<pool>/pool.yaml`: `spec.mig.layout`, the node label `nvidia.com/mig.config`, the header lines that state
-  the layout and what the pool exposes, and the description where it states the cut;
+- `pools/<pool>/pool.yaml`: `spec.mig.layout`, the node label `nvidia.com/mig.config`, and the description
+  (metadata and header line) where it states the cut;
 - the mig-parted config (`policies/gpu-operator/mig-parted-config.yaml`): L appended under `mig-configs` when it is
   a generated layout (a `device-filter` of the GPU's PCI IDs and a comment); nothing when the config has it;
 - every ClusterQueue and Cohort with quota on the pool's flavors: the converted mig-* quotas, new profiles added
   to `coveredResources` and to every flavor of the group at the same place (Kueue's rule, see
-  `layouts._converted_group`), and the header line `<flavor> (mig): mig-<p> N of M, borrow up to B, ...`.
+  `layouts._converted_group`); their header blocks follow from the converted quotas when the edited copy is
+  re-loaded (`edits.refreshed_headers`, decision 0090).
 The team namespaces' ResourceQuotas follow in `CandidateEditor.set_namespace_quotas` (CAP015), which adds the
 new profiles' keys. A layout name is data, never a path: files come from the model (`pool.path`, the config
 entry's source) and are opened through the editor's reader.
@@ -17,22 +18,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from ..domain import catalog
-from ..domain.quantity import number
 from ..domain.quotas import flavors_of
 from ..editing import same_style
 from ..errors import ToolError
 from ..model import MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, Cluster, K8sObject, Pool
-from . import cpu_share, layouts
+from . import layouts
 
 FIELDS = (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))
-GI = 2**30
 Source = Callable[[K8sObject, tuple[str, ...]], str]  # the file that sets a field of an object (edits._source)
 
 
@@ -44,9 +42,8 @@ def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, s
     if choice is None:
         raise ToolError(f"pool {pool_name}: {new_layout!r} is not a layout the solver accepts for {pool.gpu_model}")
     after = layouts.with_layout(cluster, pool_name, new_layout)
-    moved = next(p for p in after.pools if p.name == pool_name)
     model = catalog.gpu(pool.gpu_model)
-    _edit_pool(editor, pool, moved, choice, model)
+    _edit_pool(editor, pool, choice, model)
     if choice.generated:
         _append_layout(editor, cluster, choice, pool, model)
     flavors = flavors_of(cluster, pool_name)
@@ -56,10 +53,6 @@ def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, s
         source = source_of(before.obj, ("spec",))
         spec = editor._document(source, kind, before.name)["spec"]
         _edit_groups(spec, before, changed, flavors, source)
-        for flavor in sorted(flavors):
-            editor.text_edits.append(
-                (source, lambda text, f=flavor, q=changed, b=before: _queue_header(text, f, q, moved.capacity, model,
-                                                                                   cluster, b)))
     return after
 
 
@@ -72,7 +65,7 @@ def _owners(cluster: Cluster, after: Cluster):
 
 # --- pool.yaml -------------------------------------------------------------------------------------------------
 
-def _edit_pool(editor: Any, pool: Pool, moved: Pool, choice: layouts.LayoutChoice, model: catalog.GPUModel) -> None:
+def _edit_pool(editor: Any, pool: Pool, choice: layouts.LayoutChoice, model: catalog.GPUModel) -> None:
     document = editor._document(pool.path, "Pool", pool.name)
     spec = document["spec"]
     spec["mig"]["layout"] = same_style(spec["mig"].get("layout"), choice.name)
@@ -86,7 +79,7 @@ def _edit_pool(editor: Any, pool: Pool, moved: Pool, choice: layouts.LayoutChoic
     if description != old_description:
         metadata["description"] = same_style(metadata.get("description"), description)
     editor.text_edits.append(
-        (pool.path, lambda text: _pool_header(text, pool, moved, choice, model, old_description, description)))
+        (pool.path, lambda text: _pool_header(text, pool, old_description, description)))
 
 
 def cut(per_card: dict[str, int], model: catalog.GPUModel, joiner: str = ", ", space: str = " ") -> str:
@@ -98,14 +91,6 @@ def cut(per_card: dict[str, int], model: catalog.GPUModel, joiner: str = ", ", s
 
 def _cards(choice: layouts.LayoutChoice) -> list[tuple[int, dict[str, int]]]:
     return [(index, dict(pairs)) for index, pairs in choice.per_card]
-
-
-def layout_summary(choice: layouts.LayoutChoice, model: catalog.GPUModel) -> str:
-    """What one GPU gets: `2x 1g.10gb, 1x 3g.40gb`, or per GPU index when the layout cuts cards differently."""
-    cards = _cards(choice)
-    if all(counts == cards[0][1] for _, counts in cards):
-        return cut(cards[0][1], model)
-    return "; ".join(f"GPU {index}: {cut(counts, model)}" for index, counts in cards)
 
 
 def _description(text: str, pool: Pool, choice: layouts.LayoutChoice, model: catalog.GPUModel) -> str:
@@ -129,20 +114,15 @@ def _old_profiles(pool: Pool) -> set[str]:
     return {catalog.profile_name(name) for name in pool.capacity if name.startswith(MIG_RESOURCE_PREFIX)}
 
 
-def _pool_header(text: str, pool: Pool, moved: Pool, choice: layouts.LayoutChoice, model: catalog.GPUModel,
-                 old_description: str, description: str) -> str:
-    """The leading comment lines: `# Pool <name>: <description>`, `...; exposes <resource> = N, ...` and
-    `# MIG layout <name> per GPU: <cut>;`."""
+def _pool_header(text: str, pool: Pool, old_description: str, description: str) -> str:
+    """The leading `# Pool <name>: <description>` line with the new description. The comments state no counts
+    and no cut (decision 0090): `gpupolicy inspect` and the pool's page do."""
     lines = text.split("\n")
-    exposes = ", ".join(f"{name} = {amount}" for name, amount in sorted(moved.capacity.items()))
     for i, line in enumerate(lines):
         if not line.startswith("#"):
             break
         if old_description and description != old_description and line == f"# Pool {pool.name}: {old_description}":
             lines[i] = f"# Pool {pool.name}: {description}"
-        lines[i] = re.sub(r"^(#.*; exposes ).*$", lambda m: f"{m.group(1)}{exposes}.", lines[i])
-        lines[i] = re.sub(r"^# MIG layout \S+ per GPU: [^;]*;",
-                          lambda _: f"# MIG layout {choice.name} per GPU: {layout_summary(choice, model)};", lines[i])
     return "\n".join(lines)
 
 
@@ -228,66 +208,3 @@ def _set_fields(resource: Any, quota: Any) -> None:
         value = getattr(quota, field)
         if value is not None:
             resource[key] = same_style(resource.get(key), int(value))
-
-
-def _queue_header(text: str, flavor: str, owner: Any, capacity: dict[str, int], model: catalog.GPUModel,
-                  cluster: Cluster, before: Any) -> str:
-    """`#   <flavor> (mig): mig-<p> N of M, borrow up to B, lend at most L; ... cpu/memory: C cpu + X per card's
-    worth of slices.` from the converted quotas; the cpu/memory quota did not change, its share per card is
-    restated in cards because the profiles it was stated per are the old layout's. Where cpu/memory are not on
-    the flavor (decision 0069), the share is the one the header stated per old profile (`cpu_share`), weighed
-    by the owner's quota before the change."""
-    quotas = _quotas(owner, flavor)
-    if not quotas:
-        return text
-    clauses = []
-    for name in layouts.new_mig_resources(capacity):
-        quota = quotas.get(name)
-        if quota is None:
-            continue
-        clause = f"{name.removeprefix('nvidia.com/')} {int(quota.nominal)} of {capacity[name]}"
-        if quota.borrowing_limit:
-            clause += f", borrow up to {int(quota.borrowing_limit)}"
-        if quota.lending_limit is not None:
-            clause += f", lend at most {int(quota.lending_limit)}"
-        clauses.append(clause)
-    per_card = _per_card(quotas, model) or _stated_per_card(text, flavor, _quotas(before, flavor), model, cluster)
-    tail = f" cpu/memory: {per_card} per card's worth of slices." if per_card else ""
-    line = re.compile(rf"^(#\s+{re.escape(flavor)} \(mig\): ).*$", re.M)
-    return line.sub(lambda m: f"{m.group(1)}{'; '.join(clauses)}.{tail}", text, count=1)
-
-
-def _per_card(quotas: dict[str, Any], model: catalog.GPUModel) -> str:
-    """cpu and memory per card the flavor's mig-* quota stands for, from the first field both set (nominal
-    quota, else borrowing limit), as `_set_in_step` in edits.py reads the ratio; '' when none is known."""
-    for _, field in FIELDS[:2]:
-        cards = layouts.card_equivalents({n: getattr(q, field) or 0 for n, q in quotas.items()}, model)
-        cpu, memory = (getattr(quotas.get(n), field, None) for n in ("cpu", "memory"))
-        if cards and cpu and memory:
-            return _cpu_and_memory_text(Fraction(cpu) / cards, Fraction(memory) / cards / GI)
-    return ""
-
-
-def _quotas(owner: Any, flavor: str) -> dict[str, Any]:
-    return {q.name: q for g in owner.resource_groups for fq in g.flavors if fq.flavor == flavor for q in fq.resources}
-
-
-def _stated_per_card(text: str, flavor: str, quotas: dict[str, Any], model: catalog.GPUModel,
-                     cluster: Cluster) -> str:
-    """cpu and memory per card from the header's per-profile ratios and the quota before the change (nominal,
-    else borrowing limit); '' when the header states no ratio for a profile the quota holds."""
-    if not cpu_share.stated_ratios(text, flavor):
-        return ""
-    for _, field in FIELDS[:2]:
-        amounts = {n: getattr(q, field) or 0 for n, q in quotas.items() if n.startswith(MIG_RESOURCE_PREFIX)}
-        cards = layouts.card_equivalents(amounts, model)
-        total = cpu_share.implied(cluster, text, flavor, amounts)
-        if cards and total:
-            cpu, memory = Fraction(total["cpu"]), Fraction(total["memory"])
-            return _cpu_and_memory_text(cpu / cards, memory / cards / GI)
-    return ""
-
-
-def _cpu_and_memory_text(cpu: Fraction, memory_gib: Fraction) -> str:
-    """`2 cpu + 15.6Gi`: per card, whole or to one decimal (quantity.number)."""
-    return f"{number(float(cpu), decimals=1)} cpu + {number(float(memory_gib), decimals=1)}Gi"

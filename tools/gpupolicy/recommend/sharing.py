@@ -18,7 +18,7 @@ Ranges: a time-sliced pool 1 .. twice today's count; an exclusive pool 1 .. EXCL
 `limits.MAX_TIME_SLICING_REPLICAS`.
 
 What a switch changes, in the model (`pool_with_replicas`, `flavor_with_product`) and in the files
-(`set_pool_sharing`, `set_plugin_sharing`, the text edits `pool_comments` and `mode_comments`): the access
+(`set_pool_sharing`, `set_plugin_sharing`, the text edit `pool_comments`): the access
 mode, `timeSlicing`, the capacity in the new unit (the quotas are rescaled by `space.with_replicas` and
 `CandidateEditor.set_replicas`, production's too: the same cards in the new unit, so CAP005's reserve stays),
 GPU feature discovery's product label and the comments that state mode and counts.
@@ -157,7 +157,7 @@ sharing:
     failRequestsGreaterThanOne: true
     resources:
       - name: nvidia.com/gpu
-        # {replicas} pods share each GPU (memory is not isolated).
+        # Pods share each GPU in turns (memory is not isolated).
         replicas: {replicas}
 """
 
@@ -190,24 +190,18 @@ def described(description: str, shared: bool) -> str:
     return description
 
 
-def pool_comments(text: str, cards: int, new: int, pool: str = "", description: str = "") -> str:
-    """pool.yaml's comments after a switch: the `# Pool <name>: <description>` line, `exposes nvidia.com/gpu = N`,
-    the `Time-slicing: C GPUs x R replicas` line, and the comments above `startupCheck`, `maxMemoryUsedPercent`
-    and the product label, which the YAML edit may have dropped or left above another key: each is taken out,
-    then put above its key again."""
+def pool_comments(text: str, new: int, pool: str = "", description: str = "") -> str:
+    """pool.yaml's comments after a switch: the `# Pool <name>: <description>` line, and the comments above
+    `startupCheck`, `maxMemoryUsedPercent` and the product label, which the YAML edit may have dropped or left
+    above another key: each is taken out, then put above its key again. Counts are not restated (decision
+    0090): a `Time-slicing: C GPUs x R replicas` line of an older pool file is taken out."""
     if pool and description:
         text = re.sub(rf"^# Pool {re.escape(pool)}: .*$", lambda _: f"# Pool {pool}: {description}", text, count=1,
                       flags=re.M)
-    exposed = cards * new
-    text = re.sub(r"exposes nvidia.com/gpu = \d+\b", f"exposes nvidia.com/gpu = {exposed}", text, count=1)
     text = re.sub(r"^# Time-slicing: .*\n", "", text, flags=re.M)
     for line in (STARTUP_CHECK, STARTUP_SHARED, MEMORY_USED, GFD_SHARED):
         text = re.sub(rf"^ *{re.escape(line.rstrip('.'))}[.:]?\n", "", text, flags=re.M)
     shared = new > 1
-    if shared:
-        text = re.sub(r"^(# .*exposes nvidia.com/gpu = \d+\.\n)",
-                      rf"\g<1># Time-slicing: {cards} GPUs x {new} replicas = {exposed} schedulable nvidia.com/gpu.\n",
-                      text, count=1, flags=re.M)
     above = {"startupCheck": [STARTUP_CHECK + (":" if shared else "."), *([STARTUP_SHARED] if shared else [])],
              "maxMemoryUsedPercent": [MEMORY_USED], PRODUCT_LABEL: [GFD_SHARED] if shared else []}
     for key, lines in above.items():
@@ -216,10 +210,3 @@ def pool_comments(text: str, cards: int, new: int, pool: str = "", description: 
     return text
 
 
-def mode_comments(text: str, flavors: set[str], new: int) -> str:
-    """A queue header's `#   <flavor> (<mode>): ...` with the pool's new mode (the counts are rescaled apart)."""
-    mode = TIME_SLICED if new > 1 else EXCLUSIVE
-    for flavor in flavors:
-        text = re.sub(rf"^(#\s+{re.escape(flavor)} \()(?:{EXCLUSIVE}|{TIME_SLICED})(\):)", rf"\g<1>{mode}\g<2>", text,
-                      count=1, flags=re.M)
-    return text

@@ -66,12 +66,17 @@ class Workspace:
         return load_fleet(self.copy, clusters, use_cache=False)
 
     def regenerate_pages(self) -> None:
-        """The generated pages the change rewrites, in the copy, when the repository commits them: without them
+        """The header blocks of the queue files the change touched (`queue_header`, DOC006, decision 0090),
+        and the generated pages it rewrites, in the copy, when the repository commits them: without them
         `validate` would fail on every page the new pool or team appears in (DOC005, decision 0089)."""
         from .. import docsgen
+        from ..domain import queue_header
 
+        fleet = self.fleet()
+        headers = queue_header.refreshed_files(fleet)
+        self.write({rel: text for rel, text in headers.items() if rel in self.touched})
         if (self.copy / docsgen.GENERATED_DIR).is_dir():
-            pages = docsgen.generate(self.copy, self.fleet())
+            pages = docsgen.generate(self.copy, fleet)
             changed = [rel for rel in docsgen.stale_pages(self.copy, pages) if rel in pages]
             self.write({rel: pages[rel] for rel in changed})
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ruamel.yaml import YAML
 
+from ..domain import queue_header
 from ..errors import ToolError
 from ..model import MIG_RESOURCE_PREFIX
 from .common import Workspace, check_name, insert_list_item
@@ -229,8 +230,9 @@ def cluster_queue(cluster, request: TeamRequest) -> str:
               "gpupolicy.io/workload": request.workload}
     body = {"apiVersion": model.obj.body.get("apiVersion"), "kind": "ClusterQueue",
             "metadata": {"name": request.name, "labels": labels}, "spec": spec}
+    # the header block's marker; `Workspace.regenerate_pages` writes the block's lines (decision 0090)
     header = (f"# {request.name} in {cluster.name} (gpupolicy new team): modelled on ClusterQueue {model.name} "
-              f"(tier {request.tier}); no GPU quota yet.\n")
+              f"(tier {request.tier}), made with no GPU quota.\n{queue_header.MARKER}\n")
     return header + _dump(_ordered(body))
 
 
@@ -254,8 +256,9 @@ def _first_of_tier(cluster, request: TeamRequest) -> str:
               "gpupolicy.io/workload": request.workload}
     body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
             "metadata": {"name": request.name, "labels": labels}, "spec": spec}
+    # the header block's marker: `new pool --quota` gives the queue GPUs, and the block its lines
     header = (f"# {request.name} in {cluster.name} (gpupolicy new team): the first queue of tier "
-              f"{request.tier} here; no quota yet.\n")
+              f"{request.tier} here, made with no quota.\n{queue_header.MARKER}\n")
     return header + _dump(_ordered(body))
 
 
