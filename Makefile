@@ -29,6 +29,7 @@ test: $(STAMP)  ## the test suite
 
 lint: $(STAMP)
 	$(BIN)/ruff check tools tests bench
+	$(BIN)/ruff format --check tools tests bench
 
 bench: $(STAMP)  ## fleet-scale benchmark: prints a table, writes bench/results.json (~9 min; QUICK=1 for ~2 min)
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)

@@ -45,10 +45,19 @@ def itp_policy(jobs, gpus: int = 1280, placement: str = "best-fit") -> SimPolicy
         hours[job.team] += job.gpus * job.duration
     total = sum(hours.values())
     pool = SimPool("itp", gpus // 8, 8, "exclusive")
-    queues = {team: SimQueue(team, (FlavorQuota("itp", "itp", max(8, round(gpus * share / total) // 8 * 8) * 1000),),
-                             cohort="itp", team=team, tier="training", workload="training",
-                             within_queue="LowerPriority", reclaim="Any")
-              for team, share in sorted(hours.items())}
+    queues = {
+        team: SimQueue(
+            team,
+            (FlavorQuota("itp", "itp", max(8, round(gpus * share / total) // 8 * 8) * 1000),),
+            cohort="itp",
+            team=team,
+            tier="training",
+            workload="training",
+            within_queue="LowerPriority",
+            reclaim="Any",
+        )
+        for team, share in sorted(hours.items())
+    }
     return SimPolicy("proposed", {"itp": pool}, queues, placement=placement)
 
 
@@ -63,10 +72,16 @@ def timed(label: str, policy: SimPolicy, jobs) -> tuple[float, object]:
     result = Engine(policy, jobs, assign_queues(jobs, policy)).run()
     seconds = time.perf_counter() - started
     rate = result.events / seconds if seconds else 0
-    FIGURES[label] = {"jobs": len(jobs), "events": result.events, "seconds": round(seconds, 3),
-                      "events_per_second": round(rate)}
-    print(f"{label:48} {len(jobs):>7} jobs {result.events:>8} events {seconds:7.2f} s "
-          f"{rate:>10,.0f} events/s ({rate / NAIVE_EVENTS_PER_SECOND:.0f}x the naive replay)")
+    FIGURES[label] = {
+        "jobs": len(jobs),
+        "events": result.events,
+        "seconds": round(seconds, 3),
+        "events_per_second": round(rate),
+    }
+    print(
+        f"{label:48} {len(jobs):>7} jobs {result.events:>8} events {seconds:7.2f} s "
+        f"{rate:>10,.0f} events/s ({rate / NAIVE_EVENTS_PER_SECOND:.0f}x the naive replay)"
+    )
     return seconds, result
 
 
@@ -96,7 +111,11 @@ def bench_itp() -> None:
     before_s, before = timed("ITP on 1,280 GPUs (baseline: one strict FIFO)", itp_baseline(), jobs)
     after_s, after = timed("ITP on 1,280 GPUs (10 team queues, one cohort)", itp_policy(jobs), jobs)
     print(f"ITP, each policy: {before_s:.2f} s / {after_s:.2f} s (target < 20 s each)\n")
-    print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(summarize(before), summarize(after))))
+    print(
+        markdown_table(
+            ("metric", "baseline", "proposed"), comparison_rows(summarize(before), summarize(after))
+        )
+    )
 
 
 def bench_mixed() -> None:
@@ -116,15 +135,20 @@ def bench_mixed() -> None:
     for name, cluster in sorted(fleet.clusters.items()):
         workload = mixed.sustained_scales(cluster, *sources)
         proposed = from_cluster(cluster)
-        for label, policy in (("baseline", baseline(cluster)),
-                              ("proposed", with_busy_devices(proposed, startup_checks(REPO, cluster))),
-                              ("no check", with_busy_devices(proposed, startup_checks(REPO, cluster, False)))):
+        for label, policy in (
+            ("baseline", baseline(cluster)),
+            ("proposed", with_busy_devices(proposed, startup_checks(REPO, cluster))),
+            ("no check", with_busy_devices(proposed, startup_checks(REPO, cluster, False))),
+        ):
             took, result = timed(f"mixed on {name} ({label})", policy, workload.jobs)
             events += result.events
             seconds += took
     rate = events / seconds if seconds else 0
-    FIGURES["mixed, all replays"] = {"events": int(events), "seconds": round(seconds, 3),
-                                     "events_per_second": round(rate)}
+    FIGURES["mixed, all replays"] = {
+        "events": int(events),
+        "seconds": round(seconds, 3),
+        "events_per_second": round(rate),
+    }
     print(f"mixed workload, all replays: {rate:,.0f} events/s (target >= 50,000)")
 
 
@@ -141,9 +165,14 @@ def bench_fidelity() -> None:
         started = time.perf_counter()
         curve = fidelity.run_experiment(nodes, pods, policy, 42)
         seconds = time.perf_counter() - started
-        FIGURES[f"FGD experiment, {policy}, seed 42"] = {"seconds": round(seconds, 3),
-                                                         "allocation_percent": round(curve[130], 2)}
-        print(f"FGD experiment, {policy:8} seed 42: {seconds:6.2f} s, allocation at 130% demand {curve[130]:.2f}%")
+        FIGURES[f"FGD experiment, {policy}, seed 42"] = {
+            "seconds": round(seconds, 3),
+            "allocation_percent": round(curve[130], 2),
+        }
+        print(
+            f"FGD experiment, {policy:8} seed 42: {seconds:6.2f} s, allocation at 130% demand "
+            f"{curve[130]:.2f}%"
+        )
 
 
 def fidelity_variants() -> None:
@@ -171,11 +200,16 @@ def bench_recommend(trials: int = 64, workers: int = 2) -> None:
 
     fleet = load_fleet(REPO)  # every cluster: the examples say which MIG profiles a layout must keep
     cluster = fleet.clusters["prod-us"]
-    jobs = sorted(mixed.sustained_scales(cluster, *mixed.read_sources(TRACES)).jobs, key=lambda j: (j.submit, j.id))
+    jobs = sorted(
+        mixed.sustained_scales(cluster, *mixed.read_sources(TRACES)).jobs, key=lambda j: (j.submit, j.id)
+    )
     knob_list = space.knobs(cluster, fleet)  # as the command searches
     wanted = targets.parse("serving:p95<15m,training:p50<2h")
     found = {}
-    for label, make in (("process pool", lambda: executors.ProcessPool(jobs, workers)), ("Ray", lambda: _ray(jobs))):
+    for label, make in (
+        ("process pool", lambda: executors.ProcessPool(jobs, workers)),
+        ("Ray", lambda: _ray(jobs)),
+    ):
         started = time.perf_counter()
         runner = make()
         ready = time.perf_counter()
@@ -186,16 +220,28 @@ def bench_recommend(trials: int = 64, workers: int = 2) -> None:
         took = time.perf_counter() - ready
         found[label] = [(c.number, c.pruned, c.summary and c.summary.useful) for c in candidates]
         FIGURES[f"recommend on prod-us, mixed, {trials} candidates ({label}, {workers} workers)"] = {
-            "candidates": trials, "seconds": round(took, 3), "startup_seconds": round(ready - started, 3),
+            "candidates": trials,
+            "seconds": round(took, 3),
+            "startup_seconds": round(ready - started, 3),
             "candidates_per_second": round(trials / took, 2),
-            "replayed_whole": sum(1 for c in candidates if c.summary)}
-        print(f"recommend, {trials} candidates on prod-us ({label:12}): {took:6.2f} s, {trials / took:5.2f} "
-              f"candidates/s (+{ready - started:.1f} s to start)")
-    pool, ray = (FIGURES[f"recommend on prod-us, mixed, {trials} candidates ({k}, {workers} workers)"]["seconds"]
-                 for k in ("process pool", "Ray"))
-    FIGURES["recommend: Ray speed-up against the process pool"] = {"speed_up": round(pool / ray, 2),
-                                                                   "identical_results": found["Ray"] == found["process pool"]}
-    print(f"Ray against the process pool: {pool / ray:.2f}x; identical results: {found['Ray'] == found['process pool']}")
+            "replayed_whole": sum(1 for c in candidates if c.summary),
+        }
+        print(
+            f"recommend, {trials} candidates on prod-us ({label:12}): {took:6.2f} s, {trials / took:5.2f} "
+            f"candidates/s (+{ready - started:.1f} s to start)"
+        )
+    pool, ray = (
+        FIGURES[f"recommend on prod-us, mixed, {trials} candidates ({k}, {workers} workers)"]["seconds"]
+        for k in ("process pool", "Ray")
+    )
+    FIGURES["recommend: Ray speed-up against the process pool"] = {
+        "speed_up": round(pool / ray, 2),
+        "identical_results": found["Ray"] == found["process pool"],
+    }
+    print(
+        f"Ray against the process pool: {pool / ray:.2f}x; identical results: "
+        f"{found['Ray'] == found['process pool']}"
+    )
 
 
 def _ray(jobs):

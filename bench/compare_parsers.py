@@ -1,4 +1,5 @@
-"""Faster loaders for kubectl's output, against PyYAML's C loader, on every rendered document of a bench fleet.
+"""Faster loaders for kubectl's output, against PyYAML's C loader, on every rendered document of a bench
+fleet.
 
 A candidate is adoptable only if it builds identical Python objects for every document (same types too:
 `True` is not `1`, a `datetime` is not its text), both of the fleet and of kubectl's output for a source full
@@ -6,8 +7,8 @@ of YAML 1.1 scalars (`EDGE_SOURCE`), and parses at least `ADOPT_SPEEDUP` times f
 Decision 0047 records the outcome. Candidates that are not installed are listed as such (they are not
 dependencies of the toolkit): `pip install rapidyaml oryaml pyyaml-rs fastyaml-rs` into the venv first.
 
-    python bench/compare_parsers.py                       # the 100-cluster fleet (render ~2 minutes on 2 cores)
-    python bench/compare_parsers.py --fleet DIR           # an existing fleet (bench/generate_fleet.py)
+    python bench/compare_parsers.py                       # the 100-cluster fleet (render ~2 minutes on 2
+    cores) python bench/compare_parsers.py --fleet DIR           # an existing fleet (bench/generate_fleet.py)
     python bench/compare_parsers.py --clusters 6 --pools 60 --teams 24 --teams-per-cluster 20   # quick
 """
 
@@ -48,7 +49,8 @@ REPEATS = 3
 # and YAML 1.2 read differently. kubectl reads it and prints it again: what the rendered-output loader sees is
 # kubectl's rewrite (it quotes `yes`, turns 0777 into 511 and a date into an RFC 3339 text, but prints 1e+21
 # and a space-separated timestamp plain). `.inf`/`.nan` are left out (kubectl cannot print them), and so are a
-# plain `=` and `<<`, which kubectl prints plain and PyYAML itself refuses (the YAML 1.1 value and merge tags).
+# plain `=` and `<<`, which kubectl prints plain and PyYAML itself refuses (the YAML 1.1 value and merge
+# tags).
 EDGE_SOURCE = """\
 apiVersion: example.com/v1
 kind: Scalars
@@ -119,7 +121,8 @@ def _split(text: str) -> list[str]:
 
 
 def _rapidyaml(module: Any, text: str) -> list[Any]:
-    """rapidyaml parses to its own tree; its Python API has no loader, so the tree is walked here and each plain
+    """rapidyaml parses to its own tree; its Python API has no loader, so the tree is walked here and each
+    plain
     scalar resolved with PyYAML's own YAML 1.1 resolvers and constructors (what CSafeLoader would build)."""
     tree = module.parse_in_arena(text.encode())
     root = tree.root_id()
@@ -141,7 +144,9 @@ def _children(tree: Any, node: int) -> list[int]:
 
 def _ryml_value(tree: Any, node: int) -> Any:
     if tree.is_map(node):
-        return {_ryml_scalar(tree, child, key=True): _ryml_value(tree, child) for child in _children(tree, node)}
+        return {
+            _ryml_scalar(tree, child, key=True): _ryml_value(tree, child) for child in _children(tree, node)
+        }
     if tree.is_seq(node):
         return [_ryml_value(tree, child) for child in _children(tree, node)]
     return _ryml_scalar(tree, node, key=False)
@@ -152,11 +157,18 @@ def _ryml_scalar(tree: Any, node: int, key: bool) -> Any:
     if (tree.key_is_null(node) if key else tree.val_is_null(node)) and not quoted:
         return None
     text = bytes(tree.key(node) if key else tree.val(node)).decode()
-    literal = tree.is_key_literal(node) or tree.is_key_folded(node) if key else \
-        tree.is_val_literal(node) or tree.is_val_folded(node)
+    literal = (
+        tree.is_key_literal(node) or tree.is_key_folded(node)
+        if key
+        else tree.is_val_literal(node) or tree.is_val_folded(node)
+    )
     explicit = tree.has_key_tag(node) if key else tree.has_val_tag(node)
     if explicit:  # `!!str 12`: the tag decides, as in PyYAML
-        tag = bytes(tree.key_tag(node) if key else tree.val_tag(node)).decode().replace("!!", "tag:yaml.org,2002:")
+        tag = (
+            bytes(tree.key_tag(node) if key else tree.val_tag(node))
+            .decode()
+            .replace("!!", "tag:yaml.org,2002:")
+        )
     elif quoted or literal:
         return text
     else:
@@ -173,7 +185,9 @@ CANDIDATES = (
 )
 
 
-# --- identity ----------------------------------------------------------------------------------------------------
+# --- identity
+# ----------------------------------------------------------------------------------------------------
+
 
 def identical(expected: Any, actual: Any) -> bool:
     """Equal values of the same types all the way down (Python's == says True == 1 and 1 == 1.0)."""
@@ -182,7 +196,9 @@ def identical(expected: Any, actual: Any) -> bool:
     if isinstance(expected, dict):
         return list(expected) == list(actual) and all(identical(expected[k], actual[k]) for k in expected)
     if isinstance(expected, list):
-        return len(expected) == len(actual) and all(identical(e, a) for e, a in zip(expected, actual, strict=True))
+        return len(expected) == len(actual) and all(
+            identical(e, a) for e, a in zip(expected, actual, strict=True)
+        )
     if isinstance(expected, float) and math.isnan(expected):
         return math.isnan(actual)
     if isinstance(expected, datetime.datetime):
@@ -193,7 +209,10 @@ def identical(expected: Any, actual: Any) -> bool:
 def first_difference(expected: Any, actual: Any, where: str = "") -> str:
     """Where two values first differ, and how (for the table)."""
     if type(expected) is not type(actual):
-        return f"{where or '.'}: {expected!r} ({type(expected).__name__}) became {actual!r} ({type(actual).__name__})"
+        return (
+            f"{where or '.'}: {expected!r} ({type(expected).__name__}) became {actual!r} "
+            f"({type(actual).__name__})"
+        )
     if isinstance(expected, dict):
         for key in expected:
             if key not in actual:
@@ -227,13 +246,21 @@ def compare(reference: list[list[Any]], texts: list[str], candidate: Candidate, 
                 identical_documents += 1
             elif not difference:
                 difference = first_difference(expected, actual)
-    return {"documents": documents, "identical_documents": identical_documents,
-            "identical": not error and identical_documents == documents and all(
-                len(e) == len(a) for e, a in zip(reference, parsed, strict=False)) and len(parsed) == len(reference),
-            "first_difference": difference, "error": error}
+    return {
+        "documents": documents,
+        "identical_documents": identical_documents,
+        "identical": not error
+        and identical_documents == documents
+        and all(len(e) == len(a) for e, a in zip(reference, parsed, strict=False))
+        and len(parsed) == len(reference),
+        "first_difference": difference,
+        "error": error,
+    }
 
 
-def parse_seconds(texts: list[str], loaders: list[tuple[Candidate, Any]], repeats: int = REPEATS) -> list[list[float]]:
+def parse_seconds(
+    texts: list[str], loaders: list[tuple[Candidate, Any]], repeats: int = REPEATS
+) -> list[list[float]]:
     """Each loader's seconds to parse every text, `repeats` times, taking turns (one round parses with each
     loader once), so that other work on a shared machine slows them alike."""
     seconds: list[list[float]] = [[] for _ in loaders]
@@ -252,8 +279,9 @@ def kubectl_output(source: str, workdir: Path) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "scalars.yaml").write_text(source, encoding="utf-8")
     (folder / "kustomization.yaml").write_text("resources:\n  - scalars.yaml\n", encoding="utf-8")
-    return subprocess.run([kustomize.kubectl_path(), "kustomize", str(folder)], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        [kustomize.kubectl_path(), "kustomize", str(folder)], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def edge_cases(edge_text: str, candidates: tuple[Candidate, ...] = CANDIDATES) -> dict[str, dict]:
@@ -269,7 +297,9 @@ def edge_cases(edge_text: str, candidates: tuple[Candidate, ...] = CANDIDATES) -
     return results
 
 
-def evaluate(texts: list[str], candidates: tuple[Candidate, ...] = CANDIDATES, edge_text: str = "") -> list[dict]:
+def evaluate(
+    texts: list[str], candidates: tuple[Candidate, ...] = CANDIDATES, edge_text: str = ""
+) -> list[dict]:
     """One row per candidate (the first is the reference): identity on every document, then parse times."""
     reference = [yamlload.load_rendered(text) for text in texts]
     edges = edge_cases(edge_text, candidates) if edge_text else {}
@@ -281,11 +311,17 @@ def evaluate(texts: list[str], candidates: tuple[Candidate, ...] = CANDIDATES, e
         except ImportError:
             rows.append({**row, "installed": False})
             continue
-        row.update(installed=True, version=_version(candidate.distribution),
-                   **compare(reference, texts, candidate, module))
+        row.update(
+            installed=True,
+            version=_version(candidate.distribution),
+            **compare(reference, texts, candidate, module),
+        )
         if candidate.name in edges:
             edge = edges[candidate.name]
-            row.update(edge_identical=edge["identical"], edge_first_difference=edge["first_difference"] or edge["error"])
+            row.update(
+                edge_identical=edge["identical"],
+                edge_first_difference=edge["first_difference"] or edge["error"],
+            )
         rows.append(row)
         if not row["error"]:
             timed.append((candidate, module, row))
@@ -296,8 +332,12 @@ def evaluate(texts: list[str], candidates: tuple[Candidate, ...] = CANDIDATES, e
         row.update(parse_seconds=seconds, parse_seconds_median=round(median, 3))
         if reference_median is not None:
             row["speedup_vs_cloader"] = round(reference_median / max(median, 1e-9), 2)
-            row["adoptable"] = bool(row["identical"] and row.get("edge_identical", False)
-                                    and row["speedup_vs_cloader"] >= ADOPT_SPEEDUP and candidate is not candidates[0])
+            row["adoptable"] = bool(
+                row["identical"]
+                and row.get("edge_identical", False)
+                and row["speedup_vs_cloader"] >= ADOPT_SPEEDUP
+                and candidate is not candidates[0]
+            )
     return rows
 
 
@@ -309,20 +349,31 @@ def _version(distribution: str) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| parser | version | fleet documents | identical | kubectl's output of YAML 1.1 scalars | "
-             "parse s (median of 3) | vs C loader |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| parser | version | fleet documents | identical | kubectl's output of YAML 1.1 scalars | "
+        "parse s (median of 3) | vs C loader |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         if not row.get("installed"):
             lines.append(f"| {row['parser']} | not installed | | | | | |")
             continue
-        verdict = "yes" if row["identical"] else f"no ({row['identical_documents']:,} of {row['documents']:,})"
+        verdict = (
+            "yes" if row["identical"] else (f"no ({row['identical_documents']:,} of {row['documents']:,})")
+        )
         seconds = f"{row['parse_seconds_median']:.2f}" if "parse_seconds_median" in row else row["error"]
         speed = f"{row['speedup_vs_cloader']:.2f}x" if "speedup_vs_cloader" in row else ""
         if not row["identical"]:
             verdict += f": {row['first_difference'] or row['error']}"
-        edge = "identical" if row.get("edge_identical") else f"differs: {row.get('edge_first_difference', 'not run')}"
-        lines.append(f"| {row['parser']} | {row['version']} | {row['documents']:,} | {_cell(verdict)} | {_cell(edge)} | "
-                     f"{seconds} | {speed} |")
+        edge = (
+            "identical"
+            if row.get("edge_identical")
+            else (f"differs: {row.get('edge_first_difference', 'not run')}")
+        )
+        lines.append(
+            f"| {row['parser']} | {row['version']} | {row['documents']:,} | {_cell(verdict)} | "
+            f"{_cell(edge)} | {seconds} | {speed} |"
+        )
     return "\n".join(lines)
 
 
@@ -358,10 +409,21 @@ def main(argv: list[str] | None = None) -> int:
     print("compare_parsers: parsing and comparing", file=sys.stderr)
     rows = evaluate(texts, edge_text=edge_text)
     print(table(rows))
-    args.output.write_text(json.dumps({
-        "fleet": {"clusters": len(texts), "bytes": sum(len(t) for t in texts)}, "adopt_speedup_min": ADOPT_SPEEDUP,
-        "edge_source": EDGE_SOURCE, "edge_kubectl_output": edge_text, "parsers": rows, "machine": {"python": platform.python_version(), "platform": platform.platform()}},
-        indent=2) + "\n", encoding="utf-8")
+    args.output.write_text(
+        json.dumps(
+            {
+                "fleet": {"clusters": len(texts), "bytes": sum(len(t) for t in texts)},
+                "adopt_speedup_min": ADOPT_SPEEDUP,
+                "edge_source": EDGE_SOURCE,
+                "edge_kubectl_output": edge_text,
+                "parsers": rows,
+                "machine": {"python": platform.python_version(), "platform": platform.platform()},
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(f"compare_parsers: wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SOURCE_REPO = Path(__file__).resolve().parents[1]
-SHARED_POLICY_DIRS = ("gpu-operator", "kueue", "scheduling", "access", "admission", "observability", "sync/flux")
+SHARED_POLICY_DIRS = (
+    "gpu-operator",
+    "kueue",
+    "scheduling",
+    "access",
+    "admission",
+    "observability",
+    "sync/flux",
+)
 GPU = "nvidia.com/gpu"
 MIG_1G = "nvidia.com/mig-1g.10gb"
 COVERED = ("cpu", "memory", GPU, MIG_1G)
@@ -53,7 +61,9 @@ class PoolKind:
 
 POOL_KINDS = (
     PoolKind("h100", "H100-80GB", "NVIDIA-H100-80GB-HBM3", 8, "exclusive"),
-    PoolKind("a100-mig", "A100-80GB", "NVIDIA-A100-SXM4-80GB", 8, "mig", mig_layout="all-1g.10gb", mig_per_gpu=7),
+    PoolKind(
+        "a100-mig", "A100-80GB", "NVIDIA-A100-SXM4-80GB", 8, "mig", mig_layout="all-1g.10gb", mig_per_gpu=7
+    ),
     PoolKind("l40s-shared", "L40S", "NVIDIA-L40S-SHARED", 4, "time-sliced", replicas=4),
 )
 
@@ -95,14 +105,16 @@ def plan_fleet(clusters: int, pools: int, teams: int, teams_per_cluster: int, se
         for p in range(c * pools // clusters, (c + 1) * pools // clusters):
             kind = POOL_KINDS[p % len(POOL_KINDS)]
             per_zone = rng.randint(2, 6)
-            cluster_pools.append(PoolPlan(f"{name}-{kind.suffix}-{p:04d}", kind, {zones[0]: per_zone,
-                                                                                 zones[1]: per_zone}))
+            cluster_pools.append(
+                PoolPlan(f"{name}-{kind.suffix}-{p:04d}", kind, {zones[0]: per_zone, zones[1]: per_zone})
+            )
         chosen = tuple(team_names[(c * per_cluster + t) % teams] for t in range(min(per_cluster, teams)))
         plans.append(ClusterPlan(name, region, zones, tuple(cluster_pools), tuple(sorted(set(chosen)))))
     return plans
 
 
 # --- writers ---------------------------------------------------------------------------------------------
+
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,14 +126,18 @@ def write_pool(root: Path, pool: PoolPlan) -> None:
     base = root / "pools" / pool.name
     zones = "".join(f"    {zone}: {count}\n" for zone, count in pool.zones.items())
     extra = ""
-    labels = (f'    gpupolicy.io/pool: "{pool.name}"\n    nvidia.com/gpu.product: "{kind.product}"\n'
-              f'    nvidia.com/device-plugin.config: "{pool.name}"\n')
+    labels = (
+        f'    gpupolicy.io/pool: "{pool.name}"\n    nvidia.com/gpu.product: "{kind.product}"\n'
+        f'    nvidia.com/device-plugin.config: "{pool.name}"\n'
+    )
     if kind.mig_layout:
         extra = f"  mig:\n    layout: {kind.mig_layout}\n    strategy: mixed\n"
         labels += f'    nvidia.com/mig.config: "{kind.mig_layout}"\n'
     if kind.replicas:
         extra = f"  timeSlicing:\n    replicas: {kind.replicas}\n    renameByDefault: false\n"
-    _write(base / "pool.yaml", f"""# Synthetic pool {pool.name} (bench/generate_fleet.py).
+    _write(
+        base / "pool.yaml",
+        f"""# Synthetic pool {pool.name} (bench/generate_fleet.py).
 apiVersion: gpupolicy/v1
 kind: Pool
 metadata:
@@ -138,8 +154,11 @@ spec:
     - key: nvidia.com/gpu
       value: present
       effect: NoSchedule
-""")
-    _write(base / "kustomization.yaml", f"""apiVersion: kustomize.config.k8s.io/v1alpha1
+""",
+    )
+    _write(
+        base / "kustomization.yaml",
+        f"""apiVersion: kustomize.config.k8s.io/v1alpha1
 kind: Component
 resources:
   - resourceflavor.yaml
@@ -150,8 +169,11 @@ configMapGenerator:
     behavior: merge
     files:
       - {pool.name}=device-plugin.yaml
-""")
-    _write(base / "resourceflavor.yaml", f"""apiVersion: kueue.x-k8s.io/v1beta2
+""",
+    )
+    _write(
+        base / "resourceflavor.yaml",
+        f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata:
   name: {pool.name}
@@ -165,8 +187,11 @@ spec:
       operator: Equal
       value: present
       effect: NoSchedule
-""")
-    _write(base / "nvidiadriver.yaml", f"""apiVersion: nvidia.com/v1alpha1
+""",
+    )
+    _write(
+        base / "nvidiadriver.yaml",
+        f"""apiVersion: nvidia.com/v1alpha1
 kind: NVIDIADriver
 metadata:
   name: {pool.name}
@@ -194,7 +219,8 @@ spec:
       force: false
       timeoutSeconds: 600
       deleteEmptyDir: true
-""")
+""",
+    )
     sharing = ""
     if kind.replicas:
         sharing = f"""sharing:
@@ -210,7 +236,9 @@ spec:
 
 def write_team(root: Path, team: str) -> None:
     base = root / "policies" / "teams" / team
-    _write(base / "kustomization.yaml", """apiVersion: kustomize.config.k8s.io/v1beta1
+    _write(
+        base / "kustomization.yaml",
+        """apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - namespace.yaml
@@ -218,8 +246,11 @@ resources:
   - limitrange.yaml
   - localqueues.yaml
   - rolebindings.yaml
-""")
-    _write(base / "namespace.yaml", f"""apiVersion: v1
+""",
+    )
+    _write(
+        base / "namespace.yaml",
+        f"""apiVersion: v1
 kind: Namespace
 metadata:
   name: {team}
@@ -227,9 +258,12 @@ metadata:
     gpupolicy.io/team: {team}
     pod-security.kubernetes.io/enforce: baseline
     pod-security.kubernetes.io/warn: restricted
-""")
+""",
+    )
     _write(base / "resourcequota.yaml", _resource_quota(team, gpus=0, mig_slices=0))
-    _write(base / "limitrange.yaml", f"""apiVersion: v1
+    _write(
+        base / "limitrange.yaml",
+        f"""apiVersion: v1
 kind: LimitRange
 metadata:
   name: defaults
@@ -240,16 +274,26 @@ spec:
       defaultRequest:
         cpu: 500m
         memory: 1Gi
-""")
-    _write(base / "localqueues.yaml", "---\n".join(f"""apiVersion: kueue.x-k8s.io/v1beta2
+""",
+    )
+    _write(
+        base / "localqueues.yaml",
+        "---\n".join(
+            f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata:
   name: {queue}
   namespace: {team}
 spec:
   clusterQueue: {team}
-""" for queue in ("training", "batch", "notebooks")))
-    _write(base / "rolebindings.yaml", "---\n".join(f"""apiVersion: rbac.authorization.k8s.io/v1
+"""
+            for queue in ("training", "batch", "notebooks")
+        ),
+    )
+    _write(
+        base / "rolebindings.yaml",
+        "---\n".join(
+            f"""apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
   name: {binding}
@@ -262,7 +306,13 @@ subjects:
   - apiGroup: rbac.authorization.k8s.io
     kind: Group
     name: gpu-{team}
-""" for binding, role in (("gpu-trainers", "gpu-trainer"), ("gpu-metrics-viewers", "gpu-metrics-viewer"))))
+"""
+            for binding, role in (
+                ("gpu-trainers", "gpu-trainer"),
+                ("gpu-metrics-viewers", "gpu-metrics-viewer"),
+            )
+        ),
+    )
 
 
 def team_quota(cluster: ClusterPlan, pool: PoolPlan) -> tuple[str, int, int]:
@@ -274,7 +324,9 @@ def team_quota(cluster: ClusterPlan, pool: PoolPlan) -> tuple[str, int, int]:
 
 def write_cluster(root: Path, cluster: ClusterPlan) -> None:
     base = root / "clusters" / cluster.name
-    _write(base / "cluster.yaml", f"""apiVersion: gpupolicy/v1
+    _write(
+        base / "cluster.yaml",
+        f"""apiVersion: gpupolicy/v1
 kind: Cluster
 metadata:
   name: {cluster.name}
@@ -286,12 +338,17 @@ spec:
   kubernetesVersion: "1.33"
   gpuOperatorVersion: {_operator_version()}
   syncEngine: flux
-""")
-    resources = "".join(f"  - ../../policies/{d}\n" for d in ("gpu-operator", "kueue", "scheduling", "access",
-                                                               "admission", "observability"))
+""",
+    )
+    resources = "".join(
+        f"  - ../../policies/{d}\n"
+        for d in ("gpu-operator", "kueue", "scheduling", "access", "admission", "observability")
+    )
     resources += "".join(f"  - ../../policies/teams/{team}\n" for team in cluster.teams)
     components = "".join(f"  - ../../pools/{pool.name}\n" for pool in cluster.pools)
-    _write(base / "kustomization.yaml", f"""apiVersion: kustomize.config.k8s.io/v1beta1
+    _write(
+        base / "kustomization.yaml",
+        f"""apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 buildMetadata:
   - originAnnotations
@@ -307,17 +364,27 @@ configMapGenerator:
       - 10-cluster.yaml=gpu-operator-values.yaml
 patches:
   - path: team-quotas.yaml
-""")
+""",
+    )
     _write(base / "gpu-operator-values.yaml", "{}\n")
-    # Flux is bootstrapped at clusters/<name>/flux (decision 0028): its entry and the two stage Kustomizations.
-    _write(base / "flux" / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-           "kind: Kustomization\nresources:\n  - flux-system\n  - stages.yaml\n")
-    _write(base / "flux" / "flux-system" / "kustomization.yaml",
-           "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n")
+    # Flux is bootstrapped at clusters/<name>/flux (decision 0028): its entry and the two stage
+    # Kustomizations.
+    _write(
+        base / "flux" / "kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\nresources:\n  - flux-system\n  - stages.yaml\n",
+    )
+    _write(
+        base / "flux" / "flux-system" / "kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n",
+    )
     _write(base / "flux" / "flux-system" / "gotk-sync.yaml", _flux_entry(cluster.name))
     _write(base / "flux" / "stages.yaml", _flux_sync(cluster.name))
-    _write(base / "queues" / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-           "kind: Kustomization\nresources:\n" + "".join(f"  - {team}.yaml\n" for team in cluster.teams))
+    _write(
+        base / "queues" / "kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\nresources:\n" + "".join(f"  - {team}.yaml\n" for team in cluster.teams),
+    )
     for team in cluster.teams:
         _write(base / "queues" / f"{team}.yaml", _cluster_queue(cluster, team))
     _write(base / "team-quotas.yaml", "---\n".join(_namespace_quota(cluster, team) for team in cluster.teams))
@@ -327,19 +394,24 @@ def _cluster_queue(cluster: ClusterPlan, team: str) -> str:
     # The CPU flavor first (decision 0029), so pod sets without GPUs never get a pool's flavor.
     flavors = "        - name: cpu\n          resources:\n" + "".join(
         f"            - name: {name}\n              nominalQuota: {quota}\n"
-        for name, quota in zip(COVERED, (32, '"128Gi"', 0, 0), strict=True))
+        for name, quota in zip(COVERED, (32, '"128Gi"', 0, 0), strict=True)
+    )
     for pool in cluster.pools:
         resource, nominal, borrow = team_quota(cluster, pool)
         per_device = 1 if resource == MIG_1G else 8
-        amounts = {"cpu": (nominal * per_device, borrow * per_device),
-                   "memory": (f'"{nominal * per_device * 8}Gi"', f'"{borrow * per_device * 8}Gi"'),
-                   GPU: (nominal, borrow) if resource == GPU else (0, 0),
-                   MIG_1G: (nominal, borrow) if resource == MIG_1G else (0, 0)}
+        amounts = {
+            "cpu": (nominal * per_device, borrow * per_device),
+            "memory": (f'"{nominal * per_device * 8}Gi"', f'"{borrow * per_device * 8}Gi"'),
+            GPU: (nominal, borrow) if resource == GPU else (0, 0),
+            MIG_1G: (nominal, borrow) if resource == MIG_1G else (0, 0),
+        }
         flavors += f"        - name: {pool.name}\n          resources:\n"
         for name in COVERED:
             quota, limit = amounts[name]
-            flavors += (f"            - name: {name}\n              nominalQuota: {quota}\n"
-                        f"              borrowingLimit: {limit}\n")
+            flavors += (
+                f"            - name: {name}\n              nominalQuota: {quota}\n"
+                f"              borrowingLimit: {limit}\n"
+            )
     covered = "".join(f"        - {name}\n" for name in COVERED)
     return f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
@@ -419,10 +491,14 @@ spec:
 
 def _flux_sync(cluster: str) -> str:
     stages = ""
-    for name, selector, extra in ((f"{cluster}-operators", "gpupolicy.io/sync-stage!=operators",
-                                   "  wait: true\n  timeout: 15m\n"),
-                                  (cluster, "gpupolicy.io/sync-stage=operators",
-                                   f"  timeout: 10m\n  dependsOn:\n    - name: {cluster}-operators\n")):
+    for name, selector, extra in (
+        (f"{cluster}-operators", "gpupolicy.io/sync-stage!=operators", "  wait: true\n  timeout: 15m\n"),
+        (
+            cluster,
+            "gpupolicy.io/sync-stage=operators",
+            f"  timeout: 10m\n  dependsOn:\n    - name: {cluster}-operators\n",
+        ),
+    ):
         stages += f"""---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -462,15 +538,23 @@ def _operator_version() -> str:
 def copy_shared_policy(source: Path, root: Path) -> None:
     for directory in SHARED_POLICY_DIRS:
         shutil.copytree(source / "policies" / directory, root / "policies" / directory)
-    # The site settings: site_url, which every alert's runbook_url starts with (OBS001), and the alerts' owners
-    # and escalation (extra.oncall, OBS007).
+    # The site settings: site_url, which every alert's runbook_url starts with (OBS001), and the alerts'
+    # owners and escalation (extra.oncall, OBS007).
     shutil.copyfile(source / "mkdocs.yml", root / "mkdocs.yml")
     if (source / "docs" / "runbooks").is_dir():  # alerts link their runbooks (OBS001)
         shutil.copytree(source / "docs" / "runbooks", root / "docs" / "runbooks")
 
 
-def generate(root: Path, clusters: int, pools: int, teams: int, teams_per_cluster: int, seed: int = 1,
-             git: bool = False, source: Path = SOURCE_REPO) -> list[ClusterPlan]:
+def generate(
+    root: Path,
+    clusters: int,
+    pools: int,
+    teams: int,
+    teams_per_cluster: int,
+    seed: int = 1,
+    git: bool = False,
+    source: Path = SOURCE_REPO,
+) -> list[ClusterPlan]:
     """Write the synthetic fleet into `root` (which must not exist or be empty); return its plan."""
     if root.exists() and any(root.iterdir()):
         raise SystemExit(f"{root}: exists and is not empty")
@@ -489,7 +573,14 @@ def generate(root: Path, clusters: int, pools: int, teams: int, teams_per_cluste
 
 
 def _git_commit(root: Path) -> None:
-    env_args = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
+    env_args = [
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.invalid",
+        "-c",
+        "commit.gpgsign=false",
+    ]
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "synthetic fleet"]):
         subprocess.run(["git", *env_args, *command], cwd=root, check=True, capture_output=True)
 
@@ -504,9 +595,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--git", action="store_true", help="make the folder a git repository with one commit")
     args = parser.parse_args(argv)
-    plans = generate(args.out, args.clusters, args.pools, args.teams, args.teams_per_cluster, args.seed, args.git)
-    print(f"{args.out}: {len(plans)} clusters, {sum(len(p.pools) for p in plans)} pools, "
-          f"{len({t for p in plans for t in p.teams})} teams")
+    plans = generate(
+        args.out, args.clusters, args.pools, args.teams, args.teams_per_cluster, args.seed, args.git
+    )
+    print(
+        f"{args.out}: {len(plans)} clusters, {sum(len(p.pools) for p in plans)} pools, "
+        f"{len({t for p in plans for t in p.teams})} teams"
+    )
     return 0
 
 

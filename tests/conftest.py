@@ -11,15 +11,20 @@ from support import REPO, SHARED, holds_reference_fleet
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "reference_fleet: asserts facts of the reference fleet (clusters prod-us, "
-                            "prod-eu, test-us; teams nlp, vision, research, serving); skipped on a fork that "
-                            "replaced it, where `gpupolicy validate` checks the fork's fleet (decision 0075)")
+    config.addinivalue_line(
+        "markers",
+        "reference_fleet: asserts facts of the reference fleet (clusters "
+        "prod-us, prod-eu, test-us; teams nlp, vision, research, serving); skipped on a fork that "
+        "replaced it, where `gpupolicy validate` checks the fork's fleet (decision 0075)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if holds_reference_fleet():
         return
-    skip = pytest.mark.skip(reason="about the reference fleet, which this repository replaced (decision 0075)")
+    skip = pytest.mark.skip(
+        reason="about the reference fleet, which this repository replaced (decision 0075)"
+    )
     for item in items:
         if item.get_closest_marker("reference_fleet"):
             item.add_marker(skip)
@@ -48,10 +53,10 @@ def shared_dir() -> Path:
 def fork_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The generated fork fleet (tests/forkfleet.py), made once per run; tests take a copy (`fork`)."""
     from forkfleet import make_fork
+
     return make_fork(tmp_path_factory.mktemp("fork") / "repo", REPO)
 
 
 @pytest.fixture
 def fork(fork_template: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(fork_template, tmp_path / "repo", symlinks=True))
-

@@ -1,6 +1,7 @@
-"""A small fleet with one finding to accept, for the reviewed-exception and guardrail tests: the minirepo with the
-CPU flavor and tainted pool of WL012's good fixture and SEC003's admission policies laid over it (so it is clean),
-its CODEOWNERS, and alpha's namespace quota lowered below its queue's (CAP015 at policies/base/team.yaml:23, the
+"""A small fleet with one finding to accept, for the reviewed-exception and guardrail tests: the minirepo with
+the CPU flavor and tainted pool of WL012's good fixture and SEC003's admission policies laid over it (so it is
+clean), its CODEOWNERS, and alpha's namespace quota lowered below its queue's (CAP015 at
+policies/base/team.yaml:23, the
 one error). `commit_base` makes it the `main` branch of a fresh git repository."""
 
 from __future__ import annotations

@@ -41,7 +41,9 @@ class Series:
     samples: list[tuple[int, float]] = field(default_factory=list)  # (unix seconds, value)
 
 
-def constant(name: str, labels: dict[str, str], start: int, end: int, value: float = 1, every: int = 120) -> Series:
+def constant(
+    name: str, labels: dict[str, str], start: int, end: int, value: float = 1, every: int = 120
+) -> Series:
     return Series(name, labels, [(t, value) for t in range(start, end + 1, every)])
 
 
@@ -55,8 +57,9 @@ def openmetrics(series: Iterable[Series]) -> str:
         lines.append(f"# TYPE {name} gauge")
         for member in members:
             labels = ",".join(f'{k}="{v}"' for k, v in sorted(member.labels.items()))
-            lines += [f"{name}{{{labels}}} {_exact(value)} {moment}"
-                      for moment, value in sorted(member.samples)]
+            lines += [
+                f"{name}{{{labels}}} {_exact(value)} {moment}" for moment, value in sorted(member.samples)
+            ]
     return "\n".join(lines) + "\n# EOF\n"
 
 
@@ -78,7 +81,9 @@ def _write_rules(directory: Path) -> None:
         for body in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if isinstance(body, dict) and body.get("kind") == "PrometheusRule":
                 target = directory / f"{body['metadata']['name']}.rules.yaml"
-                target.write_text(yaml.safe_dump(promtool_rule_file(body, False), sort_keys=False), encoding="utf-8")
+                target.write_text(
+                    yaml.safe_dump(promtool_rule_file(body, False), sort_keys=False), encoding="utf-8"
+                )
 
 
 @contextmanager
@@ -89,18 +94,32 @@ def serve(workdir: Path, series: Iterable[Series]) -> Iterator[str]:
     data.mkdir(parents=True)
     source = workdir / "series.om"
     source.write_text(openmetrics(series), encoding="utf-8")
-    made = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(source), str(data)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    made = subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(source), str(data)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert made.returncode == 0, made.stdout + made.stderr
     _write_rules(workdir / "rules")
     config = workdir / "prometheus.yml"
     config.write_text("global:\n  evaluation_interval: 1s\nrule_files:\n  - rules/*.yaml\n", encoding="utf-8")
     port = _free_port()
     log = (workdir / "prometheus.log").open("w")
-    server = subprocess.Popen([prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
-                               "--storage.tsdb.retention.time=36500d", f"--web.listen-address=127.0.0.1:{port}",
-                               "--log.level=warn"],
-                              cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data}",
+            "--storage.tsdb.retention.time=36500d",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, server, workdir / "prometheus.log")
@@ -130,7 +149,9 @@ def _wait_ready(url: str, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"prometheus not ready within {STARTUP_DEADLINE}s: {log.read_text()[-2000:]}")
 
 
-# --- a healthy soak for any plan stage ------------------------------------------------------------------------
+# --- a healthy soak for any plan stage
+# ------------------------------------------------------------------------
+
 
 def node_labels(node: str, pool: str, start: int, end: int, state: str | None = "upgrade-done") -> Series:
     """kube_node_labels as kube-state-metrics exports it with the pool and upgrade-state labels allowlisted
@@ -141,26 +162,54 @@ def node_labels(node: str, pool: str, start: int, end: int, state: str | None = 
     return constant("kube_node_labels", labels, start, end)
 
 
-def xid(node: str, gpu: str, start: int, end: int, fault_at: int | None = None, code: int = 79,
-        driver: str | None = None) -> Series:
+def xid(
+    node: str,
+    gpu: str,
+    start: int,
+    end: int,
+    fault_at: int | None = None,
+    code: int = 79,
+    driver: str | None = None,
+) -> Series:
     """dcgm-exporter's DCGM_FI_DEV_XID_ERRORS of one GPU: 0, then `code` from `fault_at`; labelled with the
     driver version when `driver` (the exporter's DCGM_FI_DRIVER_VERSION label counter)."""
     labels = {"node": node, "hostname": node, "gpu": gpu, "UUID": f"GPU-{node}-{gpu}"}
     if driver is not None:
         labels["DCGM_FI_DRIVER_VERSION"] = driver
     series = constant("DCGM_FI_DEV_XID_ERRORS", labels, start, end, 0)
-    series.samples = [(t, float(code) if fault_at is not None and t >= fault_at else 0.0) for t, _ in series.samples]
+    series.samples = [
+        (t, float(code) if fault_at is not None and t >= fault_at else 0.0) for t, _ in series.samples
+    ]
     return series
 
 
-def gpu_pod(namespace: str, pod: str, node: str, start: int, end: int, phase: str = "Running",
-            resource: str = "nvidia_com_gpu") -> list[Series]:
+def gpu_pod(
+    namespace: str,
+    pod: str,
+    node: str,
+    start: int,
+    end: int,
+    phase: str = "Running",
+    resource: str = "nvidia_com_gpu",
+) -> list[Series]:
     """A pod requesting one GPU on `node`, in `phase` over the whole window."""
-    return [constant("kube_pod_status_phase", {"namespace": namespace, "pod": pod, "phase": phase}, start, end),
-            constant("kube_pod_info", {"namespace": namespace, "pod": pod, "node": node}, start, end),
-            constant("kube_pod_container_resource_requests", {"namespace": namespace, "pod": pod, "node": node,
-                                                              "container": "main", "resource": resource,
-                                                              "unit": "integer"}, start, end)]
+    return [
+        constant("kube_pod_status_phase", {"namespace": namespace, "pod": pod, "phase": phase}, start, end),
+        constant("kube_pod_info", {"namespace": namespace, "pod": pod, "node": node}, start, end),
+        constant(
+            "kube_pod_container_resource_requests",
+            {
+                "namespace": namespace,
+                "pod": pod,
+                "node": node,
+                "container": "main",
+                "resource": resource,
+                "unit": "integer",
+            },
+            start,
+            end,
+        ),
+    ]
 
 
 def healthy_soak(repo: Path, plan_name: str, now: str) -> list[Series]:
@@ -182,8 +231,11 @@ def healthy_soak(repo: Path, plan_name: str, now: str) -> list[Series]:
     series: list[Series] = []
     for pool in gates.stage_pools(fleet, plan, stage):
         node = f"{pool}-0"
-        series += [node_labels(node, pool, begin, end), xid(node, "0", begin, end, driver=driver),
-                   *gpu_pod("team", f"{pool}-job", node, begin, end)]
+        series += [
+            node_labels(node, pool, begin, end),
+            xid(node, "0", begin, end, driver=driver),
+            *gpu_pod("team", f"{pool}-job", node, begin, end),
+        ]
     return series
 
 

@@ -28,8 +28,9 @@ REFERENCE_TEAMS = ("nlp", "research", "serving", "vision")
 
 def holds_reference_fleet(repo: Path = REPO) -> bool:
     """Whether `repo` holds the reference fleet's clusters and teams (a fork may have added its own)."""
-    return (all((repo / "clusters" / name / "cluster.yaml").is_file() for name in REFERENCE_CLUSTERS)
-            and all((repo / "policies/teams" / name).is_dir() for name in REFERENCE_TEAMS))
+    return all((repo / "clusters" / name / "cluster.yaml").is_file() for name in REFERENCE_CLUSTERS) and all(
+        (repo / "policies/teams" / name).is_dir() for name in REFERENCE_TEAMS
+    )
 
 
 def require_tool(name: str) -> str:
@@ -50,10 +51,12 @@ _FLEET_REPO: list[Path] = []
 def fleet_repo() -> Path:
     """The fixture repository of the toolkit tests that need a rich fleet: this checkout with the tests' own
     fleet (tests/fixtures/fleet: three clusters, MIG, time-sliced and exclusive pools, four teams, two rollout
-    plans) in place of the one it holds, so they pass the same on a fork (decision 0085). Made once per run, in
+    plans) in place of the one it holds, so they pass the same on a fork (decision 0085). Made once per run,
+    in
     a temporary folder removed at exit; read it, never write it (copy_repo it first)."""
     if not _FLEET_REPO:
         from forkfleet import make_fleet_repo
+
         folder = Path(tempfile.mkdtemp(prefix="gpupolicy-fleet-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
         _FLEET_REPO.append(make_fleet_repo(folder / "repo", REPO))
@@ -61,9 +64,12 @@ def fleet_repo() -> Path:
 
 
 def copy_repo(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv*", "site",
-                                                                                 "__pycache__", ".pytest_cache",
-                                                                                 "artifacts"))
+    shutil.copytree(
+        source,
+        target,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv*", "site", "__pycache__", ".pytest_cache", "artifacts"),
+    )
     return target
 
 
@@ -83,8 +89,16 @@ def _signing(repo: Path, email: str) -> list[str]:
     key = repo / ".git" / KEYS_FOLDER / email.lower()
     if not key.is_file():
         return ["-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
-    return ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}", "-c", "commit.gpgsign=true",
-            "-c", "tag.gpgsign=true"]
+    return [
+        "-c",
+        "gpg.format=ssh",
+        "-c",
+        f"user.signingkey={key}",
+        "-c",
+        "commit.gpgsign=true",
+        "-c",
+        "tag.gpgsign=true",
+    ]
 
 
 def sign_as(repo: Path, email: str, other: str) -> None:
@@ -97,21 +111,30 @@ def add_signing_keys(target: Path) -> dict[str, Path]:
     """A fresh ed25519 key per person of the tree's approvers file, written into the file as signingKeys; the
     private keys go into .git, one per email of the person. {person: private key}."""
     import yaml
+
     approvers = target / APPROVERS
     if not approvers.is_file() or shutil.which("ssh-keygen") is None:
         return {}
     folder = target / ".git" / KEYS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    text = re.sub(r"^      signingKeys: .*\n", "", approvers.read_text(), flags=re.MULTILINE)  # the tree's own keys
+    # the tree's own keys
+    text = re.sub(r"^      signingKeys: .*\n", "", approvers.read_text(), flags=re.MULTILINE)
     people = (yaml.safe_load(text.split("\n---", 1)[0]) or {}).get("spec", {}).get("people", {})
     keys: dict[str, Path] = {}
     for person, entry in people.items():
         key = folder / f"person-{person}"
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", person, "-f", str(key)], check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", person, "-f", str(key)], check=True
+        )
         public = key.with_suffix(".pub").read_text().strip()
         line = f'      signingKeys: ["{public}"]\n'
-        text = re.sub(rf"^(    {re.escape(person)}:[^\n]*\n)", lambda m, line=line: m.group(1) + line, text, count=1,
-                      flags=re.MULTILINE)
+        text = re.sub(
+            rf"^(    {re.escape(person)}:[^\n]*\n)",
+            lambda m, line=line: m.group(1) + line,
+            text,
+            count=1,
+            flags=re.MULTILINE,
+        )
         for email in entry.get("emails", []):
             shutil.copy(key, folder / email.lower())
         keys[person] = key
@@ -126,7 +149,8 @@ def approve(repo: Path, plan: str, stage: str, email: str, rev: str = "HEAD") ->
 
 
 def git_repository(target: Path, name: str = "test", email: str = "test@example.com") -> Path:
-    """Make `target` (already filled) a git repository with one commit of everything; skip the test without git."""
+    """Make `target` (already filled) a git repository with one commit of everything; skip the test without
+    git."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     git(target, "init", "-q", name=name, email=email)
@@ -139,5 +163,9 @@ def git_repository(target: Path, name: str = "test", email: str = "test@example.
 def run_gpupolicy(*args: str) -> subprocess.CompletedProcess:
     """The CLI from this checkout's tools/ in a fresh interpreter with a bare environment (no inherited PATH
     entries, no HOME): what a user's shell would run, as text."""
-    return subprocess.run([sys.executable, "-m", "gpupolicy", *args], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO / "tools"), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "gpupolicy", *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "tools"), "PATH": "/usr/bin:/bin"},
+    )

@@ -73,8 +73,9 @@ def _write_rule_files(directory: Path, keep_annotations: bool) -> list[Path]:
     written = []
     for body in _prometheus_rules():
         target = directory / _rule_file_name(body)
-        target.write_text(yaml.safe_dump(promtool_rule_file(body, keep_annotations), sort_keys=False),
-                          encoding="utf-8")
+        target.write_text(
+            yaml.safe_dump(promtool_rule_file(body, keep_annotations), sort_keys=False), encoding="utf-8"
+        )
         written.append(target)
     return written
 
@@ -136,8 +137,12 @@ def _expectations() -> dict[str, set[str]]:
 def test_every_alert_is_proven_to_fire_and_to_stay_quiet() -> None:
     seen = _expectations()
     alerts = [alert.name for body in _prometheus_rules() for alert in alerts_in(body)]
-    gaps = [f"{name}: never asserted to {need}" for name in alerts for need in ("fires", "quiet")
-            if need not in seen.get(name, set())]
+    gaps = [
+        f"{name}: never asserted to {need}"
+        for name in alerts
+        for need in ("fires", "quiet")
+        if need not in seen.get(name, set())
+    ]
     assert not gaps, "\n".join(gaps)
 
 
@@ -153,34 +158,43 @@ def test_every_alert_links_its_own_runbook_page() -> None:
 
 def test_every_metric_an_alert_reads_has_a_provider() -> None:
     catalog = metric_catalog(parse_dcgm_csv(DCGM_CSV.read_text(encoding="utf-8")))
-    missing = [f"{alert.name}: {metric}" for body in _prometheus_rules() for alert in alerts_in(body)
-               for metric in metric_names(alert.expr) if lookup(catalog, metric) is None]
+    missing = [
+        f"{alert.name}: {metric}"
+        for body in _prometheus_rules()
+        for alert in alerts_in(body)
+        for metric in metric_names(alert.expr)
+        if lookup(catalog, metric) is None
+    ]
     assert not missing, "metrics nobody exports:\n" + "\n".join(missing)
 
 
 # --- the helpers the checks above rely on -------------------------------------------------------------
 
-@pytest.mark.parametrize(("expr", "expected"), [
-    ("up", ["up"]),
-    ('up{job="a"} == 0', ["up"]),
-    ("sum by (cluster_queue) (rate(x_bucket[5m]))", ["x_bucket"]),
-    ("sum(rate(x_total[5m])) without (pod, node)", ["x_total"]),
-    ("a * on (node) group_left (label_pool) b", ["a", "b"]),
-    ("a * ignoring(gpu) group_right b", ["a", "b"]),
-    ("a and on() b unless c or d", ["a", "b", "c", "d"]),
-    ('label_replace(up, "node", "$1", "instance", "(.*)")', ["up"]),
-    ('count_values("xid", DCGM_FI_DEV_XID_ERRORS)', ["DCGM_FI_DEV_XID_ERRORS"]),
-    ("x offset 1h > 1e3 and y @ start()", ["x", "y"]),
-    ("max_over_time((count by (h) (t))[6h:5m])", ["t"]),
-    ('{__name__="m", job="j"}', ["m"]),
-    ('a{l="}not_a_metric{"} + b', ["a", "b"]),
-    ("a # b is a comment\n+ c", ["a", "c"]),
-    ("rate(a[$__rate_interval]) > $threshold", ["a"]),
-    ("x BY (y)", ["x"]),
-    ("histogram_quantile(0.95, sum by (le) (rate(h_bucket[1h]))) > inf", ["h_bucket"]),
-    ("floor(x / 32) % 4 > 0x10", ["x"]),
-    ("a + a", ["a"]),
-])
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("up", ["up"]),
+        ('up{job="a"} == 0', ["up"]),
+        ("sum by (cluster_queue) (rate(x_bucket[5m]))", ["x_bucket"]),
+        ("sum(rate(x_total[5m])) without (pod, node)", ["x_total"]),
+        ("a * on (node) group_left (label_pool) b", ["a", "b"]),
+        ("a * ignoring(gpu) group_right b", ["a", "b"]),
+        ("a and on() b unless c or d", ["a", "b", "c", "d"]),
+        ('label_replace(up, "node", "$1", "instance", "(.*)")', ["up"]),
+        ('count_values("xid", DCGM_FI_DEV_XID_ERRORS)', ["DCGM_FI_DEV_XID_ERRORS"]),
+        ("x offset 1h > 1e3 and y @ start()", ["x", "y"]),
+        ("max_over_time((count by (h) (t))[6h:5m])", ["t"]),
+        ('{__name__="m", job="j"}', ["m"]),
+        ('a{l="}not_a_metric{"} + b', ["a", "b"]),
+        ("a # b is a comment\n+ c", ["a", "c"]),
+        ("rate(a[$__rate_interval]) > $threshold", ["a"]),
+        ("x BY (y)", ["x"]),
+        ("histogram_quantile(0.95, sum by (le) (rate(h_bucket[1h]))) > inf", ["h_bucket"]),
+        ("floor(x / 32) % 4 > 0x10", ["x"]),
+        ("a + a", ["a"]),
+    ],
+)
 def test_metric_names(expr: str, expected: list[str]) -> None:
     assert metric_names(expr) == expected
 
@@ -193,7 +207,8 @@ def test_dcgm_csv_parser_reports_bad_lines_with_their_numbers() -> None:
         "DCGM_FI_DEV_GPU_TEMP, gauge, again\n"
         "NOT_A_FIELD, gauge, x\n"
         "DCGM_FI_DEV_FB_USED, histogram, x\n"
-        "DCGM_FI_DEV_FB_FREE\n")
+        "DCGM_FI_DEV_FB_FREE\n"
+    )
     assert [c.field for c in config.counters] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DRIVER_VERSION"]
     assert config.metrics == {"DCGM_FI_DEV_GPU_TEMP"}  # label fields become labels, not metrics
     assert [line for line, _ in config.problems] == [4, 5, 6, 7]
@@ -213,14 +228,20 @@ def test_runbook_sections_ignore_code_fences() -> None:
     assert page.missing_sections() == ["Impact", "Mitigation"]
 
 
-@pytest.mark.parametrize(("url", "page"), [
-    ("https://gpu-platform.example.com/runbooks/GPUFallenOffBus/", "docs/runbooks/GPUFallenOffBus.md"),
-    ("https://gpu-platform.example.com/runbooks/GPUFallenOffBus", "docs/runbooks/GPUFallenOffBus.md"),
-    ("https://gpu-platform.example.com/runbooks/GPUFallenOffBus/#impact", "docs/runbooks/GPUFallenOffBus.md"),
-    ("https://elsewhere.example.com/runbooks/GPUFallenOffBus/", None),
-    ("https://gpu-platform.example.com/runbooks/a/b/", None),
-    ("https://gpu-platform.example.com/runbooks/", None),
-])
+@pytest.mark.parametrize(
+    ("url", "page"),
+    [
+        ("https://gpu-platform.example.com/runbooks/GPUFallenOffBus/", "docs/runbooks/GPUFallenOffBus.md"),
+        ("https://gpu-platform.example.com/runbooks/GPUFallenOffBus", "docs/runbooks/GPUFallenOffBus.md"),
+        (
+            "https://gpu-platform.example.com/runbooks/GPUFallenOffBus/#impact",
+            "docs/runbooks/GPUFallenOffBus.md",
+        ),
+        ("https://elsewhere.example.com/runbooks/GPUFallenOffBus/", None),
+        ("https://gpu-platform.example.com/runbooks/a/b/", None),
+        ("https://gpu-platform.example.com/runbooks/", None),
+    ],
+)
 def test_runbook_page_for_url(url: str, page: str | None) -> None:
     assert runbook_page_for_url("https://gpu-platform.example.com/", url) == page
     assert runbook_page_for_url("", url) is None  # no site_url: no URL is a page of the site
@@ -239,10 +260,16 @@ def test_dashboard_queries_are_valid_promql(promtool: str, tmp_path: Path) -> No
     rules = []
     for path in sorted(DASHBOARDS_DIR.glob("*.json")):
         for index, query in enumerate(dashboard_queries(json.loads(path.read_text(encoding="utf-8")))):
-            rules.append({"record": f"dashboard:{path.stem.replace('-', '_')}:{index}",
-                          "expr": _as_plain_promql(query.expr)})
+            rules.append(
+                {
+                    "record": f"dashboard:{path.stem.replace('-', '_')}:{index}",
+                    "expr": _as_plain_promql(query.expr),
+                }
+            )
     assert rules, f"no dashboard queries in {DASHBOARDS_DIR}"
     rule_file = tmp_path / "dashboards.rules.yaml"
-    rule_file.write_text(yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}), encoding="utf-8")
+    rule_file.write_text(
+        yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}), encoding="utf-8"
+    )
     result = _run([promtool, "check", "rules", str(rule_file)], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

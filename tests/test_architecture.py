@@ -17,9 +17,18 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tools" / "gpupolicy"
 # Who may import the rule registry and the fleet rules: the pipeline runs them, the report and a diff
 # describe them (SARIF rule metadata, CFG003), commands list and explain them, docs write their pages, a
 # reviewed exception is checked against the rule IDs that exist, and org checks join the registry's rules.
-RULE_USERS = ("gpupolicy.pipeline", "gpupolicy.commands", "gpupolicy.docsgen", "gpupolicy.report",
-              "gpupolicy.diff", "gpupolicy.rules", "gpupolicy.cli", "gpupolicy.domain.waivers",
-              "gpupolicy.orgchecks", "gpupolicy.configure")
+RULE_USERS = (
+    "gpupolicy.pipeline",
+    "gpupolicy.commands",
+    "gpupolicy.docsgen",
+    "gpupolicy.report",
+    "gpupolicy.diff",
+    "gpupolicy.rules",
+    "gpupolicy.cli",
+    "gpupolicy.domain.waivers",
+    "gpupolicy.orgchecks",
+    "gpupolicy.configure",
+)
 # The stage rules are reported where their finding arises: also the strict loader and the configuration's
 # own checks (protection names the rules nothing can silence).
 STAGE_RULE_USERS = RULE_USERS + ("gpupolicy.infra.yamlload", "gpupolicy.domain.protection")
@@ -36,8 +45,10 @@ MODULES = {_module(p): p for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__"
 
 
 def _declares_stage(path: Path) -> bool:
-    return any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "STAGE" for t in n.targets)
-               for n in ast.parse(path.read_text(encoding="utf-8")).body)
+    return any(
+        isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "STAGE" for t in n.targets)
+        for n in ast.parse(path.read_text(encoding="utf-8")).body
+    )
 
 
 STAGE_RULES = {m for m, p in MODULES.items() if m.startswith("gpupolicy.rules.") and _declares_stage(p)}
@@ -66,7 +77,9 @@ def _imports(path: Path, load_time: bool) -> list[tuple[int, str]]:
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("gpupolicy")]
         elif isinstance(node, ast.ImportFrom):
             base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+            target = (
+                ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+            )
             if target.startswith("gpupolicy"):
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"

@@ -21,7 +21,9 @@ def peers():
     return module
 
 
-def _object(kind: str, name: str, api_version: str = "v1", namespace: str | None = "team-a", **annotations) -> dict:
+def _object(
+    kind: str, name: str, api_version: str = "v1", namespace: str | None = "team-a", **annotations
+) -> dict:
     metadata: dict = {"name": name}
     if namespace:
         metadata["namespace"] = namespace
@@ -31,19 +33,28 @@ def _object(kind: str, name: str, api_version: str = "v1", namespace: str | None
 
 
 def test_only_kinds_kubernetes_validate_has_a_schema_for_are_given_to_it(peers) -> None:
-    bodies = [_object("ConfigMap", "a"), _object("ClusterQueue", "b", "kueue.x-k8s.io/v1beta2", None),
-              _object("Deployment", "c", "apps/v1"), _object("NoSuchKind", "d")]
+    bodies = [
+        _object("ConfigMap", "a"),
+        _object("ClusterQueue", "b", "kueue.x-k8s.io/v1beta2", None),
+        _object("Deployment", "c", "apps/v1"),
+        _object("NoSuchKind", "d"),
+    ]
     assert [body["metadata"]["name"] for body in peers.peer_checkable(bodies)] == ["a", "c"]
 
 
 def test_the_sample_has_distinct_identities_and_no_origin_annotation(peers) -> None:
     origin = {"config.kubernetes.io/origin": "path: x.yaml"}
-    bodies = [_object("ConfigMap", "same", **origin), _object("ConfigMap", "same", **origin),
-              _object("ConfigMap", "other", **origin, team="a")]
+    bodies = [
+        _object("ConfigMap", "same", **origin),
+        _object("ConfigMap", "same", **origin),
+        _object("ConfigMap", "other", **origin, team="a"),
+    ]
     sample = peers.distinct_sample(bodies, 10)
     assert sorted(body["metadata"]["name"] for body in sample) == ["other", "same"]
-    assert all("annotations" not in body["metadata"] or body["metadata"]["annotations"] == {"team": "a"}
-               for body in sample)
+    assert all(
+        "annotations" not in body["metadata"] or body["metadata"]["annotations"] == {"team": "a"}
+        for body in sample
+    )
     assert bodies[1]["metadata"]["name"] == "same" and "annotations" in bodies[0]["metadata"]  # left alone
 
 
@@ -57,7 +68,9 @@ def test_the_sample_repository_renders_exactly_the_objects_file(peers, tmp_path:
     fleet = tmp_path / "fleet"
     (fleet / "clusters" / "c000").mkdir(parents=True)
     (fleet / "clusters" / "c000" / "cluster.yaml").write_text(
-        "apiVersion: gpupolicy/v1\nkind: Cluster\nmetadata:\n  name: c000\nspec:\n  kubernetesVersion: '1.33'\n")
+        "apiVersion: gpupolicy/v1\nkind: Cluster\nmetadata:\n  name: c000\nspec:\n  kubernetesVersion: "
+        "'1.33'\n"
+    )
     (fleet / "mkdocs.yml").write_text("site_name: x\n")
     objects = [_object("ConfigMap", "a"), _object("Namespace", "team-a", namespace=None)]
     objects_file = peers.write_sample_repository(tmp_path / "sample", fleet, objects)

@@ -32,10 +32,16 @@ def _entry(path: Path, age_days: float) -> Path:
 
 def test_prune_keeps_recent_entries_of_this_version(cache: Path, capsys) -> None:
     current = parsecache.ParseCache(cache / "parsed").directory
-    keep = [_entry(cache / "fresh.yaml", 1), _entry(current / "ab" / "recent", 2),
-            _entry(current / "graphs" / "g1", 0)]
-    drop = [_entry(cache / "old.yaml", 40), _entry(current / "cd" / "old", 31),
-            _entry(cache / "parsed" / "0123456789abcdef" / "ef" / "other-version", 0)]
+    keep = [
+        _entry(cache / "fresh.yaml", 1),
+        _entry(current / "ab" / "recent", 2),
+        _entry(current / "graphs" / "g1", 0),
+    ]
+    drop = [
+        _entry(cache / "old.yaml", 40),
+        _entry(current / "cd" / "old", 31),
+        _entry(cache / "parsed" / "0123456789abcdef" / "ef" / "other-version", 0),
+    ]
     assert main(["cache", "--prune", "30"]) == 0
     assert all(p.exists() for p in keep)
     assert not any(p.exists() for p in drop)
@@ -61,12 +67,19 @@ def test_bad_days_is_a_usage_error(cache: Path, days: str, capsys) -> None:
 
 def test_usage_shows_the_render_and_parse_caches_separately(cache: Path, capsys) -> None:
     current = parsecache.ParseCache(cache / "parsed").directory
-    for entry in (cache / "a.yaml", cache / "b.yaml", current / "ab" / "r1", current / "graphs" / "g1",
-                  cache / "parsed" / "0123456789abcdef" / "ef" / "old"):
+    for entry in (
+        cache / "a.yaml",
+        cache / "b.yaml",
+        current / "ab" / "r1",
+        current / "graphs" / "g1",
+        cache / "parsed" / "0123456789abcdef" / "ef" / "old",
+    ):
         _entry(entry, 0)
     assert main(["cache"]) == 0
-    lines = {line.split("  ")[1].strip() if line.startswith("  ") else "": " ".join(line.split()[-4:])
-             for line in capsys.readouterr().out.splitlines()}
+    lines = {
+        line.split("  ")[1].strip() if line.startswith("  ") else "": " ".join(line.split()[-4:])
+        for line in capsys.readouterr().out.splitlines()
+    }
     assert lines["render cache (rendered overlays)"] == "2 entries 200 B"
     assert lines["parse cache (strict-load results, rendered-document memos)"] == "1 entries 100 B"
     assert lines["kustomize graph cache"] == "1 entries 100 B"

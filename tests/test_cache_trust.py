@@ -62,8 +62,11 @@ def test_an_entry_shipped_in_a_pull_request_is_never_trusted(tmp_path: Path, for
 def test_an_entry_in_the_old_unauthenticated_format_is_ignored(tmp_path: Path) -> None:
     payload = b"kind: ClusterQueue\n"
     entry = tmp_path / "old"
-    entry.write_bytes(b"gpupolicy-cache-1\n" + struct.pack(">Q32s", len(payload), hashlib.sha256(payload).digest())
-                      + payload)
+    entry.write_bytes(
+        b"gpupolicy-cache-1\n"
+        + struct.pack(">Q32s", len(payload), hashlib.sha256(payload).digest())
+        + payload
+    )
     assert cachefiles.read_text(entry) is None
 
 
@@ -94,7 +97,8 @@ def test_a_toolkit_change_anywhere_changes_every_salt(tmp_path: Path) -> None:
     package = tmp_path / "gpupolicy"
     shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
     before = cachefiles.source_digest(package)
-    reader = package / Path(kustomize.__file__).resolve().relative_to(PACKAGE_DIR)  # wherever the package keeps it
+    # wherever the package keeps it
+    reader = package / Path(kustomize.__file__).resolve().relative_to(PACKAGE_DIR)
     reader.write_text(reader.read_text() + "\n# a fix\n")
     assert cachefiles.source_digest(package) != before
 

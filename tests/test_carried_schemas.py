@@ -1,10 +1,10 @@
 """The carried CRD schemas agree with the upstream CRDs on valid objects and on typos.
 
-Samples live in tests/fixtures/crd-samples/*.yaml. Each must validate against both the carried schema and
-the upstream CRD (../shared/crds, converted with gpupolicy.infra.schema.crd); each mutation below must be rejected by
-both. The sweeps insert an unknown field into every mapping of every sample (and a wrong type at every
-leaf): wherever the upstream CRD rejects that, the carried schema must too, so it never lets a typo
-through that the API server would refuse.
+Samples live in tests/fixtures/crd-samples/*.yaml. Each must validate against both the carried schema and the
+upstream CRD (../shared/crds, converted with gpupolicy.infra.schema.crd); each mutation below must be rejected
+by both. The sweeps insert an unknown field into every mapping of every sample (and a wrong type at every
+leaf): wherever the upstream CRD rejects that, the carried schema must too, so it never lets a typo through
+that the API server would refuse.
 """
 
 from __future__ import annotations
@@ -66,8 +66,10 @@ def upstream_validator(key: Key) -> Any:
 
 
 def _errors(validator: Any, document: dict) -> list[str]:
-    return [f"{'/'.join(map(str, error.instance_path))}: {error.message}"
-            for error in validator.iter_errors(document)]
+    return [
+        f"{'/'.join(map(str, error.instance_path))}: {error.message}"
+        for error in validator.iter_errors(document)
+    ]
 
 
 # --- every carried schema ------------------------------------------------------------------------------
@@ -108,19 +110,39 @@ def test_valid_sample_passes_carried_and_upstream(name: str) -> None:
 DELETE = object()
 # (sample, path, new value or DELETE, what it shows)
 MUTATIONS: list[tuple[str, tuple, Any, str]] = [
-    ("ClusterQueue/ml-training", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 2, "nominalQuata"), 8,
-     "typo of nominalQuota next to a real one"),
-    ("ClusterQueue/batch-minimal", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"),
-     DELETE, "nominalQuota missing"),
+    (
+        "ClusterQueue/ml-training",
+        ("spec", "resourceGroups", 0, "flavors", 0, "resources", 2, "nominalQuata"),
+        8,
+        "typo of nominalQuota next to a real one",
+    ),
+    (
+        "ClusterQueue/batch-minimal",
+        ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"),
+        DELETE,
+        "nominalQuota missing",
+    ),
     ("ClusterQueue/ml-training", ("spec", "queueingStrategy"), "FIFO", "bad enum"),
     ("ClusterQueue/ml-training", ("spec", "preemption", "withinClusterQueue"), "Always", "bad nested enum"),
-    ("ClusterQueue/ml-training", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"),
-     "ten", "quantity that does not parse"),
-    ("ClusterQueue/ml-training", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"),
-     1.5, "a float is not int-or-string"),
+    (
+        "ClusterQueue/ml-training",
+        ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"),
+        "ten",
+        "quantity that does not parse",
+    ),
+    (
+        "ClusterQueue/ml-training",
+        ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"),
+        1.5,
+        "a float is not int-or-string",
+    ),
     ("ClusterQueue/ml-training", ("spec", "cohort"), "research", "v1beta1 field name in v1beta2"),
-    ("ClusterQueue/ml-training", ("spec", "flavorFungibility", "whenCanBorrow"), "Borrow",
-     "value deprecated in v1beta1, gone in v1beta2"),
+    (
+        "ClusterQueue/ml-training",
+        ("spec", "flavorFungibility", "whenCanBorrow"),
+        "Borrow",
+        "value deprecated in v1beta1, gone in v1beta2",
+    ),
     ("ClusterQueue/ml-training", ("spec", "resourceGroups", 0, "coveredResources"), [], "minItems"),
     ("ResourceFlavor/a100-80gb-mig-3g", ("spec", "nodeLabel"), {"a": "b"}, "typo of nodeLabels"),
     ("ResourceFlavor/a100-80gb-mig-3g", ("spec", "nodeTaints", 0, "effect"), DELETE, "taint without effect"),
@@ -133,37 +155,96 @@ MUTATIONS: list[tuple[str, tuple, Any, str]] = [
     ("Topology/default-topology", ("spec", "levels"), [], "at least one level"),
     ("Topology/default-topology", ("spec", "levels", 0, "label"), "x", "typo of nodeLabel"),
     ("AdmissionCheck/provisioning", ("spec", "controllerName"), DELETE, "controllerName required"),
-    ("AdmissionCheck/provisioning", ("spec", "parameters", "kind"), "Bad_Kind", "kind pattern (Go (?i) regex)"),
-    ("ClusterPolicy/cluster-policy", ("spec", "devicePlugin", "config", "defualt"), "x", "typo in devicePlugin"),
+    (
+        "AdmissionCheck/provisioning",
+        ("spec", "parameters", "kind"),
+        "Bad_Kind",
+        "kind pattern (Go (?i) regex)",
+    ),
+    (
+        "ClusterPolicy/cluster-policy",
+        ("spec", "devicePlugin", "config", "defualt"),
+        "x",
+        "typo in devicePlugin",
+    ),
     ("ClusterPolicy/cluster-policy", ("spec", "mig", "strategy"), "both", "bad MIG strategy"),
     ("ClusterPolicy/cluster-policy", ("spec", "driver", "kernelModuleType"), "closed", "bad enum"),
-    ("ClusterPolicy/cluster-policy", ("spec", "driver", "upgradePolicy", "maxParallelUpgrades"), -1, "minimum"),
-    ("ClusterPolicy/cluster-policy", ("spec", "driver", "upgradePolicy", "drain", "timeout"), 5,
-     "typo deep in upgradePolicy"),
-    ("ClusterPolicy/cluster-policy", ("spec", "migManager", "config", "default"), "all-balanced",
-     "migManager default must be all-disabled or empty"),
-    ("ClusterPolicy/cluster-policy", ("spec", "dcgmExporter", "serviceMonitor", "interval"), "15 seconds",
-     "Prometheus duration"),
+    (
+        "ClusterPolicy/cluster-policy",
+        ("spec", "driver", "upgradePolicy", "maxParallelUpgrades"),
+        -1,
+        "minimum",
+    ),
+    (
+        "ClusterPolicy/cluster-policy",
+        ("spec", "driver", "upgradePolicy", "drain", "timeout"),
+        5,
+        "typo deep in upgradePolicy",
+    ),
+    (
+        "ClusterPolicy/cluster-policy",
+        ("spec", "migManager", "config", "default"),
+        "all-balanced",
+        "migManager default must be all-disabled or empty",
+    ),
+    (
+        "ClusterPolicy/cluster-policy",
+        ("spec", "dcgmExporter", "serviceMonitor", "interval"),
+        "15 seconds",
+        "Prometheus duration",
+    ),
     ("ClusterPolicy/cluster-policy", ("spec", "daemonsets", "updateStrategy"), "Recreate", "bad enum"),
     ("ClusterPolicy/cluster-policy", ("spec", "validator", "plugin", "envs"), [], "typo in validator"),
     ("ClusterPolicy/cluster-policy", ("spec", "cdi", "enabled"), "yes", "wrong type"),
-    ("ClusterPolicy/cluster-policy", ("spec", "toolkit", "env", 0, "valueFrom"), {}, "operand env has no valueFrom"),
+    (
+        "ClusterPolicy/cluster-policy",
+        ("spec", "toolkit", "env", 0, "valueFrom"),
+        {},
+        "operand env has no valueFrom",
+    ),
     ("ClusterPolicy/cluster-policy", ("spec", "gpuDirect"), {}, "unknown spec section"),
     ("NVIDIADriver/h100-pool", ("spec", "driverType"), "cuda", "bad enum"),
     ("NVIDIADriver/h100-pool", ("spec", "nodeSelectors"), {}, "typo of nodeSelector"),
     ("NVIDIADriver/h100-pool", ("spec", "upgradePolicy", "maxUnavailable"), 0.5, "int-or-string"),
     ("NVIDIADriver/h100-pool", ("spec", "startupProbe", "periodSeconds"), 0, "minimum 1"),
-    ("NVIDIADriver/h100-pool", ("spec", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                                "nodeSelectorTerms", 0, "matchExpressions", 0, "operator"), DELETE,
-     "requirement without operator"),
+    (
+        "NVIDIADriver/h100-pool",
+        (
+            "spec",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+            0,
+            "matchExpressions",
+            0,
+            "operator",
+        ),
+        DELETE,
+        "requirement without operator",
+    ),
     ("NVIDIADriver/h100-pool", ("spec", "manager", "enabled"), True, "the driver manager has no enabled"),
     ("PrometheusRule/gpu-alerts", ("spec", "groups", 0, "rules", 1, "for"), "5 minutes", "duration pattern"),
     ("PrometheusRule/gpu-alerts", ("spec", "groups", 0, "rules", 1, "expr"), DELETE, "expr required"),
-    ("PrometheusRule/gpu-alerts", ("spec", "groups", 0, "rules", 1, "severity"), "critical", "label outside labels"),
-    ("PrometheusRule/gpu-alerts", ("spec", "groups", 0, "partial_response_strategy"), "ignore", "(?i) pattern"),
+    (
+        "PrometheusRule/gpu-alerts",
+        ("spec", "groups", 0, "rules", 1, "severity"),
+        "critical",
+        "label outside labels",
+    ),
+    (
+        "PrometheusRule/gpu-alerts",
+        ("spec", "groups", 0, "partial_response_strategy"),
+        "ignore",
+        "(?i) pattern",
+    ),
     ("ServiceMonitor/dcgm-exporter", ("spec", "endpoints", 0, "intervall"), "15s", "typo in endpoint"),
     ("ServiceMonitor/dcgm-exporter", ("spec", "endpoints", 0, "scheme"), "ftp", "bad enum"),
-    ("ServiceMonitor/dcgm-exporter", ("spec", "endpoints", 0, "relabelings", 0, "action"), "rename", "bad enum"),
+    (
+        "ServiceMonitor/dcgm-exporter",
+        ("spec", "endpoints", 0, "relabelings", 0, "action"),
+        "rename",
+        "bad enum",
+    ),
     ("ServiceMonitor/dcgm-exporter", ("spec", "selector"), DELETE, "selector required"),
     ("PodMonitor/kueue", ("spec", "podMetricsEndpoints", 1, "portNumber"), 70000, "port maximum"),
     ("PodMonitor/kueue", ("spec", "endpoints"), [], "ServiceMonitor field in a PodMonitor"),
@@ -189,11 +270,24 @@ MUTATIONS: list[tuple[str, tuple, Any, str]] = [
     ("Application/gpu-policy-cluster-a", ("spec", "source", "repoURL"), DELETE, "repoURL required"),
     ("Application/gpu-policy-cluster-a", ("spec", "syncPolicy", "retry", "limit"), "5", "wrong type"),
     ("Application/gpu-operator", ("spec", "sources", 0, "helm", "valueFile"), [], "typo in helm"),
-    ("ApplicationSet/gpu-policy", ("spec", "template", "spec", "destination", "serverr"), "x", "typo in template"),
-    ("ApplicationSet/gpu-policy", ("spec", "generators", 0, "matrix", "generators", 0, "git", "revision"), DELETE,
-     "git generator without revision"),
-    ("ApplicationSet/gpu-policy", ("spec", "generators", 0, "matrix", "generators", 1, "clusters", "selecter"),
-     {}, "typo inside a matrix generator"),
+    (
+        "ApplicationSet/gpu-policy",
+        ("spec", "template", "spec", "destination", "serverr"),
+        "x",
+        "typo in template",
+    ),
+    (
+        "ApplicationSet/gpu-policy",
+        ("spec", "generators", 0, "matrix", "generators", 0, "git", "revision"),
+        DELETE,
+        "git generator without revision",
+    ),
+    (
+        "ApplicationSet/gpu-policy",
+        ("spec", "generators", 0, "matrix", "generators", 1, "clusters", "selecter"),
+        {},
+        "typo inside a matrix generator",
+    ),
     ("ApplicationSet/gpu-policy", ("spec", "syncPolicy", "applicationsSync"), "create", "bad enum"),
     ("ApplicationSet/gpu-policy", ("spec", "generators", 1, "lists"), {}, "unknown generator"),
     ("AppProject/gpu-platform", ("spec", "clusterResourceWhitelist", 0, "kind"), DELETE, "kind required"),
@@ -215,8 +309,9 @@ def mutate(document: dict, path: tuple, value: Any) -> dict:
 
 
 @needs_upstream
-@pytest.mark.parametrize(("name", "path", "value", "why"), MUTATIONS,
-                         ids=[f"{m[0]}:{m[3]}" for m in MUTATIONS])
+@pytest.mark.parametrize(
+    ("name", "path", "value", "why"), MUTATIONS, ids=[f"{m[0]}:{m[3]}" for m in MUTATIONS]
+)
 def test_mutation_rejected_by_carried_and_upstream(name: str, path: tuple, value: Any, why: str) -> None:
     document = mutate(SAMPLES[name], path, value)
     assert _errors(upstream_validator(_key(document)), document), f"upstream accepts: {why}"
@@ -238,13 +333,19 @@ def _walk(value: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
 
 
 def _unknown_field_variants(document: dict) -> list[tuple[tuple, dict]]:
-    return [(path, mutate(document, (*path, UNKNOWN), 1))
-            for path, node in _walk(document) if isinstance(node, dict)]
+    return [
+        (path, mutate(document, (*path, UNKNOWN), 1))
+        for path, node in _walk(document)
+        if isinstance(node, dict)
+    ]
 
 
 def _wrong_type_variants(document: dict) -> list[tuple[tuple, dict]]:
-    return [(path, mutate(document, path, {UNKNOWN: [1]}))
-            for path, node in _walk(document) if path and not isinstance(node, (dict, list))]
+    return [
+        (path, mutate(document, path, {UNKNOWN: [1]}))
+        for path, node in _walk(document)
+        if path and not isinstance(node, (dict, list))
+    ]
 
 
 @needs_upstream
@@ -252,8 +353,11 @@ def _wrong_type_variants(document: dict) -> list[tuple[tuple, dict]]:
 def test_carried_rejects_every_unknown_field_upstream_rejects(name: str) -> None:
     document = SAMPLES[name]
     upstream, carried = upstream_validator(_key(document)), carried_validator(_key(document))
-    let_through = [path for path, variant in _unknown_field_variants(document)
-                   if not upstream.is_valid(variant) and carried.is_valid(variant)]
+    let_through = [
+        path
+        for path, variant in _unknown_field_variants(document)
+        if not upstream.is_valid(variant) and carried.is_valid(variant)
+    ]
     assert let_through == []
 
 
@@ -262,8 +366,11 @@ def test_carried_rejects_every_unknown_field_upstream_rejects(name: str) -> None
 def test_carried_rejects_every_wrong_type_upstream_rejects(name: str) -> None:
     document = SAMPLES[name]
     upstream, carried = upstream_validator(_key(document)), carried_validator(_key(document))
-    let_through = [path for path, variant in _wrong_type_variants(document)
-                   if not upstream.is_valid(variant) and carried.is_valid(variant)]
+    let_through = [
+        path
+        for path, variant in _wrong_type_variants(document)
+        if not upstream.is_valid(variant) and carried.is_valid(variant)
+    ]
     assert let_through == []
 
 

@@ -14,7 +14,17 @@ MIG_MODELS = catalog.mig_capable_models()
 
 
 def test_required_models_are_present() -> None:
-    for key in ("A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB", "B200", "L4", "L40S", "A30"):
+    for key in (
+        "A100-40GB",
+        "A100-80GB",
+        "H100-80GB",
+        "H100-94GB",
+        "H200-141GB",
+        "B200",
+        "L4",
+        "L40S",
+        "A30",
+    ):
         assert catalog.gpu(key).key == key
 
 
@@ -62,9 +72,15 @@ def test_every_profile_alone_at_its_maximum_count_is_placeable(model: catalog.GP
 
 @pytest.mark.parametrize("model", MIG_MODELS, ids=lambda m: m.key)
 def test_all_smallest_and_whole_gpu_layouts_exist(model: catalog.GPUModel) -> None:
-    smallest = min((p for p in model.mig_profiles.values() if not p.attributes),
-                   key=lambda p: (p.compute_slices, p.memory_slices))
-    whole = [p for p in model.mig_profiles.values() if p.compute_slices == model.compute_slices and not p.attributes]
+    smallest = min(
+        (p for p in model.mig_profiles.values() if not p.attributes),
+        key=lambda p: (p.compute_slices, p.memory_slices),
+    )
+    whole = [
+        p
+        for p in model.mig_profiles.values()
+        if p.compute_slices == model.compute_slices and not p.attributes
+    ]
     assert smallest.max_count == model.compute_slices
     assert solve(model, {smallest.name: model.compute_slices}) is not None
     assert len(whole) == 1 and solve(model, {whole[0].name: 1}) is not None
@@ -115,14 +131,17 @@ def test_resource_names() -> None:
         catalog.resource_name(profile, "both")
 
 
-@pytest.mark.parametrize(("version", "minimum", "expected"), [
-    ("535.104.05", "535.54.03", True),
-    ("535.54.03", "535.104.05", False),  # 54 < 104 numerically, though "5" > "1" as text
-    ("570.26", "570.26.0", True),
-    ("580.65.06", "R580", True),
-    ("575.57.08", "580", False),
-    ("1000.1", "999.999.999", True),
-])
+@pytest.mark.parametrize(
+    ("version", "minimum", "expected"),
+    [
+        ("535.104.05", "535.54.03", True),
+        ("535.54.03", "535.104.05", False),  # 54 < 104 numerically, though "5" > "1" as text
+        ("570.26", "570.26.0", True),
+        ("580.65.06", "R580", True),
+        ("575.57.08", "580", False),
+        ("1000.1", "999.999.999", True),
+    ],
+)
 def test_driver_versions_compare_numerically(version: str, minimum: str, expected: bool) -> None:
     assert catalog.driver_at_least(version, minimum) is expected
 
@@ -164,13 +183,16 @@ def test_operator_releases() -> None:
         assert catalog.branch_of(item.default_driver) in catalog.DRIVER_BRANCHES
 
 
-@pytest.mark.parametrize("profile, model, share", [
-    ("3g.40gb", "A100-80GB", Fraction(3, 7)),
-    ("2g.12gb", "A30", Fraction(2, 4)),
-    ("nvidia.com/mig-3g.40gb", "H100-80GB", Fraction(3, 7)),  # named as the mixed-strategy resource
-    ("mig-1g.24gb.me", "RTX-PRO-6000", Fraction(1, 4)),  # '+' written as '.' in the resource name
-    ("4g.96gb", "RTX-PRO-6000", Fraction(1)),
-])
+@pytest.mark.parametrize(
+    "profile, model, share",
+    [
+        ("3g.40gb", "A100-80GB", Fraction(3, 7)),
+        ("2g.12gb", "A30", Fraction(2, 4)),
+        ("nvidia.com/mig-3g.40gb", "H100-80GB", Fraction(3, 7)),  # named as the mixed-strategy resource
+        ("mig-1g.24gb.me", "RTX-PRO-6000", Fraction(1, 4)),  # '+' written as '.' in the resource name
+        ("4g.96gb", "RTX-PRO-6000", Fraction(1)),
+    ],
+)
 def test_card_fraction(profile: str, model: str, share: Fraction) -> None:
     assert catalog.card_fraction(profile, model) == share
     assert catalog.card_fraction(profile, catalog.gpu(model)) == share

@@ -27,8 +27,18 @@ def _tree_hash(root: Path) -> str:
 def test_shipped_repo_exits_zero_with_json_summary(capsys) -> None:
     assert main(["validate", "--repo", str(REPO), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data["summary"]) == {"errors", "warnings", "crashed", "waived", "disabled", "rerated", "objects",
-                                    "clusters", "unrendered_clusters", "seconds"}
+    assert set(data["summary"]) == {
+        "errors",
+        "warnings",
+        "crashed",
+        "waived",
+        "disabled",
+        "rerated",
+        "objects",
+        "clusters",
+        "unrendered_clusters",
+        "seconds",
+    }
     assert data["summary"]["unrendered_clusters"] == []
     assert data["summary"]["errors"] == 0 and data["summary"]["clusters"] >= 3
     assert data["summary"]["objects"] >= 100
@@ -46,8 +56,13 @@ def test_typo_gives_exit_one_with_file_and_line(tmp_path: Path, capsys) -> None:
     before = _tree_hash(repo)
     assert main(["validate", "--repo", str(repo), "--format", "json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
-    assert any(f["rule"] == "SCHEMA002" and f["path"] == "clusters/mini/queues.yaml" and f["line"] == 18
-               and "nominalQuata" in f["message"] for f in findings)
+    assert any(
+        f["rule"] == "SCHEMA002"
+        and f["path"] == "clusters/mini/queues.yaml"
+        and f["line"] == 18
+        and "nominalQuata" in f["message"]
+        for f in findings
+    )
     assert _tree_hash(repo) == before, "a validator must not write to the repository"
 
 
@@ -102,8 +117,9 @@ def test_inspect_json_has_capacity(capsys) -> None:
 
 def test_console_script_runs() -> None:
     exe = Path(sys.executable).parent / "gpupolicy"
-    proc = subprocess.run([str(exe), "validate", "--repo", str(MINIREPO), "--format", "json"], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [str(exe), "validate", "--repo", str(MINIREPO), "--format", "json"], capture_output=True, text=True
+    )
     assert proc.returncode in (0, 1), proc.stderr
     assert "Traceback" not in proc.stderr
     assert json.loads(proc.stdout)["summary"]["clusters"] == 1
@@ -114,8 +130,11 @@ def test_a_broken_pool_declaration_is_reported_once(tmp_path: Path, capsys) -> N
     then be reported again as pointing at no pool (on the tests' own fleet, support.fleet_repo)."""
     repo = copy_repo(fleet_repo(), tmp_path / "r")
     pool = repo / "pools/us-h100-train/pool.yaml"
-    pool.write_text(pool.read_text().replace("  accessMode: exclusive\n", "  accessMode: exclusive\n  accessMode: x\n"))
+    pool.write_text(
+        pool.read_text().replace("  accessMode: exclusive\n", "  accessMode: exclusive\n  accessMode: x\n")
+    )
     assert main(["validate", "--repo", str(repo), "--format", "json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert [(f["rule"], f["path"]) for f in findings if f["severity"] == "error"] == [
-        ("YAML002", "pools/us-h100-train/pool.yaml")]
+        ("YAML002", "pools/us-h100-train/pool.yaml")
+    ]

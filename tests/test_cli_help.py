@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from gpupolicy import cli
 
 
-def _parsers(parser: argparse.ArgumentParser, path: str = "gpupolicy") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _parsers(
+    parser: argparse.ArgumentParser, path: str = "gpupolicy"
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     yield path, parser
     for action in parser._actions:  # argparse keeps sub-commands here; there is no public accessor
         if isinstance(action, argparse._SubParsersAction):
@@ -19,10 +21,14 @@ def _parsers(parser: argparse.ArgumentParser, path: str = "gpupolicy") -> Iterat
 
 
 def test_every_option_and_argument_of_every_command_says_what_it_does() -> None:
-    silent = [f"{path}: {action.option_strings or action.dest}"
-              for path, parser in _parsers(cli.build_parser()) for action in parser._actions
-              if not isinstance(action, argparse._SubParsersAction) and action.help != argparse.SUPPRESS
-              and not (action.help or "").strip()]
+    silent = [
+        f"{path}: {action.option_strings or action.dest}"
+        for path, parser in _parsers(cli.build_parser())
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction)
+        and action.help != argparse.SUPPRESS
+        and not (action.help or "").strip()
+    ]
     assert silent == []
 
 

@@ -12,7 +12,11 @@ from gpupolicy import cli, commands
 
 
 def test_every_module_in_commands_is_registered_with_its_own_help() -> None:
-    modules = sorted(info.name.removesuffix("_") for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_"))
+    modules = sorted(
+        info.name.removesuffix("_")
+        for info in pkgutil.iter_modules(commands.__path__)
+        if not info.name.startswith("_")
+    )
     assert sorted(commands.COMMANDS) == modules, "add the new command's line to commands.COMMANDS"
     for name, help_text in commands.COMMANDS.items():
         module = cli.command_module(name)
@@ -21,9 +25,11 @@ def test_every_module_in_commands_is_registered_with_its_own_help() -> None:
 
 
 def _modules_after(argv: list[str]) -> set[str]:
-    code = ("import json, sys\nfrom gpupolicy import cli\n"
-            f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('gpupolicy'))))")
+    code = (
+        "import json, sys\nfrom gpupolicy import cli\n"
+        f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('gpupolicy'))))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(json.loads(proc.stdout.strip().splitlines()[-1]))
 

@@ -40,7 +40,9 @@ def test_mig_check_refuses_a_repo_that_is_not_a_directory(tmp_path: Path, capsys
     assert "not a directory" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["diff"], ["validate", "--changed-since", "HEAD"]], ids=["diff", "changed-since"])
+@pytest.mark.parametrize(
+    "argv", [["diff"], ["validate", "--changed-since", "HEAD"]], ids=["diff", "changed-since"]
+)
 def test_outside_git_the_message_says_so(outside_git: Path, argv: list[str], capsys) -> None:
     assert main([*argv, "--repo", str(outside_git)]) == 2
     err = capsys.readouterr().err

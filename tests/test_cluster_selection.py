@@ -1,5 +1,6 @@
 """A cluster selection says one thing (issue 16, step 6): None is every cluster; an empty list would validate
-nothing, so the pipeline refuses it instead of reading it as "all" or running to an empty report. A run over some
+nothing, so the pipeline refuses it instead of reading it as "all" or running to an empty report. A run over
+some
 clusters still reports the fleet-level findings about them (issue 14)."""
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ def _with_new_pool(tmp_path: Path) -> Path:
     for path in (repo / "pools/eu-l4-extra").iterdir():
         path.write_text(path.read_text().replace("eu-l4-shared", "eu-l4-extra"))
     overlay = repo / "clusters/prod-eu/kustomization.yaml"
-    overlay.write_text(overlay.read_text().replace("  - ../../pools/eu-h100-serving\n",
-                                                   "  - ../../pools/eu-h100-serving\n  - ../../pools/eu-l4-extra\n"))
+    overlay.write_text(
+        overlay.read_text().replace(
+            "  - ../../pools/eu-h100-serving\n",
+            "  - ../../pools/eu-h100-serving\n  - ../../pools/eu-l4-extra\n",
+        )
+    )
     return repo
 
 

@@ -1,4 +1,5 @@
-"""The openAPIV3Schema converter (one test per API-server emulation rule), the CRD importer and the loaders."""
+"""The openAPIV3Schema converter (one test per API-server emulation rule), the CRD importer and the
+loaders."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def obj(**properties: dict) -> dict:
 
 
 def accepts(openapi: dict, instance: object, strict: bool = True) -> bool:
-    return jsonschema_rs.Draft202012Validator(openapi_to_jsonschema(openapi, strict=strict)).is_valid(instance)
+    return jsonschema_rs.Draft202012Validator(openapi_to_jsonschema(openapi, strict=strict)).is_valid(
+        instance
+    )
 
 
 # --- converter rules -----------------------------------------------------------------------------------
@@ -55,8 +58,13 @@ def test_additional_properties_map_stays_a_map() -> None:
 
 
 def test_preserve_unknown_fields_keeps_object_open() -> None:
-    schema = obj(values={"type": "object", "x-kubernetes-preserve-unknown-fields": True,
-                         "properties": {"known": {"type": "integer"}}})
+    schema = obj(
+        values={
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "properties": {"known": {"type": "integer"}},
+        }
+    )
     assert accepts(schema, {"values": {"known": 1, "extra": {"deep": True}}})
     assert not accepts(schema, {"values": {"known": "one"}})
 
@@ -66,8 +74,11 @@ def test_object_without_properties_is_left_open() -> None:
 
 
 def test_nullable_accepts_null_and_others_do_not() -> None:
-    schema = obj(a={"type": "string", "nullable": True}, b={"type": "string"},
-                 c={"type": "string", "enum": ["x"], "nullable": True})
+    schema = obj(
+        a={"type": "string", "nullable": True},
+        b={"type": "string"},
+        c={"type": "string", "enum": ["x"], "nullable": True},
+    )
     assert accepts(schema, {"a": None, "c": None})
     assert not accepts(schema, {"b": None})
 
@@ -80,8 +91,13 @@ def test_nullable_with_combinator_still_accepts_null() -> None:
 
 
 def test_int_or_string_accepts_integer_or_string_only() -> None:
-    schema = obj(q={"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}],
-                    "pattern": "^[0-9]+(Mi|Gi)?$"})
+    schema = obj(
+        q={
+            "x-kubernetes-int-or-string": True,
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": "^[0-9]+(Mi|Gi)?$",
+        }
+    )
     assert accepts(schema, {"q": 4})
     assert accepts(schema, {"q": "4Gi"})
     assert not accepts(schema, {"q": "4 GB"})
@@ -90,16 +106,26 @@ def test_int_or_string_accepts_integer_or_string_only() -> None:
 
 
 def test_required_with_default_is_not_required() -> None:
-    schema = {"type": "object", "required": ["driverType", "image"],
-              "properties": {"driverType": {"type": "string", "default": "gpu"}, "image": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "required": ["driverType", "image"],
+        "properties": {"driverType": {"type": "string", "default": "gpu"}, "image": {"type": "string"}},
+    }
     assert accepts(schema, {"image": "driver"})
     assert not accepts(schema, {"driverType": "gpu"})
 
 
 def test_embedded_resource_allows_type_meta_but_nothing_else() -> None:
-    schema = obj(template={"type": "object", "x-kubernetes-embedded-resource": True,
-                           "properties": {"spec": {"type": "object"}}})
-    assert accepts(schema, {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}})
+    schema = obj(
+        template={
+            "type": "object",
+            "x-kubernetes-embedded-resource": True,
+            "properties": {"spec": {"type": "object"}},
+        }
+    )
+    assert accepts(
+        schema, {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}}
+    )
     assert not accepts(schema, {"template": {"spec": {}, "status": {}}})
 
 
@@ -135,8 +161,11 @@ def test_cel_rules_are_dropped_but_kept_under_vendor_key() -> None:
 
 
 def test_non_json_schema_formats_are_dropped() -> None:
-    openapi = obj(n={"type": "integer", "format": "int32"}, t={"type": "string", "format": "date-time"},
-                  b={"type": "string", "format": "byte"})
+    openapi = obj(
+        n={"type": "integer", "format": "int32"},
+        t={"type": "string", "format": "date-time"},
+        b={"type": "string", "format": "byte"},
+    )
     properties = openapi_to_jsonschema(openapi)["properties"]
     assert "format" not in properties["n"] and "format" not in properties["b"]
     assert properties["t"]["format"] == "date-time"
@@ -156,8 +185,10 @@ def test_list_type_set_means_unique_items() -> None:
 
 
 def test_drop_nulls_prunes_null_mapping_values() -> None:
-    assert drop_nulls({"a": None, "b": {"c": None, "d": 1}, "e": [None, {"f": None}]}) == \
-        {"b": {"d": 1}, "e": [None, {}]}
+    assert drop_nulls({"a": None, "b": {"c": None, "d": 1}, "e": [None, {"f": None}]}) == {
+        "b": {"d": 1},
+        "e": [None, {}],
+    }
 
 
 # --- reading CRD YAML ----------------------------------------------------------------------------------
@@ -190,8 +221,10 @@ VERSION_TEMPLATE = """\
 
 
 def crd_yaml(*versions: tuple[str, bool]) -> str:
-    body = "".join(VERSION_TEMPLATE.format(name=name, served=str(served).lower(), storage=str(index == 0).lower())
-                   for index, (name, served) in enumerate(versions))
+    body = "".join(
+        VERSION_TEMPLATE.format(name=name, served=str(served).lower(), storage=str(index == 0).lower())
+        for index, (name, served) in enumerate(versions)
+    )
     return CRD_TEMPLATE.format(versions=body)
 
 
@@ -199,7 +232,8 @@ def test_one_schema_per_served_version() -> None:
     schemas = crds_from_yaml(crd_yaml(("v1", True), ("v1beta1", True), ("v1alpha1", False)))
     assert [(s.group, s.version, s.kind, s.plural, s.scope) for s in schemas] == [
         ("example.com", "v1", "Widget", "widgets", "Namespaced"),
-        ("example.com", "v1beta1", "Widget", "widgets", "Namespaced")]
+        ("example.com", "v1beta1", "Widget", "widgets", "Namespaced"),
+    ]
     assert schemas[0].schema[GVK_KEY] == {"group": "example.com", "version": "v1", "kind": "Widget"}
 
 
@@ -211,7 +245,9 @@ def test_list_and_kubectl_output_are_read() -> None:
 
 
 def test_not_a_crd_is_an_error_naming_what_was_found() -> None:
-    with pytest.raises(CRDError, match=r"deploy.yaml: no CustomResourceDefinition found \(found Deployment\)"):
+    with pytest.raises(
+        CRDError, match=r"deploy.yaml: no CustomResourceDefinition found \(found Deployment\)"
+    ):
         crds_from_yaml("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", "deploy.yaml")
 
 
@@ -228,7 +264,9 @@ def test_import_writes_group_kind_version_json(tmp_path: Path) -> None:
     source.write_text(crd_yaml(("v1", True), ("v2", True)), encoding="utf-8")
     written = import_files([source], tmp_path / "out")
     assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in written) == [
-        "example.com/widget-v1.json", "example.com/widget-v2.json"]
+        "example.com/widget-v1.json",
+        "example.com/widget-v2.json",
+    ]
     schema = json.loads(written[0].read_text(encoding="utf-8"))
     validator = jsonschema_rs.Draft202012Validator(schema)
     assert validator.is_valid({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"size": 2}})
@@ -259,7 +297,9 @@ def test_main_import_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main_import([]) == 2  # usage error
 
 
-def test_main_import_defaults_to_policies_crd_schemas_in_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_main_import_defaults_to_policies_crd_schemas_in_repo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "sub").mkdir()
     source = tmp_path / "widgets.yaml"
@@ -281,15 +321,22 @@ def test_carried_schemas_are_keyed_by_api_version_and_kind() -> None:
 
 
 def test_imported_schemas_override_carried(tmp_path: Path) -> None:
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-              GVK_KEY: {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ClusterQueue"}}
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        GVK_KEY: {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ClusterQueue"},
+    }
     (tmp_path / "kueue.x-k8s.io").mkdir()
-    (tmp_path / "kueue.x-k8s.io" / "clusterqueue-v1beta2.json").write_text(json.dumps(schema), encoding="utf-8")
+    (tmp_path / "kueue.x-k8s.io" / "clusterqueue-v1beta2.json").write_text(
+        json.dumps(schema), encoding="utf-8"
+    )
     assert load_schema_dir(tmp_path) == {("kueue.x-k8s.io/v1beta2", "ClusterQueue"): schema}
     merged = schemas_with_imports(tmp_path)
     assert merged[("kueue.x-k8s.io/v1beta2", "ClusterQueue")] == schema
-    assert merged[("kueue.x-k8s.io/v1beta2", "LocalQueue")] is carried_schemas()[("kueue.x-k8s.io/v1beta2",
-                                                                                   "LocalQueue")]
+    assert (
+        merged[("kueue.x-k8s.io/v1beta2", "LocalQueue")]
+        is carried_schemas()[("kueue.x-k8s.io/v1beta2", "LocalQueue")]
+    )
 
 
 def test_schema_dir_without_gvk_is_an_error(tmp_path: Path) -> None:

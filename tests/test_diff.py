@@ -90,9 +90,16 @@ spec:
 
 
 def git(root: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True, env=env).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=env
+    ).stdout
 
 
 def scenario_repo(tmp_path: Path) -> Path:
@@ -127,8 +134,7 @@ def raise_quota_and_change_layout(root: Path) -> int:
 
 
 def run_cli(*argv: str) -> tuple[int, str]:
-    out = subprocess.run([str(GPUPOLICY), *argv], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run([str(GPUPOLICY), *argv], capture_output=True, text=True, check=False)
     assert out.returncode in (0, 1), out.stderr
     return out.returncode, out.stdout
 
@@ -147,12 +153,29 @@ def test_diff_names_team_pool_values_and_new_findings(reviewed: tuple[Path, int,
     code, text = run_cli("diff", "--repo", str(root), "--format", "json", "--head", "HEAD")
     data = json.loads(text)
     quota = [row for row in data["sections"]["quotas"] if row["queue"] == "alpha"]
-    assert quota == [{"cluster": "mini", "team": "alpha", "queue": "alpha", "flavor": "mini-a100",
-                      "resource": "nvidia.com/gpu", "old": "16", "new": "24", "delta": "+8",
-                      "share of pool (old -> new)": "100% of 16 -> 150% of 16"}]
+    assert quota == [
+        {
+            "cluster": "mini",
+            "team": "alpha",
+            "queue": "alpha",
+            "flavor": "mini-a100",
+            "resource": "nvidia.com/gpu",
+            "old": "16",
+            "new": "24",
+            "delta": "+8",
+            "share of pool (old -> new)": "100% of 16 -> 150% of 16",
+        }
+    ]
     layout = [row for row in data["sections"]["pools"] if row["setting"] == "MIG layout"]
-    assert layout == [{"cluster": "mini", "pool": "mini-mig", "setting": "MIG layout",
-                       "old": "all-3g.40gb (mixed)", "new": "all-1g.10gb (mixed)"}]
+    assert layout == [
+        {
+            "cluster": "mini",
+            "pool": "mini-mig",
+            "setting": "MIG layout",
+            "old": "all-3g.40gb (mixed)",
+            "new": "all-1g.10gb (mixed)",
+        }
+    ]
     capacity = {(row["resource"], row["old"], row["new"]) for row in data["sections"]["capacity"]}
     assert capacity == {("nvidia.com/mig-3g.40gb", "16", "—"), ("nvidia.com/mig-1g.10gb", "—", "56")}
     # The findings the change introduces are exactly the head's minus the base's, on the head's lines.
@@ -174,7 +197,8 @@ def test_layout_change_finding_lands_on_the_quota_it_breaks(reviewed: tuple[Path
     _code, text = run_cli("diff", "--repo", str(root), "--format", "json", "--head", "HEAD")
     # The resource entry of beta's quota that names the MIG profile the new layout no longer exposes.
     beta_line = (root / "clusters/mini/queues.yaml").read_text().splitlines().index(
-        "            - name: nvidia.com/mig-3g.40gb") + 1
+        "            - name: nvidia.com/mig-3g.40gb"
+    ) + 1
     cap002 = [f for f in json.loads(text)["findings"]["introduced"] if f["rule"] == "CAP002"]
     assert [(f["path"], f["line"]) for f in cap002] == [("clusters/mini/queues.yaml", beta_line)]
     assert "mini-mig" in cap002[0]["message"]
@@ -218,8 +242,12 @@ def test_no_main_branch_falls_back_to_head(tmp_path: Path) -> None:
 
 def test_unknown_revision_is_a_clear_error(tmp_path: Path) -> None:
     root = scenario_repo(tmp_path)
-    out = subprocess.run([str(GPUPOLICY), "diff", "--repo", str(root), "--base",
-                          "no-such-rev"], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [str(GPUPOLICY), "diff", "--repo", str(root), "--base", "no-such-rev"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 2
     assert "unknown git revision 'no-such-rev'" in out.stderr and "Traceback" not in out.stderr
 
@@ -232,6 +260,7 @@ def test_diff_sarif_marks_baseline_state(reviewed: tuple[Path, int, str]) -> Non
 
 
 # --- unit level: findings matching and RBAC ---------------------------------------------------------------
+
 
 def _finding(rule: str, line: int, message: str = "m", severity: Severity = Severity.ERROR) -> Finding:
     return Finding(rule, severity, message, "clusters/a/q.yaml", line)
@@ -285,9 +314,10 @@ def test_rbac_gains_and_losses_per_subject(tmp_path: Path) -> None:
     head = _rbac_fleet(tmp_path, ["get", "update"], "alpha-leads")
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "base", "head")
     rbac = next(s for s in result.sections if s.key == "rbac")
-    assert rbac.rows == [["mini", "Group alpha-leads", "namespace alpha", "loses", "list", "kueue.x-k8s.io/clusterqueues"],
-                         ["mini", "Group alpha-leads", "namespace alpha", "gains", "update",
-                          "kueue.x-k8s.io/clusterqueues"]]
+    assert rbac.rows == [
+        ["mini", "Group alpha-leads", "namespace alpha", "loses", "list", "kueue.x-k8s.io/clusterqueues"],
+        ["mini", "Group alpha-leads", "namespace alpha", "gains", "update", "kueue.x-k8s.io/clusterqueues"],
+    ]
     assert "RBAC changes for 1 subject(s)" in result.headline
 
 
@@ -296,8 +326,10 @@ def test_rbac_rows_group_a_subjects_resources_by_the_verbs_it_gains(tmp_path: Pa
     head = _rbac_fleet(tmp_path, ["get", "list", "watch"], "alpha-devs")
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "base", "head")
     rbac = next(s for s in result.sections if s.key == "rbac")
-    assert [row[1:5] for row in rbac.rows] == [["Group alpha-leads", "namespace alpha", "loses", "get"],
-                                               ["Group alpha-devs", "namespace alpha", "gains", "get, list, watch"]]
+    assert [row[1:5] for row in rbac.rows] == [
+        ["Group alpha-leads", "namespace alpha", "loses", "get"],
+        ["Group alpha-devs", "namespace alpha", "gains", "get, list, watch"],
+    ]
     assert "RBAC changes for 2 subject(s)" in result.headline
 
 
@@ -330,17 +362,25 @@ def _fleet_with_new_pool_and_team(tmp_path: Path) -> pipeline.RunResult:
     return pipeline.run(root)
 
 
-def test_headline_leads_with_a_new_pool_and_team_and_leaves_out_what_follows_from_them(tmp_path: Path) -> None:
+def test_headline_leads_with_a_new_pool_and_team_and_leaves_out_what_follows_from_them(
+    tmp_path: Path,
+) -> None:
     base = pipeline.run(shutil.copytree(MINIREPO, tmp_path / "base"))
     head = _fleet_with_new_pool_and_team(tmp_path)
     result = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "base", "head")
     members = next(s for s in result.sections if s.key == "members")
-    assert [row[:4] for row in members.rows] == [["mini", "pool", "mini-h100", "new"],
-                                                 ["mini", "team", "beta", "new"]]
+    assert [row[:4] for row in members.rows] == [
+        ["mini", "pool", "mini-h100", "new"],
+        ["mini", "team", "beta", "new"],
+    ]
     phrases = result.headline.split("; ")
-    assert phrases[0].startswith("new pool mini-h100 on mini (") and phrases[1].startswith("new team beta on mini")
+    assert phrases[0].startswith("new pool mini-h100 on mini (") and phrases[1].startswith(
+        "new team beta on mini"
+    )
     # the new pool's capacity and the new team's quota are in their tables, not repeated in the headline
     assert "in pool mini-h100" not in result.headline and "for team beta" not in result.headline
-    assert any(s.key == "capacity" for s in result.sections) and any(s.key == "quotas" for s in result.sections)
+    assert any(s.key == "capacity" for s in result.sections) and any(
+        s.key == "quotas" for s in result.sections
+    )
     removed = diff.compare(head.fleet, base.fleet, head.findings, base.findings, "head", "base")
     assert removed.headline.startswith("removed ")

@@ -1,8 +1,9 @@
 """`gpupolicy diff` shows every change that reaches a cluster, in the units a reviewer thinks in (issue 14).
 
 The cases come from the issue: a namespace ResourceQuota raised 48 -> 480 was reported as "no change"; a queue
-label, a taint and an upgrade-plan edit did not appear; a memory quota read `+8.24634e+11 memory` after the GPU
-rows' `+0`s. Each side is a pipeline run over a copy of a repository; `diff.compare` is what the command prints.
+label, a taint and an upgrade-plan edit did not appear; a memory quota read `+8.24634e+11 memory` after the
+GPU rows' `+0`s. Each side is a pipeline run over a copy of a repository; `diff.compare` is what the command
+prints.
 """
 
 from __future__ import annotations
@@ -42,47 +43,72 @@ def mini(tmp_path: Path) -> tuple[Path, Path]:
     return base, head
 
 
-# --- the issue's combined change on the shipped fleet ----------------------------------------------------------
+# --- the issue's combined change on the shipped fleet
+# ----------------------------------------------------------
 
 NLP = 48  # nlp's requests.nvidia.com/gpu in prod-eu as the tests' own fleet (tests/fixtures/fleet) has it
 
 
 @pytest.fixture(scope="module")
 def fleet_change(tmp_path_factory: pytest.TempPathFactory) -> diff.SemanticDiff:
-    """nlp's prod-eu ResourceQuota x10, a taint and a node on eu-l4-shared, the canary stage's soak 7d -> 10d."""
+    """nlp's prod-eu ResourceQuota x10, a taint and a node on eu-l4-shared, the canary stage's soak 7d ->
+    10d."""
     base = fleet_repo()  # the tests' own rich fleet, the same on a fork (decision 0085)
     head = copy_repo(base, tmp_path_factory.mktemp("fleet") / "repo")
-    _edit(head / "clusters/prod-eu/team-quotas.yaml", f'requests.nvidia.com/gpu: "{NLP}"',
-          f'requests.nvidia.com/gpu: "{NLP * 10}"')
+    _edit(
+        head / "clusters/prod-eu/team-quotas.yaml",
+        f'requests.nvidia.com/gpu: "{NLP}"',
+        f'requests.nvidia.com/gpu: "{NLP * 10}"',
+    )
     pool = head / "pools/eu-l4-shared/pool.yaml"
     _edit(pool, "    eu-west-1b: 1", "    eu-west-1b: 2")
-    _edit(pool, "      effect: NoSchedule\n",
-          "      effect: NoSchedule\n    - key: gpupolicy.io/dedicated\n      value: notebooks\n      effect: NoSchedule\n")
+    _edit(
+        pool,
+        "      effect: NoSchedule\n",
+        "      effect: NoSchedule\n    - key: gpupolicy.io/dedicated\n      value: notebooks\n      "
+        "effect: NoSchedule\n",
+    )
     _edit(head / "policies/upgrades/driver-r580-to-r595.yaml", "minimumSoak: 7d", "minimumSoak: 10d")
     return _compare(base, head)
 
 
 def test_a_namespace_resource_quota_change_is_shown(fleet_change: diff.SemanticDiff) -> None:
     assert _rows(fleet_change, "namespace-quotas") == [
-        {"cluster": "prod-eu", "namespace": "nlp", "quota": "gpu", "resource": "requests.nvidia.com/gpu",
-         "old": str(NLP), "new": str(NLP * 10), "delta": f"+{NLP * 9}"}]
+        {
+            "cluster": "prod-eu",
+            "namespace": "nlp",
+            "quota": "gpu",
+            "resource": "requests.nvidia.com/gpu",
+            "old": str(NLP),
+            "new": str(NLP * 10),
+            "delta": f"+{NLP * 9}",
+        }
+    ]
     headline = f"+{NLP * 9} nvidia.com/gpu for namespace nlp in prod-eu ({NLP} -> {NLP * 10})"
     assert headline in fleet_change.headline
 
 
 def test_a_taint_an_upgrade_plan_and_a_pool_size_are_shown(fleet_change: diff.SemanticDiff) -> None:
-    declared = {(row["pool"], row["field"]): (row["old"], row["new"])
-                for row in _rows(fleet_change, "pool-declarations")}
+    declared = {
+        (row["pool"], row["field"]): (row["old"], row["new"])
+        for row in _rows(fleet_change, "pool-declarations")
+    }
     assert declared == {
         ("eu-l4-shared", "zones.eu-west-1b"): ("1", "2"),
-        ("eu-l4-shared", "taints"): ("nvidia.com/gpu=present:NoSchedule",
-                                     "gpupolicy.io/dedicated=notebooks:NoSchedule, nvidia.com/gpu=present:NoSchedule")}
+        ("eu-l4-shared", "taints"): (
+            "nvidia.com/gpu=present:NoSchedule",
+            "gpupolicy.io/dedicated=notebooks:NoSchedule, nvidia.com/gpu=present:NoSchedule",
+        ),
+    }
     plan = {row["field"]: (row["old"], row["new"]) for row in _rows(fleet_change, "plans")}
     assert plan == {"spec.stages[canary].minimumSoak": ("7d", "10d")}
-    assert [(r["pool"], r["old"], r["new"], r["delta"]) for r in _rows(fleet_change, "capacity")] == \
-        [("eu-l4-shared", "64", "96", "+32")]
+    assert [(r["pool"], r["old"], r["new"], r["delta"]) for r in _rows(fleet_change, "capacity")] == [
+        ("eu-l4-shared", "64", "96", "+32")
+    ]
     # the new taint is the riskiest change: it shuts out every workload that does not tolerate it
-    assert fleet_change.headline.startswith("new taint gpupolicy.io/dedicated=notebooks:NoSchedule on pool eu-l4-shared")
+    assert fleet_change.headline.startswith(
+        "new taint gpupolicy.io/dedicated=notebooks:NoSchedule on pool eu-l4-shared"
+    )
 
 
 def test_every_changed_rendered_object_is_listed_with_its_yaml_diff(fleet_change: diff.SemanticDiff) -> None:
@@ -98,7 +124,8 @@ def test_every_changed_rendered_object_is_listed_with_its_yaml_diff(fleet_change
     assert "<details><summary>ResourceQuota nlp/gpu</summary>\n\n```diff\n--- base\n+++ head\n" in markdown
 
 
-# --- units, zero rows and order --------------------------------------------------------------------------------
+# --- units, zero rows and order
+# --------------------------------------------------------------------------------
 
 MEMORY_QUOTA = """\
     - coveredResources: [cpu, memory]
@@ -120,14 +147,26 @@ def test_quantities_read_in_human_units_with_gpu_rows_first_and_no_zero_rows(min
     rows = [(r["resource"], r["old"], r["new"], r["delta"]) for r in _rows(result, "quotas")]
     # cpu 0 (absent before) is no change: no "+0" row
     assert rows == [("nvidia.com/gpu", "16", "8", "-8"), ("memory", "—", "768 GiB", "+768 GiB")]
-    assert result.headline.startswith("-8 A100 on mini-a100 for team alpha in mini (16 -> 8); +768 GiB memory on mini-a100 for team alpha")
+    assert result.headline.startswith(
+        "-8 A100 on mini-a100 for team alpha in mini (16 -> 8); +768 GiB memory on mini-a100 for team alpha"
+    )
     assert "e+" not in result.headline
 
 
-@pytest.mark.parametrize(("resource", "amount", "shown"), [
-    ("memory", 824633720832, "768 GiB"), ("requests.memory", "3Ti", "3 TiB"), ("memory", "1536Mi", "1.5 GiB"),
-    ("cpu", "500m", "0.5 cores"), ("limits.cpu", 1, "1 core"), ("nvidia.com/gpu", "480", "480"),
-    ("nvidia.com/mig-1g.10gb", 56, "56"), ("nvidia.com/gpu", 10**400, "1.000e+400"), ("memory", "x", "x")])
+@pytest.mark.parametrize(
+    ("resource", "amount", "shown"),
+    [
+        ("memory", 824633720832, "768 GiB"),
+        ("requests.memory", "3Ti", "3 TiB"),
+        ("memory", "1536Mi", "1.5 GiB"),
+        ("cpu", "500m", "0.5 cores"),
+        ("limits.cpu", 1, "1 core"),
+        ("nvidia.com/gpu", "480", "480"),
+        ("nvidia.com/mig-1g.10gb", 56, "56"),
+        ("nvidia.com/gpu", 10**400, "1.000e+400"),
+        ("memory", "x", "x"),
+    ],
+)
 def test_human_amount(resource: str, amount: object, shown: str) -> None:
     assert human_amount(resource, amount) == shown
 
@@ -139,13 +178,20 @@ def test_human_delta() -> None:
     assert human_delta("memory", "not a quantity", 1) == ""
 
 
-# --- what the semantic part covers besides -------------------------------------------------------------------
+# --- what the semantic part covers besides
+# -------------------------------------------------------------------
+
 
 def test_a_queue_label_and_a_limit_range_are_shown(mini: tuple[Path, Path]) -> None:
     base, head = mini
-    _edit(head / "clusters/mini/queues.yaml", "    gpupolicy.io/tier: training\n",
-          '    gpupolicy.io/tier: training\n    gpupolicy.io/allow-shared-gpus: "true"\n')
-    (head / "policies/base/team.yaml").write_text((head / "policies/base/team.yaml").read_text() + """\
+    _edit(
+        head / "clusters/mini/queues.yaml",
+        "    gpupolicy.io/tier: training\n",
+        '    gpupolicy.io/tier: training\n    gpupolicy.io/allow-shared-gpus: "true"\n',
+    )
+    (head / "policies/base/team.yaml").write_text(
+        (head / "policies/base/team.yaml").read_text()
+        + """\
 ---
 apiVersion: v1
 kind: LimitRange
@@ -156,24 +202,48 @@ spec:
   limits:
     - type: Container
       defaultRequest: {cpu: 500m, memory: 1Gi}
-""")
+"""
+    )
     result = _compare(base, head)
-    assert _rows(result, "labels") == [{"cluster": "mini", "kind": "ClusterQueue", "object": "alpha",
-                                        "label": "gpupolicy.io/allow-shared-gpus", "old": "—", "new": "true"}]
-    assert [(r["setting"], r["resource"], r["old"], r["new"]) for r in _rows(result, "limit-ranges")] == \
-        [("defaultRequest", "cpu", "—", "0.5 cores"), ("defaultRequest", "memory", "—", "1 GiB")]
+    assert _rows(result, "labels") == [
+        {
+            "cluster": "mini",
+            "kind": "ClusterQueue",
+            "object": "alpha",
+            "label": "gpupolicy.io/allow-shared-gpus",
+            "old": "—",
+            "new": "true",
+        }
+    ]
+    assert [(r["setting"], r["resource"], r["old"], r["new"]) for r in _rows(result, "limit-ranges")] == [
+        ("defaultRequest", "cpu", "—", "0.5 cores"),
+        ("defaultRequest", "memory", "—", "1 GiB"),
+    ]
     changes = {(c.change, c.ref) for cluster in result.objects for c in cluster.changes}
-    assert changes == {("changed", "ClusterQueue.kueue.x-k8s.io alpha"), ("added", "LimitRange alpha/defaults")}
+    assert changes == {
+        ("changed", "ClusterQueue.kueue.x-k8s.io alpha"),
+        ("added", "LimitRange alpha/defaults"),
+    }
 
 
 def test_a_flavor_toleration_is_a_node_selection_change(mini: tuple[Path, Path]) -> None:
     base, head = mini
     flavor = head / "pools/mini-a100/flavor.yaml"
-    flavor.write_text(flavor.read_text().rstrip("\n") + "\n  tolerations:\n    - {key: gpupolicy.io/dedicated, "
-                                                         "operator: Exists, effect: NoSchedule}\n")
+    flavor.write_text(
+        flavor.read_text().rstrip("\n") + "\n  tolerations:\n    - {key: "
+        "gpupolicy.io/dedicated, operator: Exists, effect: NoSchedule}\n"
+    )
     rows = _rows(_compare(base, head), "placement")
-    assert rows == [{"cluster": "mini", "kind": "ResourceFlavor", "object": "mini-a100", "field": "spec.tolerations",
-                     "old": "—", "new": "gpupolicy.io/dedicated exists:NoSchedule"}]
+    assert rows == [
+        {
+            "cluster": "mini",
+            "kind": "ResourceFlavor",
+            "object": "mini-a100",
+            "field": "spec.tolerations",
+            "old": "—",
+            "new": "gpupolicy.io/dedicated exists:NoSchedule",
+        }
+    ]
 
 
 def test_secret_values_never_reach_the_diff(mini: tuple[Path, Path]) -> None:
@@ -188,10 +258,12 @@ metadata:
 stringData:
   token: {value}
 """
-    (base / "policies/base/team.yaml").write_text((base / "policies/base/team.yaml").read_text()
-                                                  + secret.format(value="old-value-1234"))
-    (head / "policies/base/team.yaml").write_text((head / "policies/base/team.yaml").read_text()
-                                                  + secret.format(value="new-value-5678"))
+    (base / "policies/base/team.yaml").write_text(
+        (base / "policies/base/team.yaml").read_text() + secret.format(value="old-value-1234")
+    )
+    (head / "policies/base/team.yaml").write_text(
+        (head / "policies/base/team.yaml").read_text() + secret.format(value="new-value-5678")
+    )
     result = _compare(base, head)
     [change] = [c for cluster in result.objects for c in cluster.changes]
     assert change.ref == "Secret alpha/pull" and change.change == "changed"
@@ -211,8 +283,12 @@ def test_markdown_shows_a_repeated_diff_once_and_keeps_to_its_budget(monkeypatch
     from gpupolicy.diff.objects import ClusterObjects, ObjectChange
 
     lines = ("--- base", "+++ head", "@@ -1 +1 @@", "-value: 1", "+value: 2")
-    same = [ClusterObjects(name, [ObjectChange(name, "PriorityClass.scheduling.k8s.io p", "changed", "p.yaml", lines)])
-            for name in ("a", "b")]
+    same = [
+        ClusterObjects(
+            name, [ObjectChange(name, "PriorityClass.scheduling.k8s.io p", "changed", "p.yaml", lines)]
+        )
+        for name in ("a", "b")
+    ]
     other = ClusterObjects("c", [ObjectChange("c", "ConfigMap x/big", "changed", "big.yaml", lines * 3)])
     monkeypatch.setattr(diff, "MARKDOWN_DIFF_BUDGET", 10)
     text = diff.to_markdown(diff.SemanticDiff("b", "h", [], diff.FindingsDiff(), "x", objects=[*same, other]))

@@ -1,8 +1,10 @@
-"""`gpupolicy docs --check`: the generated pages of the runbook site match the manifests, and a stale page is named.
+"""`gpupolicy docs --check`: the generated pages of the runbook site match the manifests, and a stale page is
+named.
 
-The repository check fails whenever someone changes clusters/, pools/ or policies/ (or a decision record) without
-running `gpupolicy docs`; that is its purpose. The second test proves the check can fail: in a copy of the
-repository it regenerates the pages, changes one pool's node count, and expects the fleet overview reported stale.
+The repository check fails whenever someone changes clusters/, pools/ or policies/ (or a decision record)
+without running `gpupolicy docs`; that is its purpose. The second test proves the check can fail: in a copy of
+the repository it regenerates the pages, changes one pool's node count, and expects the fleet overview
+reported stale.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ def test_generated_pages_are_current(capsys) -> None:
 
 
 def _pool_with_zones(repo: Path) -> tuple[Path, str, int]:
-    """A pool of the fleet (one a cluster includes, so it is on the overview), its first zone and node count."""
+    """A pool of the fleet (one a cluster includes, so it is on the overview), its first zone and node
+    count."""
     overview = (repo / FLEET_OVERVIEW).read_text(encoding="utf-8")
     for pool_file in sorted(repo.glob("pools/*/pool.yaml")):
         zones = (yaml.safe_load(pool_file.read_text(encoding="utf-8")).get("spec") or {}).get("zones") or {}

@@ -34,8 +34,10 @@ def test_every_model_has_its_labels_ids_drivers_and_profiles(page: str, model: c
     assert all(f"`{pci}`" in section for pci in model.pci_device_ids)
     assert f"driver at least | {model.min_driver} |" in section
     for profile in model.mig_profiles.values():
-        row = (f"| `{profile.name}` | `{catalog.resource_name(profile, 'mixed')}` | {profile.compute_slices} / "
-               f"{profile.memory_slices} | {' '.join(map(str, profile.placements))} | {profile.max_count} |")
+        row = (
+            f"| `{profile.name}` | `{catalog.resource_name(profile, 'mixed')}` | {profile.compute_slices} "
+            f"/ {profile.memory_slices} | {' '.join(map(str, profile.placements))} | {profile.max_count} |"
+        )
         assert row in section, f"{model.key}: no row for {profile.name}"
     assert ("MIG profiles" in section) == bool(model.mig_profiles)
 

@@ -4,7 +4,8 @@ pool's ResourceFlavors select and its taints say, in forms that are well-formed 
 No Karpenter or Cluster API CRD is carried under ../shared/crds, so the templates are checked by structure:
 JSON Schemas written from the upstream Go types (kubernetes-sigs/karpenter pkg/apis/v1 nodepool.go and
 nodeclaim.go; kubernetes-sigs/cluster-api api/v1beta1 machinedeployment_types.go, machine_types.go and
-bootstrap/kubeadm/api/v1beta1 kubeadm_types.go), each with the fields the page writes and their required ones."""
+bootstrap/kubeadm/api/v1beta1 kubeadm_types.go), each with the fields the page writes and their required
+ones."""
 
 from __future__ import annotations
 
@@ -19,45 +20,147 @@ from gpupolicy import pipeline
 from gpupolicy.docsgen import Context, node_join
 from gpupolicy.model import Pool, Taint, is_discovered_label, selects
 
-QUALIFIED_NAME = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-TAINT = {"type": "object", "required": ["key", "effect"], "additionalProperties": False,
-         "properties": {"key": {"type": "string", "pattern": QUALIFIED_NAME}, "value": {"type": "string"},
-                        "effect": {"enum": ["NoSchedule", "PreferNoSchedule", "NoExecute"]}}}
-LABELS = {"type": "object", "propertyNames": {"pattern": QUALIFIED_NAME}, "additionalProperties": {"type": "string"}}
-REFERENCE = {"type": "object", "required": ["apiVersion", "kind", "name"],
-             "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}}}
+DNS_PREFIX = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+QUALIFIED_NAME = rf"^{DNS_PREFIX}[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+TAINT = {
+    "type": "object",
+    "required": ["key", "effect"],
+    "additionalProperties": False,
+    "properties": {
+        "key": {"type": "string", "pattern": QUALIFIED_NAME},
+        "value": {"type": "string"},
+        "effect": {"enum": ["NoSchedule", "PreferNoSchedule", "NoExecute"]},
+    },
+}
+LABELS = {
+    "type": "object",
+    "propertyNames": {"pattern": QUALIFIED_NAME},
+    "additionalProperties": {"type": "string"},
+}
+REFERENCE = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "name"],
+    "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}},
+}
 SCHEMAS = {
     ("karpenter.sh/v1", "NodePool"): {
-        "type": "object", "required": ["metadata", "spec"],
-        "properties": {"spec": {"type": "object", "required": ["template"], "properties": {
-            "limits": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}},
-            "template": {"type": "object", "required": ["spec"], "properties": {
-                "metadata": {"type": "object", "properties": {"labels": LABELS}},
-                "spec": {"type": "object", "required": ["nodeClassRef", "requirements"], "properties": {
-                    "nodeClassRef": {"type": "object", "required": ["group", "kind", "name"]},
-                    "requirements": {"type": "array", "items": {
-                        "type": "object", "required": ["key", "operator"], "properties": {
-                            "operator": {"enum": ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]},
-                            "values": {"type": "array", "items": {"type": "string"}}}}},
-                    "taints": {"type": "array", "items": TAINT}}}}}}}}},
+        "type": "object",
+        "required": ["metadata", "spec"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["template"],
+                "properties": {
+                    "limits": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}},
+                    "template": {
+                        "type": "object",
+                        "required": ["spec"],
+                        "properties": {
+                            "metadata": {"type": "object", "properties": {"labels": LABELS}},
+                            "spec": {
+                                "type": "object",
+                                "required": ["nodeClassRef", "requirements"],
+                                "properties": {
+                                    "nodeClassRef": {"type": "object", "required": ["group", "kind", "name"]},
+                                    "requirements": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["key", "operator"],
+                                            "properties": {
+                                                "operator": {
+                                                    "enum": [
+                                                        "In",
+                                                        "NotIn",
+                                                        "Exists",
+                                                        "DoesNotExist",
+                                                        "Gt",
+                                                        "Lt",
+                                                    ]
+                                                },
+                                                "values": {"type": "array", "items": {"type": "string"}},
+                                            },
+                                        },
+                                    },
+                                    "taints": {"type": "array", "items": TAINT},
+                                },
+                            },
+                        },
+                    },
+                },
+            }
+        },
+    },
     ("bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfigTemplate"): {
-        "type": "object", "required": ["metadata", "spec"],
-        "properties": {"spec": {"type": "object", "required": ["template"], "properties": {"template": {
-            "type": "object", "required": ["spec"], "properties": {"spec": {"type": "object", "properties": {
-                "joinConfiguration": {"type": "object", "properties": {"nodeRegistration": {
-                    "type": "object", "properties": {
-                        "kubeletExtraArgs": {"type": "object", "additionalProperties": {"type": "string"}},
-                        "taints": {"type": "array", "items": TAINT}}}}}}}}}}}}},
+        "type": "object",
+        "required": ["metadata", "spec"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["template"],
+                "properties": {
+                    "template": {
+                        "type": "object",
+                        "required": ["spec"],
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "joinConfiguration": {
+                                        "type": "object",
+                                        "properties": {
+                                            "nodeRegistration": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "kubeletExtraArgs": {
+                                                        "type": "object",
+                                                        "additionalProperties": {"type": "string"},
+                                                    },
+                                                    "taints": {"type": "array", "items": TAINT},
+                                                },
+                                            }
+                                        },
+                                    }
+                                },
+                            }
+                        },
+                    }
+                },
+            }
+        },
+    },
     ("cluster.x-k8s.io/v1beta1", "MachineDeployment"): {
-        "type": "object", "required": ["metadata", "spec"],
-        "properties": {"spec": {"type": "object", "required": ["clusterName", "selector", "template"], "properties": {
-            "replicas": {"type": "integer", "minimum": 0},
-            "template": {"type": "object", "required": ["spec"], "properties": {"spec": {
-                "type": "object", "required": ["clusterName", "bootstrap", "infrastructureRef"], "properties": {
-                    "failureDomain": {"type": "string"},
-                    "bootstrap": {"type": "object", "required": ["configRef"],
-                                  "properties": {"configRef": REFERENCE}},
-                    "infrastructureRef": REFERENCE}}}}}}}},
+        "type": "object",
+        "required": ["metadata", "spec"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["clusterName", "selector", "template"],
+                "properties": {
+                    "replicas": {"type": "integer", "minimum": 0},
+                    "template": {
+                        "type": "object",
+                        "required": ["spec"],
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["clusterName", "bootstrap", "infrastructureRef"],
+                                "properties": {
+                                    "failureDomain": {"type": "string"},
+                                    "bootstrap": {
+                                        "type": "object",
+                                        "required": ["configRef"],
+                                        "properties": {"configRef": REFERENCE},
+                                    },
+                                    "infrastructureRef": REFERENCE,
+                                },
+                            }
+                        },
+                    },
+                },
+            }
+        },
+    },
 }
 
 
@@ -94,17 +197,22 @@ def test_the_labels_and_taints_are_what_the_flavors_select_and_the_pool_declares
         assert node == pool.node_labels
         for cluster in (fleet.clusters[c] for c in pool.clusters):
             flavors = [f for f in cluster.flavors.values() if pool in cluster.pools_of_flavor(f)]
-            assert flavors and all(selects(f.node_labels, node) for f in flavors), f"{pool.name} in {cluster.name}"
-        taints = [re.fullmatch(r"([^=:]+)(?:=([^:]*))?:(\w+)", item).groups("")
-                  for item in _flag_values(command, "register-with-taints")]
+            assert flavors and all(selects(f.node_labels, node) for f in flavors), (
+                f"{pool.name} in {cluster.name}"
+            )
+        taints = [
+            re.fullmatch(r"([^=:]+)(?:=([^:]*))?:(\w+)", item).groups("")
+            for item in _flag_values(command, "register-with-taints")
+        ]
         assert [Taint(key, value, effect) for key, value, effect in taints] == list(pool.taints)
 
 
 def test_the_templates_are_well_formed_and_carry_the_same_labels_and_taints(fleet, pages) -> None:
     checked = set()
     for pool in fleet.pools.values():
-        expected_taints = [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
-                           for t in pool.taints]
+        expected_taints = [
+            {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in pool.taints
+        ]
         for block in _blocks(pages[f"pools/{pool.name}.md"], "yaml"):
             for document in yaml.safe_load_all(block):
                 key = (document["apiVersion"], document["kind"])
@@ -132,6 +240,8 @@ def _same_labels_and_taints(pool: Pool, document: dict, expected_taints: list[di
 
 
 def test_a_label_discovery_writes_is_left_to_discovery() -> None:
-    assert is_discovered_label("nvidia.com/gpu.product") and is_discovered_label("nvidia.com/mig-1g.10gb.count")
+    assert is_discovered_label("nvidia.com/gpu.product") and is_discovered_label(
+        "nvidia.com/mig-1g.10gb.count"
+    )
     assert not is_discovered_label("nvidia.com/mig.config") and not is_discovered_label("gpupolicy.io/pool")
     assert not is_discovered_label("nvidia.com/device-plugin.config")

@@ -15,8 +15,13 @@ from support import MINIREPO, REPO, run_gpupolicy
 
 from gpupolicy import docsgen, pipeline
 
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
 
 
 def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -33,7 +38,9 @@ def test_a_page_names_its_inputs_and_an_input_change_leaves_the_stamp_alone(tmp_
     before = context.header("T", ["pools/mini-a100/pool.yaml", "clusters/mini", "clusters/mini"])
     assert before.count("    - `clusters/mini`\n") == 1 and "    - `pools/mini-a100/pool.yaml`\n" in before
     (root / "clusters/mini/queues.yaml").write_text((root / "clusters/mini/queues.yaml").read_text() + "\n")
-    after = docsgen.Context(root=root, fleet=context.fleet).header("T", ["pools/mini-a100/pool.yaml", "clusters/mini"])
+    after = docsgen.Context(root=root, fleet=context.fleet).header(
+        "T", ["pools/mini-a100/pool.yaml", "clusters/mini"]
+    )
     assert after == before  # what the page reads changed, the stamp did not: only content changes move a page
     assert "    - none" in context.header("T", [])
 
@@ -51,7 +58,8 @@ def _validate(root: Path) -> subprocess.CompletedProcess:
 
 def test_validate_reports_a_stale_page_and_is_clean_once_regenerated(tmp_path: Path) -> None:
     root = shutil.copytree(MINIREPO, tmp_path / "repo")
-    assert "DOC005" not in _validate(root).stdout  # no docs/generated/: a fork that builds pages with the site
+    # no docs/generated/: a fork that builds pages with the site
+    assert "DOC005" not in _validate(root).stdout
     regenerate(root)
     clean = _validate(root)  # the minirepo has findings of its own (it is a rule fixtures' base), none DOC005
     assert "DOC005" not in clean.stdout and "INTERNAL" not in clean.stdout, clean.stdout
@@ -96,7 +104,14 @@ def test_two_branches_changing_different_pools_merge_without_conflict(fleet_repo
     assert not docsgen.stale_pages(fleet_repo, docsgen.generate(fleet_repo, pipeline.load_fleet(fleet_repo)))
     eu = _branch(fleet_repo, "eu", "eu-l4-shared")
     us = _branch(fleet_repo, "us", "us-l40s-shared")
-    for unrelated in ("alerts.md", "metrics.md", "access.md", "decisions.md", "mig-layouts.md", "exceptions.md"):
+    for unrelated in (
+        "alerts.md",
+        "metrics.md",
+        "access.md",
+        "decisions.md",
+        "mig-layouts.md",
+        "exceptions.md",
+    ):
         assert f"docs/generated/{unrelated}" not in eu + us  # pages that do not read pools stay as they were
     assert "docs/generated/sharing.md" in eu and "docs/generated/sharing.md" in us
     merged = git(fleet_repo, "merge", "-q", "eu", "-m", "merge eu", check=False)

@@ -32,8 +32,15 @@ def _result(*findings: Finding) -> SimpleNamespace:
 def _sample() -> SimpleNamespace:
     rule = _known_rule()
     return _result(
-        Finding(rule, Severity.ERROR, "quota 24 > 16, 100%", "clusters/mini/queues.yaml", 18, "mini,prod",
-                hint="lower it"),
+        Finding(
+            rule,
+            Severity.ERROR,
+            "quota 24 > 16, 100%",
+            "clusters/mini/queues.yaml",
+            18,
+            "mini,prod",
+            hint="lower it",
+        ),
         Finding("XYZ999", Severity.WARNING, "unregistered rule", "pools/p/pool.yaml", 0),
         Finding(rule, Severity.INFO, "no file at all"),
     )
@@ -60,7 +67,7 @@ def test_sarif_locations_rules_and_levels() -> None:
     run = json.loads(formats.as_sarif(_sample(), str(REPO)))["runs"][0]
     rules = run["tool"]["driver"]["rules"]
     registry = all_rules()
-    assert [r["id"] for r in rules[:len(registry)]] == list(registry)
+    assert [r["id"] for r in rules[: len(registry)]] == list(registry)
     first = registry[_known_rule()]
     assert rules[0]["shortDescription"]["text"] == first.summary
     assert rules[0]["help"]["text"] == first.doc
@@ -68,8 +75,10 @@ def test_sarif_locations_rules_and_levels() -> None:
     error, warning, note = run["results"]
     assert error["level"] == "error" and warning["level"] == "warning" and note["level"] == "note"
     location = error["locations"][0]["physicalLocation"]
-    assert location == {"artifactLocation": {"uri": "clusters/mini/queues.yaml", "uriBaseId": "%SRCROOT%"},
-                        "region": {"startLine": 18}}
+    assert location == {
+        "artifactLocation": {"uri": "clusters/mini/queues.yaml", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": 18},
+    }
     assert rules[error["ruleIndex"]]["id"] == error["ruleId"]
     assert "region" not in warning["locations"][0]["physicalLocation"]  # line 0 is "unknown", not a line
     assert "locations" not in note
@@ -80,7 +89,9 @@ def test_sarif_fingerprint_ignores_line_shifts() -> None:
     one = Finding("CAP001", Severity.ERROR, "m", "a.yaml", 3)
     moved = Finding("CAP001", Severity.ERROR, "m", "a.yaml", 30)
     assert formats.fingerprint(one) == formats.fingerprint(moved)
-    assert formats.fingerprint(one) != formats.fingerprint(Finding("CAP001", Severity.ERROR, "n", "a.yaml", 3))
+    assert formats.fingerprint(one) != formats.fingerprint(
+        Finding("CAP001", Severity.ERROR, "n", "a.yaml", 3)
+    )
 
 
 def test_junit_one_case_per_rule_failures_per_error() -> None:
@@ -117,26 +128,40 @@ def broken_minirepo(tmp_path: Path) -> Path:
     queues = root / "clusters" / "mini" / "queues.yaml"
     queues.write_text(queues.read_text().replace("nominalQuota: 16", "nominalQuota: 24"))
     team = root / "policies" / "base" / "team.yaml"
-    team.write_text(team.read_text().replace("  name: alpha\n  labels:", "  name: alpha\n  name: alpha\n  labels:", 1))
+    team.write_text(
+        team.read_text().replace("  name: alpha\n  labels:", "  name: alpha\n  name: alpha\n  labels:", 1)
+    )
     return root
 
 
 @pytest.mark.parametrize("fmt", ["sarif", "junit", "github"])
 def test_validate_cli_formats_on_a_real_run(broken_minirepo: Path, fmt: str) -> None:
-    out = subprocess.run([str(GPUPOLICY), "validate", "--repo", str(broken_minirepo), "--format", fmt],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [str(GPUPOLICY), "validate", "--repo", str(broken_minirepo), "--format", fmt],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 1, out.stderr
     expected = Path("policies/base/team.yaml").as_posix()
     if fmt == "sarif":
         log = json.loads(out.stdout)
         assert not list(_sarif_validator().iter_errors(log))
-        places = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-                   r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in log["runs"][0]["results"]}
+        places = {
+            (
+                r["ruleId"],
+                r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            )
+            for r in log["runs"][0]["results"]
+        }
         assert ("YAML002", expected, 5) in places
     elif fmt == "junit":
         tree = ElementTree.fromstring(out.stdout)
         case = next(c for c in tree.iter("testcase") if c.get("name").startswith("YAML002:"))
         assert f"{expected}:5" in case.find("failure").text
     else:
-        assert any(line.startswith(f"::error file={expected},line=5,title=YAML002::")
-                   for line in out.stdout.splitlines())
+        assert any(
+            line.startswith(f"::error file={expected},line=5,title=YAML002::")
+            for line in out.stdout.splitlines()
+        )

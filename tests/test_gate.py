@@ -29,8 +29,14 @@ def _trusted_venv() -> str:
 @pytest.mark.reference_fleet
 def test_the_gate_fails_the_hostile_pull_request_and_runs_none_of_its_code() -> None:
     env = {**os.environ, "GPUPOLICY_TRUSTED_VENV": _trusted_venv()}
-    done = subprocess.run([sys.executable, str(REPO / ".ci" / "hostile-pr")], capture_output=True, text=True,
-                          env=env, timeout=900, check=False)
+    done = subprocess.run(
+        [sys.executable, str(REPO / ".ci" / "hostile-pr")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gate exit 1" in done.stdout
     assert "[enforced] plugin entry point in pyproject.toml: never imported: neutralized" in done.stdout
@@ -38,8 +44,13 @@ def test_the_gate_fails_the_hostile_pull_request_and_runs_none_of_its_code() -> 
 
 def test_the_gate_says_it_could_not_run_for_an_unknown_base(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    done = subprocess.run([sys.executable, str(REPO / ".ci" / "gate"), "no-such-revision", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(REPO / ".ci" / "gate"), "no-such-revision", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "could not run" in done.stderr
 
@@ -54,8 +65,14 @@ def _install_plugin(site: Path, module_dir: Path, dist_name: str) -> None:
 
 def _validate(repo: Path, *paths: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, paths), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "gpupolicy", "validate", "--repo", str(repo), "--no-cache"],
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "gpupolicy", "validate", "--repo", str(repo), "--no-cache"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_a_plugin_module_inside_the_policy_repository_is_refused_unloaded(tmp_path: Path) -> None:
@@ -64,7 +81,10 @@ def test_a_plugin_module_inside_the_policy_repository_is_refused_unloaded(tmp_pa
     _install_plugin(site, repo, "pr-rules")  # the module a pull request added to the repository
     done = _validate(repo, site, repo)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "plugin pr (prplugin) was not loaded: its module prplugin lies inside the policy repository" in done.stdout
+    assert (
+        "plugin pr (prplugin) was not loaded: its module prplugin lies inside the policy repository"
+        in done.stdout
+    )
     assert not (repo / "ran").exists()
 
 

@@ -37,34 +37,53 @@ DRIVER, OLD_DRIVER = "595.91.07", "580.173.02"  # the fixture plan's target and 
 def _soak(kind: str) -> list[Series]:
     """One soak's history: node inventory, exporter series, a running pod; then the soak's own trouble."""
     begin, end = STARTED - HOUR, END
-    series = [node_labels(OTHER_NODE, "prod-h100", begin, end),
-              # XID 79 outside the stage (pool prod-h100, not upgraded): must never count against it
-              xid(OTHER_NODE, "0", begin, end, fault_at=STARTED + 5 * HOUR, driver=OLD_DRIVER),
-              *gpu_pod("nlp", "train-0", STAGE_NODE, begin, end)]
+    series = [
+        node_labels(OTHER_NODE, "prod-h100", begin, end),
+        # XID 79 outside the stage (pool prod-h100, not upgraded): must never count against it
+        xid(OTHER_NODE, "0", begin, end, fault_at=STARTED + 5 * HOUR, driver=OLD_DRIVER),
+        *gpu_pod("nlp", "train-0", STAGE_NODE, begin, end),
+    ]
     if kind == "upgrade-failed":
         failed_at = STARTED + 30 * HOUR
-        series += [node_labels(STAGE_NODE, "prod-canary", begin, failed_at - 60),
-                   node_labels(STAGE_NODE, "prod-canary", failed_at, end, state="upgrade-failed"),
-                   constant("ALERTS", {"alertname": "GPUDriverUpgradeFailed", "alertstate": "firing",
-                                       "node": STAGE_NODE, "severity": "warning"}, failed_at + 300, end)]
+        series += [
+            node_labels(STAGE_NODE, "prod-canary", begin, failed_at - 60),
+            node_labels(STAGE_NODE, "prod-canary", failed_at, end, state="upgrade-failed"),
+            constant(
+                "ALERTS",
+                {
+                    "alertname": "GPUDriverUpgradeFailed",
+                    "alertstate": "firing",
+                    "node": STAGE_NODE,
+                    "severity": "warning",
+                },
+                failed_at + 300,
+                end,
+            ),
+        ]
     elif kind == "label-not-exported":
         series.append(node_labels(STAGE_NODE, "prod-canary", begin, end, state=None))
     elif kind == "still-upgrading":  # the driver pod restarts late: the soak ends mid-upgrade
         switch = END - 2 * HOUR
-        series += [node_labels(STAGE_NODE, "prod-canary", begin, switch - 60),
-                   node_labels(STAGE_NODE, "prod-canary", switch, end, state="pod-restart-required")]
+        series += [
+            node_labels(STAGE_NODE, "prod-canary", begin, switch - 60),
+            node_labels(STAGE_NODE, "prod-canary", switch, end, state="pod-restart-required"),
+        ]
     else:
         series.append(node_labels(STAGE_NODE, "prod-canary", begin, end))
     driver = OLD_DRIVER if kind == "old-driver" else DRIVER
     if kind != "missing-exporter":
         fault = STARTED + 20 * HOUR if kind == "xid-79" else None
-        series += [xid(STAGE_NODE, "0", begin, end, driver=driver),
-                   xid(STAGE_NODE, "1", begin, end, fault_at=fault, driver=driver)]
+        series += [
+            xid(STAGE_NODE, "0", begin, end, driver=driver),
+            xid(STAGE_NODE, "1", begin, end, fault_at=fault, driver=driver),
+        ]
     if kind == "pending-pods":  # a driver restart: validators and startup checks wait; no pod failed
-        series += [*gpu_pod("gpu-operator", "nvidia-cuda-validator-x", STAGE_NODE, begin, end, "Pending"),
-                   *gpu_pod("nlp", "train-1", STAGE_NODE, begin, end, "Pending"),
-                   *gpu_pod("nlp", "train-2", STAGE_NODE, begin, end, "Pending"),
-                   *gpu_pod("vision", "eval-0", STAGE_NODE, begin, end, "Pending")]
+        series += [
+            *gpu_pod("gpu-operator", "nvidia-cuda-validator-x", STAGE_NODE, begin, end, "Pending"),
+            *gpu_pod("nlp", "train-1", STAGE_NODE, begin, end, "Pending"),
+            *gpu_pod("nlp", "train-2", STAGE_NODE, begin, end, "Pending"),
+            *gpu_pod("vision", "eval-0", STAGE_NODE, begin, end, "Pending"),
+        ]
     if kind == "failed-pods":  # three GPU pods fail, an hour apart at most: 3 within the 1h window
         for index, at in enumerate((30, 50, 70)):
             moment = STARTED + 40 * HOUR + at * 60
@@ -72,8 +91,17 @@ def _soak(kind: str) -> list[Series]:
     return series
 
 
-SOAKS = ("healthy", "xid-79", "upgrade-failed", "missing-exporter", "old-driver", "label-not-exported",
-         "still-upgrading", "pending-pods", "failed-pods")
+SOAKS = (
+    "healthy",
+    "xid-79",
+    "upgrade-failed",
+    "missing-exporter",
+    "old-driver",
+    "label-not-exported",
+    "still-upgrading",
+    "pending-pods",
+    "failed-pods",
+)
 UPGRADE_DONE = "every node of the stage ends the soak in driver upgrade state upgrade-done"
 RUNS_TARGET = "every node of the stage runs driver 595.91.07 at the end of the soak"
 FAILED_PODS = "at most 2 GPU pod(s) failed on the stage's nodes within any 1h"
@@ -81,17 +109,26 @@ FAILED_PODS = "at most 2 GPU pod(s) failed on the stage's nodes within any 1h"
 # maxXidErrors 0; maxFailedPods 2 within 1h)
 EXPECTED = {
     "healthy": {},
-    "xid-79": {"at most 0 GPU(s) reporting an XID error": "breached",
-               "no GPU fallen off the bus (XID 79)": "breached"},
-    "upgrade-failed": {"alert GPUDriverUpgradeFailed stays silent": "breached",
-                       "no node in driver upgrade state upgrade-failed": "breached",
-                       UPGRADE_DONE: "breached"},
-    "missing-exporter": {"at most 0 GPU(s) reporting an XID error": "no data",
-                         "no GPU fallen off the bus (XID 79)": "no data",
-                         RUNS_TARGET: "no data",
-                         "the DCGM exporter reports from every node of the stage": "breached"},
+    "xid-79": {
+        "at most 0 GPU(s) reporting an XID error": "breached",
+        "no GPU fallen off the bus (XID 79)": "breached",
+    },
+    "upgrade-failed": {
+        "alert GPUDriverUpgradeFailed stays silent": "breached",
+        "no node in driver upgrade state upgrade-failed": "breached",
+        UPGRADE_DONE: "breached",
+    },
+    "missing-exporter": {
+        "at most 0 GPU(s) reporting an XID error": "no data",
+        "no GPU fallen off the bus (XID 79)": "no data",
+        RUNS_TARGET: "no data",
+        "the DCGM exporter reports from every node of the stage": "breached",
+    },
     "old-driver": {RUNS_TARGET: "breached"},  # defect 6: stuck on the old driver, otherwise a clean soak
-    "label-not-exported": {"no node in driver upgrade state upgrade-failed": "no data", UPGRADE_DONE: "no data"},
+    "label-not-exported": {
+        "no node in driver upgrade state upgrade-failed": "no data",
+        UPGRADE_DONE: "no data",
+    },
     "still-upgrading": {UPGRADE_DONE: "breached"},
     "pending-pods": {},  # defect 7: Pending is no failure
     "failed-pods": {FAILED_PODS: "breached"},
@@ -114,7 +151,9 @@ def fixture_fleet():
 def test_each_soak_gives_its_verdicts(soak, fixture_fleet) -> None:
     kind, url = soak
     fleet, plan = fixture_fleet
-    evaluation = gates.evaluate(Prometheus(url), fleet, plan, plan.current_stage(), upgrades.parse_timestamp(NOW))
+    evaluation = gates.evaluate(
+        Prometheus(url), fleet, plan, plan.current_stage(), upgrades.parse_timestamp(NOW)
+    )
     assert evaluation.pools == ("prod-canary",)
     verdicts = {v.criterion.name: v for v in evaluation.verdicts}
     got = {name: v.state for name, v in verdicts.items() if v.state != gates.HOLDS}
@@ -125,10 +164,14 @@ def test_each_soak_gives_its_verdicts(soak, fixture_fleet) -> None:
         assert detail.startswith("first at 2026-11-11T05:00:00Z: ") and 'gpu="1"' in detail, detail
         assert f'node="{STAGE_NODE}"' in detail and detail.split(" = ")[1].startswith("79 ")
     if kind == "upgrade-failed":
-        assert "first at 2026-11-11T15:00:00Z" in verdicts["no node in driver upgrade state upgrade-failed"].detail
+        assert (
+            "first at 2026-11-11T15:00:00Z"
+            in verdicts["no node in driver upgrade state upgrade-failed"].detail
+        )
 
 
 # --- the commands ------------------------------------------------------------------------------------------
+
 
 def _git(repo: Path, *args: str) -> None:
     git(repo, *args, name="platform", email="platform@example.com")
@@ -136,7 +179,9 @@ def _git(repo: Path, *args: str) -> None:
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    return git_repository(shutil.copytree(FIXTURE, tmp_path / "repo"), name="platform", email="platform@example.com")
+    return git_repository(
+        shutil.copytree(FIXTURE, tmp_path / "repo"), name="platform", email="platform@example.com"
+    )
 
 
 def test_promote_and_status_follow_the_verdict(soak, repo: Path, capsys) -> None:
@@ -160,8 +205,23 @@ def test_promote_and_status_follow_the_verdict(soak, repo: Path, capsys) -> None
 
 def test_watch_exits_non_zero_on_breach(soak, repo: Path, capsys) -> None:
     kind, url = soak
-    code = main(["upgrade", "watch", "driver-next", "--prometheus", url, "--every", "1", "--rounds", "1",
-                 "--now", NOW, "--repo", str(repo)])
+    code = main(
+        [
+            "upgrade",
+            "watch",
+            "driver-next",
+            "--prometheus",
+            url,
+            "--every",
+            "1",
+            "--rounds",
+            "1",
+            "--now",
+            NOW,
+            "--repo",
+            str(repo),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == (0 if not EXPECTED[kind] else 1), out
     if kind in ("xid-79", "upgrade-failed"):
@@ -170,33 +230,58 @@ def test_watch_exits_non_zero_on_breach(soak, repo: Path, capsys) -> None:
 
 def test_status_json_carries_the_criteria(soak, repo: Path, capsys) -> None:
     kind, url = soak
-    assert main(["upgrade", "status", "driver-next", "--format", "json", "--prometheus", url, "--now", NOW,
-                 "--repo", str(repo)]) == 0
+    assert (
+        main(
+            [
+                "upgrade",
+                "status",
+                "driver-next",
+                "--format",
+                "json",
+                "--prometheus",
+                url,
+                "--now",
+                NOW,
+                "--repo",
+                str(repo),
+            ]
+        )
+        == 0
+    )
     [plan] = json.loads(capsys.readouterr().out)
     states = {c["criterion"]: c["state"] for c in plan["criteria"] if c["state"] != "holds"}
     assert states == EXPECTED[kind]
     assert (plan["recommend"] is None) == ("breached" not in EXPECTED[kind].values())
 
 
-# --- the repository's alert rules, evaluated by the server ---------------------------------------------------
+# --- the repository's alert rules, evaluated by the server
+# ---------------------------------------------------
+
 
 def test_the_server_evaluates_the_repository_alert_rules(tmp_path: Path) -> None:
     """Rules run at the wall clock: a history that ends now, with XID 79 on one node and an upgrade-failed
     label on another; the server must raise exactly the matching alerts (pending while `for:` runs)."""
     now = int(time.time()) // 60 * 60
     begin = now - 1800
-    series = [node_labels("good-1", "prod-h100", begin, now), xid("good-1", "0", begin, now),
-              node_labels("bad-1", "prod-h100", begin, now, state="upgrade-failed"), xid("bad-1", "0", begin, now),
-              node_labels("xid-1", "prod-canary", begin, now), xid("xid-1", "0", begin, now, fault_at=now - 600),
-              constant("up", {"job": "nvidia-dcgm-exporter", "node": "good-1"}, begin, now),
-              constant("up", {"job": "nvidia-dcgm-exporter", "node": "bad-1"}, begin, now),
-              constant("up", {"job": "nvidia-dcgm-exporter", "node": "xid-1"}, begin, now),
-              # a healthy Kueue, or KueueControllerDown (absent()) would rightly go pending too
-              constant("up", {"job": "kueue-controller-manager-metrics-service"}, begin, now)]
+    series = [
+        node_labels("good-1", "prod-h100", begin, now),
+        xid("good-1", "0", begin, now),
+        node_labels("bad-1", "prod-h100", begin, now, state="upgrade-failed"),
+        xid("bad-1", "0", begin, now),
+        node_labels("xid-1", "prod-canary", begin, now),
+        xid("xid-1", "0", begin, now, fault_at=now - 600),
+        constant("up", {"job": "nvidia-dcgm-exporter", "node": "good-1"}, begin, now),
+        constant("up", {"job": "nvidia-dcgm-exporter", "node": "bad-1"}, begin, now),
+        constant("up", {"job": "nvidia-dcgm-exporter", "node": "xid-1"}, begin, now),
+        # a healthy Kueue, or KueueControllerDown (absent()) would rightly go pending too
+        constant("up", {"job": "kueue-controller-manager-metrics-service"}, begin, now),
+    ]
     with serve(tmp_path, series) as url:
         alerts = _alerts_after_evaluation(url, {"GPUFallenOffBus", "GPUDriverUpgradeFailed"})
-    by_name = {(a["labels"]["alertname"], a["labels"].get("node", a["labels"].get("hostname"))): a["state"]
-               for a in alerts}
+    by_name = {
+        (a["labels"]["alertname"], a["labels"].get("node", a["labels"].get("hostname"))): a["state"]
+        for a in alerts
+    }
     assert by_name == {("GPUFallenOffBus", "xid-1"): "firing", ("GPUDriverUpgradeFailed", "bad-1"): "pending"}
 
 
@@ -212,7 +297,9 @@ def _alerts_after_evaluation(url: str, expected: set[str]) -> list[dict]:
             with urllib.request.urlopen(f"{url}/api/v1/alerts", timeout=5) as answer:
                 return json.loads(answer.read())["data"]["alerts"]
         time.sleep(0.2)
-    pytest.fail(f"the server raised {sorted(a['labels']['alertname'] for a in alerts)}, not {sorted(expected)}")
+    pytest.fail(
+        f"the server raised {sorted(a['labels']['alertname'] for a in alerts)}, not {sorted(expected)}"
+    )
 
 
 def test_soak_window_is_the_stage_start_to_now(fixture_fleet) -> None:
@@ -234,18 +321,32 @@ def test_first_breach_counts_offenders_at_each_step() -> None:
 
 
 def test_stage_nodes_select_by_the_pool_label_kube_state_metrics_exports() -> None:
-    assert gates.ksm_label("nvidia.com/gpu-driver-upgrade-state") == "label_nvidia_com_gpu_driver_upgrade_state"
+    assert (
+        gates.ksm_label("nvidia.com/gpu-driver-upgrade-state") == "label_nvidia_com_gpu_driver_upgrade_state"
+    )
     assert gates.stage_nodes(("a", "b")) == 'max by (node) (kube_node_labels{label_gpupolicy_io_pool=~"a|b"})'
 
 
 def test_an_unreachable_server_is_a_clear_error_not_a_verdict(repo: Path, capsys) -> None:
     import socket
+
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     before = {p: p.read_bytes() for p in repo.rglob("*.yaml")}
-    code = main(["upgrade", "promote", "driver-next", "--prometheus", f"http://127.0.0.1:{port}", "--now", NOW,
-                 "--repo", str(repo)])
+    code = main(
+        [
+            "upgrade",
+            "promote",
+            "driver-next",
+            "--prometheus",
+            f"http://127.0.0.1:{port}",
+            "--now",
+            NOW,
+            "--repo",
+            str(repo),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and f"Prometheus http://127.0.0.1:{port}/api/v1/rules: cannot connect" in err, err
     assert "Traceback" not in err and {p: p.read_bytes() for p in repo.rglob("*.yaml")} == before

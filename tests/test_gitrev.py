@@ -1,5 +1,6 @@
-"""gitrev.unpack: a revision (read with ls-tree and cat-file, packed as a tar) written to a temporary folder on
-every supported Python (3.11.2 has no `extractall(filter=...)`), with each member checked by the trust boundary;
+"""gitrev.unpack: a revision (read with ls-tree and cat-file, packed as a tar) written to a temporary folder
+on every supported Python (3.11.2 has no `extractall(filter=...)`), with each member checked by the trust
+boundary;
 and materialize, which runs no filter a revision's attributes name."""
 
 from __future__ import annotations
@@ -35,12 +36,15 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", **field
 
 
 def test_folders_files_modes_and_symlinks_are_written(tmp_path: Path) -> None:
-    gitrev.unpack(_archive(
-        _member("clusters/", tarfile.DIRTYPE),
-        _member("clusters/a.yaml", data=b"kind: A\n"),
-        _member("tools/run.sh", data=b"#!/bin/sh\n", mode=0o755),
-        _member("clusters/out.yaml", tarfile.SYMTYPE, linkname="/etc/hostname"),
-    ), tmp_path)
+    gitrev.unpack(
+        _archive(
+            _member("clusters/", tarfile.DIRTYPE),
+            _member("clusters/a.yaml", data=b"kind: A\n"),
+            _member("tools/run.sh", data=b"#!/bin/sh\n", mode=0o755),
+            _member("clusters/out.yaml", tarfile.SYMTYPE, linkname="/etc/hostname"),
+        ),
+        tmp_path,
+    )
     assert (tmp_path / "clusters" / "a.yaml").read_bytes() == b"kind: A\n"
     assert os.access(tmp_path / "tools" / "run.sh", os.X_OK)
     assert not os.access(tmp_path / "clusters" / "a.yaml", os.X_OK)
@@ -62,8 +66,13 @@ def test_nothing_is_written_through_a_symlinked_folder(tmp_path: Path) -> None:
     target.mkdir()
     outside.mkdir()
     with pytest.raises(ToolError, match="symlink"):
-        gitrev.unpack(_archive(_member("link", tarfile.SYMTYPE, linkname=str(outside)),
-                               _member("link/planted.yaml", data=b"x")), target)
+        gitrev.unpack(
+            _archive(
+                _member("link", tarfile.SYMTYPE, linkname=str(outside)),
+                _member("link/planted.yaml", data=b"x"),
+            ),
+            target,
+        )
     assert list(outside.iterdir()) == []
 
 
@@ -72,8 +81,10 @@ def test_a_file_is_never_overwritten_through_a_symlink(tmp_path: Path) -> None:
     target.mkdir()
     victim.write_text("original")
     with pytest.raises(OSError):
-        gitrev.unpack(_archive(_member("f", tarfile.SYMTYPE, linkname=str(victim)),
-                               _member("f", data=b"overwritten")), target)
+        gitrev.unpack(
+            _archive(_member("f", tarfile.SYMTYPE, linkname=str(victim)), _member("f", data=b"overwritten")),
+            target,
+        )
     assert victim.read_text() == "original"
 
 

@@ -8,12 +8,34 @@ from support import REPO
 
 from gpupolicy.domain.gpu_resources import NVIDIA_DOMAIN, is_gpu_device_resource, is_nvidia_resource
 
-DEVICES = ["nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb",
-           "nvidia.com/mig-3g.40gb.shared", "nvidia.com/gpu.a100"]
-NVIDIA_NOT_DEVICES = ["nvidia.com/gpus", "nvidia.com/gpu-a100", "nvidia.com/mig", "nvidia.com/vgpu",
-                      "nvidia.com/"]
-NEITHER = ["cpu", "memory", "amd.com/gpu", "gpu", "nvidia.com", "requests.nvidia.com/gpu", "NVIDIA.COM/gpu",
-           " nvidia.com/gpu", "", None, 1, b"nvidia.com/gpu"]
+DEVICES = [
+    "nvidia.com/gpu",
+    "nvidia.com/gpu.shared",
+    "nvidia.com/mig-1g.10gb",
+    "nvidia.com/mig-3g.40gb.shared",
+    "nvidia.com/gpu.a100",
+]
+NVIDIA_NOT_DEVICES = [
+    "nvidia.com/gpus",
+    "nvidia.com/gpu-a100",
+    "nvidia.com/mig",
+    "nvidia.com/vgpu",
+    "nvidia.com/",
+]
+NEITHER = [
+    "cpu",
+    "memory",
+    "amd.com/gpu",
+    "gpu",
+    "nvidia.com",
+    "requests.nvidia.com/gpu",
+    "NVIDIA.COM/gpu",
+    " nvidia.com/gpu",
+    "",
+    None,
+    1,
+    b"nvidia.com/gpu",
+]
 
 
 @pytest.mark.parametrize("name", DEVICES)
@@ -42,8 +64,7 @@ def test_the_domain_is_spelt_with_its_slash() -> None:
 def test_the_admission_policies_test_the_same_names() -> None:
     """The fleet's admission policies are the cluster's definition of "requests a GPU"; the toolkit's model of
     them must read a name the same way."""
-    expression = ("r == 'nvidia.com/gpu' || r.startsWith('nvidia.com/gpu.') || "
-                  "r.startsWith('nvidia.com/mig-')")
+    expression = "r == 'nvidia.com/gpu' || r.startsWith('nvidia.com/gpu.') || r.startsWith('nvidia.com/mig-')"
     policies = sorted((REPO / "policies" / "admission").glob("gpu-*.yaml"))
     if not policies:
         pytest.skip("no admission policies in this checkout")

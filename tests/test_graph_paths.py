@@ -28,12 +28,26 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-NAMES = ["..", ".", "", "pools", "p1", "sub", "pool.yaml", "linked-pool", "escape", "dangling", "nothing", "loop-a"]
+NAMES = [
+    "..",
+    ".",
+    "",
+    "pools",
+    "p1",
+    "sub",
+    "pool.yaml",
+    "linked-pool",
+    "escape",
+    "dangling",
+    "nothing",
+    "loop-a",
+]
 
 
 def _expected(path: str) -> tuple[str, int | None] | str:
-    """The reference: realpath, then a stat of its result, where ELOOP means the path ends in a loop. This is the
-    test Path.resolve made up to Python 3.12 (and stopped making in 3.13), spelled out so the oracle is the same
+    """The reference: realpath, then a stat of its result, where ELOOP means the path ends in a loop. This is
+    the test Path.resolve made up to Python 3.12 (and stopped making in 3.13), spelled out so the oracle is
+    the same
     on every supported Python."""
     real = os.path.realpath(path)
     try:
@@ -56,7 +70,8 @@ def test_real_path_agrees_with_realpath(tree: Path) -> None:
     for start, depth in itertools.product(starts, (1, 2, 3)):
         for names in itertools.product(NAMES, repeat=depth):
             if "loop-a" in names[:-1]:
-                continue  # past a loop realpath stops resolving (`loop/../escape` stays "inside"): no reference
+                # past a loop realpath stops resolving (`loop/../escape` stays "inside"): no reference
+                continue
             path = os.path.join(start, *names)
             assert _actual(graph, path) == _expected(path), path
             checked += 1

@@ -17,7 +17,8 @@ from gpupolicy.pipeline.render import graphcache, kustomize
 
 
 def _age(root: Path, seconds: float = 60) -> None:
-    """Move every folder's mtime into the past, as for a checkout made a while ago (a fresh tree is 'racy')."""
+    """Move every folder's mtime into the past, as for a checkout made a while ago (a fresh tree is
+    'racy')."""
     past = time.time() - seconds
     for folder, _, _ in os.walk(root):
         os.utime(folder, (past, past))

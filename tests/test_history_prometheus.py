@@ -28,10 +28,19 @@ T0 = END - 86400  # the window's start: --window 1d
 STEP = 60  # kube-state-metrics scraped every minute
 
 
-def _pod(namespace: str, pod: str, created: int, last: int, started: int | None = None,
-         completed: int | None = None, requests: dict[str, float] | None = None, queue: str | None = None,
-         job: str | None = None, queue_key: str = "label_kueue_x_k8s_io_queue_name",
-         admitted_to: str | None = None) -> list[Series]:
+def _pod(
+    namespace: str,
+    pod: str,
+    created: int,
+    last: int,
+    started: int | None = None,
+    completed: int | None = None,
+    requests: dict[str, float] | None = None,
+    queue: str | None = None,
+    job: str | None = None,
+    queue_key: str = "label_kueue_x_k8s_io_queue_name",
+    admitted_to: str | None = None,
+) -> list[Series]:
     """One pod's kube-state-metrics series, exported every minute from `created` to `last` (when the pod
     object went away, or the window's end); `admitted_to`: the ClusterQueue Kueue labels the pod with."""
     ident = {"namespace": namespace, "pod": pod, "uid": f"uid-{pod}"}
@@ -49,17 +58,32 @@ def _pod(namespace: str, pod: str, created: int, last: int, started: int | None 
     if completed is not None:
         series.append(gauge("kube_pod_completion_time", completed, when=range(completed, last + 1, STEP)))
     if job is not None:
-        series.append(gauge("kube_pod_owner", 1, {"owner_kind": "Job", "owner_name": job,
-                                                  "owner_is_controller": "true"}))
+        series.append(
+            gauge(
+                "kube_pod_owner", 1, {"owner_kind": "Job", "owner_name": job, "owner_is_controller": "true"}
+            )
+        )
     for resource, count in (requests or {}).items():
         # the node label is empty until the pod is scheduled: two series of one container, counted once
         bound = started if started is not None else last + STEP
         request = {"container": "main", "resource": resource, "unit": "integer"}
-        series.append(gauge("kube_pod_container_resource_requests", count, {**request, "node": ""},
-                            when=range(created, min(bound, last + 1), STEP)))
+        series.append(
+            gauge(
+                "kube_pod_container_resource_requests",
+                count,
+                {**request, "node": ""},
+                when=range(created, min(bound, last + 1), STEP),
+            )
+        )
         if started is not None:
-            series.append(gauge("kube_pod_container_resource_requests", count, {**request, "node": "mini-1"},
-                                when=range(started, last + 1, STEP)))
+            series.append(
+                gauge(
+                    "kube_pod_container_resource_requests",
+                    count,
+                    {**request, "node": "mini-1"},
+                    when=range(started, last + 1, STEP),
+                )
+            )
     return series
 
 
@@ -76,24 +100,95 @@ def _history(queue_key: str = "label_kueue_x_k8s_io_queue_name") -> list[Series]
     note-h   one nvidia.com/gpu.shared replica: created +5000, started +5030, completed +8630 (the minirepo
              has no time-sliced pool, so it is replayed as a whole GPU, with a note)
     wait-c   created +80040, still pending at the end -> in the trace without an observed wait"""
-    return [*_pod("alpha", "train-a", T0 + 900, T0 + 4620, T0 + 960, T0 + 4560, {"nvidia_com_gpu": 8},
-                  "training", job="train-a", queue_key=queue_key, admitted_to="alpha"),
-            Series("kube_job_created", {"namespace": "alpha", "job_name": "train-a"},
-                   [(t, T0 + 600) for t in range(T0 + 600, T0 + 4621, STEP)]),
-            *_pod("alpha", "infer-b", T0 + 1200, T0 + 4980, T0 + 1260, None, {"nvidia_com_mig_1g_10gb": 1},
-                  "training", queue_key=queue_key, admitted_to="alpha"),
-            *_pod("alpha", "note-h", T0 + 5000, T0 + 8700, T0 + 5030, T0 + 8630, {"nvidia_com_gpu_shared": 1},
-                  "training", queue_key=queue_key, admitted_to="alpha"),
-            *_pod("alpha", "gone-d", T0 + 2000, T0 + 2600, None, None, {"nvidia_com_gpu": 1}, "training",
-                  queue_key=queue_key),
-            *_pod("alpha", "old-e", T0 - 3600, END, T0 - 3000, None, {"nvidia_com_gpu": 8}, "training",
-                  queue_key=queue_key),
-            *_pod("alpha", "cpu-f", T0 + 100, T0 + 700, T0 + 160, T0 + 640, {}, "training",
-                  queue_key=queue_key),
-            *_pod("beta", "free-g", T0 + 3000, T0 + 3360, T0 + 3000, T0 + 3300, {"nvidia_com_gpu": 1}, None,
-                  queue_key=queue_key),
-            *_pod("alpha", "wait-c", T0 + 80040, END, None, None, {"nvidia_com_gpu": 1}, "training",
-                  queue_key=queue_key)]
+    return [
+        *_pod(
+            "alpha",
+            "train-a",
+            T0 + 900,
+            T0 + 4620,
+            T0 + 960,
+            T0 + 4560,
+            {"nvidia_com_gpu": 8},
+            "training",
+            job="train-a",
+            queue_key=queue_key,
+            admitted_to="alpha",
+        ),
+        Series(
+            "kube_job_created",
+            {"namespace": "alpha", "job_name": "train-a"},
+            [(t, T0 + 600) for t in range(T0 + 600, T0 + 4621, STEP)],
+        ),
+        *_pod(
+            "alpha",
+            "infer-b",
+            T0 + 1200,
+            T0 + 4980,
+            T0 + 1260,
+            None,
+            {"nvidia_com_mig_1g_10gb": 1},
+            "training",
+            queue_key=queue_key,
+            admitted_to="alpha",
+        ),
+        *_pod(
+            "alpha",
+            "note-h",
+            T0 + 5000,
+            T0 + 8700,
+            T0 + 5030,
+            T0 + 8630,
+            {"nvidia_com_gpu_shared": 1},
+            "training",
+            queue_key=queue_key,
+            admitted_to="alpha",
+        ),
+        *_pod(
+            "alpha",
+            "gone-d",
+            T0 + 2000,
+            T0 + 2600,
+            None,
+            None,
+            {"nvidia_com_gpu": 1},
+            "training",
+            queue_key=queue_key,
+        ),
+        *_pod(
+            "alpha",
+            "old-e",
+            T0 - 3600,
+            END,
+            T0 - 3000,
+            None,
+            {"nvidia_com_gpu": 8},
+            "training",
+            queue_key=queue_key,
+        ),
+        *_pod("alpha", "cpu-f", T0 + 100, T0 + 700, T0 + 160, T0 + 640, {}, "training", queue_key=queue_key),
+        *_pod(
+            "beta",
+            "free-g",
+            T0 + 3000,
+            T0 + 3360,
+            T0 + 3000,
+            T0 + 3300,
+            {"nvidia_com_gpu": 1},
+            None,
+            queue_key=queue_key,
+        ),
+        *_pod(
+            "alpha",
+            "wait-c",
+            T0 + 80040,
+            END,
+            None,
+            None,
+            {"nvidia_com_gpu": 1},
+            "training",
+            queue_key=queue_key,
+        ),
+    ]
 
 
 EXPECTED_ROWS = [  # origin: the Job's creation at T0 + 600
@@ -118,12 +213,25 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _export(repo: Path, url: str, trace: Path, *extra: str) -> list[str]:
-    return ["audit", "--repo", str(repo), "--prometheus", url, "--window", "1d", "--now", END_TEXT,
-            "--export-trace", str(trace), *extra]
+    return [
+        "audit",
+        "--repo",
+        str(repo),
+        "--prometheus",
+        url,
+        "--window",
+        "1d",
+        "--now",
+        END_TEXT,
+        "--export-trace",
+        str(trace),
+        *extra,
+    ]
 
 
-def test_export_writes_the_known_pods_as_exact_rows(history_url: str, repo: Path, tmp_path: Path,
-                                                    capsys) -> None:
+def test_export_writes_the_known_pods_as_exact_rows(
+    history_url: str, repo: Path, tmp_path: Path, capsys
+) -> None:
     trace = tmp_path / "history.csv"
     assert main(_export(repo, history_url, trace)) == 0
     out = capsys.readouterr().out
@@ -133,38 +241,69 @@ def test_export_writes_the_known_pods_as_exact_rows(history_url: str, repo: Path
     assert "1 GPU pod(s) were deleted before they started: left out" in out
     assert "1 GPU pod(s) seen in the window were submitted before it: left out" in out
     assert "1 GPU pod(s) carry no kueue.x-k8s.io/queue-name label" in out
-    assert "alpha/note-h: 1 nvidia.com/gpu.shared replica(s) replayed as whole GPUs (the cluster's pools " \
-           "give no one replica count)" in out
+    assert (
+        "alpha/note-h: 1 nvidia.com/gpu.shared replica(s) replayed as whole GPUs (the cluster's pools "
+        "give no one replica count)" in out
+    )
     read = read_trace(trace)  # what simulate --trace reads back
-    assert read.observed_waits == {"alpha/train-a": 360, "alpha/infer-b": 60, "beta/free-g": 0,
-                                   "alpha/note-h": 30}
-    assert [job.id for job in read.jobs] == ["alpha/train-a", "alpha/infer-b", "beta/free-g", "alpha/note-h",
-                                             "alpha/wait-c"]
+    assert read.observed_waits == {
+        "alpha/train-a": 360,
+        "alpha/infer-b": 60,
+        "beta/free-g": 0,
+        "alpha/note-h": 30,
+    }
+    assert [job.id for job in read.jobs] == [
+        "alpha/train-a",
+        "alpha/infer-b",
+        "beta/free-g",
+        "alpha/note-h",
+        "alpha/wait-c",
+    ]
 
 
-def test_the_exported_history_replays_with_estimated_vs_actual(history_url: str, repo: Path, tmp_path: Path,
-                                                              capsys) -> None:
+def test_the_exported_history_replays_with_estimated_vs_actual(
+    history_url: str, repo: Path, tmp_path: Path, capsys
+) -> None:
     """Export, then replay on the minirepo: at most 10 of its 16 cards are asked for at once, so the replay
     starts every job at once (estimated 0), while the history saw 0, 0.5, 1 and 6 minutes (free-g, without a
     queue label, is sent to alpha by team: the fleet's only queue)."""
     trace = tmp_path / "history.csv"
     assert main(_export(repo, history_url, trace)) == 0
     capsys.readouterr()
-    assert main(["simulate", "--repo", str(repo), "--trace", str(trace), "--no-plots", "--out",
-                 str(tmp_path / "out")]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--repo",
+                str(repo),
+                "--trace",
+                str(trace),
+                "--no-plots",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| alpha | 4 | 0.5 min | 0.0 min | 6.0 min | 0.0 min | 6.0 min | 0.0 min | 0 |" in out, out
 
 
-def test_kueue_cluster_queue_label_names_the_cluster_queue(history_url: str, repo: Path, tmp_path: Path,
-                                                          capsys) -> None:
+def test_kueue_cluster_queue_label_names_the_cluster_queue(
+    history_url: str, repo: Path, tmp_path: Path, capsys
+) -> None:
     """Kueue's own pod label (AssignQueueLabelsForPods) names the ClusterQueue; admitted pods carry it."""
     trace = tmp_path / "by-cq.csv"
     assert main(_export(repo, history_url, trace, "--queue-label", "kueue.x-k8s.io/cluster-queue-name")) == 0
     assert "2 GPU pod(s) carry no kueue.x-k8s.io/cluster-queue-name label" in capsys.readouterr().out
     queues = {row["job_id"]: row["queue"] for row in csv.DictReader(trace.open(encoding="utf-8"))}
-    assert queues == {"alpha/train-a": "alpha", "alpha/infer-b": "alpha", "beta/free-g": "",
-                      "alpha/note-h": "alpha", "alpha/wait-c": ""}
+    assert queues == {
+        "alpha/train-a": "alpha",
+        "alpha/infer-b": "alpha",
+        "beta/free-g": "",
+        "alpha/note-h": "alpha",
+        "alpha/wait-c": "",
+    }
 
 
 def test_export_summary_as_json(history_url: str, repo: Path, tmp_path: Path, capsys) -> None:
@@ -174,15 +313,33 @@ def test_export_summary_as_json(history_url: str, repo: Path, tmp_path: Path, ca
     assert summary["cluster"] == "mini" and summary["window"] == "1d"
 
 
-def test_a_shorter_window_keeps_only_what_was_submitted_in_it(history_url: str, repo: Path, tmp_path: Path,
-                                                              capsys) -> None:
+def test_a_shorter_window_keeps_only_what_was_submitted_in_it(
+    history_url: str, repo: Path, tmp_path: Path, capsys
+) -> None:
     trace = tmp_path / "early.csv"
-    code = main(["audit", "--repo", str(repo), "--prometheus", history_url, "--window", "2h", "--now",
-                 "2026-11-12T11:00:00Z", "--export-trace", str(trace)])
+    code = main(
+        [
+            "audit",
+            "--repo",
+            str(repo),
+            "--prometheus",
+            history_url,
+            "--window",
+            "2h",
+            "--now",
+            "2026-11-12T11:00:00Z",
+            "--export-trace",
+            str(trace),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     rows = list(csv.DictReader(trace.open(encoding="utf-8")))
-    assert [row["job_id"] for row in rows] == ["alpha/train-a", "alpha/infer-b", "beta/free-g",
-                                               "alpha/note-h"]
+    assert [row["job_id"] for row in rows] == [
+        "alpha/train-a",
+        "alpha/infer-b",
+        "beta/free-g",
+        "alpha/note-h",
+    ]
 
 
 def test_the_queue_label_not_exported_is_a_clear_error(tmp_path: Path, repo: Path, capsys) -> None:
@@ -233,11 +390,14 @@ def test_a_silent_server_is_a_clear_error_within_the_timeout(repo: Path, tmp_pat
     assert took < 5, f"gave up after {took:.1f}s, not at the 1s timeout"
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--window", "a week"], "--window: not a duration"),
-    (["--timeout", "0"], "--timeout takes seconds above 0"),
-    (["--cluster", "nowhere"], "no such cluster: nowhere"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--window", "a week"], "--window: not a duration"),
+        (["--timeout", "0"], "--timeout takes seconds above 0"),
+        (["--cluster", "nowhere"], "no such cluster: nowhere"),
+    ],
+)
 def test_usage_errors_exit_2(repo: Path, tmp_path: Path, capsys, extra: list[str], message: str) -> None:
     code = main(_export(repo, f"http://127.0.0.1:{_closed_port()}", tmp_path / "h.csv", *extra))
     assert code == 2 and message in capsys.readouterr().err

@@ -1,6 +1,7 @@
-"""`gpupolicy import --snapshot` on a snapshot of cluster acme-east (tests/fixtures/import/acme-east: a hand-installed
-A100 node, an L4 node configured by hand, mixed drivers, an existing Kueue setup), run on a copy of the generated
-fork fleet (tests/forkfleet.py): the files written, validate's findings about the open questions, the migration
+"""`gpupolicy import --snapshot` on a snapshot of cluster acme-east (tests/fixtures/import/acme-east: a
+hand-installed A100 node, an L4 node configured by hand, mixed drivers, an existing Kueue setup), run on a
+copy of the generated fork fleet (tests/forkfleet.py): the files written, validate's findings about the open
+questions, the migration
 plan with the capacity per step; bad input exits 2 and writes nothing."""
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ def tree(repo: Path) -> dict[str, bytes]:
 
 
 def errors(repo: Path) -> set[tuple[str, str, str]]:
-    return {(f.rule, f.path, f.message) for f in pipeline.run(repo, use_cache=False).findings
-            if f.severity == Severity.ERROR}
+    return {
+        (f.rule, f.path, f.message)
+        for f in pipeline.run(repo, use_cache=False).findings
+        if f.severity == Severity.ERROR
+    }
 
 
 def test_import_writes_pools_teams_queues_and_the_plan(fork: Path) -> None:
@@ -61,34 +65,52 @@ def test_import_writes_pools_teams_queues_and_the_plan(fork: Path) -> None:
     assert "  - ../../pools/a100\n  - ../../pools/l4\n" in overlay and "../../pools/fra-" not in overlay
     assert "  - ../../policies/teams/ml\n  - ../../policies/teams/web\n  - queues\n" in overlay
     conf = (fork / "policies/startup-check/pools.conf").read_text()
-    assert any(line.split()[:2] == ["l4", "time-sliced"] and line.split()[-1] == "25" for line in conf.splitlines())
+    assert any(
+        line.split()[:2] == ["l4", "time-sliced"] and line.split()[-1] == "25" for line in conf.splitlines()
+    )
 
-    # validate: every question is an IMP001 error at its line; besides them only WL012 (the imported queues cover
-    # no cpu/memory, a real gap of the cluster's Kueue setup); nothing else new
+    # validate: every question is an IMP001 error at its line; besides them only WL012 (the imported queues
+    # cover no cpu/memory, a real gap of the cluster's Kueue setup); nothing else new
     added = errors(fork) - before
     questions = sorted((path, message) for rule, path, message in added if rule == "IMP001")
-    asked = [line.strip() for line in done.stdout.splitlines() if line.startswith("  ") and ": " in line
-             and line.strip().split(":")[0] in {p for p, _ in questions}]
+    asked = [
+        line.strip()
+        for line in done.stdout.splitlines()
+        if line.startswith("  ") and ": " in line and line.strip().split(":")[0] in {p for p, _ in questions}
+    ]
     assert len(questions) == 12 and len(asked) >= 12
-    assert ("clusters/acme-east/queues/inference.yaml", "open question: which tier is ClusterQueue inference? "
-            "counted as production in the migration plan; set the gpupolicy.io/tier label") in questions
+    assert (
+        "clusters/acme-east/queues/inference.yaml",
+        "open question: which tier is ClusterQueue "
+        "inference? counted as production in the migration plan; set the gpupolicy.io/tier label",
+    ) in questions
     assert any(p == "pools/a100/pool.yaml" and "dedicated=ml:NoSchedule" in m for p, m in questions)
     assert any(p == "imports/acme-east/migration-plan.yaml" and "step 2" in m for p, m in questions)
-    assert any(p == "clusters/acme-east/gpu-operator-values.yaml" and "copied from cluster fra-1" in m
-               for p, m in questions)
+    assert any(
+        p == "clusters/acme-east/gpu-operator-values.yaml" and "copied from cluster fra-1" in m
+        for p, m in questions
+    )
     assert {rule for rule, _, _ in added} == {"IMP001", "WL012"}
 
     plan = yaml.safe_load((fork / "imports/acme-east/migration-plan.yaml").read_text())
     assert plan["kind"] == "MigrationPlan" and plan["spec"]["maxNodesOut"] == 1
-    steps = [(s["node"], s["capacityDuring"], s["capacityAfter"], s["productionNeed"], s["verdict"])
-             for s in plan["spec"]["steps"]]
+    steps = [
+        (s["node"], s["capacityDuring"], s["capacityAfter"], s["productionNeed"], s["verdict"])
+        for s in plan["spec"]["steps"]
+    ]
     gpu = "nvidia.com/gpu"
-    assert steps == [("a100-03", {gpu: 16}, {gpu: 24}, {}, "ok"),
-                     ("l4-03", {gpu: 32}, {gpu: 48}, {gpu: 24}, "no-reserve")]
-    assert "1. a100-03 (a100): during 16 nvidia.com/gpu; after 24 nvidia.com/gpu; production need nothing; ok" \
-        in done.stdout
-    assert "2. l4-03 (l4): during 32 nvidia.com/gpu; after 48 nvidia.com/gpu; production need 24 nvidia.com/gpu; " \
-           "no-reserve" in done.stdout
+    assert steps == [
+        ("a100-03", {gpu: 16}, {gpu: 24}, {}, "ok"),
+        ("l4-03", {gpu: 32}, {gpu: 48}, {gpu: 24}, "no-reserve"),
+    ]
+    assert (
+        "1. a100-03 (a100): during 16 nvidia.com/gpu; after 24 nvidia.com/gpu; production need nothing; ok"
+    ) in done.stdout
+    assert (
+        "2. l4-03 (l4): during 32 nvidia.com/gpu; after 48 nvidia.com/gpu; production need 24 "
+        "nvidia.com/gpu; "
+        "no-reserve" in done.stdout
+    )
 
 
 def test_answering_a_question_removes_its_finding(fork: Path) -> None:
@@ -110,8 +132,11 @@ def test_a_step_below_production_need_is_blocked(fork: Path, tmp_path: Path) -> 
     (snapshot / "clusterqueues.json").write_text(json.dumps(queues))
     done = run_import(fork, "--snapshot", str(snapshot), "--name", "acme-east", "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert "2. l4-03 (l4): during 32 nvidia.com/gpu; after 48 nvidia.com/gpu; production need 40 nvidia.com/gpu; " \
-           "blocked" in done.stdout
+    assert (
+        "2. l4-03 (l4): during 32 nvidia.com/gpu; after 48 nvidia.com/gpu; production need 40 "
+        "nvidia.com/gpu; "
+        "blocked" in done.stdout
+    )
     assert "step 2 takes online capacity below production's need (40 nvidia.com/gpu)" in done.stdout
     assert not (fork / "clusters/acme-east").exists()
 
@@ -138,7 +163,9 @@ def test_import_refuses_a_cluster_the_repository_has(fork: Path) -> None:
 
 def test_context_goes_through_the_live_reader(fork: Path, tmp_path: Path) -> None:
     pytest.importorskip("kubernetes")
-    done = run_import(fork, "--context", "nowhere", "--kubeconfig", str(tmp_path / "missing"), "--name", "acme-east")
+    done = run_import(
+        fork, "--context", "nowhere", "--kubeconfig", str(tmp_path / "missing"), "--name", "acme-east"
+    )
     assert done.returncode == 2 and "cannot use kubeconfig" in done.stderr
     assert not (fork / "clusters/acme-east").exists()
 
@@ -154,8 +181,12 @@ def test_validate_checks_the_plan_against_the_repository(fork: Path) -> None:
     queue.write_text(queue.read_text().replace("nominalQuota: 24", "nominalQuota: 40"))
     findings = [f for f in pipeline.run(fork, use_cache=False).findings if f.rule == "IMP002"]
     assert [(f.severity, f.message) for f in findings] == [
-        (Severity.ERROR, "step 2 drains l4-03 of pool l4: production short while it is out "
-                         "(nvidia.com/gpu 32 online < 40 nominal)")]
+        (
+            Severity.ERROR,
+            "step 2 drains l4-03 of pool l4: production short while it is out "
+            "(nvidia.com/gpu 32 online < 40 nominal)",
+        )
+    ]
 
 
 def test_open_questions_are_read_through_the_repository_reader(tmp_path: Path) -> None:
@@ -172,7 +203,8 @@ def test_open_questions_are_read_through_the_repository_reader(tmp_path: Path) -
     assert [f.message.split(":")[0] for f in findings] == ["not read"], findings
     (repo / "imports/mini/questions.yaml").unlink()
     (repo / "imports/mini/questions.yaml").write_text(
-        "questions:\n  - {path: ../../etc/passwd, line: 1, question: which team?}\n")
+        "questions:\n  - {path: ../../etc/passwd, line: 1, question: which team?}\n"
+    )
     findings = [f for f in pipeline.run(repo, use_cache=False).findings if f.rule == "IMP001"]
     assert len(findings) == 1 and "outside the repository" in findings[0].message
     assert not findings[0].path.startswith(("/", ".."))

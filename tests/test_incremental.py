@@ -23,9 +23,16 @@ CLUSTERS = ("east", "north", "west")
 
 
 def git(root: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True, env=env).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=env
+    ).stdout
 
 
 def commit_all(root: Path, message: str = "fleet") -> None:
@@ -46,7 +53,9 @@ def three_cluster_repo(tmp_path: Path) -> Path:
             file.write_text(file.read_text().replace("mini-a100", pool))
         shutil.copytree(MINIREPO / "clusters" / "mini", root / "clusters" / name)
         for file in (root / "clusters" / name).iterdir():
-            file.write_text(file.read_text().replace("mini-a100", pool).replace("name: mini", f"name: {name}"))
+            file.write_text(
+                file.read_text().replace("mini-a100", pool).replace("name: mini", f"name: {name}")
+            )
     commit_all(root)
     return root
 
@@ -62,6 +71,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 
 # --- which clusters a change reaches --------------------------------------------------------------------
+
 
 def test_pool_yaml_change_affects_only_the_cluster_including_the_pool(tmp_path: Path) -> None:
     root = three_cluster_repo(tmp_path)
@@ -89,12 +99,23 @@ def test_toolkit_change_affects_every_cluster(tmp_path: Path) -> None:
     assert selection.clusters == list(CLUSTERS) and selection.everything == ["tools/rule.py"]
 
 
-@pytest.mark.parametrize("path", ["mkdocs.yml", "gpupolicy.yaml", "policies/exceptions.yaml",
-                                  "policies/checks/org.yaml", "docs/runbooks/GPUFallenOffBus.md",
-                                  "docs/decisions/0001-x.md", "docs/examples/pod.yaml",
-                                  "policies/upgrades/plan.yaml", "pyproject.toml"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "mkdocs.yml",
+        "gpupolicy.yaml",
+        "policies/exceptions.yaml",
+        "policies/checks/org.yaml",
+        "docs/runbooks/GPUFallenOffBus.md",
+        "docs/decisions/0001-x.md",
+        "docs/examples/pod.yaml",
+        "policies/upgrades/plan.yaml",
+        "pyproject.toml",
+    ],
+)
 def test_site_and_toolkit_wide_inputs_affect_every_cluster(tmp_path: Path, path: str) -> None:
-    """A site_url change in mkdocs.yml (or a config, exception, org check, page rules read) selected nothing."""
+    """A site_url change in mkdocs.yml (or a config, exception, org check, page rules read) selected
+    nothing."""
     root = three_cluster_repo(tmp_path)
     (root / path).parent.mkdir(parents=True, exist_ok=True)
     (root / path).write_text("site_url: https://runbooks.example.org/\n")
@@ -110,10 +131,21 @@ def test_every_cluster_inputs_agree_with_the_modules_that_read_them() -> None:
     from gpupolicy.infra import siteconfig
     from gpupolicy.upgrade import approvals
     from gpupolicy.upgrade import plans as upgrades
-    homes = [siteconfig.SITE_CONFIG, repoconfig.CONFIG_FILE, waivers.EXCEPTIONS_FILE, orgchecks.CHECKS_DIR + "/",
-             observability.RUNBOOK_DIR + "/", decisions.DECISIONS_DIR + "/", sec_common.EXAMPLES_DIR,
-             upgrades.PLAN_DIR + "/", pipeline.IMPORTED_SCHEMAS + "/"]
-    assert all(incremental.affects_every_cluster(home + ("x" if home.endswith("/") else "")) for home in homes)
+
+    homes = [
+        siteconfig.SITE_CONFIG,
+        repoconfig.CONFIG_FILE,
+        waivers.EXCEPTIONS_FILE,
+        orgchecks.CHECKS_DIR + "/",
+        observability.RUNBOOK_DIR + "/",
+        decisions.DECISIONS_DIR + "/",
+        sec_common.EXAMPLES_DIR,
+        upgrades.PLAN_DIR + "/",
+        pipeline.IMPORTED_SCHEMAS + "/",
+    ]
+    assert all(
+        incremental.affects_every_cluster(home + ("x" if home.endswith("/") else "")) for home in homes
+    )
     assert incremental.affects_every_cluster(approvals.APPROVERS_FILE)
 
 
@@ -122,8 +154,12 @@ def test_docs_change_affects_nothing(tmp_path: Path) -> None:
     (root / "docs").mkdir()
     (root / "docs" / "index.md").write_text("# hello\n")
     assert selected(root) == []
-    out = subprocess.run([str(GPUPOLICY), "validate", "--repo", str(root), "--changed-since", "HEAD"],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [str(GPUPOLICY), "validate", "--repo", str(root), "--changed-since", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 0 and "nothing to validate" in out.stderr
 
 
@@ -166,12 +202,17 @@ def test_policy_repository_in_a_git_subdirectory(tmp_path: Path) -> None:
 
 def test_unknown_revision_exits_2(tmp_path: Path) -> None:
     root = three_cluster_repo(tmp_path)
-    out = subprocess.run([str(GPUPOLICY), "validate", "--repo", str(root), "--changed-since", "nope"],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [str(GPUPOLICY), "validate", "--repo", str(root), "--changed-since", "nope"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 2 and "unknown git revision 'nope'" in out.stderr
 
 
 # --- the findings of an incremental run equal the full run's, restricted ----------------------------------
+
 
 def restricted(findings: list[Finding], clusters: set[str]) -> set[tuple]:
     """Findings as a full run reports them for `clusters`: cluster lists cut to those clusters; findings
@@ -186,15 +227,21 @@ def restricted(findings: list[Finding], clusters: set[str]) -> set[tuple]:
 
 
 def assert_incremental_equals_full(root: Path, expected_clusters: list[str]) -> None:
-    out = subprocess.run([str(GPUPOLICY), "validate", "--repo", str(root), "--changed-since", "HEAD",
-                          "--format", "json"], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [str(GPUPOLICY), "validate", "--repo", str(root), "--changed-since", "HEAD", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode in (0, 1), out.stderr
     assert f"{len(expected_clusters)} of " in out.stderr
     report = json.loads(out.stdout)
     assert report["summary"]["clusters"] == len(expected_clusters)
     fields = set(Finding.__dataclass_fields__)  # a derived finding also carries caused_by (issue 14)
-    partial = [Finding(**{k: v for k, v in f.items() if k in fields} | {"severity": Severity(f["severity"])})
-               for f in report["findings"]]
+    partial = [
+        Finding(**{k: v for k, v in f.items() if k in fields} | {"severity": Severity(f["severity"])})
+        for f in report["findings"]
+    ]
     full = pipeline.run(root)
     assert restricted(partial, set(expected_clusters)) == restricted(full.findings, set(expected_clusters))
 
@@ -210,6 +257,7 @@ def test_incremental_findings_equal_full_run_restricted(tmp_path: Path) -> None:
 
 
 # --- the reference fleet --------------------------------------------------------------------------------
+
 
 def reference_copy(tmp_path: Path) -> Path:
     names = pipeline.cluster_names(REPO)
@@ -238,6 +286,7 @@ def test_one_pool_change_on_the_reference_fleet(tmp_path: Path) -> None:
 
 # --- the render cache -----------------------------------------------------------------------------------
 
+
 def test_repeated_run_renders_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPUPOLICY_CACHE_DIR", str(tmp_path / "cache"))
     root = three_cluster_repo(tmp_path)
@@ -251,10 +300,10 @@ def test_repeated_run_renders_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert changed.cached_renders == len(CLUSTERS) - 1  # only west's inputs changed
 
 
-
 def _no_revision_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the revision's graph was built although today's graph knows enough")
+
     monkeypatch.setattr(incremental, "_reach_at_revision", refuse)
 
 
@@ -265,7 +314,9 @@ def test_deleted_input_still_named_is_found_without_the_old_graph(tmp_path: Path
     assert selected(root) == ["west"]
 
 
-def test_deleted_input_and_its_reference_select_through_the_edited_kustomization(tmp_path: Path, monkeypatch) -> None:
+def test_deleted_input_and_its_reference_select_through_the_edited_kustomization(
+    tmp_path: Path, monkeypatch
+) -> None:
     root = three_cluster_repo(tmp_path)
     _no_revision_graph(monkeypatch)
     (root / "clusters" / "west" / "queues.yaml").unlink()

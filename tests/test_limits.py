@@ -1,4 +1,5 @@
-"""The repository schemas' maxima are the bounds of gpupolicy.infra.limits (one set of numbers, one set of sources)."""
+"""The repository schemas' maxima are the bounds of gpupolicy.infra.limits (one set of numbers, one set of
+sources)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_the_data_limit_is_one_mebibyte() -> None:
     assert limits.MAX_OBJECT_DATA_BYTES == 1_048_576  # MaxSecretSize = 1 * 1024 * 1024
 
 
-def _address_space_limit() -> None:  # runs in the child: a regression fails with MemoryError, not a dead machine
+# runs in the child: a regression fails with MemoryError, not a dead machine
+def _address_space_limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
 
 
@@ -51,7 +53,22 @@ def test_simulate_never_sizes_memory_by_an_absurd_node_count(tmp_path: Path) -> 
     repo = copy_repo(MINIREPO, tmp_path / "repo")
     pool = repo / "pools/mini-a100/pool.yaml"
     pool.write_text(pool.read_text().replace("local-1a: 2", "local-1a: 100000000"))
-    proc = subprocess.run([str(CONSOLE_SCRIPT), "simulate", "--repo", str(repo), "--no-plots", "--limit", "50",
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300,
-                          preexec_fn=_address_space_limit, check=False)
+    proc = subprocess.run(
+        [
+            str(CONSOLE_SCRIPT),
+            "simulate",
+            "--repo",
+            str(repo),
+            "--no-plots",
+            "--limit",
+            "50",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_address_space_limit,
+        check=False,
+    )
     assert "MemoryError" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]

@@ -71,11 +71,14 @@ def test_missing_file_and_unknown_gpu_exit_2(capsys: pytest.CaptureFixture[str],
     assert code == 2 and "unknown GPU model H100" in err and "H100-80GB" in err
 
 
-def test_gpu_option_checks_a_layout_against_a_named_model(capsys: pytest.CaptureFixture[str],
-                                                          tmp_path: Path) -> None:
+def test_gpu_option_checks_a_layout_against_a_named_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     config = tmp_path / "a100-40.yaml"
-    config.write_text("version: v1\nmig-configs:\n  seven:\n    - devices: all\n      mig-enabled: true\n"
-                      "      mig-devices:\n        \"1g.10gb\": 7\n")
+    config.write_text(
+        "version: v1\nmig-configs:\n  seven:\n    - devices: all\n      mig-enabled: true\n"
+        "      mig-devices:\n        \"1g.10gb\": 7\n"
+    )
     code, out, _ = run(capsys, "check", str(config))
     assert code == 0 and "no device-filter: every catalog GPU offering its profiles" in out
     # 1g.10gb is also A100-40GB's double-memory slice, where only four fit: a guess, so only info.
@@ -83,8 +86,10 @@ def test_gpu_option_checks_a_layout_against_a_named_model(capsys: pytest.Capture
     assert "fits A100-80GB, H100-80GB" in out
     code, out, _ = run(capsys, "check", str(config), "--gpu", "A100-40GB")
     assert code == 1
-    assert f"{config}:6: error: seven[0]: 7 x 1g.10gb cannot be placed on one A100-40GB: 7 x 1g.10gb asked, " \
-           "at most 4 fit" in out
+    assert (
+        f"{config}:6: error: seven[0]: 7 x 1g.10gb cannot be placed on one A100-40GB: 7 x 1g.10gb asked, "
+        "at most 4 fit" in out
+    )
     code, out, _ = run(capsys, "check", str(config), "--gpu", "A30")
     assert code == 1 and "1g.10gb is not a MIG profile of A30" in out
 

@@ -96,11 +96,29 @@ def synthetic_case(draw: st.DrawFn) -> tuple[GPUModel, dict[str, int]]:
         starts = draw(st.lists(st.integers(0, slots - width), min_size=1, max_size=slots, unique=True))
         name = f"{index + 1}g.{width}gb"
         media = draw(st.booleans())
-        profiles[name] = MigProfile(name, draw(st.integers(1, 3)), width, width, tuple(sorted(starts)),
-                                    media_extensions=media, max_count=draw(st.integers(1, 4)))
-    model = GPUModel(key="TOY", name="toy", architecture="toy", memory_gib=slots, pci_device_ids=(),
-                     product_labels=(), mig_profiles=profiles, min_driver="1", min_mig_driver="1",
-                     compute_capability="0.0", compute_slices=compute, memory_slots=slots)
+        profiles[name] = MigProfile(
+            name,
+            draw(st.integers(1, 3)),
+            width,
+            width,
+            tuple(sorted(starts)),
+            media_extensions=media,
+            max_count=draw(st.integers(1, 4)),
+        )
+    model = GPUModel(
+        key="TOY",
+        name="toy",
+        architecture="toy",
+        memory_gib=slots,
+        pci_device_ids=(),
+        product_labels=(),
+        mig_profiles=profiles,
+        min_driver="1",
+        min_mig_driver="1",
+        compute_capability="0.0",
+        compute_slices=compute,
+        memory_slots=slots,
+    )
     counts = {name: draw(st.integers(0, profile.max_count + 1)) for name, profile in profiles.items()}
     return model, counts
 
@@ -163,12 +181,15 @@ def test_every_combination_of_catalog_profiles_agrees_with_brute_force() -> None
 A100 = catalog.gpu("A100-80GB")
 
 
-@pytest.mark.parametrize(("counts", "reason"), [
-    ({"4g.40gb": 2}, "at most 1 fit"),
-    ({"3g.40gb": 2, "1g.10gb": 1}, "needs 9 memory slices"),
-    ({"2g.20gb": 3, "1g.10gb": 2}, "needs 8 compute slices"),
-    ({"1g.10gb+me": 1, "1g.5gb": 1}, "1g.5gb is not a profile of A100-80GB"),
-])
+@pytest.mark.parametrize(
+    ("counts", "reason"),
+    [
+        ({"4g.40gb": 2}, "at most 1 fit"),
+        ({"3g.40gb": 2, "1g.10gb": 1}, "needs 9 memory slices"),
+        ({"2g.20gb": 3, "1g.10gb": 2}, "needs 8 compute slices"),
+        ({"1g.10gb+me": 1, "1g.5gb": 1}, "1g.5gb is not a profile of A100-80GB"),
+    ],
+)
 def test_reasons(counts: dict[str, int], reason: str) -> None:
     result = place(A100, counts)
     assert isinstance(result, Unplaceable) and reason in result.reason
@@ -178,9 +199,20 @@ def test_geometry_alone_can_make_a_layout_unplaceable() -> None:
     # Sums fit (2 + 2 slots of 4, compute 2 of 4) but both profiles may only start at slot 0.
     narrow = MigProfile("1g.2gb", 1, 2, 2, (0,), max_count=2)
     other = MigProfile("1g.3gb", 1, 2, 2, (0, 2), max_count=1)
-    toy = GPUModel(key="TOY", name="toy", architecture="toy", memory_gib=4, pci_device_ids=(), product_labels=(),
-                   mig_profiles={"1g.2gb": narrow, "1g.3gb": other}, min_driver="1", min_mig_driver="1",
-                   compute_capability="0.0", compute_slices=4, memory_slots=4)
+    toy = GPUModel(
+        key="TOY",
+        name="toy",
+        architecture="toy",
+        memory_gib=4,
+        pci_device_ids=(),
+        product_labels=(),
+        mig_profiles={"1g.2gb": narrow, "1g.3gb": other},
+        min_driver="1",
+        min_mig_driver="1",
+        compute_capability="0.0",
+        compute_slices=4,
+        memory_slots=4,
+    )
     result = place(toy, {"1g.2gb": 2})
     assert isinstance(result, Unplaceable) and "may start only at slot 0" in result.reason
     assert solve(toy, {"1g.2gb": 1, "1g.3gb": 1}).starts == {"1g.2gb": (0,), "1g.3gb": (2,)}
@@ -226,7 +258,12 @@ CONFIG = {
         "split": [
             {"devices": [0, 1], "mig-enabled": False},
             {"devices": [2, 3], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
-            {"device-filter": "0x20B710DE", "devices": "all", "mig-enabled": True, "mig-devices": {"1g.6gb": 4}},
+            {
+                "device-filter": "0x20B710DE",
+                "devices": "all",
+                "mig-enabled": True,
+                "mig-devices": {"1g.6gb": 4},
+            },
         ],
         "override": [
             {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}},
@@ -254,9 +291,15 @@ def test_uniform() -> None:
     config, _ = parse_config(CONFIG)
     assert not uniform(config.layouts["split"])
     assert not uniform(config.layouts["override"])
-    single, _ = parse_config({"version": "v1", "mig-configs": {"a": [
-        {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}], "off": [
-        {"devices": "all", "mig-enabled": False}]}})
+    single, _ = parse_config(
+        {
+            "version": "v1",
+            "mig-configs": {
+                "a": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}],
+                "off": [{"devices": "all", "mig-enabled": False}],
+            },
+        }
+    )
     assert uniform(single.layouts["a"]) and uniform(single.layouts["off"])
 
 
@@ -269,32 +312,70 @@ def test_check_config_findings() -> None:
     assert "entry 1 wins" in overlap.message and overlap.path == ("mig-configs", "override", 1, "devices")
 
 
-@pytest.mark.parametrize(("name", "valid"), [
-    ("1g.10gb", True), ("1g.10gb+me", True), ("1g.24gb+me.all", True), ("1g.24gb-me", True),
-    ("1c.3g.40gb", True), ("1g.10gb+gfx,me", True),
-    ("4c.3g.40gb", False), ("1g10gb", False), ("1g.10gb+me,me", False), ("1g.10gb+1me", False),
-    ("1g.10gb+me-gfx", False), ("big", False),
-])
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [
+        ("1g.10gb", True),
+        ("1g.10gb+me", True),
+        ("1g.24gb+me.all", True),
+        ("1g.24gb-me", True),
+        ("1c.3g.40gb", True),
+        ("1g.10gb+gfx,me", True),
+        ("4c.3g.40gb", False),
+        ("1g10gb", False),
+        ("1g.10gb+me,me", False),
+        ("1g.10gb+1me", False),
+        ("1g.10gb+me-gfx", False),
+        ("big", False),
+    ],
+)
 def test_profile_grammar(name: str, valid: bool) -> None:
     assert (parse_profile_name(name) is None) is valid
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ([], "is a mapping"),
-    ({"version": "v2", "mig-configs": {"a": [{"devices": "all", "mig-enabled": False}]}}, "version must be v1"),
-    ({"version": "v1", "mig-configs": {}}, "at least one layout"),
-    ({"version": "v1", "mig-configs": {"a": []}}, "non-empty list"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": "all"}]}}, "mig-enabled is required"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": [], "mig-enabled": False}]}}, "devices must be"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "mig-enabled": True,
-                                               "mig-devices": {"1g.10gb": -1}}]}}, "whole number"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "mig-enabled": True,
-                                               "mig-devices": {"1g.10gb": 0}}]}}, "every count is 0"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "mig-enabled": False,
-                                               "device-filter": "nvidia"}]}}, "not a PCI device ID"),
-    ({"version": "v1", "extra": 1, "mig-configs": {"a": [{"devices": "all", "mig-enabled": False}]}},
-     "unexpected field 'extra'"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "is a mapping"),
+        (
+            {"version": "v2", "mig-configs": {"a": [{"devices": "all", "mig-enabled": False}]}},
+            "version must be v1",
+        ),
+        ({"version": "v1", "mig-configs": {}}, "at least one layout"),
+        ({"version": "v1", "mig-configs": {"a": []}}, "non-empty list"),
+        ({"version": "v1", "mig-configs": {"a": [{"devices": "all"}]}}, "mig-enabled is required"),
+        ({"version": "v1", "mig-configs": {"a": [{"devices": [], "mig-enabled": False}]}}, "devices must be"),
+        (
+            {
+                "version": "v1",
+                "mig-configs": {
+                    "a": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": -1}}]
+                },
+            },
+            "whole number",
+        ),
+        (
+            {
+                "version": "v1",
+                "mig-configs": {
+                    "a": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 0}}]
+                },
+            },
+            "every count is 0",
+        ),
+        (
+            {
+                "version": "v1",
+                "mig-configs": {"a": [{"devices": "all", "mig-enabled": False, "device-filter": "nvidia"}]},
+            },
+            "not a PCI device ID",
+        ),
+        (
+            {"version": "v1", "extra": 1, "mig-configs": {"a": [{"devices": "all", "mig-enabled": False}]}},
+            "unexpected field 'extra'",
+        ),
+    ],
+)
 def test_schema_problems(data: object, message: str) -> None:
     _, problems = parse_config(data)
     assert any(message in p.message and p.severity == "error" for p in problems), problems

@@ -1,6 +1,7 @@
-"""GPU Operator chart upgrades in stages, on a git copy of the repository: a plan takes the chart from v26.3.3 to
-v26.7.0 on test-us, then prod-eu (Argo CD), then prod-us; promote writes each cluster's gpuOperatorVersion and
-its chart pin (clusters/<name>/gpu-operator-chart.yaml) in one transaction, and rollback restores every byte."""
+"""GPU Operator chart upgrades in stages, on a git copy of the repository: a plan takes the chart from v26.3.3
+to v26.7.0 on test-us, then prod-eu (Argo CD), then prod-us; promote writes each cluster's gpuOperatorVersion
+and its chart pin (clusters/<name>/gpu-operator-chart.yaml) in one transaction, and rollback restores every
+byte."""
 
 from __future__ import annotations
 
@@ -76,18 +77,23 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    # the generated pages are left out: promote regenerates them after its edits (DOC005), and what they say is
-    # checked by `docs --check`, not here
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts
-            and not p.relative_to(root).as_posix().startswith("docs/generated/")}
+    # the generated pages are left out: promote regenerates them after its edits (DOC005), and what they say
+    # is checked by `docs --check`, not here
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and ".git" not in p.relative_to(root).parts
+        and not p.relative_to(root).as_posix().startswith("docs/generated/")
+    }
 
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
     """The repository with every cluster on the chart the plan starts from (cluster.yaml and pin alike), every
     pool on 535.309.01 (the one driver both v26.3.3 and v26.7.0 list, so the rollback target supports it too:
-    UPG015), the driver rollout set aside (it targets a driver v26.3.3 does not list), and the operator plan."""
+    UPG015), the driver rollout set aside (it targets a driver v26.3.3 does not list), and the operator
+    plan."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     target = copy_repo(REPO, tmp_path / "repo")
@@ -99,7 +105,9 @@ def repo(tmp_path: Path) -> Path:
             path.write_text(text.replace(TO, FROM))
     for driver in sorted((target / "pools").glob("*/nvidiadriver.yaml")):
         text = driver.read_text()
-        driver.write_text(text.replace('"580.173.02"', f'"{SHARED_DRIVER}"').replace('"595.91.07"', f'"{SHARED_DRIVER}"'))
+        driver.write_text(
+            text.replace('"580.173.02"', f'"{SHARED_DRIVER}"').replace('"595.91.07"', f'"{SHARED_DRIVER}"')
+        )
     (target / "policies/upgrades/driver-r580-to-r595.yaml").unlink()
     (target / f"policies/upgrades/{PLAN}.yaml").write_text(PLAN_TEXT)
     _git(target, "init", "-q")
@@ -135,17 +143,23 @@ def test_operator_plan_status_promote_rollback_round_trip(repo: Path, capsys, mo
     assert "+  gpuOperatorVersion: v26.7.0" in first and "b/clusters/test-us/gpu-operator-chart.yaml" in first
     promoted = _snapshot(repo)
     assert sorted(path for path, data in promoted.items() if data != before[path]) == [
-        "clusters/test-us/cluster.yaml", "clusters/test-us/gpu-operator-chart.yaml",
-        f"policies/upgrades/{PLAN}.yaml"]
+        "clusters/test-us/cluster.yaml",
+        "clusters/test-us/gpu-operator-chart.yaml",
+        f"policies/upgrades/{PLAN}.yaml",
+    ]
     assert not _upg_findings(repo), "promote left the pin and cluster.yaml apart"
     _git(repo, "commit", "-q", "-am", "promote test")
     after_test = _snapshot(repo)
 
     with healthy_prometheus(repo.parent / "prom", repo, PLAN, "2026-12-03T10:00:00Z") as url:
-        code, second = _upgrade(repo, capsys, "promote", PLAN, "--now", "2026-12-03T10:00:00Z", "--prometheus", url)
+        code, second = _upgrade(
+            repo, capsys, "promote", PLAN, "--now", "2026-12-03T10:00:00Z", "--prometheus", url
+        )
     assert code == 0 and "b/clusters/prod-eu/gpu-operator-chart.yaml" in second
-    assert "+  value: v26.7.0" in second and "targetRevision" in (repo / "clusters/prod-eu/gpu-operator-chart.yaml"
-                                                                   ).read_text()
+    assert (
+        "+  value: v26.7.0" in second
+        and "targetRevision" in (repo / "clusters/prod-eu/gpu-operator-chart.yaml").read_text()
+    )
     assert not _upg_findings(repo)
     _git(repo, "commit", "-q", "-am", "promote canary")
 
@@ -163,19 +177,27 @@ def test_operator_plan_status_promote_rollback_round_trip(repo: Path, capsys, mo
 def test_promote_refuses_a_cluster_whose_chart_is_not_pinned(repo: Path, capsys) -> None:
     kustomization = repo / "clusters/test-us/kustomization.yaml"
     text = kustomization.read_text()
-    kustomization.write_text(text.replace("  - path: gpu-operator-chart.yaml\n", "  - path: gpu-operator-pin.yaml\n"))
-    (repo / "clusters/test-us/gpu-operator-chart.yaml").rename(repo / "clusters/test-us/gpu-operator-pin.yaml")
+    kustomization.write_text(
+        text.replace("  - path: gpu-operator-chart.yaml\n", "  - path: gpu-operator-pin.yaml\n")
+    )
+    (repo / "clusters/test-us/gpu-operator-chart.yaml").rename(
+        repo / "clusters/test-us/gpu-operator-pin.yaml"
+    )
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "pin under another name")
     before = _snapshot(repo)
     code, output = _upgrade(repo, capsys, "promote", PLAN, "--now", "2026-12-01T09:00:00Z")
-    assert code == 2 and "per-cluster pin cannot be edited" in output and "clusters/test-us/gpu-operator-chart.yaml" \
-        in output
+    assert (
+        code == 2
+        and "per-cluster pin cannot be edited" in output
+        and "clusters/test-us/gpu-operator-chart.yaml" in output
+    )
     assert _snapshot(repo) == before
 
 
 def test_each_shipped_cluster_pins_the_chart_it_declares() -> None:
-    """Whatever fleet this repository holds (the reference one, or a fork's made by `gpupolicy new cluster`)."""
+    """Whatever fleet this repository holds (the reference one, or a fork's made by `gpupolicy new
+    cluster`)."""
     fleet = pipeline.load_fleet(SHIPPED)
     assert fleet.clusters
     for cluster in fleet.clusters.values():
@@ -197,7 +219,9 @@ def test_the_upgrade_page_shows_both_kinds_of_rollout() -> None:
     fleet = pipeline.load_fleet(REPO)
     page = upgrades_page.pages(docsgen.Context(root=REPO, fleet=fleet))["upgrades.md"]
     assert "## What each cluster runs" in page
-    assert ("| prod-eu | production | 1.33 | `v26.7.0` | `clusters/prod-eu/gpu-operator-chart.yaml` on Application "
-            "argocd/gpu-operator | `580.173.02`, `595.91.07` |") in page
+    assert (
+        "| prod-eu | production | 1.33 | `v26.7.0` | `clusters/prod-eu/gpu-operator-chart.yaml` on "
+        "Application argocd/gpu-operator | `580.173.02`, `595.91.07` |"
+    ) in page
     assert "## gpu-operator-v26-3-to-v26-7" in page and "GPU Operator chart per cluster" in page
     assert "## driver-r580-to-r595" in page and "NVIDIA driver (NVIDIADriver `spec.version` per pool)" in page

@@ -20,7 +20,9 @@ from gpupolicy import pipeline
 
 HERE = Path(__file__).resolve().parent
 SAMPLE_PACKAGE = HERE / "orgrules" / "acme_gpu_rules"
-SAMPLE_CHECK = HERE / "rules" / "CFG002" / "good" / "declarative-check" / "policies" / "checks" / "team-quota.yaml"
+SAMPLE_CHECK = (
+    HERE / "rules" / "CFG002" / "good" / "declarative-check" / "policies" / "checks" / "team-quota.yaml"
+)
 
 
 def _install(site: Path, extra_modules: dict[str, str] | None = None) -> Path:
@@ -37,8 +39,9 @@ def _install(site: Path, extra_modules: dict[str, str] | None = None) -> Path:
 
 def _gpupolicy(site: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "gpupolicy", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "gpupolicy", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 @pytest.fixture
@@ -52,21 +55,27 @@ def repo(tmp_path: Path) -> Path:
 def test_a_declarative_check_reports_at_the_objects_line(repo: Path) -> None:
     found = [f for f in pipeline.run(repo).findings if f.rule == "ACME-QUOTA001"]
     assert [(f.path, f.line, f.severity.value, f.cluster) for f in found] == [
-        ("policies/base/team.yaml", 16, "warning", "mini")]
+        ("policies/base/team.yaml", 16, "warning", "mini")
+    ]
     assert found[0].message == "team GPU quota above 8 in a test cluster (ResourceQuota alpha/gpu)"
     quota = repo / "policies" / "base" / "team.yaml"
-    quota.write_text(quota.read_text().replace('requests.nvidia.com/gpu: "16"', 'requests.nvidia.com/gpu: "8"'))
+    quota.write_text(
+        quota.read_text().replace('requests.nvidia.com/gpu: "16"', 'requests.nvidia.com/gpu: "8"')
+    )
     assert not [f for f in pipeline.run(repo).findings if f.rule == "ACME-QUOTA001"]
 
 
 def test_the_config_can_rerate_a_declarative_check(repo: Path) -> None:
-    (repo / "gpupolicy.yaml").write_text("apiVersion: gpupolicy/v1\nkind: Config\n"
-                                         "severity:\n  - {rule: ACME-QUOTA001, severity: error}\n")
+    (repo / "gpupolicy.yaml").write_text(
+        "apiVersion: gpupolicy/v1\nkind: Config\nseverity:\n  - {rule: ACME-QUOTA001, severity: error}\n"
+    )
     found = [f for f in pipeline.run(repo).findings if f.rule.startswith(("ACME", "CFG"))]
     assert [(f.rule, f.severity.value) for f in found] == [("ACME-QUOTA001", "error")]
 
 
-def test_an_installed_plugin_runs_and_is_listed_with_the_declarative_checks(repo: Path, tmp_path: Path) -> None:
+def test_an_installed_plugin_runs_and_is_listed_with_the_declarative_checks(
+    repo: Path, tmp_path: Path
+) -> None:
     site = _install(tmp_path / "site")
     listed = _gpupolicy(site, "rules", "--repo", str(repo), "--format", "json")
     assert listed.returncode == 0, listed.stderr
@@ -77,7 +86,8 @@ def test_an_installed_plugin_runs_and_is_listed_with_the_declarative_checks(repo
     findings = json.loads(run.stdout)["findings"]
     cost = [f for f in findings if f["rule"] == "ACME-COST001"]
     assert [(f["path"], f["line"], f["message"]) for f in cost] == [
-        ("clusters/mini/queues.yaml", 5, "ClusterQueue alpha has no acme.example/cost-center label")]
+        ("clusters/mini/queues.yaml", 5, "ClusterQueue alpha has no acme.example/cost-center label")
+    ]
     assert not [f for f in findings if f["rule"] in ("CFG002", "INTERNAL")]
 
 
@@ -97,7 +107,9 @@ def check(fleet):
 UNPREFIXED_RULE = CRASHING_RULE.replace('ID = "ACME-CRASH001"', 'ID = "CAP001"')
 
 
-def test_a_crashing_plugin_rule_is_internal_and_an_unprefixed_one_is_refused(repo: Path, tmp_path: Path) -> None:
+def test_a_crashing_plugin_rule_is_internal_and_an_unprefixed_one_is_refused(
+    repo: Path, tmp_path: Path
+) -> None:
     site = _install(tmp_path / "site", {"crashing": CRASHING_RULE, "shadowing": UNPREFIXED_RULE})
     run = _gpupolicy(site, "validate", "--repo", str(repo), "--no-cache", "--format", "json")
     assert run.returncode == 2, run.stderr  # a check did not run: the run is incomplete
@@ -115,8 +127,9 @@ def test_a_plugin_module_that_does_not_import_is_internal(repo: Path, tmp_path: 
     assert run.returncode == 2
     findings = json.loads(run.stdout)["findings"]
     assert [f["message"] for f in findings if f["rule"] == "INTERNAL"] == [
-        "plugin acme (acme_gpu_rules): module acme_gpu_rules.broken cannot be imported: ModuleNotFoundError: No "
-        "module named 'acme_dependency_that_is_missing'"]
+        "plugin acme (acme_gpu_rules): module acme_gpu_rules.broken cannot be imported: ModuleNotFoundError: "
+        "No module named 'acme_dependency_that_is_missing'"
+    ]
     assert any(f["rule"] == "ACME-COST001" for f in findings)  # the package's other rules still run
 
 
@@ -126,7 +139,10 @@ def test_a_reviewed_exception_can_accept_a_declarative_checks_finding(repo: Path
     (repo / "policies" / "exceptions.yaml").write_text(
         "apiVersion: gpupolicy/v1\nkind: Exceptions\nexceptions:\n  - rule: ACME-QUOTA001\n"
         "    path: policies/base/team.yaml\n    reason: alpha's quota is raised for the benchmark week\n"
-        f"    owner: alpha-lead\n    expires: '{guardfleet.in_days(30)}'\n")
+        f"    owner: alpha-lead\n    expires: '{guardfleet.in_days(30)}'\n"
+    )
     result = pipeline.run(repo)
     assert not [f for f in result.findings if f.rule.startswith(("ACME", "EXC"))]
-    assert [item.finding.rule for item in result.waived if item.finding.rule.startswith("ACME")] == ["ACME-QUOTA001"]
+    assert [item.finding.rule for item in result.waived if item.finding.rule.startswith("ACME")] == [
+        "ACME-QUOTA001"
+    ]

@@ -30,7 +30,9 @@ def _format_choices(command: str) -> list[str]:
 
 
 def _run_result(*findings: Finding) -> SimpleNamespace:
-    return SimpleNamespace(findings=list(findings), timings={}, errors=1, warnings=0, objects=0, rendered_clusters=[])
+    return SimpleNamespace(
+        findings=list(findings), timings={}, errors=1, warnings=0, objects=0, rendered_clusters=[]
+    )
 
 
 def _fresh_python(code: str) -> str:
@@ -38,7 +40,9 @@ def _fresh_python(code: str) -> str:
     return proc.stdout.strip()
 
 
-# --- one table, no registration --------------------------------------------------------------------------------
+# --- one table, no registration
+# --------------------------------------------------------------------------------
+
 
 def test_validate_offers_exactly_the_formatters() -> None:
     choices = _format_choices("validate")
@@ -57,9 +61,15 @@ def test_formats_does_not_call_back_into_report() -> None:
     import from the package itself: the table would again be filled from two sides."""
     source = Path(report.__file__).with_name("formats.py")
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    back = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            and ((node.level == 1 and node.module in (None, "__init__"))
-                 or node.module in ("gpupolicy.report", "gpupolicy"))]
+    back = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (
+            (node.level == 1 and node.module in (None, "__init__"))
+            or node.module in ("gpupolicy.report", "gpupolicy")
+        )
+    ]
     assert not back, f"formats.py imports its own package at line(s) {back}"
     assert not hasattr(report, "register")
 
@@ -69,9 +79,14 @@ def test_no_module_writes_into_a_format_table() -> None:
     writes = []
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            target = node.value if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) else None
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("update", "setdefault", "__setitem__"):
+            target = (
+                node.value if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) else None
+            )
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("update", "setdefault", "__setitem__")
+            ):
                 target = node.func.value
             name = getattr(target, "attr", None) or getattr(target, "id", None)
             if name in ("FORMATTERS", "OUTPUTS"):
@@ -85,12 +100,18 @@ def test_diff_offers_its_table_and_reuses_the_findings_formats() -> None:
     assert set(diff.OUTPUTS) == {"markdown", "json", *diff.FINDINGS_FORMATS}
     introduced = Finding("CAP001", Severity.ERROR, "new", "a.yaml", 3)
     old = Finding("CAP005", Severity.WARNING, "old", "b.yaml", 1)
-    result = diff.SemanticDiff("base", "head", [], diff.compare_findings([old], [old, introduced]), "headline")
+    result = diff.SemanticDiff(
+        "base", "head", [], diff.compare_findings([old], [old, introduced]), "headline"
+    )
     for name in diff.FINDINGS_FORMATS:
-        assert diff.OUTPUTS[name](result, "/repo") == report.FORMATTERS[name](diff.findings_view(result), "/repo")
+        assert diff.OUTPUTS[name](result, "/repo") == report.FORMATTERS[name](
+            diff.findings_view(result), "/repo"
+        )
 
 
-# --- one place, one identity ----------------------------------------------------------------------------------
+# --- one place, one identity
+# ----------------------------------------------------------------------------------
+
 
 def test_place_is_path_line_path_or_repository() -> None:
     assert Finding("R", Severity.ERROR, "m", "a.yaml", 3).place == "a.yaml:3"
@@ -105,7 +126,10 @@ def test_every_output_writes_the_same_place() -> None:
     text = report.FORMATTERS["text"](run, "")
     assert "clusters/mini/queues.yaml:18: error CAP001" in text and "<repository>: info CAP001" in text
     junit = "\n".join(ElementTree.fromstring(report.FORMATTERS["junit"](run, "")).itertext())
-    assert "clusters/mini/queues.yaml:18: quota too high" in junit and "<repository>: about the repository" in junit
+    assert (
+        "clusters/mini/queues.yaml:18: quota too high" in junit
+        and "<repository>: about the repository" in junit
+    )
     compared = diff.SemanticDiff("b", "h", [], diff.compare_findings([], [finding, pathless]))
     markdown = diff.OUTPUTS["markdown"](compared, "")
     assert "`clusters/mini/queues.yaml:18`" in markdown and "`<repository>`" in markdown
@@ -114,7 +138,8 @@ def test_every_output_writes_the_same_place() -> None:
 def test_sarif_fingerprint_and_diff_matching_share_one_identity() -> None:
     one = Finding("CAP001", Severity.ERROR, "quota 24 > 16", "clusters/a/queues.yaml", 18, "a")
     variants = [
-        Finding("CAP001", Severity.ERROR, "quota 24 > 16", "clusters/a/queues.yaml", 40, "a,b"),  # moved, spread
+        # moved, spread
+        Finding("CAP001", Severity.ERROR, "quota 24 > 16", "clusters/a/queues.yaml", 40, "a,b"),
         Finding("CAP001", Severity.WARNING, "quota 24 > 16", "clusters/a/queues.yaml", 18, "a", hint="h"),
         Finding("CAP002", Severity.ERROR, "quota 24 > 16", "clusters/a/queues.yaml", 18, "a"),
         Finding("CAP001", Severity.ERROR, "quota 25 > 16", "clusters/a/queues.yaml", 18, "a"),

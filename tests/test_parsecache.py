@@ -13,8 +13,8 @@ from gpupolicy.infra.cache import parsed as parsecache
 from gpupolicy.infra.yamlload import parse_source
 
 SAMPLES = {
-    "clean": b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {team: nlp}\ndata:\n  k: |\n    x\n---\n"
-             b"apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n",
+    "clean": b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {team: nlp}\ndata:\n  k: |\n "
+    b"   x\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n",
     "duplicate key": b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nmetadata: {name: b}\n",
     "syntax error": b"a: [1, 2\nb: c\n",
     "not utf-8": b"a: \xff\xfe\n",
@@ -24,8 +24,10 @@ SAMPLES = {
 
 
 def _same(a, b) -> bool:
-    return ([(d.path, d.index, d.line, d.data, d.lines) for d in a.documents], a.findings) == \
-        ([(d.path, d.index, d.line, d.data, d.lines) for d in b.documents], b.findings)
+    return ([(d.path, d.index, d.line, d.data, d.lines) for d in a.documents], a.findings) == (
+        [(d.path, d.index, d.line, d.data, d.lines) for d in b.documents],
+        b.findings,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -75,7 +77,9 @@ def test_any_bytes_round_trip_through_the_cache(tmp_path: Path, raw: bytes) -> N
     assert _same(cache.load_bytes(raw, "fuzz.yaml"), fresh)
 
 
-# --- kubectl's output ------------------------------------------------------------------------------------------
+# --- kubectl's output
+# ------------------------------------------------------------------------------------------
+
 
 def _rendered_outputs() -> dict[str, str]:
     """The reference fleet as kubectl renders it (from the render cache when warm)."""
@@ -102,10 +106,14 @@ def test_rendered_documents_split_as_the_parser_splits_them(tmp_path: Path) -> N
 
 def test_a_changed_document_is_parsed_and_the_others_reused(tmp_path: Path) -> None:
     cache = parsecache.ParseCache(tmp_path)
-    before = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Namespace\n" \
-             "metadata:\n  name: b\n  annotations:\n    note: |\n      ---\n      not a separator\n"
+    before = (
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Namespace\n"
+        "metadata:\n  name: b\n  annotations:\n    note: |\n      ---\n      not a separator\n"
+    )
     assert [d["metadata"]["name"] for d in cache.load_rendered("o", before)] == ["a", "b"]
-    after = before.replace("name: a", "name: a2") + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: c}\n"
+    after = before.replace("name: a", "name: a2") + (
+        "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: c}\n"
+    )
     loaded = cache.load_rendered("o", after)
     assert [d["metadata"]["name"] for d in loaded] == ["a2", "b", "c"]
     assert loaded[1]["metadata"]["annotations"]["note"] == "---\nnot a separator\n"

@@ -1,4 +1,5 @@
-"""Faster loaders for kubectl's output (bench/compare_parsers.py, decision 0047): a loader may replace PyYAML's
+"""Faster loaders for kubectl's output (bench/compare_parsers.py, decision 0047): a loader may replace
+PyYAML's
 C loader only if it builds identical Python objects, document by document, YAML 1.1 scalars included."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from gpupolicy.infra import yamlload
 REPO = Path(__file__).resolve().parents[1]
 
 # kubectl prints what kyaml read: a plain `yes` in a source stays a plain `yes` in the output, and the API
-# server's YAML 1.1 reading (sigs.k8s.io/yaml) makes it true. These are the scalars where YAML 1.1 and 1.2 part.
+# server's YAML 1.1 reading (sigs.k8s.io/yaml) makes it true. These are the scalars where YAML 1.1 and 1.2
+# part.
 YAML_1_1_OUTPUT = """\
 apiVersion: v1
 kind: ConfigMap
@@ -61,7 +63,9 @@ metadata:
 def compare_parsers():
     sys.path.insert(0, str(REPO / "bench"))
     try:
-        spec = importlib.util.spec_from_file_location("compare_parsers", REPO / "bench" / "compare_parsers.py")
+        spec = importlib.util.spec_from_file_location(
+            "compare_parsers", REPO / "bench" / "compare_parsers.py"
+        )
         module = importlib.util.module_from_spec(spec)
         sys.modules["compare_parsers"] = module  # dataclasses look their module up
         spec.loader.exec_module(module)
@@ -74,8 +78,17 @@ def test_the_rendered_loader_reads_yaml_1_1_scalars_as_the_api_server_does() -> 
     first, second = yamlload.load_rendered(YAML_1_1_OUTPUT)
     data = first["data"]
     assert data["plain-yes"] is True and data["plain-on"] is True and data["plain-off"] is False
-    assert data["octal"] == 511 and data["hex"] == 31 and data["underscored"] == 1000 and data["sexagesimal"] == 45000
-    assert data["exponent-without-dot"] == "1e3" and math.isnan(data["not-a-number"]) and data["infinity"] == math.inf
+    assert (
+        data["octal"] == 511
+        and data["hex"] == 31
+        and data["underscored"] == 1000
+        and data["sexagesimal"] == 45000
+    )
+    assert (
+        data["exponent-without-dot"] == "1e3"
+        and math.isnan(data["not-a-number"])
+        and data["infinity"] == math.inf
+    )
     assert data["tilde"] is None and data["empty"] is None and data["tagged"] == "12"
     assert data["date"] == datetime.date(2002, 12, 14)
     assert data["timestamp"] == datetime.datetime(2001, 12, 15, 2, 59, 43, 100000, tzinfo=datetime.UTC)
@@ -112,11 +125,12 @@ def test_kubectl_quotes_some_yaml_1_1_scalars_and_prints_others_plain(kubectl_ed
 
 
 @pytest.mark.parametrize("name", ["rapidyaml", "oryaml", "pyyaml-rs", "fastyaml-rs"])
-def test_each_candidate_is_compared_document_by_document(compare_parsers, kubectl_edge_output: str,
-                                                         name: str) -> None:
-    """Decision 0047's premise, checked again whenever a candidate is installed: the Rust loaders read YAML 1.2,
-    so on kubectl's output they build a float from `1e+21` and keep a spaced timestamp as text where the C
-    loader does not; rapidyaml, with PyYAML's 1.1 resolution on its tree, builds the same objects (it was
+def test_each_candidate_is_compared_document_by_document(
+    compare_parsers, kubectl_edge_output: str, name: str
+) -> None:
+    """Decision 0047's premise, checked again whenever a candidate is installed: the Rust loaders read YAML
+    1.2, so on kubectl's output they build a float from `1e+21` and keep a spaced timestamp as text where the
+    C loader does not; rapidyaml, with PyYAML's 1.1 resolution on its tree, builds the same objects (it was
     rejected on speed, which the bench measures, not a test)."""
     candidate = next(c for c in compare_parsers.CANDIDATES if c.distribution == name)
     module = pytest.importorskip(candidate.module)
@@ -141,6 +155,10 @@ def test_a_candidate_that_fails_to_parse_is_a_result(compare_parsers) -> None:
         raise ValueError("cannot")
 
     candidate = compare_parsers.Candidate("broken", "none", "yaml", broken)
-    result = compare_parsers.compare([yamlload.load_rendered(YAML_1_1_OUTPUT)], [YAML_1_1_OUTPUT], candidate,
-                                     importlib.import_module("yaml"))
+    result = compare_parsers.compare(
+        [yamlload.load_rendered(YAML_1_1_OUTPUT)],
+        [YAML_1_1_OUTPUT],
+        candidate,
+        importlib.import_module("yaml"),
+    )
     assert not result["identical"] and result["error"] == "ValueError: cannot"

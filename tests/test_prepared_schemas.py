@@ -22,13 +22,33 @@ OBJECTS = [
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok"}, "data": {"a": "b"}},
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"}, "data": {"a": 1}},
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "labelz": {}}},
-    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-     "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": {
-         "metadata": {"labels": {"app": "x"}},
-         "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                                  "ports": [{"containerPort": "80"}]}]}}}},
-    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"},
-     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": "get"}]},
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "x"}},
+            "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "i",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                            "ports": [{"containerPort": "80"}],
+                        }
+                    ]
+                },
+            },
+        },
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "r"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": "get"}],
+    },
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "p"}, "value": 10},
 ]
 
@@ -69,7 +89,9 @@ def test_prepared_schemas_are_kept_and_read_back(tmp_path: Path, monkeypatch: py
     store = CacheStore(tmp_path)
     expected = [_messages(schema.SchemaSet(store=store).validate(body, VERSION)) for body in OBJECTS]
     kept = list((store.parsed_version_dir / SCHEMAS).rglob("*"))
-    assert len([path for path in kept if path.is_file()]) == len({(b["apiVersion"], b["kind"]) for b in OBJECTS})
+    assert len([path for path in kept if path.is_file()]) == len(
+        {(b["apiVersion"], b["kind"]) for b in OBJECTS}
+    )
 
     def not_again(*_args):
         raise AssertionError("prepared again although kept")
@@ -92,12 +114,21 @@ HOSTILE = {
     "not cache format": lambda entry: entry.write_bytes(b"garbage"),
     "not JSON": lambda entry: cachefiles.write_bytes(entry, b"\xff\xfe not json"),
     "a list": lambda entry: cachefiles.write_bytes(entry, b"[1, 2]"),
-    "wrong shape": lambda entry: cachefiles.write_bytes(entry, json.dumps({"schema": [], "definitions": 1}).encode()),
+    "wrong shape": lambda entry: cachefiles.write_bytes(
+        entry, json.dumps({"schema": [], "definitions": 1}).encode()
+    ),
     "not a schema": lambda entry: cachefiles.write_bytes(
-        entry, json.dumps({"schema": {"type": 12}, "definitions": {}}).encode()),
-    "a reference it cannot resolve": lambda entry: cachefiles.write_bytes(entry, json.dumps(
-        {"schema": {"properties": {"data": {"$ref": "/api/_definitions.json#/$defs/Missing"}}},
-         "definitions": {"$id": "https://kubernetes.io/api/_definitions.json", "$defs": {}}}).encode()),
+        entry, json.dumps({"schema": {"type": 12}, "definitions": {}}).encode()
+    ),
+    "a reference it cannot resolve": lambda entry: cachefiles.write_bytes(
+        entry,
+        json.dumps(
+            {
+                "schema": {"properties": {"data": {"$ref": "/api/_definitions.json#/$defs/Missing"}}},
+                "definitions": {"$id": "https://kubernetes.io/api/_definitions.json", "$defs": {}},
+            }
+        ).encode(),
+    ),
     "deeply nested": lambda entry: cachefiles.write_bytes(entry, b"[" * 100_000 + b"]" * 100_000),
     "oversized": lambda entry: cachefiles.write_bytes(entry, b" " * (MAX_PREPARED_SCHEMA_BYTES + 1)),
 }
@@ -125,9 +156,13 @@ def test_a_schema_entry_from_json_that_compiles_is_the_only_kind_believed(tmp_pa
 
 
 def test_the_schema_folder_is_found_without_importing_kubernetes_validate() -> None:
-    code = ("import sys\nfrom gpupolicy.infra.schema import check as schema\n"
-            "errors = schema.SchemaSet().validate({'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': "
-            "{'name': 'a'}, 'data': {'a': 1}}, '1.33')\n"
-            "print(bool(errors), 'kubernetes_validate' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    code = (
+        "import sys\nfrom gpupolicy.infra.schema import check as schema\n"
+        "errors = schema.SchemaSet().validate({'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': "
+        "{'name': 'a'}, 'data': {'a': 1}}, '1.33')\n"
+        "print(bool(errors), 'kubernetes_validate' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["True", "False"]

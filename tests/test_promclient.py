@@ -18,11 +18,18 @@ from gpupolicy.upgrade import promclient
 from gpupolicy.upgrade.promclient import Prometheus, PrometheusError
 
 START, END = datetime(2026, 11, 10, tzinfo=UTC), datetime(2026, 11, 11, tzinfo=UTC)
-MATRIX = {"status": "success", "data": {"resultType": "matrix", "result": [
-    {"metric": {"node": "n1"}, "values": [[1762732800, "1"], [1762732860, "NaN"]]}]}}
+MATRIX = {
+    "status": "success",
+    "data": {
+        "resultType": "matrix",
+        "result": [{"metric": {"node": "n1"}, "values": [[1762732800, "1"], [1762732860, "NaN"]]}],
+    },
+}
 
 
-def _send(handler: BaseHTTPRequestHandler, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+def _send(
+    handler: BaseHTTPRequestHandler, code: int, body: bytes, headers: dict[str, str] | None = None
+) -> None:
     handler.send_response(code)
     for key, value in (headers or {"Content-Type": "application/json"}).items():
         handler.send_header(key, value)
@@ -59,8 +66,9 @@ def server() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], st
 
 
 def _ask(url: str, **limits: float) -> list[promclient.Series]:
-    return Prometheus(url, timeout=limits.get("timeout", 2.0), max_bytes=int(limits.get("max_bytes", 1 << 20))) \
-        .query_range("up", START, END, 60)
+    return Prometheus(
+        url, timeout=limits.get("timeout", 2.0), max_bytes=int(limits.get("max_bytes", 1 << 20))
+    ).query_range("up", START, END, 60)
 
 
 def test_a_matrix_is_read_with_its_labels_and_values(server) -> None:
@@ -86,13 +94,16 @@ def test_a_server_that_trickles_bytes_hits_the_deadline(server) -> None:
 
 def test_a_silent_server_times_out(server) -> None:
     url = server(lambda h: time.sleep(3))
-    with pytest.raises(PrometheusError, match="cannot connect or read: timed out|no complete answer within 0.3s"):
+    with pytest.raises(
+        PrometheusError, match="cannot connect or read: timed out|no complete answer within 0.3s"
+    ):
         _ask(url, timeout=0.3)
 
 
 def test_a_server_that_drips_header_bytes_hits_the_same_deadline(server) -> None:
     """Before the deadline covered headers, each byte reset the per-read socket timeout: this ran for the full
     drip (here 20 s; a real server can drip for hours)."""
+
     def drip_headers(handler: BaseHTTPRequestHandler) -> None:
         handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
         handler.wfile.flush()
@@ -118,23 +129,47 @@ def test_an_oversized_answer_is_cut_off(server) -> None:
         _ask(server(flood))
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    (b"<html>login</html>", "not JSON"),
-    (b"[" * 200_000 + b"]" * 200_000, "not JSON"),  # nesting deep enough to exhaust the decoder's recursion
-    (b'{"status": "success", "data": {"resultType": "vector", "result": []}}', "did not return a matrix"),
-    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, 2]]}]}}',
-     "not \\[time, \"value\"\\]"),
-    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {"a": 1}, "values": []}]}}',
-     "label that is not a string"),
-    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "x"]]}]}}',
-     "not a number"),
-    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1e999, "1"]]}]}}',
-     "sample time that is not a finite Unix time"),
-    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1e300, "1"]]}]}}',
-     "sample time that is not a finite Unix time"),
-    (b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[NaN, "1"]]}]}}',
-     "not JSON"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"<html>login</html>", "not JSON"),
+        (
+            b"[" * 200_000 + b"]" * 200_000,
+            "not JSON",
+        ),  # nesting deep enough to exhaust the decoder's recursion
+        (b'{"status": "success", "data": {"resultType": "vector", "result": []}}', "did not return a matrix"),
+        (
+            b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": '
+            b'[[1, 2]]}]}}',
+            "not \\[time, \"value\"\\]",
+        ),
+        (
+            b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {"a": 1}, '
+            b'"values": []}]}}',
+            "label that is not a string",
+        ),
+        (
+            b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": '
+            b'[[1, "x"]]}]}}',
+            "not a number",
+        ),
+        (
+            b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": '
+            b'[[1e999, "1"]]}]}}',
+            "sample time that is not a finite Unix time",
+        ),
+        (
+            b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": '
+            b'[[1e300, "1"]]}]}}',
+            "sample time that is not a finite Unix time",
+        ),
+        (
+            b'{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": '
+            b'[[NaN, "1"]]}]}}',
+            "not JSON",
+        ),
+    ],
+)
 def test_malformed_answers_are_refused(server, body: bytes, message: str) -> None:
     url = server(lambda h: _send(h, 200, body))
     with pytest.raises(PrometheusError, match=message):
@@ -153,19 +188,24 @@ def test_redirects_are_refused_so_the_token_stays_home(server) -> None:
     elsewhere = server(lambda h: (seen.append(h.headers.get("Authorization")), _send(h, 200, b"{}")))
     url = server(lambda h: _send(h, 302, b"", {"Location": f"{elsewhere}/api/v1/query_range"}))
     with pytest.raises(PrometheusError, match="HTTP 302 .*redirect .* refused"):
-        Prometheus(url, token="s3cret", timeout=2).query_range("up", START, END, 60)  # pragma: allowlist secret
+        Prometheus(url, token="s3cret", timeout=2).query_range(
+            "up", START, END, 60
+        )  # pragma: allowlist secret
     assert seen == []
 
 
 def test_the_token_is_sent_as_a_bearer_header(server) -> None:
     seen: list[str | None] = []
-    url = server(lambda h: (seen.append(h.headers.get("Authorization")), _send(h, 200, json.dumps(MATRIX).encode())))
+    url = server(
+        lambda h: (seen.append(h.headers.get("Authorization")), _send(h, 200, json.dumps(MATRIX).encode()))
+    )
     Prometheus(url, token="s3cret", timeout=2).query_range("up", START, END, 60)  # pragma: allowlist secret
     assert seen == ["Bearer s3cret"]
 
 
 def test_nothing_listening_is_a_clear_error() -> None:
     import socket
+
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -198,8 +238,20 @@ def test_token_comes_from_the_file_or_the_environment(tmp_path: Path, monkeypatc
 
 
 def test_alert_names_lists_only_alerting_rules(server) -> None:
-    rules = {"status": "success", "data": {"groups": [{"name": "g", "rules": [
-        {"name": "GPUFallenOffBus", "type": "alerting"}, {"name": "job:up:sum", "type": "recording"}]}]}}
+    rules = {
+        "status": "success",
+        "data": {
+            "groups": [
+                {
+                    "name": "g",
+                    "rules": [
+                        {"name": "GPUFallenOffBus", "type": "alerting"},
+                        {"name": "job:up:sum", "type": "recording"},
+                    ],
+                }
+            ]
+        },
+    }
     url = server(lambda h: _send(h, 200, json.dumps(rules).encode()))
     assert Prometheus(url, timeout=2).alert_names() == {"GPUFallenOffBus"}
 

@@ -1,4 +1,5 @@
-"""Property tests (hypothesis) that complement the example tests of the capacity model, the quantity parser and
+"""Property tests (hypothesis) that complement the example tests of the capacity model, the quantity parser
+and
 the strict loader. (The MIG solver's properties live in tests/test_mig_solver.py.)"""
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ def layouts(draw, gpus_per_node: int) -> list[dict]:
     """A mig-parted layout: entries for "all" or some GPU indices, MIG on or off."""
     entries = []
     for _ in range(draw(st.integers(1, 3))):
-        devices = draw(st.one_of(st.just("all"), st.lists(st.integers(0, gpus_per_node - 1), min_size=1,
-                                                          max_size=gpus_per_node, unique=True)))
+        devices = draw(
+            st.one_of(
+                st.just("all"),
+                st.lists(st.integers(0, gpus_per_node - 1), min_size=1, max_size=gpus_per_node, unique=True),
+            )
+        )
         enabled = draw(st.booleans())
         entry = {"devices": devices, "mig-enabled": enabled}
         if enabled:
@@ -52,12 +57,22 @@ def pools(draw, modes: tuple[str, ...] = MODES) -> tuple[Pool, list[dict] | None
     properties draw MIG pools directly rather than filter: filtering four in five away is slow and flaky."""
     per_node = draw(st.sampled_from([1, 2, 4, 8]))
     mode = draw(st.sampled_from(modes))
-    fields = dict(name="p", path="pools/p/pool.yaml", gpu_model="H100-80GB", gpus_per_node=per_node,
-                  zones=draw(zones), access_mode="exclusive", node_labels={"gpupolicy.io/pool": "p"})
+    fields = dict(
+        name="p",
+        path="pools/p/pool.yaml",
+        gpu_model="H100-80GB",
+        gpus_per_node=per_node,
+        zones=draw(zones),
+        access_mode="exclusive",
+        node_labels={"gpupolicy.io/pool": "p"},
+    )
     layout = None
     if mode == "time-sliced":
-        fields.update(access_mode="time-sliced", time_slicing_replicas=draw(st.integers(2, 16)),
-                      rename_shared=draw(st.booleans()))
+        fields.update(
+            access_mode="time-sliced",
+            time_slicing_replicas=draw(st.integers(2, 16)),
+            rename_shared=draw(st.booleans()),
+        )
     elif mode == "mps":
         fields.update(mps_replicas=draw(st.integers(2, 16)))
     elif mode.startswith("mig"):
@@ -67,6 +82,7 @@ def pools(draw, modes: tuple[str, ...] = MODES) -> tuple[Pool, list[dict] | None
 
 
 # --- the capacity model -------------------------------------------------------------------------------------
+
 
 @settings(max_examples=300, deadline=None)
 @given(pools(), st.integers(1, 10))
@@ -83,8 +99,11 @@ def test_mixed_mig_capacity_is_per_node_counts_times_nodes(case: tuple[Pool, lis
     pool, layout = case
     assert layout is not None and pool.mig_strategy == "mixed"
     per_node = layout_instances_per_node(layout, pool.gpus_per_node)
-    expected = {mig_resource(profile): count * pool.nodes for profile, count in per_node.items()
-                if profile != WHOLE_GPU and count}
+    expected = {
+        mig_resource(profile): count * pool.nodes
+        for profile, count in per_node.items()
+        if profile != WHOLE_GPU and count
+    }
     if per_node.get(WHOLE_GPU):
         expected[GPU_RESOURCE] = per_node[WHOLE_GPU] * pool.nodes
     assert pool_capacity(pool, layout) == expected
@@ -128,7 +147,9 @@ def test_time_slicing_multiplies_every_resource(case: tuple[Pool, list | None], 
 
 @settings(max_examples=300, deadline=None)
 @given(pools(), st.integers(0, 200), st.integers(0, 200))
-def test_capacity_without_is_monotone_and_bounded(case: tuple[Pool, list | None], lost: int, more: int) -> None:
+def test_capacity_without_is_monotone_and_bounded(
+    case: tuple[Pool, list | None], lost: int, more: int
+) -> None:
     pool, layout = case
     pool = replace(pool, capacity=pool_capacity(pool, layout))
     assert pool.capacity_without(0) == pool.capacity
@@ -140,7 +161,9 @@ def test_capacity_without_is_monotone_and_bounded(case: tuple[Pool, list | None]
 
 @settings(max_examples=200, deadline=None)
 @given(pools(), st.data())
-def test_losing_nodes_removes_whole_nodes_of_capacity(case: tuple[Pool, list | None], data: st.DataObject) -> None:
+def test_losing_nodes_removes_whole_nodes_of_capacity(
+    case: tuple[Pool, list | None], data: st.DataObject
+) -> None:
     """Every node exposes the same devices, so losing k nodes leaves exactly (nodes - k) nodes' worth."""
     pool, layout = case
     pool = replace(pool, capacity=pool_capacity(pool, layout))
@@ -150,10 +173,21 @@ def test_losing_nodes_removes_whole_nodes_of_capacity(case: tuple[Pool, list | N
     assert pool.capacity_without(lost) == {name: expected.get(name, 0) for name in pool.capacity}
 
 
-# --- quantities ------------------------------------------------------------------------------------------------
+# --- quantities
+# ------------------------------------------------------------------------------------------------
 
-SUFFIX_VALUES = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-                 "Ti": 2**40, "m": Decimal("0.001")}
+SUFFIX_VALUES = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "m": Decimal("0.001"),
+}
 
 
 @given(st.integers(0, 10**9), st.sampled_from(sorted(SUFFIX_VALUES)))
@@ -192,13 +226,21 @@ def test_binary_suffix_is_larger_than_decimal(number: int) -> None:
     assert parse_quantity(f"{number}Ki") > parse_quantity(f"{number}k")
 
 
-# --- the strict loader -------------------------------------------------------------------------------------------
+# --- the strict loader
+# -------------------------------------------------------------------------------------------
 
 keys = st.from_regex(r"[a-z][a-z0-9]{0,7}", fullmatch=True)
-scalars = st.one_of(st.integers(-1000, 1000), st.text(st.characters(whitelist_categories=("Ll", "Nd")), max_size=8),
-                    st.booleans())
-manifests = st.dictionaries(keys, st.one_of(scalars, st.lists(scalars, max_size=3),
-                                            st.dictionaries(keys, scalars, max_size=3)), min_size=1, max_size=6)
+scalars = st.one_of(
+    st.integers(-1000, 1000),
+    st.text(st.characters(whitelist_categories=("Ll", "Nd")), max_size=8),
+    st.booleans(),
+)
+manifests = st.dictionaries(
+    keys,
+    st.one_of(scalars, st.lists(scalars, max_size=3), st.dictionaries(keys, scalars, max_size=3)),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=200, deadline=None)

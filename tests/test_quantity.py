@@ -14,8 +14,18 @@ from gpupolicy.domain.quantity import (
 )
 
 
-@pytest.mark.parametrize("text, value", [("8", 8), ("500m", Decimal("0.5")), ("1Gi", 2**30), ("2k", 2000),
-                                          (16, 16), ("1e3", 1000), (".5", Decimal("0.5"))])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("8", 8),
+        ("500m", Decimal("0.5")),
+        ("1Gi", 2**30),
+        ("2k", 2000),
+        (16, 16),
+        ("1e3", 1000),
+        (".5", Decimal("0.5")),
+    ],
+)
 def test_parse_quantity(text, value) -> None:
     assert parse_quantity(text) == value
 
@@ -47,11 +57,25 @@ def test_never_raises_anything_but_quantity_error(text: str) -> None:
 
 # --- amounts in messages: quantity.number, the exact style beside human_amount (issue 30) -------------------
 
-@pytest.mark.parametrize(("value", "shown"), [
-    (16, "16"), (16.0, "16"), (0.5, "0.5"), (-3, "-3"), (Decimal("1.50"), "1.50"), (Decimal("2.000"), "2"),
-    (10**15 - 1, "999999999999999"), (10**15, "1.000e+15"), (-(10**15), "-1.000e+15"),
-    (10**400, "1.000e+400"), (1e300, "1.000e+300"), (float("inf"), "Infinity"), (float("nan"), "NaN"),
-])
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (16, "16"),
+        (16.0, "16"),
+        (0.5, "0.5"),
+        (-3, "-3"),
+        (Decimal("1.50"), "1.50"),
+        (Decimal("2.000"), "2"),
+        (10**15 - 1, "999999999999999"),
+        (10**15, "1.000e+15"),
+        (-(10**15), "-1.000e+15"),
+        (10**400, "1.000e+400"),
+        (1e300, "1.000e+300"),
+        (float("inf"), "Infinity"),
+        (float("nan"), "NaN"),
+    ],
+)
 def test_number_quotes_an_amount_exactly_and_never_raises(value, shown) -> None:
     assert number(value) == shown
 

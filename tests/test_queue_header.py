@@ -1,5 +1,7 @@
-"""The queue files' header block (decision 0090): rendered from the queue and its pools, reported by DOC006 when
-a hand edit leaves it behind (validate writes nothing), rewritten by `gpupolicy docs`, on the tests' own fleet."""
+"""The queue files' header block (decision 0090): rendered from the queue and its pools, reported by DOC006
+when
+a hand edit leaves it behind (validate writes nothing), rewritten by `gpupolicy docs`, on the tests' own
+fleet."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def test_a_hand_edited_quota_is_reported_at_the_stale_line_and_docs_rewrites_it(
     text = path.read_text()
     match = _first_gpu_nominal(text)
     raised = int(match[1]) + 8
-    edited = text[:match.start(1)] + str(raised) + text[match.end(1):]
+    edited = text[: match.start(1)] + str(raised) + text[match.end(1) :]
     path.write_text(edited)
 
     findings = _doc006(root)
@@ -53,13 +55,23 @@ def test_a_hand_edited_quota_is_reported_at_the_stale_line_and_docs_rewrites_it(
     assert f" {raised} of " in expected and expected.split(":")[0] == stale_line.split(":")[0]
     assert "gpupolicy docs" in finding.hint
 
-    check = subprocess.run([sys.executable, "-m", "gpupolicy", "docs", "--check", "--repo", str(root)],
-                           capture_output=True, text=True, timeout=600, check=False)
+    check = subprocess.run(
+        [sys.executable, "-m", "gpupolicy", "docs", "--check", "--repo", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert check.returncode == 1 and f"{rel}: queue header stale" in check.stdout
     assert path.read_text() == edited
 
-    done = subprocess.run([sys.executable, "-m", "gpupolicy", "docs", "--repo", str(root)], capture_output=True,
-                          text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpupolicy", "docs", "--repo", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     fixed = path.read_text()
     assert expected in fixed.split("\n") and stale_line not in fixed.split("\n")
@@ -72,7 +84,7 @@ def test_a_file_without_the_marker_is_not_checked(tmp_path):
     path = root / "clusters/prod-us/queues/research.yaml"
     text = path.read_text().replace(queue_header.MARKER + "\n", "")
     match = _first_gpu_nominal(text)
-    path.write_text(text[:match.start(1)] + str(int(match[1]) + 8) + text[match.end(1):])
+    path.write_text(text[: match.start(1)] + str(int(match[1]) + 8) + text[match.end(1) :])
     assert _doc006(root) == []
 
 
@@ -90,8 +102,11 @@ def test_recommend_refreshes_a_block_the_change_moves_without_editing_its_yaml(t
     path.write_text(text.replace(f"    {zone}: {count}\n", f"    {zone}: {count + 1}\n", 1))
     after = pipeline.load_fleet(root, ["prod-us"], use_cache=False)
     headers = edits.refreshed_headers(before, after, {})
-    holders = {q.obj.origin for q in after.clusters["prod-us"].cluster_queues.values()
-               if any(flavor == "us-l40s-shared" for flavor, _ in q.quotas())}
+    holders = {
+        q.obj.origin
+        for q in after.clusters["prod-us"].cluster_queues.values()
+        if any(flavor == "us-l40s-shared" for flavor, _ in q.quotas())
+    }
     assert holders and set(headers) == holders
     grown = after.clusters["prod-us"].pools
     exposed = next(p for p in grown if p.name == "us-l40s-shared").capacity["nvidia.com/gpu"]

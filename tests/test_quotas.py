@@ -1,4 +1,5 @@
-"""The quota arithmetic (gpupolicy.domain.quotas): what is given out per flavor and per pool, the capacity a flavor stands
+"""The quota arithmetic (gpupolicy.domain.quotas): what is given out per flavor and per pool, the capacity a
+flavor stands
 for, and agreement between CAP001 and the generated quota page on the reference fleet."""
 
 from __future__ import annotations
@@ -31,9 +32,16 @@ GPU = "nvidia.com/gpu"
 
 
 def _pool(name: str, gpus: int, product: str = "NVIDIA-H100-80GB-HBM3") -> Pool:
-    return Pool(name=name, path=f"pools/{name}/pool.yaml", gpu_model="H100-80GB", gpus_per_node=8,
-                zones={"zone-a": gpus // 8}, access_mode="exclusive",
-                node_labels={"gpupolicy.io/pool": name, "nvidia.com/gpu.product": product}, capacity={GPU: gpus})
+    return Pool(
+        name=name,
+        path=f"pools/{name}/pool.yaml",
+        gpu_model="H100-80GB",
+        gpus_per_node=8,
+        zones={"zone-a": gpus // 8},
+        access_mode="exclusive",
+        node_labels={"gpupolicy.io/pool": name, "nvidia.com/gpu.product": product},
+        capacity={GPU: gpus},
+    )
 
 
 def _flavor(name: str, labels: dict[str, str]) -> Flavor:
@@ -41,28 +49,48 @@ def _flavor(name: str, labels: dict[str, str]) -> Flavor:
 
 
 def _groups(*quota: tuple[str, float]) -> tuple[ResourceGroup, ...]:
-    return (ResourceGroup((GPU,), tuple(FlavorQuotas(flavor, (ResourceQuota(GPU, nominal),))
-                                        for flavor, nominal in quota)),)
+    return (
+        ResourceGroup(
+            (GPU,), tuple(FlavorQuotas(flavor, (ResourceQuota(GPU, nominal),)) for flavor, nominal in quota)
+        ),
+    )
 
 
 def _queue(name: str, *quota: tuple[str, float], cohort: str = "") -> ClusterQueue:
-    return ClusterQueue(name=name, cohort=cohort, namespace_selector={}, resource_groups=_groups(*quota),
-                        preemption={}, team=name, tier="training", workload="training", labels={},
-                        obj=_obj("ClusterQueue", name))
+    return ClusterQueue(
+        name=name,
+        cohort=cohort,
+        namespace_selector={},
+        resource_groups=_groups(*quota),
+        preemption={},
+        team=name,
+        tier="training",
+        workload="training",
+        labels={},
+        obj=_obj("ClusterQueue", name),
+    )
 
 
 def _cluster(flavors: dict[str, Flavor], queues: list[ClusterQueue], cohorts: list[Cohort] = ()) -> Cluster:
-    facts = ClusterFacts("q-test", "clusters/q-test/cluster.yaml", "test", "eu", ("zone-a",), "1.33", "v26.3.0",
-                         "flux")
-    return Cluster(facts=facts, pools=[_pool("a", 16), _pool("b", 8), _pool("c", 8, "NVIDIA-H200")],
-                   flavors=flavors, cluster_queues={q.name: q for q in queues},
-                   cohorts={c.name: c for c in cohorts})
+    facts = ClusterFacts(
+        "q-test", "clusters/q-test/cluster.yaml", "test", "eu", ("zone-a",), "1.33", "v26.3.0", "flux"
+    )
+    return Cluster(
+        facts=facts,
+        pools=[_pool("a", 16), _pool("b", 8), _pool("c", 8, "NVIDIA-H200")],
+        flavors=flavors,
+        cluster_queues={q.name: q for q in queues},
+        cohorts={c.name: c for c in cohorts},
+    )
 
 
 def test_a_cohorts_own_quota_is_given_out_on_its_flavor() -> None:
     cohort = Cohort("prod", "", _groups(("fa", 4)), _obj("Cohort", "prod"))
-    cluster = _cluster({"fa": _flavor("fa", {"gpupolicy.io/pool": "a"})},
-                       [_queue("q1", ("fa", 8), cohort="prod"), _queue("q2", ("fa", 6))], [cohort])
+    cluster = _cluster(
+        {"fa": _flavor("fa", {"gpupolicy.io/pool": "a"})},
+        [_queue("q1", ("fa", 8), cohort="prod"), _queue("q2", ("fa", 6))],
+        [cohort],
+    )
     assert quotas.nominal_per_flavor(cluster) == {("fa", GPU): 18}
     assert quotas.flavor_capacity(cluster, "fa") == {GPU: 16}
     charged = quotas.nominal_per_pool(cluster)
@@ -80,7 +108,10 @@ def test_a_flavor_over_several_pools_stands_for_all_of_them_but_is_charged_to_no
 
 
 def test_two_flavors_on_one_pool_are_both_charged_to_it() -> None:
-    flavors = {"b1": _flavor("b1", {"gpupolicy.io/pool": "b"}), "b2": _flavor("b2", {"gpupolicy.io/pool": "b"})}
+    flavors = {
+        "b1": _flavor("b1", {"gpupolicy.io/pool": "b"}),
+        "b2": _flavor("b2", {"gpupolicy.io/pool": "b"}),
+    }
     cluster = _cluster(flavors, [_queue("q1", ("b1", 6)), _queue("q2", ("b2", 6))])
     assert quotas.nominal_per_flavor(cluster) == {("b1", GPU): 6, ("b2", GPU): 6}
     assert sum(e.quota.nominal for e in quotas.nominal_per_pool(cluster)[("b", GPU)]) == 12
@@ -94,9 +125,13 @@ def test_unknown_flavor_stands_for_nothing() -> None:
 
 def test_the_quota_page_is_a_queue_by_pool_matrix_in_gpus_with_zeros_blank() -> None:
     cohort = Cohort("prod", "", _groups(("fb", 2)), _obj("Cohort", "prod"))
-    flavors = {"fa": _flavor("fa", {"gpupolicy.io/pool": "a"}), "fb": _flavor("fb", {"gpupolicy.io/pool": "b"})}
-    cluster = _cluster(flavors, [_queue("q1", ("fa", 8), ("fb", 0)), _queue("q2", ("fb", 4), cohort="prod")],
-                       [cohort])
+    flavors = {
+        "fa": _flavor("fa", {"gpupolicy.io/pool": "a"}),
+        "fb": _flavor("fb", {"gpupolicy.io/pool": "b"}),
+    }
+    cluster = _cluster(
+        flavors, [_queue("q1", ("fa", 8), ("fb", 0)), _queue("q2", ("fb", 4), cohort="prod")], [cohort]
+    )
     lines = quota_page._matrix(cluster).splitlines()
     assert lines[0] == "| team (queue) | cohort | a (flavor fa) | b (flavor fb) |"
     assert lines[2:] == [
@@ -110,8 +145,16 @@ def test_the_quota_page_is_a_queue_by_pool_matrix_in_gpus_with_zeros_blank() -> 
 
 
 def test_amounts_are_in_the_pools_units() -> None:
-    sliced = Pool(name="s", path="pools/s/pool.yaml", gpu_model="L4", gpus_per_node=8, zones={"z": 1},
-                  access_mode="time-sliced", node_labels={}, time_slicing_replicas=4)
+    sliced = Pool(
+        name="s",
+        path="pools/s/pool.yaml",
+        gpu_model="L4",
+        gpus_per_node=8,
+        zones={"z": 1},
+        access_mode="time-sliced",
+        node_labels={},
+        time_slicing_replicas=4,
+    )
     assert quota_page.amount_text(GPU, 1, [_pool("a", 8)]) == "1 GPU"
     assert quota_page.amount_text(GPU, 48, [sliced]) == "48 × 1/4 GPU"
     assert quota_page.amount_text("nvidia.com/mig-1g.10gb", 16, []) == "16 × 1g.10gb"
@@ -123,7 +166,9 @@ def test_share_percent_is_exact() -> None:
     assert quotas.share_percent(10**400, 3) == 100 * Decimal(10**400) / 3  # no float overflow
 
 
-# --- the reference fleet: the page and the rule read the same numbers -------------------------------------------
+# --- the reference fleet: the page and the rule read the same numbers
+# -------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def fleet():
@@ -133,7 +178,8 @@ def fleet():
 
 
 def _amounts(cell: str) -> dict[str, int]:
-    """`64 × 1g.10gb, 32 × 2g.20gb` -> {mig-1g.10gb: 64, ...}; `48 GPUs` and `64 × 1/4 GPU` -> {gpu: 48 / 64}."""
+    """`64 × 1g.10gb, 32 × 2g.20gb` -> {mig-1g.10gb: 64, ...}; `48 GPUs` and `64 × 1/4 GPU` -> {gpu: 48 /
+    64}."""
     found = {}
     for number, profile in re.findall(r"(\d+) (?:× (\d+g\.\d+gb)|GPUs?|× 1/\d+ GPU)", cell):
         found[f"mig-{profile}" if profile else "gpu"] = int(number)
@@ -146,13 +192,17 @@ def _page_totals(text: str) -> dict[tuple[str, str, str], tuple[int, int]]:
     for section in re.split(r"^## ", text, flags=re.M)[1:]:
         cluster = section.splitlines()[0].strip()
         for block in re.split(r"\n\s*\n", section):  # a cluster with many pools has several tables
-            rows = {line.split(" | ")[0].strip("| *"): [c.strip() for c in line.strip().strip("|").split("|")]
-                    for line in block.splitlines() if line.startswith("| ")}
+            rows = {
+                line.split(" | ")[0].strip("| *"): [c.strip() for c in line.strip().strip("|").split("|")]
+                for line in block.splitlines()
+                if line.startswith("| ")
+            }
             if "team (queue)" not in rows:
                 continue
             header = rows["team (queue)"]
-            for column, (nominal, exposed) in enumerate(zip(rows["nominal total"], rows["pools expose"],
-                                                            strict=True)):
+            for column, (nominal, exposed) in enumerate(
+                zip(rows["nominal total"], rows["pools expose"], strict=True)
+            ):
                 for resource, amount in _amounts(exposed).items():
                     totals[(cluster, header[column], resource)] = (_amounts(nominal).get(resource, 0), amount)
     return totals
@@ -170,8 +220,10 @@ def test_cap001_and_the_quota_page_agree_on_the_repository_fleet(fleet) -> None:
             flavor = flavors.pop()
             pool = next(p for p in cluster.pools if p.name == pool_name)
             short = resource.removeprefix("nvidia.com/").split(".shared")[0]
-            assert page[(cluster.name, flavor, short)] == (sum(e.quota.nominal for e in entries),
-                                                           pool.capacity[resource])
+            assert page[(cluster.name, flavor, short)] == (
+                sum(e.quota.nominal for e in entries),
+                pool.capacity[resource],
+            )
             compared += 1
     assert compared == sum(len(quotas.nominal_per_pool(c)) for c in fleet.clusters.values()) > 0
     # CAP001 is silent exactly when no flavor's nominal total exceeds what its pool exposes

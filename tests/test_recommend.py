@@ -1,4 +1,5 @@
-"""`gpupolicy recommend`: targets, the search's reproducibility across executors, edits that keep validate clean."""
+"""`gpupolicy recommend`: targets, the search's reproducibility across executors, edits that keep validate
+clean."""
 
 from __future__ import annotations
 
@@ -42,8 +43,11 @@ def jobs():
 
 def test_targets_parse_units_and_refuse_garbage():
     parsed = targets.parse("serving:p95<15m, training:p50<2h,x:p99<30s")
-    assert [(t.key, t.percentile, t.minutes) for t in parsed] == [("serving", "p95", 15), ("training", "p50", 120),
-                                                                   ("x", "p99", 0.5)]
+    assert [(t.key, t.percentile, t.minutes) for t in parsed] == [
+        ("serving", "p95", 15),
+        ("training", "p50", 120),
+        ("x", "p99", 0.5),
+    ]
     with pytest.raises(ToolError, match="expected KEY"):
         targets.parse("serving:p90<15m")
 
@@ -54,15 +58,22 @@ def test_knobs_leave_production_alone_and_start_at_the_repository(cluster):
     research = {k.name: k for k in knob_list}["research/us-h100-train/nvidia.com/gpu/borrow"]
     # the search starts at the fleet's own limit and may go up to the pool's cards (read, not copied)
     groups = cluster.cluster_queues["research"].resource_groups
-    limit = next(q.borrowing_limit for g in groups for f in g.flavors
-                 if f.flavor == "us-h100-train" for q in f.resources if q.name == "nvidia.com/gpu")
+    limit = next(
+        q.borrowing_limit
+        for g in groups
+        for f in g.flavors
+        if f.flavor == "us-h100-train"
+        for q in f.resources
+        if q.name == "nvidia.com/gpu"
+    )
     cards = next(p.gpus for p in cluster.pools if p.name == "us-h100-train")
     assert research.current == limit and research.high == cards
 
 
 def test_cohort_moves_are_searched_where_cohorts_are_flat(cluster):
-    flat = dataclasses.replace(cluster, cohorts={name: dataclasses.replace(c, parent="")
-                                                 for name, c in cluster.cohorts.items()})
+    flat = dataclasses.replace(
+        cluster, cohorts={name: dataclasses.replace(c, parent="") for name, c in cluster.cohorts.items()}
+    )
     assert not any(c.parent for c in flat.cohorts.values())
     moves = {k.name: k for k in space.knobs(flat) if k.kind == space.COHORT}
     assert moves["research/cohort"].choices == ("research", "training")
@@ -80,15 +91,20 @@ def test_cohort_moves_are_searched_in_a_cohort_tree(cluster):
 
 def test_apportion_fits_whole_units_into_the_room():
     assert space.apportion({"a": 10, "b": 20}, 40) == {"a": 10, "b": 20}  # fits: left as asked
-    assert space.apportion({"a": 10, "b": 20}, 20) == {"a": 7, "b": 13}  # 6.67 and 13.33: the larger remainder
+    # 6.67 and 13.33: the larger remainder
+    assert space.apportion({"a": 10, "b": 20}, 20) == {"a": 7, "b": 13}
     assert space.apportion({"b": 1, "a": 1}, 1) == {"a": 1, "b": 0}  # a tie goes by name
     assert space.apportion({"a": 5}, 0) == {"a": 0}
 
 
 def _over_capacity(cluster) -> list[str]:
     """CAP001's sum: the pools where the nominal quota given out exceeds what the pool exposes."""
-    return [f"{pool} {resource}" for (pool, resource), entries in quotas.nominal_per_pool(cluster).items()
-            if sum(e.quota.nominal for e in entries) > quotas.pool_of(cluster, entries[0].flavor).capacity[resource]]
+    return [
+        f"{pool} {resource}"
+        for (pool, resource), entries in quotas.nominal_per_pool(cluster).items()
+        if sum(e.quota.nominal for e in entries)
+        > quotas.pool_of(cluster, entries[0].flavor).capacity[resource]
+    ]
 
 
 def test_nominal_knobs_keep_every_pool_within_capacity(cluster):
@@ -106,29 +122,57 @@ def test_nominal_knobs_keep_every_pool_within_capacity(cluster):
         for knob in knob_list:
             if knob.kind == space.LEND:
                 assert values[knob.name] <= values[f"{knob.queue}/{knob.flavor}/{knob.resource}/nominal"]
-    both = space.resolved(knob_list, {"nlp/us-h100-train/nvidia.com/gpu/nominal": 64,
-                                      "vision/us-h100-train/nvidia.com/gpu/nominal": 64})
-    assert (both["nlp/us-h100-train/nvidia.com/gpu/nominal"], both["vision/us-h100-train/nvidia.com/gpu/nominal"],
-            both["research/us-h100-train/nvidia.com/gpu/nominal"]) == (32, 32, 0)
-    assert space.resolved(knob_list, {}) == space.current_values(knob_list)  # trial 0: the repository's policy
+    both = space.resolved(
+        knob_list,
+        {"nlp/us-h100-train/nvidia.com/gpu/nominal": 64, "vision/us-h100-train/nvidia.com/gpu/nominal": 64},
+    )
+    assert (
+        both["nlp/us-h100-train/nvidia.com/gpu/nominal"],
+        both["vision/us-h100-train/nvidia.com/gpu/nominal"],
+        both["research/us-h100-train/nvidia.com/gpu/nominal"],
+    ) == (32, 32, 0)
+    # trial 0: the repository's policy
+    assert space.resolved(knob_list, {}) == space.current_values(knob_list)
 
 
 def test_replica_knobs_rescale_the_pool_and_its_quotas(cluster):
     knob_list = space.knobs(cluster)
     [knob] = [k for k in knob_list if k.kind == space.REPLICAS and k.pool == "us-l40s-shared"]
-    assert (knob.name, knob.current, knob.low, knob.high) == ("us-l40s-shared/replicas", 4, 1, 8)  # 1: exclusive
-    changed = space.with_params(cluster, knob_list, {knob.name: 6, "research/us-l40s-shared/nvidia.com/gpu/nominal": 45})
+    # 1: exclusive
+    assert (knob.name, knob.current, knob.low, knob.high) == ("us-l40s-shared/replicas", 4, 1, 8)
+    changed = space.with_params(
+        cluster, knob_list, {knob.name: 6, "research/us-l40s-shared/nvidia.com/gpu/nominal": 45}
+    )
     pool = next(p for p in changed.pools if p.name == "us-l40s-shared")
     assert pool.time_slicing_replicas == 6 and pool.capacity["nvidia.com/gpu"] == 96
-    shared = {q.name: q for g in changed.cluster_queues["research"].resource_groups for f in g.flavors
-              if f.flavor == "us-l40s-shared" for q in f.resources}
-    assert (shared["nvidia.com/gpu"].nominal, shared["nvidia.com/gpu"].borrowing_limit) == (67, 24)  # 45 x 1.5
+    shared = {
+        q.name: q
+        for g in changed.cluster_queues["research"].resource_groups
+        for f in g.flavors
+        if f.flavor == "us-l40s-shared"
+        for q in f.resources
+    }
+    # 45 x 1.5
+    assert (shared["nvidia.com/gpu"].nominal, shared["nvidia.com/gpu"].borrowing_limit) == (67, 24)
     assert "cpu" not in shared  # cpu and memory are the cpu flavor's, in a group of their own (decision 0069)
-    cpu_before, cpu_after = ({q.name: q.nominal for g in c.cluster_queues["research"].resource_groups
-                              for f in g.flavors if f.flavor == "cpu" for q in f.resources} for c in (cluster, changed))
+    cpu_before, cpu_after = (
+        {
+            q.name: q.nominal
+            for g in c.cluster_queues["research"].resource_groups
+            for f in g.flavors
+            if f.flavor == "cpu"
+            for q in f.resources
+        }
+        for c in (cluster, changed)
+    )
     assert cpu_after == cpu_before and cpu_after["cpu"] > 0  # the same cards need the same cpu
-    serving = {q.name: q for g in changed.cluster_queues["serving"].resource_groups for f in g.flavors
-               if f.flavor == "us-l40s-shared" for q in f.resources}
+    serving = {
+        q.name: q
+        for g in changed.cluster_queues["serving"].resource_groups
+        for f in g.flavors
+        if f.flavor == "us-l40s-shared"
+        for q in f.resources
+    }
     assert serving["nvidia.com/gpu"].nominal == 24  # production's reserve: the same 4 cards, in the new unit
     assert _over_capacity(changed) == []
     policy = space.candidate_policy(cluster, knob_list, {knob.name: 6})
@@ -141,7 +185,10 @@ def _search(cluster, jobs, run):
 
 
 def _fingerprint(candidates):
-    return [(c.number, c.pruned, c.params, c.summary and (c.summary.useful, c.summary.wait.p95)) for c in candidates]
+    return [
+        (c.number, c.pruned, c.params, c.summary and (c.summary.useful, c.summary.wait.p95))
+        for c in candidates
+    ]
 
 
 def test_same_seed_same_candidates_serial_and_process_pool(cluster, jobs):
@@ -159,8 +206,9 @@ def test_ray_gives_the_same_numbers(cluster, jobs):
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         on_ray = executors.RayCluster(jobs, "local")
-        assert _fingerprint(_search(cluster, jobs, on_ray.map)) == \
-            _fingerprint(_search(cluster, jobs, executors.Serial(jobs).map))
+        assert _fingerprint(_search(cluster, jobs, on_ray.map)) == _fingerprint(
+            _search(cluster, jobs, executors.Serial(jobs).map)
+        )
     finally:
         ray.shutdown()
 
@@ -179,16 +227,27 @@ def test_simplify_keeps_only_changes_that_help(cluster, jobs):
 
 def test_target_rows_show_each_wait_against_its_bound():
     wanted = targets.parse("serving:p95<15m,training:p50<2h")
-    entries = targets.target_report(wanted, {"repository": {"serving:p95<15m": 488.2, "training:p50<120m": 30.0},
-                                             "recommended": {"serving:p95<15m": 12.0, "training:p50<120m": 150.0}})
+    entries = targets.target_report(
+        wanted,
+        {
+            "repository": {"serving:p95<15m": 488.2, "training:p50<120m": 30.0},
+            "recommended": {"serving:p95<15m": 12.0, "training:p50<120m": 150.0},
+        },
+    )
     assert targets.target_rows(entries, ["repository", "recommended"]) == [
         ["serving:p95<15m", "15m", "488m (missed)", "12m (met)"],
-        ["training:p50<120m", "120m", "30m (met)", "150m (missed)"]]
+        ["training:p50<120m", "120m", "30m (met)", "150m (missed)"],
+    ]
 
 
 def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", *args], cwd=root,
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -196,8 +255,13 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]], capture_output=True,
-                          text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _namespace_gpu_quota(team_quotas: str, namespace: str) -> int:
@@ -211,11 +275,22 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     _git(root, "init", "-q", "-b", "main")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "base")
-    knob_list = [*space.knobs(cluster), space.Knob("research/cohort", "research", space.COHORT, "research",
-                                                   choices=("research", "training"))]  # edits work in any fleet
-    params = space.current_values(knob_list) | {"research/cohort": "training",
-                                                "research/us-h100-train/nvidia.com/gpu/borrow": 12,
-                                                "research/us-l40s-shared/nvidia.com/gpu/nominal": 40}
+    knob_list = [
+        *space.knobs(cluster),
+        space.Knob(
+            "research/cohort",
+            "research",
+            space.COHORT,
+            "research",
+            # edits work in any fleet
+            choices=("research", "training"),
+        ),
+    ]
+    params = space.current_values(knob_list) | {
+        "research/cohort": "training",
+        "research/us-h100-train/nvidia.com/gpu/borrow": 12,
+        "research/us-l40s-shared/nvidia.com/gpu/nominal": 40,
+    }
     # what the edit starts from is read from the fleet, so the test follows it (decision 0071 moved these)
     before = (root / "clusters/prod-us/queues/research.yaml").read_text()
     cpu_before = int(re.search(r"- name: cpu\n\s+nominalQuota: (\d+)", before)[1])
@@ -228,7 +303,7 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     docsgen.refresh(root)  # as `recommend --apply` does after writing: the quota pages follow (DOC005)
     research = (root / "clusters/prod-us/queues/research.yaml").read_text()
     assert "cohortName: training" in research and "borrow up to 12." in research
-    cpu_flavor = research[research.index("- name: cpu\n"):research.index("- name: us-l40s-shared")]
+    cpu_flavor = research[research.index("- name: cpu\n") : research.index("- name: us-l40s-shared")]
     # the cpu flavor's cpu/memory follow the GPUs at the share one L40S device stands for, derived from the
     # YAML and the pool's node shape (cpu_share, decision 0090): 48 -> 40 takes 8 x that off, rounded up to
     # whole cores and Gi (the unit the quota is written in); its borrowing stays unlimited (unset), so a new
@@ -243,22 +318,30 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     assert "borrowingLimit" not in cpu_flavor
     # the namespace quota follows what its queues now admit, nominal + borrowing over the GPU flavors (CAP015)
     edited = load_fleet(root, ["prod-us"]).clusters["prod-us"].cluster_queues["research"]
-    quota_after = sum(q.nominal + (q.borrowing_limit or 0) for g in edited.resource_groups for f in g.flavors
-                      for q in f.resources if q.name == "nvidia.com/gpu")
+    quota_after = sum(
+        q.nominal + (q.borrowing_limit or 0)
+        for g in edited.resource_groups
+        for f in g.flavors
+        for q in f.resources
+        if q.name == "nvidia.com/gpu"
+    )
     team_quotas = (root / "clusters/prod-us/team-quotas.yaml").read_text()
     assert _namespace_gpu_quota(team_quotas, "research") == quota_after
     assert "# research in prod-us" in research  # comments kept
     assert "us-l40s-shared (time-sliced): gpu 40 of 64, borrow up to 16, lend at most 40." in research
-    shared = research[research.index("- name: us-l40s-shared"):research.index("- name: us-a100-mig-1g")]
+    shared = research[research.index("- name: us-l40s-shared") : research.index("- name: us-a100-mig-1g")]
     assert "nominalQuota: 40\n" in shared and "lendingLimit: 40\n" in shared  # lending kept within nominal
-    assert "- name: cpu" not in shared and "- name: memory" not in shared  # GPU resources only (decision 0069)
+    # GPU resources only (decision 0069)
+    assert "- name: cpu" not in shared and "- name: memory" not in shared
     validate = _cli(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
     diff = _cli(root, "diff", "--base", "HEAD")
     assert diff.returncode == 0, diff.stderr
     change = quota_after - quota_before
-    row = (f"| prod-us | research | gpu | requests.nvidia.com/gpu | {quota_before} | {quota_after} "
-           f"| {change:+d} |")
+    row = (
+        f"| prod-us | research | gpu | requests.nvidia.com/gpu | {quota_before} | {quota_after} "
+        f"| {change:+d} |"
+    )
     assert row in diff.stdout
     row = f"| prod-us | research | us-h100-train | nvidia.com/gpu | borrowingLimit | {borrow_before} | 12 |"
     assert row in diff.stdout
@@ -271,19 +354,29 @@ def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):
     params = {"us-l40s-shared/replicas": 8, "research/us-l40s-shared/nvidia.com/gpu/nominal": 40}
     texts, errors = edits.edited_files(root, "prod-us", knob_list, params)
     assert errors == []
-    assert {"pools/us-l40s-shared/pool.yaml", "pools/us-l40s-shared/device-plugin.yaml",
-            "policies/startup-check/pools.conf", "clusters/prod-us/queues/research.yaml",
-            "clusters/prod-us/queues/serving.yaml", "clusters/prod-us/team-quotas.yaml"} <= set(texts)
+    assert {
+        "pools/us-l40s-shared/pool.yaml",
+        "pools/us-l40s-shared/device-plugin.yaml",
+        "policies/startup-check/pools.conf",
+        "clusters/prod-us/queues/research.yaml",
+        "clusters/prod-us/queues/serving.yaml",
+        "clusters/prod-us/team-quotas.yaml",
+    } <= set(texts)
     pool = texts["pools/us-l40s-shared/pool.yaml"]
     assert "    replicas: 8\n" in pool
     assert "replicas =" not in pool and "exposes nvidia.com/gpu =" not in pool  # no counts in comments (0090)
     assert "        replicas: 8\n" in texts["pools/us-l40s-shared/device-plugin.yaml"]
-    assert re.search(r"^  us-l40s-shared\s+time-sliced.*\s12$", texts["policies/startup-check/pools.conf"], re.M)
+    assert re.search(
+        r"^  us-l40s-shared\s+time-sliced.*\s12$", texts["policies/startup-check/pools.conf"], re.M
+    )
     research = texts["clusters/prod-us/queues/research.yaml"]
     assert "us-l40s-shared (time-sliced): gpu 80 of 128, borrow up to 32, lend at most 80." in research
-    assert "              nominalQuota: 80\n              borrowingLimit: 32\n" in research  # gpu, in replicas
-    assert "nominalQuota: 32\n              borrowingLimit: 32\n              lendingLimit: 32\n" in \
-        texts["clusters/prod-us/queues/serving.yaml"]  # serving's 16 replicas of 4 cards are 32 of 8
+    # gpu, in replicas
+    assert "              nominalQuota: 80\n              borrowingLimit: 32\n" in research
+    assert (
+        "nominalQuota: 32\n              borrowingLimit: 32\n              lendingLimit: 32\n"
+        in texts["clusters/prod-us/queues/serving.yaml"]
+    )  # serving's 16 replicas of 4 cards are 32 of 8
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
     validate = _cli(root, "validate")
@@ -292,9 +385,29 @@ def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):
 
 def test_command_json_and_refused_out(tmp_path):
     root = _copy(tmp_path)
-    result = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
-                  "--trials", "4", "--batch", "2", "--jobs", "1", "--check", "1", "--format", "json", "--record",
-                  "--target", "training:p50<2h")
+    result = _cli(
+        root,
+        "recommend",
+        "--cluster",
+        "prod-us",
+        "--trace",
+        str(TRACE),
+        "--limit",
+        str(LIMIT),
+        "--trials",
+        "4",
+        "--batch",
+        "2",
+        "--jobs",
+        "1",
+        "--check",
+        "1",
+        "--format",
+        "json",
+        "--record",
+        "--target",
+        "training:p50<2h",
+    )
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     assert len(report["candidates"]) == 4 and report["candidates"][0]["trial"] is not None
@@ -311,10 +424,30 @@ def test_command_json_and_refused_out(tmp_path):
     page = (root / "docs/generated/recommendations/prod-us.md").read_text()
     assert "| metric | baseline | repository policy |" in page and "prod-us.png" in page
     assert "## Wait targets" in page and "| training:p50<120m | 120m |" in page
-    text = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--limit", str(LIMIT),
-                "--trials", "2", "--batch", "2", "--jobs", "1", "--check", "1", "--target", "training:p50<2h")
+    text = _cli(
+        root,
+        "recommend",
+        "--cluster",
+        "prod-us",
+        "--trace",
+        str(TRACE),
+        "--limit",
+        str(LIMIT),
+        "--trials",
+        "2",
+        "--batch",
+        "2",
+        "--jobs",
+        "1",
+        "--check",
+        "1",
+        "--target",
+        "training:p50<2h",
+    )
     assert text.returncode in (0, 1), text.stderr
-    assert "worst wait of each target's queues" in text.stdout and "| training:p50<120m | 120m |" in text.stdout
+    assert (
+        "worst wait of each target's queues" in text.stdout and "| training:p50<120m | 120m |" in text.stdout
+    )
     assert _cli(root, "docs", "--check").returncode == 0
     bad = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--target", "serving<1")
     assert bad.returncode == 2 and "expected KEY" in bad.stderr
@@ -338,8 +471,12 @@ def test_apply_refuses_files_with_uncommitted_changes_unless_forced(tmp_path):
     assert "clusters/prod-us/queues/research.yaml" in refusal and "team-quotas" not in refusal
     assert "commit or stash" in refusal and "--force" in refusal
     assert _apply_refusal(SimpleNamespace(repo=str(root), force=True), texts) is None
-    assert _apply_refusal(SimpleNamespace(repo=str(root), force=False),
-                          {"clusters/prod-us/team-quotas.yaml": ""}) is None
+    assert (
+        _apply_refusal(
+            SimpleNamespace(repo=str(root), force=False), {"clusters/prod-us/team-quotas.yaml": ""}
+        )
+        is None
+    )
     new = {"clusters/prod-us/queues/new.yaml": ""}
     (root / "clusters/prod-us/queues/new.yaml").write_text("untracked\n")
     assert "new.yaml" in _apply_refusal(SimpleNamespace(repo=str(root), force=False), new)

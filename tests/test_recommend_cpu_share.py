@@ -1,4 +1,5 @@
-"""The cpu and memory a GPU quota edit moves with it, in the old queue shape (cpu/memory on each GPU flavor) and
+"""The cpu and memory a GPU quota edit moves with it, in the old queue shape (cpu/memory on each GPU flavor)
+and
 in decision 0069's (cpu/memory a resource group of their own on the `cpu` flavor)."""
 
 import re
@@ -44,21 +45,30 @@ def _spec(text):
 
 
 def _knob(kind):
-    return space.Knob(f"team-x/pool-a/nvidia.com/gpu/{kind}", "team-x", kind, 0, flavor="pool-a",
-                      resource="nvidia.com/gpu")
+    return space.Knob(
+        f"team-x/pool-a/nvidia.com/gpu/{kind}", "team-x", kind, 0, flavor="pool-a", resource="nvidia.com/gpu"
+    )
 
 
 def _resources(spec, flavor):
-    return {r["name"]: r for g in spec["resourceGroups"] for f in g["flavors"] if f["name"] == flavor
-            for r in f["resources"]}
+    return {
+        r["name"]: r
+        for g in spec["resourceGroups"]
+        for f in g["flavors"]
+        if f["name"] == flavor
+        for r in f["resources"]
+    }
 
 
 def test_the_old_shape_scales_the_flavors_own_cpu_and_memory(tmp_path):
     spec = _spec(OLD)
     edits.CandidateEditor(tmp_path)._set_limit(spec, _knob(space.NOMINAL), 5, None)
     quota = _resources(spec, "pool-a")
-    assert (quota["nvidia.com/gpu"]["nominalQuota"], quota["cpu"]["nominalQuota"], quota["memory"]["nominalQuota"]) \
-        == (5, 100, "1000Gi")  # 20 cpu + 200Gi per GPU, read from the flavor's own nominal quotas
+    assert (
+        quota["nvidia.com/gpu"]["nominalQuota"],
+        quota["cpu"]["nominalQuota"],
+        quota["memory"]["nominalQuota"],
+    ) == (5, 100, "1000Gi")  # 20 cpu + 200Gi per GPU, read from the flavor's own nominal quotas
 
 
 def test_the_new_shape_moves_the_cpu_flavor_by_the_change_times_the_ratio(tmp_path):
@@ -69,12 +79,16 @@ def test_the_new_shape_moves_the_cpu_flavor_by_the_change_times_the_ratio(tmp_pa
     cpu = _resources(spec, "cpu")
     assert (cpu["cpu"]["nominalQuota"], cpu["memory"]["nominalQuota"]) == (74, "692Gi")
     assert "cpu" not in _resources(spec, "pool-a")
-    editor._set_limit(spec, _knob(space.BORROW), 6, ratio)  # the cpu flavor sets no borrowingLimit: unlimited stays
+    # the cpu flavor sets no borrowingLimit: unlimited stays
+    editor._set_limit(spec, _knob(space.BORROW), 6, ratio)
     assert "borrowingLimit" not in cpu["cpu"] and "borrowingLimit" not in cpu["memory"]
-    editor._set_limit(spec, _knob(space.LEND), 0, ratio)  # -1 device lent: the limit it sets comes down with it
+    # -1 device lent: the limit it sets comes down with it
+    editor._set_limit(spec, _knob(space.LEND), 0, ratio)
     assert cpu["memory"]["lendingLimit"] == "36Gi" and "lendingLimit" not in cpu["cpu"]
     editor._set_limit(spec, _knob(space.NOMINAL), 0, None)  # no ratio known: the GPUs alone change
-    assert cpu["cpu"]["nominalQuota"] == 74 and _resources(spec, "pool-a")["nvidia.com/gpu"]["nominalQuota"] == 0
+    assert (
+        cpu["cpu"]["nominalQuota"] == 74 and _resources(spec, "pool-a")["nvidia.com/gpu"]["nominalQuota"] == 0
+    )
 
 
 def _queue(name="research", cluster_name="prod-us"):
@@ -103,10 +117,11 @@ def test_the_new_shape_derives_the_ratio_from_the_yaml_and_the_pools_node_shape(
     assert proportion["memory"] < 1  # the fixture's queue holds less memory than its GPUs' nodes offer
     flavor, quota = _gpu_quotas(cluster, queue)[0]
     share = cpu_share.node_share(cluster, flavor, quota.name)
-    assert cpu_share.per_device(cluster, queue, flavor, quota.name) == \
-        {k: Decimal(share[k].numerator * proportion[k].numerator) / Decimal(share[k].denominator
-                                                                            * proportion[k].denominator)
-         for k in share}
+    assert cpu_share.per_device(cluster, queue, flavor, quota.name) == {
+        k: Decimal(share[k].numerator * proportion[k].numerator)
+        / Decimal(share[k].denominator * proportion[k].denominator)
+        for k in share
+    }
 
 
 def test_the_ratio_reads_no_comment(tmp_path):
@@ -117,10 +132,13 @@ def test_the_ratio_reads_no_comment(tmp_path):
     before = cpu_share.per_device(cluster, queue, flavor, quota.name)
     root = copy_repo(fleet_repo(), tmp_path / "repo")
     path = root / queue.obj.origin
-    path.write_text(path.read_text().replace(
-        "# Quotas per flavor (pool), devices the pool exposes:\n",
-        "# Quotas per flavor (pool), devices the pool exposes:\n"
-        f"#   {flavor} (x): cpu/memory: 99 cpu + 999Gi per gpu.\n"))
+    path.write_text(
+        path.read_text().replace(
+            "# Quotas per flavor (pool), devices the pool exposes:\n",
+            "# Quotas per flavor (pool), devices the pool exposes:\n"
+            f"#   {flavor} (x): cpu/memory: 99 cpu + 999Gi per gpu.\n",
+        )
+    )
     edited = load_fleet(root, ["prod-us"]).clusters["prod-us"]
     assert cpu_share.per_device(edited, edited.cluster_queues[queue.name], flavor, quota.name) == before
 

@@ -1,4 +1,5 @@
-"""`recommend`'s MIG layout knob: the choices per pool, the converted candidate, and the files --apply writes."""
+"""`recommend`'s MIG layout knob: the choices per pool, the converted candidate, and the files --apply
+writes."""
 
 from __future__ import annotations
 
@@ -44,16 +45,24 @@ def test_every_mig_pool_of_the_fleet_gets_the_solver_accepted_layouts(fleet):
     for name, cluster in sorted(fleet.clusters.items()):
         knob = _layout_knob(cluster)
         seen[(name, knob.pool)] = knob
-        print(f"{name} {knob.pool} (today {knob.current}): {len(knob.choices)} choices: {', '.join(knob.choices)}")
+        print(
+            f"{name} {knob.pool} (today {knob.current}): {len(knob.choices)} choices: "
+            f"{', '.join(knob.choices)}"
+        )
     assert {(c, k.pool, k.current) for (c, _), k in seen.items()} == {
-        ("prod-us", "us-a100-mig-1g", "all-1g.10gb"), ("prod-eu", "eu-a100-mig-balanced", "all-balanced"),
-        ("test-us", "test-a100-mig", "all-balanced")}
+        ("prod-us", "us-a100-mig-1g", "all-1g.10gb"),
+        ("prod-eu", "eu-a100-mig-balanced", "all-balanced"),
+        ("test-us", "test-a100-mig", "all-balanced"),
+    }
     choices = seen[("prod-eu", "eu-a100-mig-balanced")].choices
     assert all(k.choices == choices for k in seen.values())  # the same GPU, the same config
     assert list(choices) == sorted(choices) and len(choices) == 28
-    # the config's layouts that cut every GPU keep their names; all-disabled and all-enabled (no instance) are out
+    # the config's layouts that cut every GPU keep their names; all-disabled and all-enabled (no instance) are
+    # out
     assert {"all-1g.10gb", "all-3g.40gb", "all-balanced"} <= set(choices)
-    assert not {"all-disabled", "all-enabled", "all-7x1g.10gb", "all-2x1g.10gb-1x2g.20gb-1x3g.40gb"} & set(choices)
+    assert not {"all-disabled", "all-enabled", "all-7x1g.10gb", "all-2x1g.10gb-1x2g.20gb-1x3g.40gb"} & set(
+        choices
+    )
     assert {"all-1x7g.80gb", "all-3x1g.10gb-2x2g.20gb", "all-1x3g.40gb-1x4g.40gb"} <= set(choices)
     assert all(layouts.valid_label_value(name) and "+" not in name for name in choices)
 
@@ -73,8 +82,10 @@ def test_generated_combinations_are_maximal_and_placed_by_the_solver():
 
 
 def test_layout_names_are_label_values():
-    assert layouts.generated_name({"3g.40gb": 1, "1g.10gb": 2, "2g.20gb": 1}, A100) == \
-        "all-2x1g.10gb-1x2g.20gb-1x3g.40gb"  # catalog order, whatever the mapping's
+    assert (
+        layouts.generated_name({"3g.40gb": 1, "1g.10gb": 2, "2g.20gb": 1}, A100)
+        == "all-2x1g.10gb-1x2g.20gb-1x3g.40gb"
+    )  # catalog order, whatever the mapping's
     assert layouts.valid_label_value("all-2x1g.10gb-1x2g.20gb-1x3g.40gb")
     assert not layouts.valid_label_value("a" * 64) and not layouts.valid_label_value("-all")
     assert not layouts.valid_label_value("all/../x") and not layouts.valid_label_value("all-1g.10gb+me")
@@ -84,29 +95,59 @@ def test_config_layouts_must_cut_every_gpu_and_apply_to_it(fleet):
     cluster = fleet.clusters["prod-eu"]
     pool = _pool(cluster, "eu-a100-mig-balanced")
     half = [{"devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]
-    h200 = [{"device-filter": ["0x233510DE"], "devices": "all", "mig-enabled": True, "mig-devices": {"1g.18gb": 7}}]
-    unplaceable = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 1, "4g.40gb": 1,
-                                                                           "1g.10gb": 1}}]
+    h200 = [
+        {
+            "device-filter": ["0x233510DE"],
+            "devices": "all",
+            "mig-enabled": True,
+            "mig-devices": {"1g.18gb": 7},
+        }
+    ]
+    unplaceable = [
+        {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 1, "4g.40gb": 1, "1g.10gb": 1}}
+    ]
     assert layouts.accepted_per_card("half", half, pool, A100) is None  # GPUs 4-7 stay whole
     assert layouts.accepted_per_card("h200", h200, pool, A100) is None  # not for this GPU
     assert layouts.accepted_per_card("bad", unplaceable, pool, A100) is None
-    assert layouts.accepted_per_card("all-balanced", cluster.mig_configs["all-balanced"].data, pool, A100) == \
-        {i: {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1} for i in range(8)}
+    assert layouts.accepted_per_card(
+        "all-balanced", cluster.mig_configs["all-balanced"].data, pool, A100
+    ) == {i: {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1} for i in range(8)}
 
 
 def test_single_strategy_and_unconvertible_pools_get_no_layout_knob(fleet):
     cluster = fleet.clusters["prod-us"]
-    single = dataclasses.replace(cluster, pools=[dataclasses.replace(p, mig_strategy="single")
-                                                 if p.name == "us-a100-mig-1g" else p for p in cluster.pools],
-                                 derived={})
+    single = dataclasses.replace(
+        cluster,
+        pools=[
+            dataclasses.replace(p, mig_strategy="single") if p.name == "us-a100-mig-1g" else p
+            for p in cluster.pools
+        ],
+        derived={},
+    )
     assert not [k for k in space.knobs(single) if k.kind == layouts.LAYOUT]
-    # research sets a borrowing limit on mig-1g.10gb; one more mig-* resource without it leaves no share to keep
+    # research sets a borrowing limit on mig-1g.10gb; one more mig-* resource without it leaves no share to
+    # keep
     research = cluster.cluster_queues["research"]
-    groups = tuple(dataclasses.replace(g, flavors=tuple(
-        dataclasses.replace(fq, resources=(*fq.resources, ResourceQuota("nvidia.com/mig-3g.40gb", 0)))
-        if fq.flavor == "us-a100-mig-1g" else fq for fq in g.flavors)) for g in research.resource_groups)
-    mixed = dataclasses.replace(cluster, cluster_queues={**cluster.cluster_queues, "research": dataclasses.replace(
-        research, resource_groups=groups)}, derived={})
+    groups = tuple(
+        dataclasses.replace(
+            g,
+            flavors=tuple(
+                dataclasses.replace(fq, resources=(*fq.resources, ResourceQuota("nvidia.com/mig-3g.40gb", 0)))
+                if fq.flavor == "us-a100-mig-1g"
+                else fq
+                for fq in g.flavors
+            ),
+        )
+        for g in research.resource_groups
+    )
+    mixed = dataclasses.replace(
+        cluster,
+        cluster_queues={
+            **cluster.cluster_queues,
+            "research": dataclasses.replace(research, resource_groups=groups),
+        },
+        derived={},
+    )
     assert not layouts.convertible(mixed, "us-a100-mig-1g") and layouts.convertible(cluster, "us-a100-mig-1g")
 
 
@@ -125,14 +166,21 @@ def _flavor(owner, flavor):
 
 
 def _amounts(owner, flavor, field="nominal"):
-    return {q.name: getattr(q, field) for q in _flavor(owner, flavor).resources if q.name.startswith("nvidia.com/mig-")}
+    return {
+        q.name: getattr(q, field)
+        for q in _flavor(owner, flavor).resources
+        if q.name.startswith("nvidia.com/mig-")
+    }
 
 
 def _cards_held(cluster, owner, flavor, field="nominal"):
     """The cards an owner's quota (or limit) on a MIG flavor stands for, summed over its profiles."""
     pool = quotas.pool_of(cluster, flavor)
-    return sum((getattr(q, field) or 0) * quotas.cards(pool, q.name) for q in _flavor(owner, flavor).resources
-               if q.name.startswith("nvidia.com/mig-"))
+    return sum(
+        (getattr(q, field) or 0) * quotas.cards(pool, q.name)
+        for q in _flavor(owner, flavor).resources
+        if q.name.startswith("nvidia.com/mig-")
+    )
 
 
 def test_with_layout_keeps_each_owners_share_of_the_cards(fleet):
@@ -163,15 +211,20 @@ def test_with_layout_keeps_each_owners_share_of_the_cards(fleet):
     serving_after = after.cluster_queues["serving"]
     serving_lends = _amounts(serving_after, flavor, "lending_limit")["nvidia.com/mig-1g.10gb"]
     assert serving_lends == int(lent * slices)
-    assert {q.name for q in _flavor(research, flavor).resources}.isdisjoint({"cpu", "memory"})  # decision 0069
+    # decision 0069
+    assert {q.name for q in _flavor(research, flavor).resources}.isdisjoint({"cpu", "memory"})
     cpu = {q.name: q.nominal for q in _flavor(research, "cpu").resources}
     assert cpu == {q.name: q.nominal for q in _flavor(cluster.cluster_queues["research"], "cpu").resources}
     assert cpu["cpu"] > 0  # cpu and memory stay: the same cards
 
 
 def _over_capacity(cluster) -> list[str]:
-    return [f"{pool} {resource}" for (pool, resource), entries in quotas.nominal_per_pool(cluster).items()
-            if sum(e.quota.nominal for e in entries) > quotas.pool_of(cluster, entries[0].flavor).capacity.get(resource, 0)]
+    return [
+        f"{pool} {resource}"
+        for (pool, resource), entries in quotas.nominal_per_pool(cluster).items()
+        if sum(e.quota.nominal for e in entries)
+        > quotas.pool_of(cluster, entries[0].flavor).capacity.get(resource, 0)
+    ]
 
 
 def test_every_layout_keeps_quotas_within_capacity_and_groups_kueue_valid(fleet):
@@ -183,7 +236,10 @@ def test_every_layout_keeps_quotas_within_capacity_and_groups_kueue_valid(fleet)
             for owner in [*after.cluster_queues.values(), *after.cohorts.values()]:
                 for group in owner.resource_groups:
                     for fq in group.flavors:  # Kueue: every flavor lists the covered resources, in order
-                        assert tuple(q.name for q in fq.resources) == group.covered_resources, (owner.name, choice)
+                        assert tuple(q.name for q in fq.resources) == group.covered_resources, (
+                            owner.name,
+                            choice,
+                        )
                         for q in fq.resources:
                             assert q.lending_limit is None or q.lending_limit <= q.nominal  # CAP010
             exposed = layouts.new_mig_resources(_pool(after, knob.pool).capacity)
@@ -196,22 +252,37 @@ def test_a_generated_layout_carries_its_mig_parted_entry(fleet):
     after = layouts.with_layout(cluster, "us-a100-mig-1g", "all-3x1g.10gb-2x2g.20gb")
     entry = after.mig_configs["all-3x1g.10gb-2x2g.20gb"]
     assert "all-3x1g.10gb-2x2g.20gb" not in cluster.mig_configs  # a copy of the dict
-    assert entry.data == [{"device-filter": list(A100.pci_device_ids), "devices": "all", "mig-enabled": True,
-                           "mig-devices": {"1g.10gb": 3, "2g.20gb": 2}}]
+    assert entry.data == [
+        {
+            "device-filter": list(A100.pci_device_ids),
+            "devices": "all",
+            "mig-enabled": True,
+            "mig-devices": {"1g.10gb": 3, "2g.20gb": 2},
+        }
+    ]
     gpus = _pool(cluster, "us-a100-mig-1g").gpus  # the pool's size follows the fleet
-    assert _pool(after, "us-a100-mig-1g").capacity == {"nvidia.com/mig-1g.10gb": 3 * gpus,
-                                                       "nvidia.com/mig-2g.20gb": 2 * gpus}
+    assert _pool(after, "us-a100-mig-1g").capacity == {
+        "nvidia.com/mig-1g.10gb": 3 * gpus,
+        "nvidia.com/mig-2g.20gb": 2 * gpus,
+    }
 
 
-# --- --apply ---------------------------------------------------------------------------------------------------
+# --- --apply
+# ---------------------------------------------------------------------------------------------------
+
 
 def _copy(tmp_path: Path) -> Path:
     return edits.copy_repository(REPO, tmp_path)
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _edited(root: Path, cluster_name: str, layout: str):
@@ -236,13 +307,21 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
     cluster = load_fleet(REPO, ["prod-eu"]).clusters["prod-eu"]
     gpus = _pool(cluster, "eu-a100-mig-balanced").gpus
     research_q, serving_q = cluster.cluster_queues["research"], cluster.cluster_queues["serving"]
-    held, borrow = (int(_cards_held(cluster, research_q, "eu-a100-mig-balanced", f))
-                    for f in ("nominal", "borrowing_limit"))
+    held, borrow = (
+        int(_cards_held(cluster, research_q, "eu-a100-mig-balanced", f))
+        for f in ("nominal", "borrowing_limit")
+    )
     lent = int(_cards_held(cluster, serving_q, "eu-a100-mig-balanced", "lending_limit"))
-    serves = int(_cards_held(cluster, serving_q, "eu-a100-mig-balanced")
-                 + _cards_held(cluster, serving_q, "eu-a100-mig-balanced", "borrowing_limit"))
-    assert set(texts) == {"pools/eu-a100-mig-balanced/pool.yaml", CONFIG, "clusters/prod-eu/team-quotas.yaml",
-                          *(f"clusters/prod-eu/queues/{q}.yaml" for q in ("research", "serving", "vision"))}
+    serves = int(
+        _cards_held(cluster, serving_q, "eu-a100-mig-balanced")
+        + _cards_held(cluster, serving_q, "eu-a100-mig-balanced", "borrowing_limit")
+    )
+    assert set(texts) == {
+        "pools/eu-a100-mig-balanced/pool.yaml",
+        CONFIG,
+        "clusters/prod-eu/team-quotas.yaml",
+        *(f"clusters/prod-eu/queues/{q}.yaml" for q in ("research", "serving", "vision")),
+    }
     pool = texts["pools/eu-a100-mig-balanced/pool.yaml"]
     assert "    layout: all-3x1g.10gb-2x2g.20gb\n" in pool
     assert '    nvidia.com/mig.config: "all-3x1g.10gb-2x2g.20gb"\n' in pool
@@ -253,25 +332,35 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
     config = texts[CONFIG]
     assert config.count("all-3x1g.10gb-2x2g.20gb:") == 1
     assert config.startswith((REPO / CONFIG).read_text())  # appended; the fleet's layouts untouched
-    assert '\n\n  # 3x1g.10gb + 2x2g.20gb = 7 of 7 compute slices, 7 of 8 memory slices on A100-80GB' in config
-    assert ('  all-3x1g.10gb-2x2g.20gb:\n    - device-filter: ["0x20B210DE", "0x20B510DE", "0x20F310DE", "0x20F510DE"]\n'
-            '      devices: all\n      mig-enabled: true\n      mig-devices:\n        "1g.10gb": 3\n'
-            '        "2g.20gb": 2\n') in config
+    assert (
+        '\n\n  # 3x1g.10gb + 2x2g.20gb = 7 of 7 compute slices, 7 of 8 memory slices on A100-80GB' in config
+    )
+    assert (
+        '  all-3x1g.10gb-2x2g.20gb:\n    - device-filter: ["0x20B210DE", "0x20B510DE", "0x20F310DE", '
+        '"0x20F510DE"]\n      devices: all\n      mig-enabled: true\n      mig-devices:\n        "1g.10gb": '
+        '3\n        "2g.20gb": 2\n'
+    ) in config
     research = texts["clusters/prod-eu/queues/research.yaml"]
-    assert (f"eu-a100-mig-balanced (mig): mig-1g.10gb {3 * held} of {3 * gpus}, borrow up to {3 * borrow}; "
-            f"mig-2g.20gb {2 * held} of {2 * gpus}, borrow up to {2 * borrow}.\n") in research
-    mig_part = research[research.index("- name: eu-a100-mig-balanced"):research.index("- name: eu-h200-train")]
-    assert (f"- name: nvidia.com/mig-1g.10gb\n              nominalQuota: {3 * held}\n"
-            f"              borrowingLimit: {3 * borrow}\n"
-            f"            - name: nvidia.com/mig-2g.20gb\n              nominalQuota: {2 * held}\n"
-            f"              borrowingLimit: {2 * borrow}\n"
-            "            - name: nvidia.com/mig-3g.40gb\n              nominalQuota: 0\n              borrowingLimit: 0\n"
-            ) in mig_part
+    assert (
+        f"eu-a100-mig-balanced (mig): mig-1g.10gb {3 * held} of {3 * gpus}, borrow up to {3 * borrow}; "
+        f"mig-2g.20gb {2 * held} of {2 * gpus}, borrow up to {2 * borrow}.\n"
+    ) in research
+    mig_part = research[
+        research.index("- name: eu-a100-mig-balanced") : research.index("- name: eu-h200-train")
+    ]
+    assert (
+        f"- name: nvidia.com/mig-1g.10gb\n              nominalQuota: {3 * held}\n"
+        f"              borrowingLimit: {3 * borrow}\n"
+        f"            - name: nvidia.com/mig-2g.20gb\n              nominalQuota: {2 * held}\n"
+        f"              borrowingLimit: {2 * borrow}\n"
+        "            - name: nvidia.com/mig-3g.40gb\n              nominalQuota: 0\n              "
+        "borrowingLimit: 0\n"
+    ) in mig_part
     assert f"lend at most {3 * lent}" in texts["clusters/prod-eu/queues/serving.yaml"]
     team = texts["clusters/prod-eu/team-quotas.yaml"]
     # serving admits its nominal plus borrowing in slices of 1g and 2g; 3g, which the layout drops, comes
     # down to 0
-    serving = team[team.index("namespace: serving"):]
+    serving = team[team.index("namespace: serving") :]
     assert f'requests.nvidia.com/mig-1g.10gb: "{3 * serves}"' in serving
     assert f'requests.nvidia.com/mig-2g.20gb: "{2 * serves}"' in serving
     assert 'requests.nvidia.com/mig-3g.40gb: "0"' in serving
@@ -280,7 +369,10 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
     _clean(root)
     check = _cli(root, "mig", "check", str(root / CONFIG))  # a path of the copy, not of the working directory
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "layout all-3x1g.10gb-2x2g.20gb" in check.stdout and "6 layout(s) checked: 0 error(s), 0 warning(s)" in check.stdout
+    assert (
+        "layout all-3x1g.10gb-2x2g.20gb" in check.stdout
+        and ("6 layout(s) checked: 0 error(s), 0 warning(s)") in check.stdout
+    )
     parsed = yaml.safe_load((root / CONFIG).read_text())
     assert parsed["mig-configs"]["all-3x1g.10gb-2x2g.20gb"][0]["mig-devices"] == {"1g.10gb": 3, "2g.20gb": 2}
 
@@ -303,33 +395,42 @@ def test_apply_a_config_layout_adds_the_profiles_to_every_flavor_and_namespace(t
     assert errors == []
     assert CONFIG not in texts  # the layout is already in the mig-parted config
     vision = texts["clusters/prod-us/queues/vision.yaml"]
-    assert ("        - nvidia.com/mig-1g.10gb\n        - nvidia.com/mig-2g.20gb\n        - nvidia.com/mig-3g.40gb\n"
-            "      flavors:") in vision
+    assert (
+        "        - nvidia.com/mig-1g.10gb\n        - nvidia.com/mig-2g.20gb\n        - "
+        "nvidia.com/mig-3g.40gb\n      flavors:"
+    ) in vision
     # every flavor of the GPU group (the fleet's: training pools, the MIG pool, ...); not the cpu flavor,
     # whose
     # group covers cpu/memory only (0069)
     cluster = load_fleet(REPO, ["prod-us"]).clusters["prod-us"]
     vision_q = cluster.cluster_queues["vision"]
-    gpu_flavors = next(len(g.flavors) for g in vision_q.resource_groups
-                       if "nvidia.com/mig-1g.10gb" in g.covered_resources)
+    gpu_flavors = next(
+        len(g.flavors) for g in vision_q.resource_groups if "nvidia.com/mig-1g.10gb" in g.covered_resources
+    )
     assert vision.count("- name: nvidia.com/mig-2g.20gb") == gpu_flavors
     start = vision.index("- coveredResources:\n        - cpu")
-    cpu_group = vision[start:vision.index("- coveredResources:", start + 1)]
+    cpu_group = vision[start : vision.index("- coveredResources:", start + 1)]
     assert "mig-" not in cpu_group
     # all-balanced cuts a card 2x1g + 1x2g + 1x3g: vision keeps the cards its quota stood for
     gpus = _pool(cluster, "us-a100-mig-1g").gpus
-    held, borrow, lent = (int(_cards_held(cluster, vision_q, "us-a100-mig-1g", f))
-                          for f in ("nominal", "borrowing_limit", "lending_limit"))
-    assert (f"mig-1g.10gb {2 * held} of {2 * gpus}, borrow up to {2 * borrow}, lend at most {2 * lent}; "
-            f"mig-2g.20gb {held} of {gpus}") in vision
+    held, borrow, lent = (
+        int(_cards_held(cluster, vision_q, "us-a100-mig-1g", f))
+        for f in ("nominal", "borrowing_limit", "lending_limit")
+    )
+    assert (
+        f"mig-1g.10gb {2 * held} of {2 * gpus}, borrow up to {2 * borrow}, lend at most {2 * lent}; "
+        f"mig-2g.20gb {held} of {gpus}"
+    ) in vision
     pool = texts["pools/us-a100-mig-1g/pool.yaml"]
     assert 'description: "Dense inference pool: every A100 cut 2x1g.10gb + 1x2g.20gb + 1x3g.40gb."' in pool
     team = texts["clusters/prod-us/team-quotas.yaml"]
-    vision_quota = team[team.index("namespace: vision"):].split("---")[0]
+    vision_quota = team[team.index("namespace: vision") :].split("---")[0]
     admits = held + borrow  # nominal + borrowing, in cards, per profile of the layout
-    assert (f'requests.nvidia.com/mig-1g.10gb: "{2 * admits}"\n'
-            f'    requests.nvidia.com/mig-2g.20gb: "{admits}"\n'
-            f'    requests.nvidia.com/mig-3g.40gb: "{admits}"\n') in vision_quota
+    assert (
+        f'requests.nvidia.com/mig-1g.10gb: "{2 * admits}"\n'
+        f'    requests.nvidia.com/mig-2g.20gb: "{admits}"\n'
+        f'    requests.nvidia.com/mig-3g.40gb: "{admits}"\n'
+    ) in vision_quota
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
     _clean(root)
@@ -339,13 +440,16 @@ def test_a_test_pool_description_names_the_new_layout(tmp_path):
     root = _copy(tmp_path)
     texts, errors = _edited(root, "test-us", "all-1g.10gb")
     assert errors == []
-    assert ("Test-cluster MIG pool: exercises mig-manager and the all-1g.10gb layout before production."
-            in texts["pools/test-a100-mig/pool.yaml"])
+    assert (
+        "Test-cluster MIG pool: exercises mig-manager and the all-1g.10gb layout before production."
+        in texts["pools/test-a100-mig/pool.yaml"]
+    )
 
 
 def test_a_layout_without_the_examples_profile_fails_the_rule_check(tmp_path):
-    # docs/examples/inference-deployment-mig.yaml asks for nvidia.com/mig-1g.10gb: a layout without that profile
-    # is refused on the copy (the command then walks to the next candidate); the example is not rewritten
+    # docs/examples/inference-deployment-mig.yaml asks for nvidia.com/mig-1g.10gb: a layout without that
+    # profile is refused on the copy (the command then walks to the next candidate); the example is not
+    # rewritten
     root = _copy(tmp_path)
     texts, errors = _edited(root, "prod-us", "all-1x3g.40gb-1x4g.40gb")
     assert errors and all(e.startswith("WL011 ") for e in errors)
@@ -364,12 +468,14 @@ def test_a_layout_that_is_not_a_choice_is_refused(fleet):
 
 @pytest.fixture(scope="module")
 def whole_fleet():
-    return load_fleet(REPO)  # every cluster: examples under docs/examples/ are read only by a whole-fleet load
+    # every cluster: examples under docs/examples/ are read only by a whole-fleet load
+    return load_fleet(REPO)
 
 
 def test_with_the_fleet_a_layout_keeps_the_profiles_the_examples_ask_for(whole_fleet):
     for name, cluster in sorted(whole_fleet.clusters.items()):
-        assert layouts.requested_profiles(whole_fleet, cluster) == {"nvidia.com/mig-1g.10gb"}  # the embeddings example
+        # the embeddings example
+        assert layouts.requested_profiles(whole_fleet, cluster) == {"nvidia.com/mig-1g.10gb"}
         [knob] = [k for k in space.knobs(cluster, whole_fleet) if k.kind == layouts.LAYOUT]
         everything = _layout_knob(cluster).choices
         kept = [c for c in everything if "1g.10gb" in c.replace("balanced", "1g.10gb")]
@@ -391,11 +497,15 @@ def test_the_simulated_candidate_places_pods_on_the_new_layouts_instances(fleet)
 
     cluster = fleet.clusters["prod-us"]
     knob_list = space.knobs(cluster)
-    jobs = [Job(f"s{i}", 0, 3600, share=0.25, queue="serving", tier="production", workload="inference")
-            for i in range(48)]
+    jobs = [
+        Job(f"s{i}", 0, 3600, share=0.25, queue="serving", tier="production", workload="inference")
+        for i in range(48)
+    ]
     taken = {}
     for layout in ("all-1g.10gb", "all-balanced"):
         result = replay(space.candidate_policy(cluster, knob_list, {"us-a100-mig-1g/layout": layout}), jobs)
         assert all(run.finished > 0 for run in result.runs)
-        taken[layout] = sorted({run.shape.profile for run in result.runs if run.flavor.pool == "us-a100-mig-1g"})
+        taken[layout] = sorted(
+            {run.shape.profile for run in result.runs if run.flavor.pool == "us-a100-mig-1g"}
+        )
     assert taken == {"all-1g.10gb": [], "all-balanced": ["2g.20gb"]}

@@ -32,14 +32,33 @@ GPU = "nvidia.com/gpu"
 SERVING = targets.parse("serving:p95<15m")
 
 
-def _summary(idle: float = 0.0, production: float = 0.0, batch: float = 0.0, lost: float = 0.0,
-             never: int = 0, useful: float = 0.5) -> Summary:
-    tiers = {"production": WaitStats(10, 0, production, production, 0),
-             "batch": WaitStats(10, 0, batch, batch, 0)}
+def _summary(
+    idle: float = 0.0,
+    production: float = 0.0,
+    batch: float = 0.0,
+    lost: float = 0.0,
+    never: int = 0,
+    useful: float = 0.5,
+) -> Summary:
+    tiers = {
+        "production": WaitStats(10, 0, production, production, 0),
+        "batch": WaitStats(10, 0, batch, batch, 0),
+    }
     every = WaitStats(20, 0, max(production, batch), 0, 0)
-    return Summary("p", 20, 20 - never, never, 0.5, 100.0, 10.0, every, wait_by_tier=tiers,
-                   lost_to_preemption_gpu_hours=lost, window_useful=useful,
-                   idle_while_waiting_gpu_hours={"training": idle})
+    return Summary(
+        "p",
+        20,
+        20 - never,
+        never,
+        0.5,
+        100.0,
+        10.0,
+        every,
+        wait_by_tier=tiers,
+        lost_to_preemption_gpu_hours=lost,
+        window_useful=useful,
+        idle_while_waiting_gpu_hours={"training": idle},
+    )
 
 
 def _key(summary: Summary, serving: float = 0.0) -> tuple:
@@ -59,16 +78,19 @@ def test_the_objective_counts_in_order():
     assert objective.better(_key(_summary(useful=0.9)), _key(_summary(useful=0.1)))
     # before all of them: a candidate that turns a pool over to the other class of work (its idle figure would
     # stop counting that class's wait there) ranks after every candidate that keeps the classes
-    assert objective.better(objective.key(_summary(idle=9000), {}, []),
-                            objective.key(_summary(idle=0), {}, [], keeps_classes=False))
+    assert objective.better(
+        objective.key(_summary(idle=9000), {}, []),
+        objective.key(_summary(idle=0), {}, [], keeps_classes=False),
+    )
 
 
 def test_replay_noise_ties_and_the_next_count_decides():
     assert objective.coarse(94.0) == objective.coarse(94.4) and objective.coarse(94) != objective.coarse(96)
     assert objective.coarse(0.4) == 0.0 and objective.coarse(12_340) == 12_000
     # 9,410 against 9,450 idle GPU-hours is noise: the production p95 decides
-    assert objective.better(_key(_summary(idle=9450, production=20)),
-                            _key(_summary(idle=9410, production=90)))
+    assert objective.better(
+        _key(_summary(idle=9450, production=20)), _key(_summary(idle=9410, production=90))
+    )
     assert not objective.better(_key(_summary(idle=9450)), _key(_summary(idle=9410)))  # a whole tie
 
 
@@ -80,8 +102,11 @@ def _candidate(number: int, summary: Summary | None) -> Candidate:
 
 def test_the_repository_wins_ties_and_nothing_worse_is_offered():
     repository = _candidate(0, _summary(idle=300))
-    tie, worse, better = _candidate(1, _summary(idle=301)), _candidate(2, _summary(idle=900)), \
-        _candidate(3, _summary(idle=100))
+    tie, worse, better = (
+        _candidate(1, _summary(idle=301)),
+        _candidate(2, _summary(idle=900)),
+        _candidate(3, _summary(idle=100)),
+    )
     pruned = _candidate(4, None)
     assert [c.number for c in ranked([worse, tie, pruned, better, repository])] == [3, 0, 1, 2, 4]
     # nothing strictly better: keep the repository's policy
@@ -94,6 +119,7 @@ def test_the_repository_wins_ties_and_nothing_worse_is_offered():
 # A hand-made cluster: an exclusive training pool (8 cards) and an exclusive inference pool (8 cards), both
 # lent within one cohort; the inference queue is production (not searched) and reclaims LowerPriority work.
 
+
 def _obj(kind: str, name: str, spec: dict | None = None) -> K8sObject:
     body = {"metadata": {"name": name}, "spec": spec or {}}
     return K8sObject("kueue.x-k8s.io/v1beta2", kind, name, "", body)
@@ -102,35 +128,68 @@ def _obj(kind: str, name: str, spec: dict | None = None) -> K8sObject:
 def _queue(name: str, tier: str, workload: str, flavor: str) -> ClusterQueue:
     group = ResourceGroup((GPU,), (FlavorQuotas(flavor, (ResourceQuota(GPU, 8, 0),)),))
     preemption = {"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "Never"}
-    return ClusterQueue(name=name, cohort="shared", namespace_selector={}, resource_groups=(group,),
-                        preemption=preemption, team=name, tier=tier, workload=workload, labels={},
-                        obj=_obj("ClusterQueue", name, {"queueingStrategy": "BestEffortFIFO"}))
+    return ClusterQueue(
+        name=name,
+        cohort="shared",
+        namespace_selector={},
+        resource_groups=(group,),
+        preemption=preemption,
+        team=name,
+        tier=tier,
+        workload=workload,
+        labels={},
+        obj=_obj("ClusterQueue", name, {"queueingStrategy": "BestEffortFIFO"}),
+    )
 
 
 def lending_cluster() -> Cluster:
-    facts = ClusterFacts("lend-test", "clusters/lend-test/cluster.yaml", "test", "eu", ("zone-a",), "1.33",
-                         "v26.3.0", "flux")
-    pools = [Pool(name=name, path=f"pools/{name}/pool.yaml", gpu_model="H100-80GB", gpus_per_node=8,
-                  zones={"zone-a": 1}, access_mode="exclusive", node_labels={"gpupolicy.io/pool": name},
-                  capacity={GPU: 8}) for name in ("infer", "train")]
-    flavors = {p.name: Flavor(p.name, {"gpupolicy.io/pool": p.name}, (), (), _obj("ResourceFlavor", p.name))
-               for p in pools}
-    queues = [_queue("serve", "production", "inference", "infer"),
-              _queue("trainer", "training", "training", "train")]
-    priorities = {t: WorkloadPriorityClass(t, v, t, _obj("WorkloadPriorityClass", t))
-                  for t, v in (("production", 100000), ("training", 10000))}
-    return Cluster(facts=facts, pools=pools, flavors=flavors, cluster_queues={q.name: q for q in queues},
-                   workload_priority_classes=priorities)
+    facts = ClusterFacts(
+        "lend-test", "clusters/lend-test/cluster.yaml", "test", "eu", ("zone-a",), "1.33", "v26.3.0", "flux"
+    )
+    pools = [
+        Pool(
+            name=name,
+            path=f"pools/{name}/pool.yaml",
+            gpu_model="H100-80GB",
+            gpus_per_node=8,
+            zones={"zone-a": 1},
+            access_mode="exclusive",
+            node_labels={"gpupolicy.io/pool": name},
+            capacity={GPU: 8},
+        )
+        for name in ("infer", "train")
+    ]
+    flavors = {
+        p.name: Flavor(p.name, {"gpupolicy.io/pool": p.name}, (), (), _obj("ResourceFlavor", p.name))
+        for p in pools
+    }
+    queues = [
+        _queue("serve", "production", "inference", "infer"),
+        _queue("trainer", "training", "training", "train"),
+    ]
+    priorities = {
+        t: WorkloadPriorityClass(t, v, t, _obj("WorkloadPriorityClass", t))
+        for t, v in (("production", 100000), ("training", 10000))
+    }
+    return Cluster(
+        facts=facts,
+        pools=pools,
+        flavors=flavors,
+        cluster_queues={q.name: q for q in queues},
+        workload_priority_classes=priorities,
+    )
 
 
 @pytest.fixture()
 def lending_jobs(tmp_path):
     """Two eight-card training jobs at once (one waits while the inference pool is idle), then an inference
     job that needs its own pool back."""
-    rows = ["job_id,submit,duration,gpus,share,mig,pods,team,queue,tier,workload,checkpoint",
-            "t1,0,36000,8,,,1,trainer,trainer,training,training,3600",
-            "t2,60,36000,8,,,1,trainer,trainer,training,training,3600",
-            "s1,18000,3600,8,,,1,serve,serve,production,inference,"]
+    rows = [
+        "job_id,submit,duration,gpus,share,mig,pods,team,queue,tier,workload,checkpoint",
+        "t1,0,36000,8,,,1,trainer,trainer,training,training,3600",
+        "t2,60,36000,8,,,1,trainer,trainer,training,training,3600",
+        "s1,18000,3600,8,,,1,serve,serve,production,inference,",
+    ]
     trace = tmp_path / "lend.csv"
     trace.write_text("\n".join(rows) + "\n")
     return sorted(read_trace(trace, "csv").jobs, key=lambda j: (j.submit, j.id))
@@ -154,8 +213,12 @@ def test_lending_shortens_the_training_wait_and_the_lender_reclaims(lending_jobs
     knob_list = space.knobs(cluster)
     run = executors.Serial(lending_jobs).map
     name = f"trainer/infer/{GPU}/borrow"
-    today, lent = run([(space.candidate_policy(cluster, knob_list, {}), 1.0),
-                       (space.candidate_policy(cluster, knob_list, {name: 8}), 1.0)])
+    today, lent = run(
+        [
+            (space.candidate_policy(cluster, knob_list, {}), 1.0),
+            (space.candidate_policy(cluster, knob_list, {name: 8}), 1.0),
+        ]
+    )
     # today the second training job waits 10 hours while the inference pool sits idle (idle-while-waiting
     # counts a class's own pools only, so the wait is where this shows)
     assert today.wait_by_tier["training"].p95 == pytest.approx(599.0) and today.preemptions == 0
@@ -181,9 +244,15 @@ def test_a_worse_candidate_is_never_returned(lending_jobs):
 
     def run(tasks):
         summaries = serial.map(tasks)
-        return [s if policy == repository else dataclasses.replace(
-            s, idle_while_waiting_gpu_hours={"training": objective.idle_while_waiting(s) + 1000})
-            for (policy, _), s in zip(tasks, summaries, strict=True)]
+        return [
+            s
+            if policy == repository
+            else dataclasses.replace(
+                s, idle_while_waiting_gpu_hours={"training": objective.idle_while_waiting(s) + 1000}
+            )
+            for (policy, _), s in zip(tasks, summaries, strict=True)
+        ]
+
     found = search(cluster, knob_list, [], trials=4, seed=0, batch=4, run=run)
     assert any(c.number and c.summary for c in found)  # other candidates were replayed whole
     assert ranked(found)[0].number == 0
@@ -200,8 +269,9 @@ def test_lending_edit_lists_the_flavor_and_validate_stays_clean(tmp_path):
     assert lendable, "the tests' fleet has a queue that may borrow another class's exclusive pool"
     knob = lendable[0]
     assert lending.holds_nothing(cluster.cluster_queues[knob.queue], knob.flavor) is not None
-    texts, errors = edits.edited_files(root, "prod-us", knob_list, {knob.name: knob.grid[-1]},
-                                       edits.repository_errors(root))
+    texts, errors = edits.edited_files(
+        root, "prod-us", knob_list, {knob.name: knob.grid[-1]}, edits.repository_errors(root)
+    )
     assert errors == []  # every rule run on the edited copy: validate stays clean
     edits.apply_to_repository(root, texts)
     edited = load_fleet(root, ["prod-us"]).clusters["prod-us"].cluster_queues[knob.queue]
@@ -213,10 +283,36 @@ def test_lending_edit_lists_the_flavor_and_validate_stays_clean(tmp_path):
 def test_the_command_never_recommends_worse_than_the_repository(tmp_path):
     root = edits.copy_repository(fleet_repo(), tmp_path)
     trace = root / "tools/gpupolicy/data/traces/synthetic-week.csv"
-    result = subprocess.run([sys.executable, "-m", "gpupolicy", "recommend", "--repo", str(root),
-                             "--cluster", "prod-us", "--trace", str(trace), "--limit", "150", "--trials", "4",
-                             "--batch", "2", "--jobs", "1", "--check", "2", "--format", "json"],
-                            capture_output=True, text=True, timeout=600, check=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpupolicy",
+            "recommend",
+            "--repo",
+            str(root),
+            "--cluster",
+            "prod-us",
+            "--trace",
+            str(trace),
+            "--limit",
+            "150",
+            "--trials",
+            "4",
+            "--batch",
+            "2",
+            "--jobs",
+            "1",
+            "--check",
+            "2",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     repository = next(c for c in report["candidates"] if c["trial"] == 0)

@@ -1,4 +1,5 @@
-"""The shipped repository as a platform team forks it: it validates clean, renders for every cluster, and every
+"""The shipped repository as a platform team forks it: it validates clean, renders for every cluster, and
+every
 custom resource it renders is accepted by the upstream CRD, not only by the schemas the toolkit carries."""
 
 from __future__ import annotations
@@ -30,15 +31,18 @@ def test_shipped_repository_has_clusters() -> None:
 def test_shipped_repository_validates_clean() -> None:
     result = _run()
     assert not result.crashes, result.crashes
-    errors = [f"{f.path}:{f.line} {f.rule} {f.message}" for f in result.findings if f.severity is Severity.ERROR]
+    errors = [
+        f"{f.path}:{f.line} {f.rule} {f.message}" for f in result.findings if f.severity is Severity.ERROR
+    ]
     assert not errors, "\n".join(errors)
     assert set(result.rendered_clusters) == set(pipeline.cluster_names(REPO))
 
 
 @pytest.mark.reference_fleet
 def test_no_warnings_either() -> None:
-    warnings = [f"{f.path}:{f.line} {f.rule} {f.message}" for f in _run().findings
-                if f.severity is Severity.WARNING]
+    warnings = [
+        f"{f.path}:{f.line} {f.rule} {f.message}" for f in _run().findings if f.severity is Severity.WARNING
+    ]
     assert not warnings, "\n".join(warnings)
 
 
@@ -60,7 +64,9 @@ def _upstream_validators() -> dict[tuple[str, str], object]:
     validators = {}
     for path in sorted((SHARED / "crds").rglob("*.yaml")):
         for carried in crd.crds_from_yaml(path.read_text(encoding="utf-8"), str(path)):
-            validators[(carried.api_version, carried.kind)] = jsonschema_rs.Draft202012Validator(carried.schema)
+            validators[(carried.api_version, carried.kind)] = jsonschema_rs.Draft202012Validator(
+                carried.schema
+            )
     return validators
 
 
@@ -76,13 +82,17 @@ def test_rendered_custom_resources_validate_against_upstream_crds() -> None:
                 continue
             checked += 1
             for error in validator.iter_errors(crd.drop_nulls(obj.body)):
-                problems.append(f"{cluster.name} {obj.ref()} ({obj.origin}): {list(error.instance_path)} {error.message}")
+                problems.append(
+                    f"{cluster.name} {obj.ref()} ({obj.origin}): {list(error.instance_path)} {error.message}"
+                )
         policy = cluster.cluster_policy
         if policy is not None and policy not in cluster.objects:  # synthesized from the Helm values
             checked += 1
             validator = validators[("nvidia.com/v1", "ClusterPolicy")]
-            problems += [f"{cluster.name} ClusterPolicy from values: {list(e.instance_path)} {e.message}"
-                         for e in validator.iter_errors(crd.drop_nulls(policy.body))]
+            problems += [
+                f"{cluster.name} ClusterPolicy from values: {list(e.instance_path)} {e.message}"
+                for e in validator.iter_errors(crd.drop_nulls(policy.body))
+            ]
     assert checked > 20
     assert not problems, "\n".join(problems)
 
@@ -95,8 +105,11 @@ def test_examples_for_teams_are_validated() -> None:
 
 
 def test_validate_does_not_touch_the_tree(tmp_path: Path) -> None:
-    before = {p: p.stat().st_mtime_ns for p in REPO.rglob("*") if ".venv" not in p.parts and ".git" not in p.parts
-              and p.is_file()}
+    before = {
+        p: p.stat().st_mtime_ns
+        for p in REPO.rglob("*")
+        if ".venv" not in p.parts and ".git" not in p.parts and p.is_file()
+    }
     pipeline.run(REPO)
     after = {p: p.stat().st_mtime_ns for p in before if p.exists()}
     assert before == after

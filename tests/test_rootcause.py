@@ -1,5 +1,6 @@
-"""Root cause first (issue 14): a MIG layout with a profile the GPU does not have (MIG001) makes every quota on its
-pools fail too (CAP002 x5) and the upgrade drain check (UPG008). The derived findings are reported under MIG001 in
+"""Root cause first (issue 14): a MIG layout with a profile the GPU does not have (MIG001) makes every quota
+on its pools fail too (CAP002 x5) and the upgrade drain check (UPG008). The derived findings are reported
+under MIG001 in
 every output, and still count."""
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def test_the_derived_findings_are_linked_to_the_invalid_profile(bad_profile) -> 
 def test_text_puts_the_cause_first_with_its_consequences_under_it(bad_profile) -> None:
     _base, head = bad_profile
     lines = report.as_text(head).splitlines()
-    assert lines[0].startswith(f"{LAYOUT}:45: error MIG001: all-balanced[0]: 3g.45gb is not a MIG profile of A100-80GB")
+    assert lines[0].startswith(
+        f"{LAYOUT}:45: error MIG001: all-balanced[0]: 3g.45gb is not a MIG profile of A100-80GB"
+    )
     nested = [line for line in lines if line.startswith("  -> ")]
     assert len(nested) == 6 and all(" error CAP002: " in line or " error UPG008: " in line for line in nested)
     assert lines.index(nested[-1]) < next(i for i, line in enumerate(lines) if "MIG001" in line and i > 0)
@@ -52,7 +55,9 @@ def test_json_sarif_and_markdown_name_the_cause(bad_profile) -> None:
     related = [r["relatedLocations"][0] for r in results if r["ruleId"] == "CAP002"]
     assert len(related) == 5 and related[0]["physicalLocation"]["region"] == {"startLine": 45}
     assert related[0]["message"]["text"].startswith("caused by MIG001: all-balanced[0]: 3g.45gb")
-    compared = diff.compare(base.fleet, head.fleet, base.findings, head.findings, "b", "h", (), (), head.causes)
+    compared = diff.compare(
+        base.fleet, head.fleet, base.findings, head.findings, "b", "h", (), (), head.causes
+    )
     rows = [line for line in diff.to_markdown(compared).splitlines() if line.startswith("| error |")]
     # each rule links to its page on the runbook site (mkdocs.yml site_url), as SARIF's helpUri does
     assert "| [MIG001](https://gpu-platform.example.com/generated/rules/MIG001/) |" in rows[0]

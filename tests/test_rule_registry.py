@@ -27,8 +27,12 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
     """Calls of `name(...)` or `x.name(...)`."""
-    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and (getattr(node.func, "id", None) == name or getattr(node.func, "attr", None) == name)]
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) == name or getattr(node.func, "attr", None) == name)
+    ]
 
 
 def _rule_argument(call: ast.Call) -> ast.expr | None:
@@ -37,7 +41,8 @@ def _rule_argument(call: ast.Call) -> ast.expr | None:
 
 
 def _severity_argument(call: ast.Call) -> Severity | None:
-    """The severity a call passes as `Severity.X` (positionally second, or by keyword), if it is written so."""
+    """The severity a call passes as `Severity.X` (positionally second, or by keyword), if it is written
+    so."""
     value = next((k.value for k in call.keywords if k.arg == "severity"), None)
     if value is None and len(call.args) > 1:
         value = call.args[1]
@@ -60,11 +65,15 @@ def _rule_modules_imported(tree: ast.AST) -> dict[str, str]:
 @pytest.mark.parametrize("source", [p for p in SOURCES if RULES not in p.parents], ids=lambda p: p.name)
 def test_stage_rule_ids_are_spelt_only_in_their_rule_modules(source: Path) -> None:
     """Outside the rules package a stage rule is named through its module (`yaml004.finding(...)`,
-    `yaml006.ID`), never as a string: a literal would carry its own copy of the ID, and its severity beside it."""
+    `yaml006.ID`), never as a string: a literal would carry its own copy of the ID, and its severity beside
+    it."""
     stage_ids = {rule.id for rule in all_rules().values() if rule.stage in STAGES}
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    spelt = [(node.lineno, node.value) for node in ast.walk(tree)
-             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in stage_ids]
+    spelt = [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in stage_ids
+    ]
     assert not spelt, f"{source.name} spells stage rule IDs: {spelt}"
     registered = {rule.module for rule in all_rules().values()}
     for module in _rule_modules_imported(tree).values():
@@ -98,8 +107,15 @@ def test_stage_rules_declare_a_finding_helper_with_their_severity() -> None:
             assert (emitted.rule, emitted.severity) == (rule.id, rule.severity)
 
 
-@pytest.mark.parametrize("first", ["gpupolicy.rules", "gpupolicy.infra.yamlload", "gpupolicy.pipeline.render.kustomize",
-                                   "gpupolicy.pipeline"])
+@pytest.mark.parametrize(
+    "first",
+    [
+        "gpupolicy.rules",
+        "gpupolicy.infra.yamlload",
+        "gpupolicy.pipeline.render.kustomize",
+        "gpupolicy.pipeline",
+    ],
+)
 def test_stage_modules_and_rules_import_in_one_direction(first: str) -> None:
     """Whichever is imported first, the stages and the rule registry load without an import cycle."""
     code = f"import {first}; from gpupolicy.rules import all_rules; import gpupolicy.pipeline; all_rules()"

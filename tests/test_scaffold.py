@@ -20,8 +20,11 @@ def new(repo: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def errors(repo: Path) -> list[str]:
-    return [f"{f.rule} {f.path}: {f.message}" for f in pipeline.run(repo, use_cache=False).findings
-            if f.severity == Severity.ERROR]
+    return [
+        f"{f.rule} {f.path}: {f.message}"
+        for f in pipeline.run(repo, use_cache=False).findings
+        if f.severity == Severity.ERROR
+    ]
 
 
 def tree(repo: Path) -> dict[str, bytes]:
@@ -33,9 +36,27 @@ def test_new_exclusive_pool_with_quota(fork: Path) -> None:
     cpu_before = {(f, q.name): q.nominal for f, q in before.cluster_queues["atlas"].quotas()}[("cpu", "cpu")]
     hard_before = {q.namespace: q.hard for q in before.namespace_quotas}
     gpus_before = int(hard_before["atlas"]["requests.nvidia.com/gpu"])
-    done = new(fork, "pool", "fra-h100-train", "--cluster", "fra-1", "--gpu", "H100-80GB", "--per-node", "8",
-               "--zone", "eu-central-1a=1", "--access", "exclusive", "--node-cpu", "192", "--node-memory",
-               "2048Gi", "--quota", "atlas=6")
+    done = new(
+        fork,
+        "pool",
+        "fra-h100-train",
+        "--cluster",
+        "fra-1",
+        "--gpu",
+        "H100-80GB",
+        "--per-node",
+        "8",
+        "--zone",
+        "eu-central-1a=1",
+        "--access",
+        "exclusive",
+        "--node-cpu",
+        "192",
+        "--node-memory",
+        "2048Gi",
+        "--quota",
+        "atlas=6",
+    )
     assert done.returncode == 0, done.stderr
     assert "validate adds no error" in done.stdout
     assert errors(fork) == []
@@ -57,10 +78,33 @@ def test_new_exclusive_pool_with_quota(fork: Path) -> None:
 
 
 def test_new_mig_pool_writes_its_layout(fork: Path) -> None:
-    done = new(fork, "pool", "fra-b200-mig", "--cluster", "fra-1", "--gpu", "B200", "--per-node", "8",
-               "--zone", "eu-central-1a=1", "--zone", "eu-central-1b=1", "--access", "mig",
-               "--layout", "all-1g.23gb", "--mig-devices", "1g.23gb=7", "--node-cpu", "224",
-               "--node-memory", "2048Gi", "--quota", "beacon=1g.23gb:14")
+    done = new(
+        fork,
+        "pool",
+        "fra-b200-mig",
+        "--cluster",
+        "fra-1",
+        "--gpu",
+        "B200",
+        "--per-node",
+        "8",
+        "--zone",
+        "eu-central-1a=1",
+        "--zone",
+        "eu-central-1b=1",
+        "--access",
+        "mig",
+        "--layout",
+        "all-1g.23gb",
+        "--mig-devices",
+        "1g.23gb=7",
+        "--node-cpu",
+        "224",
+        "--node-memory",
+        "2048Gi",
+        "--quota",
+        "beacon=1g.23gb:14",
+    )
     assert done.returncode == 0, done.stderr
     assert errors(fork) == []
     config = (fork / "policies/gpu-operator/mig-parted-config.yaml").read_text()
@@ -76,25 +120,53 @@ def test_new_mig_pool_writes_its_layout(fork: Path) -> None:
 def test_a_pool_that_adds_an_error_writes_nothing(fork: Path) -> None:
     before = tree(fork)
     # beacon is production: 32 of 32 GPUs nominal do not survive losing a node (CAP005)
-    done = new(fork, "pool", "fra-l4-more", "--cluster", "fra-1", "--gpu", "L4", "--per-node", "4",
-               "--zone", "eu-central-1a=2", "--access", "exclusive", "--node-cpu", "96", "--node-memory",
-               "384Gi", "--quota", "beacon=8")
+    done = new(
+        fork,
+        "pool",
+        "fra-l4-more",
+        "--cluster",
+        "fra-1",
+        "--gpu",
+        "L4",
+        "--per-node",
+        "4",
+        "--zone",
+        "eu-central-1a=2",
+        "--access",
+        "exclusive",
+        "--node-cpu",
+        "96",
+        "--node-memory",
+        "384Gi",
+        "--quota",
+        "beacon=8",
+    )
     assert done.returncode == 1
     assert "CAP005" in done.stderr and "not written" in done.stderr
     assert tree(fork) == before
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["fra-a100-train"], "exists already"),
-    (["Bad_Name"], "DNS label"),
-    (["fra-x", "--gpu", "NOPE"], "not a GPU model"),
-    (["fra-x", "--zone", "mars-1a=1"], "not a zone of fra-1"),
-    (["fra-x", "--quota", "atlas=99"], "the pool exposes 8"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fra-a100-train"], "exists already"),
+        (["Bad_Name"], "DNS label"),
+        (["fra-x", "--gpu", "NOPE"], "not a GPU model"),
+        (["fra-x", "--zone", "mars-1a=1"], "not a zone of fra-1"),
+        (["fra-x", "--quota", "atlas=99"], "the pool exposes 8"),
+    ],
+)
 def test_refusals_name_the_problem(fork: Path, args: list[str], message: str) -> None:
     name, *rest = args
-    options = {"--cluster": "fra-1", "--gpu": "A100-80GB", "--per-node": "8", "--zone": "eu-central-1a=1",
-               "--access": "exclusive", "--node-cpu": "96", "--node-memory": "1152Gi"}
+    options = {
+        "--cluster": "fra-1",
+        "--gpu": "A100-80GB",
+        "--per-node": "8",
+        "--zone": "eu-central-1a=1",
+        "--access": "exclusive",
+        "--node-cpu": "96",
+        "--node-memory": "1152Gi",
+    }
     for flag, value in zip(rest[::2], rest[1::2], strict=True):
         options[flag] = value
     before = tree(fork)
@@ -120,8 +192,18 @@ def test_new_team(fork: Path) -> None:
 
 def test_dry_run_prints_the_diff_and_writes_nothing(fork: Path) -> None:
     before = tree(fork)
-    done = new(fork, "team", "comet", "--cluster", "fra-1", "--tier", "production", "--workload", "inference",
-               "--dry-run")
+    done = new(
+        fork,
+        "team",
+        "comet",
+        "--cluster",
+        "fra-1",
+        "--tier",
+        "production",
+        "--workload",
+        "inference",
+        "--dry-run",
+    )
     assert done.returncode == 0, done.stderr
     assert "+++ b/policies/teams/comet/namespace.yaml" in done.stdout
     assert "would write" in done.stdout
@@ -130,9 +212,27 @@ def test_dry_run_prints_the_diff_and_writes_nothing(fork: Path) -> None:
 
 def test_a_new_pool_regenerates_the_committed_pages_it_appears_in(fork: Path) -> None:
     assert run_gpupolicy("docs", "--repo", str(fork)).returncode == 0  # the fork commits its generated pages
-    done = new(fork, "pool", "fra-h100-train", "--cluster", "fra-1", "--gpu", "H100-80GB", "--per-node", "8",
-               "--zone", "eu-central-1a=1", "--access", "exclusive", "--node-cpu", "192", "--node-memory",
-               "2048Gi", "--quota", "atlas=6")
+    done = new(
+        fork,
+        "pool",
+        "fra-h100-train",
+        "--cluster",
+        "fra-1",
+        "--gpu",
+        "H100-80GB",
+        "--per-node",
+        "8",
+        "--zone",
+        "eu-central-1a=1",
+        "--access",
+        "exclusive",
+        "--node-cpu",
+        "192",
+        "--node-memory",
+        "2048Gi",
+        "--quota",
+        "atlas=6",
+    )
     assert done.returncode == 0, done.stderr
     assert "docs/generated/pools/fra-h100-train.md" in done.stdout
     checked = run_gpupolicy("validate", "--repo", str(fork), "--no-cache")
@@ -143,8 +243,17 @@ def test_a_new_pool_regenerates_the_committed_pages_it_appears_in(fork: Path) ->
 def test_new_cluster_takes_teams_and_pools(fork: Path) -> None:
     """A second cluster from nothing: versions and Git URL from the first, then its first team (no queue of
     the tier to model on) and its first pool with quota for it; validate clean after each step."""
-    done = new(fork, "cluster", "fra-2", "--environment", "test", "--region", "eu-central-1",
-               "--zone", "eu-central-1a")
+    done = new(
+        fork,
+        "cluster",
+        "fra-2",
+        "--environment",
+        "test",
+        "--region",
+        "eu-central-1",
+        "--zone",
+        "eu-central-1a",
+    )
     assert done.returncode == 0, done.stderr
     assert errors(fork) == []
     cluster_yaml = (fork / "clusters/fra-2/cluster.yaml").read_text()
@@ -153,9 +262,27 @@ def test_new_cluster_takes_teams_and_pools(fork: Path) -> None:
     assert f"url: {GIT_URL}\n" in (fork / "clusters/fra-2/flux/flux-system/gotk-sync.yaml").read_text()
     done = new(fork, "team", "comet", "--cluster", "fra-2", "--tier", "training", "--workload", "training")
     assert done.returncode == 0, done.stderr
-    done = new(fork, "pool", "fra2-h100", "--cluster", "fra-2", "--gpu", "H100-80GB", "--per-node", "8",
-               "--zone", "eu-central-1a=1", "--access", "exclusive", "--node-cpu", "192", "--node-memory",
-               "2048Gi", "--quota", "comet=4")
+    done = new(
+        fork,
+        "pool",
+        "fra2-h100",
+        "--cluster",
+        "fra-2",
+        "--gpu",
+        "H100-80GB",
+        "--per-node",
+        "8",
+        "--zone",
+        "eu-central-1a=1",
+        "--access",
+        "exclusive",
+        "--node-cpu",
+        "192",
+        "--node-memory",
+        "2048Gi",
+        "--quota",
+        "comet=4",
+    )
     assert done.returncode == 0, done.stderr
     assert errors(fork) == []
     cluster = pipeline.load_fleet(fork, use_cache=False).clusters["fra-2"]
@@ -170,18 +297,32 @@ def test_new_cluster_takes_teams_and_pools(fork: Path) -> None:
 
 def test_a_cluster_that_adds_an_error_writes_nothing(fork: Path) -> None:
     before = tree(fork)
-    done = new(fork, "cluster", "fra-2", "--environment", "test", "--region", "eu-central-1",
-               "--zone", "eu-central-1a", "--kubernetes-version", "latest")
+    done = new(
+        fork,
+        "cluster",
+        "fra-2",
+        "--environment",
+        "test",
+        "--region",
+        "eu-central-1",
+        "--zone",
+        "eu-central-1a",
+        "--kubernetes-version",
+        "latest",
+    )
     assert done.returncode == 1
     assert "SCHEMA005" in done.stderr and "not written" in done.stderr
     assert tree(fork) == before
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["fra-1"], "exists already"),
-    (["fra-2", "--environment", "prod"], "invalid choice"),
-    (["fra-2", "--gpu-operator-version", "v0.1"], "not a GPU Operator release"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fra-1"], "exists already"),
+        (["fra-2", "--environment", "prod"], "invalid choice"),
+        (["fra-2", "--gpu-operator-version", "v0.1"], "not a GPU Operator release"),
+    ],
+)
 def test_cluster_refusals_name_the_problem(fork: Path, args: list[str], message: str) -> None:
     name, *rest = args
     options = {"--environment": "test", "--region": "eu-central-1", "--zone": "eu-central-1a"}
@@ -195,13 +336,28 @@ def test_cluster_refusals_name_the_problem(fork: Path, args: list[str], message:
     assert tree(fork) == before
 
 
-def test_an_argo_cd_cluster_with_no_pools_joins_a_fleet_whose_argo_cd_clusters_have_them(tmp_path: Path) -> None:
+def test_an_argo_cd_cluster_with_no_pools_joins_a_fleet_whose_argo_cd_clusters_have_them(
+    tmp_path: Path,
+) -> None:
     """The Argo CD component's patch for the GPU Operator's objects (group nvidia.com) selects nothing in a
     cluster with no pool yet; it is not dead while another cluster including it has them (KUST007)."""
     from support import copy_repo, fleet_repo
 
     repo = copy_repo(fleet_repo(), tmp_path / "repo")
-    done = new(repo, "cluster", "lab-1", "--environment", "test", "--region", "eu-west-1", "--zone", "eu-west-1a",
-               "--sync-engine", "argocd", "--kubernetes-version", "1.33")
+    done = new(
+        repo,
+        "cluster",
+        "lab-1",
+        "--environment",
+        "test",
+        "--region",
+        "eu-west-1",
+        "--zone",
+        "eu-west-1a",
+        "--sync-engine",
+        "argocd",
+        "--kubernetes-version",
+        "1.33",
+    )
     assert done.returncode == 0, done.stderr
     assert errors(repo) == []

@@ -32,8 +32,14 @@ def test_first_run_announces_each_step_while_pip_stays_quiet(tmp_path: Path) -> 
     fake.write_text(FAKE_PYTHON)
     fake.chmod(0o755)
     venv = tmp_path / "venv"
-    proc = subprocess.run(["make", "--no-print-directory", f"{venv}/.installed", f"PYTHON={fake}", f"VENV={venv}"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60, env={**os.environ, "MAKEFLAGS": ""})
+    proc = subprocess.run(
+        ["make", "--no-print-directory", f"{venv}/.installed", f"PYTHON={fake}", f"VENV={venv}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"gpupolicy setup: {venv} for Python 3.99.0")
@@ -59,7 +65,9 @@ def test_ci_runs_the_fork_job_on_debians_own_python_in_its_own_venv() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     commands = [line.split() for line in ci.splitlines() if line.startswith("make ")]
     assert ["make", "validate"] in commands and ["make", "test"] in commands
-    fork_job = [line.split() for line in ci.splitlines() if ".ci/fork-fleet" in line and not line.startswith("#")]
+    fork_job = [
+        line.split() for line in ci.splitlines() if ".ci/fork-fleet" in line and not line.startswith("#")
+    ]
     assert fork_job and fork_job[0][:3] == ["PYTHON=/usr/bin/python3", "VENV=.venv-system", ".ci/fork-fleet"]
     assert "python3-venv" in (REPO / ".ci" / "system-tools").read_text()
     assert ".venv-system/" in (REPO / ".gitignore").read_text().splitlines()

@@ -34,8 +34,14 @@ from gpupolicy.infra import sitetrust
 
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 VIEWPORT = {"width": 1280, "height": 900}
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def _require(condition: bool, reason: str) -> None:
@@ -47,22 +53,37 @@ def _require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-# --- building and serving --------------------------------------------------------------------------------------
+# --- building and serving
+# --------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _require(importlib.util.find_spec("mkdocs") is not None and importlib.util.find_spec("material") is not None,
-             "mkdocs-material is not installed in this environment")
-    _require(mermaid_js() is not None, "mermaid.min.js (npm package `mermaid`) is not on this machine; "
-             "`make system-tools` puts it in ~/.cache/gpupolicy/mermaid")
-    # mkdocs executes the hooks and imports the plugins its config names: never build one that names code other
-    # than the toolkit's (decision 0061, SEC011); PYTHONSAFEPATH keeps the checkout's folders off sys.path.
+    _require(
+        importlib.util.find_spec("mkdocs") is not None and importlib.util.find_spec("material") is not None,
+        "mkdocs-material is not installed in this environment",
+    )
+    _require(
+        mermaid_js() is not None,
+        "mermaid.min.js (npm package `mermaid`) is not on this machine; "
+        "`make system-tools` puts it in ~/.cache/gpupolicy/mermaid",
+    )
+    # mkdocs executes the hooks and imports the plugins its config names: never build one that names code
+    # other than the toolkit's (decision 0061, SEC011); PYTHONSAFEPATH keeps the checkout's folders off
+    # sys.path.
     refused = sitetrust.repository_problems(REPO)
-    assert not refused, f"mkdocs.yml would run code that is not the toolkit's, the site is not built: {refused}"
+    assert not refused, (
+        f"mkdocs.yml would run code that is not the toolkit's, the site is not built: {refused}"
+    )
     out = tmp_path_factory.mktemp("site")
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                           cwd=REPO, capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONSAFEPATH": "1"})
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONSAFEPATH": "1"},
+    )
     assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stdout}\n{build.stderr}"
     return out
 
@@ -82,7 +103,9 @@ def base_url(site: Path) -> Iterator[str]:
     server.server_close()
 
 
-# --- links, crawled in Python ----------------------------------------------------------------------------------
+# --- links, crawled in Python
+# ----------------------------------------------------------------------------------
+
 
 class _PageLinks(HTMLParser):
     """Every href/src of a page and every id it defines."""
@@ -149,14 +172,18 @@ def test_every_internal_link_resolves(site: Path) -> None:
 def test_link_checker_catches_a_broken_link(site: Path, tmp_path: Path) -> None:
     """The crawler itself is trusted only if it reports a link that leads nowhere."""
     page = tmp_path / "index.html"
-    page.write_text('<a href="missing/">x</a><a href="index.html#nowhere">y</a><a id="here" href="#here">z</a>')
+    page.write_text(
+        '<a href="missing/">x</a><a href="index.html#nowhere">y</a><a id="here" href="#here">z</a>'
+    )
     assert sorted(_broken_links(tmp_path)) == [
         "index.html -> index.html#nowhere: no element with id 'nowhere'",
         "index.html -> missing/: no such file missing/index.html",
     ]
 
 
-# --- the browser -----------------------------------------------------------------------------------------------
+# --- the browser
+# -----------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def browser():
@@ -277,19 +304,22 @@ def test_search_finds_a_pool_on_its_cluster_page(page, base_url: str) -> None:
     results = page.locator(".md-search-result__item a.md-search-result__link")
     results.first.wait_for(state="attached", timeout=30_000)
     expected = f"generated/clusters/{cluster}/"
-    # The first results may answer a prefix of the query (the worker answers each keyup as it comes, and on
-    # a busy machine it falls behind the typing), so read the list again until the full query's results are in.
+    # The first results may answer a prefix of the query (the worker answers each keyup as it comes, and on a
+    # busy machine it falls behind the typing), so read the list again until the full query's results are in.
     hrefs: list[str] = []
     for _ in range(30):
         hrefs = _all_result_links(page, results)
         if any(expected in href for href in hrefs):
             break
         page.wait_for_timeout(1000)
-    assert any(expected in href for href in hrefs), f"searching {pool!r} did not list {expected}: {hrefs[:10]}"
+    assert any(expected in href for href in hrefs), (
+        f"searching {pool!r} did not list {expected}: {hrefs[:10]}"
+    )
 
 
 def _all_result_links(page, results) -> list[str]:
-    """Result links; Material renders results in batches as the list scrolls, so scroll until it stops growing.
+    """Result links; Material renders results in batches as the list scrolls, so scroll until it stops
+    growing.
     A batch may take a while on a busy machine: the list counts as complete when 3 s pass without growth."""
     seen = -1
     while results.count() != seen:
@@ -313,7 +343,8 @@ def test_sample_of_home_page_links_open_in_the_browser(page, base_url: str) -> N
         assert page.locator("article h1").count() >= 1, f"{url} has no heading"
 
 
-# --- layout at 1280 pixels ------------------------------------------------------------------------------------
+# --- layout at 1280 pixels
+# ------------------------------------------------------------------------------------
 
 # What a reader would have to scroll sideways for: the page itself, or a table whose content is wider than the
 # box Material gives it (a table scrolls inside itself; its right-hand columns are then cut off on screen).
@@ -336,9 +367,14 @@ def _layout_pages() -> list[tuple[str, str]]:
     """(screenshot name, path) of the pages an on-call engineer opens first."""
     cluster, _ = _cluster_with_pool()
     runbook = sorted(p.stem for p in (REPO / "docs" / "runbooks").glob("*.md") if p.stem != "index")[0]
-    return [("home", ""), (f"cluster-{cluster}", f"generated/clusters/{cluster}/"), ("quotas", "generated/quotas/"),
-            ("mig-layouts", "generated/mig-layouts/"), (f"runbook-{runbook}", f"runbooks/{runbook}/"),
-            ("gpu-catalog", "generated/gpus/")]
+    return [
+        ("home", ""),
+        (f"cluster-{cluster}", f"generated/clusters/{cluster}/"),
+        ("quotas", "generated/quotas/"),
+        ("mig-layouts", "generated/mig-layouts/"),
+        (f"runbook-{runbook}", f"runbooks/{runbook}/"),
+        ("gpu-catalog", "generated/gpus/"),
+    ]
 
 
 @pytest.mark.parametrize("name, path", _layout_pages())

@@ -24,18 +24,24 @@ def _repo_with(tmp_path: Path, text: str | None) -> Reader:
 
 
 def test_the_setting_is_read_past_mkdocs_python_tags(tmp_path: Path) -> None:
-    reader = _repo_with(tmp_path, "site_url: https://runbooks.gpu.internal/\nmarkdown_extensions:\n"
-                                  "  - x:\n      format: !!python/name:os.system\n")
+    reader = _repo_with(
+        tmp_path,
+        "site_url: https://runbooks.gpu.internal/\nmarkdown_extensions:\n"
+        "  - x:\n      format: !!python/name:os.system\n",
+    )
     assert read_site_url(reader) == ("https://runbooks.gpu.internal/", "")
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    (None, "there is no mkdocs.yml"),
-    ("site_name: x\n", "mkdocs.yml sets no site_url"),
-    ("site_url: runbooks.gpu.internal\n", "is not an absolute http(s) URL ending in /"),
-    ("site_url: https://runbooks.gpu.internal\n", "is not an absolute http(s) URL ending in /"),
-    ("site_url: [\n", "mkdocs.yml is not YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (None, "there is no mkdocs.yml"),
+        ("site_name: x\n", "mkdocs.yml sets no site_url"),
+        ("site_url: runbooks.gpu.internal\n", "is not an absolute http(s) URL ending in /"),
+        ("site_url: https://runbooks.gpu.internal\n", "is not an absolute http(s) URL ending in /"),
+        ("site_url: [\n", "mkdocs.yml is not YAML"),
+    ],
+)
 def test_an_unusable_setting_says_why(tmp_path: Path, text: str | None, reason: str) -> None:
     value, problem = read_site_url(_repo_with(tmp_path, text))
     assert value == "" and reason in problem

@@ -31,11 +31,20 @@ def _repo(tmp_path: Path) -> Path:
 
 def _killed_write(repo: Path, renames: int) -> subprocess.CompletedProcess:
     """write_files in a child process that SIGKILLs itself after `renames` renames: no undo runs."""
-    script = ("import sys; from pathlib import Path; from gpupolicy.infra import transaction\n"
-              "repo = Path(sys.argv[1])\n"
-              f"transaction.write_files({{repo / rel: 'new ' + rel + '\\n' for rel in {FILES!r}}}, journal_root=repo)\n")
-    return subprocess.run([sys.executable, "-c", script, str(repo)], env={**os.environ, KILL: str(renames)},
-                          capture_output=True, text=True, timeout=60, check=False)
+    script = (
+        "import sys; from pathlib import Path; from gpupolicy.infra import transaction\n"
+        "repo = Path(sys.argv[1])\n"
+        f"transaction.write_files({{repo / rel: 'new ' + rel + '\\n' for rel in {FILES!r}}}, "
+        "journal_root=repo)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script, str(repo)],
+        env={**os.environ, KILL: str(renames)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def _contents(repo: Path) -> list[str]:
@@ -43,14 +52,17 @@ def _contents(repo: Path) -> list[str]:
 
 
 def _leftovers(repo: Path) -> list[str]:
-    return sorted(p.name for p in repo.rglob(".*") if p.suffix in (".tmp", ".bak") or p.name.startswith(".gpupolicy"))
+    return sorted(
+        p.name for p in repo.rglob(".*") if p.suffix in (".tmp", ".bak") or p.name.startswith(".gpupolicy")
+    )
 
 
 def test_a_write_killed_between_renames_is_completed(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     proc = _killed_write(repo, 2)
     assert proc.returncode == -9
-    assert _contents(repo) == ["new", "new", "old", "old"]  # what SIGKILL used to leave, with .tmp and .bak files
+    # what SIGKILL used to leave, with .tmp and .bak files
+    assert _contents(repo) == ["new", "new", "old", "old"]
     assert transaction.interrupted(repo) and _leftovers(repo)
     assert "completed" in transaction.recover(repo)
     assert _contents(repo) == ["new"] * 4
@@ -63,7 +75,8 @@ def test_a_write_killed_while_staging_is_rolled_back(tmp_path: Path) -> None:
     assert proc.returncode == -9 and _contents(repo) == ["old"] * 4
     journal = repo / transaction.JOURNAL_NAME
     body = json.loads(journal.read_text())
-    journal.write_text(json.dumps({**body, "phase": "staging"}))  # as if killed while the temporaries were written
+    # as if killed while the temporaries were written
+    journal.write_text(json.dumps({**body, "phase": "staging"}))
     assert "rolled back" in transaction.recover(repo)
     assert _contents(repo) == ["old"] * 4 and _leftovers(repo) == []
 
@@ -88,8 +101,9 @@ def test_read_only_commands_stop_and_writing_commands_recover_first(tmp_path: Pa
 
 
 def _journal(repo: Path, targets: list[dict], phase: str = "committing") -> None:
-    (repo / transaction.JOURNAL_NAME).write_text(json.dumps(
-        {"version": 1, "id": "0123456789abcdef", "phase": phase, "targets": targets}))
+    (repo / transaction.JOURNAL_NAME).write_text(
+        json.dumps({"version": 1, "id": "0123456789abcdef", "phase": phase, "targets": targets})
+    )
 
 
 @pytest.mark.parametrize("path", ["../outside.yaml", "/etc/passwd", "docs/../../outside.yaml", "https://x/y"])

@@ -62,13 +62,27 @@ spec:
 """
 
 
-# --- tracing every file the toolkit touches ------------------------------------------------------------------
+# --- tracing every file the toolkit touches
+# ------------------------------------------------------------------
+
 
 class FileTrace:
     """Every path passed to open (builtins, io, os), and to the calls that create, rename or remove files."""
 
-    WRAPPED_OS = ("open", "mkdir", "makedirs", "replace", "rename", "unlink", "remove", "rmdir", "link", "symlink",
-                  "truncate", "chmod")
+    WRAPPED_OS = (
+        "open",
+        "mkdir",
+        "makedirs",
+        "replace",
+        "rename",
+        "unlink",
+        "remove",
+        "rmdir",
+        "link",
+        "symlink",
+        "truncate",
+        "chmod",
+    )
 
     def __init__(self) -> None:
         self.touched: list[tuple[str, str]] = []  # (call, real path)
@@ -90,6 +104,7 @@ class FileTrace:
             for arg in args[:2] if name in ("replace", "rename", "link", "symlink") else args[:1]:
                 self._note(f"os.{name}", arg, kwargs.get("dir_fd"))
             return real(*args, **kwargs)
+
         return traced
 
     def _note(self, call: str, path, dir_fd=None) -> None:
@@ -100,8 +115,11 @@ class FileTrace:
 
     def outside(self, allowed: list[Path]) -> list[tuple[str, str]]:
         roots = [os.path.realpath(p) for p in allowed]
-        return [(call, path) for call, path in self.touched
-                if path != os.devnull and not any(path == r or path.startswith(r + os.sep) for r in roots)]
+        return [
+            (call, path)
+            for call, path in self.touched
+            if path != os.devnull and not any(path == r or path.startswith(r + os.sep) for r in roots)
+        ]
 
 
 def _python_paths() -> list[Path]:
@@ -123,8 +141,11 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink() and ".git" not in p.relative_to(root).parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink() and ".git" not in p.relative_to(root).parts
+    }
 
 
 def _run(argv: list[str], cwd: Path) -> tuple[int, str, str]:
@@ -139,11 +160,14 @@ def _run(argv: list[str], cwd: Path) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-# --- the crafted repository ------------------------------------------------------------------------------------
+# --- the crafted repository
+# ------------------------------------------------------------------------------------
+
 
 @pytest.fixture()
 def crafted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """tmp_path/repo (a git repository), tmp_path/outside (files it points at), a private temp dir and cache."""
+    """tmp_path/repo (a git repository), tmp_path/outside (files it points at), a private temp dir and
+    cache."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     places = {name: tmp_path / name for name in ("repo", "outside", "systemp", "cache")}
@@ -155,7 +179,9 @@ def crafted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setattr(tempfile, "tempdir", str(places["systemp"]))
     repo, outside = places["repo"], places["outside"]
     shutil.copy(repo / "pools/prod-h100/nvidiadriver.yaml", outside / "nvidiadriver.yaml")
-    (outside / "secret.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: leaked-secret-line\n")
+    (outside / "secret.yaml").write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: leaked-secret-line\n"
+    )
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
@@ -169,35 +195,46 @@ def _craft(repo: Path) -> None:
     """Origin annotations at /etc/passwd (every object of lab), at a file beside the repository (every object
     of prod, by commonAnnotations), and at an outside copy of prod-h100's NVIDIADriver (by a patch)."""
     lab = repo / "clusters/lab/kustomization.yaml"
-    lab.write_text(lab.read_text() + 'commonAnnotations:\n  config.kubernetes.io/origin: "path: /etc/passwd"\n')
+    lab.write_text(
+        lab.read_text() + 'commonAnnotations:\n  config.kubernetes.io/origin: "path: /etc/passwd"\n'
+    )
     prod = repo / "clusters/prod/kustomization.yaml"
     prod.write_text(prod.read_text() + "patches:\n  - path: origin.yaml\n")
     (repo / "clusters/prod/origin.yaml").write_text(
         "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata:\n  name: prod-h100\n  annotations:\n"
-        "    config.kubernetes.io/origin: |\n      path: ../../../outside/nvidiadriver.yaml\n")
+        "    config.kubernetes.io/origin: |\n      path: ../../../outside/nvidiadriver.yaml\n"
+    )
     queues = repo / "clusters/prod/queues.yaml"
-    queues.write_text(queues.read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n"
-                      "  namespace: default\n  annotations:\n    config.kubernetes.io/origin: |\n"
-                      "      path: ../../../outside/secret.yaml\ndata:\n  a: b\n")
+    queues.write_text(
+        queues.read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n"
+        "  namespace: default\n  annotations:\n    config.kubernetes.io/origin: |\n"
+        "      path: ../../../outside/secret.yaml\ndata:\n  a: b\n"
+    )
 
 
 @pytest.fixture()
 def crafted_prometheus(crafted: dict[str, Path]) -> Iterator[str]:
-    """A clean soak of the crafted repository's canary stage (promote past a stage that ran needs one); started
+    """A clean soak of the crafted repository's canary stage (promote past a stage that ran needs one);
+    started
     before any trace, so the server's own files are not the toolkit's."""
-    with healthy_prometheus(crafted["cache"].parent / "prom", crafted["repo"], "driver-next", AFTER_SOAK) as url:
+    with healthy_prometheus(
+        crafted["cache"].parent / "prom", crafted["repo"], "driver-next", AFTER_SOAK
+    ) as url:
         yield url
 
 
 @needs_git
-def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path], crafted_prometheus: str,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_command_opens_a_path_outside_the_repository(
+    crafted: dict[str, Path], crafted_prometheus: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo, outside = crafted["repo"], crafted["outside"]
     outside_before = _snapshot(outside)
-    (outside / "evil-crd.yaml").write_text(EVIL_CRD.format(group="../../../outside/escaped", kind="Evil",
-                                                           version="v1"))
-    (outside / "evil-version.yaml").write_text(EVIL_CRD.format(group="example.com", kind="Evil",
-                                                               version="../../../outside/x"))
+    (outside / "evil-crd.yaml").write_text(
+        EVIL_CRD.format(group="../../../outside/escaped", kind="Evil", version="v1")
+    )
+    (outside / "evil-version.yaml").write_text(
+        EVIL_CRD.format(group="example.com", kind="Evil", version="../../../outside/x")
+    )
     base = _git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
     trace = FileTrace()
     trace.install(monkeypatch)
@@ -212,25 +249,48 @@ def test_no_command_opens_a_path_outside_the_repository(crafted: dict[str, Path]
     code, out, err = _run(["diff", "--repo", str(repo), "--base", base, "--format", "json"], repo)
     assert code in (0, 1) and "Traceback" not in err, err
 
-    code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK, "--prometheus",
-                           crafted_prometheus, "--repo", str(repo)], repo)
+    code, out, err = _run(
+        [
+            "upgrade",
+            "promote",
+            "driver-next",
+            "--now",
+            AFTER_SOAK,
+            "--prometheus",
+            crafted_prometheus,
+            "--repo",
+            str(repo),
+        ],
+        repo,
+    )
     assert code == 2 and "refusing to edit" in err and "Traceback" not in err, (code, out, err)
 
     code, out, err = _run(["schemas", "import", str(outside / "evil-crd.yaml"), "--repo", str(repo)], repo)
     assert code == 2 and "spec.group" in err, err
-    code, out, err = _run(["schemas", "import", str(outside / "evil-version.yaml"), "--repo", str(repo)], repo)
+    code, out, err = _run(
+        ["schemas", "import", str(outside / "evil-version.yaml"), "--repo", str(repo)], repo
+    )
     assert code == 2 and "version name" in err, err
 
     code, out, err = _run(["docs", "--repo", str(repo)], repo)
     assert code == 0, err
 
     # The CRD files are the user's command-line arguments (trusted); everything else must stay inside.
-    allowed = [repo, crafted["systemp"], crafted["cache"], *_python_paths(),
-               outside / "evil-crd.yaml", outside / "evil-version.yaml"]
+    allowed = [
+        repo,
+        crafted["systemp"],
+        crafted["cache"],
+        *_python_paths(),
+        outside / "evil-crd.yaml",
+        outside / "evil-version.yaml",
+    ]
     assert not trace.outside(allowed), trace.outside(allowed)
     assert any(path.startswith(str(repo.resolve())) for _, path in trace.touched)  # the trace did see the run
-    assert _snapshot(outside) == {**outside_before, "evil-crd.yaml": (outside / "evil-crd.yaml").read_bytes(),
-                                  "evil-version.yaml": (outside / "evil-version.yaml").read_bytes()}
+    assert _snapshot(outside) == {
+        **outside_before,
+        "evil-crd.yaml": (outside / "evil-crd.yaml").read_bytes(),
+        "evil-version.yaml": (outside / "evil-version.yaml").read_bytes(),
+    }
     assert not (outside / "escaped").exists() and not (outside / "x").exists()
 
 
@@ -239,8 +299,20 @@ def test_promote_refuses_a_driver_whose_origin_points_outside(crafted: dict[str,
     repo, outside = crafted["repo"], crafted["outside"]
     before, outside_before = _snapshot(repo), _snapshot(outside)
     with healthy_prometheus(crafted["cache"].parent / "prom", repo, "driver-next", AFTER_SOAK) as url:
-        code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK, "--prometheus", url,
-                               "--repo", str(repo)], repo)
+        code, out, err = _run(
+            [
+                "upgrade",
+                "promote",
+                "driver-next",
+                "--now",
+                AFTER_SOAK,
+                "--prometheus",
+                url,
+                "--repo",
+                str(repo),
+            ],
+            repo,
+        )
     assert code == 2, (out, err)
     assert "NVIDIADriver prod-h100" in err and "points outside the repository" in err
     assert _snapshot(repo) == before and _snapshot(outside) == outside_before
@@ -256,20 +328,34 @@ def test_writers_refuse_a_repository_folder_that_is_a_symlink_out(tmp_path: Path
     (repo / folder).parent.mkdir(parents=True, exist_ok=True)
     (repo / folder).symlink_to(outside, target_is_directory=True)
     (tmp_path / "crd.yaml").write_text(EVIL_CRD.format(group="example.com", kind="Good", version="v1"))
-    argv = ["docs", "--repo", str(repo)] if folder == "docs/generated" else \
-        ["schemas", "import", str(tmp_path / "crd.yaml"), "--repo", str(repo)]
+    argv = (
+        ["docs", "--repo", str(repo)]
+        if folder == "docs/generated"
+        else ["schemas", "import", str(tmp_path / "crd.yaml"), "--repo", str(repo)]
+    )
     code, out, err = _run(argv, repo)
     assert code == 2 and "resolves outside the repository" in err and "Traceback" not in err, (code, out, err)
     assert not list(outside.iterdir())
 
 
-# --- the boundary module ---------------------------------------------------------------------------------------
+# --- the boundary module
+# ---------------------------------------------------------------------------------------
+
 
 def test_normalize_refuses_every_escape() -> None:
     assert repopath.normalize("clusters/mini", "../../pools/a/pool.yaml") == "pools/a/pool.yaml"
     assert repopath.normalize("clusters/mini", "./x/../queues.yaml") == "clusters/mini/queues.yaml"
-    for hostile in ("/etc/passwd", "../../../x", "../../..", "../../../clusters/mini", "", "file:///etc/passwd", "a\x00b", "a\\..\\b",
-                    "x" * 5000):
+    for hostile in (
+        "/etc/passwd",
+        "../../../x",
+        "../../..",
+        "../../../clusters/mini",
+        "",
+        "file:///etc/passwd",
+        "a\x00b",
+        "a\\..\\b",
+        "x" * 5000,
+    ):
         with pytest.raises(repopath.Refused):
             repopath.normalize("clusters/mini", hostile)
 
@@ -286,8 +372,15 @@ def test_read_file_refuses_what_is_not_a_small_regular_file_inside(tmp_path: Pat
     os.mkfifo(root / "fifo")
     assert repopath.read_file(root, "ok.yaml") == b"a: 1\n"
     assert repopath.read_file(root, "inside-link.yaml") == b"a: 1\n"
-    for rel, reason in (("big.yaml", "limit"), ("out.yaml", "outside"), ("zero", "outside"), ("fifo", "FIFO"),
-                        ("sub", "folder"), ("missing.yaml", "cannot be read"), ("../outside.yaml", "outside")):
+    for rel, reason in (
+        ("big.yaml", "limit"),
+        ("out.yaml", "outside"),
+        ("zero", "outside"),
+        ("fifo", "FIFO"),
+        ("sub", "folder"),
+        ("missing.yaml", "cannot be read"),
+        ("../outside.yaml", "outside"),
+    ):
         with pytest.raises(repopath.Refused, match=reason):
             repopath.read_file(root, rel)
 
@@ -302,7 +395,9 @@ def test_load_sources_reads_through_the_boundary(tmp_path: Path) -> None:
     (tmp_path / "outside.yaml").write_text("secret: 1\n")
     (root / "out.yaml").symlink_to(tmp_path / "outside.yaml")
     os.mkfifo(root / "fifo.yaml")
-    documents, findings = pipeline.load_sources(repopath.Reader(root), ["ok.yaml", "big.yaml", "out.yaml", "fifo.yaml"])
+    documents, findings = pipeline.load_sources(
+        repopath.Reader(root), ["ok.yaml", "big.yaml", "out.yaml", "fifo.yaml"]
+    )
     assert list(documents) == ["ok.yaml"]
     found = {f.path: (f.rule, f.line, f.message) for f in findings}
     assert found["big.yaml"][:2] == ("YAML004", 1) and "-byte limit" in found["big.yaml"][2]
@@ -310,7 +405,9 @@ def test_load_sources_reads_through_the_boundary(tmp_path: Path) -> None:
     assert found["fifo.yaml"][:2] == ("YAML001", 0) and "FIFO" in found["fifo.yaml"][2]
 
 
-def test_a_kustomization_symlinked_out_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_kustomization_symlinked_out_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The graph reads each kustomization through the boundary: one that is a symlink out of the repository is
     KUST002, and the file it points at is never opened (its YAML errors would describe an outside file)."""
     repo = tmp_path / "repo"
@@ -328,12 +425,15 @@ def test_a_kustomization_symlinked_out_is_refused_unread(tmp_path: Path, monkeyp
     findings = json.loads(out)["findings"]
     assert code == 1
     assert any(f["rule"] == "KUST002" and f["path"] == "clusters/mini/kustomization.yaml" for f in findings)
-    assert not any(f["rule"] == "YAML001" and f["path"] == "clusters/mini/kustomization.yaml" for f in findings)
+    assert not any(
+        f["rule"] == "YAML001" and f["path"] == "clusters/mini/kustomization.yaml" for f in findings
+    )
     assert str(outside.resolve()) not in {path for _call, path in trace.touched}
 
 
 def test_a_kind_holding_a_path_names_no_schema_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A core kind's schema file is named from the manifest's apiVersion and kind: a kind holding `../` must not
+    """A core kind's schema file is named from the manifest's apiVersion and kind: a kind holding `../` must
+    not
     make validate read a JSON file outside the carried schemas (its words would reach the findings)."""
     repo = tmp_path / "repo"
     shutil.copytree(MINIREPO, repo)
@@ -355,14 +455,19 @@ def test_a_kind_holding_a_path_names_no_schema_file(tmp_path: Path, monkeypatch:
 def test_output_path_stays_inside_the_output_folder(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    assert repopath.output_path(out, "example.com", "evil-v1.json") == out.resolve() / "example.com" / "evil-v1.json"
+    assert (
+        repopath.output_path(out, "example.com", "evil-v1.json")
+        == out.resolve() / "example.com" / "evil-v1.json"
+    )
     (out / "link").symlink_to(tmp_path)
     for names in (("..", "x.json"), ("a/b", "x.json"), ("link", "x.json"), (".hidden",), ("",)):
         with pytest.raises(repopath.Refused):
             repopath.output_path(out, *names)
 
 
-# --- the transactional writer ------------------------------------------------------------------------------------
+# --- the transactional writer
+# ------------------------------------------------------------------------------------
+
 
 def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -377,8 +482,9 @@ def three_files(tmp_path: Path) -> tuple[Path, dict[Path, str]]:
 
 
 @pytest.mark.parametrize("failing_call", [1, 2, 3])
-def test_a_failed_fsync_leaves_every_file_as_it_was(three_files, monkeypatch: pytest.MonkeyPatch,
-                                                    failing_call: int) -> None:
+def test_a_failed_fsync_leaves_every_file_as_it_was(
+    three_files, monkeypatch: pytest.MonkeyPatch, failing_call: int
+) -> None:
     root, contents = three_files
     before = _tree(root)
     real_fsync, calls = os.fsync, []
@@ -396,8 +502,9 @@ def test_a_failed_fsync_leaves_every_file_as_it_was(three_files, monkeypatch: py
 
 
 @pytest.mark.parametrize("failing_call", [2, 3])
-def test_a_failed_rename_puts_back_what_was_already_replaced(three_files, monkeypatch: pytest.MonkeyPatch,
-                                                             failing_call: int) -> None:
+def test_a_failed_rename_puts_back_what_was_already_replaced(
+    three_files, monkeypatch: pytest.MonkeyPatch, failing_call: int
+) -> None:
     root, contents = three_files
     before = _tree(root)
     real_replace, calls = os.replace, []
@@ -414,8 +521,9 @@ def test_a_failed_rename_puts_back_what_was_already_replaced(three_files, monkey
     assert _tree(root) == before
 
 
-def test_a_folder_that_takes_no_new_file_stops_the_whole_write(three_files, monkeypatch: pytest.MonkeyPatch
-                                                                 ) -> None:
+def test_a_folder_that_takes_no_new_file_stops_the_whole_write(
+    three_files, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As a read-only folder would (simulated: root writes into read-only folders)."""
     root, contents = three_files
     before = _tree(root)
@@ -436,9 +544,13 @@ def test_writes_keep_permissions_create_folders_and_remove(tmp_path: Path) -> No
     (tmp_path / "keep.sh").write_text("old\n")
     (tmp_path / "keep.sh").chmod(0o750)
     (tmp_path / "gone.md").write_text("bye\n")
-    transaction.write_files({tmp_path / "keep.sh": "new\n", tmp_path / "new/deep/page.md": "hello\n"},
-                            remove=[tmp_path / "gone.md"])
-    assert (tmp_path / "keep.sh").read_text() == "new\n" and (tmp_path / "keep.sh").stat().st_mode & 0o777 == 0o750
+    transaction.write_files(
+        {tmp_path / "keep.sh": "new\n", tmp_path / "new/deep/page.md": "hello\n"},
+        remove=[tmp_path / "gone.md"],
+    )
+    assert (tmp_path / "keep.sh").read_text() == "new\n" and (
+        tmp_path / "keep.sh"
+    ).stat().st_mode & 0o777 == 0o750
     assert (tmp_path / "new/deep/page.md").read_text() == "hello\n" and not (tmp_path / "gone.md").exists()
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["deep", "keep.sh", "new", "page.md"]
 
@@ -472,8 +584,9 @@ def upgrade_repo(tmp_path: Path) -> Path:
 
 
 @needs_git
-def test_promote_that_cannot_write_one_file_changes_nothing(upgrade_repo: Path, monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
+def test_promote_that_cannot_write_one_file_changes_nothing(
+    upgrade_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The fleet stage edits the plan and prod-h100's NVIDIADriver; the pool file cannot be replaced."""
     before = _snapshot(upgrade_repo)
     real_replace = os.replace
@@ -485,22 +598,43 @@ def test_promote_that_cannot_write_one_file_changes_nothing(upgrade_repo: Path, 
 
     with healthy_prometheus(upgrade_repo.parent / "prom", upgrade_repo, "driver-next", AFTER_SOAK) as url:
         monkeypatch.setattr(os, "replace", refuse_the_driver)
-        code, out, err = _run(["upgrade", "promote", "driver-next", "--now", AFTER_SOAK, "--prometheus", url,
-                               "--repo", str(upgrade_repo)], upgrade_repo)
+        code, out, err = _run(
+            [
+                "upgrade",
+                "promote",
+                "driver-next",
+                "--now",
+                AFTER_SOAK,
+                "--prometheus",
+                url,
+                "--repo",
+                str(upgrade_repo),
+            ],
+            upgrade_repo,
+        )
     assert code == 2, (out, err)
     assert "Traceback" not in err and "nothing was changed" in err and "nvidiadriver.yaml" in err
     assert _snapshot(upgrade_repo) == before
     assert not _git(upgrade_repo, "status", "--porcelain")  # no temporary, no backup left behind
 
 
-# --- cache entries verified on read ------------------------------------------------------------------------------
+# --- cache entries verified on read
+# ------------------------------------------------------------------------------
+
 
 def test_cache_entries_round_trip_and_refuse_damage(tmp_path: Path) -> None:
     entry = tmp_path / "entry"
     cachefiles.write_value(entry, {"a": [1, 2, 3]})
     assert cachefiles.read_value(entry) == {"a": [1, 2, 3]}
     raw = entry.read_bytes()
-    for damaged in (raw[:-1], raw[:10], raw[:-1] + bytes([raw[-1] ^ 1]), b"", raw + b"x", raw.split(b"\n", 1)[1]):
+    for damaged in (
+        raw[:-1],
+        raw[:10],
+        raw[:-1] + bytes([raw[-1] ^ 1]),
+        b"",
+        raw + b"x",
+        raw.split(b"\n", 1)[1],
+    ):
         entry.write_bytes(damaged)
         assert cachefiles.read_value(entry) is None
     cachefiles.write_bytes(entry, "déjà\n".encode())
@@ -519,16 +653,24 @@ def _cache_files(cache: Path, kind: str) -> Iterator[Path]:
         if not path.is_file():
             continue
         rel = path.relative_to(cache).as_posix()
-        if kind == "render" and "/" not in rel and rel.endswith(".yaml") \
-                or kind == "graph" and "/graphs/" in rel \
-                or kind == "parse" and rel.startswith("parsed/") and "/graphs/" not in rel:
+        if (
+            kind == "render"
+            and "/" not in rel
+            and rel.endswith(".yaml")
+            or kind == "graph"
+            and "/graphs/" in rel
+            or kind == "parse"
+            and rel.startswith("parsed/")
+            and "/graphs/" not in rel
+        ):
             yield path
 
 
 @pytest.mark.parametrize("kind", ["render", "parse", "graph"])
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty"])
-def test_damaged_cache_entries_are_recomputed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str,
-                                              damage: str) -> None:
+def test_damaged_cache_entries_are_recomputed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, damage: str
+) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(MINIREPO, repo)
     queues = repo / "clusters/mini/queues.yaml"
@@ -544,8 +686,13 @@ def test_damaged_cache_entries_are_recomputed(tmp_path: Path, monkeypatch: pytes
     assert entries, sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*"))
     for entry in entries:
         raw = entry.read_bytes()
-        entry.write_bytes({"truncate": raw[: len(raw) * 2 // 3], "flip": raw[:-3] + bytes([raw[-3] ^ 0x20]) + raw[-2:],
-                           "empty": b""}[damage])
+        entry.write_bytes(
+            {
+                "truncate": raw[: len(raw) * 2 // 3],
+                "flip": raw[:-3] + bytes([raw[-3] ^ 0x20]) + raw[-2:],
+                "empty": b"",
+            }[damage]
+        )
     assert _findings(repo) == expected
 
 
@@ -565,7 +712,9 @@ def test_a_truncated_render_is_never_used_as_output(tmp_path: Path, monkeypatch:
     assert hashlib.sha256(entry.read_bytes()).digest()  # (and readable)
 
 
-# --- trace archive members -----------------------------------------------------------------------------------------
+# --- trace archive members
+# -----------------------------------------------------------------------------------------
+
 
 def _itp_archive(path: Path, members: dict[str, bytes]) -> Path:
     with tarfile.open(path, "w:gz") as archive:
@@ -579,11 +728,14 @@ def _itp_archive(path: Path, members: dict[str, bytes]) -> Path:
 ITP_CSV = b"job_id,submission_time,duration,num_gpu\nj1,0,60,1\n"
 
 
-@pytest.mark.parametrize(("name", "data", "reason"), [
-    ("../../escape.csv", ITP_CSV, "points outside"),
-    ("/etc/cron.d/x.csv", ITP_CSV, "absolute path"),
-    ("cluster01.csv", b"job_id,submission_time,duration,num_gpu\n\xff\xfe,0,60,1\n", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("../../escape.csv", ITP_CSV, "points outside"),
+        ("/etc/cron.d/x.csv", ITP_CSV, "absolute path"),
+        ("cluster01.csv", b"job_id,submission_time,duration,num_gpu\n\xff\xfe,0,60,1\n", "not UTF-8"),
+    ],
+)
 def test_trace_archive_members_are_checked(tmp_path: Path, name: str, data: bytes, reason: str) -> None:
     archive = _itp_archive(tmp_path / "itp.tar.gz", {name: data})
     with pytest.raises(traces.TraceError, match=reason):
@@ -591,8 +743,9 @@ def test_trace_archive_members_are_checked(tmp_path: Path, name: str, data: byte
     assert sorted(p.name for p in tmp_path.iterdir()) == ["itp.tar.gz"]  # nothing extracted
 
 
-def test_a_trace_archive_member_over_the_limit_is_refused_before_it_is_read(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_trace_archive_member_over_the_limit_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(traces, "MAX_MEMBER_BYTES", 40)
     archive = _itp_archive(tmp_path / "itp.tar.gz", {"cluster01.csv": ITP_CSV})
     with pytest.raises(traces.TraceError, match="limit"):

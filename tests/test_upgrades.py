@@ -1,5 +1,6 @@
 """Rollout plans: parsing helpers, drain arithmetic, the shipped plan, the update-procedure page, and the
-`gpupolicy upgrade` commands on a git copy of the fixture repository (promote, refusals, rollback round trip)."""
+`gpupolicy upgrade` commands on a git copy of the fixture repository (promote, refusals, rollback round
+trip)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ SHIPPED_PLAN = "driver-r580-to-r595"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
-# --- helpers of the plan model ---------------------------------------------------------------------------------
+# --- helpers of the plan model
+# ---------------------------------------------------------------------------------
+
 
 def test_durations_and_timestamps_round_trip() -> None:
     assert upgrades.parse_duration("48h") == timedelta(hours=48)
@@ -39,8 +42,10 @@ def test_durations_and_timestamps_round_trip() -> None:
         upgrades.parse_duration("two days")
 
 
-@pytest.mark.parametrize(("value", "nodes", "expected"), [
-    ("25%", 4, 1), ("25%", 5, 2), ("50%", 4, 2), (1, 8, 1), ("0%", 4, 0), (None, 8, 2)])
+@pytest.mark.parametrize(
+    ("value", "nodes", "expected"),
+    [("25%", 4, 1), ("25%", 5, 2), ("50%", 4, 2), (1, 8, 1), ("0%", 4, 0), (None, 8, 2)],
+)
 def test_max_unavailable_rounds_percentages_up(value, nodes: int, expected: int) -> None:
     assert upgrades.resolve_max_unavailable(value, nodes) == expected
 
@@ -62,7 +67,9 @@ def test_invalid_plan_is_a_problem_with_its_line() -> None:
     assert any("minimumSoak" in p.message and p.location.line == 21 for p in plans.problems), plans.problems
 
 
-# --- the shipped plan ------------------------------------------------------------------------------------------
+# --- the shipped plan
+# ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def shipped():
@@ -101,7 +108,9 @@ def test_update_procedure_page_has_timeline_pools_criteria_and_commands(shipped)
     assert "288 GPUs in this stage." in page
 
 
-# --- commands on a git copy of the fixture repository ----------------------------------------------------------
+# --- commands on a git copy of the fixture repository
+# ----------------------------------------------------------
+
 
 def _git(repo: Path, *args: str) -> str:
     return git(repo, *args)
@@ -113,8 +122,11 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
 
 
 def _upgrade(repo: Path, *args: str) -> int:
@@ -151,7 +163,10 @@ def test_promote_then_rollback_is_byte_identical(repo: Path, capsys) -> None:
 @needs_git
 def test_promote_refuses_before_the_soak_is_over(repo: Path, capsys) -> None:
     before = _snapshot(repo)
-    assert _upgrade(repo, "promote", "driver-next", "--approver", "platform", "--now", "2026-11-11T09:00:00Z") == 1
+    assert (
+        _upgrade(repo, "promote", "driver-next", "--approver", "platform", "--now", "2026-11-11T09:00:00Z")
+        == 1
+    )
     assert "has soaked 1d of 3d" in capsys.readouterr().err
     assert _snapshot(repo) == before
 
@@ -166,8 +181,11 @@ def test_promote_refuses_a_dirty_tree(repo: Path, capsys) -> None:
 @needs_git
 def test_promote_refuses_when_an_upg_rule_fails(repo: Path, capsys) -> None:
     driver = repo / "pools/prod-h100/nvidiadriver.yaml"
-    driver.write_text(driver.read_text().replace("maxParallelUpgrades: 1", "maxParallelUpgrades: 4")
-                      .replace('maxUnavailable: "25%"', 'maxUnavailable: "100%"'))
+    driver.write_text(
+        driver.read_text()
+        .replace("maxParallelUpgrades: 1", "maxParallelUpgrades: 4")
+        .replace('maxUnavailable: "25%"', 'maxUnavailable: "100%"')
+    )
     _git(repo, "commit", "-q", "-am", "drain everything at once")
     assert _upgrade(repo, "promote", "driver-next", "--approver", "platform", "--now", AFTER_SOAK) == 1
     assert "UPG008" in capsys.readouterr().err
@@ -181,11 +199,14 @@ def test_promote_needs_one_of_the_stage_approvers(repo: Path, capsys) -> None:
 
 @needs_git
 def test_promote_past_a_stage_that_ran_requires_prometheus(repo: Path, capsys) -> None:
-    """Soak time alone proves nothing: the canary stage has soaked, and without --prometheus promote refuses."""
+    """Soak time alone proves nothing: the canary stage has soaked, and without --prometheus promote
+    refuses."""
     before = _snapshot(repo)
     assert _upgrade(repo, "promote", "driver-next", "--now", AFTER_SOAK) == 1
-    assert "stage canary has run: its rollback criteria must be evaluated against Prometheus" in \
-        capsys.readouterr().err
+    assert (
+        "stage canary has run: its rollback criteria must be evaluated against Prometheus"
+        in capsys.readouterr().err
+    )
     assert _snapshot(repo) == before
 
 
@@ -204,7 +225,9 @@ def test_last_stage_promote_closes_the_plan_and_rollback_reopens_it(repo: Path, 
     assert "none: every stage is done" in capsys.readouterr().out
     assert _upgrade(repo, "rollback", "driver-next") == 0
     _git(repo, "commit", "-q", "-am", "rolled back")
-    assert (repo / "pools/prod-h100/nvidiadriver.yaml").read_bytes() == before["pools/prod-h100/nvidiadriver.yaml"]
+    assert (repo / "pools/prod-h100/nvidiadriver.yaml").read_bytes() == before[
+        "pools/prod-h100/nvidiadriver.yaml"
+    ]
 
 
 @needs_git
@@ -227,8 +250,12 @@ def test_rollback_refuses_when_nothing_was_promoted(tmp_path: Path, capsys) -> N
     shutil.copytree(FIXTURE, target)
     plan = target / "policies/upgrades/plan.yaml"
     text = plan.read_text()
-    for line in ('      started: "2026-11-01T09:00:00Z"\n', '      approvedBy: platform\n',
-                 '      completed: "2026-11-10T09:00:00Z"\n', '      started: "2026-11-10T09:00:00Z"\n'):
+    for line in (
+        '      started: "2026-11-01T09:00:00Z"\n',
+        '      approvedBy: platform\n',
+        '      completed: "2026-11-10T09:00:00Z"\n',
+        '      started: "2026-11-10T09:00:00Z"\n',
+    ):
         text = text.replace(line, "")
     plan.write_text(text)
     assert main(["upgrade", "rollback", "driver-next", "--repo", str(target)]) == 1
@@ -240,10 +267,13 @@ def test_a_partial_run_does_not_mistake_unloaded_clusters_for_unknown_ones() -> 
     assert not [f for f in result.findings if f.rule.startswith("UPG")]
 
 
-# --- a crashed check: the verdict is incomplete ----------------------------------------------------------------
+# --- a crashed check: the verdict is incomplete
+# ----------------------------------------------------------------
+
 
 def _crash_rule(monkeypatch: pytest.MonkeyPatch, rule_id: str) -> None:
-    """Make a registered rule raise (as tests/test_internal_errors.py does): an INTERNAL finding in the run."""
+    """Make a registered rule raise (as tests/test_internal_errors.py does): an INTERNAL finding in the
+    run."""
     original = all_rules()[rule_id]
 
     def check(fleet):
@@ -254,8 +284,11 @@ def _crash_rule(monkeypatch: pytest.MonkeyPatch, rule_id: str) -> None:
 
 
 @needs_git
-@pytest.mark.parametrize("action", [["promote", "driver-next", "--approver", "platform", "--now", AFTER_SOAK],
-                                    ["rollback", "driver-next"]], ids=["promote", "rollback"])
+@pytest.mark.parametrize(
+    "action",
+    [["promote", "driver-next", "--approver", "platform", "--now", AFTER_SOAK], ["rollback", "driver-next"]],
+    ids=["promote", "rollback"],
+)
 def test_promote_and_rollback_refuse_when_a_check_crashed(action, repo: Path, monkeypatch, capsys) -> None:
     """UPG008 crashed, so whether draining is safe is unknown: editing the fleet on that is a guess."""
     _crash_rule(monkeypatch, "UPG008")
@@ -268,7 +301,9 @@ def test_promote_and_rollback_refuse_when_a_check_crashed(action, repo: Path, mo
 
 @needs_git
 @pytest.mark.parametrize("fmt", ["text", "json"])
-def test_status_says_incomplete_and_exits_two_when_a_check_crashed(fmt, repo: Path, monkeypatch, capsys) -> None:
+def test_status_says_incomplete_and_exits_two_when_a_check_crashed(
+    fmt, repo: Path, monkeypatch, capsys
+) -> None:
     _crash_rule(monkeypatch, "UPG008")
     assert _upgrade(repo, "status", "--format", fmt, "--now", AFTER_SOAK) == 2
     out, err = capsys.readouterr()
@@ -286,8 +321,12 @@ def test_a_pool_whose_mig_layout_is_missing_has_no_drain_shortfall(tmp_path: Pat
     pool_file.write_text(pool_file.read_text().replace("layout: all-balanced", "layout: all-balanced-typo"))
     fleet = pipeline.load_fleet(repo)
     plan = next(p for p in upgrades.plans_of(fleet).plans if p.component == "driver")
-    moments = [m for stage in plan.stages for m in upgrades.drain_moments(fleet, plan, stage)
-               if m.pool.name == "eu-a100-mig-balanced"]
+    moments = [
+        m
+        for stage in plan.stages
+        for m in upgrades.drain_moments(fleet, plan, stage)
+        if m.pool.name == "eu-a100-mig-balanced"
+    ]
     assert moments and all(not m.capacity_known and m.shortfalls == {} for m in moments)
     assert "what the pool exposes is unknown (MIG layout all-balanced-typo" in moments[0].describe()
 
@@ -296,7 +335,11 @@ def test_a_pool_whose_mig_layout_is_missing_has_no_drain_shortfall(tmp_path: Pat
 def test_watch_refuses_a_stage_started_in_the_future(repo: Path, capsys) -> None:
     """A canary `started: 2099-01-01` made watch exit 0 ("nothing to watch") during a breach (issue 29)."""
     plan = repo / "policies/upgrades/plan.yaml"
-    plan.write_text(plan.read_text().replace('started: "2026-11-10T09:00:00Z"', 'started: "2099-01-01T09:00:00Z"'))
+    plan.write_text(
+        plan.read_text().replace('started: "2026-11-10T09:00:00Z"', 'started: "2099-01-01T09:00:00Z"')
+    )
     _git(repo, "commit", "-q", "-am", "hand edit")
-    assert _upgrade(repo, "watch", "driver-next", "--prometheus", "http://127.0.0.1:9", "--now", AFTER_SOAK) == 2
+    assert (
+        _upgrade(repo, "watch", "driver-next", "--prometheus", "http://127.0.0.1:9", "--now", AFTER_SOAK) == 2
+    )
     assert "started in the future" in capsys.readouterr().err

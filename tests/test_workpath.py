@@ -1,6 +1,7 @@
-"""The workload-path model and `gpupolicy explain` on the reference fleet: every example lands, CPU-only pod sets
-land on the CPU flavor with no GPU toleration, a pod too big for any node is blocked at node fit. Defect 4 of
-issue 12 (CPU-only pod sets given a GPU flavor) reintroduced is WL012's bad fixture; the same under load (issue 33,
+"""The workload-path model and `gpupolicy explain` on the reference fleet: every example lands, CPU-only pod
+sets land on the CPU flavor with no GPU toleration, a pod too big for any node is blocked at node fit. Defect
+4 of issue 12 (CPU-only pod sets given a GPU flavor) reintroduced is WL012's bad fixture; the same under load
+(issue 33,
 defect 2) is test_workpath_load.py and WL014's fixtures."""
 
 from __future__ import annotations
@@ -32,8 +33,13 @@ def fleet() -> Fleet:
 
 def _trace(fleet: Fleet, path: Path, cluster: str, namespace: str | None = None) -> workpath.WorkloadPath:
     loaded = yamlload.parse_source(path.read_bytes(), str(path))
-    return workpath.trace(fleet, fleet.clusters[cluster], loaded.documents[0].data,
-                          workpath.example_locator(loaded.documents[0]), namespace)
+    return workpath.trace(
+        fleet,
+        fleet.clusters[cluster],
+        loaded.documents[0].data,
+        workpath.example_locator(loaded.documents[0]),
+        namespace,
+    )
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
@@ -54,14 +60,26 @@ def test_cpu_only_job_lands_on_the_cpu_flavor_without_gpu_toleration(fleet: Flee
         assert "gpupolicy.io/pool" not in pod_set.spec.get("nodeSelector", {})
 
 
-def test_init_container_asking_more_gpus_than_a_node_has_is_blocked_at_node_fit(fleet: Fleet,
-                                                                                tmp_path: Path) -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": "big-init", "namespace": "nlp", "labels": {"kueue.x-k8s.io/queue-name": "training"}},
-           "spec": {"initContainers": [{"name": "warmup", "image": "x",
-                                        "resources": {"limits": {"nvidia.com/gpu": 16}}}],
-                    "containers": [{"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}
-    pod["spec"] = with_check(pod["spec"])  # a team GPU pod carries the startup check (else refused at admission)
+def test_init_container_asking_more_gpus_than_a_node_has_is_blocked_at_node_fit(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "big-init",
+            "namespace": "nlp",
+            "labels": {"kueue.x-k8s.io/queue-name": "training"},
+        },
+        "spec": {
+            "initContainers": [
+                {"name": "warmup", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 16}}}
+            ],
+            "containers": [{"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 8}}}],
+        },
+    }
+    # a team GPU pod carries the startup check (else refused at admission)
+    pod["spec"] = with_check(pod["spec"])
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(yaml.safe_dump(pod))
     path = _trace(fleet, manifest, "prod-us")
@@ -75,8 +93,11 @@ def test_limitrange_default_below_a_request_blocks_at_defaulting(fleet: Fleet, t
     """Decision 0030: a default limit below an explicit request makes the API server refuse the pod."""
     repo = copy_repo(REPO, tmp_path / "repo")
     limit_range = repo / "policies/teams/nlp/limitrange.yaml"
-    limit_range.write_text(limit_range.read_text().replace("      defaultRequest:\n",
-                                                           "      default:\n        cpu: \"2\"\n      defaultRequest:\n"))
+    limit_range.write_text(
+        limit_range.read_text().replace(
+            "      defaultRequest:\n", "      default:\n        cpu: \"2\"\n      defaultRequest:\n"
+        )
+    )
     findings = [f for f in pipeline.run(repo).findings if f.rule == "WL011"]
     assert findings and all(f.path == "policies/teams/nlp/limitrange.yaml" for f in findings), findings
     assert "requests 96 cpu, above its limit 2" in findings[0].message
@@ -89,7 +110,7 @@ def test_a_mig_layout_missing_from_the_config_is_blamed_on_the_pool_not_the_pods
     pool = repo / "pools/eu-a100-mig-balanced/pool.yaml"
     text = pool.read_text()
     pool.write_text(text.replace("layout: all-balanced", "layout: all-balanced-typo"))
-    line = text[:text.index("layout: all-balanced")].count("\n") + 1
+    line = text[: text.index("layout: all-balanced")].count("\n") + 1
     findings = [f for f in pipeline.run(repo).findings if f.severity.name == "ERROR"]
     by_rule = {f.rule for f in findings}
     assert {"MIG004", "WL011", "WL012"} <= by_rule and "UPG008" not in by_rule, findings
@@ -117,8 +138,16 @@ def test_explain_prints_each_step_with_its_source(capsys: pytest.CaptureFixture)
     code, out, _ = _explain(capsys, str(REPO / "docs/examples/training-job.yaml"), "--cluster", "prod-us")
     assert code == 0
     assert out.startswith("Job nlp/llm-pretrain-step1 on prod-us: lands: main x1 -> pool us-h100-train")
-    for stage in ("admission", "defaulting", "namespace quota", "queue", "flavor assignment", "node fit",
-                  "GPU Operator", "runtime"):
+    for stage in (
+        "admission",
+        "defaulting",
+        "namespace quota",
+        "queue",
+        "flavor assignment",
+        "node fit",
+        "GPU Operator",
+        "runtime",
+    ):
         assert f" {stage}: " in out, stage
     assert "[policies/teams/nlp/localqueues.yaml:8]" in out
 
@@ -131,12 +160,15 @@ def test_explain_json_and_blocked_exit_code(capsys: pytest.CaptureFixture, tmp_p
     code, out, _ = _explain(capsys, str(manifest), "--cluster", "test-us", "--format", "json")
     assert code == 1
     (report,) = json.loads(out)
-    assert report["lands"] is False and report["problem"].startswith("blocked at queue: LocalQueue nlp/no-such-queue")
+    assert report["lands"] is False and report["problem"].startswith(
+        "blocked at queue: LocalQueue nlp/no-such-queue"
+    )
     assert report["change"]["path"] == str(manifest)
 
 
-def test_explain_says_the_workload_changes_when_a_policy_denies_it(capsys: pytest.CaptureFixture,
-                                                                   tmp_path: Path) -> None:
+def test_explain_says_the_workload_changes_when_a_policy_denies_it(
+    capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
     manifest = tmp_path / "job.yaml"
     job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
     job["spec"]["template"]["spec"].pop("initContainers")  # the GPU startup check
@@ -145,16 +177,22 @@ def test_explain_says_the_workload_changes_when_a_policy_denies_it(capsys: pytes
     assert code == 1
     assert "BLOCKED admission: the workload is denied by gpu-jobs-require-startup-check" in out
     last = out.rstrip().splitlines()[-1]
-    assert last.startswith("  -> change the workload as the policy's message says "
-                           "(the rule: policies/admission/gpu-startup-check.yaml:"), last
+    assert last.startswith(
+        "  -> change the workload as the policy's message says "
+        "(the rule: policies/admission/gpu-startup-check.yaml:"
+    ), last
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n", "no workload in it"),
-    ("a: [1, 2\n", "YAML001"),
-])
-def test_explain_refuses_unusable_input_with_exit_2(capsys: pytest.CaptureFixture, tmp_path: Path, content: str,
-                                                    message: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n", "no workload in it"),
+        ("a: [1, 2\n", "YAML001"),
+    ],
+)
+def test_explain_refuses_unusable_input_with_exit_2(
+    capsys: pytest.CaptureFixture, tmp_path: Path, content: str, message: str
+) -> None:
     manifest = tmp_path / "bad.yaml"
     manifest.write_text(content)
     code, out, err = _explain(capsys, str(manifest))
@@ -169,26 +207,56 @@ def test_explain_missing_file(capsys: pytest.CaptureFixture, tmp_path: Path) -> 
 
 def test_a_workload_without_pod_templates_is_never_reported_as_landing(fleet: Fleet, tmp_path: Path) -> None:
     manifest = tmp_path / "job.yaml"
-    manifest.write_text(yaml.safe_dump({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                                        "metadata": {"name": "empty", "namespace": "nlp"}, "spec": {}}))
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": "empty", "namespace": "nlp"},
+                "spec": {},
+            }
+        )
+    )
     problem, _where = workpath.misplaced(_trace(fleet, manifest, "prod-us"))
     assert problem.startswith("blocked at pod sets: no pod template")
 
 
 def test_a_time_sliced_product_label_without_shared_suffix_is_blocked_at_node_fit(fleet: Fleet) -> None:
-    """GPU feature discovery labels time-sliced cards NVIDIA-L40S-SHARED; selecting NVIDIA-L40S finds no node."""
-    loaded = yamlload.parse_source((REPO / "docs/examples/notebook-statefulset.yaml").read_bytes(),
-                                   "docs/examples/notebook-statefulset.yaml")
+    """GPU feature discovery labels time-sliced cards NVIDIA-L40S-SHARED; selecting NVIDIA-L40S finds no
+    node."""
+    loaded = yamlload.parse_source(
+        (REPO / "docs/examples/notebook-statefulset.yaml").read_bytes(),
+        "docs/examples/notebook-statefulset.yaml",
+    )
     body = loaded.documents[0].data
     body["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
-    path = workpath.trace(fleet, fleet.clusters["prod-us"], body, workpath.example_locator(loaded.documents[0]))
+    path = workpath.trace(
+        fleet, fleet.clusters["prod-us"], body, workpath.example_locator(loaded.documents[0])
+    )
     blocked = path.blocked
     assert blocked.stage == "node fit" and "no pool's nodes carry the labels" in blocked.text
     assert "nvidia.com/gpu.product=NVIDIA-L40S" in blocked.text
     assert blocked.where.path == "docs/examples/notebook-statefulset.yaml"
 
 
-WRONG_SHAPES = [None, 0, -1, 10**30, "x", [], {}, [1], {"a": 1}, True, 1.5, "1e400", "-3", [None], [{}], "9Ei"]
+WRONG_SHAPES = [
+    None,
+    0,
+    -1,
+    10**30,
+    "x",
+    [],
+    {},
+    [1],
+    {"a": 1},
+    True,
+    1.5,
+    "1e400",
+    "-3",
+    [None],
+    [{}],
+    "9Ei",
+]
 
 
 def _field_paths(data, prefix=()):
@@ -199,13 +267,16 @@ def _field_paths(data, prefix=()):
 
 
 def test_trace_never_crashes_on_wrongly_shaped_manifests(fleet: Fleet) -> None:
-    """Examples are unreviewed content: any field of any shape gives a path (maybe blocked), never an exception."""
+    """Examples are unreviewed content: any field of any shape gives a path (maybe blocked), never an
+    exception."""
     import copy
     import random
 
     rng = random.Random(11)
-    bodies = [yamlload.parse_source(p.read_bytes(), p.name).documents[0].data
-              for p in [*EXAMPLES, HERE / "workpath" / "distributed-jobset.yaml"]]
+    bodies = [
+        yamlload.parse_source(p.read_bytes(), p.name).documents[0].data
+        for p in [*EXAMPLES, HERE / "workpath" / "distributed-jobset.yaml"]
+    ]
     clusters = list(fleet.clusters.values())
     for _ in range(400):
         body = copy.deepcopy(rng.choice(bodies))
@@ -222,10 +293,15 @@ def test_trace_never_crashes_on_wrongly_shaped_manifests(fleet: Fleet) -> None:
 
 def test_a_deployment_counts_every_replica_against_the_namespace_quota(fleet: Fleet) -> None:
     """Each replica is its own Kueue workload, but the namespace ResourceQuota sees all their pods at once."""
-    loaded = yamlload.parse_source((REPO / "docs/examples/inference-deployment-mig.yaml").read_bytes(), "x.yaml")
+    loaded = yamlload.parse_source(
+        (REPO / "docs/examples/inference-deployment-mig.yaml").read_bytes(), "x.yaml"
+    )
     body = loaded.documents[0].data
-    body["spec"]["replicas"] = 200  # serving may hold 168 mig-1g.10gb in prod-us (clusters/prod-us/team-quotas.yaml)
-    path = workpath.trace(fleet, fleet.clusters["prod-us"], body, workpath.example_locator(loaded.documents[0]))
+    # serving may hold 168 mig-1g.10gb in prod-us (clusters/prod-us/team-quotas.yaml)
+    body["spec"]["replicas"] = 200
+    path = workpath.trace(
+        fleet, fleet.clusters["prod-us"], body, workpath.example_locator(loaded.documents[0])
+    )
     blocked = path.blocked
     assert blocked.stage == "namespace quota" and "request 200" in blocked.text, blocked.text
     assert path.pod_sets[0].count == 1 and path.pod_sets[0].workloads == 200
@@ -249,7 +325,8 @@ def test_example_without_the_startup_check_is_refused_at_admission(fleet: Fleet,
         blocked = _trace(fleet, manifest, cluster).blocked
         # The Job itself is refused, before Kueue would reserve quota for pods that could never be created.
         assert blocked.stage == "admission" and blocked.text.startswith(
-            "the workload is denied by gpu-jobs-require-startup-check: every GPU pod template of this job")
+            "the workload is denied by gpu-jobs-require-startup-check: every GPU pod template of this job"
+        )
         assert blocked.where.path == "policies/admission/gpu-startup-check.yaml"
 
 
@@ -271,19 +348,29 @@ def test_a_policy_refusing_the_child_jobs_blocks_the_jobset(tmp_path: Path) -> N
     """The JobSet passes, its child Jobs (no queue label, constructJob) do not: blocked at the child Job."""
     repo = copy_repo(REPO, tmp_path / "repo")
     policy = repo / "policies" / "admission" / "gpu-jobs.yaml"
-    policy.write_text(policy.read_text().replace("!variables.namesGpu || variables.jobSetChild ||",
-                                                 "!variables.namesGpu ||"))
+    policy.write_text(
+        policy.read_text().replace(
+            "!variables.namesGpu || variables.jobSetChild ||", "!variables.namesGpu ||"
+        )
+    )
     fleet = pipeline.load_fleet(repo)
     blocked = _trace(fleet, HERE / "workpath" / "distributed-jobset.yaml", "prod-us").blocked
     assert blocked is not None and blocked.stage == "admission", blocked
     assert blocked.text.startswith("child Job ") and "gpu-jobs-require-queue" in blocked.text
-    assert "no pod is ever created" in blocked.text and blocked.where.path == "policies/admission/gpu-jobs.yaml"
+    assert (
+        "no pod is ever created" in blocked.text and blocked.where.path == "policies/admission/gpu-jobs.yaml"
+    )
 
 
 def _limit_range(default_request_cpu: str) -> list:
     from gpupolicy.model import K8sObject
-    body = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": "t"},
-            "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": default_request_cpu}}]}}
+
+    body = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "defaults", "namespace": "t"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": default_request_cpu}}]},
+    }
     return [K8sObject("v1", "LimitRange", "defaults", "t", body, "lr.yaml")]
 
 
@@ -291,6 +378,7 @@ def test_a_pod_with_only_a_cpu_limit_is_defaulted_in_the_api_servers_order() -> 
     """SetDefaults_Pod (kubernetes pkg/apis/core/v1/defaults.go) copies the limit into the missing request at
     decode, before LimitRanger: a defaultRequest above the limit does not apply (issue 33, defect 5)."""
     from gpupolicy.workpath import pods
+
     spec = {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "250m"}}}]}
     ranges = _limit_range("500m")
     stored, _written, refusals = pods.default_pod_spec(spec, ranges, order=pods.API_SERVER_ORDER)
@@ -307,14 +395,29 @@ def test_explain_defaults_a_pod_as_the_api_server_and_a_job_template_as_kueue(tm
     cluster = fleet.clusters["prod-us"]
     namespace = sorted(cluster.namespaces)[0]
     ranges = _limit_range("500m")
-    cluster.objects.append(ranges[0].__class__("v1", "LimitRange", "defaults", namespace,
-                                               {**ranges[0].body, "metadata": {"name": "defaults",
-                                                                               "namespace": namespace}}, "lr.yaml"))
+    cluster.objects.append(
+        ranges[0].__class__(
+            "v1",
+            "LimitRange",
+            "defaults",
+            namespace,
+            {**ranges[0].body, "metadata": {"name": "defaults", "namespace": namespace}},
+            "lr.yaml",
+        )
+    )
     container = {"name": "c", "image": "i", "resources": {"limits": {"cpu": "250m"}}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace},
-           "spec": {"containers": [container]}}
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": namespace},
-           "spec": {"template": {"spec": {"containers": [container], "restartPolicy": "Never"}}}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": namespace},
+        "spec": {"containers": [container]},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": namespace},
+        "spec": {"template": {"spec": {"containers": [container], "restartPolicy": "Never"}}},
+    }
     pod_steps = workpath.trace(fleet, cluster, pod, lambda _path: None).pod_sets[0].steps
     assert pod_steps[0].stage == "defaulting" and pod_steps[0].ok, pod_steps[0]
     job_steps = workpath.trace(fleet, cluster, job, lambda _path: None).pod_sets[0].steps
@@ -322,8 +425,16 @@ def test_explain_defaults_a_pod_as_the_api_server_and_a_job_template_as_kueue(tm
 
 
 def test_explain_refuses_an_unknown_full_flavor(capsys: pytest.CaptureFixture) -> None:
-    code = cli.main(["explain", str(REPO / "docs/examples/cpu-only-job.yaml"), "--full", "no-such-flavor",
-                     "--repo", str(REPO)])
+    code = cli.main(
+        [
+            "explain",
+            str(REPO / "docs/examples/cpu-only-job.yaml"),
+            "--full",
+            "no-such-flavor",
+            "--repo",
+            str(REPO),
+        ]
+    )
     assert code == 2 and "no ResourceFlavor named no-such-flavor" in capsys.readouterr().err
 
 
@@ -337,8 +448,10 @@ def test_explain_lists_every_admission_blocker_at_once(fleet: Fleet, tmp_path: P
     manifest.write_text(yaml.safe_dump(job))
     path = _trace(fleet, manifest, "prod-us")
     denied = {s.text.split(":")[0] for s in path.steps if s.stage == "admission" and not s.ok}
-    assert {"the workload is denied by gpu-jobs-require-queue",
-            "the workload is denied by gpu-jobs-require-startup-check"} <= denied, path.summary()
+    assert {
+        "the workload is denied by gpu-jobs-require-queue",
+        "the workload is denied by gpu-jobs-require-startup-check",
+    } <= denied, path.summary()
 
 
 def test_a_missing_local_queue_names_the_ones_the_namespace_has(fleet: Fleet, tmp_path: Path) -> None:

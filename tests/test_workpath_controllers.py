@@ -1,7 +1,8 @@
 """Deployment -> ReplicaSet -> Pods and StatefulSet -> Pods, as the upstream controllers build them
 (workpath/controllers.py: kubernetes pkg/controller/deployment/sync.go getNewReplicaSet, controller_utils.go
 GetPodFromTemplate, pkg/controller/statefulset/stateful_set_utils.go; Kueue's Deployment webhook), and run
-through admission like a JobSet's child Jobs. The fleet is a fixture (WL014's good repository plus two admission
+through admission like a JobSet's child Jobs. The fleet is a fixture (WL014's good repository plus two
+admission
 policies from tests/workpath/controllers-fleet/), not the reference fleet."""
 
 from __future__ import annotations
@@ -30,24 +31,46 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
 
 
 def _gpu_template(labels: dict) -> dict:
-    return {"metadata": {"labels": labels},
-            "spec": {"containers": [{"name": "server", "image": "registry.example/serve:1",
-                                     "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    return {
+        "metadata": {"labels": labels},
+        "spec": {
+            "containers": [
+                {
+                    "name": "server",
+                    "image": "registry.example/serve:1",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        },
+    }
 
 
 def _deployment(metadata_labels: dict, template_labels: dict) -> dict:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "serve", "namespace": "alpha", "labels": metadata_labels},
-            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "serve"}},
-                     "template": _gpu_template(template_labels)}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "serve", "namespace": "alpha", "labels": metadata_labels},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "serve"}},
+            "template": _gpu_template(template_labels),
+        },
+    }
 
 
 def _statefulset() -> dict:
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
-            "metadata": {"name": "nb", "namespace": "alpha", "labels": {"kueue.x-k8s.io/queue-name": "training"}},
-            "spec": {"replicas": 1, "serviceName": "nb", "selector": {"matchLabels": {"app": "nb"}},
-                     "template": _gpu_template({"app": "nb", "kueue.x-k8s.io/queue-name": "training"}),
-                     "volumeClaimTemplates": [{"metadata": {"name": "home"}}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "nb", "namespace": "alpha", "labels": {"kueue.x-k8s.io/queue-name": "training"}},
+        "spec": {
+            "replicas": 1,
+            "serviceName": "nb",
+            "selector": {"matchLabels": {"app": "nb"}},
+            "template": _gpu_template({"app": "nb", "kueue.x-k8s.io/queue-name": "training"}),
+            "volumeClaimTemplates": [{"metadata": {"name": "home"}}],
+        },
+    }
 
 
 def test_replica_set_takes_the_template_labels_not_the_deployments() -> None:
@@ -70,7 +93,11 @@ def test_kueue_copies_the_deployments_queue_label_into_its_template() -> None:
     deployment = _deployment({"kueue.x-k8s.io/queue-name": "training"}, {"app": "serve"})
     defaulted = controllers.kueue_defaulted(deployment, managed=True)
     labels = defaulted["spec"]["template"]["metadata"]["labels"]
-    assert labels == {"app": "serve", "kueue.x-k8s.io/queue-name": "training", "kueue.x-k8s.io/managed": "true"}
+    assert labels == {
+        "app": "serve",
+        "kueue.x-k8s.io/queue-name": "training",
+        "kueue.x-k8s.io/managed": "true",
+    }
     assert "kueue.x-k8s.io/queue-name" not in deployment["spec"]["template"]["metadata"]["labels"]  # a copy
     assert controllers.kueue_defaulted(deployment, managed=False) is deployment
 
@@ -79,11 +106,15 @@ def test_statefulset_pod_identity_and_storage() -> None:
     pod = controllers.statefulset_pod(_statefulset())
     labels = pod["metadata"]["labels"]
     assert pod["metadata"]["name"] == "nb-0" and "generateName" not in pod["metadata"]
-    assert (labels["statefulset.kubernetes.io/pod-name"], labels["apps.kubernetes.io/pod-index"]) == ("nb-0", "0")
+    assert (labels["statefulset.kubernetes.io/pod-name"], labels["apps.kubernetes.io/pod-index"]) == (
+        "nb-0",
+        "0",
+    )
     assert labels["controller-revision-hash"].startswith("nb-") and labels["app"] == "nb"
     assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == ("nb-0", "nb")
     assert pod["spec"]["volumes"] == [{"name": "home", "persistentVolumeClaim": {"claimName": "home-nb-0"}}]
-    assert controllers.created_objects(_statefulset()) == []  # the statefulset controller makes the pods itself
+    # the statefulset controller makes the pods itself
+    assert controllers.created_objects(_statefulset()) == []
 
 
 def _trace(fleet: Fleet, body: dict) -> workpath.WorkloadPath:
@@ -91,8 +122,9 @@ def _trace(fleet: Fleet, body: dict) -> workpath.WorkloadPath:
 
 
 def test_a_replica_set_refused_is_a_blocking_step(fleet: Fleet) -> None:
-    path = _trace(fleet, _deployment({"team": "alpha", "kueue.x-k8s.io/queue-name": "training"},
-                                     {"app": "serve"}))
+    path = _trace(
+        fleet, _deployment({"team": "alpha", "kueue.x-k8s.io/queue-name": "training"}, {"app": "serve"})
+    )
     blocked = path.blocked
     assert blocked is not None and blocked.stage == "admission", path.summary()
     assert blocked.text.startswith("child ReplicaSet serve-") and "replicasets-require-team" in blocked.text
@@ -103,7 +135,9 @@ def test_deployment_pods_are_queued_through_kueues_webhook(fleet: Fleet) -> None
     """Queue label and team label on the Deployment's metadata only: Kueue's webhook puts the queue label on
     the template, so the started pod passes pods-require-queue; the team label on the template satisfies the
     ReplicaSet policy."""
-    path = _trace(fleet, _deployment({"kueue.x-k8s.io/queue-name": "training"}, {"app": "serve", "team": "a"}))
+    path = _trace(
+        fleet, _deployment({"kueue.x-k8s.io/queue-name": "training"}, {"app": "serve", "team": "a"})
+    )
     assert workpath.misplaced(path) == ("", None), path.summary()
     (pod_set,) = path.pod_sets
     assert pod_set.pool == "mini-a100"

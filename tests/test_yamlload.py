@@ -11,10 +11,19 @@ from hypothesis import strategies as st
 
 from gpupolicy.infra.yamlload import MAX_ALIASES, load_text, parse_source
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40),
-                         st.text(st.characters(blacklist_categories=("Cs",)), max_size=20))
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=4)), max_leaves=25)
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
 
 
 @settings(max_examples=200, deadline=None)

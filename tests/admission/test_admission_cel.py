@@ -41,7 +41,9 @@ def _chain(source: str) -> cel.AdmissionChain:
     return cel.AdmissionChain.from_objects(_yaml_objects(DEV_POLICIES))
 
 
-NAMESPACES = {doc["metadata"]["name"]: doc for doc in yaml.safe_load_all((HERE / "namespaces.yaml").read_text())}
+NAMESPACES = {
+    doc["metadata"]["name"]: doc for doc in yaml.safe_load_all((HERE / "namespaces.yaml").read_text())
+}
 SOURCES = ("repository", "development")
 
 
@@ -56,13 +58,19 @@ def _requests(case_file: Path) -> list[cel.Request]:
     obj = case["object"]
     settings = case.get("request") or {}
     namespace = NAMESPACES[obj["metadata"]["namespace"]]
-    first = cel.Request(object=obj, namespace=namespace, operation=settings.get("operation", "CREATE"),
-                        sub_resource=settings.get("subResource", ""),
-                        old_object=obj if settings.get("operation") == "UPDATE" else None,
-                        username=settings.get("username", "alice@example.com"),
-                        groups=tuple(settings.get("groups", ("system:authenticated",))))
-    children = [cel.Request(object=c.obj, namespace=namespace, username=c.username, groups=c.groups)
-                for c in controllers.created_objects(obj)]
+    first = cel.Request(
+        object=obj,
+        namespace=namespace,
+        operation=settings.get("operation", "CREATE"),
+        sub_resource=settings.get("subResource", ""),
+        old_object=obj if settings.get("operation") == "UPDATE" else None,
+        username=settings.get("username", "alice@example.com"),
+        groups=tuple(settings.get("groups", ("system:authenticated",))),
+    )
+    children = [
+        cel.Request(object=c.obj, namespace=namespace, username=c.username, groups=c.groups)
+        for c in controllers.created_objects(obj)
+    ]
     return [first, *children, *cel.workload_requests(obj, namespace)[1:]]
 
 
@@ -94,7 +102,9 @@ def test_legitimate_spec_is_admitted(source: str, case: Path) -> None:
 @pytest.mark.parametrize("source", SOURCES)
 def test_policies_compile(source: str) -> None:
     chain = _chain(source)
-    problems = {name: [p.message for p in cel.compile_errors(policy.body)] for name, policy in chain.policies.items()}
+    problems = {
+        name: [p.message for p in cel.compile_errors(policy.body)] for name, policy in chain.policies.items()
+    }
     assert not any(problems.values()), problems
 
 
@@ -134,23 +144,46 @@ def test_reference_fleet_refuses_a_job_whose_startup_check_covers_less_than_the_
     assert chain.denials(request) == []
 
 
-# --- the evaluator's own semantics ----------------------------------------------------------------------------
+# --- the evaluator's own semantics
+# ----------------------------------------------------------------------------
+
 
 def _policy(validations: list[dict], **spec) -> dict:
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": "p"},
-            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                             "operations": ["CREATE"], "resources": ["pods"]}]},
-                     "validations": validations, **spec}}
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "p"},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ]
+            },
+            "validations": validations,
+            **spec,
+        },
+    }
 
 
 def _binding(actions: list[str], **spec) -> dict:
-    return {"kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "b"},
-            "spec": {"policyName": "p", "validationActions": actions, **spec}}
+    return {
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "b"},
+        "spec": {"policyName": "p", "validationActions": actions, **spec},
+    }
 
 
-POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "alpha", "labels": {"a": "b"}},
-       "spec": {"containers": [{"name": "c", "image": "i"}]}}
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "x", "namespace": "alpha", "labels": {"a": "b"}},
+    "spec": {"containers": [{"name": "c", "image": "i"}]},
+}
 
 
 def _review(policy: dict, binding: dict, obj: dict = POD, **request) -> list[cel.Violation]:
@@ -159,8 +192,14 @@ def _review(policy: dict, binding: dict, obj: dict = POD, **request) -> list[cel
 
 
 def test_false_validation_denies_with_its_message_expression() -> None:
-    policy = _policy([{"expression": "object.metadata.name == 'y'",
-                       "messageExpression": "'bad name ' + object.metadata.name"}])
+    policy = _policy(
+        [
+            {
+                "expression": "object.metadata.name == 'y'",
+                "messageExpression": "'bad name ' + object.metadata.name",
+            }
+        ]
+    )
     [violation] = _review(policy, _binding(["Deny"]))
     assert violation.denies and violation.message == "bad name x"
 
@@ -183,9 +222,13 @@ def test_false_match_condition_skips_the_policy() -> None:
 
 
 def test_variables_are_visible_in_order() -> None:
-    policy = _policy([{"expression": "variables.second == 2"}],
-                     variables=[{"name": "first", "expression": "1"},
-                                {"name": "second", "expression": "variables.first + 1"}])
+    policy = _policy(
+        [{"expression": "variables.second == 2"}],
+        variables=[
+            {"name": "first", "expression": "1"},
+            {"name": "second", "expression": "variables.first + 1"},
+        ],
+    )
     assert _review(policy, _binding(["Deny"])) == []
 
 
@@ -198,22 +241,33 @@ def test_binding_namespace_selector_and_resource_rules_limit_the_scope() -> None
 
 
 def test_kubernetes_library_functions() -> None:
-    policy = _policy([{"expression": "'A,B'.lowerAscii().split(',').size() == 2 && "
-                                     "quantity('2Gi').isGreaterThan(quantity('1500Mi'))"}])
+    policy = _policy(
+        [
+            {
+                "expression": "'A,B'.lowerAscii().split(',').size() == 2 && "
+                "quantity('2Gi').isGreaterThan(quantity('1500Mi'))"
+            }
+        ]
+    )
     assert _review(policy, _binding(["Deny"])) == []
 
 
-@pytest.mark.parametrize("expression, fragment", [
-    ("object.metadata.name ==", "Syntax error"),
-    ("object.?metadata.name == 'x'", "optional syntax"),
-    ("object.metadata.name.frobnicate()", "frobnicate"),
-])
+@pytest.mark.parametrize(
+    "expression, fragment",
+    [
+        ("object.metadata.name ==", "Syntax error"),
+        ("object.?metadata.name == 'x'", "optional syntax"),
+        ("object.metadata.name.frobnicate()", "frobnicate"),
+    ],
+)
 def test_compile_errors_are_reported(expression: str, fragment: str) -> None:
     [problem] = cel.compile_errors(_policy([{"expression": expression}]))
     assert fragment in problem.message and problem.path == ("spec", "validations", 0, "expression")
 
 
-# --- one engine context per request, shared by its policies (decision 0055) -----------------------------------
+# --- one engine context per request, shared by its policies (decision 0055)
+# -----------------------------------
+
 
 def _named_policy(name: str, validations: list[dict], **spec) -> dict:
     policy = _policy(validations, **spec)
@@ -221,8 +275,11 @@ def _named_policy(name: str, validations: list[dict], **spec) -> dict:
 
 
 def _named_binding(name: str) -> dict:
-    return {"kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
-            "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    return {
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
 
 
 def _chain_of(*policies: dict) -> cel.AdmissionChain:
@@ -231,30 +288,54 @@ def _chain_of(*policies: dict) -> cel.AdmissionChain:
 
 
 def test_a_policy_does_not_see_the_variables_of_a_policy_reviewed_before_it() -> None:
-    defines = _named_policy("a", [{"expression": "variables.secret == 'a'"}],
-                            variables=[{"name": "secret", "expression": "'a'"}])
+    defines = _named_policy(
+        "a", [{"expression": "variables.secret == 'a'"}], variables=[{"name": "secret", "expression": "'a'"}]
+    )
     reads = _named_policy("b", [{"expression": "variables.secret != 'a'", "message": "saw a's variable"}])
-    conditioned = _named_policy("c", [{"expression": "false", "message": "c applied"}],
-                                matchConditions=[{"name": "none", "expression": "size(variables) == 0"}])
-    violations = _chain_of(defines, reads, conditioned).review(cel.Request(object=POD, namespace=NAMESPACES["alpha"]))
-    assert [(v.policy, v.message.split(":")[0]) for v in violations] == [("b", "expression error"),
-                                                                          ("c", "c applied")]
+    conditioned = _named_policy(
+        "c",
+        [{"expression": "false", "message": "c applied"}],
+        matchConditions=[{"name": "none", "expression": "size(variables) == 0"}],
+    )
+    violations = _chain_of(defines, reads, conditioned).review(
+        cel.Request(object=POD, namespace=NAMESPACES["alpha"])
+    )
+    assert [(v.policy, v.message.split(":")[0]) for v in violations] == [
+        ("b", "expression error"),
+        ("c", "c applied"),
+    ]
 
 
 def test_a_request_does_not_see_the_object_or_variables_of_the_request_before_it() -> None:
-    policy = _named_policy("p", [{"expression": "false", "messageExpression": "variables.name"}],
-                           variables=[{"name": "name", "expression": "object.metadata.name"}])
+    policy = _named_policy(
+        "p",
+        [{"expression": "false", "messageExpression": "variables.name"}],
+        variables=[{"name": "name", "expression": "object.metadata.name"}],
+    )
     chain = _chain_of(policy)
-    names = [[v.message for v in chain.review(cel.Request(object={**POD, "metadata": {**POD["metadata"], "name": n}},
-                                                          namespace=NAMESPACES["alpha"]))]
-             for n in ("first", "second")]
+    names = [
+        [
+            v.message
+            for v in chain.review(
+                cel.Request(
+                    object={**POD, "metadata": {**POD["metadata"], "name": n}}, namespace=NAMESPACES["alpha"]
+                )
+            )
+        ]
+        for n in ("first", "second")
+    ]
     assert names == [["first"], ["second"]]
 
 
 def test_a_variable_set_again_is_seen_with_its_new_value() -> None:
-    policy = _policy([{"expression": "variables.n == 2 && variables.m == 1", "message": "stale variables"}],
-                     variables=[{"name": "n", "expression": "1"}, {"name": "m", "expression": "variables.n"},
-                                {"name": "n", "expression": "variables.n + 1"}])
+    policy = _policy(
+        [{"expression": "variables.n == 2 && variables.m == 1", "message": "stale variables"}],
+        variables=[
+            {"name": "n", "expression": "1"},
+            {"name": "m", "expression": "variables.n"},
+            {"name": "n", "expression": "variables.n + 1"},
+        ],
+    )
     assert _review(policy, _binding(["Deny"])) == []
 
 
@@ -262,8 +343,12 @@ def test_one_engine_context_per_request_whatever_the_number_of_policies(monkeypa
     built: list[str] = []
     real = cel._engine_context
     monkeypatch.setattr(cel, "_engine_context", lambda request: built.append(request.kind) or real(request))
-    policies = [_named_policy(f"p{i}", [{"expression": "variables.x == 1"}],
-                              variables=[{"name": "x", "expression": "1"}]) for i in range(3)]
+    policies = [
+        _named_policy(
+            f"p{i}", [{"expression": "variables.x == 1"}], variables=[{"name": "x", "expression": "1"}]
+        )
+        for i in range(3)
+    ]
     chain = _chain_of(*policies)
     assert chain.review(cel.Request(object=POD, namespace=NAMESPACES["alpha"])) == []
     assert chain.review(cel.Request(object={**POD, "kind": "Service"}, namespace=NAMESPACES["alpha"])) == []

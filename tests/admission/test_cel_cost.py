@@ -22,14 +22,24 @@ def _literal_nest(levels: int) -> str:
     return expression + ".size() > 0"
 
 
-NESTED = ("object.spec.containers.all(a, object.spec.containers.all(b, object.spec.containers.all(c, "
-          "object.spec.containers.all(d, a.name != d.name || true))))")
+NESTED = (
+    "object.spec.containers.all(a, object.spec.containers.all(b, object.spec.containers.all(c, "
+    "object.spec.containers.all(d, a.name != d.name || true))))"
+)
 
 
 def _pod(containers: int, env: int = 0) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a"},
-            "spec": {"containers": [{"name": f"c{i}", "env": [{"name": f"E{j}", "value": "v"} for j in range(env)]}
-                                    for i in range(containers)]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team-a"},
+        "spec": {
+            "containers": [
+                {"name": f"c{i}", "env": [{"name": f"E{j}", "value": "v"} for j in range(env)]}
+                for i in range(containers)
+            ]
+        },
+    }
 
 
 def test_a_nest_of_literal_lists_is_refused_when_it_compiles() -> None:
@@ -46,11 +56,14 @@ def test_a_small_nest_of_literal_lists_still_compiles() -> None:
 
 
 def test_nested_comprehensions_over_a_large_input_are_refused_before_they_run() -> None:
-    """40 containers: 40^4 = 2.6 million innermost evaluations (3 s before the budget; 100 containers: 111 s)."""
+    """40 containers: 40^4 = 2.6 million innermost evaluations (3 s before the budget; 100 containers: 111
+    s)."""
     program, problem = cel.compile_expression(NESTED, ("expression",))
     assert problem is None  # statically the input's size is unknown
     began = time.monotonic()
-    with pytest.raises(cel.EvaluationError, match="over the per-expression limit of 1,000,000 for this input"):
+    with pytest.raises(
+        cel.EvaluationError, match="over the per-expression limit of 1,000,000 for this input"
+    ):
         cel.check_holds(program, {"object": _pod(40)})
     assert time.monotonic() - began < 1
     assert cel.check_holds(program, {"object": _pod(5)}) is True  # 5^4: well within the limit, evaluated
@@ -65,15 +78,25 @@ def test_the_estimate_follows_each_range_not_the_largest_list() -> None:
 
 
 POLICY = {
-    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "ValidatingAdmissionPolicy",
     "metadata": {"name": "costly"},
-    "spec": {"failurePolicy": "Fail",
-             "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                     "operations": ["CREATE"], "resources": ["pods"]}]},
-             "validations": [{"expression": NESTED, "message": "never"}]},
+    "spec": {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+            ]
+        },
+        "validations": [{"expression": NESTED, "message": "never"}],
+    },
 }
-BINDING = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-           "metadata": {"name": "costly"}, "spec": {"policyName": "costly", "validationActions": ["Deny"]}}
+BINDING = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "ValidatingAdmissionPolicyBinding",
+    "metadata": {"name": "costly"},
+    "spec": {"policyName": "costly", "validationActions": ["Deny"]},
+}
 
 
 def test_an_admission_validation_over_the_limit_is_an_expression_error_that_denies() -> None:
@@ -87,7 +110,8 @@ def test_an_admission_validation_over_the_limit_is_an_expression_error_that_deni
 
 
 def test_a_policys_expressions_share_the_runtime_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """RuntimeCELCostBudget is per policy binding: each expression within the per-call limit, their sum not."""
+    """RuntimeCELCostBudget is per policy binding: each expression within the per-call limit, their sum
+    not."""
     cheap = "object.spec.containers.all(c, c.name != '')"
     policy = {**POLICY, "spec": {**POLICY["spec"], "validations": [{"expression": cheap}] * 3}}
     chain = cel.AdmissionChain.from_objects([policy, BINDING])

@@ -29,14 +29,38 @@ from test_trust_boundary import EVIL_CRD, FileTrace, _python_paths, _run  # noqa
 MINIREPO = Path(__file__).resolve().parents[1] / "fixtures" / "minirepo"
 EXAMPLES = int(os.environ.get("GPUPOLICY_FUZZ_EXAMPLES", "8"))
 
-PIECES = ["..", ".", "", "etc", "passwd", "dev", "zero", "clusters", "mini", "queues.yaml", "policies", "out",
-          "link", "fifo", "~", "%2e%2e", "file:", "\\..", " ", "..."]
+PIECES = [
+    "..",
+    ".",
+    "",
+    "etc",
+    "passwd",
+    "dev",
+    "zero",
+    "clusters",
+    "mini",
+    "queues.yaml",
+    "policies",
+    "out",
+    "link",
+    "fifo",
+    "~",
+    "%2e%2e",
+    "file:",
+    "\\..",
+    " ",
+    "...",
+]
 path_texts = st.one_of(
     st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("/".join),
     st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map(lambda parts: "/" + "/".join(parts)),
-    st.text(max_size=40))
-origin_values = st.one_of(path_texts.map(lambda p: f"path: {p}"), path_texts.map(lambda p: f"configuredIn: {p}"),
-                          st.text(max_size=60))
+    st.text(max_size=40),
+)
+origin_values = st.one_of(
+    path_texts.map(lambda p: f"path: {p}"),
+    path_texts.map(lambda p: f"configuredIn: {p}"),
+    st.text(max_size=60),
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +100,11 @@ def test_the_boundary_never_resolves_outside_the_root(playground: Path, value: s
     assert _inside(playground, real) and os.path.isfile(real)
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @pytest.mark.reference_fleet
 @given(value=origin_values)
 def test_validate_never_opens_what_an_origin_annotation_names_outside(tmp_path_factory, value: str) -> None:
@@ -88,8 +115,9 @@ def test_validate_never_opens_what_an_origin_annotation_names_outside(tmp_path_f
     (repo / "clusters/mini/link").symlink_to(work / "outside.yaml")
     kustomization = repo / "clusters/mini/kustomization.yaml"
     quoted = value.replace("\\", "\\\\").replace('"', '\\"')
-    kustomization.write_text(kustomization.read_text() +
-                             f'commonAnnotations:\n  config.kubernetes.io/origin: "{quoted}"\n')
+    kustomization.write_text(
+        kustomization.read_text() + f'commonAnnotations:\n  config.kubernetes.io/origin: "{quoted}"\n'
+    )
     monkeypatch = pytest.MonkeyPatch()
     trace = FileTrace()
     trace.install(monkeypatch)
@@ -100,22 +128,47 @@ def test_validate_never_opens_what_an_origin_annotation_names_outside(tmp_path_f
     assert "Traceback" not in err, err
     assert code in (0, 1, 2), (code, err)
     # validate needs no temporary folder, so the temp dir (where outside.yaml lives) is not allowed
-    allowed = [repo, Path(os.environ["GPUPOLICY_CACHE_DIR"]), Path(os.environ["GPUPOLICY_CACHE_KEY_FILE"]).parent,
-               *_python_paths()]
+    allowed = [
+        repo,
+        Path(os.environ["GPUPOLICY_CACHE_DIR"]),
+        Path(os.environ["GPUPOLICY_CACHE_KEY_FILE"]).parent,
+        *_python_paths(),
+    ]
     assert not trace.outside(allowed), (value, trace.outside(allowed))
 
 
-names = st.one_of(st.sampled_from(["example.com", "v1", "Evil", "..", ".", "../..", "a/b", "/etc", "x..y",
-                                   "nvidia.com", "v1beta1", "", "-a", "a-", "A.COM"]),
-                  st.lists(st.sampled_from(["..", ".", "a", "b1", "/", "-", "com", "Ev", "\\"]), min_size=1,
-                           max_size=6).map("".join),
-                  st.text(max_size=20))
+names = st.one_of(
+    st.sampled_from(
+        [
+            "example.com",
+            "v1",
+            "Evil",
+            "..",
+            ".",
+            "../..",
+            "a/b",
+            "/etc",
+            "x..y",
+            "nvidia.com",
+            "v1beta1",
+            "",
+            "-a",
+            "a-",
+            "A.COM",
+        ]
+    ),
+    st.lists(
+        st.sampled_from(["..", ".", "a", "b1", "/", "-", "com", "Ev", "\\"]), min_size=1, max_size=6
+    ).map("".join),
+    st.text(max_size=20),
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(group=names, version=names, kind=names)
-def test_schemas_import_writes_only_inside_the_output_folder(tmp_path_factory, group: str, version: str,
-                                                             kind: str) -> None:
+def test_schemas_import_writes_only_inside_the_output_folder(
+    tmp_path_factory, group: str, version: str, kind: str
+) -> None:
     work = tmp_path_factory.mktemp("fuzz-crd")
     out = work / "sandbox" / "out"
     out.mkdir(parents=True)

@@ -23,17 +23,44 @@ from gpupolicy.errors import ToolError
 
 MINIREPO = Path(__file__).resolve().parents[1] / "fixtures" / "minirepo"
 EXAMPLES = int(os.environ.get("GPUPOLICY_FUZZ_EXAMPLES", "12"))
-TARGETS = ("pools/mini-a100/pool.yaml", "clusters/mini/cluster.yaml", "clusters/mini/queues.yaml",
-           "clusters/mini/kustomization.yaml", "policies/base/team.yaml", "pools/mini-a100/flavor.yaml",
-           "pools/mini-a100/kustomization.yaml")
+TARGETS = (
+    "pools/mini-a100/pool.yaml",
+    "clusters/mini/cluster.yaml",
+    "clusters/mini/queues.yaml",
+    "clusters/mini/kustomization.yaml",
+    "policies/base/team.yaml",
+    "pools/mini-a100/flavor.yaml",
+    "pools/mini-a100/kustomization.yaml",
+)
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**64), 2**64), st.floats(allow_nan=True),
-                    st.sampled_from(["", "-1", "1.5Gi", "eight", "../../../etc", "https://example.com/x",
-                                     "\u0430lpha", "a" * 300, "0x10", "1e400"]),
-                    st.text(max_size=12))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                       st.dictionaries(st.text(max_size=6), inner, max_size=3)),
-                      max_leaves=8)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**64), 2**64),
+    st.floats(allow_nan=True),
+    st.sampled_from(
+        [
+            "",
+            "-1",
+            "1.5Gi",
+            "eight",
+            "../../../etc",
+            "https://example.com/x",
+            "\u0430lpha",
+            "a" * 300,
+            "0x10",
+            "1e400",
+        ]
+    ),
+    st.text(max_size=12),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:

@@ -31,11 +31,22 @@ TAINT = (Taint("nvidia.com/gpu", "present", "NoSchedule"),)
 
 def pools() -> dict[str, Pool]:
     def pool(name, model, per_node, nodes, **labels):
-        return Pool(name, f"pools/{name}/pool.yaml", model, per_node, {"z": nodes}, "exclusive",
-                    {"gpupolicy.io/pool": name, **labels}, TAINT)
-    return {"test-h100": pool("test-h100", "H100-80GB", 8, 2),
-            "test-a100-mig": pool("test-a100-mig", "A100-80GB", 8, 1),
-            "test-l4-shared": pool("test-l4-shared", "L4", 4, 1)}
+        return Pool(
+            name,
+            f"pools/{name}/pool.yaml",
+            model,
+            per_node,
+            {"z": nodes},
+            "exclusive",
+            {"gpupolicy.io/pool": name, **labels},
+            TAINT,
+        )
+
+    return {
+        "test-h100": pool("test-h100", "H100-80GB", 8, 2),
+        "test-a100-mig": pool("test-a100-mig", "A100-80GB", 8, 1),
+        "test-l4-shared": pool("test-l4-shared", "L4", 4, 1),
+    }
 
 
 def test_audit_fixture():
@@ -106,8 +117,10 @@ def test_without_now_pending_age_is_measured_from_the_snapshot_not_today():
     assert audit(snapshot, pools()).pending[0].age_hours == pytest.approx(3 + 5 / 3600)
 
 
-@pytest.mark.parametrize(("share", "text"), [(Fraction(12), "12"), (Fraction(1, 7), "1/7"),
-                                             (Fraction(17, 7), "2 3/7"), (Fraction(1, 2), "1/2")])
+@pytest.mark.parametrize(
+    ("share", "text"),
+    [(Fraction(12), "12"), (Fraction(1, 7), "1/7"), (Fraction(17, 7), "2 3/7"), (Fraction(1, 2), "1/2")],
+)
 def test_gpu_shares_are_whole_gpus_and_slices(share, text):
     assert format_gpus(share) == text
 
@@ -117,16 +130,23 @@ def test_json_report_is_keyed_objects_with_exact_shares():
     data = json.loads(json.dumps(report_json(report, NOW)))
     assert data["snapshot_time"] == "2025-06-01T12:00:00Z"
     assert data["gpus_by_namespace"]["research"] == {"gpus": 0.142857, "exact": "1/7"}
-    assert data["idle_gpus"] == [{"namespace": "vision", "pod": "train-1", "gpu": "0", "node": "h100-1",
-                                  "utilization_percent": 0.0}]
+    assert data["idle_gpus"] == [
+        {"namespace": "vision", "pod": "train-1", "gpu": "0", "node": "h100-1", "utilization_percent": 0.0}
+    ]
     assert data["pending"] == [{"workload": "nlp/job-train-2", "queue": "nlp", "age_hours": 5.0}]
     assert data["nodes_without_pool"] == ["cpu-0"]
 
 
-@pytest.mark.parametrize(("nodes", "message"), [
-    ('{"items": [null]}', r"nodes.json: not `kubectl get \.\.\. -o json` output .*items\[0\]: None is not of type"),
-    ('{"items": [7]}', r"items\[0\]: 7 is not of type 'object'"),
-])
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        (
+            '{"items": [null]}',
+            r"nodes.json: not `kubectl get \.\.\. -o json` output .*items\[0\]: None is not " r"of type",
+        ),
+        ('{"items": [7]}', r"items\[0\]: 7 is not of type 'object'"),
+    ],
+)
 def test_a_snapshot_file_that_is_not_a_list_of_objects_is_a_named_refusal(tmp_path, nodes, message):
     """`{"items": [null]}` crashed with AttributeError (an internal error) before the schema check."""
     (tmp_path / "nodes.json").write_text(nodes)

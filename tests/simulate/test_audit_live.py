@@ -58,7 +58,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.requests.append(self.path)
         if parts.path in self.server.refuse:
             status = self.server.refuse[parts.path]
-            return self._send(status, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status})
+            return self._send(
+                status, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status}
+            )
         if parts.path == "/metrics":
             return self._send(200, (FIXTURE / "dcgm.prom").read_text(), "text/plain; version=0.0.4")
         if parts.path not in ROUTES:
@@ -67,10 +69,17 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_qs(parts.query)
         start = int(query.get("continue", ["0"])[0])
         limit = int(query.get("limit", [str(len(items))])[0])
-        page = items[start:start + limit]
+        page = items[start : start + limit]
         more = start + limit < len(items)
-        self._send(200, {"kind": "List", "apiVersion": "v1", "items": page,
-                         "metadata": {"continue": str(start + limit) if more else ""}})
+        self._send(
+            200,
+            {
+                "kind": "List",
+                "apiVersion": "v1",
+                "items": page,
+                "metadata": {"continue": str(start + limit) if more else ""},
+            },
+        )
 
     def _send(self, status: int, body: object, content_type: str = "application/json") -> None:
         data = (body if isinstance(body, str) else json.dumps(body)).encode()
@@ -94,19 +103,31 @@ def api() -> Iterator[FakeApiServer]:
 @pytest.fixture()
 def kubeconfig(tmp_path: Path, api: FakeApiServer) -> Path:
     path = tmp_path / "kubeconfig"
-    path.write_text(json.dumps({  # JSON is YAML: the client reads it as any kubeconfig
-        "apiVersion": "v1", "kind": "Config", "current-context": "test-us",
-        "clusters": [{"name": "fake", "cluster": {"server": api.url}},
-                     {"name": "closed", "cluster": {"server": "http://127.0.0.1:9"}}],
-        "users": [{"name": "viewer", "user": {"token": "not-a-secret"}}],
-        "contexts": [{"name": "test-us", "context": {"cluster": "fake", "user": "viewer"}},
-                     {"name": "unreachable", "context": {"cluster": "closed", "user": "viewer"}}],
-    }))
+    path.write_text(
+        json.dumps(
+            {  # JSON is YAML: the client reads it as any kubeconfig
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test-us",
+                "clusters": [
+                    {"name": "fake", "cluster": {"server": api.url}},
+                    {"name": "closed", "cluster": {"server": "http://127.0.0.1:9"}},
+                ],
+                "users": [{"name": "viewer", "user": {"token": "not-a-secret"}}],
+                "contexts": [
+                    {"name": "test-us", "context": {"cluster": "fake", "user": "viewer"}},
+                    {"name": "unreachable", "context": {"cluster": "closed", "user": "viewer"}},
+                ],
+            }
+        )
+    )
     return path
 
 
 def _audit(capsys, *args: str) -> tuple[int, dict | None, str]:
-    code = main(["audit", "--repo", str(REPO), "--cluster", "test-us", "--now", NOW, "--format", "json", *args])
+    code = main(
+        ["audit", "--repo", str(REPO), "--cluster", "test-us", "--now", NOW, "--format", "json", *args]
+    )
     captured = capsys.readouterr()
     return code, json.loads(captured.out) if captured.out.strip() else None, captured.err
 
@@ -114,8 +135,9 @@ def _audit(capsys, *args: str) -> tuple[int, dict | None, str]:
 def test_live_audit_reports_what_the_snapshot_reports(capsys, monkeypatch, api, kubeconfig) -> None:
     monkeypatch.setattr(audit_live, "PAGE_SIZE", 2)  # several pages per list
     expected_code, expected, _ = _audit(capsys, "--snapshot", str(FIXTURE))
-    code, live, err = _audit(capsys, "--context", "test-us", "--kubeconfig", str(kubeconfig),
-                             "--dcgm-url", f"{api.url}/metrics")
+    code, live, err = _audit(
+        capsys, "--context", "test-us", "--kubeconfig", str(kubeconfig), "--dcgm-url", f"{api.url}/metrics"
+    )
     assert (code, live) == (expected_code, expected), err
     assert expected["idle_gpus"] and expected["pending"] and expected["issues"]  # every part was compared
     assert any("continue=2" in request for request in api.requests), "the client did not page"
@@ -123,14 +145,26 @@ def test_live_audit_reports_what_the_snapshot_reports(capsys, monkeypatch, api, 
 
 def test_saved_snapshot_audits_the_same(capsys, tmp_path, api, kubeconfig) -> None:
     saved = tmp_path / "saved"
-    code, live, _ = _audit(capsys, "--context", "test-us", "--kubeconfig", str(kubeconfig),
-                           "--dcgm-url", f"{api.url}/metrics", "--save-snapshot", str(saved))
+    code, live, _ = _audit(
+        capsys,
+        "--context",
+        "test-us",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--dcgm-url",
+        f"{api.url}/metrics",
+        "--save-snapshot",
+        str(saved),
+    )
     assert sorted(p.name for p in saved.iterdir()) == sorted(p.name for p in FIXTURE.iterdir())
     assert _audit(capsys, "--snapshot", str(saved))[:2] == (code, live)
 
 
 def test_without_kueue_the_audit_goes_on(capsys, api, kubeconfig) -> None:
-    api.refuse = {"/apis/kueue.x-k8s.io/v1beta1/workloads": 404, "/apis/kueue.x-k8s.io/v1beta1/clusterqueues": 404}
+    api.refuse = {
+        "/apis/kueue.x-k8s.io/v1beta1/workloads": 404,
+        "/apis/kueue.x-k8s.io/v1beta1/clusterqueues": 404,
+    }
     code, live, err = _audit(capsys, "--context", "test-us", "--kubeconfig", str(kubeconfig))
     assert code == 1 and live["pending"] == [] and live["gpus_by_queue"], err
 
@@ -143,10 +177,13 @@ def test_forbidden_names_the_role_to_ask_for(capsys, api, kubeconfig) -> None:
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize(("context", "message"), [
-    ("no-such-context", "cannot use kubeconfig"),
-    ("unreachable", "cannot list nodes (context 'unreachable')"),
-])
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ("no-such-context", "cannot use kubeconfig"),
+        ("unreachable", "cannot list nodes (context 'unreachable')"),
+    ],
+)
 def test_bad_context_exits_2_with_one_line(capsys, kubeconfig, context, message) -> None:
     code, live, err = _audit(capsys, "--context", context, "--kubeconfig", str(kubeconfig))
     assert code == 2 and live is None and message in err
@@ -154,8 +191,15 @@ def test_bad_context_exits_2_with_one_line(capsys, kubeconfig, context, message)
 
 
 def test_unreachable_dcgm_url_exits_2(capsys, api, kubeconfig) -> None:
-    code, _, err = _audit(capsys, "--context", "test-us", "--kubeconfig", str(kubeconfig),
-                          "--dcgm-url", "http://127.0.0.1:9/metrics")
+    code, _, err = _audit(
+        capsys,
+        "--context",
+        "test-us",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--dcgm-url",
+        "http://127.0.0.1:9/metrics",
+    )
     assert code == 2 and "cannot scrape http://127.0.0.1:9/metrics" in err
 
 

@@ -25,15 +25,41 @@ def mixed_jobs(count: int = 300, seed: int = 3, spacing: int = 240) -> list[Job]
         team = rng.choice(["team-a", "team-b", "team-c"])
         if team == "team-c":
             if rng.random() < 0.5:
-                jobs.append(Job(f"s{i}", i * spacing, rng.randint(600, 7200), share=rng.choice([0.25, 0.5]),
-                                team=team, tier="production", workload="inference"))
+                jobs.append(
+                    Job(
+                        f"s{i}",
+                        i * spacing,
+                        rng.randint(600, 7200),
+                        share=rng.choice([0.25, 0.5]),
+                        team=team,
+                        tier="production",
+                        workload="inference",
+                    )
+                )
             else:
-                jobs.append(Job(f"m{i}", i * spacing, rng.randint(600, 3600), mig=rng.choice(["1g.10gb", "3g.40gb"]),
-                                team=team, tier="experiment"))
+                jobs.append(
+                    Job(
+                        f"m{i}",
+                        i * spacing,
+                        rng.randint(600, 3600),
+                        mig=rng.choice(["1g.10gb", "3g.40gb"]),
+                        team=team,
+                        tier="experiment",
+                    )
+                )
         else:
-            jobs.append(Job(f"t{i}", i * spacing, rng.randint(1800, 14400), gpus=rng.choice([1, 2, 4, 8]),
-                            pods=rng.choice([1, 1, 2]), team=team,
-                            tier=rng.choice(["training", "training", "batch"]), checkpoint=1800))
+            jobs.append(
+                Job(
+                    f"t{i}",
+                    i * spacing,
+                    rng.randint(1800, 14400),
+                    gpus=rng.choice([1, 2, 4, 8]),
+                    pods=rng.choice([1, 1, 2]),
+                    team=team,
+                    tier=rng.choice(["training", "training", "batch"]),
+                    checkpoint=1800,
+                )
+            )
     return jobs
 
 
@@ -44,8 +70,9 @@ class CheckedEngine(Engine):
         for pool in self.pools.values():
             for node, cards in enumerate(pool.free):
                 assert all(0 <= free <= 1000 for free in cards), (pool.name, node, cards)
-            assert 0 <= pool.allocated <= pool.capacity + sum(
-                pool.gpus_per_node * 1000 for _ in pool.failed), pool.name
+            assert (
+                0 <= pool.allocated <= pool.capacity + sum(pool.gpus_per_node * 1000 for _ in pool.failed)
+            ), pool.name
             for node in pool.failed:
                 assert all(free == 1000 for free in pool.free[node]), "a failed node still runs work"
         for queue in self.policy.queues.values():
@@ -126,10 +153,23 @@ def test_preemption_respects_tiers_and_loses_work_since_checkpoint(cluster):
 
 def test_experiments_never_preempt_production(cluster):
     policy = from_cluster(cluster)
-    jobs = [Job(f"p{i}", 0, 10000, share=0.5, team="team-c", tier="production", workload="inference",
-                queue="team-c-inference") for i in range(16)]
-    jobs += [Job(f"e{i}", 100, 600, share=0.5, team="team-c", tier="experiment", queue="team-c-inference")
-             for i in range(4)]
+    jobs = [
+        Job(
+            f"p{i}",
+            0,
+            10000,
+            share=0.5,
+            team="team-c",
+            tier="production",
+            workload="inference",
+            queue="team-c-inference",
+        )
+        for i in range(16)
+    ]
+    jobs += [
+        Job(f"e{i}", 100, 600, share=0.5, team="team-c", tier="experiment", queue="team-c-inference")
+        for i in range(4)
+    ]
     result = run_checked(policy, jobs)
     assert all(r.preemptions == 0 for r in result.runs if r.job.tier == "production")
 
@@ -138,8 +178,9 @@ def test_borrowing_limit_caps_a_queue(cluster):
     # team-b may borrow 8 GPUs over its 16: 32 single-GPU jobs never run more than 24 at once
     jobs = [Job(f"b{i}", 0, 3600, gpus=1, team="team-b", tier="training") for i in range(32)]
     policy = from_cluster(cluster)
-    peak, _ = peak_usage(CheckedEngine(policy, jobs, ["team-b-training"] * len(jobs)), "team-b-training",
-                         "train-flavor")
+    peak, _ = peak_usage(
+        CheckedEngine(policy, jobs, ["team-b-training"] * len(jobs)), "team-b-training", "train-flavor"
+    )
     assert peak == 24_000
 
 
@@ -149,10 +190,14 @@ def _peak_usage(policy, jobs, queue: str, flavor: str) -> int:
 
 def test_quota_a_cohort_holds_is_lent_to_its_queues(cluster):
     # team-a alone in its cohort: 16 GPUs of its own, and 8 more that the Cohort object itself holds
-    alone = dataclasses.replace(cluster, cluster_queues={"team-a-training": cluster.cluster_queues["team-a-training"]})
+    alone = dataclasses.replace(
+        cluster, cluster_queues={"team-a-training": cluster.cluster_queues["team-a-training"]}
+    )
     jobs = [Job(f"a{i}", 0, 3600, gpus=1, team="team-a", tier="training") for i in range(32)]
     assert _peak_usage(from_cluster(alone), jobs, "team-a-training", "train-flavor") == 16_000  # no lender
-    held = ResourceGroup(("nvidia.com/gpu",), (FlavorQuotas("train-flavor", (ResourceQuota("nvidia.com/gpu", 8),)),))
+    held = ResourceGroup(
+        ("nvidia.com/gpu",), (FlavorQuotas("train-flavor", (ResourceQuota("nvidia.com/gpu", 8),)),)
+    )
     with_reserve = dataclasses.replace(alone, cohorts={"research": Cohort("research", "", (held,), None)})
     policy = from_cluster(with_reserve)
     assert policy.cohorts["research"].flavors == (FlavorQuota("train-flavor", "train", 8_000),)
@@ -160,8 +205,10 @@ def test_quota_a_cohort_holds_is_lent_to_its_queues(cluster):
 
 
 def test_jobs_too_large_are_never_scheduled_not_stuck(cluster):
-    jobs = [Job("huge", 0, 100, gpus=64, team="team-a", tier="training"),
-            Job("ok", 10, 100, gpus=1, team="team-a", tier="training")]
+    jobs = [
+        Job("huge", 0, 100, gpus=64, team="team-a", tier="training"),
+        Job("ok", 10, 100, gpus=1, team="team-a", tier="training"),
+    ]
     result = replay(from_cluster(cluster), jobs)
     runs = {r.job.id: r for r in result.runs}
     assert runs["huge"].never_reason and runs["ok"].finished > 0
@@ -176,10 +223,22 @@ def test_strict_fifo_baseline_blocks_behind_the_head(cluster):
 
 
 def test_sharing_packs_fractional_jobs(cluster):
-    jobs = [Job(f"s{i}", 0, 3600, share=0.25, team="team-c", tier="production", workload="inference",
-                queue="team-c-inference") for i in range(32)]
+    jobs = [
+        Job(
+            f"s{i}",
+            0,
+            3600,
+            share=0.25,
+            team="team-c",
+            tier="production",
+            workload="inference",
+            queue="team-c-inference",
+        )
+        for i in range(32)
+    ]
     result = replay(from_cluster(cluster), jobs)
-    assert max(r.first_start for r in result.runs) == 0  # 32 quarter-cards fit on 8 time-sliced L4-class cards
+    # 32 quarter-cards fit on 8 time-sliced L4-class cards
+    assert max(r.first_start for r in result.runs) == 0
     shape = shape_in_pool(jobs[0], "time-sliced", 4, 4, whole_only=False)
     assert shape == Shape(1, 1, 250)
     assert shape_in_pool(Job("m", 0, 1, mig="3g.40gb"), "mig", 1, 8, False).milli == 429
@@ -213,7 +272,10 @@ def test_bad_failure_specs_are_rejected(spec):
 
 
 def test_failure_spec_units():
-    assert parse_failures("a-1:2@1h+30m, b:1@90") == [Failure("a-1", 2, 3600, 1800), Failure("b", 1, 90, None)]
+    assert parse_failures("a-1:2@1h+30m, b:1@90") == [
+        Failure("a-1", 2, 3600, 1800),
+        Failure("b", 1, 90, None),
+    ]
 
 
 class ReclaimCheckedEngine(Engine):
@@ -222,7 +284,8 @@ class ReclaimCheckedEngine(Engine):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.reclaims: list[tuple[str, int, int, int]] = []  # victim queue, usage left, largest victim, nominal
+        # victim queue, usage left, largest victim, nominal
+        self.reclaims: list[tuple[str, int, int, int]] = []
         self.evicted: list = []
 
     def _preempt(self, victim, by, reason):
@@ -235,10 +298,19 @@ class ReclaimCheckedEngine(Engine):
         for victim_queue, flavor, _ in self.evicted:
             if victim_queue != queue.name:
                 largest = max(size for q, _, size in self.evicted if q == victim_queue)
-                terminating = sum(self.runs[i].shape.total for i in self.holding[victim_queue]
-                                  if self.runs[i].evicted and self.runs[i].flavor.flavor == flavor)
-                self.reclaims.append((victim_queue, self.usage[victim_queue][flavor] - terminating, largest,
-                                      self.nominal[(victim_queue, flavor)]))
+                terminating = sum(
+                    self.runs[i].shape.total
+                    for i in self.holding[victim_queue]
+                    if self.runs[i].evicted and self.runs[i].flavor.flavor == flavor
+                )
+                self.reclaims.append(
+                    (
+                        victim_queue,
+                        self.usage[victim_queue][flavor] - terminating,
+                        largest,
+                        self.nominal[(victim_queue, flavor)],
+                    )
+                )
         return admitted
 
 
@@ -255,14 +327,22 @@ def test_reclaim_takes_only_from_queues_above_nominal(cluster, seed):
         assert usage_left + largest_victim > nominal, (queue, usage_left, largest_victim, nominal)
 
 
-
 def test_baseline_keeps_each_pool_for_its_kind_of_work(cluster):
     policy = baseline(cluster)
     pools = {name: {f.pool for f in q.flavors} for name, q in policy.queues.items()}
     assert pools == {"fifo-training": {"train"}, "fifo-inference": {"shared", "mig"}}
-    jobs = [Job("t", 0, 10, gpus=8, workload="training"), Job("s", 0, 10, share=0.25),
-            Job("n", 0, 10, gpus=1, workload="notebook"), Job("w", 0, 10, gpus=1)]
-    assert assign_queues(jobs, policy) == ["fifo-training", "fifo-inference", "fifo-inference", "fifo-training"]
+    jobs = [
+        Job("t", 0, 10, gpus=8, workload="training"),
+        Job("s", 0, 10, share=0.25),
+        Job("n", 0, 10, gpus=1, workload="notebook"),
+        Job("w", 0, 10, gpus=1),
+    ]
+    assert assign_queues(jobs, policy) == [
+        "fifo-training",
+        "fifo-inference",
+        "fifo-inference",
+        "fifo-training",
+    ]
 
 
 def test_teamless_jobs_go_to_a_queue_of_their_kind(cluster):

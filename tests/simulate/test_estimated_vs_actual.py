@@ -60,16 +60,29 @@ def two_queue_repo(tmp_path: Path) -> Path:
 def _simulate(repo: Path, tmp_path: Path, trace_text: str, *extra: str) -> tuple[int, str]:
     trace = tmp_path / "history.csv"
     trace.write_text(trace_text, encoding="utf-8")
-    return main(["simulate", "--repo", str(repo), "--trace", str(trace), "--no-plots",
-                 "--out", str(tmp_path / "out"), *extra]), str(tmp_path / "out" / "report.md")
+    return main(
+        [
+            "simulate",
+            "--repo",
+            str(repo),
+            "--trace",
+            str(trace),
+            "--no-plots",
+            "--out",
+            str(tmp_path / "out"),
+            *extra,
+        ]
+    ), str(tmp_path / "out" / "report.md")
 
 
 def test_estimated_vs_actual_per_queue_in_json(two_queue_repo: Path, tmp_path: Path, capsys) -> None:
     code, _ = _simulate(two_queue_repo, tmp_path, TRACE, "--format", "json")
     assert code == 0
     rows = json.loads(capsys.readouterr().out)["estimated_vs_actual"]
-    got = {row["queue"]: (tuple(row["actual_minutes"].values()), tuple(row["estimated_minutes"].values()))
-           for row in rows}
+    got = {
+        row["queue"]: (tuple(row["actual_minutes"].values()), tuple(row["estimated_minutes"].values()))
+        for row in rows
+    }
     assert got == EXPECTED
     assert [row["never_started"] for row in rows] == [0, 0, 0]
 
@@ -94,8 +107,9 @@ def test_a_job_the_replay_never_starts_is_counted_apart(two_queue_repo: Path, tm
     assert rows["alpha"]["estimated_minutes"]["count"] == 3
 
 
-def test_a_trace_without_observed_waits_has_no_comparison(two_queue_repo: Path, tmp_path: Path,
-                                                          capsys) -> None:
+def test_a_trace_without_observed_waits_has_no_comparison(
+    two_queue_repo: Path, tmp_path: Path, capsys
+) -> None:
     plain = "\n".join(",".join(line.split(",")[:-1]) for line in TRACE.splitlines()) + "\n"
     code, report = _simulate(two_queue_repo, tmp_path, plain, "--format", "json")
     assert code == 0 and "estimated_vs_actual" not in json.loads(capsys.readouterr().out)

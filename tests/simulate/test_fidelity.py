@@ -17,13 +17,18 @@ from gpupolicy.simulate import fidelity
 
 TOLERANCE_POINTS = {"best-fit": 0.5, "fgd": 1.0}
 TOTAL_GPUS = 6212  # openb_node_list_gpu_node.csv
-slow = pytest.mark.skipif(not os.environ.get("GPUPOLICY_SLOW_TESTS"), reason="about 2 min; set GPUPOLICY_SLOW_TESTS=1")
+slow = pytest.mark.skipif(
+    not os.environ.get("GPUPOLICY_SLOW_TESTS"), reason="about 2 min; set GPUPOLICY_SLOW_TESTS=1"
+)
 
 
 def _inputs():
     shared_trace("alibaba-clusterdata-gpu-v2023", "openb_node_list_gpu_node.csv")
     shared_trace("fgd-simulator-expected-results", "analysis_allo_discrete.csv")
-    return TRACES / "alibaba-clusterdata-gpu-v2023", TRACES / "fgd-simulator-expected-results" / "analysis_allo_discrete.csv"
+    return (
+        TRACES / "alibaba-clusterdata-gpu-v2023",
+        TRACES / "fgd-simulator-expected-results" / "analysis_allo_discrete.csv",
+    )
 
 
 @pytest.mark.parametrize("policy", fidelity.POLICIES)
@@ -40,7 +45,10 @@ def test_ten_seeds_match_published_and_fgd_beats_best_fit():
     for policy, row in rows.items():
         assert row.seeds == 10
         assert abs(row.gap_points) <= TOLERANCE_POINTS[policy], row
-        assert abs(row.ours_unallocated - row.published_unallocated) <= TOTAL_GPUS * TOLERANCE_POINTS[policy] / 100
+        assert (
+            abs(row.ours_unallocated - row.published_unallocated)
+            <= TOTAL_GPUS * TOLERANCE_POINTS[policy] / 100
+        )
     assert rows["fgd"].ours_unallocated < rows["best-fit"].ours_unallocated
 
 

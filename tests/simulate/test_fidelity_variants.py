@@ -11,8 +11,9 @@ from simhelpers import TRACES, shared_trace
 
 from gpupolicy.simulate import fidelity
 
-slow = pytest.mark.skipif(not os.environ.get("GPUPOLICY_SLOW_TESTS"),
-                          reason="about 10 min; set GPUPOLICY_SLOW_TESTS=1")
+slow = pytest.mark.skipif(
+    not os.environ.get("GPUPOLICY_SLOW_TESTS"), reason="about 10 min; set GPUPOLICY_SLOW_TESTS=1"
+)
 PUBLISHED_VARIANTS = 17  # analysis_allo_discrete.csv covers 17 of the 24 pod lists
 
 
@@ -35,8 +36,13 @@ def test_frag_aware_packs_a_shared_pod_where_it_wastes_least():
 
 def test_the_table_says_where_the_paper_published_nothing():
     row = fidelity.FidelityRow
-    table = {"cpu0": [row("best-fit", 1, 90.0, math.nan, 0, 0), row("fgd", 1, 92.0, math.nan, 0, 0),
-                      row(fidelity.OWN_POLICY, 1, 91.5, math.nan, 0, 0)]}
+    table = {
+        "cpu0": [
+            row("best-fit", 1, 90.0, math.nan, 0, 0),
+            row("fgd", 1, 92.0, math.nan, 0, 0),
+            row(fidelity.OWN_POLICY, 1, 91.5, math.nan, 0, 0),
+        ]
+    }
     text = fidelity.variant_markdown(table)
     assert "| cpu0 | not published | 90.00 | not published | 92.00 | 91.50 | -0.50 |" in text
 

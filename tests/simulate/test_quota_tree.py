@@ -1,4 +1,5 @@
-"""Kueue's cohort-tree quota arithmetic (simulate/quota.py) on the shape of the reference fleet's tree, and the
+"""Kueue's cohort-tree quota arithmetic (simulate/quota.py) on the shape of the reference fleet's tree, and
+the
 engine borrowing and reclaiming through parent cohorts."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ G = 1000  # one GPU in milli
 
 
 def fleet_tree(research_borrow: int | None = 8 * G) -> QuotaTree:
-    """fleet <- training (nlp: 36, lends at most 24; vision: 20) and fleet <- research (research: 0, borrows 8);
+    """fleet <- training (nlp: 36, lends at most 24; vision: 20) and fleet <- research (research: 0, borrows
+    8);
     fleet <- production holds 16 of its own and lends none."""
     queues = {
         "nlp": SimQueue("nlp", (FlavorQuota(F, "p", 36 * G, 16 * G, 24 * G),), cohort="training"),
@@ -28,9 +30,12 @@ def fleet_tree(research_borrow: int | None = 8 * G) -> QuotaTree:
         "research": SimQueue("research", (FlavorQuota(F, "p", 0, research_borrow),), cohort="research"),
         "serving": SimQueue("serving", (FlavorQuota(F, "p", 8 * G),), cohort="production"),
     }
-    cohorts = {"fleet": SimCohort("fleet"), "training": SimCohort("training", "fleet"),
-               "research": SimCohort("research", "fleet"),
-               "production": SimCohort("production", "fleet", (FlavorQuota(F, "p", 16 * G, None, 0),))}
+    cohorts = {
+        "fleet": SimCohort("fleet"),
+        "training": SimCohort("training", "fleet"),
+        "research": SimCohort("research", "fleet"),
+        "production": SimCohort("production", "fleet", (FlavorQuota(F, "p", 16 * G, None, 0),)),
+    }
     return QuotaTree(queues, cohorts)
 
 
@@ -90,18 +95,26 @@ def _sibling_cohort_cluster():
     group = borrower.resource_groups[0]
     train = FlavorQuotas("train-flavor", (ResourceQuota("nvidia.com/gpu", 0, 8),))
     queues["team-c-experiments"] = dataclasses.replace(
-        borrower, cohort="lab", resource_groups=(ResourceGroup(("nvidia.com/gpu", *group.covered_resources),
-                                                               (*group.flavors, train)),))
-    cohorts = {"fleet": Cohort("fleet", "", (), None), "research": Cohort("research", "fleet", (), None),
-               "lab": Cohort("lab", "fleet", (), None)}
+        borrower,
+        cohort="lab",
+        resource_groups=(
+            ResourceGroup(("nvidia.com/gpu", *group.covered_resources), (*group.flavors, train)),
+        ),
+    )
+    cohorts = {
+        "fleet": Cohort("fleet", "", (), None),
+        "research": Cohort("research", "fleet", (), None),
+        "lab": Cohort("lab", "fleet", (), None),
+    }
     return dataclasses.replace(cluster, cluster_queues=queues, cohorts=cohorts)
 
 
 def test_engine_lends_through_the_parent_cohort():
     policy = from_cluster(_sibling_cohort_cluster())
     jobs = [Job(f"x{i}", 0, 3600, gpus=1, team="team-c", tier="experiment") for i in range(12)]
-    peak, result = peak_usage(Engine(policy, jobs, ["team-c-experiments"] * len(jobs)), "team-c-experiments",
-                              "train-flavor")
+    peak, result = peak_usage(
+        Engine(policy, jobs, ["team-c-experiments"] * len(jobs)), "team-c-experiments", "train-flavor"
+    )
     assert peak == 8 * G  # its borrowingLimit, lent by team-a and team-b through `fleet`
     assert all(run.finished > 0 for run in result.runs)
 
@@ -117,10 +130,12 @@ def test_a_head_within_nominal_quota_goes_before_a_borrowing_one(cluster):
     # 32 cards; team-a holds its 16, team-b 8 of its 16. At t=10 both ask for 8 of the last 8 free cards:
     # team-a's job would borrow, team-b's fits its nominal quota, so team-b's goes first although its
     # priority (batch) is lower than team-a's (training), as Kueue's classicalIterator orders heads.
-    jobs = [Job("a-own", 0, 36000, gpus=8, pods=2, team="team-a", tier="training"),
-            Job("b-own", 0, 36000, gpus=8, team="team-b", tier="training"),
-            Job("a-borrow", 10, 3600, gpus=8, team="team-a", tier="training"),
-            Job("b-nominal", 10, 3600, gpus=8, team="team-b", tier="batch")]
+    jobs = [
+        Job("a-own", 0, 36000, gpus=8, pods=2, team="team-a", tier="training"),
+        Job("b-own", 0, 36000, gpus=8, team="team-b", tier="training"),
+        Job("a-borrow", 10, 3600, gpus=8, team="team-a", tier="training"),
+        Job("b-nominal", 10, 3600, gpus=8, team="team-b", tier="batch"),
+    ]
     queues = ["team-a-training", "team-b-training", "team-a-training", "team-b-training"]
     runs = {run.job.id: run for run in Engine(from_cluster(cluster), jobs, queues).run().runs}
     assert runs["b-nominal"].first_start == 10

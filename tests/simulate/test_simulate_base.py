@@ -52,8 +52,19 @@ def raised_quota(tmp_path: Path) -> Path:
 def _simulate(repo: Path, tmp_path: Path, *extra: str) -> int:
     trace = tmp_path / "trace.csv"
     trace.write_text(TRACE, encoding="utf-8")
-    return main(["simulate", "--repo", str(repo), "--trace", str(trace), "--no-plots",
-                 "--out", str(tmp_path / "out"), *extra])
+    return main(
+        [
+            "simulate",
+            "--repo",
+            str(repo),
+            "--trace",
+            str(trace),
+            "--no-plots",
+            "--out",
+            str(tmp_path / "out"),
+            *extra,
+        ]
+    )
 
 
 def test_a_head_that_raises_a_quota_waits_less_than_the_base_on_the_same_jobs(raised_quota, tmp_path, capsys):
@@ -103,8 +114,17 @@ def test_the_same_revision_on_both_sides_changes_nothing(raised_quota, tmp_path,
 
 def test_busy_devices_replay_the_before_once_and_the_events_name_each_replay(raised_quota, tmp_path, capsys):
     events = tmp_path / "events.jsonl"
-    code = _simulate(raised_quota, tmp_path, "--base", "HEAD~1", "--busy-devices", "--events", str(events),
-                     "--format", "json")
+    code = _simulate(
+        raised_quota,
+        tmp_path,
+        "--base",
+        "HEAD~1",
+        "--busy-devices",
+        "--events",
+        str(events),
+        "--format",
+        "json",
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["before"]["jobs"] == 4 and data["before"]["busy_starts"] == 0  # an exclusive pool: no crash
@@ -114,12 +134,15 @@ def test_busy_devices_replay_the_before_once_and_the_events_name_each_replay(rai
     assert len(finished) == 4
 
 
-@pytest.mark.parametrize("rev, message", [
-    ("no-such-branch", "unknown git revision 'no-such-branch'"),
-    ("HEAD~9", "unknown git revision 'HEAD~9'"),
-    ("--output=x", "unknown git revision '--output=x'"),
-    ("", "unknown git revision ''"),
-])
+@pytest.mark.parametrize(
+    "rev, message",
+    [
+        ("no-such-branch", "unknown git revision 'no-such-branch'"),
+        ("HEAD~9", "unknown git revision 'HEAD~9'"),
+        ("--output=x", "unknown git revision '--output=x'"),
+        ("", "unknown git revision ''"),
+    ],
+)
 def test_a_bad_revision_is_one_line_and_exit_2(raised_quota, tmp_path, capsys, rev, message):
     assert _simulate(raised_quota, tmp_path, f"--base={rev}") == 2
     captured = capsys.readouterr()
@@ -144,7 +167,8 @@ def _tree_state(repo: Path) -> dict[str, str]:
     for path in sorted(repo.rglob("*")):
         if path.is_file() and not path.is_symlink():
             state[str(path.relative_to(repo))] = hashlib.sha256(path.read_bytes()).hexdigest() + oct(
-                path.stat().st_mode)
+                path.stat().st_mode
+            )
     return state
 
 
@@ -176,13 +200,38 @@ def test_the_mixed_workload_is_built_once_at_the_heads_scale(tmp_path, capsys):
     pool.write_text(text, encoding="utf-8")
     head_scale = _auto_scale(repo)
     assert base_scale != head_scale
-    code = main(["simulate", "--repo", str(repo), "--cluster", "prod-us", "--workload", "mixed", "--traces",
-                 str(TRACES), "--days", "1", "--limit", "400", "--base", "HEAD", "--no-plots",
-                 "--out", str(tmp_path / "out"), "--format", "json"])
+    code = main(
+        [
+            "simulate",
+            "--repo",
+            str(repo),
+            "--cluster",
+            "prod-us",
+            "--workload",
+            "mixed",
+            "--traces",
+            str(TRACES),
+            "--days",
+            "1",
+            "--limit",
+            "400",
+            "--base",
+            "HEAD",
+            "--no-plots",
+            "--out",
+            str(tmp_path / "out"),
+            "--format",
+            "json",
+        ]
+    )
     assert code in (0, 1)
     data = json.loads(capsys.readouterr().out)
-    assert data["workload"] == {"scale": dict(zip(("training", "inference"), head_scale, strict=True)),
-                                "scale_option": "auto", "seed": 0, "days": 1}
+    assert data["workload"] == {
+        "scale": dict(zip(("training", "inference"), head_scale, strict=True)),
+        "scale_option": "auto",
+        "seed": 0,
+        "days": 1,
+    }
     assert data["base"]["summary"]["jobs"] == data["head"]["summary"]["jobs"] == data["jobs"]
     assert data["base"]["summary"] != data["head"]["summary"]  # the training pool differs
 

@@ -35,14 +35,26 @@ def _set_zones(repo: Path, zones: str) -> None:
 
 
 def _simulate(repo: Path, tmp_path: Path) -> list[str]:
-    return ["simulate", "--repo", str(repo), "--cluster", "mini", "--limit", "20", "--no-plots",
-            "--out", str(tmp_path / "report")]
+    return [
+        "simulate",
+        "--repo",
+        str(repo),
+        "--cluster",
+        "mini",
+        "--limit",
+        "20",
+        "--no-plots",
+        "--out",
+        str(tmp_path / "report"),
+    ]
 
 
 def _no_per_gpu_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if the engine starts building per-node, per-card bookkeeping."""
+
     def refuse(*_args, **_kwargs):
         raise AssertionError("per-GPU state was built for a cluster the simulator should refuse")
+
     monkeypatch.setattr(placement.PoolState, "__init__", refuse)
 
 

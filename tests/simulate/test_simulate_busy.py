@@ -21,7 +21,9 @@ def _one_card(checked: bool) -> SimPolicy:
 
 def test_a_pod_takes_one_replica_and_needs_its_own_memory_share():
     job = Job("a", 0, 60, share=0.6)
-    assert shape_in_pool(job, "time-sliced", 4, 1, whole_only=False, replica_per_pod=True) == Shape(1, 1, 250, 600)
+    assert shape_in_pool(job, "time-sliced", 4, 1, whole_only=False, replica_per_pod=True) == Shape(
+        1, 1, 250, 600
+    )
     assert shape_in_pool(job, "time-sliced", 4, 1, whole_only=False) == Shape(1, 1, 750)  # the default model
 
 
@@ -30,7 +32,8 @@ def test_with_the_check_a_pod_waits_for_the_memory_instead_of_starting_on_a_busy
     result = replay(_one_card(checked=True), jobs)
     first, second = result.runs
     assert result.busy_starts == 0
-    assert (first.first_start, second.first_start) == (0, 3600)  # waits for the first pod's memory, not a replica
+    # waits for the first pod's memory, not a replica
+    assert (first.first_start, second.first_start) == (0, 3600)
 
 
 def test_without_the_check_the_pod_fails_at_start_and_its_job_retries_with_backoff():
@@ -59,7 +62,9 @@ def test_pods_within_their_share_never_meet_a_busy_card():
 def _pool_yaml(tmp_path: Path, block: str) -> str:
     path = tmp_path / "pools" / "p" / "pool.yaml"
     path.parent.mkdir(parents=True)
-    path.write_text(f"apiVersion: gpupolicy.io/v1\nkind: Pool\nmetadata:\n  name: p\nspec:\n  gpuModel: L4\n{block}")
+    path.write_text(
+        f"apiVersion: gpupolicy.io/v1\nkind: Pool\nmetadata:\n  name: p\nspec:\n  gpuModel: L4\n{block}"
+    )
     return "pools/p/pool.yaml"
 
 
@@ -70,7 +75,9 @@ def test_the_check_is_skipped_only_where_pool_yaml_says_so(tmp_path):
 def test_a_pool_without_the_block_or_with_skip_false_keeps_the_check(tmp_path):
     assert not skips_startup_check(tmp_path, _pool_yaml(tmp_path, ""))
     other = tmp_path / "other"
-    assert not skips_startup_check(other, _pool_yaml(other, "  startupCheck:\n    skip: false\n    retries: 3\n"))
+    assert not skips_startup_check(
+        other, _pool_yaml(other, "  startupCheck:\n    skip: false\n    retries: 3\n")
+    )
     assert not skips_startup_check(tmp_path, "pools/missing/pool.yaml")
     assert not skips_startup_check(tmp_path, "../outside/pool.yaml")  # refused by repopath, never read
 
@@ -84,8 +91,21 @@ def test_simulate_reports_busy_devices_with_and_without_the_check(tmp_path, caps
 
     from gpupolicy.cli import main
 
-    code = main(["simulate", "--repo", str(REPO), "--cluster", "prod-us", "--busy-devices", "--no-plots",
-                 "--out", str(tmp_path), "--format", "json"])
+    code = main(
+        [
+            "simulate",
+            "--repo",
+            str(REPO),
+            "--cluster",
+            "prod-us",
+            "--busy-devices",
+            "--no-plots",
+            "--out",
+            str(tmp_path),
+            "--format",
+            "json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code in (0, 1)
     # the shipped trace's shared pods ask up to half a card on 4-replica pools: without the check some of them
@@ -95,7 +115,8 @@ def test_simulate_reports_busy_devices_with_and_without_the_check(tmp_path, caps
 
 
 def _whole_cards(rate: float, seed: int = 0) -> SimPolicy:
-    """The brief's "before" as policy.before builds it: whole cards, one FIFO line, starts crashing at `rate`."""
+    """The brief's "before" as policy.before builds it: whole cards, one FIFO line, starts crashing at
+    `rate`."""
     from dataclasses import replace
 
     pool = SimPool("cards", 4, 8, "exclusive")

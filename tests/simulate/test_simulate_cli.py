@@ -31,21 +31,40 @@ def test_simulate_runs_with_no_trace_argument(tmp_path, capsys):
 
 @needs_fleet
 def test_simulate_json_with_failures(tmp_path, capsys):
-    code = main(["simulate", "--repo", str(REPO), "--cluster", "test-us", "--limit", "150", "--no-plots",
-                 "--fail-nodes", "test-h100:1@7200+2h", "--out", str(tmp_path), "--format", "json"])
+    code = main(
+        [
+            "simulate",
+            "--repo",
+            str(REPO),
+            "--cluster",
+            "test-us",
+            "--limit",
+            "150",
+            "--no-plots",
+            "--fail-nodes",
+            "test-h100:1@7200+2h",
+            "--out",
+            str(tmp_path),
+            "--format",
+            "json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["proposed"]["lost_to_failures_gpu_hours"] == pytest.approx(16.0)
     assert code == (1 if data["proposed"]["never_scheduled"] else 0)
 
 
 @needs_fleet
-@pytest.mark.parametrize("extra, message", [
-    (["--fail-nodes", "nonsense"], "POOL:COUNT@TIME"),
-    (["--fail-nodes", "no-such-pool:1@10"], "no pool 'no-such-pool'"),
-    (["--cluster", "nowhere"], "nowhere"),
-    (["--trace", "/nonexistent/trace.csv"], "no such trace file"),
-    (["--map", "team-without-queue"], "TEAM=QUEUE"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--fail-nodes", "nonsense"], "POOL:COUNT@TIME"),
+        (["--fail-nodes", "no-such-pool:1@10"], "no pool 'no-such-pool'"),
+        (["--cluster", "nowhere"], "nowhere"),
+        (["--trace", "/nonexistent/trace.csv"], "no such trace file"),
+        (["--map", "team-without-queue"], "TEAM=QUEUE"),
+    ],
+)
 def test_simulate_usage_errors_exit_2(tmp_path, capsys, extra, message):
     code = main(["simulate", "--repo", str(REPO), "--no-plots", "--out", str(tmp_path), *extra])
     assert code == 2
@@ -55,14 +74,39 @@ def test_simulate_usage_errors_exit_2(tmp_path, capsys, extra, message):
 @needs_fleet
 def test_audit_fixture_has_findings(tmp_path, capsys):
     trace = tmp_path / "exported.csv"
-    code = main(["audit", "--repo", str(REPO), "--snapshot", str(FIXTURE), "--cluster", "test-us",
-                 "--now", "2025-06-01T12:00:00Z", "--export-trace", str(trace)])
+    code = main(
+        [
+            "audit",
+            "--repo",
+            str(REPO),
+            "--snapshot",
+            str(FIXTURE),
+            "--cluster",
+            "test-us",
+            "--now",
+            "2025-06-01T12:00:00Z",
+            "--export-trace",
+            str(trace),
+        ]
+    )
     assert code == 1
     out = capsys.readouterr().out
     assert "GPU pods without a queue label: 1" in out and "Pending workloads: 1" in out
     # the exported trace replays
-    assert main(["simulate", "--repo", str(REPO), "--cluster", "test-us", "--trace", str(trace), "--no-plots",
-                 "--out", str(tmp_path / "r")]) in (0, 1)
+    assert main(
+        [
+            "simulate",
+            "--repo",
+            str(REPO),
+            "--cluster",
+            "test-us",
+            "--trace",
+            str(trace),
+            "--no-plots",
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    ) in (0, 1)
 
 
 @needs_fleet
@@ -74,13 +118,29 @@ def test_audit_clean_snapshot_exits_0(tmp_path, capsys):
         for i in range(pool.nodes):
             labels = {**pool.node_labels, "nvidia.com/gpu.count": str(pool.gpus_per_node)}
             taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]
-            nodes.append({"metadata": {"name": f"{pool.name}-{i}", "labels": labels}, "spec": {"taints": taints}})
-    pod = {"metadata": {"namespace": "nlp", "name": "p", "labels": {"kueue.x-k8s.io/queue-name": "nlp"}},
-           "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}, "status": {"phase": "Running"}}
+            nodes.append(
+                {"metadata": {"name": f"{pool.name}-{i}", "labels": labels}, "spec": {"taints": taints}}
+            )
+    pod = {
+        "metadata": {"namespace": "nlp", "name": "p", "labels": {"kueue.x-k8s.io/queue-name": "nlp"}},
+        "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Running"},
+    }
     (tmp_path / "nodes.json").write_text(json.dumps({"items": nodes}))
     (tmp_path / "pods.json").write_text(json.dumps({"items": [pod]}))
-    code = main(["audit", "--repo", str(REPO), "--snapshot", str(tmp_path), "--cluster", "test-us",
-                 "--format", "json"])
+    code = main(
+        [
+            "audit",
+            "--repo",
+            str(REPO),
+            "--snapshot",
+            str(tmp_path),
+            "--cluster",
+            "test-us",
+            "--format",
+            "json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["issues"] == [] and code == 0
     assert data["gpus_by_queue"] == {"nlp/nlp": {"gpus": 1.0, "exact": "1"}}
@@ -91,8 +151,10 @@ def test_audit_compares_a_snapshot_with_the_cluster_its_nodes_belong_to(capsys):
     """Without --cluster, test-us's snapshot is not reported as missing every node of prod-eu and prod-us."""
     code = main(["audit", "--repo", str(REPO), "--snapshot", str(FIXTURE), "--format", "json"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 1 and data["compared_with"] == {"cluster": "test-us",
-                                       "why": "its nodes carry them; --cluster NAME overrides"}
+    assert code == 1 and data["compared_with"] == {
+        "cluster": "test-us",
+        "why": "its nodes carry them; --cluster NAME overrides",
+    }
     drift = [issue["message"] for issue in data["issues"] if issue["kind"] == "pool-drift"]
     assert drift and not any(name in message for message in drift for name in ("eu-", "us-h100", "us-a100"))
 

@@ -502,16 +502,32 @@ IS_PREFERRED = {
     "explicit BorrowingOverPreemption prioritises borrowing distance": ((PREEMPT, 1), (FIT, 2), BOP, False),
     "explicit PreemptionOverBorrowing prioritises lower preemption": ((PREEMPT, 1), (FIT, 2), POB, True),
     "explicit PreemptionOverBorrowing breaks borrowing ties with preemption": (
-        (PREEMPT, 1), (FIT, 1), POB, False),
+        (PREEMPT, 1),
+        (FIT, 1),
+        POB,
+        False,
+    ),
     "explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison": (
-        (NO_CANDIDATES, 1), (FIT, 2), POB, False),
+        (NO_CANDIDATES, 1),
+        (FIT, 2),
+        POB,
+        False,
+    ),
     "explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor": (
-        (FIT, 2), (NO_CANDIDATES, 1), POB, True),
+        (FIT, 2),
+        (NO_CANDIDATES, 1),
+        POB,
+        True,
+    ),
     "no-candidate flavor remains preferable to no-fit flavor": ((NO_CANDIDATES, 1), (NO_FIT, 0), "", True),
     "no-fit flavor remains worse than no-candidate flavor": ((NO_FIT, 0), (NO_CANDIDATES, 1), "", False),
     "no-candidate flavors retain borrowing preference": ((NO_CANDIDATES, 1), (NO_CANDIDATES, 2), POB, True),
     "no-candidate flavors retain borrowing preference in reverse": (
-        (NO_CANDIDATES, 2), (NO_CANDIDATES, 1), POB, False),
+        (NO_CANDIDATES, 2),
+        (NO_CANDIDATES, 1),
+        POB,
+        False,
+    ),
 }
 
 

@@ -19,8 +19,13 @@ HOUR = 3600
 def _policy(cards: int = 2, **extra) -> SimPolicy:
     """One training queue owning one exclusive node of `cards` cards."""
     pool = SimPool("p", 1, cards, "exclusive")
-    queue = SimQueue("q", (FlavorQuota("p", "p", cards * 1000),), tier="training", workload="training",
-                     within_queue="LowerPriority")
+    queue = SimQueue(
+        "q",
+        (FlavorQuota("p", "p", cards * 1000),),
+        tier="training",
+        workload="training",
+        within_queue="LowerPriority",
+    )
     return SimPolicy("hand", {"p": pool}, {"q": queue}, **extra)
 
 
@@ -32,8 +37,11 @@ def test_idle_while_waiting_allocation_while_waiting_and_the_window():
     # A (1 card, 0-1 h) runs at once; B (2 cards, from 0) waits for A: one card idle for an hour while B
     # waits.
     # B runs 1-2 h; C (1 card) arrives at 1.5 h and waits until 2 h with both cards busy (nothing idle).
-    jobs = [Job("a", 0, HOUR, gpus=1, workload="training"), Job("b", 0, HOUR, gpus=2, workload="training"),
-            Job("c", 5400, 600, gpus=1, workload="training")]
+    jobs = [
+        Job("a", 0, HOUR, gpus=1, workload="training"),
+        Job("b", 0, HOUR, gpus=2, workload="training"),
+        Job("c", 5400, 600, gpus=1, workload="training"),
+    ]
     summary = _summary(_policy(), jobs)
     assert summary.idle_while_waiting_gpu_hours == {"training": pytest.approx(1.0)}
     # waiting during [0, 1 h) with 1 of 2 cards busy and [1.5 h, 2 h) with 2 of 2: 7200 / 10800 card-seconds
@@ -47,8 +55,10 @@ def test_idle_while_waiting_allocation_while_waiting_and_the_window():
 def test_waits_per_queue_are_kept_apart():
     # two queues on one card each; x waits 30 min behind w in queue q, y in queue r never waits
     pool = SimPool("p", 1, 2, "exclusive")
-    queues = {name: SimQueue(name, (FlavorQuota(f"f-{name}", "p", 1000),), workload="training")
-              for name in ("q", "r")}
+    queues = {
+        name: SimQueue(name, (FlavorQuota(f"f-{name}", "p", 1000),), workload="training")
+        for name in ("q", "r")
+    }
     jobs = [Job("w", 0, 1800, gpus=1), Job("x", 0, 600, gpus=1), Job("y", 60, 600, gpus=1)]
     summary = summarize(Engine(SimPolicy("hand", {"p": pool}, queues), jobs, ["q", "q", "r"]).run())
     assert {q: (s.jobs, s.p95) for q, s in summary.wait_by_queue.items()} == {"q": (2, 30.0), "r": (1, 0.0)}
@@ -90,8 +100,10 @@ def test_whole_node_per_job_holds_every_card_of_its_nodes():
 
 def test_class_figures_over_a_hand_written_timeline():
     # inference: 4 cards, 1 held, work waiting for 2 h -> 6 idle GPU-hours; training never waits
-    timeline = [(0, {"inference": (1000, 4000, True), "training": (0, 8000, False)}),
-                (7200, {"inference": (4000, 4000, False), "training": (0, 8000, False)})]
+    timeline = [
+        (0, {"inference": (1000, 4000, True), "training": (0, 8000, False)}),
+        (7200, {"inference": (4000, 4000, False), "training": (0, 8000, False)}),
+    ]
     assert idle_while_waiting(timeline, 10_800) == {"inference": pytest.approx(6.0), "training": 0.0}
     assert allocation_while_waiting(timeline, 10_800) == pytest.approx(1000 / 12_000)
     assert allocation_while_waiting(timeline[1:], 10_800) == 0.0  # no work ever waited

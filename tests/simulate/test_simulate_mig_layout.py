@@ -98,8 +98,12 @@ def test_the_layout_decides_what_runs_at_once():
 
 
 def test_a_larger_job_behind_a_waiting_smaller_one_takes_a_free_larger_instance():
-    jobs = [Job("a", 0, 3600, share=0.1, workload="inference"), Job("b", 0, 3600, share=0.1, workload="inference"),
-            Job("c", 10, 3600, share=0.1, workload="inference"), Job("d", 20, 3600, share=0.4, workload="inference")]
+    jobs = [
+        Job("a", 0, 3600, share=0.1, workload="inference"),
+        Job("b", 0, 3600, share=0.1, workload="inference"),
+        Job("c", 10, 3600, share=0.1, workload="inference"),
+        Job("d", 20, 3600, share=0.4, workload="inference"),
+    ]
     result = Engine(_policy((BALANCED,)), jobs, ["serving"] * len(jobs)).run()
     started = {run.job.id: run.first_start for run in result.runs}
     assert started == {"a": 0, "b": 0, "c": 3600, "d": 20}  # d skipped the waiting 1g job: its 3g was free
@@ -114,23 +118,32 @@ def test_the_reference_fleet_replays_each_mig_pool_per_layout(prod_eu):
 
 def test_an_unknown_layout_keeps_the_optimistic_model(prod_eu):
     cluster = prod_eu
-    pools = [dataclasses.replace(p, mig_layout="no-such-layout") if p.name == "eu-a100-mig-balanced" else p
-             for p in cluster.pools]
+    pools = [
+        dataclasses.replace(p, mig_layout="no-such-layout") if p.name == "eu-a100-mig-balanced" else p
+        for p in cluster.pools
+    ]
     pool = from_cluster(dataclasses.replace(cluster, pools=pools, derived={})).pools["eu-a100-mig-balanced"]
     assert pool.instances == ()
     assert mig_shape(Job("x", 0, 1, share=0.5), pool.profiles).milli == 572  # rounded up to a 4g size
 
 
-@pytest.mark.parametrize("entries", [
-    [{"devices": "all", "mig-enabled": True, "mig-devices": {"1c.2g.20gb": 2}}],  # a compute-instance profile
-    [{"devices": "all", "mig-enabled": False, "mig-devices": {}}],  # no MIG at all
-    "not a list",
-])
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [
+            {"devices": "all", "mig-enabled": True, "mig-devices": {"1c.2g.20gb": 2}}
+        ],  # a compute-instance profile
+        [{"devices": "all", "mig-enabled": False, "mig-devices": {}}],  # no MIG at all
+        "not a list",
+    ],
+)
 def test_layouts_the_replay_cannot_place_fall_back(prod_eu, entries):
     cluster = prod_eu
     configs = dict(cluster.mig_configs)
     configs["odd"] = ConfigEntry("mig-parted-config", "odd", entries, Location("policies/x.yaml", 1))
-    pools = [dataclasses.replace(p, mig_layout="odd") if p.name == "eu-a100-mig-balanced" else p
-             for p in cluster.pools]
+    pools = [
+        dataclasses.replace(p, mig_layout="odd") if p.name == "eu-a100-mig-balanced" else p
+        for p in cluster.pools
+    ]
     odd = dataclasses.replace(cluster, pools=pools, mig_configs=configs, derived={})
     assert from_cluster(odd).pools["eu-a100-mig-balanced"].instances == ()

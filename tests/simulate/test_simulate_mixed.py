@@ -1,4 +1,5 @@
-"""The mixed workload: ITP training and openb inference mapped to the fleet's teams, sped up until congested."""
+"""The mixed workload: ITP training and openb inference mapped to the fleet's teams, sped up until
+congested."""
 
 from __future__ import annotations
 
@@ -18,18 +19,41 @@ TEAMS = mixed.Teams(("nlp", "vision"), "serving", "research")
 
 
 def _itp(team: str, submit_days: float) -> Job:
-    return Job(f"{team}-{submit_days}", int(submit_days * DAY), 3600, gpus=8, team=team, tier="training",
-               workload="training")
+    return Job(
+        f"{team}-{submit_days}",
+        int(submit_days * DAY),
+        3600,
+        gpus=8,
+        team=team,
+        tier="training",
+        workload="training",
+    )
 
 
 def _openb(name: str, submit_days: float, serving: bool) -> Job:
-    return Job(name, int(submit_days * DAY), 600, share=0.5, tier="production" if serving else "experiment",
-               workload="inference" if serving else "batch")
+    return Job(
+        name,
+        int(submit_days * DAY),
+        600,
+        share=0.5,
+        tier="production" if serving else "experiment",
+        workload="inference" if serving else "batch",
+    )
 
 
 def test_build_maps_teams_and_divides_arrival_times_by_each_factor():
-    itp = [_itp("itp-cluster09", 1), _itp("itp-cluster05", 5), _itp("itp-cluster04", 1), _itp("itp-cluster09", 15)]
-    openb = [_openb("early", 1, True), _openb("ls", 96, True), _openb("be", 98, False), _openb("last", 100, True)]
+    itp = [
+        _itp("itp-cluster09", 1),
+        _itp("itp-cluster05", 5),
+        _itp("itp-cluster04", 1),
+        _itp("itp-cluster09", 15),
+    ]
+    openb = [
+        _openb("early", 1, True),
+        _openb("ls", 96, True),
+        _openb("be", 98, False),
+        _openb("last", 100, True),
+    ]
     workload = mixed.build(itp, openb, training_scale=2, inference_scale=1, days=7, teams=TEAMS)
     by_id = {job.id: job for job in workload.jobs}
     # ITP: sources 09 and 05 only, the first 7 x 2 days, arriving twice as fast
@@ -39,10 +63,16 @@ def test_build_maps_teams_and_divides_arrival_times_by_each_factor():
     # openb: the last 7 days, measured from the first pod of that window
     assert "early" not in by_id
     assert (by_id["ls"].team, by_id["ls"].workload, by_id["ls"].submit) == ("serving", "inference", 3 * DAY)
-    assert (by_id["be"].team, by_id["be"].workload, by_id["be"].tier) == ("research", "notebook", "experiment")
+    assert (by_id["be"].team, by_id["be"].workload, by_id["be"].tier) == (
+        "research",
+        "notebook",
+        "experiment",
+    )
     assert [job.submit for job in workload.jobs] == sorted(job.submit for job in workload.jobs)
     assert (workload.training, workload.inference) == (2, 3)
-    assert "2x" in workload.describe() and "1x" in workload.describe() and "--scale 2:1" in workload.describe()
+    assert (
+        "2x" in workload.describe() and "1x" in workload.describe() and "--scale 2:1" in workload.describe()
+    )
 
 
 def test_build_refuses_a_non_positive_factor():
@@ -66,9 +96,18 @@ def test_the_chosen_factors_are_the_smallest_whose_offered_load_is_sustained():
         assert min(workload.offered.values()) >= mixed.TARGET_LOAD, workload.describe()
         assert f"--seed {seed}" in workload.describe() and "offered load" in workload.describe()
         teams = mixed.teams_of(cluster)
-        slower = mixed.build(itp, openb, workload.training_scale - mixed.SCALE_STEP,
-                             workload.inference_scale - mixed.SCALE_STEP, teams=teams, cluster=cluster, seed=seed)
-        assert slower.offered["training"] < mixed.TARGET_LOAD and slower.offered["inference"] < mixed.TARGET_LOAD
+        slower = mixed.build(
+            itp,
+            openb,
+            workload.training_scale - mixed.SCALE_STEP,
+            workload.inference_scale - mixed.SCALE_STEP,
+            teams=teams,
+            cluster=cluster,
+            seed=seed,
+        )
+        assert (
+            slower.offered["training"] < mixed.TARGET_LOAD and slower.offered["inference"] < mixed.TARGET_LOAD
+        )
     assert workload.inference_scale > 1, "openb alone should not load the serving pools at its own pace"
 
 
@@ -87,23 +126,60 @@ def test_simulate_builds_the_mixed_workload(tmp_path, capsys):
     shared_trace(*mixed.ITP_TRACE)
     shared_trace(*mixed.OPENB_TRACE)
     _fleet_cluster("prod-us")
-    code = main(["simulate", "--repo", str(REPO), "--cluster", "prod-us", "--workload", "mixed", "--traces",
-                 str(TRACES), "--scale", "1:3", "--no-plots", "--out", str(tmp_path)])
+    code = main(
+        [
+            "simulate",
+            "--repo",
+            str(REPO),
+            "--cluster",
+            "prod-us",
+            "--workload",
+            "mixed",
+            "--traces",
+            str(TRACES),
+            "--scale",
+            "1:3",
+            "--no-plots",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code in (0, 1)
     out = capsys.readouterr().out
-    assert "cluster09 -> nlp" in out and "at 3x" in out and "| wait p95 |" in out and "--scale 1:3 --seed 0" in out
+    assert (
+        "cluster09 -> nlp" in out
+        and "at 3x" in out
+        and "| wait p95 |" in out
+        and "--scale 1:3 --seed 0" in out
+    )
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--trace", "x.csv"], "either --workload or --trace"),
-    (["--scale", "fast"], "--scale auto or TRAINING:INFERENCE"),
-    (["--scale", "0:2"], "--scale auto or TRAINING:INFERENCE"),
-    (["--traces", "no-such-dir"], "no such trace file"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--trace", "x.csv"], "either --workload or --trace"),
+        (["--scale", "fast"], "--scale auto or TRAINING:INFERENCE"),
+        (["--scale", "0:2"], "--scale auto or TRAINING:INFERENCE"),
+        (["--traces", "no-such-dir"], "no such trace file"),
+    ],
+)
 def test_simulate_mixed_refuses_bad_arguments(tmp_path, capsys, extra, message):
     _fleet_cluster("prod-us")
-    code = main(["simulate", "--repo", str(REPO), "--cluster", "prod-us", "--workload", "mixed", "--no-plots",
-                 "--out", str(tmp_path), *extra])
+    code = main(
+        [
+            "simulate",
+            "--repo",
+            str(REPO),
+            "--cluster",
+            "prod-us",
+            "--workload",
+            "mixed",
+            "--no-plots",
+            "--out",
+            str(tmp_path),
+            *extra,
+        ]
+    )
     assert code == 2
     assert message in capsys.readouterr().err
 
@@ -117,9 +193,17 @@ def test_teams_come_from_the_fleets_queue_labels_not_the_reference_fleets_names(
 
     class Fork:  # the part of a Cluster teams_of reads
         name = "fork-1"
-        cluster_queues = {q.name: q for q in (cq("speech", "training", "training"), cq("robots", "training", "training"),
-                                               cq("maps", "training", "training"), cq("apps", "inference", "production"),
-                                               cq("sandbox", "notebook", "experiment"))}
+        cluster_queues = {
+            q.name: q
+            for q in (
+                cq("speech", "training", "training"),
+                cq("robots", "training", "training"),
+                cq("maps", "training", "training"),
+                cq("apps", "inference", "production"),
+                cq("sandbox", "notebook", "experiment"),
+            )
+        }
+
     teams = mixed.teams_of(Fork)
     assert teams == mixed.Teams(("maps", "robots", "speech"), "apps", "sandbox")
     itp = [_itp("itp-cluster09", d) for d in (1, 2, 3)] + [_itp("itp-cluster05", 4)]
@@ -141,11 +225,16 @@ def test_offered_load_is_the_work_asked_over_the_cards_of_each_pool_class():
 
     proposed = from_cluster(cluster)
     purpose = pool_classes(proposed)
-    cards = {k: sum(p.nodes * p.gpus_per_node for p in proposed.pools.values() if purpose.get(p.name) == k)
-             for k in ("training", "inference")}
+    cards = {
+        k: sum(p.nodes * p.gpus_per_node for p in proposed.pools.values() if purpose.get(p.name) == k)
+        for k in ("training", "inference")
+    }
     # one 8-GPU job of 7 days of work per training card / 8, half-card pods filling half the inference cards
     jobs = [Job(f"t{i}", 0, 7 * DAY, gpus=8, workload="training") for i in range(cards["training"] // 8)]
     jobs += [Job(f"i{i}", 0, 7 * DAY, share=0.5, workload="inference") for i in range(cards["inference"])]
-    jobs.append(Job("late", 7 * DAY, 7 * DAY, gpus=8, workload="training"))  # after the window: not offered in it
+    # after the window: not offered in it
+    jobs.append(Job("late", 7 * DAY, 7 * DAY, gpus=8, workload="training"))
     load = mixed.offered_load(cluster, jobs, days=7)
-    assert load["training"] == pytest.approx(1.0, abs=0.01) and load["inference"] == pytest.approx(0.5, abs=0.01)
+    assert load["training"] == pytest.approx(1.0, abs=0.01) and load["inference"] == pytest.approx(
+        0.5, abs=0.01
+    )

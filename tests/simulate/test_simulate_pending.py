@@ -42,6 +42,7 @@ def _capacity(free: int, per_node: int):
             left[0] -= size[0]
             return True
         return False
+
     return fits
 
 

@@ -52,11 +52,26 @@ def test_kueue_defaults_and_the_configuration_read():
     disabled = {"apiVersion": v1beta2, "featureGates": {"DisableWaitForPodsReady": True}}
     assert from_configuration(disabled) is None
     assert from_configuration({"apiVersion": "config.kueue.x-k8s.io/v1beta1"}) is None
-    assert from_configuration({"apiVersion": "config.kueue.x-k8s.io/v1beta1",
-                               "waitForPodsReady": {"enable": True}}) == KUEUE_DEFAULT
-    custom = from_configuration({"apiVersion": v1beta2, "waitForPodsReady": {
-        "timeout": "5m", "blockAdmission": True,
-        "requeuingStrategy": {"backoffLimitCount": 5, "backoffBaseSeconds": 10, "timestamp": "Creation"}}})
+    assert (
+        from_configuration(
+            {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "waitForPodsReady": {"enable": True}}
+        )
+        == KUEUE_DEFAULT
+    )
+    custom = from_configuration(
+        {
+            "apiVersion": v1beta2,
+            "waitForPodsReady": {
+                "timeout": "5m",
+                "blockAdmission": True,
+                "requeuingStrategy": {
+                    "backoffLimitCount": 5,
+                    "backoffBaseSeconds": 10,
+                    "timestamp": "Creation",
+                },
+            },
+        }
+    )
     assert custom == PodsReady(300, True, 10, 3600, 5, False)
     assert (duration_seconds("1h30m", 0), duration_seconds("90s", 0)) == (5400, 90)
     assert duration_seconds("soon", 7) == 7
@@ -66,13 +81,17 @@ def test_block_admission_admits_nothing_while_an_admitted_workload_waits_for_nod
     # `second` is admitted on quota but its node is busy; `third` fits its own queue and pool, yet under
     # blockAdmission waits until `second` gives its admission up at its 30-minute timeout
     pools = {name: SimPool(name, 1, 2, "exclusive") for name in ("train", "other")}
-    queues = {"q1": SimQueue("q1", (FlavorQuota("f1", "train", 4000),)),
-              "q2": SimQueue("q2", (FlavorQuota("f2", "other", 2000),))}
+    queues = {
+        "q1": SimQueue("q1", (FlavorQuota("f1", "train", 4000),)),
+        "q2": SimQueue("q2", (FlavorQuota("f2", "other", 2000),)),
+    }
     block = dataclasses.replace(KUEUE_DEFAULT, block_admission=True)
     jobs = [Job("first", 0, 7200, gpus=2), Job("second", 10, 600, gpus=2), Job("third", 20, 600, gpus=2)]
     blocked = Engine(SimPolicy("p", pools, queues, pods_ready=block), jobs, ["q1", "q1", "q2"]).run().runs
     assert [r.first_start for r in blocked] == [0, 7200, 1810]
-    free = Engine(SimPolicy("p", pools, queues, pods_ready=KUEUE_DEFAULT), jobs, ["q1", "q1", "q2"]).run().runs
+    free = (
+        Engine(SimPolicy("p", pools, queues, pods_ready=KUEUE_DEFAULT), jobs, ["q1", "q1", "q2"]).run().runs
+    )
     assert [r.first_start for r in free] == [0, 7200, 20]
 
 
@@ -90,7 +109,12 @@ def test_the_repository_configuration_reaches_the_declared_policy(tmp_path):
     values = repo / KUEUE_VALUES
     text = values.read_text()
     assert "    kind: Configuration\n" in text
-    values.write_text(text.replace("    kind: Configuration\n", "    kind: Configuration\n    waitForPodsReady:\n"
-                                   "      timeout: 10m\n      blockAdmission: true\n"))
+    values.write_text(
+        text.replace(
+            "    kind: Configuration\n",
+            "    kind: Configuration\n    "
+            "waitForPodsReady:\n      timeout: 10m\n      blockAdmission: true\n",
+        )
+    )
     cluster = pipeline.load_fleet(repo, use_cache=False).clusters[cluster.name]
     assert from_cluster(cluster).pods_ready == PodsReady(600, True)

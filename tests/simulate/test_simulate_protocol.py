@@ -45,10 +45,18 @@ def _direct_curve(nodes, pods, policy: str, seed: int) -> list[float]:
 
 def test_the_engine_driven_experiment_places_exactly_as_the_pool_alone():
     rng = random.Random(5)
-    nodes = [fidelity.NodeType(rng.choice(["G2", "T4"]), 32_000, 131_072, rng.choice([2, 4, 8])) for _ in range(12)]
-    pods = [fidelity.Pod(rng.choice([0, 2000, 8000]), 1024, *rng.choice([(0, 0), (1, 250), (1, 500), (1, 1000),
-                                                                        (2, 1000)]),
-                         frozenset({"T4"}) if rng.random() < 0.2 else frozenset()) for _ in range(200)]
+    nodes = [
+        fidelity.NodeType(rng.choice(["G2", "T4"]), 32_000, 131_072, rng.choice([2, 4, 8])) for _ in range(12)
+    ]
+    pods = [
+        fidelity.Pod(
+            rng.choice([0, 2000, 8000]),
+            1024,
+            *rng.choice([(0, 0), (1, 250), (1, 500), (1, 1000), (2, 1000)]),
+            frozenset({"T4"}) if rng.random() < 0.2 else frozenset(),
+        )
+        for _ in range(200)
+    ]
     for policy in fidelity.POLICIES:
         direct = _direct_curve(nodes, pods, policy, seed=7)
         capacity = sum(n.cards for n in nodes) * 1000
@@ -61,9 +69,10 @@ def test_without_queueing_a_retry_that_does_not_fit_is_dropped_too():
     from gpupolicy.simulate.busy import with_busy_devices
 
     pool = SimPool("shared", 1, 1, "time-sliced", replicas=2)
-    policy = with_busy_devices(SimPolicy("p", {"shared": pool}, {"q": SimQueue("q", (FlavorQuota("shared", "shared",
-                                                                                                  1000),))}),
-                               {"shared": False})
+    policy = with_busy_devices(
+        SimPolicy("p", {"shared": pool}, {"q": SimQueue("q", (FlavorQuota("shared", "shared", 1000),))}),
+        {"shared": False},
+    )
     # b fails at start next to a (memory), is retried at 10 s, when c holds the other replica: dropped then
     jobs = [Job("a", 0, 1000, share=0.6), Job("b", 0, 100, share=0.6), Job("c", 5, 1000, share=0.1)]
     result = Engine(policy, jobs, ["q"] * 3, queueing=False).run()

@@ -1,4 +1,5 @@
-"""Trace readers: the project CSV (with bad-input messages), and small slices of the real traces in ../shared."""
+"""Trace readers: the project CSV (with bad-input messages), and small slices of the real traces in
+../shared."""
 
 from __future__ import annotations
 
@@ -22,13 +23,17 @@ from gpupolicy.simulate.traces import (
     write_csv,
 )
 
-SHIPPED = Path(__file__).resolve().parents[2] / "tools" / "gpupolicy" / "data" / "traces" / "synthetic-week.csv"
+SHIPPED = (
+    Path(__file__).resolve().parents[2] / "tools" / "gpupolicy" / "data" / "traces" / "synthetic-week.csv"
+)
 
 
 def test_csv_round_trip(tmp_path):
-    jobs = [Job("a", 5, 60, gpus=2, pods=2, team="t", queue="q", tier="training", checkpoint=30),
-            Job("b", 1, 10, share=0.5, team="t", tier="production", workload="inference"),
-            Job("c", 3, 10, mig="1g.10gb", tier="experiment")]
+    jobs = [
+        Job("a", 5, 60, gpus=2, pods=2, team="t", queue="q", tier="training", checkpoint=30),
+        Job("b", 1, 10, share=0.5, team="t", tier="production", workload="inference"),
+        Job("c", 3, 10, mig="1g.10gb", tier="experiment"),
+    ]
     path = tmp_path / "t.csv"
     assert write_csv(jobs, path) == 3
     trace = read_trace(path)
@@ -38,13 +43,16 @@ def test_csv_round_trip(tmp_path):
     assert trace.jobs[1].mig == "1g.10gb" and trace.jobs[0].share == 0.5
 
 
-@pytest.mark.parametrize("row, message", [
-    ("x,abc,10", "column 'submit' is not a number"),
-    ("x,1,10,1,1.5", "share must be below 1"),
-    ("x,1,10,1,,7z", "not a MIG profile"),
-    ("x,1,-5", "non-negative"),
-    ("x,1,10,1,,,1,t,q,urgent", "tier 'urgent'"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("x,abc,10", "column 'submit' is not a number"),
+        ("x,1,10,1,1.5", "share must be below 1"),
+        ("x,1,10,1,,7z", "not a MIG profile"),
+        ("x,1,-5", "non-negative"),
+        ("x,1,10,1,,,1,t,q,urgent", "tier 'urgent'"),
+    ],
+)
 def test_csv_errors_name_file_and_line(tmp_path, row, message):
     path = tmp_path / "bad.csv"
     path.write_text("job_id,submit,duration,gpus,share,mig,pods,team,queue,tier\nok,0,1\n" + row + "\n")
@@ -105,7 +113,9 @@ def test_itp_slice_from_the_archive(tmp_path):
     assert len(read_trace(slice_tar).jobs) == 260
 
 
-# --- bounds: a trace too large is a named refusal, --limit stops reading (issue 29) --------------------------
+# --- bounds: a trace too large is a named refusal, --limit stops reading (issue 29)
+# --------------------------
+
 
 def _rows_file(tmp_path: Path, count: int, name: str = "big.csv") -> Path:
     path = tmp_path / name
@@ -130,7 +140,8 @@ def test_a_trace_over_the_byte_bound_is_refused_before_reading(tmp_path):
 
 
 def test_limit_stops_reading(tmp_path):
-    """--limit 10 reads ten GPU jobs: rows past them, even broken ones or more than the bounds allow, are not read."""
+    """--limit 10 reads ten GPU jobs: rows past them, even broken ones or more than the bounds allow, are not
+    read."""
     path = _rows_file(tmp_path, 50)
     with path.open("a") as handle:
         handle.write("broken,not-a-number,1,1\n")

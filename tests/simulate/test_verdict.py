@@ -18,13 +18,21 @@ from gpupolicy.simulate.verdict import DEFAULT_WORSE_BY, verdict_lines, worse_me
 HOURS = 60.0  # WaitStats are in minutes
 
 
-def _summary(policy: str, training_p99_hours: float, allocation: float = 0.6, never: int = 0,
-             p50_minutes: float = 10.0) -> Summary:
+def _summary(
+    policy: str, training_p99_hours: float, allocation: float = 0.6, never: int = 0, p50_minutes: float = 10.0
+) -> Summary:
     training = WaitStats(40, 60.0, 5 * HOURS, training_p99_hours * HOURS, 90.0)
-    return Summary(policy=policy, jobs=100, completed=100 - never, never_scheduled=never, allocation=allocation,
-                   allocated_gpu_hours=1000.0, makespan_hours=48.0,
-                   wait=WaitStats(100, p50_minutes, 4 * HOURS, 8 * HOURS, 60.0),
-                   wait_by_tier={"training": training, "production": WaitStats(60, 1.0, 2.0, 3.0, 1.0)})
+    return Summary(
+        policy=policy,
+        jobs=100,
+        completed=100 - never,
+        never_scheduled=never,
+        allocation=allocation,
+        allocated_gpu_hours=1000.0,
+        makespan_hours=48.0,
+        wait=WaitStats(100, p50_minutes, 4 * HOURS, 8 * HOURS, 60.0),
+        wait_by_tier={"training": training, "production": WaitStats(60, 1.0, 2.0, 3.0, 1.0)},
+    )
 
 
 def test_the_issue_case_training_p99_from_7_4_to_10_4_hours_is_named() -> None:
@@ -42,8 +50,10 @@ def test_improvements_small_changes_and_tiny_waits_are_not_named() -> None:
 
 def test_lower_allocation_and_new_unscheduled_jobs_are_named_with_the_threshold_given() -> None:
     worse = worse_metrics(_summary("baseline", 7.4), _summary("proposed", 7.4, allocation=0.5, never=3), 0.05)
-    assert [item.describe() for item in worse] == ["jobs never scheduled: 0 -> 3 (from none)",
-                                                   "GPU allocation: 60.0% -> 50.0% (-17%)"]
+    assert [item.describe() for item in worse] == [
+        "jobs never scheduled: 0 -> 3 (from none)",
+        "GPU allocation: 60.0% -> 50.0% (-17%)",
+    ]
     assert worse_metrics(_summary("baseline", 7.4), _summary("proposed", 7.4, allocation=0.5), 0.2) == []
 
 
@@ -51,8 +61,9 @@ def test_the_help_states_the_verdicts_default_threshold() -> None:
     assert float(simulate_command.WORSE_BY_HELP_DEFAULT) / 100 == DEFAULT_WORSE_BY
 
 
-def test_the_report_goes_to_the_ignored_artifacts_folder_and_ends_with_the_verdict(tmp_path, capsys,
-                                                                                    monkeypatch) -> None:
+def test_the_report_goes_to_the_ignored_artifacts_folder_and_ends_with_the_verdict(
+    tmp_path, capsys, monkeypatch
+) -> None:
     repo = Path(shutil.copytree(MINIREPO, tmp_path / "repo"))
     monkeypatch.chdir(tmp_path)  # the old default wrote ./simulation-report here
     assert main(["simulate", "--repo", str(repo), "--limit", "50", "--no-plots"]) in (0, 1)
@@ -60,8 +71,9 @@ def test_the_report_goes_to_the_ignored_artifacts_folder_and_ends_with_the_verdi
     assert out.rstrip().splitlines()[-1].startswith("verdict: ")
     assert (repo / "artifacts" / "simulation" / "report.md").read_text().count("## Verdict") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]
-    ignored = subprocess.run(["git", "check-ignore", "-q", "artifacts/simulation/report.md"], cwd=REPO,
-                             check=False)
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "artifacts/simulation/report.md"], cwd=REPO, check=False
+    )
     assert ignored.returncode == 0, "artifacts/ must be git-ignored"
 
 
@@ -83,8 +95,11 @@ def test_the_plot_legend_sits_beside_the_axes_not_over_the_curves(figure_name) -
     from gpupolicy.simulate.report import allocation_figure, wait_figure
 
     before, after = _replays()
-    figure = (allocation_figure(before, after) if figure_name == "allocation"
-              else wait_figure(summarize(before), summarize(after)))
+    figure = (
+        allocation_figure(before, after)
+        if figure_name == "allocation"
+        else wait_figure(summarize(before), summarize(after))
+    )
     figure.canvas.draw()
     axes = figure.axes[0]
     legend = axes.get_legend().get_window_extent()

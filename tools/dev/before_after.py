@@ -2,14 +2,15 @@
 """The brief's table: the before, the whole-node before, the repository's policy and the recommended policy on
 the mixed workload.
 
-Run at a repository root:  python3 tools/dev/before_after.py --cluster prod-us --cluster prod-eu [--seeds 0,1,2]
-Each cluster and seed is one `gpupolicy simulate --workload mixed --busy-devices --format json` per before
-(`--before brief` and `--before whole-node`) and one `gpupolicy recommend --workload mixed --workload-seed
-SEED --busy-devices --format json` (the same workload, scale and replay; `--trials`, default 64;
-`--no-recommend` leaves it out), two at a time; the JSON reports land in --out. Prints Markdown: every
+Run at a repository root:  python3 tools/dev/before_after.py --cluster prod-us --cluster prod-eu [--seeds
+0,1,2] Each cluster and seed is one `gpupolicy simulate --workload mixed --busy-devices --format json` per
+before (`--before brief` and `--before whole-node`) and one `gpupolicy recommend --workload mixed
+--workload-seed SEED --busy-devices --format json` (the same workload, scale and replay; `--trials`, default
+64; `--no-recommend` leaves it out), two at a time; the JSON reports land in --out. Prints Markdown: every
 replay's figures, then each run against the issue's targets (the recommended policy's rows too), then what
 recommend changed. The figures are the reports' own; nothing is recomputed here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,14 +22,33 @@ from pathlib import Path
 
 BEFORES = ("brief", "whole-node")
 RECOMMEND = "recommend"
-REPLAYS = (("before", "before", "brief"), ("before, whole node per job", "before", "whole-node"),
-           ("repository policy", "proposed", "brief"))
+REPLAYS = (
+    ("before", "before", "brief"),
+    ("before, whole node per job", "before", "whole-node"),
+    ("repository policy", "proposed", "brief"),
+)
 
 
 def simulate(cluster: str, seed: int, before: str, out: Path) -> Path:
     report = out / f"{before}-{cluster}-{seed}.json"
-    command = [sys.executable, "-m", "gpupolicy", "simulate", "--cluster", cluster, "--workload", "mixed",
-               "--busy-devices", "--seed", str(seed), "--before", before, "--no-plots", "--format", "json"]
+    command = [
+        sys.executable,
+        "-m",
+        "gpupolicy",
+        "simulate",
+        "--cluster",
+        cluster,
+        "--workload",
+        "mixed",
+        "--busy-devices",
+        "--seed",
+        str(seed),
+        "--before",
+        before,
+        "--no-plots",
+        "--format",
+        "json",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):  # 1: some job of the policy replay could never be scheduled
         raise SystemExit(f"{' '.join(command[2:])} failed ({done.returncode}):\n{done.stderr}")
@@ -39,9 +59,25 @@ def simulate(cluster: str, seed: int, before: str, out: Path) -> Path:
 def recommend(cluster: str, seed: int, trials: int, out: Path) -> Path:
     """`gpupolicy recommend` on the workload `simulate --seed` replays, one worker (two run at a time)."""
     report = out / f"recommend-{cluster}-{seed}.json"
-    command = [sys.executable, "-m", "gpupolicy", "recommend", "--cluster", cluster, "--workload", "mixed",
-               "--workload-seed", str(seed), "--busy-devices", "--trials", str(trials), "--jobs", "1",
-               "--format", "json"]
+    command = [
+        sys.executable,
+        "-m",
+        "gpupolicy",
+        "recommend",
+        "--cluster",
+        cluster,
+        "--workload",
+        "mixed",
+        "--workload-seed",
+        str(seed),
+        "--busy-devices",
+        "--trials",
+        str(trials),
+        "--jobs",
+        "1",
+        "--format",
+        "json",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):  # 1: no candidate checked was clean under every rule
         raise SystemExit(f"{' '.join(command[2:])} failed ({done.returncode}):\n{done.stderr}")
@@ -59,19 +95,23 @@ def serving_p95(figures: dict) -> float:
 
 def replay_row(cluster: str, seed: int, scale: str, name: str, figures: dict, crash: str) -> str:
     idle = figures["idle_while_waiting_gpu_hours"]
-    return (f"| {cluster} | {seed} | {scale} | {crash} | {name} | {figures['window_useful']:.1%} "
-            f"| {figures['window_allocation']:.1%} | {figures['allocation_while_waiting']:.1%} "
-            f"| {hours(figures['wait']['p95'])} | {serving_p95(figures):.0f} min | {figures['busy_starts']} "
-            f"| {idle.get('inference', 0):,.0f} / {idle.get('training', 0):,.0f} "
-            f"| {figures['lost_to_preemption_gpu_hours']:.0f} |")
+    return (
+        f"| {cluster} | {seed} | {scale} | {crash} | {name} | {figures['window_useful']:.1%} "
+        f"| {figures['window_allocation']:.1%} | {figures['allocation_while_waiting']:.1%} "
+        f"| {hours(figures['wait']['p95'])} | {serving_p95(figures):.0f} min | {figures['busy_starts']} "
+        f"| {idle.get('inference', 0):,.0f} / {idle.get('training', 0):,.0f} "
+        f"| {figures['lost_to_preemption_gpu_hours']:.0f} |"
+    )
 
 
 def target_row(cluster: str, seed: int, report: dict, policy: dict | None = None) -> str:
     before, policy = report["before"], policy or report["proposed"]
     gain = (policy["window_useful"] - before["window_useful"]) * 100
     ratio = policy["wait"]["p95"] / before["wait"]["p95"] if before["wait"]["p95"] else float("inf")
-    return (f"| {cluster} | {seed} | {gain:+.1f} | {ratio:.2f} | {serving_p95(policy):.0f} min "
-            f"| {policy['busy_starts']} |")
+    return (
+        f"| {cluster} | {seed} | {gain:+.1f} | {ratio:.2f} | {serving_p95(policy):.0f} min "
+        f"| {policy['busy_starts']} |"
+    )
 
 
 def recommended(report: dict) -> dict | None:
@@ -80,8 +120,13 @@ def recommended(report: dict) -> dict | None:
     return chosen["summary"] if chosen else None
 
 
-SAME = ("window_useful", "wait", "wait_by_tier", "idle_while_waiting_gpu_hours",
-        "lost_to_preemption_gpu_hours")
+SAME = (
+    "window_useful",
+    "wait",
+    "wait_by_tier",
+    "idle_while_waiting_gpu_hours",
+    "lost_to_preemption_gpu_hours",
+)
 
 
 def changes(cluster: str, seed: int, report: dict, proposed: dict) -> str:
@@ -91,27 +136,39 @@ def changes(cluster: str, seed: int, report: dict, proposed: dict) -> str:
         return f"- {cluster} seed {seed}: no candidate checked was clean under every rule"
     same = all(report["repository"][name] == proposed[name] for name in SAME)
     what = "; ".join(report["changes"]) or "none: keep the repository's policy"
-    return (f"- {cluster} seed {seed}: trial {chosen['trial']} of {len(report['candidates'])}, "
-            f"{report['seconds']:.0f} s: {what}"
-            + ("" if same else " (its replay of the repository's policy differs from simulate's)"))
+    return (
+        f"- {cluster} seed {seed}: trial {chosen['trial']} of {len(report['candidates'])}, "
+        f"{report['seconds']:.0f} s: {what}"
+        + ("" if same else " (its replay of the repository's policy differs from simulate's)")
+    )
 
 
 def tables(reports: dict[tuple[str, int, str], dict], clusters: list[str], seeds: list[int]) -> str:
-    lines = ["| cluster | seed | `--scale` | before: crash rate | replay | useful util (window) | GPU alloc (window) "
-             "| alloc while work waits | wait p95 | serving p95 | busy-start failures "
-             "| GPU-h idle while same-class work waits (inference / training) | GPU-h lost to preemption |",
-             "|" + "---|" * 13]
-    targets = ["| cluster | seed | useful util, policy - before (target >= +15 points) "
-               "| wait p95, policy / before (target <= 0.33) | serving p95 (target <= 15 min) "
-               "| busy-start failures (target 0) |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| cluster | seed | `--scale` | before: crash rate | replay | useful util (window) | GPU alloc "
+        "(window) | alloc while work waits | wait p95 | serving p95 | busy-start failures "
+        "| GPU-h idle while same-class work waits (inference / training) | GPU-h lost to preemption |",
+        "|" + "---|" * 13,
+    ]
+    targets = [
+        "| cluster | seed | useful util, policy - before (target >= +15 points) "
+        "| wait p95, policy / before (target <= 0.33) | serving p95 (target <= 15 min) "
+        "| busy-start failures (target 0) |",
+        "|---|---|---|---|---|---|",
+    ]
     for cluster in clusters:
         for seed in seeds:
             brief = reports[cluster, seed, "brief"]
             scale = brief["trace"].split("--scale ")[1].split(" ")[0]
             for name, side, before in REPLAYS:
                 report = reports[cluster, seed, before]
-                crash = ("" if side == "proposed" else
-                         f"{report['before_start_failure_rate']:.1%}" if before == "brief" else "none")
+                crash = (
+                    ""
+                    if side == "proposed"
+                    else f"{report['before_start_failure_rate']:.1%}"
+                    if before == "brief"
+                    else "none"
+                )
                 lines.append(replay_row(cluster, seed, scale, name, report[side], crash))
             found = reports.get((cluster, seed, RECOMMEND))
             if found and recommended(found):
@@ -119,9 +176,12 @@ def tables(reports: dict[tuple[str, int, str], dict], clusters: list[str], seeds
             targets.append(target_row(cluster, seed, brief))
             if found and recommended(found):
                 targets.append(target_row(f"{cluster} (recommended)", seed, brief, recommended(found)))
-    notes = [changes(cluster, seed, reports[cluster, seed, RECOMMEND],
-                     reports[cluster, seed, "brief"]["proposed"])
-             for cluster in clusters for seed in seeds if (cluster, seed, RECOMMEND) in reports]
+    notes = [
+        changes(cluster, seed, reports[cluster, seed, RECOMMEND], reports[cluster, seed, "brief"]["proposed"])
+        for cluster in clusters
+        for seed in seeds
+        if (cluster, seed, RECOMMEND) in reports
+    ]
     return "\n".join(lines + [""] + targets + ([""] + ["recommended changes:"] + notes if notes else []))
 
 
@@ -141,8 +201,12 @@ def main() -> int:
 
     def one(run):
         cluster, seed, kind = run
-        return recommend(cluster, seed, args.trials, args.out) if kind == RECOMMEND else \
-            simulate(cluster, seed, kind, args.out)
+        return (
+            recommend(cluster, seed, args.trials, args.out)
+            if kind == RECOMMEND
+            else simulate(cluster, seed, kind, args.out)
+        )
+
     with ThreadPoolExecutor(args.jobs) as pool:
         paths = list(pool.map(one, runs))
     reports = {run: json.loads(path.read_text()) for run, path in zip(runs, paths, strict=True)}

@@ -5,6 +5,7 @@ Run at a repository root:  python3 tools/dev/package_graph.py [--modules] [--dep
 Prints Markdown: a tree of packages with their line counts, then the package import graph (edges with the
 number of import statements) and any cycle. Standard library only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,21 +35,27 @@ def load_time_nodes(tree: ast.Module):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             continue
         if isinstance(node, (ast.If, ast.Try)):
-            yield from load_time_nodes(ast.Module(body=node.body + getattr(node, "orelse", [])
-                                                  + sum((h.body for h in getattr(node, "handlers", [])), []),
-                                                  type_ignores=[]))
+            yield from load_time_nodes(
+                ast.Module(
+                    body=node.body
+                    + getattr(node, "orelse", [])
+                    + sum((h.body for h in getattr(node, "handlers", [])), []),
+                    type_ignores=[],
+                )
+            )
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
 
 
 def imports(path: Path, load_time: bool = False) -> list[str]:
-    """Every gpupolicy module a file imports (absolute dotted names; `from X import y` yields X.y when X.y is a
+    """Every gpupolicy module a file imports (absolute dotted names; `from X import y` yields X.y when X.y is
+    a
     module); with load_time, only the imports that run when the module is imported."""
     mod = module_name(path)
     pkg = mod if is_package(path) else mod.rpartition(".")[0]
     out = []
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in (load_time_nodes(tree) if load_time else ast.walk(tree)):
+    for node in load_time_nodes(tree) if load_time else ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [a.name for a in node.names if a.name.startswith("gpupolicy")]
         elif isinstance(node, ast.ImportFrom):
@@ -69,18 +76,22 @@ def imports(path: Path, load_time: bool = False) -> list[str]:
 MODULES: dict[str, Path] = {}
 
 
-STAGE_RULES: set[str] = set()  # rule modules a pipeline stage reports (`STAGE = ...`): declarations, no checks
+# rule modules a pipeline stage reports (`STAGE = ...`): declarations, no checks
+STAGE_RULES: set[str] = set()
 
 
 def declares_stage(path: Path) -> bool:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "STAGE" for t in n.targets)
-               for n in tree.body)
+    return any(
+        isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "STAGE" for t in n.targets)
+        for n in tree.body
+    )
 
 
 def node_of(mod: str, depth: int) -> str:
-    """The graph node a module belongs to: its package `depth` levels below gpupolicy (a top-level module is its
-    own node). The rule modules a stage reports are one node of their own, `rules(stage)`: they declare an ID, a
+    """The graph node a module belongs to: its package `depth` levels below gpupolicy (a top-level module is
+    its own node). The rule modules a stage reports are one node of their own, `rules(stage)`: they declare an
+    ID, a
     severity and a page, import nothing but `findings`, and the stages that report them import them."""
     if mod in STAGE_RULES:
         return "rules(stage)"
@@ -132,8 +143,11 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--depth", type=int, default=1, help="package depth of a graph node (1: gpupolicy.X)")
-    ap.add_argument("--all-imports", action="store_true",
-                    help="count imports inside functions too (default: only those that run at import time)")
+    ap.add_argument(
+        "--all-imports",
+        action="store_true",
+        help="count imports inside functions too (default: only those that run at import time)",
+    )
     args = ap.parse_args()
     for path in sorted(PKG.rglob("*.py")):
         MODULES[module_name(path)] = path

@@ -1,6 +1,6 @@
-"""`gpupolicy` command line: each module in gpupolicy.commands with NAME/HELP/add_arguments/run is a subcommand,
-listed in `commands.COMMANDS`. Only the command that runs is imported: `gpupolicy --help` imports none of them
-(and none of the pipeline), `gpupolicy rules` only what listing the rules needs.
+"""`gpupolicy` command line: each module in gpupolicy.commands with NAME/HELP/add_arguments/run is a
+subcommand, listed in `commands.COMMANDS`. Only the command that runs is imported: `gpupolicy --help` imports
+none of them (and none of the pipeline), `gpupolicy rules` only what listing the rules needs.
 
 Exit codes everywhere: 0 clean, 1 findings of error severity, 2 the tool could not do its whole job (usage,
 a missing dependency, a check that crashed). An unexpected exception is a one-paragraph message and exit 2,
@@ -53,8 +53,12 @@ def command_module(name: str) -> ModuleType:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The command line's parser. Given the arguments it will parse, it imports only the command they name
     (none for `--help` or a usage error); without them, every command (for tests and the help checks)."""
-    parser = argparse.ArgumentParser(prog="gpupolicy", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="gpupolicy",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"gpupolicy {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     wanted = None if argv is None else _named_command(argv)
@@ -66,13 +70,18 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _named_command(argv: list[str]) -> str | None:
-    """The command `argv` names: its first word that is not an option (the top level's options take no value)."""
+    """The command `argv` names: its first word that is not an option (the top level's options take no
+    value)."""
     return next((word for word in argv if not word.startswith("-")), None)
 
 
 def _add_command(command: argparse.ArgumentParser, module: ModuleType) -> None:
-    command.add_argument("--repo", type=Path, default=None,
-                         help="policy repository root (default: the one containing the current directory)")
+    command.add_argument(
+        "--repo",
+        type=Path,
+        default=None,
+        help="policy repository root (default: the one containing the current directory)",
+    )
     module.add_arguments(command)
     command.set_defaults(_module=module)
 
@@ -118,8 +127,11 @@ def _recover_first(args: argparse.Namespace) -> int:
     if args.command in commands.WRITING_COMMANDS:
         print(f"gpupolicy: {transaction.recover(repo)}", file=sys.stderr)
         return 0
-    print(f"gpupolicy: {transaction.JOURNAL_NAME} in {repo}: an edit of several files was interrupted; run "
-          "`gpupolicy recover` (or any command that writes) to finish it first", file=sys.stderr)
+    print(
+        f"gpupolicy: {transaction.JOURNAL_NAME} in {repo}: an edit of several files was interrupted; run "
+        "`gpupolicy recover` (or any command that writes) to finish it first",
+        file=sys.stderr,
+    )
     return 2
 
 
@@ -132,8 +144,11 @@ def _command_name(args: argparse.Namespace) -> str:
 def _internal_error(command: str, exc: BaseException) -> int:
     if debugging():
         traceback.print_exception(exc, file=sys.stderr)
-    print(f"gpupolicy: internal error in {command}: {describe(exc)} (please report; run with {DEBUG_ENV}=1 "
-          "for the traceback)", file=sys.stderr)
+    print(
+        f"gpupolicy: internal error in {command}: {describe(exc)} (please report; run with {DEBUG_ENV}=1 "
+        "for the traceback)",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -1,9 +1,9 @@
 """Round-trip YAML editing: change a few values in repository files and write them back with their comments,
 quoting and layout kept, every file or none (`upgrade promote/rollback`, `recommend --apply`).
 
-Each file is loaded once, in the first of the repository's styles that reproduces it byte for byte, and refused
-when none does (a round-trip edit must never reformat a file). Which files an edit touches comes partly from
-content, so each one is resolved through the trust boundary (`repopath.Reader`) first.
+Each file is loaded once, in the first of the repository's styles that reproduces it byte for byte, and
+refused when none does (a round-trip edit must never reformat a file). Which files an edit touches comes
+partly from content, so each one is resolved through the trust boundary (`repopath.Reader`) first.
 """
 
 from __future__ import annotations
@@ -77,8 +77,11 @@ class Editor:
 
     def _document(self, rel: str, kind: str, name: str) -> Any:
         for document in self._load(rel).documents:
-            if isinstance(document, dict) and document.get("kind") == kind and \
-                    (document.get("metadata") or {}).get("name") == name:
+            if (
+                isinstance(document, dict)
+                and document.get("kind") == kind
+                and (document.get("metadata") or {}).get("name") == name
+            ):
                 return document
         raise ToolError(f"{rel}: no {kind} named {name} (is its version set by a kustomize patch?)")
 
@@ -92,16 +95,22 @@ class Editor:
         rendered = self.rendered()
         chunks = []
         for rel in self.changed():
-            chunks += difflib.unified_diff(self.files[rel].original.splitlines(keepends=True),
-                                           rendered[rel].splitlines(keepends=True), f"a/{rel}", f"b/{rel}")
+            chunks += difflib.unified_diff(
+                self.files[rel].original.splitlines(keepends=True),
+                rendered[rel].splitlines(keepends=True),
+                f"a/{rel}",
+                f"b/{rel}",
+            )
         return "".join(chunks)
 
     def write(self) -> None:
         """Every changed file or none (the transactional writer: a plan recorded as promoted while a pool
         kept its old version would lie about the fleet)."""
         rendered = self.rendered()
-        transaction.write_files({self.files[rel].real_path: rendered[rel] for rel in self.changed()},
-                                journal_root=self.root)
+        transaction.write_files(
+            {self.files[rel].real_path: rendered[rel] for rel in self.changed()}, journal_root=self.root
+        )
+
 
 def _dump(yaml: YAML, documents: list[Any]) -> str:
     stream = io.StringIO()

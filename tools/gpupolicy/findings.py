@@ -37,8 +37,8 @@ class Finding:
     line: int = 0
     cluster: str = ""
     hint: str = ""
-    # Other places that take part (the queue or policy a workload's error goes through): SARIF relatedLocations.
-    # Not part of `identity`: the same finding may be reached through a queue renamed since.
+    # Other places that take part (the queue or policy a workload's error goes through): SARIF
+    # relatedLocations. Not part of `identity`: the same finding may be reached through a queue renamed since.
     related: tuple[Location, ...] = ()
 
     def as_dict(self) -> dict:
@@ -51,8 +51,16 @@ class Finding:
 
     def as_tuple(self) -> tuple:
         """Plain values only (for caches that store marshal data); `from_tuple` reads it back."""
-        return (self.rule, self.severity.value, self.message, self.path, self.line, self.cluster, self.hint,
-                tuple((r.path, r.line) for r in self.related))
+        return (
+            self.rule,
+            self.severity.value,
+            self.message,
+            self.path,
+            self.line,
+            self.cluster,
+            self.hint,
+            tuple((r.path, r.line) for r in self.related),
+        )
 
     @classmethod
     def from_tuple(cls, values: tuple) -> Finding:
@@ -71,9 +79,10 @@ class Finding:
 
     @property
     def identity(self) -> tuple[str, str, str]:
-        """The same finding in two revisions: rule, file and message. Not the line, which edits above it shift,
-        nor the clusters, which come and go with the fleet. `gpupolicy diff` matches base and head findings by
-        it; SARIF's partialFingerprints are its hash (`formats.fingerprint`), so review tools match the same."""
+        """The same finding in two revisions: rule, file and message. Not the line, which edits above it
+        shift, nor the clusters, which come and go with the fleet. `gpupolicy diff` matches base and head
+        findings by it; SARIF's partialFingerprints are its hash (`formats.fingerprint`), so review tools
+        match the same."""
         return (self.rule, self.path, self.message)
 
 

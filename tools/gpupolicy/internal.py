@@ -18,8 +18,10 @@ from .findings import Finding, Location, Severity
 
 INTERNAL = "INTERNAL"
 DEBUG_ENV = "GPUPOLICY_DEBUG"
-HINT = ("this is a bug in gpupolicy, not in the repository: please report it with this message "
-        f"(run with {DEBUG_ENV}=1 for the traceback); the check did not run, so its findings are missing")
+HINT = (
+    "this is a bug in gpupolicy, not in the repository: please report it with this message "
+    f"(run with {DEBUG_ENV}=1 for the traceback); the check did not run, so its findings are missing"
+)
 MESSAGE_LIMIT = 300
 T = TypeVar("T")
 
@@ -41,8 +43,14 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def crash_finding(check: str, exc: BaseException, fleet: Any = None, subject: str = "",
-                  location: Location | None = None, cluster: str = "") -> Finding:
+def crash_finding(
+    check: str,
+    exc: BaseException,
+    fleet: Any = None,
+    subject: str = "",
+    location: Location | None = None,
+    cluster: str = "",
+) -> Finding:
     """The INTERNAL finding for `check` ("rule CAP001", "stage model") raising `exc`. Without an explicit
     subject, the object is looked up in the traceback: the innermost frame holding a model object."""
     if not subject:
@@ -55,12 +63,27 @@ def crash_finding(check: str, exc: BaseException, fleet: Any = None, subject: st
     if debugging():
         traceback.print_exception(exc, file=sys.stderr)
     checking = f" while checking {subject}" if subject else ""
-    return Finding(INTERNAL, Severity.ERROR, f"{check} crashed: {describe(exc)}{checking}",
-                   location.path if location else "", location.line if location else 0, cluster, HINT)
+    return Finding(
+        INTERNAL,
+        Severity.ERROR,
+        f"{check} crashed: {describe(exc)}{checking}",
+        location.path if location else "",
+        location.line if location else 0,
+        cluster,
+        HINT,
+    )
 
 
-def guarded(findings: list[Finding], check: str, call: Callable[..., T], *args: Any, default: Any = None,
-            subject: str = "", location: Location | None = None, cluster: str = "") -> T:
+def guarded(
+    findings: list[Finding],
+    check: str,
+    call: Callable[..., T],
+    *args: Any,
+    default: Any = None,
+    subject: str = "",
+    location: Location | None = None,
+    cluster: str = "",
+) -> T:
     """`call(*args)`, or `default` plus an INTERNAL finding in `findings` when it raises."""
     try:
         return call(*args)
@@ -70,6 +93,7 @@ def guarded(findings: list[Finding], check: str, call: Callable[..., T], *args: 
 
 
 # --- what was being checked ------------------------------------------------------------------------------
+
 
 def _subject_from(tb: TracebackType | None, fleet: Any) -> tuple[str, Location | None, str]:
     """(description, location, cluster) of the innermost model object a frame of the crash was working on."""

@@ -1,22 +1,19 @@
 """An organization's declarative checks: YAML documents under `policies/checks/`, evaluated with CEL.
 
 ```yaml
-apiVersion: gpupolicy/v1
-kind: Check
-id: ACME-NET001                    # the organization's prefix: no built-in ID has a dash, so none can clash
-severity: warning
-summary: GPU workloads in production carry a cost-center label
-match: {kinds: [Deployment, Job], namespaceLabels: {matchLabels: {gpupolicy.io/team-kind: research}}}
-expression: "cluster.environment != 'prod' || (has(object.metadata.labels) && 'cost-center' in object.metadata.labels)"
-message: no cost-center label on a production GPU workload
-hint: add metadata.labels.cost-center
+apiVersion: gpupolicy/v1 kind: Check id: ACME-NET001                    # the organization's prefix: no
+built-in ID has a dash, so none can clash severity: warning summary: GPU workloads in production carry a
+cost-center label match: {kinds: [Deployment, Job], namespaceLabels: {matchLabels: {gpupolicy.io/team-kind:
+research}}} expression: "cluster.environment != 'prod' || (has(object.metadata.labels) && 'cost-center' in
+object.metadata.labels)" message: no cost-center label on a production GPU workload hint: add
+metadata.labels.cost-center
 ```
 
 `match` selects rendered objects by kind, API group, namespace, labels and their namespace's labels; the
 expression is true when the object is fine and sees three read-only variables: `object` (the rendered object),
-`namespaceLabels` (its namespace's labels; {} when cluster-scoped or the namespace is not rendered) and `cluster`
-(the cluster's facts and pool names, `cluster_view`). A finding is placed at the object's source line, as a
-built-in rule's is. The CEL engine is the one admission uses (`cel.py`, decision 0013).
+`namespaceLabels` (its namespace's labels; {} when cluster-scoped or the namespace is not rendered) and
+`cluster` (the cluster's facts and pool names, `cluster_view`). A finding is placed at the object's source
+line, as a built-in rule's is. The CEL engine is the one admission uses (`cel.py`, decision 0013).
 
 Each check becomes a `rules.Rule`, so the pipeline runs it like a built-in rule (a crash is INTERNAL),
 `gpupolicy rules` lists it, and gpupolicy.yaml and exceptions can name it. A document that breaks the schema
@@ -62,22 +59,33 @@ class Check:
     expression_line: int
 
     def as_rule(self) -> Rule:
-        return Rule(id=self.id, severity=self.severity, summary=self.summary, doc=self.doc, stage="rules",
-                    check=self.findings, module=str(self.source))
+        return Rule(
+            id=self.id,
+            severity=self.severity,
+            summary=self.summary,
+            doc=self.doc,
+            stage="rules",
+            check=self.findings,
+            module=str(self.source),
+        )
 
     @property
     def doc(self) -> str:
-        return (f"{self.description.strip()}\n\n" if self.description.strip() else "") + \
-            f"Declarative check `{self.source}`: objects matching `{self.match}` must satisfy\n\n" \
+        return (
+            (f"{self.description.strip()}\n\n" if self.description.strip() else "")
+            + f"Declarative check `{self.source}`: objects matching `{self.match}` must satisfy\n\n"
             f"```cel\n{self.expression}\n```"
+        )
 
     def matches(self, obj: K8sObject, namespace_labels: dict[str, str]) -> bool:
         match = self.match
-        return (obj.kind in match.get("kinds", [obj.kind])
-                and obj.group in match.get("apiGroups", [obj.group])
-                and obj.namespace in match.get("namespaces", [obj.namespace])
-                and label_selector_matches(match.get("labels", {}), obj.labels)
-                and label_selector_matches(match.get("namespaceLabels", {}), namespace_labels))
+        return (
+            obj.kind in match.get("kinds", [obj.kind])
+            and obj.group in match.get("apiGroups", [obj.group])
+            and obj.namespace in match.get("namespaces", [obj.namespace])
+            and label_selector_matches(match.get("labels", {}), obj.labels)
+            and label_selector_matches(match.get("namespaceLabels", {}), namespace_labels)
+        )
 
     def findings(self, fleet: Fleet) -> Iterator[Finding]:
         for name, cluster in sorted(fleet.clusters.items()):
@@ -85,29 +93,46 @@ class Check:
             for obj in cluster.objects:
                 labels = namespace_labels(cluster, obj)
                 if self.matches(obj, labels):
-                    yield from self._verdict(fleet, obj, {"object": obj.body, "namespaceLabels": labels,
-                                                          "cluster": view}, name)
+                    yield from self._verdict(
+                        fleet, obj, {"object": obj.body, "namespaceLabels": labels, "cluster": view}, name
+                    )
 
     def _verdict(self, fleet: Fleet, obj: K8sObject, variables: dict, cluster: str) -> Iterator[Finding]:
         try:
             holds = cel.check_holds(self.program, variables)
         except cel.EvaluationError as exc:  # the check decided nothing for this object: say so where it is
-            yield cfg002.finding(f"check {self.id}: the expression failed on {obj.ref()}: {exc}", self.source.path,
-                                 self.expression_line, cluster=cluster,
-                                 hint="guard optional fields with has(); the expression must return a bool")
+            yield cfg002.finding(
+                f"check {self.id}: the expression failed on {obj.ref()}: {exc}",
+                self.source.path,
+                self.expression_line,
+                cluster=cluster,
+                hint="guard optional fields with has(); the expression must return a bool",
+            )
             return
         if not holds:
-            yield Finding(self.id, self.severity, f"{self.message} ({obj.ref()})",
-                          **at(fleet.locate(obj) or Location(obj.origin)), cluster=cluster, hint=self.hint)
+            yield Finding(
+                self.id,
+                self.severity,
+                f"{self.message} ({obj.ref()})",
+                **at(fleet.locate(obj) or Location(obj.origin)),
+                cluster=cluster,
+                hint=self.hint,
+            )
 
 
 def cluster_view(cluster: Cluster) -> dict[str, Any]:
     """What an expression may read about the cluster: its facts (cluster.yaml) and its pools' names."""
     facts = cluster.facts
-    return {"name": facts.name, "environment": facts.environment, "region": facts.region,
-            "zones": list(facts.zones), "kubernetesVersion": facts.kubernetes_version,
-            "gpuOperatorVersion": facts.gpu_operator_version, "syncEngine": facts.sync_engine,
-            "pools": sorted(pool.name for pool in cluster.pools)}
+    return {
+        "name": facts.name,
+        "environment": facts.environment,
+        "region": facts.region,
+        "zones": list(facts.zones),
+        "kubernetesVersion": facts.kubernetes_version,
+        "gpuOperatorVersion": facts.gpu_operator_version,
+        "syncEngine": facts.sync_engine,
+        "pools": sorted(pool.name for pool in cluster.pools),
+    }
 
 
 def namespace_labels(cluster: Cluster, obj: K8sObject) -> dict[str, str]:
@@ -139,7 +164,8 @@ def from_documents(documents: dict[str, list[Document]], taken: set[str]) -> Che
 
 
 def of_fleet(fleet: Fleet, taken: set[str]) -> CheckSet:
-    """The fleet's checks, once per run: `from_documents` over the loaded documents, or the base's files when the
+    """The fleet's checks, once per run: `from_documents` over the loaded documents, or the base's files when
+    the
     run has a base revision (`guardrails.base_of`)."""
     from .configure import guardrails
 
@@ -192,22 +218,45 @@ def _check(doc: Document, taken: set[str], problems: list[Finding]) -> Check | N
         return None
     errors = validate_repo_file("check", doc.data)
     for error in errors:
-        problems.append(cfg002.finding(f"check: {error.message}", doc.path, doc.line_of(error.path), hint=HINT))
+        problems.append(
+            cfg002.finding(f"check: {error.message}", doc.path, doc.line_of(error.path), hint=HINT)
+        )
     if errors:
         return None
     data = doc.data
     if data["id"] in taken:
-        problems.append(cfg002.finding(f"check {data['id']}: the ID is already a rule", doc.path,
-                                       doc.line_of(("id",)), hint="give each check its own ID"))
+        problems.append(
+            cfg002.finding(
+                f"check {data['id']}: the ID is already a rule",
+                doc.path,
+                doc.line_of(("id",)),
+                hint="give each check its own ID",
+            )
+        )
         return None
     program, problem = cel.compile_expression(data["expression"], ("expression",))
     if problem is not None:
-        problems.append(cfg002.finding(f"check {data['id']}: the expression {problem.message}"
-                                       if problem.unsupported else
-                                       f"check {data['id']}: the expression does not compile: {problem.message}",
-                                       doc.path, doc.line_of(("expression",)), hint=HINT))
+        problems.append(
+            cfg002.finding(
+                f"check {data['id']}: the expression {problem.message}"
+                if problem.unsupported
+                else f"check {data['id']}: the expression does not compile: {problem.message}",
+                doc.path,
+                doc.line_of(("expression",)),
+                hint=HINT,
+            )
+        )
         return None
-    return Check(id=data["id"], severity=Severity(data["severity"]), summary=data["summary"],
-                 description=data.get("description", ""), match=data["match"], expression=data["expression"],
-                 program=program, message=data["message"], hint=data.get("hint", ""),
-                 source=Location(doc.path, doc.line), expression_line=doc.line_of(("expression",)))
+    return Check(
+        id=data["id"],
+        severity=Severity(data["severity"]),
+        summary=data["summary"],
+        description=data.get("description", ""),
+        match=data["match"],
+        expression=data["expression"],
+        program=program,
+        message=data["message"],
+        hint=data.get("hint", ""),
+        source=Location(doc.path, doc.line),
+        expression_line=doc.line_of(("expression",)),
+    )

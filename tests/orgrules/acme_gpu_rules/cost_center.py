@@ -1,8 +1,8 @@
 """Every team ClusterQueue names the cost center its GPU hours are charged to.
 
 ## Why it matters
-ACME's finance team charges GPU hours by the `acme.example/cost-center` label of the ClusterQueue that admitted
-the work; a queue without it is charged to nobody.
+ACME's finance team charges GPU hours by the `acme.example/cost-center` label of the ClusterQueue that
+admitted the work; a queue without it is charged to nobody.
 
 ## Bad example
 A ClusterQueue `alpha` with labels `gpupolicy.io/team: alpha` only.
@@ -26,6 +26,11 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for name, cluster in sorted(fleet.clusters.items()):
         for queue in cluster.team_queues():
             if LABEL not in queue.labels:
-                yield Finding(ID, SEVERITY, f"ClusterQueue {queue.name} has no {LABEL} label",
-                              **at(fleet.locate(queue.obj, "metadata", "labels")), cluster=name,
-                              hint=f"add {LABEL}: <cost center code> to its labels")
+                yield Finding(
+                    ID,
+                    SEVERITY,
+                    f"ClusterQueue {queue.name} has no {LABEL} label",
+                    **at(fleet.locate(queue.obj, "metadata", "labels")),
+                    cluster=name,
+                    hint=f"add {LABEL}: <cost center code> to its labels",
+                )

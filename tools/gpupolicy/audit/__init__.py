@@ -41,7 +41,9 @@ from ..workpath.pods import pod_requests
 
 NO_POOL = "(no pool label)"
 IDLE_UTIL_PERCENT = 5.0  # DCGM_FI_DEV_GPU_UTIL at or below this counts as idle
-_PROM_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\d+)?$')
+_PROM_LINE = re.compile(
+    r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\d+)?$'
+)
 _PROM_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
@@ -83,7 +85,8 @@ class PendingWorkload:
 @dataclass
 class AuditReport:
     nodes_per_pool: dict[str, int] = field(default_factory=dict)
-    nodes_without_pool: list[str] = field(default_factory=list)  # names of the nodes counted as "(no pool label)"
+    # names of the nodes counted as "(no pool label)"
+    nodes_without_pool: list[str] = field(default_factory=list)
     # exact shares of a card: whole GPUs plus MIG instances as compute slices over the card's (1/7, 3/7, 1/2)
     gpus_by_namespace: dict[str, Fraction] = field(default_factory=dict)
     gpus_by_queue: dict[str, Fraction] = field(default_factory=dict)
@@ -104,13 +107,16 @@ def _items(path: Path, required: bool) -> list[dict] | None:
         raise AuditError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise AuditError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:  # an integer of 5,000 digits; nesting deeper than Python's stack
+    # an integer of 5,000 digits; nesting deeper than Python's stack
+    except (ValueError, RecursionError) as exc:
         raise AuditError(f"{path}: cannot read: {type(exc).__name__}: {str(exc)[:120]}") from None
     items = data.get("items") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise AuditError(f"{path}:1: expected a Kubernetes List with `items`")
     try:
-        inputschemas.check("snapshot-list", data, str(path), "`kubectl get ... -o json` output (a List of objects)")
+        inputschemas.check(
+            "snapshot-list", data, str(path), "`kubectl get ... -o json` output (a List of objects)"
+        )
     except inputschemas.InputRefused as exc:
         raise AuditError(str(exc)) from None
     check_shapes(items, SHAPES[path.name], str(path))
@@ -152,7 +158,13 @@ def parse_prometheus_text(text: str, source: str) -> list[tuple[str, dict[str, s
             value = float(match["value"])
         except ValueError:
             raise AuditError(f"{source}:{number}: sample value {match['value']!r} is not a number") from None
-        samples.append((match["name"], {key: _unescape(value) for key, value in _PROM_LABEL.findall(match["labels"] or "")}, value))
+        samples.append(
+            (
+                match["name"],
+                {key: _unescape(value) for key, value in _PROM_LABEL.findall(match["labels"] or "")},
+                value,
+            )
+        )
     return samples
 
 
@@ -165,11 +177,13 @@ def load_snapshot(directory: Path) -> Snapshot:
     if not directory.is_dir():
         raise AuditError(f"{directory}: not a directory")
     dcgm = directory / "dcgm.prom"
-    return Snapshot(nodes=_items(directory / "nodes.json", True) or [],
-                    pods=_items(directory / "pods.json", True) or [],
-                    workloads=_items(directory / "workloads.json", False),
-                    cluster_queues=_items(directory / "clusterqueues.json", False),
-                    dcgm=parse_prometheus(dcgm) if dcgm.is_file() else None)
+    return Snapshot(
+        nodes=_items(directory / "nodes.json", True) or [],
+        pods=_items(directory / "pods.json", True) or [],
+        workloads=_items(directory / "workloads.json", False),
+        cluster_queues=_items(directory / "clusterqueues.json", False),
+        dcgm=parse_prometheus(dcgm) if dcgm.is_file() else None,
+    )
 
 
 def _meta(obj: dict) -> dict:
@@ -190,7 +204,8 @@ def pod_gpus(pod: dict, model: str = "") -> float:
 
 
 def pod_gpu_share(pod: dict, model: str = "") -> Fraction:
-    """`pod_gpus` exactly: a MIG instance is a whole number of compute slices, so 1g.10gb is 1/7, never 0.142857."""
+    """`pod_gpus` exactly: a MIG instance is a whole number of compute slices, so 1g.10gb is 1/7, never
+    0.142857."""
     total = Fraction(0)
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
@@ -226,7 +241,8 @@ def format_gpus(share: Fraction) -> str:
 
 
 def node_models(nodes: list[dict], pools: dict[str, Pool]) -> dict[str, str]:
-    """Node name -> catalog GPU model: from its `nvidia.com/gpu.product` label, else its pool's declared model."""
+    """Node name -> catalog GPU model: from its `nvidia.com/gpu.product` label, else its pool's declared
+    model."""
     found: dict[str, str] = {}
     for node in nodes:
         labels = _meta(node).get("labels") or {}
@@ -254,8 +270,9 @@ def parse_time(text: str | None) -> datetime | None:
 
 
 def snapshot_time(snapshot: Snapshot) -> datetime | None:
-    """When the snapshot was taken, as near as it says: its newest timestamp (an object created, a pod started,
-    a condition changed). Auditing an old snapshot against today's clock would age every pending workload by
+    """When the snapshot was taken, as near as it says: its newest timestamp (an object created, a pod
+    started, a condition changed). Auditing an old snapshot against today's clock would age every pending
+    workload by
     the months since; None when the snapshot holds no timestamp at all."""
     stamps = []
     for obj in _objects(snapshot):
@@ -271,7 +288,9 @@ def snapshot_clusters(snapshot: Snapshot, fleet) -> list[str]:
     """The clusters some of whose pools the snapshot's nodes are labelled with: a snapshot of one cluster is
     compared with that cluster's pools, not with the other clusters' (which it would report as missing)."""
     labelled = {(_meta(node).get("labels") or {}).get(POOL_LABEL, "") for node in snapshot.nodes}
-    return sorted(name for name, cluster in fleet.clusters.items() if labelled & {p.name for p in cluster.pools})
+    return sorted(
+        name for name, cluster in fleet.clusters.items() if labelled & {p.name for p in cluster.pools}
+    )
 
 
 def _objects(snapshot: Snapshot) -> list[dict]:
@@ -299,8 +318,13 @@ def _audit_nodes(nodes: list[dict], pools: dict[str, Pool], report: AuditReport)
     for name, pool in sorted(pools.items()):
         members = by_pool.get(name, [])
         if len(members) != pool.nodes:
-            report.issues.append(Issue("pool-drift", f"pool {name}: {len(members)} node(s) in the cluster, "
-                                                     f"{pool.nodes} declared in {pool.path}"))
+            report.issues.append(
+                Issue(
+                    "pool-drift",
+                    f"pool {name}: {len(members)} node(s) in the cluster, "
+                    f"{pool.nodes} declared in {pool.path}",
+                )
+            )
         try:
             products = tuple(catalog.gpu(pool.gpu_model).product_labels)
         except Exception:
@@ -309,8 +333,12 @@ def _audit_nodes(nodes: list[dict], pools: dict[str, Pool], report: AuditReport)
             _node_drift(node, pool, products, report)
     for name in sorted(set(by_pool) - set(pools)):
         if name:
-            report.issues.append(Issue("pool-drift", f"{len(by_pool[name])} node(s) labelled with pool {name!r}, "
-                                                     "which no pool.yaml declares"))
+            report.issues.append(
+                Issue(
+                    "pool-drift",
+                    f"{len(by_pool[name])} node(s) labelled with pool {name!r}, which no pool.yaml declares",
+                )
+            )
 
 
 def _node_drift(node: dict, pool: Pool, products: tuple[str, ...], report: AuditReport) -> None:
@@ -318,22 +346,44 @@ def _node_drift(node: dict, pool: Pool, products: tuple[str, ...], report: Audit
     labels = _meta(node).get("labels") or {}
     product = labels.get(PRODUCT_LABEL, "")
     if products and not any(product.startswith(p) for p in products):
-        report.issues.append(Issue("pool-drift", f"node {name} (pool {pool.name}): GPU product {product or 'unset'!r}"
-                                                 f", pool.yaml declares {pool.gpu_model}"))
+        report.issues.append(
+            Issue(
+                "pool-drift",
+                f"node {name} (pool {pool.name}): GPU product "
+                f"{product or 'unset'!r}, pool.yaml declares {pool.gpu_model}",
+            )
+        )
     count = labels.get(GPU_COUNT_LABEL)
     if count is not None and count.isdigit() and int(count) != pool.gpus_per_node:
-        report.issues.append(Issue("pool-drift", f"node {name} (pool {pool.name}): {count} GPUs, "
-                                                 f"pool.yaml declares {pool.gpus_per_node} per node"))
+        report.issues.append(
+            Issue(
+                "pool-drift",
+                f"node {name} (pool {pool.name}): {count} GPUs, "
+                f"pool.yaml declares {pool.gpus_per_node} per node",
+            )
+        )
     for key, value in pool.node_labels.items():
         if key != PRODUCT_LABEL and labels.get(key) != value:  # the product is checked above
-            report.issues.append(Issue("pool-drift", f"node {name} (pool {pool.name}): label {key}="
-                                                     f"{labels.get(key)!r}, pool.yaml declares {value!r}"))
-    taints = {(t.get("key"), t.get("value", "") or "", t.get("effect")) for t in
-              (node.get("spec") or {}).get("taints") or []}
+            report.issues.append(
+                Issue(
+                    "pool-drift",
+                    f"node {name} (pool {pool.name}): label {key}="
+                    f"{labels.get(key)!r}, pool.yaml declares {value!r}",
+                )
+            )
+    taints = {
+        (t.get("key"), t.get("value", "") or "", t.get("effect"))
+        for t in (node.get("spec") or {}).get("taints") or []
+    }
     for taint in pool.taints:
         if (taint.key, taint.value or "", taint.effect) not in taints:
-            report.issues.append(Issue("pool-drift", f"node {name} (pool {pool.name}): taint "
-                                                     f"{taint.key}={taint.value}:{taint.effect} is missing"))
+            report.issues.append(
+                Issue(
+                    "pool-drift",
+                    f"node {name} (pool {pool.name}): taint "
+                    f"{taint.key}={taint.value}:{taint.effect} is missing",
+                )
+            )
 
 
 def _audit_pods(pods: list[dict], models: dict[str, str], report: AuditReport) -> None:
@@ -352,8 +402,14 @@ def _audit_pods(pods: list[dict], models: dict[str, str], report: AuditReport) -
             by_queue[f"{namespace}/{queue}"] += gpus
         else:
             report.unqueued_pods.append(f"{namespace}/{meta.get('name', '?')}")
-            report.issues.append(Issue("no-queue", f"pod {namespace}/{meta.get('name', '?')} requests "
-                                                   f"{format_gpus(gpus)} GPU(s) without a {QUEUE_LABEL} label"))
+            report.issues.append(
+                Issue(
+                    "no-queue",
+                    f"pod {namespace}/{meta.get('name', '?')} requests "
+                    f"{format_gpus(gpus)} GPU(s) without a {QUEUE_LABEL} "
+                    "label",
+                )
+            )
     report.gpus_by_namespace = dict(sorted(by_ns.items()))
     report.gpus_by_queue = dict(sorted(by_queue.items()))
 
@@ -363,11 +419,21 @@ def _audit_idle(samples, report: AuditReport) -> None:
         if name != "DCGM_FI_DEV_GPU_UTIL" or not labels.get("pod"):
             continue
         if value <= IDLE_UTIL_PERCENT:
-            idle = IdleGPU(labels.get("namespace", ""), labels["pod"], labels.get("gpu", labels.get("UUID", "?")),
-                           labels.get("hostname") or labels.get("Hostname", "?"), value)
+            idle = IdleGPU(
+                labels.get("namespace", ""),
+                labels["pod"],
+                labels.get("gpu", labels.get("UUID", "?")),
+                labels.get("hostname") or labels.get("Hostname", "?"),
+                value,
+            )
             report.idle_gpus.append(idle)
-            report.issues.append(Issue("idle", f"GPU {idle.gpu} on {idle.node} is allocated to "
-                                               f"{idle.namespace}/{idle.pod} but {value:g}% busy"))
+            report.issues.append(
+                Issue(
+                    "idle",
+                    f"GPU {idle.gpu} on {idle.node} is allocated to "
+                    f"{idle.namespace}/{idle.pod} but {value:g}% busy",
+                )
+            )
 
 
 def _audit_pending(workloads: list[dict], now: datetime, report: AuditReport) -> None:
@@ -381,17 +447,25 @@ def _audit_pending(workloads: list[dict], now: datetime, report: AuditReport) ->
         created = parse_time(meta.get("creationTimestamp"))  # the shape check refused a malformed one
         age = (now - created).total_seconds() / 3600 if created else None
         queue = (workload.get("spec") or {}).get("queueName", "")
-        report.pending.append(PendingWorkload(f"{meta.get('namespace', '')}/{meta.get('name', '?')}", queue, age))
-        report.issues.append(Issue("pending", f"workload {meta.get('namespace', '')}/{meta.get('name', '?')} in "
-                                              f"queue {queue or '?'} pending for {format_age(age)}"))
+        report.pending.append(
+            PendingWorkload(f"{meta.get('namespace', '')}/{meta.get('name', '?')}", queue, age)
+        )
+        report.issues.append(
+            Issue(
+                "pending",
+                f"workload {meta.get('namespace', '')}/{meta.get('name', '?')} "
+                f"in queue {queue or '?'} pending for {format_age(age)}",
+            )
+        )
     report.pending.sort(key=lambda item: -(item.age_hours if item.age_hours is not None else float("inf")))
 
 
 def free_by_pool(snapshot: Snapshot, pools: dict[str, Pool]) -> dict[str, dict[str, int]]:
-    """Devices free now per pool and resource: what the pool's nodes in the snapshot can allocate, less what the
-    pods bound to them request. A node's `status.allocatable` is what the scheduler counts (a card fallen off
-    the bus is already missing there); a node without it counts the pool's declared share of one node. A
-    cordoned node frees nothing: nothing new lands there. A pod counts while it is not Succeeded or Failed, with
+    """Devices free now per pool and resource: what the pool's nodes in the snapshot can allocate, less what
+    the pods bound to them request. A node's `status.allocatable` is what the scheduler counts (a card fallen
+    off the bus is already missing there); a node without it counts the pool's declared share of one node. A
+    cordoned node frees nothing: nothing new lands there. A pod counts while it is not Succeeded or Failed,
+    with
     its effective request (init containers and sidecars, as the scheduler adds them: workpath.pods)."""
     used = _requests_by_node(snapshot.pods)
     free: dict[str, dict[str, int]] = {name: dict.fromkeys(pool.capacity, 0) for name, pool in pools.items()}
@@ -402,8 +476,11 @@ def free_by_pool(snapshot: Snapshot, pools: dict[str, Pool]) -> dict[str, dict[s
         allocatable = (node.get("status") or {}).get("allocatable")
         taken = used.get(_meta(node).get("name", ""), {})
         for resource in pool.capacity:
-            offered = _count(allocatable[resource]) if allocatable and resource in allocatable \
+            offered = (
+                _count(allocatable[resource])
+                if allocatable and resource in allocatable
                 else Fraction(pool.capacity[resource], max(pool.nodes, 1))
+            )
             free[pool.name][resource] += max(int(offered - taken.get(resource, 0)), 0)
     return free
 
@@ -425,8 +502,10 @@ def report_json(report: AuditReport, now: datetime) -> dict:
     """The report for scripts: every list entry a keyed object; GPU shares as a number and as exact text."""
     data = asdict(report)
     for key in ("gpus_by_namespace", "gpus_by_queue"):
-        data[key] = {name: {"gpus": round(float(share), 6), "exact": format_gpus(share)}
-                     for name, share in getattr(report, key).items()}
+        data[key] = {
+            name: {"gpus": round(float(share), 6), "exact": format_gpus(share)}
+            for name, share in getattr(report, key).items()
+        }
     return {"snapshot_time": now.isoformat().replace("+00:00", "Z"), **data}
 
 
@@ -434,8 +513,9 @@ def format_age(hours: float | None) -> str:
     return "an unknown time (no creationTimestamp)" if hours is None else f"{hours:.1f} h"
 
 
-def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600,
-                pools: dict[str, Pool] | None = None):
+def export_jobs(
+    snapshot: Snapshot, now: datetime, default_duration: int = 3600, pools: dict[str, Pool] | None = None
+):
     """The snapshot's GPU pods as simulator jobs: submit = creation time, duration = time run so far.
 
     Running pods have run at least as long as they have been up, so their duration is a lower bound;
@@ -453,13 +533,26 @@ def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600,
         meta = _meta(pod)
         created = parse_time(meta.get("creationTimestamp")) or now
         started = parse_time((pod.get("status") or {}).get("startTime"))
-        duration = int((now - started).total_seconds()) if started and phase == "Running" else default_duration
+        duration = (
+            int((now - started).total_seconds()) if started and phase == "Running" else default_duration
+        )
         labels = meta.get("labels") or {}
         whole = gpus >= 1 and float(gpus).is_integer()
-        rows.append((created, Job(id=f"{meta.get('namespace', '')}/{meta.get('name', '')}", submit=0,
-                                  duration=max(duration, 1), gpus=int(gpus) if whole else 1,
-                                  share=0.0 if whole else min(gpus, 0.999), team=meta.get("namespace", ""),
-                                  queue=labels.get(QUEUE_LABEL, ""), tier=labels.get(TIER_LABEL, ""))))
+        rows.append(
+            (
+                created,
+                Job(
+                    id=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
+                    submit=0,
+                    duration=max(duration, 1),
+                    gpus=int(gpus) if whole else 1,
+                    share=0.0 if whole else min(gpus, 0.999),
+                    team=meta.get("namespace", ""),
+                    queue=labels.get(QUEUE_LABEL, ""),
+                    tier=labels.get(TIER_LABEL, ""),
+                ),
+            )
+        )
     if not rows:
         return []
     origin = min(created for created, _ in rows)
@@ -470,7 +563,8 @@ def export_jobs(snapshot: Snapshot, now: datetime, default_duration: int = 3600,
     return jobs
 
 
-# --- snapshot shapes -----------------------------------------------------------------------------------------
+# --- snapshot shapes
+# -----------------------------------------------------------------------------------------
 # What the audit reads of each object, and the type it must have. A snapshot is untrusted input (a file
 # someone saved or edited): a wrong shape is an AuditError naming the file and field, never a crash deep in
 # the audit, and a malformed time is an error, never an age of 0.0 h. Fields not listed here are not read.
@@ -481,14 +575,21 @@ CONTAINER = {"restartPolicy": TEXT, "resources": {"limits": RESOURCES, "requests
 LABELS = {"*": TEXT}  # a mapping of strings to strings
 METADATA = {"name": TEXT, "namespace": TEXT, "labels": LABELS, "creationTimestamp": TIME}
 SHAPES: dict[str, dict] = {
-    "nodes.json": {"metadata": METADATA,
-                   "spec": {"unschedulable": FLAG, "taints": [{"key": TEXT, "value": TEXT, "effect": TEXT}]},
-                   "status": {"allocatable": RESOURCES}},
-    "pods.json": {"metadata": METADATA,
-                  "spec": {"nodeName": TEXT, "containers": [CONTAINER], "initContainers": [CONTAINER]},
-                  "status": {"phase": TEXT, "startTime": TIME}},
-    "workloads.json": {"metadata": METADATA, "spec": {"queueName": TEXT},
-                       "status": {"conditions": [{"type": TEXT, "status": TEXT}]}},
+    "nodes.json": {
+        "metadata": METADATA,
+        "spec": {"unschedulable": FLAG, "taints": [{"key": TEXT, "value": TEXT, "effect": TEXT}]},
+        "status": {"allocatable": RESOURCES},
+    },
+    "pods.json": {
+        "metadata": METADATA,
+        "spec": {"nodeName": TEXT, "containers": [CONTAINER], "initContainers": [CONTAINER]},
+        "status": {"phase": TEXT, "startTime": TIME},
+    },
+    "workloads.json": {
+        "metadata": METADATA,
+        "spec": {"queueName": TEXT},
+        "status": {"conditions": [{"type": TEXT, "status": TEXT}]},
+    },
     "clusterqueues.json": {"metadata": METADATA},
 }
 
@@ -516,14 +617,24 @@ def _check(value: object, shape: object, source: str, where: str) -> None:
     elif shape == FLAG:
         _expect(isinstance(value, bool), value, "true or false", source, where)
     elif shape == TIME:
-        _expect(isinstance(value, str) and parse_time(value) is not None, value,
-                "an RFC 3339 time such as 2025-06-01T12:00:00Z", source, where)
+        _expect(
+            isinstance(value, str) and parse_time(value) is not None,
+            value,
+            "an RFC 3339 time such as 2025-06-01T12:00:00Z",
+            source,
+            where,
+        )
     elif shape == RESOURCES:
         _expect(isinstance(value, dict), value, "a mapping", source, where)
         for name, amount in value.items():
             if is_gpu_device_resource(name):  # the only amounts the audit adds up
-                _expect(_is_device_count(amount), amount, f"a number of devices from 0 to {MAX_DEVICES:,}", source,
-                        f"{where}.{name}")
+                _expect(
+                    _is_device_count(amount),
+                    amount,
+                    f"a number of devices from 0 to {MAX_DEVICES:,}",
+                    source,
+                    f"{where}.{name}",
+                )
 
 
 def _is_device_count(value: object) -> bool:

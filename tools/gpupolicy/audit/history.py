@@ -72,8 +72,13 @@ class _Pod:
     job: str = ""  # the batch/v1 Job that owns it
 
 
-def read_history(client: Prometheus, end: datetime, window: timedelta, queue_label: str = DEFAULT_QUEUE_LABEL,
-                 cluster: Cluster | None = None) -> History:
+def read_history(
+    client: Prometheus,
+    end: datetime,
+    window: timedelta,
+    queue_label: str = DEFAULT_QUEUE_LABEL,
+    cluster: Cluster | None = None,
+) -> History:
     """The GPU pods submitted within `window` before `end`, as jobs with their observed waits."""
     seconds = int(window.total_seconds())
     if seconds < LAST_SEEN_STEP:
@@ -88,16 +93,29 @@ def read_history(client: Prometheus, end: datetime, window: timedelta, queue_lab
     pods = _gpu_pods(ask(_requests_query(seconds)))
     if not pods:
         if not ask(f"count(max_over_time(kube_pod_created[{seconds}s]))"):
-            raise HistoryError(f"Prometheus {client.url} has no kube_pod_created series in the {seconds}s "
-                               f"before {end.isoformat()}: is kube-state-metrics scraped there?")
-        raise HistoryError(f"Prometheus {client.url}: no pod requested a GPU in the {seconds}s before "
-                           f"{end.isoformat()} (kube_pod_container_resource_requests{{resource=~"
-                           f"\"{GPU_REQUEST_RESOURCES}\"}})")
-    for name, attribute in (("kube_pod_created", "created"), ("kube_pod_start_time", "started"),
-                            ("kube_pod_completion_time", "completed")):
+            raise HistoryError(
+                f"Prometheus {client.url} has no kube_pod_created series in the {seconds}s "
+                f"before {end.isoformat()}: is kube-state-metrics scraped there?"
+            )
+        raise HistoryError(
+            f"Prometheus {client.url}: no pod requested a GPU in the {seconds}s before "
+            f"{end.isoformat()} (kube_pod_container_resource_requests{{resource=~"
+            f"\"{GPU_REQUEST_RESOURCES}\"}})"
+        )
+    for name, attribute in (
+        ("kube_pod_created", "created"),
+        ("kube_pod_start_time", "started"),
+        ("kube_pod_completion_time", "completed"),
+    ):
         _assign(pods, ask(over(name)), attribute)
-    _assign(pods, ask(f"max by (namespace, pod, uid) (max_over_time(timestamp(kube_pod_created)"
-                      f"[{seconds}s:{LAST_SEEN_STEP}s]))"), "last_seen")
+    _assign(
+        pods,
+        ask(
+            f"max by (namespace, pod, uid) (max_over_time(timestamp(kube_pod_created)"
+            f"[{seconds}s:{LAST_SEEN_STEP}s]))"
+        ),
+        "last_seen",
+    )
     series_label = ksm_label(queue_label)
     labelled = ask(over(f'kube_pod_labels{{{series_label}!=""}}', (*_POD, series_label)))
     if not labelled:
@@ -110,8 +128,10 @@ def read_history(client: Prometheus, end: datetime, window: timedelta, queue_lab
         pod = pods.get(_key(series.labels))
         if pod is not None:
             pod.job = series.labels["owner_name"]
-    jobs_created = {(s.labels.get("namespace", ""), s.labels.get("job_name", "")): _value(s, MAX_TIMESTAMP)
-                    for s in ask(over("kube_job_created", ("namespace", "job_name")))}
+    jobs_created = {
+        (s.labels.get("namespace", ""), s.labels.get("job_name", "")): _value(s, MAX_TIMESTAMP)
+        for s in ask(over("kube_job_created", ("namespace", "job_name")))
+    }
     return _history(list(pods.values()), jobs_created, end, seconds, queue_label, cluster)
 
 
@@ -119,17 +139,21 @@ def _requests_query(seconds: int) -> str:
     """GPU devices per pod and resource: the largest over the window per container (a pod's series change
     their `node` label when it is scheduled, so the same container has two series), summed over its
     containers."""
-    per_container = (f'max by (namespace, pod, uid, container, resource) (max_over_time('
-                     f'kube_pod_container_resource_requests{{resource=~"{GPU_REQUEST_RESOURCES}"}}[{seconds}s]))')
+    per_container = (
+        f'max by (namespace, pod, uid, container, resource) (max_over_time('
+        f'kube_pod_container_resource_requests{{resource=~"{GPU_REQUEST_RESOURCES}"}}[{seconds}s]))'
+    )
     return f"sum by (namespace, pod, uid, resource) ({per_container})"
 
 
 def _no_queue_label(queue_label: str, series_label: str) -> str:
-    return (f"no kube_pod_labels series in the window carries {series_label} (the pod label {queue_label}): "
-            "kube-state-metrics exports only the pod labels on its allowlist; start it with "
-            f"--metric-labels-allowlist=pods=[{queue_label}] (the kube-prometheus-stack chart: "
-            "kube-state-metrics.metricLabelsAllowlist), or pass --queue-label for the label your pods carry "
-            f"(Kueue sets {CLUSTER_QUEUE_LABEL} on the pods it admits)")
+    return (
+        f"no kube_pod_labels series in the window carries {series_label} (the pod label {queue_label}): "
+        "kube-state-metrics exports only the pod labels on its allowlist; start it with "
+        f"--metric-labels-allowlist=pods=[{queue_label}] (the kube-prometheus-stack chart: "
+        "kube-state-metrics.metricLabelsAllowlist), or pass --queue-label for the label your pods carry "
+        f"(Kueue sets {CLUSTER_QUEUE_LABEL} on the pods it admits)"
+    )
 
 
 def _value(series: Series, largest: float) -> float | None:
@@ -164,8 +188,14 @@ def _assign(pods: dict, series: list[Series], attribute: str) -> None:
             setattr(pod, attribute, _value(item, MAX_TIMESTAMP))
 
 
-def _history(pods: list[_Pod], jobs_created: dict, end: datetime, seconds: int, queue_label: str,
-             cluster: Cluster | None) -> History:
+def _history(
+    pods: list[_Pod],
+    jobs_created: dict,
+    end: datetime,
+    seconds: int,
+    queue_label: str,
+    cluster: Cluster | None,
+) -> History:
     end_time = end.timestamp()
     start_time = end_time - seconds
     rows: list[tuple[float, _Pod]] = []
@@ -181,8 +211,10 @@ def _history(pods: list[_Pod], jobs_created: dict, end: datetime, seconds: int, 
         unqueued += not pod.queue
         rows.append((submitted, pod))
     if not rows:
-        raise HistoryError(f"none of the {len(pods)} GPU pod(s) in the window was submitted within it and "
-                           "ran or still waits at its end")
+        raise HistoryError(
+            f"none of the {len(pods)} GPU pod(s) in the window was submitted within it and "
+            "ran or still waits at its end"
+        )
     rows.sort(key=lambda row: (row[0], row[1].namespace, row[1].name, row[1].uid))
     origin = rows[0][0]
     history = History([], {}, datetime.fromtimestamp(origin, end.tzinfo))
@@ -213,12 +245,15 @@ def _job_ids(pods: list[_Pod]) -> list[str]:
     seen: dict[tuple[str, str], int] = {}
     for pod in pods:
         seen[(pod.namespace, pod.name)] = seen.get((pod.namespace, pod.name), 0) + 1
-    return [f"{pod.namespace}/{pod.name}" + (f"@{pod.uid[:8]}" if seen[(pod.namespace, pod.name)] > 1 else "")
-            for pod in pods]
+    return [
+        f"{pod.namespace}/{pod.name}" + (f"@{pod.uid[:8]}" if seen[(pod.namespace, pod.name)] > 1 else "")
+        for pod in pods
+    ]
 
 
-def _job(pod: _Pod, job_id: str, submit: int, shared: int | None, queues: dict, unknown: set[str],
-         notes: list[str]):
+def _job(
+    pod: _Pod, job_id: str, submit: int, shared: int | None, queues: dict, unknown: set[str], notes: list[str]
+):
     from ..simulate.jobs import Job
 
     if pod.started is None:
@@ -227,8 +262,16 @@ def _job(pod: _Pod, job_id: str, submit: int, shared: int | None, queues: dict, 
         finished = pod.completed if pod.completed is not None else pod.last_seen
         duration = int((finished or pod.started) - pod.started)
     gpus, share, mig = _size(pod.requests, shared, notes, job_id)
-    return Job(id=job_id, submit=submit, duration=max(duration, 1), gpus=gpus, share=share, mig=mig,
-               team=pod.namespace, queue=_cluster_queue(pod, queues, unknown))
+    return Job(
+        id=job_id,
+        submit=submit,
+        duration=max(duration, 1),
+        gpus=gpus,
+        share=share,
+        mig=mig,
+        team=pod.namespace,
+        queue=_cluster_queue(pod, queues, unknown),
+    )
 
 
 def _cluster_queue(pod: _Pod, queues: dict[tuple[str, str], str], unknown: set[str]) -> str:
@@ -247,8 +290,9 @@ def _cluster_queue(pod: _Pod, queues: dict[tuple[str, str], str], unknown: set[s
 _MIG_RESOURCE = re.compile(r"^nvidia_com_mig_(?P<compute>\d+g)_(?P<memory>\d+gb)(?P<rest>(_me)?)$")
 
 
-def _size(requests: dict[str, float], shared: int | None, notes: list[str],
-          job_id: str) -> tuple[int, float, str]:
+def _size(
+    requests: dict[str, float], shared: int | None, notes: list[str], job_id: str
+) -> tuple[int, float, str]:
     """(whole GPUs, share of one card, MIG profile) of a pod's sanitized GPU requests."""
     whole = int(requests.get("nvidia_com_gpu", 0))
     if whole:
@@ -298,15 +342,25 @@ def _queue_map(cluster: Cluster | None, queue_label: str) -> dict[tuple[str, str
     return found
 
 
-def _notes(history: History, cancelled: int, outside: int, unqueued: int, unknown: set[str], queue_label: str,
-           cluster: Cluster | None) -> None:
+def _notes(
+    history: History,
+    cancelled: int,
+    outside: int,
+    unqueued: int,
+    unknown: set[str],
+    queue_label: str,
+    cluster: Cluster | None,
+) -> None:
     if cancelled:
         history.notes.append(f"{cancelled} GPU pod(s) were deleted before they started: left out")
     if outside:
         history.notes.append(f"{outside} GPU pod(s) seen in the window were submitted before it: left out")
     if unqueued:
-        history.notes.append(f"{unqueued} GPU pod(s) carry no {queue_label} label: their queue is left to "
-                             "`simulate` (by team)")
+        history.notes.append(
+            f"{unqueued} GPU pod(s) carry no {queue_label} label: their queue is left to `simulate` (by team)"
+        )
     if unknown and cluster is not None:
-        history.notes.append(f"queue(s) {', '.join(sorted(unknown))} are no LocalQueue or ClusterQueue of "
-                             f"cluster {cluster.name}: `simulate` sends their jobs by team")
+        history.notes.append(
+            f"queue(s) {', '.join(sorted(unknown))} are no LocalQueue or ClusterQueue of "
+            f"cluster {cluster.name}: `simulate` sends their jobs by team"
+        )

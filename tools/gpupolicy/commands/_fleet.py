@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # the commands import the toolkit lazily, to keep `gpupolicy 
 
 
 def load_fleet_or_error(args: argparse.Namespace, every_cluster: bool = False) -> tuple[Fleet | None, str]:
-    """The fleet of `args.repo` (only `args.cluster` when given, unless `every_cluster`: a run over some clusters
+    """The fleet of `args.repo` (only `args.cluster` when given, unless `every_cluster`: a run over some
+    clusters
     reads only their sources, not docs/examples/), or None and a message saying why it failed."""
     from ..errors import ToolError
     from ..pipeline import load_fleet
@@ -34,7 +35,9 @@ def fleet_and_cluster(args: argparse.Namespace, every_cluster: bool = False):
     if fleet is None:
         return None, None, error
     if not fleet.clusters:
-        message = f"no cluster {args.cluster!r} in {args.repo}" if args.cluster else f"no clusters in {args.repo}"
+        message = (
+            f"no cluster {args.cluster!r} in {args.repo}" if args.cluster else (f"no clusters in {args.repo}")
+        )
         return None, None, message
     name = args.cluster or sorted(fleet.clusters)[0]
     if name not in fleet.clusters:

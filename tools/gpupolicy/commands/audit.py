@@ -1,17 +1,17 @@
 """`gpupolicy audit --snapshot DIR | --context NAME`: GPU use in a cluster against the repository's pools.
 
-Reports nodes per pool against pool.yaml (count, GPU model from nvidia.com/gpu.product, GPUs per node,
-labels, taints), GPU requests per namespace and Kueue queue, GPUs allocated but idle (DCGM_FI_DEV_GPU_UTIL at
-or below 5%), GPU pods without a queue label and pending workloads with their age. `--export-trace FILE`
-writes the GPU pods as a CSV trace for `gpupolicy simulate --trace FILE`.
-`--context NAME` reads a live cluster through the Kubernetes Python client (list only; `--kubeconfig`,
-`--dcgm-url` for a DCGM exporter's or Prometheus' /federate output, `--save-snapshot DIR` to keep what was read).
-`--prometheus URL --window 7d --export-trace FILE` writes the job history instead: the GPU pods submitted in
-the window before --now, from kube-state-metrics' series, each with the wait it had (column observed_wait), for
-`gpupolicy simulate --trace FILE` to compare its estimated waits with. The pods' queue label
-(--queue-label, default kueue.x-k8s.io/queue-name) must be on kube-state-metrics' --metric-labels-allowlist.
-The bearer token comes from $GPUPOLICY_PROMETHEUS_TOKEN or --prometheus-token-file.
-Exit codes: 0 nothing to report, 1 drift, idle, unqueued or pending findings, 2 could not run.
+Reports nodes per pool against pool.yaml (count, GPU model from nvidia.com/gpu.product, GPUs per node, labels,
+taints), GPU requests per namespace and Kueue queue, GPUs allocated but idle (DCGM_FI_DEV_GPU_UTIL at or below
+5%), GPU pods without a queue label and pending workloads with their age. `--export-trace FILE` writes the GPU
+pods as a CSV trace for `gpupolicy simulate --trace FILE`. `--context NAME` reads a live cluster through the
+Kubernetes Python client (list only; `--kubeconfig`, `--dcgm-url` for a DCGM exporter's or Prometheus'
+/federate output, `--save-snapshot DIR` to keep what was read). `--prometheus URL --window 7d --export-trace
+FILE` writes the job history instead: the GPU pods submitted in the window before --now, from
+kube-state-metrics' series, each with the wait it had (column observed_wait), for `gpupolicy simulate --trace
+FILE` to compare its estimated waits with. The pods' queue label (--queue-label, default
+kueue.x-k8s.io/queue-name) must be on kube-state-metrics' --metric-labels-allowlist. The bearer token comes
+from $GPUPOLICY_PROMETHEUS_TOKEN or --prometheus-token-file. Exit codes: 0 nothing to report, 1 drift, idle,
+unqueued or pending findings, 2 could not run.
 """
 
 from __future__ import annotations
@@ -35,30 +35,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--snapshot", metavar="DIR", type=Path, help="directory of kubectl -o json output")
     source.add_argument("--context", metavar="NAME", help="read a live cluster: this kubeconfig context")
-    source.add_argument("--prometheus", metavar="URL", help="export the job history from this Prometheus "
-                        "(HTTP API) over --window, with --export-trace")
-    parser.add_argument("--kubeconfig", metavar="FILE", help="with --context: this kubeconfig (default: $KUBECONFIG "
-                        "or ~/.kube/config)")
-    parser.add_argument("--dcgm-url", metavar="URL", help="with --context: scrape GPU utilization here (a DCGM "
-                        "exporter's /metrics, or Prometheus /federate?match[]=DCGM_FI_DEV_GPU_UTIL)")
-    parser.add_argument("--save-snapshot", metavar="DIR", type=Path, help="with --context: write what was read "
-                        "as a snapshot directory (for --snapshot later)")
-    parser.add_argument("--cluster", metavar="NAME", help="compare with this cluster's pools (default: the one "
-                        "cluster whose pools the snapshot's nodes are labelled with, else every pool)")
-    parser.add_argument("--now", metavar="TIME", help="ISO time the snapshot was taken (default: the snapshot's "
-                        "newest timestamp; the current time with --context)")
+    source.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="export the job history from this Prometheus (HTTP API) over --window, with --export-trace",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="with --context: this kubeconfig (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--dcgm-url",
+        metavar="URL",
+        help="with --context: scrape GPU utilization here (a "
+        "DCGM exporter's /metrics, or Prometheus /federate?match[]=DCGM_FI_DEV_GPU_UTIL)",
+    )
+    parser.add_argument(
+        "--save-snapshot",
+        metavar="DIR",
+        type=Path,
+        help="with --context: write what was read as a snapshot directory (for --snapshot later)",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="compare with this cluster's pools (default: the "
+        "one cluster whose pools the snapshot's nodes are labelled with, else every pool)",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="TIME",
+        help="ISO time the snapshot was taken (default: the "
+        "snapshot's newest timestamp; the current time with --context)",
+    )
     parser.add_argument("--export-trace", metavar="FILE", type=Path, help="write the GPU pods as a CSV trace")
-    parser.add_argument("--window", metavar="DURATION", default="7d", help="with --prometheus: the history "
-                        "before --now to export (30m, 48h, 7d; default 7d)")
-    parser.add_argument("--queue-label", metavar="LABEL", default="kueue.x-k8s.io/queue-name",
-                        help="with --prometheus: the pod label naming the job's queue (default "
-                        "kueue.x-k8s.io/queue-name; Kueue also sets kueue.x-k8s.io/cluster-queue-name)")
-    parser.add_argument("--prometheus-token-file", metavar="FILE", type=Path,
-                        help="with --prometheus: bearer token file (default: $GPUPOLICY_PROMETHEUS_TOKEN if "
-                        "set)")
-    parser.add_argument("--timeout", metavar="SECONDS", type=float, default=30.0,
-                        help="with --prometheus: seconds one query may take, connect to last byte "
-                        "(default 30)")
+    parser.add_argument(
+        "--window",
+        metavar="DURATION",
+        default="7d",
+        help="with --prometheus: the history before --now to export (30m, 48h, 7d; default 7d)",
+    )
+    parser.add_argument(
+        "--queue-label",
+        metavar="LABEL",
+        default="kueue.x-k8s.io/queue-name",
+        help="with --prometheus: the pod label naming the job's queue (default "
+        "kueue.x-k8s.io/queue-name; Kueue also sets kueue.x-k8s.io/cluster-queue-name)",
+    )
+    parser.add_argument(
+        "--prometheus-token-file",
+        metavar="FILE",
+        type=Path,
+        help="with --prometheus: bearer token file (default: $GPUPOLICY_PROMETHEUS_TOKEN if set)",
+    )
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="with --prometheus: seconds one query may take, connect to last byte (default 30)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
@@ -75,8 +112,10 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--kubeconfig, --dcgm-url and --save-snapshot go with --context")
     now = parse_time(args.now) if args.now else None
     if args.now and now is None:
-        return _fail(f"--now {args.now!r} is not a valid ISO time such as 2025-01-31T12:00:00Z (a date that "
-                     "exists, a time of day; UTC unless it names a zone)")
+        return _fail(
+            f"--now {args.now!r} is not a valid ISO time such as 2025-01-31T12:00:00Z (a date that "
+            "exists, a time of day; UTC unless it names a zone)"
+        )
     if args.prometheus:
         return _export_history(args, now)
     try:
@@ -134,19 +173,30 @@ def _export_history(args: argparse.Namespace, now: datetime | None) -> int:
         count = write_csv(history.jobs, args.export_trace, history.observed_waits)
     except OSError as exc:
         return _fail(f"cannot write {args.export_trace}: {exc.strerror or exc}")
-    summary = {"trace": str(args.export_trace), "jobs": count, "observed_waits": len(history.observed_waits),
-               "pending_at_end": history.pending_at_end, "window": format_duration(window),
-               "end": end.isoformat().replace("+00:00", "Z"),
-               "origin": history.origin.isoformat().replace("+00:00", "Z") if history.origin else None,
-               "cluster": cluster.name if cluster else None, "notes": history.notes}
+    summary = {
+        "trace": str(args.export_trace),
+        "jobs": count,
+        "observed_waits": len(history.observed_waits),
+        "pending_at_end": history.pending_at_end,
+        "window": format_duration(window),
+        "end": end.isoformat().replace("+00:00", "Z"),
+        "origin": history.origin.isoformat().replace("+00:00", "Z") if history.origin else None,
+        "cluster": cluster.name if cluster else None,
+        "notes": history.notes,
+    }
     if args.format == "json":
         print(json.dumps(summary, indent=2))
         return 0
-    print(f"wrote {count} job(s) to {args.export_trace}: the GPU pods submitted in the {summary['window']} "
-          f"before {summary['end']} ({len(history.observed_waits)} with an observed wait, "
-          f"{history.pending_at_end} still waiting at the end); submit 0 = {summary['origin']}")
-    print(f"queues: LocalQueues mapped to the ClusterQueues of cluster {cluster.name}" if cluster else
-          "queues: as the pods' label names them (--cluster NAME maps LocalQueues to ClusterQueues)")
+    print(
+        f"wrote {count} job(s) to {args.export_trace}: the GPU pods submitted in the {summary['window']} "
+        f"before {summary['end']} ({len(history.observed_waits)} with an observed wait, "
+        f"{history.pending_at_end} still waiting at the end); submit 0 = {summary['origin']}"
+    )
+    print(
+        f"queues: LocalQueues mapped to the ClusterQueues of cluster {cluster.name}"
+        if cluster
+        else "queues: as the pods' label names them (--cluster NAME maps LocalQueues to ClusterQueues)"
+    )
     for note in history.notes:
         print(f"  note: {note}")
     return 0
@@ -205,10 +255,19 @@ def _pools(args: argparse.Namespace, snapshot):
         return _pools_of(fleet, args.cluster), {"cluster": args.cluster, "why": "--cluster"}
     matched = snapshot_clusters(snapshot, fleet)
     if len(matched) == 1:
-        return _pools_of(fleet, matched[0]), {"cluster": matched[0],
-                                              "why": "its nodes carry them; --cluster NAME overrides"}
-    why = f"its nodes carry pools of {', '.join(matched)}" if matched else "no node carries a pool of one cluster"
-    return {p.name: p for p in fleet.pools.values()}, {"cluster": None, "why": f"{why}; --cluster NAME narrows it"}
+        return _pools_of(fleet, matched[0]), {
+            "cluster": matched[0],
+            "why": "its nodes carry them; --cluster NAME overrides",
+        }
+    why = (
+        f"its nodes carry pools of {', '.join(matched)}"
+        if matched
+        else ("no node carries a pool of one cluster")
+    )
+    return {p.name: p for p in fleet.pools.values()}, {
+        "cluster": None,
+        "why": f"{why}; --cluster NAME narrows it",
+    }
 
 
 def _pools_of(fleet, cluster: str) -> dict:
@@ -232,12 +291,17 @@ def _text(report) -> str:
     lines.append("GPUs requested per queue (namespace/queue):")
     lines += [f"  {queue:32} {format_gpus(gpus)}" for queue, gpus in report.gpus_by_queue.items()]
     lines.append(f"GPUs allocated but idle: {len(report.idle_gpus)}")
-    lines += [f"  {idle.namespace}/{idle.pod} gpu {idle.gpu} on {idle.node}: {idle.utilization_percent:g}%"
-              for idle in report.idle_gpus]
+    lines += [
+        f"  {idle.namespace}/{idle.pod} gpu {idle.gpu} on {idle.node}: {idle.utilization_percent:g}%"
+        for idle in report.idle_gpus
+    ]
     lines.append(f"GPU pods without a queue label: {len(report.unqueued_pods)}")
     lines += [f"  {name}" for name in report.unqueued_pods]
     lines.append(f"Pending workloads: {len(report.pending)}")
-    lines += [f"  {item.workload} (queue {item.queue or '?'}): {format_age(item.age_hours)}" for item in report.pending]
+    lines += [
+        f"  {item.workload} (queue {item.queue or '?'}): {format_age(item.age_hours)}"
+        for item in report.pending
+    ]
     drift = [issue.message for issue in report.issues if issue.kind == "pool-drift"]
     lines.append(f"Pool drift: {len(drift)}")
     lines += [f"  {message}" for message in drift]

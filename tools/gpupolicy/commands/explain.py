@@ -1,8 +1,8 @@
-"""gpupolicy explain: the path a workload manifest takes through each cluster — "why is my pod pending?" answered
-offline, step by step, with the file:line of the object that decides each step.
+"""gpupolicy explain: the path a workload manifest takes through each cluster — "why is my pod pending?"
+answered offline, step by step, with the file:line of the object that decides each step.
 
-Exit codes: 0 every workload lands where the policy intends on every cluster traced, 1 one does not (blocked, or
-CPU-only pods that can run on GPU nodes), 2 the file could not be read or holds no workload.
+Exit codes: 0 every workload lands where the policy intends on every cluster traced, 1 one does not (blocked,
+or CPU-only pods that can run on GPU nodes), 2 the file could not be read or holds no workload.
 """
 
 from __future__ import annotations
@@ -19,14 +19,24 @@ HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a YAML file with one or more workloads (Pod, Job, Deployment, "
-                                                     "StatefulSet, JobSet, PyTorchJob, RayJob, LeaderWorkerSet, ...)")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="a YAML file with one or more workloads (Pod, Job, "
+        "Deployment, StatefulSet, JobSet, PyTorchJob, RayJob, LeaderWorkerSet, ...)",
+    )
     parser.add_argument("--cluster", metavar="NAME", help="only this cluster (default: every cluster)")
-    parser.add_argument("--namespace", metavar="NS", help="trace it in this namespace (default: its own, else default)")
+    parser.add_argument(
+        "--namespace", metavar="NS", help="trace it in this namespace (default: its own, else default)"
+    )
     parser.add_argument("--format", default="text", choices=("text", "json"), help=FORMAT_HELP)
-    parser.add_argument("--full", metavar="FLAVOR,...", default="",
-                        help="trace as if these ResourceFlavors had no room left (the cluster under load): Kueue "
-                             "then tries each pod set's next flavor")
+    parser.add_argument(
+        "--full",
+        metavar="FLAVOR,...",
+        default="",
+        help="trace as if these ResourceFlavors had no room left (the cluster under load): "
+        "Kueue then tries each pod set's next flavor",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,10 +56,16 @@ def run(args: argparse.Namespace) -> int:
     full = frozenset(f.strip() for f in args.full.split(",") if f.strip())
     unknown = sorted(full - {f for cluster in fleet.clusters.values() for f in cluster.flavors})
     if unknown:
-        print(f"gpupolicy explain: --full: no ResourceFlavor named {', '.join(unknown)} in the fleet", file=sys.stderr)
+        print(
+            f"gpupolicy explain: --full: no ResourceFlavor named {', '.join(unknown)} in the fleet",
+            file=sys.stderr,
+        )
         return 2
-    paths = [workpath.trace(fleet, cluster, doc.data, workpath.example_locator(doc), args.namespace, full)
-             for doc in documents for cluster in fleet.clusters.values()]
+    paths = [
+        workpath.trace(fleet, cluster, doc.data, workpath.example_locator(doc), args.namespace, full)
+        for doc in documents
+        for cluster in fleet.clusters.values()
+    ]
     if args.format == "json":
         print(json.dumps([_as_json(p) for p in paths], indent=2))
     else:
@@ -88,8 +104,13 @@ def _as_text(path) -> str:
 
     problem, where = workpath.misplaced(path)
     waits = any(p.waits_for for p in path.pod_sets)
-    verdict = (f"DOES NOT LAND: {problem}" if problem else
-               f"waits for room (Kueue keeps it pending): {path.summary()}" if waits else f"lands: {path.summary()}")
+    verdict = (
+        f"DOES NOT LAND: {problem}"
+        if problem
+        else f"waits for room (Kueue keeps it pending): {path.summary()}"
+        if waits
+        else f"lands: {path.summary()}"
+    )
     lines = [f"{path.ref} on {path.cluster}: {verdict}"]
     lines += [_step(step) for step in path.steps]
     for pod_set in path.pod_sets:
@@ -121,12 +142,28 @@ def _as_json(path) -> dict:
     from .. import workpath
 
     problem, where = workpath.misplaced(path)
-    return {"workload": path.ref, "cluster": path.cluster, "namespace": path.namespace, "lands": not problem,
-            "problem": problem, "change": _where(where), "summary": path.summary(),
-            "steps": [_step_json(s) for s in path.steps],
-            "podSets": [{"name": p.name, "count": p.count, "pool": p.pool, "waitsFor": list(p.waits_for),
-                         "requests": {r: str(q) for r, q in p.requests.items()}, "flavors": p.flavors,
-                         "steps": [_step_json(s) for s in p.steps]} for p in path.pod_sets]}
+    return {
+        "workload": path.ref,
+        "cluster": path.cluster,
+        "namespace": path.namespace,
+        "lands": not problem,
+        "problem": problem,
+        "change": _where(where),
+        "summary": path.summary(),
+        "steps": [_step_json(s) for s in path.steps],
+        "podSets": [
+            {
+                "name": p.name,
+                "count": p.count,
+                "pool": p.pool,
+                "waitsFor": list(p.waits_for),
+                "requests": {r: str(q) for r, q in p.requests.items()},
+                "flavors": p.flavors,
+                "steps": [_step_json(s) for s in p.steps],
+            }
+            for p in path.pod_sets
+        ],
+    }
 
 
 def _step_json(step) -> dict:

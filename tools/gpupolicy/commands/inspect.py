@@ -30,8 +30,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     for cluster in data["clusters"]:
-        print(f"cluster {cluster['name']} ({cluster['environment']}, {cluster['region']}, k8s "
-              f"{cluster['kubernetesVersion']}, GPU Operator {cluster['gpuOperatorVersion']}, {cluster['syncEngine']})")
+        print(
+            f"cluster {cluster['name']} ({cluster['environment']}, {cluster['region']}, k8s "
+            f"{cluster['kubernetesVersion']}, GPU Operator {cluster['gpuOperatorVersion']}, "
+            f"{cluster['syncEngine']})"
+        )
         print("\n".join(_pool_line(pool) for pool in cluster["pools"]))
         print("\n".join(_queue_line(queue) for queue in cluster["clusterQueues"]))
         for pc in cluster["priorityClasses"]:
@@ -52,10 +55,14 @@ def _wrapped(text: str) -> str:
 
 def _pool_line(pool: dict) -> str:
     """`pool NAME: NODESxGPUS MODEL MODE, RESOURCE CAPACITY (HEADROOM not in quota), ...`."""
-    parts = [f"{_short(resource)} {amount}{_headroom_note(pool['headroom'].get(resource))}"
-             for resource, amount in pool["capacity"].items()]
-    return _wrapped(f"  pool {pool['name']}: {pool['nodes']}x{pool['gpusPerNode']} {pool['gpuModel']} "
-                    f"{pool['accessMode']}; {', '.join(parts) or 'no capacity known'}")
+    parts = [
+        f"{_short(resource)} {amount}{_headroom_note(pool['headroom'].get(resource))}"
+        for resource, amount in pool["capacity"].items()
+    ]
+    return _wrapped(
+        f"  pool {pool['name']}: {pool['nodes']}x{pool['gpusPerNode']} {pool['gpuModel']} "
+        f"{pool['accessMode']}; {', '.join(parts) or 'no capacity known'}"
+    )
 
 
 def _headroom_note(free: float | None) -> str:
@@ -67,12 +74,17 @@ def _headroom_note(free: float | None) -> str:
 
 
 def _queue_line(queue: dict) -> str:
-    """`queue NAME [TIER] cohort=C: FLAVOR RESOURCE NOMINAL, RESOURCE NOMINAL; FLAVOR ...`: the GPU quotas that
+    """`queue NAME [TIER] cohort=C: FLAVOR RESOURCE NOMINAL, RESOURCE NOMINAL; FLAVOR ...`: the GPU quotas
+    that
     are not zero, grouped by flavor."""
     by_flavor: dict[str, list[str]] = {}
     for quota in queue["quotas"]:
         if is_nvidia_resource(quota["resource"]) and quota["nominal"]:
-            by_flavor.setdefault(quota["flavor"], []).append(f"{_short(quota['resource'])} {quota['nominal']:g}")
+            by_flavor.setdefault(quota["flavor"], []).append(
+                f"{_short(quota['resource'])} {quota['nominal']:g}"
+            )
     quotas = "; ".join(f"{flavor} {', '.join(amounts)}" for flavor, amounts in by_flavor.items())
-    return _wrapped(f"  queue {queue['name']} [{queue['tier'] or '-'}] cohort={queue['cohort'] or '-'}: "
-                    f"{quotas or 'no GPU quota'}")
+    return _wrapped(
+        f"  queue {queue['name']} [{queue['tier'] or '-'}] cohort={queue['cohort'] or '-'}: "
+        f"{quotas or 'no GPU quota'}"
+    )

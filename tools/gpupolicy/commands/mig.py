@@ -28,18 +28,34 @@ NEEDS_REPO = False  # checks FILE on its own: a config from anywhere (the operat
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="mig_action", metavar="ACTION")
     actions.required = True
-    check = actions.add_parser("check", help="check a mig-parted config file and draw each layout's placement",
-                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check = actions.add_parser(
+        "check",
+        help="check a mig-parted config file and draw each layout's placement",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     check.add_argument("file", metavar="FILE", help="mig-parted config YAML, or a ConfigMap holding one")
-    check.add_argument("--gpu", metavar="MODEL", action="append",
-                       help=f"check against this catalog model (repeatable): {', '.join(catalog.GPUS)}")
-    check.add_argument("--strategy", choices=("single", "mixed"),
-                       help="the cluster's MIG strategy; single also requires one profile type per node")
+    check.add_argument(
+        "--gpu",
+        metavar="MODEL",
+        action="append",
+        help=f"check against this catalog model (repeatable): {', '.join(catalog.GPUS)}",
+    )
+    check.add_argument(
+        "--strategy",
+        choices=("single", "mixed"),
+        help="the cluster's MIG strategy; single also requires one profile type per node",
+    )
     check.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
-    # Every command takes --repo (cli.py adds it to `mig`); a sub-action's parser sees only the words after its
-    # name, so `mig check FILE --repo DIR` needs it here too. SUPPRESS keeps `mig --repo DIR check FILE` working.
-    check.add_argument("--repo", type=Path, default=argparse.SUPPRESS,
-                       help="policy repository root (accepted for symmetry; FILE is read on its own)")
+    # Every command takes --repo (cli.py adds it to `mig`); a sub-action's parser sees only the words after
+    # its name, so `mig check FILE --repo DIR` needs it here too. SUPPRESS keeps `mig --repo DIR check FILE`
+    # working.
+    check.add_argument(
+        "--repo",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="policy repository root (accepted for symmetry; FILE is read on its own)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +88,7 @@ def _fail(message: str) -> int:
 # --------------------------------------------------------------------------------------------------
 # Loading: the config itself, or a ConfigMap whose data value is one
 # --------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Source:
@@ -110,7 +127,9 @@ def _load(path: Path) -> tuple[Source | None, str]:
 
 def _from_configmap(document: yamlload.Document, path: str) -> Source | str | None:
     data = document.data
-    if not (isinstance(data, dict) and data.get("kind") == "ConfigMap" and isinstance(data.get("data"), dict)):
+    if not (
+        isinstance(data, dict) and data.get("kind") == "ConfigMap" and isinstance(data.get("data"), dict)
+    ):
         return None
     for key, value in data["data"].items():
         if not isinstance(value, str) or "mig-configs" not in value:
@@ -122,7 +141,9 @@ def _from_configmap(document: yamlload.Document, path: str) -> Source | str | No
             return "; ".join(f"{path}:{f.line + offset}: {f.message} [{f.rule}]" for f in inner.findings)
         if inner.documents:
             name = (data.get("metadata") or {}).get("name", "?")
-            return Source(path, inner.documents[0].data, inner.documents[0], offset, f"ConfigMap {name} key {key}")
+            return Source(
+                path, inner.documents[0].data, inner.documents[0], offset, f"ConfigMap {name} key {key}"
+            )
     return None
 
 
@@ -130,12 +151,24 @@ def _from_configmap(document: yamlload.Document, path: str) -> Source | str | No
 # Output
 # --------------------------------------------------------------------------------------------------
 
-def _as_text(source: Source, config: MigConfig | None, reports: list[LayoutReport], problems: list[Problem],
-             gpus: list[str] | None) -> str:
-    lines = [f"{source.path}:{source.line_offset + 1}: mig-parted config in {source.where}"] if source.where else []
+
+def _as_text(
+    source: Source,
+    config: MigConfig | None,
+    reports: list[LayoutReport],
+    problems: list[Problem],
+    gpus: list[str] | None,
+) -> str:
+    lines = (
+        [f"{source.path}:{source.line_offset + 1}: mig-parted config in {source.where}"]
+        if source.where
+        else []
+    )
     for report in reports:
-        lines.append(f"{source.path}:{source.line(('mig-configs', report.layout))}: layout {report.layout}: "
-                     f"{_checked_against(report, gpus)}")
+        lines.append(
+            f"{source.path}:{source.line(('mig-configs', report.layout))}: layout {report.layout}: "
+            f"{_checked_against(report, gpus)}"
+        )
         for gpu_list, entry, placement_text in _grouped_diagrams(report):
             lines.append(f"  entry {entry} on {gpu_list}:")
             lines.extend("    " + row for row in placement_text.splitlines())
@@ -151,8 +184,15 @@ def _as_text(source: Source, config: MigConfig | None, reports: list[LayoutRepor
 def _checked_against(report: LayoutReport, gpus: list[str] | None) -> str:
     if not report.gpus:
         return "not checked against any GPU model"
-    how = "--gpu" if gpus else ("no device-filter: every catalog GPU offering its profiles" if report.inferred
-                                else "named by its device-filter")
+    how = (
+        "--gpu"
+        if gpus
+        else (
+            "no device-filter: every catalog GPU offering its profiles"
+            if report.inferred
+            else "named by its device-filter"
+        )
+    )
     return f"checked on {', '.join(report.gpus)} ({how})"
 
 
@@ -171,20 +211,36 @@ def _rank(severity: str) -> int:
     return {"error": 0, "warning": 1}.get(severity, 2)
 
 
-def _as_json(source: Source, config: MigConfig | None, reports: list[LayoutReport],
-             problems: list[Problem]) -> dict:
+def _as_json(
+    source: Source, config: MigConfig | None, reports: list[LayoutReport], problems: list[Problem]
+) -> dict:
     return {
         "file": source.path,
-        "layouts": [{
-            "name": report.layout,
-            "line": source.line(("mig-configs", report.layout)),
-            "gpus": report.gpus,
-            "inferred_gpus": report.inferred,
-            "entries": [{"entry": r.entry, "gpu": r.gpu,
-                         "placement": r.placement.starts if r.placement else None} for r in report.results],
-        } for report in reports],
-        "problems": [{"severity": p.severity, "kind": p.kind, "message": p.message, "path": source.path,
-                      "line": source.line(p.path), "layout": p.layout, "gpu": p.gpu} for p in problems],
+        "layouts": [
+            {
+                "name": report.layout,
+                "line": source.line(("mig-configs", report.layout)),
+                "gpus": report.gpus,
+                "inferred_gpus": report.inferred,
+                "entries": [
+                    {"entry": r.entry, "gpu": r.gpu, "placement": r.placement.starts if r.placement else None}
+                    for r in report.results
+                ],
+            }
+            for report in reports
+        ],
+        "problems": [
+            {
+                "severity": p.severity,
+                "kind": p.kind,
+                "message": p.message,
+                "path": source.path,
+                "line": source.line(p.path),
+                "layout": p.layout,
+                "gpu": p.gpu,
+            }
+            for p in problems
+        ],
         "errors": sum(p.severity == "error" for p in problems),
         "valid": config is not None and not any(p.severity == "error" for p in problems),
     }

@@ -1,20 +1,19 @@
 """`gpupolicy recommend`: search a cluster's queue policy with the simulator and propose the best one.
 
-Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU flavor,
-which cohort it joins, each time-sliced pool's replicas, where 1 switches an inference pool to exclusive cards
-and 2 or more an exclusive inference pool to time-slicing (recommend/sharing.py), and each mixed-strategy MIG
-pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py), and a queue's borrowing
-limit on another class's exclusive pool it does not list yet (recommend/lending.py). Candidates come from
-Optuna's seeded TPE sampler in fixed batches and are
-replayed (first on half the workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS);
-the numbers never depend on the executor. Candidates are ranked by one lexicographic objective
-(recommend/objective.py); the best candidate strictly better than the repository's policy that, written into a
-temporary copy of the repository, leaves no error finding is the recommendation, else the repository's policy
-("keep the repository's policy"); --apply writes it into the repository's files (refused for files with
-uncommitted changes unless --force).
-Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto front
-as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored).
-Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
+Knobs searched: nominal quota, borrowing and lending limits of each non-production ClusterQueue per GPU
+flavor, which cohort it joins, each time-sliced pool's replicas, where 1 switches an inference pool to
+exclusive cards and 2 or more an exclusive inference pool to time-slicing (recommend/sharing.py), and each
+mixed-strategy MIG pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py), and a
+queue's borrowing limit on another class's exclusive pool it does not list yet (recommend/lending.py).
+Candidates come from Optuna's seeded TPE sampler in fixed batches and are replayed (first on half the
+workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS); the numbers never depend
+on the executor. Candidates are ranked by one lexicographic objective (recommend/objective.py); the best
+candidate strictly better than the repository's policy that, written into a temporary copy of the repository,
+leaves no error finding is the recommendation, else the repository's policy ("keep the repository's policy");
+--apply writes it into the repository's files (refused for files with uncommitted changes unless --force).
+Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto
+front as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored). Exit codes: 0 a
+clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
 """
 
 from __future__ import annotations
@@ -41,35 +40,79 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--cluster", metavar="NAME", required=True, help="cluster whose policy is searched")
-    parser.add_argument("--workload", choices=("mixed",), help="the mixed ITP + openb workload (as simulate builds)")
+    parser.add_argument(
+        "--workload", choices=("mixed",), help="the mixed ITP + openb workload (as simulate builds)"
+    )
     parser.add_argument("--trace", metavar="FILE", type=Path, help="a trace file instead of --workload")
     parser.add_argument("--trace-format", choices=("csv", "openb", "itp"), help="detected when omitted")
-    parser.add_argument("--traces", metavar="DIR", type=Path, help="--workload mixed: where ITP and openb are")
-    parser.add_argument("--scale", metavar="T:I", default="auto", help="--workload mixed: arrival-rate factors")
+    parser.add_argument(
+        "--traces", metavar="DIR", type=Path, help="--workload mixed: where ITP and openb are"
+    )
+    parser.add_argument(
+        "--scale", metavar="T:I", default="auto", help="--workload mixed: arrival-rate factors"
+    )
     parser.add_argument("--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed")
     parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs")
-    parser.add_argument("--workload-seed", type=int, default=0, metavar="N",
-                        help="--workload mixed: the workload's seed, as `simulate --seed` (default 0)")
-    parser.add_argument("--busy-devices", action="store_true",
-                        help="replay candidates as `simulate --busy-devices` replays the repository's policy")
-    parser.add_argument("--target", default="", metavar="SPEC",
-                        help="wait targets, e.g. 'serving:p95<15m,training:p50<2h' (KEY: queue, tier or workload)")
-    parser.add_argument("--policy", choices=sorted(PLACEMENTS), default=DEFAULT_PLACEMENT,
-                        help=f"placement score the candidates replay with (default {DEFAULT_PLACEMENT})")
-    parser.add_argument("--trials", type=int, default=64, metavar="N", help="candidates to evaluate (default 64)")
-    parser.add_argument("--batch", type=int, default=8, metavar="N",
-                        help="candidates sampled per batch (default 8); part of what the seed reproduces")
+    parser.add_argument(
+        "--workload-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="--workload mixed: the workload's seed, as `simulate --seed` (default 0)",
+    )
+    parser.add_argument(
+        "--busy-devices",
+        action="store_true",
+        help="replay candidates as `simulate --busy-devices` replays the repository's policy",
+    )
+    parser.add_argument(
+        "--target",
+        default="",
+        metavar="SPEC",
+        help="wait targets, e.g. 'serving:p95<15m,training:p50<2h' (KEY: queue, tier or workload)",
+    )
+    parser.add_argument(
+        "--policy",
+        choices=sorted(PLACEMENTS),
+        default=DEFAULT_PLACEMENT,
+        help=f"placement score the candidates replay with (default {DEFAULT_PLACEMENT})",
+    )
+    parser.add_argument(
+        "--trials", type=int, default=64, metavar="N", help="candidates to evaluate (default 64)"
+    )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=8,
+        metavar="N",
+        help="candidates sampled per batch (default 8); part of what the seed reproduces",
+    )
     parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     parser.add_argument("--jobs", type=int, default=2, metavar="K", help="local worker processes (default 2)")
-    parser.add_argument("--ray", metavar="ADDRESS", help="run the replays on Ray (auto, ray://head:10001, local)")
-    parser.add_argument("--check", type=int, default=5, metavar="N",
-                        help="walk down at most N ranked candidates for one that every rule accepts (default 5)")
-    parser.add_argument("--out", metavar="DIR", type=Path, help=f"where pareto.png goes (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--ray", metavar="ADDRESS", help="run the replays on Ray (auto, ray://head:10001, local)"
+    )
+    parser.add_argument(
+        "--check",
+        type=int,
+        default=5,
+        metavar="N",
+        help="walk down at most N ranked candidates for one that every rule accepts (default 5)",
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", type=Path, help=f"where pareto.png goes (default {DEFAULT_OUT})"
+    )
     parser.add_argument("--apply", action="store_true", help="write the recommendation into the repository")
-    parser.add_argument("--force", action="store_true",
-                        help="--apply: overwrite files that have uncommitted changes (refused without it)")
-    parser.add_argument("--record", action="store_true",
-                        help="keep the result as docs/recommendations/<cluster>.json and .png for `gpupolicy docs`")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="--apply: overwrite files that have uncommitted changes (refused without it)",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="keep the result as docs/recommendations/<cluster>.json and .png for `gpupolicy docs`",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
@@ -81,8 +124,12 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToolError
 
-    if not 1 <= args.trials <= 10_000 or not 1 <= args.batch <= 1_000 or not 1 <= args.jobs <= 256 \
-            or not 1 <= args.check <= 100:
+    if (
+        not 1 <= args.trials <= 10_000
+        or not 1 <= args.batch <= 1_000
+        or not 1 <= args.jobs <= 256
+        or not 1 <= args.check <= 100
+    ):
         return _fail("--trials 1..10000, --batch 1..1000, --jobs 1..256 and --check 1..100")
     if args.workload_seed < 0:
         return _fail("--workload-seed takes a number of 0 or more")
@@ -115,31 +162,43 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     targets.check_known(wanted, from_cluster(cluster), cluster.name)
     knob_list = space.knobs(cluster, fleet)
     if not knob_list:
-        return _fail(f"cluster {cluster.name} has no non-production ClusterQueue in a cohort: nothing to search")
+        return _fail(
+            f"cluster {cluster.name} has no non-production ClusterQueue in a cohort: nothing to search"
+        )
     started = time.perf_counter()
     runner = executors.executor(jobs, args.jobs, args.ray)
     replays = _with_busy_devices(args, cluster, runner.map) if args.busy_devices else runner.map
     try:
-        candidates = search(cluster, knob_list, wanted, args.trials, args.seed, args.batch, replays,
-                            args.policy)
+        candidates = search(
+            cluster, knob_list, wanted, args.trials, args.seed, args.batch, replays, args.policy
+        )
         seconds = time.perf_counter() - started
         base = runner.map([(baseline(cluster), 1.0)])[0]
-        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=replays,
-                                    placement=args.policy)
-        chosen, rejected = _first_clean(Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller)
+        smaller = functools.partial(simplify, cluster, knob_list, wanted, run=replays, placement=args.policy)
+        chosen, rejected = _first_clean(
+            Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller
+        )
     finally:
         runner.close()
     repo_policy = next(c for c in candidates if c.number == 0)
     png = plot.pareto_png(candidates, chosen[0] if chosen else None)
     write_files({out / "pareto.png": png})
     summaries = [base, repo_policy.summary] + ([chosen[0].summary] if chosen else [])
-    waits = targets.target_report(wanted, {"repository": repo_policy.waits} |
-                                  ({"recommended": chosen[0].waits} if chosen else {}))
+    waits = targets.target_report(
+        wanted, {"repository": repo_policy.waits} | ({"recommended": chosen[0].waits} if chosen else {})
+    )
     if args.record:
         changes = _changes(knob_list, chosen[0]) if chosen else []
-        text = record.record_text(cluster.name, _rebuild_command(args), summaries, changes,
-                                  sorted(chosen[1]) if chosen else [], _points(candidates),
-                                  len(candidates), waits)
+        text = record.record_text(
+            cluster.name,
+            _rebuild_command(args),
+            summaries,
+            changes,
+            sorted(chosen[1]) if chosen else [],
+            _points(candidates),
+            len(candidates),
+            waits,
+        )
         record.write_record(Path(args.repo), cluster.name, text, png)
     refusal = _apply_refusal(args, chosen[1]) if chosen and args.apply else None
     if chosen and args.apply and refusal is None:
@@ -147,10 +206,21 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         from .. import docsgen
 
         docsgen.refresh(Path(args.repo))  # the quota tables and cluster pages follow the applied change
-    report = dict(cluster=cluster.name, jobs=len(jobs), trials=len(candidates), seconds=seconds,
-                  executor=runner.name, candidates=candidates, chosen=chosen, rejected=rejected,
-                  summaries=summaries, knobs=knob_list, out=out, targets=waits,
-                  applied=bool(chosen and args.apply and refusal is None))
+    report = dict(
+        cluster=cluster.name,
+        jobs=len(jobs),
+        trials=len(candidates),
+        seconds=seconds,
+        executor=runner.name,
+        candidates=candidates,
+        chosen=chosen,
+        rejected=rejected,
+        summaries=summaries,
+        knobs=knob_list,
+        out=out,
+        targets=waits,
+        applied=bool(chosen and args.apply and refusal is None),
+    )
     (_print_json if args.format == "json" else _print_text)(report)
     if refusal:
         return _fail(refusal)
@@ -167,7 +237,8 @@ def _with_busy_devices(args: argparse.Namespace, cluster, run):
 
 
 def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
-    """Why --apply must not write these files (some have uncommitted changes, which it would overwrite), or None;
+    """Why --apply must not write these files (some have uncommitted changes, which it would overwrite), or
+    None;
     --force writes them anyway."""
     from ..infra import gitrev
 
@@ -187,9 +258,11 @@ def _jobs(args: argparse.Namespace, cluster):
     if args.workload and (args.days <= 0 or parse_scales(args.scale) is None):
         raise ToolError("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors")
     try:
-        trace = (mixed_trace(cluster, traces_folder(args), args.scale, args.days, args.workload_seed)
-                 if args.workload
-                 else read_trace(args.trace, args.trace_format))
+        trace = (
+            mixed_trace(cluster, traces_folder(args), args.scale, args.days, args.workload_seed)
+            if args.workload
+            else read_trace(args.trace, args.trace_format)
+        )
     except TraceError as exc:
         raise ToolError(str(exc)) from None
     # partial replays take a prefix, so by submission; a stable sort keeps the trace's order among jobs
@@ -233,12 +306,21 @@ def _points(candidates) -> list[dict]:
     from ..recommend.search import pareto_front
 
     front = {c.number for c in pareto_front(candidates)}
-    return [{"trial": c.number, "useful": c.summary.useful, "worst_wait_minutes": c.worst_wait,
-             "front": c.number in front} for c in sorted(candidates, key=lambda c: c.number) if c.summary]
+    return [
+        {
+            "trial": c.number,
+            "useful": c.summary.useful,
+            "worst_wait_minutes": c.worst_wait,
+            "front": c.number in front,
+        }
+        for c in sorted(candidates, key=lambda c: c.number)
+        if c.summary
+    ]
 
 
 def _rebuild_command(args: argparse.Namespace) -> str:
-    """The command line that rebuilds this recommendation (the repository's own paths, never this machine's)."""
+    """The command line that rebuilds this recommendation (the repository's own paths, never this
+    machine's)."""
     from ..simulate.placement import DEFAULT_PLACEMENT
 
     parts = ["gpupolicy recommend", f"--cluster {args.cluster}"]
@@ -255,7 +337,9 @@ def _rebuild_command(args: argparse.Namespace) -> str:
         parts.append(f"--target '{args.target}'")
     if args.policy != DEFAULT_PLACEMENT:
         parts.append(f"--policy {args.policy}")
-    parts.append(f"--trials {args.trials} --batch {args.batch} --seed {args.seed} --check {args.check} --record")
+    parts.append(
+        f"--trials {args.trials} --batch {args.batch} --seed {args.seed} --check {args.check} --record"
+    )
     return " ".join(parts)
 
 
@@ -266,34 +350,60 @@ def _print_text(report: dict) -> None:
     from ..recommend.targets import target_rows
     from ..simulate.report import markdown_table, summary_rows
 
-    print(f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs in "
-          f"{report['seconds']:.1f} s ({report['executor']})\n")
+    print(
+        f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs in "
+        f"{report['seconds']:.1f} s ({report['executor']})\n"
+    )
     rows = []
     for rank, c in enumerate(report["candidates"], 1):
         if c.summary is None:
             rows.append((rank, c.number, "pruned", "", "", "", ""))
             continue
         waits = ", ".join(f"{k} {v:.0f}m" for k, v in c.waits.items())
-        rows.append((rank, c.number, "yes" if c.meets_targets else "no", f"{100 * c.summary.useful:.1f}%",
-                     c.summary.never_scheduled, f"{c.worst_wait:.0f}m", waits))
-    print(markdown_table(("rank", "trial", "meets targets", "useful", "never placed", "worst wait", "waits"),
-                         rows[:20]))
+        rows.append(
+            (
+                rank,
+                c.number,
+                "yes" if c.meets_targets else "no",
+                f"{100 * c.summary.useful:.1f}%",
+                c.summary.never_scheduled,
+                f"{c.worst_wait:.0f}m",
+                waits,
+            )
+        )
+    print(
+        markdown_table(
+            ("rank", "trial", "meets targets", "useful", "never placed", "worst wait", "waits"), rows[:20]
+        )
+    )
     chosen = report["chosen"]
     header = ("metric", "baseline", "repository policy") + (("recommended",) if chosen else ())
     print("\n" + markdown_table(header, summary_rows(report["summaries"])))
     if report["targets"]:
         policies = ["repository", "recommended"] if chosen else ["repository"]
-        print("\nworst wait of each target's queues:\n" + markdown_table(
-            ("target", "bound", *(TARGET_HEADERS[p] for p in policies)), target_rows(report["targets"], policies)))
+        print(
+            "\nworst wait of each target's queues:\n"
+            + markdown_table(
+                ("target", "bound", *(TARGET_HEADERS[p] for p in policies)),
+                target_rows(report["targets"], policies),
+            )
+        )
     for number, errors in report["rejected"]:
         print(f"\ncandidate {number} passed over: " + "; ".join(errors))
     if chosen:
         lines = _changes(report["knobs"], chosen[0]) or [
-            "(none: keep the repository's policy; no candidate was strictly better on the objective)"]
-        print(f"\nrecommended: trial {chosen[0].number} ({chosen[0].reverted} change(s) that did not help taken "
-              "back)\n  " + "\n  ".join(lines))
-        print("files: " + (", ".join(sorted(chosen[1])) or "none") +
-              (" (written)" if report["applied"] else " (not written; --apply writes them)"))
+            "(none: keep the repository's policy; no candidate was strictly better on the objective)"
+        ]
+        print(
+            f"\nrecommended: trial {chosen[0].number} ({chosen[0].reverted} change(s) that did not help "
+            "taken "
+            "back)\n  " + "\n  ".join(lines)
+        )
+        print(
+            "files: "
+            + (", ".join(sorted(chosen[1])) or "none")
+            + (" (written)" if report["applied"] else " (not written; --apply writes them)")
+        )
     else:
         print("\nno candidate checked was clean under every rule; nothing to recommend")
     print(f"Pareto front: {report['out'] / 'pareto.png'}")
@@ -301,15 +411,36 @@ def _print_text(report: dict) -> None:
 
 def _print_json(report: dict) -> None:
     def candidate(c):
-        return {"trial": c.number, "pruned": c.pruned, "params": c.params, "meets_targets": c.meets_targets,
-                "score": c.score, "objective": list(c.objective),
-                "waits": c.waits, "summary": asdict(c.summary) if c.summary else None}
+        return {
+            "trial": c.number,
+            "pruned": c.pruned,
+            "params": c.params,
+            "meets_targets": c.meets_targets,
+            "score": c.score,
+            "objective": list(c.objective),
+            "waits": c.waits,
+            "summary": asdict(c.summary) if c.summary else None,
+        }
+
     chosen = report["chosen"]
-    print(json.dumps({
-        "cluster": report["cluster"], "jobs": report["jobs"], "seconds": report["seconds"],
-        "executor": report["executor"], "candidates": [candidate(c) for c in report["candidates"]],
-        "baseline": asdict(report["summaries"][0]), "repository": asdict(report["summaries"][1]),
-        "recommended": candidate(chosen[0]) if chosen else None,
-        "changes": _changes(report["knobs"], chosen[0]) if chosen else [], "files": sorted(chosen[1]) if chosen else [],
-        "applied": report["applied"], "passed_over": [{"trial": n, "errors": e} for n, e in report["rejected"]],
-        "targets": report["targets"], "pareto": str(report["out"] / "pareto.png")}, indent=2))
+    print(
+        json.dumps(
+            {
+                "cluster": report["cluster"],
+                "jobs": report["jobs"],
+                "seconds": report["seconds"],
+                "executor": report["executor"],
+                "candidates": [candidate(c) for c in report["candidates"]],
+                "baseline": asdict(report["summaries"][0]),
+                "repository": asdict(report["summaries"][1]),
+                "recommended": candidate(chosen[0]) if chosen else None,
+                "changes": _changes(report["knobs"], chosen[0]) if chosen else [],
+                "files": sorted(chosen[1]) if chosen else [],
+                "applied": report["applied"],
+                "passed_over": [{"trial": n, "errors": e} for n, e in report["rejected"]],
+                "targets": report["targets"],
+                "pareto": str(report["out"] / "pareto.png"),
+            },
+            indent=2,
+        )
+    )

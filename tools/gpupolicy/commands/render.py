@@ -18,9 +18,14 @@ HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", action="append", metavar="NAME", help="only this cluster (repeatable)")
-    parser.add_argument("--out", type=Path, metavar="DIR", help="write <DIR>/<cluster>.yaml instead of stdout")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="run kubectl for every overlay; neither read nor write the render cache")
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="write <DIR>/<cluster>.yaml instead of stdout"
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run kubectl for every overlay; neither read nor write the render cache",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

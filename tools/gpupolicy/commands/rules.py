@@ -36,8 +36,15 @@ def run(args: argparse.Namespace) -> int:
         print(rule.doc)
         return 0
     if args.format == "json":
-        print(json.dumps([{"id": r.id, "severity": r.severity.value, "category": r.category, "summary": r.summary}
-                          for r in rules.values()], indent=2))
+        print(
+            json.dumps(
+                [
+                    {"id": r.id, "severity": r.severity.value, "category": r.category, "summary": r.summary}
+                    for r in rules.values()
+                ],
+                indent=2,
+            )
+        )
         return 0
     width = max((len(r.id) for r in rules.values()), default=6)
     for rule in rules.values():

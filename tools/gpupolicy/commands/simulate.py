@@ -2,15 +2,15 @@
 
 With no arguments it replays the synthetic trace shipped in the package on the first cluster of the
 repository. `--workload mixed` builds the congested mixed workload instead (ITP training jobs and openb
-inference pods from --traces DIR, mapped to the fleet's teams, arrivals sped up until the baseline queues;
-see simulate/mixed.py and docs/operations/simulation.md). The baseline is the same hardware run as whole GPUs, one strict-FIFO queue, no sharing and no
-preemption. The report (Markdown + PNG) goes to --out DIR, by default artifacts/simulation/ in the repository
-(git-ignored). The output ends with a verdict that names each metric the proposed policy makes worse than the
-baseline by more than --worse-by percent (waits only when they grow by 5 minutes or more).
-With --base REV the policy of git revision REV and the working tree's replay the same jobs (one scale, one
-seed) beside one baseline; the report gives each headline figure for both with the change, and the verdict
-names what the working tree makes worse than REV.
-Exit codes: 0 every job ran, 1 some jobs were never scheduled under the proposed policy, 2 could not run.
+inference pods from --traces DIR, mapped to the fleet's teams, arrivals sped up until the baseline queues; see
+simulate/mixed.py and docs/operations/simulation.md). The baseline is the same hardware run as whole GPUs, one
+strict-FIFO queue, no sharing and no preemption. The report (Markdown + PNG) goes to --out DIR, by default
+artifacts/simulation/ in the repository (git-ignored). The output ends with a verdict that names each metric
+the proposed policy makes worse than the baseline by more than --worse-by percent (waits only when they grow
+by 5 minutes or more). With --base REV the policy of git revision REV and the working tree's replay the same
+jobs (one scale, one seed) beside one baseline; the report gives each headline figure for both with the
+change, and the verdict names what the working tree makes worse than REV. Exit codes: 0 every job ran, 1 some
+jobs were never scheduled under the proposed policy, 2 could not run.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ NAME = "simulate"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
 SHIPPED_TRACE = "synthetic-week.csv"
 DEFAULT_OUT = "artifacts/simulation"
-WORSE_BY_HELP_DEFAULT = "10"  # verdict.DEFAULT_WORSE_BY, not imported here to keep --help fast (a test pins it)  # artifacts/ is git-ignored; make diff/sarif/junit write there too
+# verdict.DEFAULT_WORSE_BY, not imported here to keep --help fast (a test pins it)  # artifacts/ is
+# git-ignored; make diff/sarif/junit write there too
+WORSE_BY_HELP_DEFAULT = "10"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,50 +44,111 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="NAME", help="cluster to replay on (default: the first one)")
     parser.add_argument("--trace", metavar="FILE", type=Path, help="trace file (default: the shipped one)")
     parser.add_argument("--trace-format", choices=("csv", "openb", "itp"), help="detected when omitted")
-    parser.add_argument("--workload", choices=("mixed",),
-                        help="build a workload instead of reading --trace: mixed = ITP training + openb inference")
-    parser.add_argument("--traces", metavar="DIR", type=Path,
-                        help=f"where --workload mixed reads ITP and openb (default: {DEFAULT_TRACES} next to the "
-                             "repository)")
-    parser.add_argument("--scale", metavar="T:I", default="auto",
-                        help="--workload mixed: arrival-rate factors for training and inference, or auto (the "
-                             "smallest whose offered load is at least 0.9 of each pool class's cards; default); "
-                             "the factors used are printed in the report")
-    parser.add_argument("--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed (default 7)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="--workload mixed: where the replayed windows sit in the traces (0: ITP's first days, "
-                             "openb's last; another seed draws them; default 0); with --busy-devices it also seeds "
-                             "the before's busy-card crashes")
-    parser.add_argument("--busy-devices", action="store_true",
-                        help="time-sliced pods take one replica each and may land where a neighbour holds the "
-                             "card's memory: count those starts with the startup check (per pool.yaml) and "
-                             "without it (an extra column)")
-    parser.add_argument("--policy", choices=sorted(PLACEMENTS), default=DEFAULT_PLACEMENT,
-                        help=f"placement score of the proposed policy (default {DEFAULT_PLACEMENT})")
-    parser.add_argument("--fail-nodes", metavar="SPEC", default="",
-                        help="inject node failures: POOL:COUNT@TIME[+DOWNTIME],... e.g. pool-a:2@3600+1h")
-    parser.add_argument("--map", metavar="TEAM=QUEUE", action="append", default=[],
-                        help="send a trace team to a ClusterQueue (repeatable); others are dealt round-robin")
-    parser.add_argument("--limit", type=int, metavar="N",
-                        help="replay only the first N GPU jobs of the trace file (reading stops there)")
-    parser.add_argument("--out", metavar="DIR", type=Path,
-                        help=f"report directory (default: {DEFAULT_OUT} in the repository, git-ignored)")
-    parser.add_argument("--worse-by", metavar="PERCENT", type=float, default=None,  # None: verdict's default
-                        help=f"the verdict names metrics worse than the baseline by more than this (default "
-                             f"{WORSE_BY_HELP_DEFAULT})")
-    parser.add_argument("--events", metavar="FILE", type=Path,
-                        help="write one JSON line per job event of both replays (arrived, admitted with its flavor, "
-                             "started with its nodes, preempted by whom, released, failed at start, finished)")
-    parser.add_argument("--before", choices=("brief", "whole-node"), default="brief",
-                        help="with --busy-devices, the before replayed: the brief's (whole-GPU FIFO, starts "
-                             "crash on busy cards) or whole-node (each job holds whole nodes; default brief)")
-    parser.add_argument("--checkpoint", metavar="WORKLOAD=DURATION", default="",
-                        help="checkpoint interval per kind of work for jobs whose trace gives none, "
-                             "comma-separated (default training=1h,batch=1h,inference=0,notebook=0; "
-                             "0 = a preempted job starts over)")
-    parser.add_argument("--base", metavar="REV",
-                        help="also replay the policy of git revision REV (e.g. origin/main) on the same "
-                             "jobs, scale and seed; report each headline figure base vs the working tree")
+    parser.add_argument(
+        "--workload",
+        choices=("mixed",),
+        help="build a workload instead of reading --trace: mixed = ITP training + openb inference",
+    )
+    parser.add_argument(
+        "--traces",
+        metavar="DIR",
+        type=Path,
+        help=f"where --workload mixed reads ITP and openb (default: {DEFAULT_TRACES} next to the repository)",
+    )
+    parser.add_argument(
+        "--scale",
+        metavar="T:I",
+        default="auto",
+        help="--workload mixed: arrival-rate factors for training and inference, or auto "
+        "(the smallest whose offered load is at least 0.9 of each pool class's cards; default); "
+        "the factors used are printed in the report",
+    )
+    parser.add_argument(
+        "--days", type=int, default=7, metavar="N", help="--workload mixed: days replayed (default 7)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="--workload mixed: where the replayed windows sit in the traces (0: ITP's first "
+        "days, openb's last; another seed draws them; default 0); with --busy-devices it also seeds "
+        "the before's busy-card crashes",
+    )
+    parser.add_argument(
+        "--busy-devices",
+        action="store_true",
+        help="time-sliced pods take one replica each and may land where a neighbour holds "
+        "the card's memory: count those starts with the startup check (per pool.yaml) and "
+        "without it (an extra column)",
+    )
+    parser.add_argument(
+        "--policy",
+        choices=sorted(PLACEMENTS),
+        default=DEFAULT_PLACEMENT,
+        help=f"placement score of the proposed policy (default {DEFAULT_PLACEMENT})",
+    )
+    parser.add_argument(
+        "--fail-nodes",
+        metavar="SPEC",
+        default="",
+        help="inject node failures: POOL:COUNT@TIME[+DOWNTIME],... e.g. pool-a:2@3600+1h",
+    )
+    parser.add_argument(
+        "--map",
+        metavar="TEAM=QUEUE",
+        action="append",
+        default=[],
+        help="send a trace team to a ClusterQueue (repeatable); others are dealt round-robin",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="replay only the first N GPU jobs of the trace file (reading stops there)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help=f"report directory (default: {DEFAULT_OUT} in the repository, git-ignored)",
+    )
+    parser.add_argument(
+        "--worse-by",
+        metavar="PERCENT",
+        type=float,
+        default=None,  # None: verdict's default
+        help=f"the verdict names metrics worse than the baseline by more than this (default "
+        f"{WORSE_BY_HELP_DEFAULT})",
+    )
+    parser.add_argument(
+        "--events",
+        metavar="FILE",
+        type=Path,
+        help="write one JSON line per job event of both replays (arrived, admitted with its "
+        "flavor, started with its nodes, preempted by whom, released, failed at start, finished)",
+    )
+    parser.add_argument(
+        "--before",
+        choices=("brief", "whole-node"),
+        default="brief",
+        help="with --busy-devices, the before replayed: the brief's (whole-GPU FIFO, starts "
+        "crash on busy cards) or whole-node (each job holds whole nodes; default brief)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        metavar="WORKLOAD=DURATION",
+        default="",
+        help="checkpoint interval per kind of work for jobs whose trace gives none, "
+        "comma-separated (default training=1h,batch=1h,inference=0,notebook=0; "
+        "0 = a preempted job starts over)",
+    )
+    parser.add_argument(
+        "--base",
+        metavar="REV",
+        help="also replay the policy of git revision REV (e.g. origin/main) on the same "
+        "jobs, scale and seed; report each headline figure base vs the working tree",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
@@ -122,7 +185,9 @@ def run(args: argparse.Namespace) -> int:
     if args.workload and args.trace is not None:
         return _fail("--workload builds its own jobs: pass either --workload or --trace")
     if args.workload and (args.days <= 0 or _scales(args.scale) is None):
-        return _fail("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors, e.g. 1:3")
+        return _fail(
+            "--days takes a positive number and --scale auto or TRAINING:INFERENCE factors, e.g. 1:3"
+        )
     if args.workload and args.seed < 0:
         return _fail("--seed takes a number of 0 or more")
     if args.limit is not None and args.limit < 1:
@@ -168,7 +233,9 @@ def run(args: argparse.Namespace) -> int:
         checks = startup_checks(Path(args.repo), cluster) if args.busy_devices else None
         events: dict[str, list] | None = {} if args.events is not None else None
         result = compare(cluster, jobs, failures, mapping, args.policy, checks, events)
-        unchecked = _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
+        unchecked = (
+            _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
+        )
         brief = _before(args, cluster, jobs, failures, mapping, unchecked) if unchecked else None
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
@@ -178,14 +245,18 @@ def run(args: argparse.Namespace) -> int:
     worse = worse_metrics(before, after, worse_by)
     verdict = verdict_lines(worse, worse_by)
     images = {} if args.no_plots else plot_images(result.before, result.after, before, after)
-    context = [f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs, "
-               f"{trace.skipped} rows without GPUs dropped)",
-               f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`",
-               f"- replay time: {seconds:.2f} s for {result.before.events + result.after.events} events"]
+    context = [
+        f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs, "
+        f"{trace.skipped} rows without GPUs dropped)",
+        f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`",
+        f"- replay time: {seconds:.2f} s for {result.before.events + result.after.events} events",
+    ]
     if unchecked:
-        context.append(f"- busy devices (time-sliced pods as one replica each): {after.busy_starts} starts failed "
-                       f"with the startup check as pool.yaml sets it, {unchecked.busy_starts} without it "
-                       f"({unchecked.lost_to_busy_devices} jobs lost after the Job's backoff limit)")
+        context.append(
+            f"- busy devices (time-sliced pods as one replica each): {after.busy_starts} starts "
+            f"failed with the startup check as pool.yaml sets it, {unchecked.busy_starts} without it "
+            f"({unchecked.lost_to_busy_devices} jobs lost after the Job's backoff limit)"
+        )
         context.append(_before_line(args, brief, unchecked))
     markdown = render_markdown("Simulation report", context, before, after, list(images), verdict)
     # estimated vs actual: the replay's waits beside those the trace's history observed (simulate/actual.py)
@@ -194,28 +265,54 @@ def run(args: argparse.Namespace) -> int:
         markdown += "\n" + actual.markdown_section(observed, after.policy)
     files = {out / "report.md": markdown, **{out / name: data for name, data in images.items()}}
     if events is not None:
-        files[args.events] = "".join(json.dumps({"policy": policy, **event}, sort_keys=True) + "\n"
-                                     for policy, log in events.items() for event in log)
+        files[args.events] = "".join(
+            json.dumps({"policy": policy, **event}, sort_keys=True) + "\n"
+            for policy, log in events.items()
+            for event in log
+        )
     try:
         write_files(files)
     except ToolError as exc:
         return _fail(f"cannot write the report to {out}: {exc}")
     if args.format == "json":
-        extra = {"proposed_without_startup_check": asdict(unchecked), "before": asdict(brief.summary),
-                 "before_variant": args.before, "before_start_failure_rate": brief.rate} if unchecked else {}
-        print(json.dumps({"cluster": cluster.name, "trace": trace.source, "seconds": seconds,
-                          "baseline": asdict(before), "proposed": asdict(after), **extra, "report": str(out),
-                          "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]},
-                          **({"estimated_vs_actual": actual.as_json(observed)} if observed else {})},
-                         indent=2))
+        extra = (
+            {
+                "proposed_without_startup_check": asdict(unchecked),
+                "before": asdict(brief.summary),
+                "before_variant": args.before,
+                "before_start_failure_rate": brief.rate,
+            }
+            if unchecked
+            else {}
+        )
+        print(
+            json.dumps(
+                {
+                    "cluster": cluster.name,
+                    "trace": trace.source,
+                    "seconds": seconds,
+                    "baseline": asdict(before),
+                    "proposed": asdict(after),
+                    **extra,
+                    "report": str(out),
+                    "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]},
+                    **({"estimated_vs_actual": actual.as_json(observed)} if observed else {}),
+                },
+                indent=2,
+            )
+        )
     else:
         print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s\n")
         if unchecked:
-            label = ("before (whole node per job)" if args.before == "whole-node"
-                     else "before (busy-card crashes)")
-            print(markdown_table(("metric", "baseline", label, "proposed",
-                                  "proposed without the startup check"),
-                                 summary_rows([before, brief.summary, after, unchecked])))
+            label = (
+                "before (whole node per job)" if args.before == "whole-node" else "before (busy-card crashes)"
+            )
+            print(
+                markdown_table(
+                    ("metric", "baseline", label, "proposed", "proposed without the startup check"),
+                    summary_rows([before, brief.summary, after, unchecked]),
+                )
+            )
         else:
             print(markdown_table(("metric", "baseline", "proposed"), comparison_rows(before, after)))
         if observed:
@@ -248,12 +345,16 @@ def _before(args: argparse.Namespace, cluster, jobs, failures, mapping, unchecke
 
 def _before_line(args: argparse.Namespace, brief: _Before, unchecked) -> str:
     if args.before == "whole-node":
-        return ("- before (whole node per job): the baseline's FIFO lines, each job holding every card of "
-                f"the nodes it lands on; {brief.summary.busy_starts} starts failed")
-    return (f"- before (the brief's): the baseline with {brief.rate:.1%} of starts crashing on a busy card "
-            f"the default scheduler cannot see, the share of jobs the replay without the startup check saw "
-            f"fail at start ({unchecked.jobs_crashed_at_start} of {unchecked.jobs_tried}); seed {args.seed}; "
-            f"{brief.summary.busy_starts} starts failed, {brief.summary.lost_to_busy_devices} jobs lost")
+        return (
+            "- before (whole node per job): the baseline's FIFO lines, each job holding every card of "
+            f"the nodes it lands on; {brief.summary.busy_starts} starts failed"
+        )
+    return (
+        f"- before (the brief's): the baseline with {brief.rate:.1%} of starts crashing on a busy card "
+        f"the default scheduler cannot see, the share of jobs the replay without the startup check saw "
+        f"fail at start ({unchecked.jobs_crashed_at_start} of {unchecked.jobs_tried}); seed {args.seed}; "
+        f"{brief.summary.busy_starts} starts failed, {brief.summary.lost_to_busy_devices} jobs lost"
+    )
 
 
 def _without_startup_check(args: argparse.Namespace, cluster, jobs, failures, mapping):
@@ -263,7 +364,9 @@ def _without_startup_check(args: argparse.Namespace, cluster, jobs, failures, ma
     from ..simulate.metrics import summarize
     from ..simulate.policy import from_cluster
 
-    policy = with_busy_devices(from_cluster(cluster, args.policy), startup_checks(Path(args.repo), cluster, False))
+    policy = with_busy_devices(
+        from_cluster(cluster, args.policy), startup_checks(Path(args.repo), cluster, False)
+    )
     return summarize(replay(policy, jobs, failures, mapping))
 
 
@@ -300,8 +403,9 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
     root = Path(args.repo)
     started = time.perf_counter()
     events: dict[str, list] | None = {} if args.events is not None else None
-    head = revisions.Revision(revisions.HEAD_LABEL, None, cluster,
-                              startup_checks(root, cluster) if args.busy_devices else None)
+    head = revisions.Revision(
+        revisions.HEAD_LABEL, None, cluster, startup_checks(root, cluster) if args.busy_devices else None
+    )
     try:
         commit = gitrev.resolve(root, args.base)
         with gitrev.materialize(root, commit) as base_root:
@@ -322,25 +426,46 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
     worse = revisions.head_worse(comparison, worse_by)
     verdict = revisions.verdict_lines(worse, worse_by)
     workload = _workload_line(args, trace)
-    context = [f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs)",
-               f"- base: {base.label}; head: {head.label}; {workload}",
-               f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`; "
-               f"{seconds:.2f} s: the base read, loaded and removed in {loaded:.2f} s, then the replays"]
+    context = [
+        f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs)",
+        f"- base: {base.label}; head: {head.label}; {workload}",
+        f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`; "
+        f"{seconds:.2f} s: the base read, loaded and removed in {loaded:.2f} s, then the replays",
+    ]
     files = {out / "report.md": revisions.render_markdown(comparison, context, verdict)}
     if events is not None:
-        files[args.events] = "".join(json.dumps({"policy": policy, **event}, sort_keys=True) + "\n"
-                                     for policy, log in events.items() for event in log)
+        files[args.events] = "".join(
+            json.dumps({"policy": policy, **event}, sort_keys=True) + "\n"
+            for policy, log in events.items()
+            for event in log
+        )
     try:
         write_files(files)
     except ToolError as exc:
         return _fail(f"cannot write the report to {out}: {exc}")
     if args.format == "json":
         scale = {"training": trace.scale[0], "inference": trace.scale[1]} if trace.scale else None
-        built = {"scale": scale, "scale_option": args.scale if args.workload else None, "seed": args.seed,
-                 "days": args.days if args.workload else None}
-        print(json.dumps({"cluster": cluster.name, "trace": trace.source, "jobs": len(jobs),
-                          "seconds": seconds, "base_load_seconds": loaded, "workload": built,
-                          **revisions.as_json(comparison, worse, worse_by), "report": str(out)}, indent=2))
+        built = {
+            "scale": scale,
+            "scale_option": args.scale if args.workload else None,
+            "seed": args.seed,
+            "days": args.days if args.workload else None,
+        }
+        print(
+            json.dumps(
+                {
+                    "cluster": cluster.name,
+                    "trace": trace.source,
+                    "jobs": len(jobs),
+                    "seconds": seconds,
+                    "base_load_seconds": loaded,
+                    "workload": built,
+                    **revisions.as_json(comparison, worse, worse_by),
+                    "report": str(out),
+                },
+                indent=2,
+            )
+        )
     else:
         print(f"cluster {cluster.name}, trace {trace.source} ({len(jobs)} jobs), {seconds:.2f} s")
         print(f"base {base.label} against head ({head.label}); {workload}\n")
@@ -378,5 +503,7 @@ def _workload_line(args: argparse.Namespace, trace) -> str:
     if trace.scale is None:
         return "the same jobs for both"
     chosen = " (--scale auto, chosen once on the head)" if args.scale == "auto" else ""
-    return (f"the same jobs for both: --scale {trace.scale[0]:g}:{trace.scale[1]:g}{chosen} "
-            f"--seed {args.seed} --days {args.days}")
+    return (
+        f"the same jobs for both: --scale {trace.scale[0]:g}:{trace.scale[1]:g}{chosen} "
+        f"--seed {args.seed} --days {args.days}"
+    )

@@ -55,40 +55,86 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="upgrade_action", metavar="ACTION")
     actions.required = True
     raw = argparse.RawDescriptionHelpFormatter
-    status = actions.add_parser("status", help="stage by stage state of a plan (all plans without PLAN)",
-                                description=__doc__, formatter_class=raw)
+    status = actions.add_parser(
+        "status",
+        help="stage by stage state of a plan (all plans without PLAN)",
+        description=__doc__,
+        formatter_class=raw,
+    )
     status.add_argument("plan", nargs="?", metavar="PLAN", help="plan name or file")
     status.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
-    promote = actions.add_parser("promote", help="edit the next stage's pools to the target version",
-                                 description=__doc__, formatter_class=raw)
+    promote = actions.add_parser(
+        "promote",
+        help="edit the next stage's pools to the target version",
+        description=__doc__,
+        formatter_class=raw,
+    )
     promote.add_argument("plan", metavar="PLAN", help="plan name or file")
-    promote.add_argument("--approver", metavar="NAME",
-                         help="optional cross-check: the stage approver (person or group) expected among the "
-                              "verified signers; approvals themselves are SSH signatures on HEAD and on "
-                              "approve/PLAN/STAGE/* tags, verified against policies/upgrades/approvers.yaml")
-    promote.add_argument("--base", metavar="REV", default="HEAD",
-                         help="the trusted revision whose policies/upgrades/approvers.yaml is the keyring "
-                              "(default: the committed HEAD, never the working tree)")
-    rollback = actions.add_parser("rollback", help="return the last promoted stage to the rollback target",
-                                  description=__doc__, formatter_class=raw)
+    promote.add_argument(
+        "--approver",
+        metavar="NAME",
+        help="optional cross-check: the stage approver (person or group) expected among the "
+        "verified signers; approvals themselves are SSH signatures on HEAD and on "
+        "approve/PLAN/STAGE/* tags, verified against policies/upgrades/approvers.yaml",
+    )
+    promote.add_argument(
+        "--base",
+        metavar="REV",
+        default="HEAD",
+        help="the trusted revision whose policies/upgrades/approvers.yaml is the keyring "
+        "(default: the committed HEAD, never the working tree)",
+    )
+    rollback = actions.add_parser(
+        "rollback",
+        help="return the last promoted stage to the rollback target",
+        description=__doc__,
+        formatter_class=raw,
+    )
     rollback.add_argument("plan", metavar="PLAN", help="plan name or file")
-    watch = actions.add_parser("watch", help="re-evaluate the rollback criteria during a soak; exit 1 on breach",
-                               description=__doc__, formatter_class=raw)
+    watch = actions.add_parser(
+        "watch",
+        help="re-evaluate the rollback criteria during a soak; exit 1 on breach",
+        description=__doc__,
+        formatter_class=raw,
+    )
     watch.add_argument("plan", metavar="PLAN", help="plan name or file")
-    watch.add_argument("--every", metavar="MIN", type=_positive_minutes, default=15.0,
-                       help="minutes between evaluations (default 15)")
-    watch.add_argument("--rounds", metavar="N", type=int, default=0,
-                       help="stop after N evaluations (default: until the stage has soaked or a breach)")
+    watch.add_argument(
+        "--every",
+        metavar="MIN",
+        type=_positive_minutes,
+        default=15.0,
+        help="minutes between evaluations (default 15)",
+    )
+    watch.add_argument(
+        "--rounds",
+        metavar="N",
+        type=int,
+        default=0,
+        help="stop after N evaluations (default: until the stage has soaked or a breach)",
+    )
     for command in (status, promote, watch):
-        command.add_argument("--prometheus", metavar="URL", required=command is watch,
-                             help="evaluate the rollback criteria against this Prometheus (HTTP API)")
-        command.add_argument("--prometheus-token-file", metavar="FILE", type=Path,
-                             help=f"bearer token file (default: ${promclient.TOKEN_ENV} if set)")
+        command.add_argument(
+            "--prometheus",
+            metavar="URL",
+            required=command is watch,
+            help="evaluate the rollback criteria against this Prometheus (HTTP API)",
+        )
+        command.add_argument(
+            "--prometheus-token-file",
+            metavar="FILE",
+            type=Path,
+            help=f"bearer token file (default: ${promclient.TOKEN_ENV} if set)",
+        )
     for command in (status, promote, rollback, watch):
-        # Also after the action (`upgrade promote PLAN --repo DIR`); SUPPRESS keeps `upgrade --repo DIR ...` working.
+        # Also after the action (`upgrade promote PLAN --repo DIR`); SUPPRESS keeps `upgrade --repo DIR ...`
+        # working.
         command.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="policy repository root")
-        command.add_argument("--now", metavar="TIME", type=_parse_now,
-                             help="the current time, UTC (2026-12-01T10:00:00Z or 2026-12-01); default: the clock")
+        command.add_argument(
+            "--now",
+            metavar="TIME",
+            type=_parse_now,
+            help="the current time, UTC (2026-12-01T10:00:00Z or 2026-12-01); default: the clock",
+        )
     for command in (promote, rollback):
         command.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
 
@@ -139,7 +185,8 @@ def _find_plan(plans: PlanSet, wanted: str) -> Plan:
 
 
 def _crashed_checks(findings: list[Finding]) -> list[str]:
-    """The checks that crashed ("rule CAP001", "stage model"): their findings, and any blocker, are missing."""
+    """The checks that crashed ("rule CAP001", "stage model"): their findings, and any blocker, are
+    missing."""
     return sorted({f.message.split(" crashed", 1)[0] for f in crashes(findings)})
 
 
@@ -147,8 +194,10 @@ def _incomplete(findings: list[Finding]) -> str:
     crashed = _crashed_checks(findings)
     if not crashed:
         return ""
-    return (f"the verdict is incomplete: {len(crashed)} check(s) crashed ({', '.join(crashed)}), so what they "
-            f"would block is unknown (a gpupolicy bug: please report; {DEBUG_ENV}=1 prints the traceback)")
+    return (
+        f"the verdict is incomplete: {len(crashed)} check(s) crashed ({', '.join(crashed)}), so what "
+        f"they would block is unknown (a gpupolicy bug: please report; {DEBUG_ENV}=1 prints the traceback)"
+    )
 
 
 def _require_complete(action: str, plan: Plan, findings: list[Finding]) -> None:
@@ -165,9 +214,13 @@ def _refuse(action: str, plan: Plan, reasons: list[str]) -> int:
     return 1
 
 
-# --- status --------------------------------------------------------------------------------------------------
+# --- status
+# --------------------------------------------------------------------------------------------------
 
-def _status(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: list[Finding], now: datetime) -> int:
+
+def _status(
+    args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: list[Finding], now: datetime
+) -> int:
     chosen = [_find_plan(plans, args.plan)] if args.plan else plans.plans
     for problem in plans.problems:
         print(f"warning: {problem.location}: {problem.message}", file=sys.stderr)
@@ -179,11 +232,21 @@ def _status(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, findings: li
     client = _client(args)
     verdicts = {plan.name: _gate(client, fleet, plan, now) for plan in chosen}
     if args.format == "json":
-        print(json.dumps([_plan_json(fleet, plans, plan, findings, now, dirty, verdicts[plan.name])
-                          for plan in chosen], indent=2))
+        print(
+            json.dumps(
+                [
+                    _plan_json(fleet, plans, plan, findings, now, dirty, verdicts[plan.name])
+                    for plan in chosen
+                ],
+                indent=2,
+            )
+        )
     else:
-        print("\n\n".join(_plan_text(fleet, plans, plan, findings, now, dirty, verdicts[plan.name])
-                           for plan in chosen))
+        print(
+            "\n\n".join(
+                _plan_text(fleet, plans, plan, findings, now, dirty, verdicts[plan.name]) for plan in chosen
+            )
+        )
     if incomplete:  # stdout alone would read as a full verdict
         print(f"gpupolicy upgrade status: {incomplete}", file=sys.stderr)
         return 2
@@ -196,8 +259,11 @@ def _client(args: argparse.Namespace) -> promclient.Prometheus | None:
     return promclient.Prometheus(args.prometheus, promclient.read_token(args.prometheus_token_file))
 
 
-def _gate(client: promclient.Prometheus | None, fleet: Fleet, plan: Plan, now: datetime) -> gates.Evaluation | None:
-    """The current stage's rollback criteria over its soak so far (None without a server or a stage in soak)."""
+def _gate(
+    client: promclient.Prometheus | None, fleet: Fleet, plan: Plan, now: datetime
+) -> gates.Evaluation | None:
+    """The current stage's rollback criteria over its soak so far (None without a server or a stage in
+    soak)."""
     stage = plan.current_stage()
     if client is None or stage is None or stage.completed:
         return None
@@ -210,10 +276,19 @@ def _gate_lines(gate: gates.Evaluation | None, indent: str = "  ") -> list[str]:
     return [indent + gate.heading()] + [f"{indent}  {verdict.line()}" for verdict in gate.verdicts]
 
 
-def _plan_text(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
-               dirty: str | None, gate: gates.Evaluation | None = None) -> str:
-    lines = [f"{plan.name} ({plan.path}): {plan.component} {plan.from_version} -> {plan.to_version}, "
-             f"rollback to {plan.rollback_target}   [at {upgrades.format_timestamp(now)}]"]
+def _plan_text(
+    fleet: Fleet,
+    plans: PlanSet,
+    plan: Plan,
+    findings: list[Finding],
+    now: datetime,
+    dirty: str | None,
+    gate: gates.Evaluation | None = None,
+) -> str:
+    lines = [
+        f"{plan.name} ({plan.path}): {plan.component} {plan.from_version} -> {plan.to_version}, "
+        f"rollback to {plan.rollback_target}   [at {upgrades.format_timestamp(now)}]"
+    ]
     statuses = upgrades.stage_status(fleet, plans, plan, now)
     width = max((len(u.unit.label) for s in statuses for u in s.units), default=10)
     for number, status in enumerate(statuses, 1):
@@ -238,13 +313,17 @@ def _stage_line(number: int, status: upgrades.StageStatus) -> str:
     head = f"  {number}. {stage.name} [{stage.phase}] {stage.state.upper()}"
     required = upgrades.format_duration(status.soak_required)
     if stage.completed:
-        detail = (f"started {upgrades.format_timestamp(stage.started)}, completed "
-                  f"{upgrades.format_timestamp(stage.completed)}, soaked {upgrades.format_duration(status.soak_elapsed)}"
-                  f" (minimum {required})")
+        detail = (
+            f"started {upgrades.format_timestamp(stage.started)}, completed "
+            f"{upgrades.format_timestamp(stage.completed)}, soaked "
+            f"{upgrades.format_duration(status.soak_elapsed)} (minimum {required})"
+        )
     elif stage.started:
-        detail = (f"since {upgrades.format_timestamp(stage.started)}: soaked "
-                  f"{upgrades.format_duration(status.soak_elapsed)} of {required}, "
-                  f"{upgrades.format_duration(status.soak_remaining)} to go")
+        detail = (
+            f"since {upgrades.format_timestamp(stage.started)}: soaked "
+            f"{upgrades.format_duration(status.soak_elapsed)} of {required}, "
+            f"{upgrades.format_duration(status.soak_remaining)} to go"
+        )
     else:
         detail = f"planned {stage.planned}, soak {required}, approvers {', '.join(stage.approvers)}"
     approved = f", approved by {stage.approved_by}" if stage.approved_by else ""
@@ -252,11 +331,18 @@ def _stage_line(number: int, status: upgrades.StageStatus) -> str:
     return f"{head} - {detail}{approved}; {status.gpus} GPUs"
 
 
-def _next_step(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime, dirty: str | None,
-               gate: gates.Evaluation | None = None) -> list[str]:
+def _next_step(
+    plans: PlanSet,
+    plan: Plan,
+    findings: list[Finding],
+    now: datetime,
+    dirty: str | None,
+    gate: gates.Evaluation | None = None,
+) -> list[str]:
     if gate is not None and gate.breached:
-        return ([f"roll back stage {gate.stage.name}: `{_rollback_command(plan)}`"]
-                + [f"- {verdict.criterion.name}: {verdict.detail}" for verdict in gate.breached])
+        return [f"roll back stage {gate.stage.name}: `{_rollback_command(plan)}`"] + [
+            f"- {verdict.criterion.name}: {verdict.detail}" for verdict in gate.breached
+        ]
     blockers = _promote_blockers(plans, plan, findings, now, gate)
     if dirty:
         blockers.append(dirty)
@@ -274,26 +360,52 @@ def _rollback_command(plan: Plan) -> str:
     return f"gpupolicy upgrade rollback {plan.name}"
 
 
-def _plan_json(fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
-               dirty: str | None, gate: gates.Evaluation | None = None) -> dict:
+def _plan_json(
+    fleet: Fleet,
+    plans: PlanSet,
+    plan: Plan,
+    findings: list[Finding],
+    now: datetime,
+    dirty: str | None,
+    gate: gates.Evaluation | None = None,
+) -> dict:
     stages = []
     for status in upgrades.stage_status(fleet, plans, plan, now):
         stage = status.stage
-        stages.append({
-            "name": stage.name, "phase": stage.phase, "state": stage.state, "planned": str(stage.planned),
-            "started": _iso(stage.started), "completed": _iso(stage.completed), "approvedBy": stage.approved_by,
-            "promotedBy": stage.promoted_by or None,
-            "soakRequired": upgrades.format_duration(status.soak_required),
-            "soakRemaining": upgrades.format_duration(status.soak_remaining) if status.soak_remaining is not None
-            else None,
-            "units": [{"unit": u.unit.label, "version": u.version, "expected": u.expected, "gpus": u.gpus}
-                      for u in status.units]})
+        stages.append(
+            {
+                "name": stage.name,
+                "phase": stage.phase,
+                "state": stage.state,
+                "planned": str(stage.planned),
+                "started": _iso(stage.started),
+                "completed": _iso(stage.completed),
+                "approvedBy": stage.approved_by,
+                "promotedBy": stage.promoted_by or None,
+                "soakRequired": upgrades.format_duration(status.soak_required),
+                "soakRemaining": upgrades.format_duration(status.soak_remaining)
+                if status.soak_remaining is not None
+                else None,
+                "units": [
+                    {"unit": u.unit.label, "version": u.version, "expected": u.expected, "gpus": u.gpus}
+                    for u in status.units
+                ],
+            }
+        )
     blockers = _promote_blockers(plans, plan, findings, now, gate) + ([dirty] if dirty else [])
-    answer = {"plan": plan.name, "path": plan.path, "component": plan.component, "from": plan.from_version,
-              "to": plan.to_version, "stages": stages, "blockers": blockers}
+    answer = {
+        "plan": plan.name,
+        "path": plan.path,
+        "component": plan.component,
+        "from": plan.from_version,
+        "to": plan.to_version,
+        "stages": stages,
+        "blockers": blockers,
+    }
     if gate is not None:
-        answer["criteria"] = [{"criterion": v.criterion.name, "state": v.state, "detail": v.detail}
-                              for v in gate.verdicts]
+        answer["criteria"] = [
+            {"criterion": v.criterion.name, "state": v.state, "detail": v.detail} for v in gate.verdicts
+        ]
         answer["recommend"] = _rollback_command(plan) if gate.breached else None
     return answer
 
@@ -302,10 +414,13 @@ def _iso(moment: datetime | None) -> str | None:
     return upgrades.format_timestamp(moment) if moment else None
 
 
-# --- promote -------------------------------------------------------------------------------------------------
+# --- promote
+# -------------------------------------------------------------------------------------------------
 
-def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime,
-                      gate: gates.Evaluation | None = None) -> list[str]:
+
+def _promote_blockers(
+    plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime, gate: gates.Evaluation | None = None
+) -> list[str]:
     incomplete = _incomplete(findings)
     blockers = [incomplete] if incomplete else []
     soak = upgrades.soak_blocker(plans, plan, now)
@@ -315,8 +430,11 @@ def _promote_blockers(plans: PlanSet, plan: Plan, findings: list[Finding], now: 
         blockers += gate.blockers()
     failing = _upg_errors(findings)
     if failing:
-        blockers.append(f"{len(failing)} UPG rule finding(s): " + "; ".join(
-            f"{f.rule} {f.place} {f.message}" for f in failing[:5]) + (" ..." if len(failing) > 5 else ""))
+        blockers.append(
+            f"{len(failing)} UPG rule finding(s): "
+            + "; ".join(f"{f.rule} {f.place} {f.message}" for f in failing[:5])
+            + (" ..." if len(failing) > 5 else "")
+        )
     return blockers
 
 
@@ -324,8 +442,9 @@ def _upg_errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.rule.startswith("UPG") and f.severity is Severity.ERROR]
 
 
-def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding],
-             now: datetime) -> int:
+def _promote(
+    args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan, findings: list[Finding], now: datetime
+) -> int:
     if plan.finished:
         return _refuse("promote", plan, ["every stage is done; nothing to promote"])
     gate = _gate(_client(args), fleet, plan, now)
@@ -333,9 +452,11 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
         print(line, file=sys.stderr)
     reasons = _promote_blockers(plans, plan, findings, now, gate)
     if plan.current_stage() is not None and not args.prometheus:
-        reasons.append(f"stage {plan.current_stage().name} has run: its rollback criteria must be evaluated "
-                       "against Prometheus before the rollout moves on (--prometheus URL); soak time alone "
-                       "proves nothing")
+        reasons.append(
+            f"stage {plan.current_stage().name} has run: its rollback criteria must be evaluated "
+            "against Prometheus before the rollout moves on (--prometheus URL); soak time alone "
+            "proves nothing"
+        )
     dirty = gitrev.dirty_reason(Path(args.repo))
     if dirty:
         reasons.append(dirty)
@@ -360,13 +481,15 @@ def _promote(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan,
         if approval.promoter and approval.promoter != approval.approver:
             record["promotedBy"] = approval.promoter
         editor.set_record(plan, stage, record)
-        summary = (f"stage {stage.name} promoted to {plan.to_version}, approved by {approval.approver}"
-                   + (f" (promoted by {approval.promoter})" if "promotedBy" in record else ""))
+        summary = f"stage {stage.name} promoted to {plan.to_version}, approved by {approval.approver}" + (
+            f" (promoted by {approval.promoter})" if "promotedBy" in record else ""
+        )
     return _finish(editor, args, plan, summary, "promote")
 
 
 def _approval(args: argparse.Namespace, plan: Plan, stage: Stage) -> approvals.Decision:
-    """The stage's approver from the SSH signatures on the promoting commit (HEAD), verified against the keyring
+    """The stage's approver from the SSH signatures on the promoting commit (HEAD), verified against the
+    keyring
     of the trusted revision."""
     root = Path(args.repo)
     keyring, why = approvals.trusted_approvers(root, args.base)
@@ -376,13 +499,18 @@ def _approval(args: argparse.Namespace, plan: Plan, stage: Stage) -> approvals.D
     return approvals.decide(keyring, stage, evidence, args.approver)
 
 
-# --- watch ---------------------------------------------------------------------------------------------------
+# --- watch
+# ---------------------------------------------------------------------------------------------------
+
 
 def _started_in_the_future(plan: Plan, now: datetime) -> str | None:
     stage = plan.current_stage()
     if stage is None or stage.started is None or stage.started <= now:
         return None
-    return f"stage {stage.name} is recorded as started in the future ({upgrades.format_timestamp(stage.started)})"
+    return (
+        f"stage {stage.name} is recorded as started in the future "
+        f"({upgrades.format_timestamp(stage.started)})"
+    )
 
 
 def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -> int:
@@ -390,8 +518,12 @@ def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -
     client = _client(args)
     future = _started_in_the_future(plan, args.now or upgrades.now_utc())
     if future:
-        print(f"gpupolicy upgrade watch {plan.name}: {future}; a soak that has not begun cannot be watched, and "
-              "the record is wrong (UPG016)", file=sys.stderr)
+        print(
+            f"gpupolicy upgrade watch {plan.name}: {future}; a soak that has not begun cannot be watched, "
+            "and "
+            "the record is wrong (UPG016)",
+            file=sys.stderr,
+        )
         return 2
     rounds = 0
     while True:
@@ -410,12 +542,17 @@ def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -
             if gate.without_data:
                 print(f"the gate cannot pass: {len(gate.without_data)} criterion(s) without data", flush=True)
                 return 1
-            print("every criterion holds" + (f"; stage {gate.stage.name} has soaked" if soaked else ""), flush=True)
+            print(
+                "every criterion holds" + (f"; stage {gate.stage.name} has soaked" if soaked else ""),
+                flush=True,
+            )
             return 0
         time.sleep(args.every * 60)
 
 
-# --- rollback ------------------------------------------------------------------------------------------------
+# --- rollback
+# ------------------------------------------------------------------------------------------------
+
 
 def _rollback(args: argparse.Namespace, fleet: Fleet, plan: Plan, findings: list[Finding]) -> int:
     stage = plan.current_stage()
@@ -433,7 +570,9 @@ def _rollback(args: argparse.Namespace, fleet: Fleet, plan: Plan, findings: list
     previous = plan.stages[stage.index - 1] if stage.index > 0 else None
     if previous is not None and previous.completed and previous.completed == stage.started:
         editor.remove_record(plan, previous, ("completed",))  # written by the same promote
-    return _finish(editor, args, plan, f"stage {stage.name} rolled back to {plan.rollback_target}", "rollback")
+    return _finish(
+        editor, args, plan, f"stage {stage.name} rolled back to {plan.rollback_target}", "rollback"
+    )
 
 
 def _finish(editor: PlanEditor, args: argparse.Namespace, plan: Plan, summary: str, action: str) -> int:
@@ -446,8 +585,10 @@ def _finish(editor: PlanEditor, args: argparse.Namespace, plan: Plan, summary: s
     from .. import docsgen  # imported here: it reads the whole toolkit, and only a written promote needs it
 
     changed = [*editor.changed(), *docsgen.refresh(args.repo)]  # the pages the plan's state appears in
-    print(f"# {summary}; {len(changed)} file(s) changed. Commit it:\n"
-          f"#   git commit -m \"upgrade {action} {plan.name}: {summary}\" -- {' '.join(changed)}")
+    print(
+        f"# {summary}; {len(changed)} file(s) changed. Commit it:\n"
+        f"#   git commit -m \"upgrade {action} {plan.name}: {summary}\" -- {' '.join(changed)}"
+    )
     return 0
 
 
@@ -458,8 +599,10 @@ def _driver_source(obj: K8sObject) -> str:
     try:
         source = origin_path(metadata if isinstance(metadata, dict) else {}, f"clusters/{obj.cluster}")
     except repopath.Refused as refusal:
-        raise ToolError(f"NVIDIADriver {obj.name} (cluster {obj.cluster}): its origin annotation is refused: "
-                        f"{refusal}; refusing to edit") from None
+        raise ToolError(
+            f"NVIDIADriver {obj.name} (cluster {obj.cluster}): its origin annotation is refused: "
+            f"{refusal}; refusing to edit"
+        ) from None
     if not source:
         raise ToolError(f"NVIDIADriver {obj.name} has no source file (originAnnotations missing)")
     return source
@@ -481,7 +624,8 @@ class PlanEditor(Editor):
             spec["version"] = same_style(spec.get("version"), version)
 
     def _set_chart_pin(self, cluster: Any, version: str) -> None:
-        """The cluster's chart pin (a JSON patch on its HelmRelease/Application) follows gpuOperatorVersion, so
+        """The cluster's chart pin (a JSON patch on its HelmRelease/Application) follows gpuOperatorVersion,
+        so
         what Argo CD / Flux installs changes with the stage (UPG014 keeps the two equal)."""
         installs = upgrades.chart_installs(cluster)
         if not installs:
@@ -490,16 +634,25 @@ class PlanEditor(Editor):
         try:
             operations = self._load(pin).documents
         except ToolError as exc:
-            raise ToolError(f"cluster {cluster.name} installs the GPU Operator chart ({installs[0].obj.ref()}) but "
-                            f"its per-cluster pin cannot be edited: {exc}; add {pin} (a JSON patch on "
-                            f"{installs[0].patch_path}) to roll the chart out per cluster") from None
+            raise ToolError(
+                f"cluster {cluster.name} installs the GPU Operator chart "
+                f"({installs[0].obj.ref()}) but its per-cluster pin cannot be edited: {exc}; add {pin} (a "
+                f"JSON patch on {installs[0].patch_path}) to roll the chart out per cluster"
+            ) from None
         patches = operations[0] if len(operations) == 1 and isinstance(operations[0], list) else None
         for install in installs:
-            matching = [op for op in patches or () if isinstance(op, dict) and op.get("path") == install.patch_path
-                        and op.get("op") in ("replace", "add")]
+            matching = [
+                op
+                for op in patches or ()
+                if isinstance(op, dict)
+                and op.get("path") == install.patch_path
+                and op.get("op") in ("replace", "add")
+            ]
             if not matching:
-                raise ToolError(f"{pin}: no replace operation on {install.patch_path} ({install.obj.ref()}); "
-                                "the chart version cannot be pinned per cluster")
+                raise ToolError(
+                    f"{pin}: no replace operation on {install.patch_path} ({install.obj.ref()}); "
+                    "the chart version cannot be pinned per cluster"
+                )
             for op in matching:
                 op["value"] = same_style(op.get("value"), version)
 

@@ -1,9 +1,9 @@
 """The guardrail configuration, and which side of a change it is read from.
 
 The guardrail files decide what every other check reports, so a pull request must not write its own:
-`gpupolicy.yaml` (severities, disabled rules), `policies/exceptions.yaml` (reviewed exceptions), the declarative
-checks under `policies/checks/`, and CODEOWNERS (who reviews those files, and whom an exception's `owner` must
-name) in every place a forge reads it. `GUARDED_FILES` and `GUARDED_FOLDERS` are the one list.
+`gpupolicy.yaml` (severities, disabled rules), `policies/exceptions.yaml` (reviewed exceptions), the
+declarative checks under `policies/checks/`, and CODEOWNERS (who reviews those files, and whom an exception's
+`owner` must name) in every place a forge reads it. `GUARDED_FILES` and `GUARDED_FOLDERS` are the one list.
 
 With a base revision (`validate --base REV`, the CI gate; `diff` always) they are read from that revision with
 `gitrev.read_blob` (git cat-file: no attribute filters, no LFS, bounded; symlinks and submodules refused), and
@@ -39,12 +39,14 @@ _MEMO = "guardrail-source"
 
 def is_guarded(rel: str) -> bool:
     """Whether the repository-relative `rel` is a guardrail file."""
-    return rel in GUARDED_FILES or any(rel.startswith(folder + "/") and rel.endswith(YAML_SUFFIXES)
-                                       for folder in GUARDED_FOLDERS)
+    return rel in GUARDED_FILES or any(
+        rel.startswith(folder + "/") and rel.endswith(YAML_SUFFIXES) for folder in GUARDED_FOLDERS
+    )
 
 
 class Source(Protocol):
-    """Where the guardrail files are read: `read` is None for a missing file and raises repopath.Refused for one
+    """Where the guardrail files are read: `read` is None for a missing file and raises repopath.Refused for
+    one
     that cannot be read; `files(folder)` lists a guarded folder's YAML files."""
 
     label: str
@@ -99,10 +101,16 @@ class FromBase:
             raise repopath.Refused(f"{rel} at {self.rev}: {exc}") from None
 
     def files(self, folder: str) -> list[str]:
-        """The YAML blobs under `folder` at the base (`git ls-tree`: paths relative to the policy repository)."""
+        """The YAML blobs under `folder` at the base (`git ls-tree`: paths relative to the policy
+        repository)."""
         try:
-            listed = subprocess.run(["git", "ls-tree", "-r", "-z", self.commit, "--", folder], cwd=self.git_root,
-                                    capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=True).stdout
+            listed = subprocess.run(
+                ["git", "ls-tree", "-r", "-z", self.commit, "--", folder],
+                cwd=self.git_root,
+                capture_output=True,
+                timeout=GIT_TIMEOUT_SECONDS,
+                check=True,
+            ).stdout
         except (OSError, subprocess.SubprocessError) as exc:
             raise ToolError(f"cannot list {folder} at {self.rev}: {exc}") from None
         found = []
@@ -144,7 +152,9 @@ def _collect(value: object, found: set[tuple[str, str]]) -> None:
             _collect(inner, found)
 
 
-# --- which source a run reads ----------------------------------------------------------------------------------
+# --- which source a run reads
+# ----------------------------------------------------------------------------------
+
 
 def attach(fleet: Fleet, source: Source) -> None:
     """Make `source` the fleet's guardrail source for this run (before any rule reads the configuration)."""
@@ -184,30 +194,41 @@ def reviewers(owners: codeowners.CodeOwners, rel: str) -> str:
     return f"the guardrail owners (no CODEOWNERS entry names any for {rel})"
 
 
-# --- what the change does to them --------------------------------------------------------------------------------
+# --- what the change does to them
+# --------------------------------------------------------------------------------
+
 
 def changes(base: FromBase, head: Source, owners: codeowners.CodeOwners) -> list[Finding]:
-    """CFG003 for each guardrail file whose head version differs from the base's, at its first changed line."""
+    """CFG003 for each guardrail file whose head version differs from the base's, at its first changed
+    line."""
     found = []
     for rel in sorted(_guarded_paths(base) | _guarded_paths(head)):
         old, new = _content(base, rel), _content(head, rel)
         if old == new:
             continue
         what = "added" if old is None else "deleted" if new is None else "changed"
-        found.append(cfg003.finding(
-            f"guardrail configuration {what} by this change: {rel} takes effect only once merged (this run applies "
-            f"{base.label}'s); needs review by {reviewers(owners, rel)}", rel,
-            0 if new is None else first_changed_line(old or b"", new),
-            hint="propose guardrail changes in their own pull request, for the code owners to review and merge"))
+        found.append(
+            cfg003.finding(
+                f"guardrail configuration {what} by this change: {rel} takes effect only once merged (this "
+                f"run applies {base.label}'s); needs review by {reviewers(owners, rel)}",
+                rel,
+                0 if new is None else first_changed_line(old or b"", new),
+                hint="propose guardrail changes in their own pull request, for the code owners to review and "
+                "merge",
+            )
+        )
     return found
 
 
 def inline_change(base: FromBase, rule: str, owners: codeowners.CodeOwners, path: str, line: int) -> Finding:
     """CFG003 for an exception annotation the base does not have: it accepts nothing until merged."""
     return cfg003.finding(
-        f"exception annotation for {rule} added by this change: it accepts nothing until merged (this run applies "
-        f"{base.label}'s exceptions); needs review by {reviewers(owners, EXCEPTIONS_FILE)}", path, line,
-        hint="an exception is a guardrail change: propose it on its own, for the code owners to review")
+        f"exception annotation for {rule} added by this change: it accepts nothing until merged (this run "
+        f"applies {base.label}'s exceptions); needs review by {reviewers(owners, EXCEPTIONS_FILE)}",
+        path,
+        line,
+        hint="an exception is a guardrail change: propose it on its own, for the code owners to review",
+    )
 
 
 def _guarded_paths(source: Source) -> set[str]:
@@ -228,9 +249,12 @@ def _content(source: Source, rel: str) -> bytes | None:
 
 
 def first_changed_line(old: bytes, new: bytes) -> int:
-    """The first line of `new` that differs from `old` (1-based); past the end when only lines were removed."""
+    """The first line of `new` that differs from `old` (1-based); past the end when only lines were
+    removed."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
     for number, (before, after) in enumerate(zip(old_lines, new_lines, strict=False), start=1):
         if before != after:
             return number
-    return min(len(old_lines), len(new_lines)) + 1 if len(new_lines) > len(old_lines) else max(len(new_lines), 1)
+    return (
+        min(len(old_lines), len(new_lines)) + 1 if len(new_lines) > len(old_lines) else max(len(new_lines), 1)
+    )

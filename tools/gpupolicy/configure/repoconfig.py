@@ -1,4 +1,5 @@
-"""The repository's one configuration file, `gpupolicy.yaml` at its root: severity overrides and disabled rules.
+"""The repository's one configuration file, `gpupolicy.yaml` at its root: severity overrides and disabled
+rules.
 
 ```yaml
 apiVersion: gpupolicy/v1
@@ -11,8 +12,8 @@ disable:                       # the rule's findings in these files are not repo
 
 The pipeline applies it after every check has run and before exceptions and the report (`apply`), so every
 output and `gpupolicy diff` see the same findings; the summary counts what it changed. A config that does not
-load, breaks the schema (`schemas/repo/config.yaml`), names an unknown rule or tries to silence a protected one
-(`protection.is_protected`: INTERNAL, the EXC and CFG rules, the security rules) is a CFG001 error at the
+load, breaks the schema (`schemas/repo/config.yaml`), names an unknown rule or tries to silence a protected
+one (`protection.is_protected`: INTERNAL, the EXC and CFG rules, the security rules) is a CFG001 error at the
 offending line, and is then not applied at all: half a configuration would be a policy nobody wrote. The
 reasons are in decision 0041. Which side the file is read from (the base revision, when one is given) is
 `guardrails.source_of`'s answer (decision 0062).
@@ -37,7 +38,8 @@ API_VERSION, KIND = "gpupolicy/v1", "Config"
 
 
 class Source(Protocol):
-    """Where the file is read (`guardrails.Source`): None when it is missing; repopath.Refused when unreadable."""
+    """Where the file is read (`guardrails.Source`): None when it is missing; repopath.Refused when
+    unreadable."""
 
     label: str
 
@@ -91,18 +93,32 @@ def read(source: Source, known_rules: Mapping[str, Severity]) -> RepoConfig:
     try:
         raw = source.read(CONFIG_FILE)
     except repopath.Refused as exc:
-        return RepoConfig(problems=[cfg001.finding(f"cannot read the configuration: {exc}", CONFIG_FILE, 1)],
-                          present=True)
+        return RepoConfig(
+            problems=[cfg001.finding(f"cannot read the configuration: {exc}", CONFIG_FILE, 1)], present=True
+        )
     if raw is None:
         return RepoConfig()
     loaded = parse_source(raw, CONFIG_FILE)
     if loaded.findings:  # the loader's own findings (syntax, duplicate keys...) carry the line
-        return RepoConfig(problems=[*loaded.findings, cfg001.finding(
-            "the configuration does not load, so none of it is applied", CONFIG_FILE, 1)], present=True)
+        return RepoConfig(
+            problems=[
+                *loaded.findings,
+                cfg001.finding("the configuration does not load, so none of it is applied", CONFIG_FILE, 1),
+            ],
+            present=True,
+        )
     if len(loaded.documents) != 1:
-        return RepoConfig(problems=[cfg001.finding(
-            f"the configuration must be one YAML document, found {len(loaded.documents)}", CONFIG_FILE, 1,
-            hint=f"one mapping with apiVersion: {API_VERSION} and kind: {KIND}")], present=True)
+        return RepoConfig(
+            problems=[
+                cfg001.finding(
+                    f"the configuration must be one YAML document, found {len(loaded.documents)}",
+                    CONFIG_FILE,
+                    1,
+                    hint=f"one mapping with apiVersion: {API_VERSION} and kind: {KIND}",
+                )
+            ],
+            present=True,
+        )
     return parse(loaded.documents[0], known_rules)
 
 
@@ -110,14 +126,22 @@ def parse(doc: Document, known_rules: Mapping[str, Severity]) -> RepoConfig:
     config = RepoConfig(present=True)
     errors = validate_repo_file("config", doc.data)
     for error in errors:
-        config.problems.append(cfg001.finding(f"gpupolicy.yaml: {error.message}", doc.path, doc.line_of(error.path),
-                                              hint="see docs/operations/configuration.md for the format"))
+        config.problems.append(
+            cfg001.finding(
+                f"gpupolicy.yaml: {error.message}",
+                doc.path,
+                doc.line_of(error.path),
+                hint="see docs/operations/configuration.md for the format",
+            )
+        )
     if errors:
         return config
     for index, entry in enumerate(doc.data.get("severity", [])):
         where = Location(doc.path, doc.line_of(("severity", index)))
         severity = Severity(entry["severity"])
-        problem = _rule_problem(entry["rule"], known_rules) or _downgrade_problem(entry["rule"], severity, known_rules)
+        problem = _rule_problem(entry["rule"], known_rules) or _downgrade_problem(
+            entry["rule"], severity, known_rules
+        )
         if problem:
             config.problems.append(cfg001.finding(problem, where.path, where.line, hint=_HINT))
         else:
@@ -128,14 +152,18 @@ def parse(doc: Document, known_rules: Mapping[str, Severity]) -> RepoConfig:
         if problem:
             config.problems.append(cfg001.finding(problem, where.path, where.line, hint=_HINT))
         else:
-            config.disabled.append(Disabled(entry["rule"], tuple(entry["paths"]), entry["reason"].strip(), where))
+            config.disabled.append(
+                Disabled(entry["rule"], tuple(entry["paths"]), entry["reason"].strip(), where)
+            )
     if config.problems:  # all or nothing: see the module docstring
         config.overrides, config.disabled = [], []
     return config
 
 
-_HINT = ("name a rule of `gpupolicy rules`; INTERNAL, the EXC and CFG rules and the security rules (SEC, RBAC and "
-         "the trust-boundary rules) can be raised, never lowered or disabled")
+_HINT = (
+    "name a rule of `gpupolicy rules`; INTERNAL, the EXC and CFG rules and the security rules (SEC, "
+    "RBAC and the trust-boundary rules) can be raised, never lowered or disabled"
+)
 
 
 def _rule_problem(rule: str, known_rules: Mapping[str, Severity]) -> str:

@@ -1,16 +1,17 @@
 """Root cause first: findings that follow from another finding are reported under it.
 
-A MIG layout with a profile the GPU does not have (MIG001), that cannot be placed (MIG002), that does not parse
-(MIG009) or that makes no instance (MIG010) leaves its pools exposing other resources than the queues expect.
-Every quota check on those pools then fails too (CAP001 over capacity, CAP002 resource not exposed, CAP005
-production reserve) and so does the upgrade drain check (UPG008): six errors for one typo, the typo last in file
-order. The derived findings are linked to their cause (`caused_by`), and every output shows the cause first with
-its consequences under it (text and Markdown nested, JSON `caused_by`, SARIF `relatedLocations`). Nothing is
-dropped: a derived finding still counts, and it still fails the build until the cause is fixed.
+A MIG layout with a profile the GPU does not have (MIG001), that cannot be placed (MIG002), that does not
+parse (MIG009) or that makes no instance (MIG010) leaves its pools exposing other resources than the queues
+expect. Every quota check on those pools then fails too (CAP001 over capacity, CAP002 resource not exposed,
+CAP005 production reserve) and so does the upgrade drain check (UPG008): six errors for one typo, the typo
+last in file order. The derived findings are linked to their cause (`caused_by`), and every output shows the
+cause first with its consequences under it (text and Markdown nested, JSON `caused_by`, SARIF
+`relatedLocations`). Nothing is dropped: a derived finding still counts, and it still fails the build until
+the cause is fixed.
 
 A cause is tied to its pools through the model: the layout the cause's line belongs to (`Cluster.mig_configs`,
-each entry with the line of its key), and the pools that select that layout. A derived finding names its pool in
-its message ("pool <name>"), which every derived rule does.
+each entry with the line of its key), and the pools that select that layout. A derived finding names its pool
+in its message ("pool <name>"), which every derived rule does.
 """
 
 from __future__ import annotations
@@ -59,11 +60,17 @@ def _layout_at(fleet: Fleet, path: str, line: int) -> str:
 
 
 def _pools_with_layout(fleet: Fleet, layout: str) -> set[str]:
-    return {pool.name for cluster in fleet.clusters.values() for pool in cluster.pools if pool.mig_layout == layout}
+    return {
+        pool.name
+        for cluster in fleet.clusters.values()
+        for pool in cluster.pools
+        if pool.mig_layout == layout
+    }
 
 
 def ordered(findings: Iterable[Finding], causes: dict[Finding, Finding]) -> Iterator[tuple[Finding, int]]:
-    """(finding, depth) in report order: the causes first, each followed by what it causes (depth 1), then every
+    """(finding, depth) in report order: the causes first, each followed by what it causes (depth 1), then
+    every
     other finding as before."""
     findings = list(findings)
     effects: dict[Finding, list[Finding]] = {}

@@ -1,11 +1,12 @@
-"""Every rendered object a change adds, removes or changes, per cluster, with a unified YAML diff of each change.
+"""Every rendered object a change adds, removes or changes, per cluster, with a unified YAML diff of each
+change.
 
 The semantic sections of `gpupolicy diff` say what a change means; this list says what reaches the cluster, so
 nothing Argo CD or Flux would apply is missing from the review (a label, a namespace quota, a field no section
-models). Objects are matched by API group, kind, namespace and name. Before comparing, the annotations kustomize
-adds to record an object's source (`buildMetadata: [originAnnotations]`) are dropped: they name files, and a
-moved file is not a change to the cluster. Secret values never reach the output: each is replaced by a digest,
-so a changed value still shows as a changed line (a PR comment is no place for credentials).
+models). Objects are matched by API group, kind, namespace and name. Before comparing, the annotations
+kustomize adds to record an object's source (`buildMetadata: [originAnnotations]`) are dropped: they name
+files, and a moved file is not a change to the cluster. Secret values never reach the output: each is replaced
+by a digest, so a changed value still shows as a changed line (a PR comment is no place for credentials).
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ class ObjectChange:
     cut: int = 0  # diff lines left out past MAX_DIFF_LINES
 
     def as_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "object": self.ref, "change": self.change, "source": self.source,
-                "diff": list(self.diff), "linesLeftOut": self.cut}
+        return {
+            "cluster": self.cluster,
+            "object": self.ref,
+            "change": self.change,
+            "source": self.source,
+            "diff": list(self.diff),
+            "linesLeftOut": self.cut,
+        }
 
 
 @dataclass
@@ -50,7 +57,9 @@ class ClusterObjects:
     changes: list[ObjectChange] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return {kind: sum(1 for c in self.changes if c.change == kind) for kind in ("added", "removed", "changed")}
+        return {
+            kind: sum(1 for c in self.changes if c.change == kind) for kind in ("added", "removed", "changed")
+        }
 
     def summary(self) -> str:
         return ", ".join(f"{count} {kind}" for kind, count in self.counts().items())
@@ -88,14 +97,23 @@ def _change(cluster: str, old: K8sObject | None, new: K8sObject | None) -> Objec
     before, after = as_yaml(old), as_yaml(new)
     if before == after:
         return None
-    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), "base", "head", lineterm="", n=3))
-    return ObjectChange(cluster, _ref(new), "changed", new.origin, tuple(lines[:MAX_DIFF_LINES]),
-                        max(0, len(lines) - MAX_DIFF_LINES))
+    lines = list(
+        difflib.unified_diff(before.splitlines(), after.splitlines(), "base", "head", lineterm="", n=3)
+    )
+    return ObjectChange(
+        cluster,
+        _ref(new),
+        "changed",
+        new.origin,
+        tuple(lines[:MAX_DIFF_LINES]),
+        max(0, len(lines) - MAX_DIFF_LINES),
+    )
 
 
 def as_yaml(obj: K8sObject) -> str:
     """The object as the cluster gets it, in a stable text: keys sorted, build annotations dropped, Secret
-    values replaced by their digest, multi-line strings as literal blocks (so a diff shows the changed line)."""
+    values replaced by their digest, multi-line strings as literal blocks (so a diff shows the changed
+    line)."""
     body = copy.deepcopy(obj.body)
     metadata = body.get("metadata")
     if isinstance(metadata, dict) and isinstance(metadata.get("annotations"), dict):
@@ -107,7 +125,9 @@ def as_yaml(obj: K8sObject) -> str:
         for name in SECRET_FIELDS:
             if isinstance(body.get(name), dict):
                 body[name] = {key: _digest(value) for key, value in body[name].items()}
-    return yaml.dump(body, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
+    return yaml.dump(
+        body, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120
+    )
 
 
 def _digest(value: Any) -> str:

@@ -1,4 +1,5 @@
-"""Access policies, generated from the RBAC manifests: who can launch training, change shared settings, or only
+"""Access policies, generated from the RBAC manifests: who can launch training, change shared settings, or
+only
 view metrics — per persona role and per binding."""
 
 from __future__ import annotations
@@ -11,12 +12,18 @@ RBAC_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")  # wha
 
 
 def pages(context: Context) -> dict[str, str]:
-    rbac = [obj for cluster in context.fleet.clusters.values() for obj in cluster.objects
-            if obj.kind in RBAC_KINDS]
+    rbac = [
+        obj
+        for cluster in context.fleet.clusters.values()
+        for obj in cluster.objects
+        if obj.kind in RBAC_KINDS
+    ]
     text = context.header("Access policies", context.sources_of(rbac))
-    text += ("Three personas: *trainers* launch training in their team's namespace, *platform admins* change shared "
-             "settings (queues, flavors, GPU Operator), *viewers* only read metrics and status. The tables below are "
-             "read from the ClusterRoles and bindings each cluster renders.\n\n")
+    text += (
+        "Three personas: *trainers* launch training in their team's namespace, *platform admins* change "
+        "shared settings (queues, flavors, GPU Operator), *viewers* only read metrics and status. The tables "
+        "below are read from the ClusterRoles and bindings each cluster renders.\n\n"
+    )
     roles_done: set[str] = set()
     for cluster in context.fleet.clusters.values():
         for role in cluster.of_kind("ClusterRole") + cluster.of_kind("Role"):
@@ -48,8 +55,18 @@ def _binding_rows(cluster: Cluster) -> list[list[str]]:
     rows = []
     for binding in cluster.of_kind("ClusterRoleBinding") + cluster.of_kind("RoleBinding"):
         ref = binding.body.get("roleRef") or {}
-        subjects = ", ".join(f"{s.get('kind')} {s.get('name')}" for s in binding.body.get("subjects") or []
-                             if isinstance(s, dict))
-        rows.append([cluster.name, binding.name, binding.namespace or "(cluster)", f"{ref.get('kind')} {ref.get('name')}",
-                     subjects])
+        subjects = ", ".join(
+            f"{s.get('kind')} {s.get('name')}"
+            for s in binding.body.get("subjects") or []
+            if isinstance(s, dict)
+        )
+        rows.append(
+            [
+                cluster.name,
+                binding.name,
+                binding.namespace or "(cluster)",
+                f"{ref.get('kind')} {ref.get('name')}",
+                subjects,
+            ]
+        )
     return rows

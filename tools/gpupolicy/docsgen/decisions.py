@@ -1,7 +1,8 @@
 """The decision log's index: every record with its number, title, status, date and the paths it affects.
 
-Generated from the records' front matter (see `gpupolicy.domain.decisions`), so a new or superseded record shows up
-in the index without anyone editing a list; `gpupolicy docs --check` fails until the index is regenerated.
+Generated from the records' front matter (see `gpupolicy.domain.decisions`), so a new or superseded record
+shows up in the index without anyone editing a list; `gpupolicy docs --check` fails until the index is
+regenerated.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from . import Context, table
 def pages(context: Context) -> dict[str, str]:
     log = context.fleet.decision_log  # read once by the pipeline's load stage
     text = context.header("Decision log", [decisions.DECISIONS_DIR])
-    text += ("Why the repository is the way it is, one [MADR](https://adr.github.io/madr/) record per decision "
-             "(how to write one: [the decision log](../decisions/index.md)). A superseded record names the one "
-             "that replaced it.\n\n")
+    text += (
+        "Why the repository is the way it is, one [MADR](https://adr.github.io/madr/) record per "
+        "decision (how to write one: [the decision log](../decisions/index.md)). A superseded record names "
+        "the one that replaced it.\n\n"
+    )
     if not log:
         return {"decisions.md": text + "No decision records yet.\n"}
     rows = [_row(decision) for decision in log]
@@ -33,8 +36,14 @@ def _row(decision: Decision) -> list[object]:
         number = decision.superseded_by.zfill(4)
         status += f" by {number}"
     affects = ", ".join(f"`{path}`" for path in decision.affects) or "-"
-    return [decision.number or "-", link, status, decision.date or "?", ", ".join(decision.deciders) or "-",
-            affects]
+    return [
+        decision.number or "-",
+        link,
+        status,
+        decision.date or "?",
+        ", ".join(decision.deciders) or "-",
+        affects,
+    ]
 
 
 def _by_status(log: list[Decision]) -> str:

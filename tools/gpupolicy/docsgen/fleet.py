@@ -1,4 +1,5 @@
-"""Fleet overview and one page per cluster with a Mermaid diagram of pools, flavors, queues, cohorts and teams."""
+"""Fleet overview and one page per cluster with a Mermaid diagram of pools, flavors, queues, cohorts and
+teams."""
 
 from __future__ import annotations
 
@@ -25,17 +26,50 @@ def _overview(context: Context) -> str:
     for cluster in context.fleet.clusters.values():
         facts = cluster.facts
         gpus = sum(p.gpus for p in cluster.pools)
-        rows.append([f"[{cluster.name}](clusters/{cluster.name}.md)", facts.environment, facts.region,
-                     ", ".join(facts.zones), facts.kubernetes_version, facts.gpu_operator_version,
-                     facts.sync_engine, len(cluster.pools), gpus, len(cluster.team_queues())])
-    text += table(["cluster", "environment", "region", "zones", "Kubernetes", "GPU Operator", "sync", "pools",
-                   "GPUs", "team queues"], rows)
+        rows.append(
+            [
+                f"[{cluster.name}](clusters/{cluster.name}.md)",
+                facts.environment,
+                facts.region,
+                ", ".join(facts.zones),
+                facts.kubernetes_version,
+                facts.gpu_operator_version,
+                facts.sync_engine,
+                len(cluster.pools),
+                gpus,
+                len(cluster.team_queues()),
+            ]
+        )
+    text += table(
+        [
+            "cluster",
+            "environment",
+            "region",
+            "zones",
+            "Kubernetes",
+            "GPU Operator",
+            "sync",
+            "pools",
+            "GPUs",
+            "team queues",
+        ],
+        rows,
+    )
     text += "\n## Pools\n\n"
     rows = []
     for cluster in context.fleet.clusters.values():
         for pool in cluster.pools:
-            rows.append([cluster.name, pool.name, pool.gpu_model, f"{pool.nodes} x {pool.gpus_per_node}",
-                         pool.access_mode, _exposes(pool) or "none", ", ".join(teams_of(cluster, pool)) or "-"])
+            rows.append(
+                [
+                    cluster.name,
+                    pool.name,
+                    pool.gpu_model,
+                    f"{pool.nodes} x {pool.gpus_per_node}",
+                    pool.access_mode,
+                    _exposes(pool) or "none",
+                    ", ".join(teams_of(cluster, pool)) or "-",
+                ]
+            )
     text += table(["cluster", "pool", "GPU", "nodes x GPUs", "mode", "exposes", "teams"], rows)
     return text
 
@@ -45,19 +79,26 @@ def _node_id(kind: str, name: str) -> str:
 
 
 def mermaid(cluster: Cluster) -> str:
-    """Zones as subgraphs (a pool spread over zones is drawn once per zone), flavors, queues, cohorts, teams."""
+    """Zones as subgraphs (a pool spread over zones is drawn once per zone), flavors, queues, cohorts,
+    teams."""
     lines = ["flowchart LR"]
     for zone in sorted({z for pool in cluster.pools for z in pool.zones}):
         lines.append(f'  subgraph {_node_id("zone", zone)}["zone {zone}"]')
         for pool in (p for p in cluster.pools if zone in p.zones):
-            lines.append(f'    {_node_id("pool", pool.name + "@" + zone)}["{pool.name}<br/>{pool.zones[zone]} x '
-                         f'{pool.gpus_per_node} {pool.gpu_model}<br/>{pool.access_mode}"]')
+            lines.append(
+                '    '
+                f'{_node_id("pool", pool.name + "@" + zone)}["{pool.name}<br/>{pool.zones[zone]} '
+                'x '
+                f'{pool.gpus_per_node} {pool.gpu_model}<br/>{pool.access_mode}"]'
+            )
         lines.append("  end")
     for flavor in cluster.flavors.values():
         lines.append(f'  {_node_id("flavor", flavor.name)}(["flavor {flavor.name}"])')
         for pool in cluster.pools_of_flavor(flavor):
-            lines += [f'  {_node_id("flavor", flavor.name)} --> {_node_id("pool", pool.name + "@" + zone)}'
-                      for zone in sorted(pool.zones)]
+            lines += [
+                f'  {_node_id("flavor", flavor.name)} --> {_node_id("pool", pool.name + "@" + zone)}'
+                for zone in sorted(pool.zones)
+            ]
     for cohort in cluster.cohorts.values():
         lines.append(f'  {_node_id("cohort", cohort.name)}{{{{"cohort {cohort.name}"}}}}')
         if cohort.parent:
@@ -88,46 +129,99 @@ def _cluster_page(context: Context, cluster: Cluster) -> str:
     """What the on-call engineer looks for first comes first: the pools, then the queues, then the diagram."""
     facts = cluster.facts
     text = context.header(f"Cluster {cluster.name}")
-    text += (f"{facts.description}\n\n" if facts.description else "")
-    text += table(["environment", "region", "zones", "Kubernetes", "GPU Operator", "synced by"],
-                  [[facts.environment, facts.region, ", ".join(facts.zones), facts.kubernetes_version,
-                    facts.gpu_operator_version, facts.sync_engine]])
+    text += f"{facts.description}\n\n" if facts.description else ""
+    text += table(
+        ["environment", "region", "zones", "Kubernetes", "GPU Operator", "synced by"],
+        [
+            [
+                facts.environment,
+                facts.region,
+                ", ".join(facts.zones),
+                facts.kubernetes_version,
+                facts.gpu_operator_version,
+                facts.sync_engine,
+            ]
+        ],
+    )
     text += "\n## Pools\n\n"
     snapshot = context.snapshots.get(cluster.name)
     free = audit.free_by_pool(snapshot, {p.name: p for p in cluster.pools}) if snapshot else None
     rows = []
     for pool in cluster.pools:
-        drivers = ", ".join(d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels))
+        drivers = ", ".join(
+            d.version for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels)
+        )
         zones = ", ".join(f"{z} {n}" for z, n in pool.zones.items())
-        row = [f"[{pool.name}](../pools/{pool.name}.md)", pool.gpu_model,
-               f"{pool.nodes} x {pool.gpus_per_node} ({zones})", pool.access_mode, _exposes(pool) or "none"]
+        row = [
+            f"[{pool.name}](../pools/{pool.name}.md)",
+            pool.gpu_model,
+            f"{pool.nodes} x {pool.gpus_per_node} ({zones})",
+            pool.access_mode,
+            _exposes(pool) or "none",
+        ]
         row += [_free_text(pool, free[pool.name])] if free is not None else []
         rows.append(row + [", ".join(teams_of(cluster, pool)) or "-", drivers or "-"])
-    text += ("Each pool's name leads to how its nodes join it: the labels and taints they must carry, as "
-             "kubelet flags, a Karpenter NodePool and a Cluster API MachineDeployment.\n\n")
+    text += (
+        "Each pool's name leads to how its nodes join it: the labels and taints they must carry, as "
+        "kubelet flags, a Karpenter NodePool and a Cluster API MachineDeployment.\n\n"
+    )
     if snapshot:
         taken = audit.snapshot_time(snapshot)
-        text += (f"*Free now* is read from the audit snapshot taken {taken:%Y-%m-%d %H:%M} UTC" if taken else
-                 "*Free now* is read from an audit snapshot with no timestamp") + (
-                 ": each node's allocatable devices less what its running pods request; cordoned nodes free "
-                 "nothing.\n\n")
-    text += table(["pool", "GPU", "nodes x GPUs (per zone)", "mode", "exposes", *(["free now"] if free is not None else []),
-                   "teams", "driver"], rows)
-    text += "\n## Cluster queues\n\nNominal GPU quota per pool; the [quota matrix](../quotas.md) adds borrowing.\n\n"
-    rows = [[q.name, q.team or "-", q.tier or "-", q.workload or "-", q.cohort or "-", _queue_quota(cluster, q)]
-            for q in cluster.cluster_queues.values()]
+        text += (
+            f"*Free now* is read from the audit snapshot taken {taken:%Y-%m-%d %H:%M} UTC"
+            if taken
+            else "*Free now* is read from an audit snapshot with no timestamp"
+        ) + (
+            ": each node's allocatable devices less what its running pods request; cordoned nodes free "
+            "nothing.\n\n"
+        )
+    text += table(
+        [
+            "pool",
+            "GPU",
+            "nodes x GPUs (per zone)",
+            "mode",
+            "exposes",
+            *(["free now"] if free is not None else []),
+            "teams",
+            "driver",
+        ],
+        rows,
+    )
+    text += (
+        "\n## Cluster queues\n\nNominal GPU quota per pool; the [quota matrix](../quotas.md) adds "
+        "borrowing.\n\n"
+    )
+    rows = [
+        [q.name, q.team or "-", q.tier or "-", q.workload or "-", q.cohort or "-", _queue_quota(cluster, q)]
+        for q in cluster.cluster_queues.values()
+    ]
     text += table(["queue", "team", "tier", "workload", "cohort", "GPU quota"], rows)
-    text += "\n## Diagram\n\nTeams submit to local queues, which feed cluster queues; queues borrow through cohorts "
-    text += "(dotted) and draw quota from flavors, and each flavor selects one pool of nodes in its failure zones.\n\n"
+    text += (
+        "\n## Diagram\n\nTeams submit to local queues, which feed cluster queues; queues borrow through "
+        "cohorts "
+    )
+    text += (
+        "(dotted) and draw quota from flavors, and each flavor selects one pool of nodes in its failure "
+        "zones.\n\n"
+    )
     text += f"```mermaid\n{mermaid(cluster)}\n```\n"
     return text
 
 
 def teams_of(cluster: Cluster, pool: Pool) -> list[str]:
     """The teams whose cluster queues draw quota from a flavor that selects the pool."""
-    return sorted({q.team for q in cluster.cluster_queues.values()
-                   if any(cluster.flavors.get(f) and pool in cluster.pools_of_flavor(cluster.flavors[f])
-                          for f in q.flavors())} - {""})
+    return sorted(
+        {
+            q.team
+            for q in cluster.cluster_queues.values()
+            if any(
+                cluster.flavors.get(f) and pool in cluster.pools_of_flavor(cluster.flavors[f])
+                for f in q.flavors()
+            )
+        }
+        - {""}
+    )
 
 
 def _exposes(pool: Pool) -> str:
@@ -135,8 +229,11 @@ def _exposes(pool: Pool) -> str:
 
 
 def _free_text(pool: Pool, free: dict[str, int]) -> str:
-    """`5 GPUs`, `12 × 1g.10gb, 0 × 2g.20gb`: a zero is shown, since "none free" is the answer being sought."""
-    return ", ".join(amount_text(resource, free.get(resource, 0), [pool]) for resource in pool.capacity) or "-"
+    """`5 GPUs`, `12 × 1g.10gb, 0 × 2g.20gb`: a zero is shown, since "none free" is the answer being
+    sought."""
+    return (
+        ", ".join(amount_text(resource, free.get(resource, 0), [pool]) for resource in pool.capacity) or "-"
+    )
 
 
 def _queue_quota(cluster: Cluster, queue: ClusterQueue) -> str:

@@ -13,9 +13,11 @@ _COLOURS = ("#76b900", "#1a73e8", "#e8710a", "#9334e6", "#d01884", "#12b5cb", "#
 
 def pages(context: Context) -> dict[str, str]:
     text = context.header("MIG layouts", _inputs(context))
-    text += ("Each picture is one GPU: the columns are its memory slots, each block a MIG instance at the start "
-             "slot the placement solver found. The device plugin exposes each instance as `nvidia.com/mig-<profile>` "
-             "(mixed strategy) or `nvidia.com/gpu` (single).\n\n")
+    text += (
+        "Each picture is one GPU: the columns are its memory slots, each block a MIG instance at the "
+        "start slot the placement solver found. The device plugin exposes each instance as "
+        "`nvidia.com/mig-<profile>` (mixed strategy) or `nvidia.com/gpu` (single).\n\n"
+    )
     drawn = False
     for cluster in context.fleet.clusters.values():
         for pool in cluster.pools:
@@ -39,15 +41,21 @@ def _inputs(context: Context) -> set[str]:
 
 
 def _pool_section(cluster: Cluster, pool: Pool) -> str:
-    header = (f"## {pool.name} ({cluster.name})\n\n{pool.nodes} node{'s' if pool.nodes != 1 else ''} x {pool.gpus_per_node} {pool.gpu_model}, "
-              f"layout `{pool.mig_layout}`, strategy `{pool.mig_strategy}`. Exposes: "
-              + (", ".join(f"`{k}` {v}" for k, v in pool.capacity.items()) or "nothing") + ".\n\n")
+    header = (
+        f"## {pool.name} ({cluster.name})\n\n{pool.nodes} node{'s' if pool.nodes != 1 else ''} x "
+        f"{pool.gpus_per_node} {pool.gpu_model}, layout `{pool.mig_layout}`, strategy "
+        f"`{pool.mig_strategy}`. Exposes: "
+        + (", ".join(f"`{k}` {v}" for k, v in pool.capacity.items()) or "nothing")
+        + ".\n\n"
+    )
     try:
         model = catalog.gpu(pool.gpu_model)
     except KeyError:
         return header + f"GPU model `{pool.gpu_model}` is not in the catalog.\n\n"
     entry = cluster.mig_configs.get(pool.mig_layout)
-    config, _ = mig.parse_config({"version": "v1", "mig-configs": {pool.mig_layout: entry.data if entry else []}})
+    config, _ = mig.parse_config(
+        {"version": "v1", "mig-configs": {pool.mig_layout: entry.data if entry else []}}
+    )
     entries = config.layouts.get(pool.mig_layout, ()) if config else ()
     per_gpu = mig.layout_devices(entries, pool.gpus_per_node, model)
     if not per_gpu:
@@ -72,8 +80,12 @@ def _picture(model: catalog.GPUModel, placement: mig.Placement) -> str:
     cells = [f'<div class="mig-slot" style="grid-column:{i + 1}">{i}</div>' for i in range(slots)]
     for number, instance in enumerate(sorted(placement.instances, key=lambda i: i.start)):
         colour = _COLOURS[number % len(_COLOURS)]
-        cells.append(f'<div class="mig-instance" style="grid-column:{instance.start + 1} / span '
-                     f'{instance.memory_slices};background:{colour}" title="{html.escape(instance.profile)} at slot '
-                     f'{instance.start}">{html.escape(instance.profile)}</div>')
-    return (f'<div class="mig-gpu" style="grid-template-columns:repeat({slots}, 1fr)" role="img" '
-            f'aria-label="MIG layout on {html.escape(model.name)}">' + "".join(cells) + "</div>")
+        cells.append(
+            f'<div class="mig-instance" style="grid-column:{instance.start + 1} / span '
+            f'{instance.memory_slices};background:{colour}" title="{html.escape(instance.profile)} '
+            f'at slot {instance.start}">{html.escape(instance.profile)}</div>'
+        )
+    return (
+        f'<div class="mig-gpu" style="grid-template-columns:repeat({slots}, 1fr)" role="img" '
+        f'aria-label="MIG layout on {html.escape(model.name)}">' + "".join(cells) + "</div>"
+    )

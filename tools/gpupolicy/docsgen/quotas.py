@@ -1,6 +1,6 @@
-"""The quota matrix: per cluster, one row per team's queue and one column per flavor (named by its pools), each
-cell the GPU quota in the pool's own units with what the queue may borrow; zeros are left blank. The last rows
-add up the quota of each column and set it against what the pools expose. A cluster with more than
+"""The quota matrix: per cluster, one row per team's queue and one column per flavor (named by its pools),
+each cell the GPU quota in the pool's own units with what the queue may borrow; zeros are left blank. The last
+rows add up the quota of each column and set it against what the pools expose. A cluster with more than
 COLUMNS_PER_TABLE flavors gets one table per group of them."""
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ COLUMNS_PER_TABLE = 4
 
 def pages(context: Context) -> dict[str, str]:
     text = context.header("Quota matrix")
-    text += ("One table per cluster (several for a cluster with many pools): a row per team's cluster queue, a column per flavor (headed by the pool it "
-             "selects). Each cell is the queue's **nominal** quota there, which is guaranteed, in the pool's "
-             "units: whole GPUs, MIG instances (`16 × 1g.10gb`) or time-slices (`48 × 1/4 GPU`: shares of a "
-             "card that time-slicing hands out). In brackets: what a queue in a cohort may **borrow** on top "
-             "when others leave quota unused (`+12`; `+any`: no borrowing limit), and the most it **lends** "
-             "(`lends ≤ 16`; no note: all of it). An empty cell is no quota. The last rows add up each column "
-             "and set it against what its pools expose.\n\n")
+    text += (
+        "One table per cluster (several for a cluster with many pools): a row per team's cluster queue, "
+        "a column per flavor (headed by the pool it selects). Each cell is the queue's **nominal** quota "
+        "there, which is guaranteed, in the pool's units: whole GPUs, MIG instances (`16 × 1g.10gb`) or "
+        "time-slices (`48 × 1/4 GPU`: shares of a card that time-slicing hands out). In brackets: what a "
+        "queue in a cohort may **borrow** on top when others leave quota unused (`+12`; `+any`: no borrowing "
+        "limit), and the most it **lends** (`lends ≤ 16`; no note: all of it). An empty cell is no quota. "
+        "The last rows add up each column and set it against what its pools expose.\n\n"
+    )
     for cluster in context.fleet.clusters.values():
         text += f"## {cluster.name}\n\n" + _matrix(cluster) + "\n"
     return {"quotas.md": text}
@@ -46,8 +48,10 @@ def _matrix(cluster: Cluster) -> str:
     columns = _flavor_columns(cluster)
     if not columns:
         return "No GPU quotas.\n"
-    return "\n".join(_table(cluster, columns[start:start + COLUMNS_PER_TABLE])
-                     for start in range(0, len(columns), COLUMNS_PER_TABLE))
+    return "\n".join(
+        _table(cluster, columns[start : start + COLUMNS_PER_TABLE])
+        for start in range(0, len(columns), COLUMNS_PER_TABLE)
+    )
 
 
 def _table(cluster: Cluster, columns: list[str]) -> str:
@@ -59,12 +63,18 @@ def _table(cluster: Cluster, columns: list[str]) -> str:
 
 
 def _flavor_columns(cluster: Cluster) -> list[str]:
-    """Flavors that carry GPU quota, in the order of the pools they select (a pool's flavors side by side); the
+    """Flavors that carry GPU quota, in the order of the pools they select (a pool's flavors side by side);
+    the
     CPU flavor (decision 0029) has none by construction (WL013) and no column."""
-    used = {flavor for flavor, _ in quotas.nominal_per_flavor(cluster)
-            if not (flavor in cluster.flavors and cluster.flavors[flavor].is_cpu)}
+    used = {
+        flavor
+        for flavor, _ in quotas.nominal_per_flavor(cluster)
+        if not (flavor in cluster.flavors and cluster.flavors[flavor].is_cpu)
+    }
     order = {pool.name: index for index, pool in enumerate(cluster.pools)}
-    return sorted(used, key=lambda f: (min((order[p.name] for p in quotas.pools_of(cluster, f)), default=len(order)), f))
+    return sorted(
+        used, key=lambda f: (min((order[p.name] for p in quotas.pools_of(cluster, f)), default=len(order)), f)
+    )
 
 
 def _column_title(cluster: Cluster, flavor: str) -> str:
@@ -90,8 +100,10 @@ def _cohort_rows(cluster: Cluster, columns: list[str]) -> list[list[str]]:
         if entry.kind == "Cohort" and entry.flavor in columns:
             row = cells.setdefault(entry.owner, {flavor: [] for flavor in columns})
             row[entry.flavor] += _quota_text(cluster, entry.flavor, entry.quota, False)
-    return [[f"cohort {owner} (its own quota)", owner, *("; ".join(row[f]) for f in columns)]
-            for owner, row in sorted(cells.items())]
+    return [
+        [f"cohort {owner} (its own quota)", owner, *("; ".join(row[f]) for f in columns)]
+        for owner, row in sorted(cells.items())
+    ]
 
 
 def _quota_text(cluster: Cluster, flavor: str, quota: ResourceQuota, in_cohort: bool) -> list[str]:
@@ -133,10 +145,18 @@ def _total_rows(cluster: Cluster, columns: list[str]) -> list[list[str]]:
         resources = [r for r in capacity if (flavor, r) in nominal]
         totals.append(", ".join(amount_text(r, nominal[(flavor, r)], pools) for r in resources))
         exposed.append(", ".join(amount_text(r, capacity[r], pools) for r in capacity))
-        unassigned.append(", ".join(_unassigned(r, capacity[r] - nominal.get((flavor, r), 0), pools)
-                                    for r in capacity if capacity[r] != nominal.get((flavor, r), 0)))
-    return [["**nominal total**", "", *totals], ["**pools expose**", "", *exposed],
-            ["**not in any quota**", "", *unassigned]]
+        unassigned.append(
+            ", ".join(
+                _unassigned(r, capacity[r] - nominal.get((flavor, r), 0), pools)
+                for r in capacity
+                if capacity[r] != nominal.get((flavor, r), 0)
+            )
+        )
+    return [
+        ["**nominal total**", "", *totals],
+        ["**pools expose**", "", *exposed],
+        ["**not in any quota**", "", *unassigned],
+    ]
 
 
 def _unassigned(resource: str, amount: float, pools: list[Pool]) -> str:

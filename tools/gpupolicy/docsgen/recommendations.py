@@ -1,5 +1,5 @@
-"""One page per cluster with its latest recorded recommendation (docs/recommendations/<cluster>.json, written by
-`gpupolicy recommend --record`): the command that rebuilds it, the before/after table (baseline, repository
+"""One page per cluster with its latest recorded recommendation (docs/recommendations/<cluster>.json, written
+by `gpupolicy recommend --record`): the command that rebuilds it, the before/after table (baseline, repository
 policy, recommended), the change, and the Pareto plot recorded beside it."""
 
 from __future__ import annotations
@@ -34,9 +34,13 @@ def _load(raw: bytes, rel: str) -> dict:
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ToolError(f"{rel}: not JSON ({exc}); record it again with `gpupolicy recommend --record`") from None
+        raise ToolError(
+            f"{rel}: not JSON ({exc}); record it again with `gpupolicy recommend --record`"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("changes"), list):
-        raise ToolError(f"{rel}: not a recommendation record; record it again with `gpupolicy recommend --record`")
+        raise ToolError(
+            f"{rel}: not a recommendation record; record it again with `gpupolicy recommend --record`"
+        )
     return data
 
 
@@ -45,16 +49,23 @@ def _page(context: Context, cluster: str, rel: str, data: dict) -> str:
     keys = [key for key in SUMMARY_KEYS if key in data]
     summaries = [summary_from(data[key], rel) for key in keys]
     rows = [list(row) for row in summary_rows(summaries)]
-    changes = "\n".join(f"- `{change}`" for change in data["changes"]) or "- none: the repository's policy is the best found"
+    changes = "\n".join(f"- `{change}`" for change in data["changes"]) or (
+        "- none: the repository's policy is the best found"
+    )
     files = ", ".join(f"`{f}`" for f in data.get("files") or ()) or "none"
-    return (context.header(f"Recommendation for {cluster}", [rel, png])
-            + f"Rebuild with:\n\n```sh\n{data.get('command', '')}\n```\n\n"
-            + "## Before and after\n\n" + table(["metric", *(HEADERS[k] for k in keys)], rows)
-            + _targets(data, rel)
-            + f"\n## The change\n\n{changes}\n\nFiles: {files}. `--apply` writes them; `gpupolicy diff` shows them.\n\n"
-            + f"## Candidates\n\n{data.get('trials', '?')} candidates, {len(data.get('candidates') or ())} replayed "
-            + "whole (the others pruned on the first half of the workload); useful utilization against the worst "
-            + f"target wait:\n\n![Pareto front of {cluster}](../../recommendations/{cluster}.png)\n")
+    return (
+        context.header(f"Recommendation for {cluster}", [rel, png])
+        + f"Rebuild with:\n\n```sh\n{data.get('command', '')}\n```\n\n"
+        + "## Before and after\n\n"
+        + table(["metric", *(HEADERS[k] for k in keys)], rows)
+        + _targets(data, rel)
+        + f"\n## The change\n\n{changes}\n\nFiles: {files}. `--apply` writes them; `gpupolicy diff` "
+        "shows them.\n\n"
+        + f"## Candidates\n\n{data.get('trials', '?')} candidates, {len(data.get('candidates') or ())} "
+        "replayed "
+        + "whole (the others pruned on the first half of the workload); useful utilization against the "
+        "worst " + f"target wait:\n\n![Pareto front of {cluster}](../../recommendations/{cluster}.png)\n"
+    )
 
 
 def _targets(data: dict, rel: str) -> str:
@@ -66,7 +77,10 @@ def _targets(data: dict, rel: str) -> str:
     try:
         rows = target_rows(entries, policies)
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
-        raise ToolError(f"{rel}: not a recommendation record's targets ({exc}); record it again with "
-                        "`gpupolicy recommend --record`") from None
-    return ("\n## Wait targets\n\nThe worst wait among each target's queues, against its bound:\n\n"
-            + table(["target", "bound", *(HEADERS[k] for k in policies)], rows))
+        raise ToolError(
+            f"{rel}: not a recommendation record's targets ({exc}); record it again with "
+            "`gpupolicy recommend --record`"
+        ) from None
+    return "\n## Wait targets\n\nThe worst wait among each target's queues, against its bound:\n\n" + table(
+        ["target", "bound", *(HEADERS[k] for k in policies)], rows
+    )

@@ -36,8 +36,12 @@ def on_post_build(config, **_) -> None:
 
     source = mermaid_js()
     if source is None:
-        raise PluginError("mermaid.min.js is not on this machine, and without it every diagram of the site is "
-                          f"raw text: run `make system-tools` (npm package mermaid), or set {MERMAID_ENV}=FILE")
+        raise PluginError(
+            "mermaid.min.js is not on this machine, and without it every diagram of the site "
+            "is "
+            "raw text: run `make system-tools` (npm package mermaid), or set "
+            f"{MERMAID_ENV}=FILE"
+        )
     target = Path(config.site_dir) / MERMAID_ASSET
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
@@ -55,7 +59,9 @@ def on_nav(nav, config, files, **_):
         for page in pages:
             groups.setdefault(_rule_category(page), []).append(page)
         others = [item for item in section.children if not _rule_category(item)]
-        section.children = others + [Section(category, members) for category, members in sorted(groups.items())]
+        section.children = others + [
+            Section(category, members) for category, members in sorted(groups.items())
+        ]
         for child in section.children:
             child.parent = section
             for member in getattr(child, "children", None) or []:
@@ -77,5 +83,5 @@ def _rule_category(item) -> str:
     path = getattr(getattr(item, "file", None), "src_uri", "") or ""
     if not path.startswith(RULES_FOLDER):
         return ""
-    match = _RULE_PAGE.fullmatch(path[len(RULES_FOLDER):])
+    match = _RULE_PAGE.fullmatch(path[len(RULES_FOLDER) :])
     return match.group(1) if match else ""

@@ -1,13 +1,15 @@
 """What a pool exposes to the scheduler, per resource name, from its declared hardware and sharing mode.
 
 exclusive: GPUs; time-sliced (and MPS): GPUs x replicas (as `nvidia.com/gpu`, or `nvidia.com/gpu.shared` when
-renamed); MIG mixed: per-profile instance counts of the layout x nodes, as `nvidia.com/mig-<profile>` (with `+`
-written as `.`), and every GPU the layout leaves MIG-disabled as `nvidia.com/gpu`; MIG single: all instances (and
-any MIG-disabled GPU) as `nvidia.com/gpu`. Time-slicing on a MIG pool multiplies every MIG resource by the replicas.
+renamed); MIG mixed: per-profile instance counts of the layout x nodes, as `nvidia.com/mig-<profile>` (with
+`+` written as `.`), and every GPU the layout leaves MIG-disabled as `nvidia.com/gpu`; MIG single: all
+instances (and any MIG-disabled GPU) as `nvidia.com/gpu`. Time-slicing on a MIG pool multiplies every MIG
+resource by the replicas.
 
-Sources (facts restated, see ../shared/reference/gpu-operator.md section 3.2): the device plugin advertises MIG
-devices per profile under the mixed strategy with `+` replaced by `.`, MIG-disabled GPUs stay `nvidia.com/gpu`,
-and time-slicing applies to `nvidia.com/gpu` and to the `nvidia.com/mig-*` resources of the mixed strategy.
+Sources (facts restated, see ../shared/reference/gpu-operator.md section 3.2): the device plugin advertises
+MIG devices per profile under the mixed strategy with `+` replaced by `.`, MIG-disabled GPUs stay
+`nvidia.com/gpu`, and time-slicing applies to `nvidia.com/gpu` and to the `nvidia.com/mig-*` resources of the
+mixed strategy.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from . import catalog, mig
 WHOLE_GPU = ""  # key of a MIG-disabled GPU in a layout's per-node counts
 
 
-def layout_instances_per_node(entries: Any, gpus_per_node: int, model: catalog.GPUModel | None = None) -> Counter:
+def layout_instances_per_node(
+    entries: Any, gpus_per_node: int, model: catalog.GPUModel | None = None
+) -> Counter:
     """MIG instances per node for one mig-parted layout (a list of entries), by profile name.
 
-    GPUs the layout leaves MIG-disabled (or does not mention: mig-parted leaves them alone, and a GPU out of the
-    box has MIG off) are counted under the key `WHOLE_GPU`. Entries are read as mig-parted reads them (see
-    mig.py): later entries win for the same GPU, and an entry with a `device-filter` applies only when it names
-    `model`'s PCI device ID. Malformed entries are left out here; MIG009 reports them.
+    GPUs the layout leaves MIG-disabled (or does not mention: mig-parted leaves them alone, and a GPU out of
+    the box has MIG off) are counted under the key `WHOLE_GPU`. Entries are read as mig-parted reads them (see
+    mig.py): later entries win for the same GPU, and an entry with a `device-filter` applies only when it
+    names `model`'s PCI device ID. Malformed entries are left out here; MIG009 reports them.
     """
     per_gpu = layout_per_gpu(entries, gpus_per_node, model)
     total: Counter = Counter()
@@ -39,7 +43,9 @@ def layout_instances_per_node(entries: Any, gpus_per_node: int, model: catalog.G
     return total
 
 
-def layout_per_gpu(entries: Any, gpus_per_node: int, model: catalog.GPUModel | None = None) -> dict[int, dict[str, int]]:
+def layout_per_gpu(
+    entries: Any, gpus_per_node: int, model: catalog.GPUModel | None = None
+) -> dict[int, dict[str, int]]:
     """MIG instances per GPU index of a node for one mig-parted layout (a list of entries), read as
     `layout_instances_per_node` reads it; GPUs left MIG-disabled are absent."""
     config, _ = mig.parse_config({"version": "v1", "mig-configs": {"layout": entries}})
@@ -52,7 +58,9 @@ def mig_resource(profile: str) -> str:
     return catalog.resource_name(profile, "mixed")
 
 
-def pool_capacity(pool: Any, mig_layout_entries: Any = None, model: catalog.GPUModel | None = None) -> dict[str, int]:
+def pool_capacity(
+    pool: Any, mig_layout_entries: Any = None, model: catalog.GPUModel | None = None
+) -> dict[str, int]:
     """Resource name -> devices the whole pool exposes; {} for a MIG pool whose layout is unknown."""
     if pool.mig_layout:
         per_node = _mig_capacity_per_node(pool, mig_layout_entries, model)

@@ -46,25 +46,57 @@ BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 # kind -> (API group, resource) for the workload kinds the repository deals with; others fall back to
 # the lower-cased plural of the kind.
 RESOURCES: dict[str, tuple[str, str]] = {
-    "Pod": ("", "pods"), "Namespace": ("", "namespaces"), "Deployment": ("apps", "deployments"),
-    "StatefulSet": ("apps", "statefulsets"), "DaemonSet": ("apps", "daemonsets"),
-    "ReplicaSet": ("apps", "replicasets"), "Job": ("batch", "jobs"), "CronJob": ("batch", "cronjobs"),
-    "JobSet": ("jobset.x-k8s.io", "jobsets"), "RayJob": ("ray.io", "rayjobs"),
-    "RayCluster": ("ray.io", "rayclusters"), "PyTorchJob": ("kubeflow.org", "pytorchjobs"),
-    "TrainJob": ("trainer.kubeflow.org", "trainjobs"), "LeaderWorkerSet": ("leaderworkerset.x-k8s.io",
-                                                                         "leaderworkersets"),
+    "Pod": ("", "pods"),
+    "Namespace": ("", "namespaces"),
+    "Deployment": ("apps", "deployments"),
+    "StatefulSet": ("apps", "statefulsets"),
+    "DaemonSet": ("apps", "daemonsets"),
+    "ReplicaSet": ("apps", "replicasets"),
+    "Job": ("batch", "jobs"),
+    "CronJob": ("batch", "cronjobs"),
+    "JobSet": ("jobset.x-k8s.io", "jobsets"),
+    "RayJob": ("ray.io", "rayjobs"),
+    "RayCluster": ("ray.io", "rayclusters"),
+    "PyTorchJob": ("kubeflow.org", "pytorchjobs"),
+    "TrainJob": ("trainer.kubeflow.org", "trainjobs"),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io", "leaderworkersets"),
 }
 
 # Standard CEL functions the engine implements, plus the Kubernetes library functions added below.
 _STANDARD_FUNCTIONS = {
-    "size", "int", "uint", "double", "string", "bytes", "bool", "dyn", "type", "duration", "timestamp",
-    "matches", "contains", "startsWith", "endsWith", "max", "min", "getDate", "getDayOfMonth", "getDayOfWeek",
-    "getDayOfYear", "getFullYear", "getHours", "getMilliseconds", "getMinutes", "getMonth", "getSeconds",
+    "size",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "dyn",
+    "type",
+    "duration",
+    "timestamp",
+    "matches",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "max",
+    "min",
+    "getDate",
+    "getDayOfMonth",
+    "getDayOfWeek",
+    "getDayOfYear",
+    "getFullYear",
+    "getHours",
+    "getMilliseconds",
+    "getMinutes",
+    "getMonth",
+    "getSeconds",
 }
 _VARIABLE_NAMES = ("object", "oldObject", "request", "params", "namespaceObject", "variables")
 
 
 # --- Kubernetes CEL library functions (a subset), as plain Python -----------------------------------------
+
 
 def _quantity(text: Any) -> float:
     try:
@@ -93,15 +125,26 @@ def _as_integer(value: float) -> int:
 
 KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
     # strings library
-    "lowerAscii": lambda s: s.lower(), "upperAscii": lambda s: s.upper(), "trim": lambda s: s.strip(),
-    "split": lambda s, sep: s.split(sep), "join": lambda items, sep="": sep.join(items),
-    "replace": lambda s, old, new: s.replace(old, new), "indexOf": lambda s, sub: s.find(sub),
+    "lowerAscii": lambda s: s.lower(),
+    "upperAscii": lambda s: s.upper(),
+    "trim": lambda s: s.strip(),
+    "split": lambda s, sep: s.split(sep),
+    "join": lambda items, sep="": sep.join(items),
+    "replace": lambda s, old, new: s.replace(old, new),
+    "indexOf": lambda s, sub: s.find(sub),
     "lastIndexOf": lambda s, sub: s.rfind(sub),
     # quantity library; a quantity is modelled as its float value
-    "quantity": _quantity, "isQuantity": _is_quantity, "asApproximateFloat": float, "asInteger": _as_integer,
-    "isInteger": lambda q: q == int(q), "sign": lambda q: _compare(q, 0.0),
-    "isGreaterThan": lambda a, b: a > b, "isLessThan": lambda a, b: a < b, "compareTo": _compare,
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+    "quantity": _quantity,
+    "isQuantity": _is_quantity,
+    "asApproximateFloat": float,
+    "asInteger": _as_integer,
+    "isInteger": lambda q: q == int(q),
+    "sign": lambda q: _compare(q, 0.0),
+    "isGreaterThan": lambda a, b: a > b,
+    "isLessThan": lambda a, b: a < b,
+    "compareTo": _compare,
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
 }
 KNOWN_FUNCTIONS = _STANDARD_FUNCTIONS | set(KUBERNETES_FUNCTIONS)
 
@@ -128,14 +171,17 @@ PER_CALL_LIMIT = 1_000_000  # k8s.io/apiserver/pkg/apis/cel/config.go PerCallLim
 RUNTIME_BUDGET = 10_000_000  # k8s.io/apiserver/pkg/apis/cel/config.go RuntimeCELCostBudget
 COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'))
   | (?P<number>0[xX][0-9a-fA-F]+[uU]?|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[uU]?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>\|\||&&|==|!=|<=|>=|[-+*/%!<>?:.,()\[\]{}])
   | (?P<space>\s+)
   | (?P<other>.)
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 _OPEN, _CLOSE = "([{", ")]}"
 _UNKNOWN = None  # a size or a set of values the estimate cannot know
 
@@ -146,7 +192,8 @@ class CostExceeded(Exception):
 
 @dataclass(frozen=True)
 class _Macro:
-    """One comprehension: its receiver's tokens [start, end], its argument brackets, its iteration variables."""
+    """One comprehension: its receiver's tokens [start, end], its argument brackets, its iteration
+    variables."""
 
     name: str
     start: int
@@ -180,9 +227,14 @@ def _form(expression: str) -> _Form:
         elif text in _CLOSE and len(text) == 1 and stack:
             opened = stack.pop()
             pair[opened], pair[index] = index, opened
-    macros = tuple(_macro(tokens, pair, index) for index in range(2, len(tokens) - 1)
-                   if tokens[index] in COMPREHENSIONS and tokens[index - 1] == "." and tokens[index + 1] == "("
-                   and index + 1 in pair)
+    macros = tuple(
+        _macro(tokens, pair, index)
+        for index in range(2, len(tokens) - 1)
+        if tokens[index] in COMPREHENSIONS
+        and tokens[index - 1] == "."
+        and tokens[index + 1] == "("
+        and index + 1 in pair
+    )
     counts: dict[tuple[int, ...], int] = {}
     opens = {m.open: n for n, m in enumerate(macros)}
     around: list[int] = []  # the comprehensions whose arguments hold this token, outermost first
@@ -193,8 +245,11 @@ def _form(expression: str) -> _Form:
         counts[chain] = counts.get(chain, 0) + 1
         if index in opens:
             around.append(opens[index])
-    literals = [_literal_size(tokens[opened + 1:pair[opened]]) for opened in pair
-                if tokens[opened] in ("[", "{") and pair[opened] > opened]
+    literals = [
+        _literal_size(tokens[opened + 1 : pair[opened]])
+        for opened in pair
+        if tokens[opened] in ("[", "{") and pair[opened] > opened
+    ]
     return _Form(tokens, pair, macros, counts, "split" in tokens, max(literals, default=0))
 
 
@@ -212,7 +267,9 @@ def _macro(tokens: tuple[str, ...], pair: dict[int, int], index: int) -> _Macro:
     names = [tokens[open_ + 1]] if open_ + 2 < close and tokens[open_ + 2] == "," else []
     if names and open_ + 4 < close and tokens[open_ + 4] == "," and tokens[open_ + 3][:1].isalpha():
         names.append(tokens[open_ + 3])  # the two-variable form: all(i, v, ...), all(k, v, ...)
-    return _Macro(tokens[index], _receiver_start(tokens, pair, index - 2), index - 2, open_, close, tuple(names))
+    return _Macro(
+        tokens[index], _receiver_start(tokens, pair, index - 2), index - 2, open_, close, tuple(names)
+    )
 
 
 def _receiver_start(tokens: tuple[str, ...], pair: dict[int, int], end: int) -> int:
@@ -223,7 +280,7 @@ def _receiver_start(tokens: tuple[str, ...], pair: dict[int, int], end: int) -> 
             index = pair[index]
             if index > 0 and tokens[index] == "(" and tokens[index - 1][:1].isalpha():
                 index -= 1  # a call: f(...) or x.f(...)
-        if index > 1 and tokens[index - 1] == "." :
+        if index > 1 and tokens[index - 1] == ".":
             index -= 2
             continue
         if index > 0 and tokens[index][:1] == "[" and tokens[index - 1][:1].isalnum():
@@ -273,7 +330,7 @@ class _Estimate:
         `number` (the macros before it are the ones that can bind its names)."""
         tokens = self.form.tokens
         if tokens[start] in ("[", "{") and self.form.pair.get(start) == end:
-            return _literal_size(tokens[start + 1:end]), _UNKNOWN
+            return _literal_size(tokens[start + 1 : end]), _UNKNOWN
         if tokens[end] == ")" and end in self.form.pair:
             opened = self.form.pair[end]
             if opened >= 2 and tokens[opened - 1] in ("map", "filter") and tokens[opened - 2] == ".":
@@ -286,7 +343,8 @@ class _Estimate:
         return self._path(start, end, number)
 
     def _results(self, number: int) -> list | None:
-        """What a `filter` or `map` returns, as one candidate list: a filter's items, or a map's values when its
+        """What a `filter` or `map` returns, as one candidate list: a filter's items, or a map's values when
+        its
         body is a path (`.map(r, r.template.spec)`, `.map(k, variables.specs[k].template)`); else unknown."""
         macro = self.form.macros[number]
         items = self.elements[number][0]
@@ -304,13 +362,24 @@ class _Estimate:
         total, values = 0, []
         index = start
         while index <= end:
-            if self.form.tokens[index][:1].isalpha() and (index == start or self.form.tokens[index - 1] != "."):
+            if self.form.tokens[index][:1].isalpha() and (
+                index == start or self.form.tokens[index - 1] != "."
+            ):
                 stop = index
-                while stop + 2 <= end and self.form.tokens[stop + 1] == "." and \
-                        self.form.tokens[stop + 2][:1].isalpha():
+                while (
+                    stop + 2 <= end
+                    and self.form.tokens[stop + 1] == "."
+                    and self.form.tokens[stop + 2][:1].isalpha()
+                ):
                     stop += 2
                 size, found = self._path(index, stop, number)
-                if size is _UNKNOWN and self.form.tokens[index] not in ("has", "size", "true", "false", "null"):
+                if size is _UNKNOWN and self.form.tokens[index] not in (
+                    "has",
+                    "size",
+                    "true",
+                    "false",
+                    "null",
+                ):
                     return _UNKNOWN, _UNKNOWN
                 total += size or 0
                 values += found or []
@@ -336,8 +405,11 @@ class _Estimate:
                 values = [v[field] for v in values if isinstance(v, dict) and field in v]
                 index += 2
             elif tokens[index] == "[" and index in self.form.pair:
-                values = [item for v in values for item in (v.values() if isinstance(v, dict) else
-                                                             v if isinstance(v, list) else [])]
+                values = [
+                    item
+                    for v in values
+                    for item in (v.values() if isinstance(v, dict) else v if isinstance(v, list) else [])
+                ]
                 index = self.form.pair[index] + 1
             else:
                 return _UNKNOWN, _UNKNOWN
@@ -387,7 +459,8 @@ def largest_size(values: Any, strings: bool) -> int:
 
 
 def estimated_cost(expression: str, inputs: dict | None) -> int:
-    """The estimate over these named inputs (`object`, `variables`, ...), or from the literals alone (None)."""
+    """The estimate over these named inputs (`object`, `variables`, ...), or from the literals alone
+    (None)."""
     return _Estimate(_form(expression), inputs).cost()
 
 
@@ -397,20 +470,25 @@ def static_problem(expression: str) -> str | None:
     estimate = estimated_cost(expression, None)
     if estimate <= PER_CALL_LIMIT:
         return None
-    return (f"its estimated cost of {estimate:,} is over the per-expression limit of {PER_CALL_LIMIT:,} "
-            "(the API server's PerCallLimit; nested comprehensions multiply their list sizes)")
+    return (
+        f"its estimated cost of {estimate:,} is over the per-expression limit of {PER_CALL_LIMIT:,} "
+        "(the API server's PerCallLimit; nested comprehensions multiply their list sizes)"
+    )
 
 
 def check_runtime(expression: str, inputs: dict) -> int:
     """The estimate over `inputs`; `CostExceeded` when it is over the per-call limit (then it is not run)."""
     estimate = estimated_cost(expression, inputs)
     if estimate > PER_CALL_LIMIT:
-        raise CostExceeded(f"estimated cost {estimate:,} over the per-expression limit of {PER_CALL_LIMIT:,} "
-                           "for this input (the API server's PerCallLimit); not evaluated")
+        raise CostExceeded(
+            f"estimated cost {estimate:,} over the per-expression limit of {PER_CALL_LIMIT:,} "
+            "for this input (the API server's PerCallLimit); not evaluated"
+        )
     return estimate
 
 
 # --- compiled expressions ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CelProblem:
@@ -426,15 +504,25 @@ def compile_expression(expression: Any, path: tuple) -> tuple[Any | None, CelPro
     if not isinstance(expression, str) or not expression.strip():
         return None, CelProblem(path, str(expression), "expression is empty or not a string")
     if ".?" in expression or "?." in expression:
-        return None, CelProblem(path, expression, "uses CEL optional syntax (`.?field`), which the toolkit's "
-                                "CEL engine cannot evaluate", unsupported=True)
+        return None, CelProblem(
+            path,
+            expression,
+            "uses CEL optional syntax (`.?field`), which the toolkit's CEL engine cannot evaluate",
+            unsupported=True,
+        )
     program, error = _compiled(expression)
     if program is None:
         return None, CelProblem(path, expression, error)
     unknown = [f for f in program.functions() if f[:1].isalpha() and f not in KNOWN_FUNCTIONS]
     if unknown:
-        return None, CelProblem(path, expression, f"calls {', '.join(unknown)}, which is not a CEL or Kubernetes "
-                                "library function the toolkit knows", unsupported=True)
+        return None, CelProblem(
+            path,
+            expression,
+            f"calls {', '.join(unknown)}, which is not a CEL or "
+            "Kubernetes "
+            "library function the toolkit knows",
+            unsupported=True,
+        )
     too_costly = static_problem(expression)
     if too_costly:
         return None, CelProblem(path, expression, too_costly)
@@ -454,7 +542,7 @@ def _compiled(expression: str) -> tuple[Any | None, str]:
 def _first_line(exc: Exception) -> str:
     text = str(exc)
     marker = text.find("ERROR: ")
-    detail = text[marker + len("ERROR: "):] if marker >= 0 else text
+    detail = text[marker + len("ERROR: ") :] if marker >= 0 else text
     return detail.splitlines()[0].replace("<input>:", "at ") if detail else type(exc).__name__
 
 
@@ -473,10 +561,15 @@ class Policy:
     @classmethod
     def from_body(cls, body: dict) -> Policy:
         spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
-        policy = cls(name=str(mapping(body.get("metadata")).get("name", "")), body=body,
-                     failure_policy=str(spec.get("failurePolicy") or "Fail"))
+        policy = cls(
+            name=str(mapping(body.get("metadata")).get("name", "")),
+            body=body,
+            failure_policy=str(spec.get("failurePolicy") or "Fail"),
+        )
         for index, condition in enumerate(mappings(spec.get("matchConditions"))):
-            program = policy._compile(condition.get("expression"), ("spec", "matchConditions", index, "expression"))
+            program = policy._compile(
+                condition.get("expression"), ("spec", "matchConditions", index, "expression")
+            )
             policy.match_conditions.append((str(condition.get("name", index)), program))
         for index, variable in enumerate(mappings(spec.get("variables"))):
             program = policy._compile(variable.get("expression"), ("spec", "variables", index, "expression"))
@@ -485,11 +578,17 @@ class Policy:
             base = ("spec", "validations", index)
             message_program = None
             if validation.get("messageExpression"):
-                message_program = policy._compile(validation["messageExpression"], (*base, "messageExpression"))
-            policy.validations.append({
-                "program": policy._compile(validation.get("expression"), (*base, "expression")),
-                "expression": str(validation.get("expression", "")),
-                "message": validation.get("message"), "message_program": message_program})
+                message_program = policy._compile(
+                    validation["messageExpression"], (*base, "messageExpression")
+                )
+            policy.validations.append(
+                {
+                    "program": policy._compile(validation.get("expression"), (*base, "expression")),
+                    "expression": str(validation.get("expression", "")),
+                    "message": validation.get("message"),
+                    "message_program": message_program,
+                }
+            )
         return policy
 
     def _compile(self, expression: Any, path: tuple) -> Any | None:
@@ -500,16 +599,24 @@ class Policy:
 
 
 def compile_errors(body: dict) -> list[CelProblem]:
-    """Every expression of a ValidatingAdmissionPolicy that does not compile (or that the toolkit cannot run)."""
+    """Every expression of a ValidatingAdmissionPolicy that does not compile (or that the toolkit cannot
+    run)."""
     problems = list(Policy.from_body(body).problems)
     spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
     if spec.get("paramKind"):
-        problems.append(CelProblem(("spec", "paramKind"), "", "uses paramKind; the toolkit evaluates policies "
-                                   "without parameters", unsupported=True))
+        problems.append(
+            CelProblem(
+                ("spec", "paramKind"),
+                "",
+                "uses paramKind; the toolkit evaluates policies without parameters",
+                unsupported=True,
+            )
+        )
     return problems
 
 
 # --- admission requests ------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Request:
@@ -543,9 +650,12 @@ class Request:
         return {
             "kind": {"group": group, "version": version, "kind": self.kind},
             "resource": {"group": group, "version": version, "resource": self.resource},
-            "subResource": self.sub_resource, "name": metadata.get("name", ""),
-            "namespace": metadata.get("namespace", ""), "operation": self.operation,
-            "userInfo": {"username": self.username, "groups": list(self.groups)}, "dryRun": False,
+            "subResource": self.sub_resource,
+            "name": metadata.get("name", ""),
+            "namespace": metadata.get("namespace", ""),
+            "operation": self.operation,
+            "userInfo": {"username": self.username, "groups": list(self.groups)},
+            "dryRun": False,
         }
 
 
@@ -585,11 +695,17 @@ def pod_templates(obj: dict) -> list[tuple[tuple, dict]]:
     if kind == "CronJob":
         return _templates_at(spec, ("spec", "jobTemplate", "spec", "template"))
     if kind == "JobSet":
-        return [item for index, _ in enumerate(mappings(spec.get("replicatedJobs")))
-                for item in _templates_at(spec, ("spec", "replicatedJobs", index, "template", "spec", "template"))]
+        return [
+            item
+            for index, _ in enumerate(mappings(spec.get("replicatedJobs")))
+            for item in _templates_at(spec, ("spec", "replicatedJobs", index, "template", "spec", "template"))
+        ]
     if kind == "PyTorchJob":
-        return [item for role in (spec.get("pytorchReplicaSpecs") or {})
-                for item in _templates_at(spec, ("spec", "pytorchReplicaSpecs", role, "template"))]
+        return [
+            item
+            for role in (spec.get("pytorchReplicaSpecs") or {})
+            for item in _templates_at(spec, ("spec", "pytorchReplicaSpecs", role, "template"))
+        ]
     if kind in ("RayJob", "RayCluster"):
         base = ("spec", "rayClusterSpec") if kind == "RayJob" else ("spec",)
         cluster = _dig(obj, base) or {}
@@ -598,8 +714,11 @@ def pod_templates(obj: dict) -> list[tuple[tuple, dict]]:
             found += _templates_at(spec, (*base, "workerGroupSpecs", index, "template"))
         return found
     if kind == "LeaderWorkerSet":
-        return [item for role in ("leaderTemplate", "workerTemplate")
-                for item in _templates_at(spec, ("spec", "leaderWorkerTemplate", role))]
+        return [
+            item
+            for role in ("leaderTemplate", "workerTemplate")
+            for item in _templates_at(spec, ("spec", "leaderWorkerTemplate", role))
+        ]
     return _templates_at(spec, ("spec", "template"))
 
 
@@ -627,10 +746,20 @@ def derived_pods(obj: dict) -> list[dict]:
     pods = []
     for index, (_path, template) in enumerate(pod_templates(obj)):
         pod_metadata = dict(mapping(template.get("metadata")))
-        pod_metadata.update({"name": f"{metadata.get('name', 'workload')}-{index}",
-                             "namespace": metadata.get("namespace", ""),
-                             "ownerReferences": [{"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind"),
-                                                  "name": metadata.get("name", ""), "controller": True}]})
+        pod_metadata.update(
+            {
+                "name": f"{metadata.get('name', 'workload')}-{index}",
+                "namespace": metadata.get("namespace", ""),
+                "ownerReferences": [
+                    {
+                        "apiVersion": obj.get("apiVersion", ""),
+                        "kind": obj.get("kind"),
+                        "name": metadata.get("name", ""),
+                        "controller": True,
+                    }
+                ],
+            }
+        )
         pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": pod_metadata, "spec": template["spec"]})
     return pods
 
@@ -640,17 +769,26 @@ def pod_creator(kind: str) -> str:
     return _POD_CREATOR.get(kind, f"system:serviceaccount:{slug}-system:{slug}-controller")
 
 
-def workload_requests(obj: dict, namespace: dict | None, username: str = "alice@example.com") -> list[Request]:
+def workload_requests(
+    obj: dict, namespace: dict | None, username: str = "alice@example.com"
+) -> list[Request]:
     """The admission requests a workload causes: its own creation, then each pod its controllers create."""
     requests = [Request(object=obj, namespace=namespace, username=username)]
     creator = pod_creator(str(obj.get("kind", "")))
-    requests += [Request(object=pod, namespace=namespace, username=creator,
-                         groups=("system:serviceaccounts", "system:authenticated"))
-                 for pod in derived_pods(obj)]
+    requests += [
+        Request(
+            object=pod,
+            namespace=namespace,
+            username=creator,
+            groups=("system:serviceaccounts", "system:authenticated"),
+        )
+        for pod in derived_pods(obj)
+    ]
     return requests
 
 
 # --- selectors and rules -----------------------------------------------------------------------------------
+
 
 def selector_matches(selector: Any, labels: dict) -> bool:
     """A metav1.LabelSelector against a label map; an absent or empty selector matches everything."""
@@ -661,13 +799,20 @@ def _rule_matches(rule: dict, request: Request) -> bool:
     group, version = request.group_version
     resource = request.resource + (f"/{request.sub_resource}" if request.sub_resource else "")
     resources = rule.get("resources") or []
-    resource_ok = any(r == "*" or r == resource or (r == "*/*") or
-                      (r.endswith("/*") and request.sub_resource and r[:-2] in ("*", request.resource)) or
-                      (r.startswith("*/") and request.sub_resource and r[2:] == request.sub_resource)
-                      for r in resources)
-    return (resource_ok and _any_or_star(rule.get("apiGroups"), group)
-            and _any_or_star(rule.get("apiVersions"), version)
-            and _any_or_star(rule.get("operations"), request.operation))
+    resource_ok = any(
+        r == "*"
+        or r == resource
+        or (r == "*/*")
+        or (r.endswith("/*") and request.sub_resource and r[:-2] in ("*", request.resource))
+        or (r.startswith("*/") and request.sub_resource and r[2:] == request.sub_resource)
+        for r in resources
+    )
+    return (
+        resource_ok
+        and _any_or_star(rule.get("apiGroups"), group)
+        and _any_or_star(rule.get("apiVersions"), version)
+        and _any_or_star(rule.get("operations"), request.operation)
+    )
 
 
 def _any_or_star(allowed: Any, value: str) -> bool:
@@ -684,13 +829,16 @@ def resources_match(match: Any, request: Request, require_rules: bool) -> bool:
     if any(_rule_matches(rule, request) for rule in mappings(match.get("excludeResourceRules"))):
         return False
     namespace_labels = mapping(mapping(mapping(request.namespace).get("metadata")).get("labels"))
-    if request.namespace is not None and not selector_matches(match.get("namespaceSelector"), namespace_labels):
+    if request.namespace is not None and not selector_matches(
+        match.get("namespaceSelector"), namespace_labels
+    ):
         return False
     object_labels = mapping(mapping(request.object.get("metadata")).get("labels"))
     return selector_matches(match.get("objectSelector"), object_labels)
 
 
 # --- evaluation --------------------------------------------------------------------------------------------
+
 
 class _EvaluationError(Exception):
     pass
@@ -736,8 +884,14 @@ def _within_limit(expression: str, inputs: dict) -> int:
 
 
 def _context(request: Request) -> dict:
-    return {"object": request.object, "oldObject": request.old_object, "request": request.as_cel(),
-            "namespaceObject": request.namespace, "params": None, "variables": {}}
+    return {
+        "object": request.object,
+        "oldObject": request.old_object,
+        "request": request.as_cel(),
+        "namespaceObject": request.namespace,
+        "params": None,
+        "variables": {},
+    }
 
 
 _generations = itertools.count()
@@ -789,8 +943,10 @@ class RequestEngine:
             self._inputs = _context(self.request)
         self.spent += _within_limit(program.source, {**self._inputs, "variables": variables.values})
         if self.spent > RUNTIME_BUDGET:
-            raise _EvaluationError(f"the policy's expressions for this request are over the runtime cost budget "
-                                   f"of {RUNTIME_BUDGET:,} (the API server's RuntimeCELCostBudget); not evaluated")
+            raise _EvaluationError(
+                f"the policy's expressions for this request are over the runtime cost "
+                f"budget of {RUNTIME_BUDGET:,} (the API server's RuntimeCELCostBudget); not evaluated"
+            )
         if self._context is None:
             self._context = _engine_context(self.request)
         if self._held != variables.generation and _reads_variables(program.source):
@@ -802,8 +958,9 @@ class RequestEngine:
         return _as_bool(self.run(program, variables))
 
 
-def evaluate(policy: Policy, request: Request, binding: dict | None = None,
-             engine: RequestEngine | None = None) -> list[Violation]:
+def evaluate(
+    policy: Policy, request: Request, binding: dict | None = None, engine: RequestEngine | None = None
+) -> list[Violation]:
     """The violations of one policy (through one binding) for one request; [] when it does not apply.
     `engine`: the request's engine context when the caller reviews several policies for it."""
     binding_name = str(mapping(mapping(binding).get("metadata")).get("name", ""))
@@ -823,7 +980,11 @@ def evaluate(policy: Policy, request: Request, binding: dict | None = None,
             if program is None or not engine.run_bool(program, empty):
                 return []
         except _EvaluationError as exc:
-            return [Violation(policy.name, binding_name, f"matchCondition {name}: {exc}", actions)] if fail else []
+            return (
+                [Violation(policy.name, binding_name, f"matchCondition {name}: {exc}", actions)]
+                if fail
+                else []
+            )
     variables = _variables(policy, engine)
     violations = []
     for index, validation in enumerate(policy.validations):
@@ -867,6 +1028,7 @@ def _violation_message(validation: dict, engine: RequestEngine, variables: _Vari
 
 
 # --- a set of policies and bindings, as an API server would hold them ---------------------------------------
+
 
 @dataclass
 class AdmissionChain:

@@ -11,10 +11,10 @@ A record is `docs/decisions/NNNN-slug.md` and starts with YAML front matter betw
     ---
     # 0016: Title
 
-Front matter values are read as written (every scalar a string, YAML's BaseLoader), so `superseded-by: 0016` is
-not read as the octal number 14 and a date stays the text the author typed. The strict loader runs first for
-what a person gets wrong (duplicate keys, syntax), with lines. Validation lives in the DOC rules; this module only
-parses.
+Front matter values are read as written (every scalar a string, YAML's BaseLoader), so `superseded-by: 0016`
+is not read as the octal number 14 and a date stays the text the author typed. The strict loader runs first
+for what a person gets wrong (duplicate keys, syntax), with lines. Validation lives in the DOC rules; this
+module only parses.
 """
 
 from __future__ import annotations
@@ -87,7 +87,11 @@ class Decision:
         value = self.meta.get("deciders")
         if isinstance(value, str):
             return [value] if value.strip() else []
-        return [item for item in value if isinstance(item, str) and item.strip()] if isinstance(value, list) else []
+        return (
+            [item for item in value if isinstance(item, str) and item.strip()]
+            if isinstance(value, list)
+            else []
+        )
 
     def line_of(self, *field_path: Any) -> int:
         """The file line of a front matter field (its deepest existing part), else of the front matter."""
@@ -115,8 +119,11 @@ def record_files(reader: repopath.Reader) -> list[str]:
         names = reader.listdir(DECISIONS_DIR)
     except OSError:  # no log (or not a folder)
         return []
-    return sorted(f"{DECISIONS_DIR}/{name}" for name in names if name.endswith(".md") and name not in NOT_RECORDS
-                  and reader.isfile(f"{DECISIONS_DIR}/{name}"))
+    return sorted(
+        f"{DECISIONS_DIR}/{name}"
+        for name in names
+        if name.endswith(".md") and name not in NOT_RECORDS and reader.isfile(f"{DECISIONS_DIR}/{name}")
+    )
 
 
 def load_log(reader: repopath.Reader) -> list[Decision]:
@@ -133,7 +140,8 @@ FLEET_FOLDERS = ("clusters", "pools", "policies/teams")
 
 def fleet_instance(written: str) -> tuple[str, str] | None:
     """(fleet folder, instance name) when `written` names one instance under a fleet folder without a glob in
-    the instance's place: `clusters/prod-us/queues` -> ("clusters", "prod-us"); `clusters/*/queues` -> None."""
+    the instance's place: `clusters/prod-us/queues` -> ("clusters", "prod-us"); `clusters/*/queues` ->
+    None."""
     parts = PurePosixPath(written.rstrip("/") or "/").parts
     for folder in FLEET_FOLDERS:
         depth = len(PurePosixPath(folder).parts)
@@ -179,9 +187,14 @@ def load_record(reader: repopath.Reader, rel: str) -> Decision:
     lines = text.splitlines()
     closing = _front_matter_end(lines)
     if closing is None:
-        decision.problems.append(Problem(
-            "no front matter: the record must start with a `---` line, the YAML fields, and a closing `---`", 1,
-            "copy the block from docs/decisions/template.md"))
+        decision.problems.append(
+            Problem(
+                "no front matter: the record must start with a `---` line, the YAML fields, and a closing "
+                "`---`",
+                1,
+                "copy the block from docs/decisions/template.md",
+            )
+        )
         _read_body(decision, lines, 0)
         return decision
     decision.front_matter_line = 1
@@ -204,11 +217,15 @@ def _read_front_matter(decision: Decision, yaml_text: str) -> None:
     offset = 1  # the YAML starts on the file's second line
     strict = yamlload.load_text(yaml_text, decision.path)
     for finding in strict.findings:
-        decision.problems.append(Problem(f"front matter: {finding.message}", finding.line + offset, finding.hint))
+        decision.problems.append(
+            Problem(f"front matter: {finding.message}", finding.line + offset, finding.hint)
+        )
     if strict.findings:
         return
     if not strict.documents:
-        decision.problems.append(Problem("front matter is empty", 1, "add status, date, deciders and affects"))
+        decision.problems.append(
+            Problem("front matter is empty", 1, "add status, date, deciders and affects")
+        )
         return
     document = strict.documents[0]
     decision.meta_lines = {path: line + offset for path, line in document.lines.items()}

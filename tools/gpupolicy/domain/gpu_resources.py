@@ -28,5 +28,6 @@ def is_nvidia_resource(name: object) -> bool:
 
 def is_gpu_device_resource(name: object) -> bool:
     """A whole GPU, a shared replica of one, or a MIG slice: what the admission policies call a GPU."""
-    return isinstance(name, str) and (name == GPU_RESOURCE or name.startswith((SHARED_GPU_PREFIX,
-                                                                               MIG_RESOURCE_PREFIX)))
+    return isinstance(name, str) and (
+        name == GPU_RESOURCE or name.startswith((SHARED_GPU_PREFIX, MIG_RESOURCE_PREFIX))
+    )

@@ -90,8 +90,17 @@ def _salt() -> str:
 
 
 def _request_key(request: cel.Request) -> str | None:
-    text = _canonical([request.object, request.namespace, request.operation, request.sub_resource,
-                       request.old_object, request.username, list(request.groups)])
+    text = _canonical(
+        [
+            request.object,
+            request.namespace,
+            request.operation,
+            request.sub_resource,
+            request.old_object,
+            request.username,
+            list(request.groups),
+        ]
+    )
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -107,7 +116,13 @@ def _canonical(value: Any) -> str | None:
 
 
 def _frozen(violation: cel.Violation) -> tuple:
-    return (violation.policy, violation.binding, violation.message, tuple(violation.actions), violation.validation)
+    return (
+        violation.policy,
+        violation.binding,
+        violation.message,
+        tuple(violation.actions),
+        violation.validation,
+    )
 
 
 def _thawed(entry: object) -> dict[str, list]:
@@ -129,8 +144,11 @@ def _violation(item: object) -> cel.Violation | None:
     if not (isinstance(item, tuple) and len(item) == 5):
         return None
     policy, binding, message, actions, validation = item
-    if not (all(isinstance(text, str) for text in (policy, binding, message)) and isinstance(actions, tuple)
-            and all(isinstance(action, str) for action in actions)
-            and (validation is None or type(validation) is int)):
+    if not (
+        all(isinstance(text, str) for text in (policy, binding, message))
+        and isinstance(actions, tuple)
+        and all(isinstance(action, str) for action in actions)
+        and (validation is None or type(validation) is int)
+    ):
         return None
     return cel.Violation(policy, binding, message, actions, validation)

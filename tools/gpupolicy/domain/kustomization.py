@@ -11,8 +11,9 @@ from ..infra import repopath
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
-# The sync engines a cluster may declare (cluster.yaml spec.syncEngine, schemas/repo/cluster.yaml) and the shared
-# folder that holds each engine's operator installs, policies/sync/<engine>/: a cluster includes its own.
+# The sync engines a cluster may declare (cluster.yaml spec.syncEngine, schemas/repo/cluster.yaml) and the
+# shared folder that holds each engine's operator installs, policies/sync/<engine>/: a cluster includes its
+# own.
 SYNC_ENGINES = ("flux", "argocd")
 SYNC_DIR = "policies/sync"
 

@@ -31,12 +31,14 @@ _ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9.]*$")
 # Config model
 # --------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Problem:
     """Something wrong (or worth saying) about a config; `path` locates it in the source document."""
 
     severity: str  # error | warning | info
-    kind: str  # schema, unknown-profile, unplaceable, disabled-with-devices, not-uniform, no-mig, overlap, unchecked
+    # schema, unknown-profile, unplaceable, disabled-with-devices, not-uniform, no-mig, overlap, unchecked
+    kind: str
     message: str
     path: Path = ()
     layout: str = ""
@@ -80,7 +82,9 @@ def parse_profile_name(name: str) -> str | None:
     if not match:
         return f"{name!r} is not a MIG profile name (expected e.g. 1g.10gb, 1g.10gb+me or 1c.2g.20gb)"
     if match["c"] and int(match["c"]) > int(match["g"]):
-        return f"{name!r} asks for more compute slices ({match['c']}c) than its GPU instance has ({match['g']}g)"
+        return (
+            f"{name!r} asks for more compute slices ({match['c']}c) than its GPU instance has ({match['g']}g)"
+        )
     attributes = (match["attrs"] or "").split(",") if match["attrs"] is not None else []
     if any(not _ATTRIBUTE.match(attribute) for attribute in attributes):
         return f"{name!r} has a malformed attribute list"
@@ -101,17 +105,24 @@ def parse_config(data: Any) -> tuple[MigConfig | None, list[Problem]]:
     """Typed layouts from a loaded mig-parted document, and every schema problem (paths for line lookup)."""
     problems: list[Problem] = []
     if not isinstance(data, dict):
-        return None, [Problem("error", "schema", "a mig-parted config is a mapping with version and mig-configs")]
+        return None, [
+            Problem("error", "schema", "a mig-parted config is a mapping with version and mig-configs")
+        ]
     for key in data:
         if key not in ("version", "mig-configs"):
-            problems.append(Problem("error", "schema", f"unexpected field {key!r} (mig-parted rejects it)", (key,)))
+            problems.append(
+                Problem("error", "schema", f"unexpected field {key!r} (mig-parted rejects it)", (key,))
+            )
     version = data.get("version")
     if version != "v1":
         problems.append(Problem("error", "schema", f"version must be v1, not {version!r}", ("version",)))
     configs = data.get("mig-configs")
     if not isinstance(configs, dict) or not configs:
-        problems.append(Problem("error", "schema", "mig-configs must be a mapping with at least one layout",
-                                ("mig-configs",)))
+        problems.append(
+            Problem(
+                "error", "schema", "mig-configs must be a mapping with at least one layout", ("mig-configs",)
+            )
+        )
         return None, problems
     layouts: dict[str, tuple[LayoutEntry, ...]] = {}
     for name, entries in configs.items():
@@ -122,8 +133,11 @@ def parse_config(data: Any) -> tuple[MigConfig | None, list[Problem]]:
 def _parse_layout(name: str, entries: Any, problems: list[Problem]) -> list[LayoutEntry]:
     at: Path = ("mig-configs", name)
     if not isinstance(entries, list) or not entries:
-        problems.append(Problem("error", "schema", f"layout {name!r} must be a non-empty list of entries", at,
-                                layout=name))
+        problems.append(
+            Problem(
+                "error", "schema", f"layout {name!r} must be a non-empty list of entries", at, layout=name
+            )
+        )
         return []
     parsed = []
     for index, raw in enumerate(entries):
@@ -161,8 +175,14 @@ def _parse_entry(layout: str, index: int, raw: Any, problems: list[Problem]) -> 
     raw_filter, normalized = _parse_filter(raw.get("device-filter"), lambda m: problem(m, "device-filter"))
     if not ok or mig_devices is None:
         return None
-    return LayoutEntry(index=index, devices=devices, mig_enabled=enabled, mig_devices=mig_devices,  # type: ignore[arg-type]
-                       device_filter=normalized, raw_filter=raw_filter)
+    return LayoutEntry(
+        index=index,
+        devices=devices,
+        mig_enabled=enabled,
+        mig_devices=mig_devices,  # type: ignore[arg-type]
+        device_filter=normalized,
+        raw_filter=raw_filter,
+    )
 
 
 _MISSING = object()
@@ -221,12 +241,14 @@ def _parse_filter(value: Any, problem: Any) -> tuple[tuple[str, ...], tuple[str,
 # Per-GPU layouts
 # --------------------------------------------------------------------------------------------------
 
-def layout_devices(entries: Iterable[LayoutEntry], gpus_per_node: int,
-                   model: GPUModel | None = None) -> dict[int, dict[str, int]]:
+
+def layout_devices(
+    entries: Iterable[LayoutEntry], gpus_per_node: int, model: GPUModel | None = None
+) -> dict[int, dict[str, int]]:
     """MIG instances per GPU index of a node, for every GPU the layout puts in MIG mode.
 
-    GPUs left out (MIG disabled, or no entry matches) are absent; a MIG-enabled GPU with no instances maps to {}.
-    Entries with a device-filter apply only when `model` is given and its PCI IDs match.
+    GPUs left out (MIG disabled, or no entry matches) are absent; a MIG-enabled GPU with no instances maps to
+    {}. Entries with a device-filter apply only when `model` is given and its PCI IDs match.
     """
     state: dict[int, dict[str, int] | None] = {}
     for entry in entries:
@@ -238,8 +260,9 @@ def layout_devices(entries: Iterable[LayoutEntry], gpus_per_node: int,
     return {index: counts for index, counts in sorted(state.items()) if counts is not None}
 
 
-def per_node_profile_counts(entries: Iterable[LayoutEntry], gpus_per_node: int,
-                            model: GPUModel | None = None) -> dict[str, int]:
+def per_node_profile_counts(
+    entries: Iterable[LayoutEntry], gpus_per_node: int, model: GPUModel | None = None
+) -> dict[str, int]:
     """Total instances per profile on one node."""
     totals: dict[str, int] = {}
     for counts in layout_devices(entries, gpus_per_node, model).values():
@@ -248,14 +271,17 @@ def per_node_profile_counts(entries: Iterable[LayoutEntry], gpus_per_node: int,
     return totals
 
 
-def whole_gpus_per_node(entries: Iterable[LayoutEntry], gpus_per_node: int, model: GPUModel | None = None) -> int:
+def whole_gpus_per_node(
+    entries: Iterable[LayoutEntry], gpus_per_node: int, model: GPUModel | None = None
+) -> int:
     """GPUs of a node the layout leaves out of MIG mode (advertised as whole nvidia.com/gpu)."""
     return gpus_per_node - len(layout_devices(entries, gpus_per_node, model))
 
 
 def uniform(entries: Iterable[LayoutEntry]) -> bool:
     """True when a node under the `single` strategy could run this layout: every GPU MIG-disabled, or every
-    GPU MIG-enabled with one profile type between them (the device plugin refuses mixed types under single)."""
+    GPU MIG-enabled with one profile type between them (the device plugin refuses mixed types under
+    single)."""
     entries = list(entries)
     if not entries:
         return True
@@ -269,6 +295,7 @@ def uniform(entries: Iterable[LayoutEntry]) -> bool:
 # --------------------------------------------------------------------------------------------------
 # The placement solver
 # --------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PlacedInstance:
@@ -328,8 +355,10 @@ def place(model: GPUModel, counts: Mapping[str, int]) -> Placement | Unplaceable
     starts = _search(instances, model.memory_slots)
     if starts is None:
         return Unplaceable(_geometry_reason(profiles))
-    placed = tuple(PlacedInstance(name, start, profile.memory_slices, profile.compute_slices)
-                   for (name, profile), start in zip(instances, starts, strict=True))
+    placed = tuple(
+        PlacedInstance(name, start, profile.memory_slices, profile.compute_slices)
+        for (name, profile), start in zip(instances, starts, strict=True)
+    )
     return Placement(model.key, tuple(sorted(placed, key=lambda i: (i.start, i.profile))))
 
 
@@ -339,8 +368,11 @@ def _impossible(model: GPUModel, wanted: Mapping[str, int]) -> str | None:
         return f"{model.key} has no MIG support"
     unknown = [name for name in wanted if gpu_instance_profile(name) not in model.mig_profiles]
     if unknown:
-        return (f"{', '.join(sorted(unknown))} {'is not a profile' if len(unknown) == 1 else 'are not profiles'}"
-                f" of {model.key} (it has {', '.join(model.mig_profiles)})")
+        return (
+            f"{', '.join(sorted(unknown))} "
+            f"{'is not a profile' if len(unknown) == 1 else 'are not profiles'}"
+            f" of {model.key} (it has {', '.join(model.mig_profiles)})"
+        )
     profiles = {name: model.mig_profiles[gpu_instance_profile(name)] for name in wanted}
     for name, count in wanted.items():
         if count < 0:
@@ -360,7 +392,8 @@ def _impossible(model: GPUModel, wanted: Mapping[str, int]) -> str | None:
 
 
 def _search(instances: list[tuple[str, MigProfile]], slots: int) -> list[int] | None:
-    """Start slots for `instances` in order, or None. Backtracking with a memo of dead (position, mask) states."""
+    """Start slots for `instances` in order, or None. Backtracking with a memo of dead (position, mask)
+    states."""
     widths_left = [0] * (len(instances) + 1)
     for position in range(len(instances) - 1, -1, -1):
         widths_left[position] = widths_left[position + 1] + instances[position][1].memory_slices
@@ -395,8 +428,11 @@ def _search(instances: list[tuple[str, MigProfile]], slots: int) -> list[int] | 
 
 
 def _geometry_reason(profiles: Mapping[str, MigProfile]) -> str:
-    limits = "; ".join(f"{name} may start only at slot {', '.join(map(str, p.placements))}"
-                       for name, p in sorted(profiles.items()) if len(p.placements) < 4)
+    limits = "; ".join(
+        f"{name} may start only at slot {', '.join(map(str, p.placements))}"
+        for name, p in sorted(profiles.items())
+        if len(p.placements) < 4
+    )
     reason = "no arrangement of the allowed start positions avoids overlapping memory slices"
     return f"{reason} ({limits})" if limits else reason
 
@@ -404,6 +440,7 @@ def _geometry_reason(profiles: Mapping[str, MigProfile]) -> str:
 # --------------------------------------------------------------------------------------------------
 # Diagram
 # --------------------------------------------------------------------------------------------------
+
 
 def diagram(model: GPUModel, placement: Placement) -> str:
     """A text picture: memory slots as columns, one row per instance ('#' taken, '.' free)."""
@@ -416,14 +453,17 @@ def diagram(model: GPUModel, placement: Placement) -> str:
         lines.append(f"{instance.profile:<{label_width}}  {instance.start:>5}  {cells}")
     if not placement.instances:
         lines.append("(MIG enabled, no instances)")
-    lines.append(f"compute slices {placement.compute_used}/{model.compute_slices}, "
-                 f"memory slices {placement.slots_used}/{slots}")
+    lines.append(
+        f"compute slices {placement.compute_used}/{model.compute_slices}, "
+        f"memory slices {placement.slots_used}/{slots}"
+    )
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------------
 # Checking a whole config
 # --------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class EntryResult:
@@ -445,12 +485,14 @@ class LayoutReport:
     problems: list[Problem] = field(default_factory=list)
 
 
-def evaluate(config: MigConfig, gpu_keys: Iterable[str] | None = None,
-             strategy: str | None = None) -> list[LayoutReport]:
+def evaluate(
+    config: MigConfig, gpu_keys: Iterable[str] | None = None, strategy: str | None = None
+) -> list[LayoutReport]:
     """Check every layout against the GPU models it is meant for, placing each entry's instances.
 
     GPU models come from `gpu_keys` when given, else from the layout's device-filters, else every MIG-capable
-    model that offers all of the layout's profiles (`inferred`). `strategy` "single" adds the uniformity check.
+    model that offers all of the layout's profiles (`inferred`). `strategy` "single" adds the uniformity
+    check.
     """
     from .catalog import gpu as catalog_gpu  # local: keeps the import list above about placement
 
@@ -458,21 +500,29 @@ def evaluate(config: MigConfig, gpu_keys: Iterable[str] | None = None,
     return [_evaluate_layout(name, entries, chosen, strategy) for name, entries in config.layouts.items()]
 
 
-def check_config(config: MigConfig, gpu_keys: Iterable[str] | None = None,
-                 strategy: str | None = None) -> list[Problem]:
+def check_config(
+    config: MigConfig, gpu_keys: Iterable[str] | None = None, strategy: str | None = None
+) -> list[Problem]:
     return [problem for report in evaluate(config, gpu_keys, strategy) for problem in report.problems]
 
 
-def _evaluate_layout(name: str, entries: tuple[LayoutEntry, ...], chosen: list[GPUModel] | None,
-                     strategy: str | None) -> LayoutReport:
+def _evaluate_layout(
+    name: str, entries: tuple[LayoutEntry, ...], chosen: list[GPUModel] | None, strategy: str | None
+) -> LayoutReport:
     report = LayoutReport(layout=name)
     at: Path = ("mig-configs", name)
     for entry in entries:
         if not entry.mig_enabled and entry.mig_devices:
-            report.problems.append(Problem(
-                "error", "disabled-with-devices",
-                f"{name}[{entry.index}]: mig-enabled is false but mig-devices lists "
-                f"{_describe(entry.mig_devices)}; mig-parted rejects this", at + (entry.index, "mig-devices"), name))
+            report.problems.append(
+                Problem(
+                    "error",
+                    "disabled-with-devices",
+                    f"{name}[{entry.index}]: mig-enabled is false but mig-devices lists "
+                    f"{_describe(entry.mig_devices)}; mig-parted rejects this",
+                    at + (entry.index, "mig-devices"),
+                    name,
+                )
+            )
     if not entries:  # every entry failed to parse; the schema problems say why
         return report
     models = chosen if chosen is not None else _models_for(name, entries, report)
@@ -489,15 +539,27 @@ def _evaluate_layout(name: str, entries: tuple[LayoutEntry, ...], chosen: list[G
 
 def _soften_guesses(report: LayoutReport, per_model: dict[str, list[Problem]]) -> None:
     """With no device-filter and no --gpu we only guess the GPU a layout is for: a profile name like 1g.10gb
-    exists on both A100-40GB and the 80 GB cards. When it fits some candidate, misfits on the others are info."""
+    exists on both A100-40GB and the 80 GB cards. When it fits some candidate, misfits on the others are
+    info."""
     fits = [key for key, problems in per_model.items() if not any(p.severity == "error" for p in problems)]
     if not fits:
         return
     softened = {id(p) for problems in per_model.values() for p in problems if p.severity == "error"}
     report.problems = [
-        Problem("info", p.kind, f"{p.message} (fits {', '.join(fits)}; name the GPU with --gpu or a device-filter "
-                "to make this an error)", p.path, p.layout, p.gpu) if id(p) in softened else p
-        for p in report.problems]
+        Problem(
+            "info",
+            p.kind,
+            f"{p.message} (fits {', '.join(fits)}; name the GPU with --gpu or a "
+            "device-filter "
+            "to make this an error)",
+            p.path,
+            p.layout,
+            p.gpu,
+        )
+        if id(p) in softened
+        else p
+        for p in report.problems
+    ]
 
 
 def _models_for(name: str, entries: tuple[LayoutEntry, ...], report: LayoutReport) -> list[GPUModel]:
@@ -506,9 +568,17 @@ def _models_for(name: str, entries: tuple[LayoutEntry, ...], report: LayoutRepor
         for raw, pci in zip(entry.raw_filter, entry.device_filter, strict=False):
             model = gpu_by_pci_id(pci)
             if model is None:
-                report.problems.append(Problem(
-                    "info", "unchecked", f"{name}[{entry.index}]: device-filter {raw} is not a GPU in the catalog; "
-                    "not checked for it", ("mig-configs", name, entry.index, "device-filter"), name))
+                report.problems.append(
+                    Problem(
+                        "info",
+                        "unchecked",
+                        f"{name}[{entry.index}]: device-filter {raw} is not a GPU in the "
+                        "catalog; "
+                        "not checked for it",
+                        ("mig-configs", name, entry.index, "device-filter"),
+                        name,
+                    )
+                )
             else:
                 named.setdefault(model.key, model)
     if any(entry.device_filter for entry in entries):
@@ -517,26 +587,52 @@ def _models_for(name: str, entries: tuple[LayoutEntry, ...], report: LayoutRepor
     candidates = [m for m in mig_capable_models() if profiles <= set(m.mig_profiles)]
     report.inferred = True
     if not candidates:
-        report.problems.append(Problem(
-            "info", "unchecked", f"{name}: no GPU model in the catalog offers {', '.join(sorted(profiles))}; "
-            "not checked (name a model with --gpu to check it)", ("mig-configs", name), name))
+        report.problems.append(
+            Problem(
+                "info",
+                "unchecked",
+                f"{name}: no GPU model in the catalog offers {', '.join(sorted(profiles))}; "
+                "not checked (name a model with --gpu to check it)",
+                ("mig-configs", name),
+                name,
+            )
+        )
     return candidates
 
 
-def _check_on_model(name: str, entries: tuple[LayoutEntry, ...], model: GPUModel, strategy: str | None,
-                    report: LayoutReport) -> None:
+def _check_on_model(
+    name: str, entries: tuple[LayoutEntry, ...], model: GPUModel, strategy: str | None, report: LayoutReport
+) -> None:
     applicable = [entry for entry in entries if entry.applies_to(model)]
     if not applicable:
-        report.problems.append(Problem(
-            "info", "unchecked", f"{name}: no entry applies to {model.key} (device-filter); mig-parted would leave "
-            "its GPUs as they are", ("mig-configs", name), name, model.key))
+        report.problems.append(
+            Problem(
+                "info",
+                "unchecked",
+                f"{name}: no entry applies to {model.key} (device-filter); mig-parted "
+                "would leave "
+                "its GPUs as they are",
+                ("mig-configs", name),
+                name,
+                model.key,
+            )
+        )
         return
     _report_overlaps(name, applicable, model, report)
     if strategy == "single" and not uniform(applicable):
-        report.problems.append(Problem(
-            "error", "not-uniform", f"{name} on {model.key}: the single MIG strategy needs every GPU of a node "
-            "MIG-enabled with one profile type; this layout mixes "
-            f"{_describe_mix(applicable)}", ("mig-configs", name), name, model.key))
+        report.problems.append(
+            Problem(
+                "error",
+                "not-uniform",
+                f"{name} on {model.key}: the single MIG strategy needs every GPU of a "
+                "node "
+                "MIG-enabled with one profile type; this layout mixes "
+                f"{_describe_mix(applicable)}",
+                ("mig-configs", name),
+                name,
+                model.key,
+            )
+        )
     for entry in applicable:
         if entry.mig_enabled:
             _place_entry(name, entry, model, report)
@@ -545,23 +641,46 @@ def _check_on_model(name: str, entries: tuple[LayoutEntry, ...], model: GPUModel
 def _place_entry(name: str, entry: LayoutEntry, model: GPUModel, report: LayoutReport) -> None:
     at: Path = ("mig-configs", name, entry.index, "mig-devices")
     if not model.mig_capable:
-        report.problems.append(Problem(
-            "error", "no-mig", f"{name}[{entry.index}]: {model.key} has no MIG support, but the entry enables MIG",
-            ("mig-configs", name, entry.index, "mig-enabled"), name, model.key))
+        report.problems.append(
+            Problem(
+                "error",
+                "no-mig",
+                f"{name}[{entry.index}]: {model.key} has no MIG support, but the entry enables MIG",
+                ("mig-configs", name, entry.index, "mig-enabled"),
+                name,
+                model.key,
+            )
+        )
         return
     counts = entry.counts()
     unknown = sorted(p for p in counts if gpu_instance_profile(p) not in model.mig_profiles)
     for profile in unknown:
-        report.problems.append(Problem(
-            "error", "unknown-profile", f"{name}[{entry.index}]: {profile} is not a MIG profile of {model.key} "
-            f"(it has {', '.join(model.mig_profiles)})", at + (profile,), name, model.key))
+        report.problems.append(
+            Problem(
+                "error",
+                "unknown-profile",
+                f"{name}[{entry.index}]: {profile} is not a MIG profile of "
+                f"{model.key} (it has {', '.join(model.mig_profiles)})",
+                at + (profile,),
+                name,
+                model.key,
+            )
+        )
     if unknown:
         return
     result = place(model, counts)
     if isinstance(result, Unplaceable):
-        report.problems.append(Problem(
-            "error", "unplaceable", f"{name}[{entry.index}]: {_describe(counts)} cannot be placed on one "
-            f"{model.key}: {result.reason}", at, name, model.key))
+        report.problems.append(
+            Problem(
+                "error",
+                "unplaceable",
+                f"{name}[{entry.index}]: {_describe(counts)} cannot be placed on one "
+                f"{model.key}: {result.reason}",
+                at,
+                name,
+                model.key,
+            )
+        )
         report.results.append(EntryResult(name, entry.index, model.key, None, at))
     else:
         report.results.append(EntryResult(name, entry.index, model.key, result, at))
@@ -573,16 +692,27 @@ def _report_overlaps(name: str, entries: list[LayoutEntry], model: GPUModel, rep
         for earlier in entries[:later_position]:
             shared = _shared_devices(earlier, later)
             if shared:
-                report.problems.append(Problem(
-                    "warning", "overlap", f"{name}: entries {earlier.index} and {later.index} both configure "
-                    f"{shared} on {model.key}; mig-parted applies them in order, so entry {later.index} wins",
-                    ("mig-configs", name, later.index, "devices"), name, model.key))
+                report.problems.append(
+                    Problem(
+                        "warning",
+                        "overlap",
+                        f"{name}: entries {earlier.index} and {later.index} both configure "
+                        f"{shared} on {model.key}; mig-parted applies them in order, so entry {later.index} "
+                        "wins",
+                        ("mig-configs", name, later.index, "devices"),
+                        name,
+                        model.key,
+                    )
+                )
 
 
 def _shared_devices(first: LayoutEntry, second: LayoutEntry) -> str:
     if first.devices is None or second.devices is None:
-        return "every GPU" if first.devices is None and second.devices is None else "GPU " + ", ".join(
-            map(str, sorted(first.devices or second.devices or ())))
+        return (
+            "every GPU"
+            if first.devices is None and second.devices is None
+            else "GPU " + ", ".join(map(str, sorted(first.devices or second.devices or ())))
+        )
     common = sorted(set(first.devices) & set(second.devices))
     return ("GPU " + ", ".join(map(str, common))) if common else ""
 

@@ -2,7 +2,8 @@
 reviewed exception (file or annotation) accepts their findings.
 
 - a crash (INTERNAL): the run did not do its whole job;
-- the configuration's and the exceptions' own checks (CFG*, EXC*): a guardrail must not switch off the check of
+- the configuration's and the exceptions' own checks (CFG*, EXC*): a guardrail must not switch off the check
+  of
   itself, and an org check that failed on every object (CFG002) checked nothing;
 - the security rules: SEC* (GPU isolation, admission), RBAC* (who holds what: a team group bound to
   cluster-admin is RBAC004), and the trust-boundary rules a pull request would use to reach outside the

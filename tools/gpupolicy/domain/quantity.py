@@ -8,9 +8,22 @@ import re
 from decimal import Decimal, DecimalException
 
 _SUFFIXES = {
-    "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "": 1,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 
@@ -22,8 +35,8 @@ class QuantityError(ValueError):
 # Kubernetes holds no quantity of 2**63 or more: "no quantity may represent a number greater than 2^63-1 in
 # magnitude" (kubernetes/apimachinery pkg/api/resource/quantity.go, the Quantity doc comment), and Kueue reads
 # every quota as an int64 (kubernetes-sigs/kueue pkg/resources/requests.go ResourceValue -> SafeValue in
-# pkg/util/math/math.go, which clamps to math.MaxInt64). A bigger quota is silently capped upstream, and here it
-# would be an int too long for Python to print (int max str digits), so it is refused.
+# pkg/util/math/math.go, which clamps to math.MaxInt64). A bigger quota is silently capped upstream, and here
+# it would be an int too long for Python to print (int max str digits), so it is refused.
 INT64_LIMIT = 2**63
 
 
@@ -51,8 +64,9 @@ def _parsed(value: str | int) -> Decimal:
 
 def _in_range(value: object, amount: Decimal) -> Decimal:
     if abs(amount) >= INT64_LIMIT:
-        raise QuantityRangeError(f"{_shown(value)} is beyond the largest quantity Kubernetes holds (2^63-1)",
-                                 negative=amount < 0)
+        raise QuantityRangeError(
+            f"{_shown(value)} is beyond the largest quantity Kubernetes holds (2^63-1)", negative=amount < 0
+        )
     return amount
 
 
@@ -103,13 +117,15 @@ def parse_count(value: object) -> int:
 # --- countable (extended) resources -------------------------------------------------------------------------
 
 BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-QUOTA_PREFIXES = ("requests.", "limits.")  # ResourceQuota names: requests.nvidia.com/gpu counts nvidia.com/gpu
+# ResourceQuota names: requests.nvidia.com/gpu counts nvidia.com/gpu
+QUOTA_PREFIXES = ("requests.", "limits.")
 
 
 def is_extended_resource(name: str) -> bool:
     """Kubernetes' IsExtendedResourceName (pkg/apis/core/helper/helpers.go): a domain-qualified name outside
     kubernetes.io and without the quota prefix `requests.`. The API server requires whole numbers for these
-    (IsIntegerResourceName): devices (nvidia.com/gpu, nvidia.com/mig-*, nvidia.com/gpu.shared) cannot be split."""
+    (IsIntegerResourceName): devices (nvidia.com/gpu, nvidia.com/mig-*, nvidia.com/gpu.shared) cannot be
+    split."""
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
@@ -117,7 +133,7 @@ def counted_resource(quota_name: str) -> str:
     """The resource a ResourceQuota `hard` key counts (`requests.nvidia.com/gpu` -> `nvidia.com/gpu`)."""
     for prefix in QUOTA_PREFIXES:
         if quota_name.startswith(prefix):
-            return quota_name[len(prefix):]
+            return quota_name[len(prefix) :]
     return quota_name
 
 
@@ -144,7 +160,8 @@ def _plain(amount: Decimal) -> str:
     return str(int(amount)) if amount == amount.to_integral_value() else f"{amount.normalize():f}"
 
 
-# --- amounts as a person reads them ---------------------------------------------------------------------------
+# --- amounts as a person reads them
+# ---------------------------------------------------------------------------
 
 # Resources counted in bytes (core/v1 ResourceName: memory, storage, ephemeral-storage, hugepages-<size>).
 BYTE_RESOURCES = ("memory", "storage", "ephemeral-storage")

@@ -16,7 +16,9 @@ def shared_pool(pool: Pool) -> bool:
     return pool.sharing in ("time-sliced", "mps", "mig")
 
 
-# --- label selectors (metav1.LabelSelector) ------------------------------------------------------------------
+# --- label selectors (metav1.LabelSelector)
+# ------------------------------------------------------------------
+
 
 def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
     """A ClusterQueue's namespaceSelector: None selects nothing, {} everything."""
@@ -26,8 +28,14 @@ def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
 def queues_selecting(cluster: Cluster, labels: dict[str, str]) -> list[ClusterQueue]:
     key = ("queues_selecting", tuple(sorted((str(k), str(v)) for k, v in labels.items())))
     # several rules ask this per namespace
-    return cluster.memo(key, lambda: [cq for _, cq in sorted(cluster.cluster_queues.items())
-                                      if selector_matches(cq.namespace_selector, labels)])
+    return cluster.memo(
+        key,
+        lambda: [
+            cq
+            for _, cq in sorted(cluster.cluster_queues.items())
+            if selector_matches(cq.namespace_selector, labels)
+        ],
+    )
 
 
 NAME_LABEL = "kubernetes.io/metadata.name"  # the API server sets it on every namespace
@@ -45,8 +53,9 @@ QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 
 
 def raw_quota_fields(spec: dict) -> Iterator[tuple[tuple, str, str, object]]:
-    """(path under spec, resource name, field, raw value) of every quota field of a ClusterQueue or Cohort spec,
-    read from the body as written (the model has parsed the values already); wrong shapes are skipped (the
+    """(path under spec, resource name, field, raw value) of every quota field of a ClusterQueue or Cohort
+    spec, read from the body as written (the model has parsed the values already); wrong shapes are skipped
+    (the
     schema stage reports them)."""
     groups = spec.get("resourceGroups")
     for g, group in enumerate(groups if isinstance(groups, list) else []):
@@ -81,7 +90,12 @@ def hard_amounts(quota: K8sObject) -> Iterator[tuple[Any, object]]:
 
 def group_owners(cluster: Cluster) -> list[tuple[str, str, K8sObject, tuple[ResourceGroup, ...]]]:
     """(kind, name, object, resource groups) of every ClusterQueue and Cohort object."""
-    owners = [("ClusterQueue", n, cq.obj, cq.resource_groups) for n, cq in sorted(cluster.cluster_queues.items())]
-    owners += [("Cohort", n, c.obj, c.resource_groups) for n, c in sorted(cluster.cohorts.items())
-               if c.obj is not None]
+    owners = [
+        ("ClusterQueue", n, cq.obj, cq.resource_groups) for n, cq in sorted(cluster.cluster_queues.items())
+    ]
+    owners += [
+        ("Cohort", n, c.obj, c.resource_groups)
+        for n, c in sorted(cluster.cohorts.items())
+        if c.obj is not None
+    ]
     return owners

@@ -1,19 +1,21 @@
-"""Quota arithmetic in one place: Kueue quota entries, the hardware a flavor stands for, and what a cohort lends.
+"""Quota arithmetic in one place: Kueue quota entries, the hardware a flavor stands for, and what a cohort
+lends.
 
 The CAP rules, the quota page (docsgen/quotas.py) and the simulator all read quota through this module, so the
 generated page and the rules cannot disagree about what is given out or what stands behind it.
 
-How quota meets hardware in Kueue: a ResourceFlavor's `nodeLabels` become the node selector of every pod admitted
-on that flavor, so a flavor stands for all the nodes its labels select; here, every pool whose declared node
-labels it selects (`Cluster.pools_of_flavor`). Quota is given out per flavor by ClusterQueues and by Cohort
-objects (Kueue v1beta2 `Cohort.spec.resourceGroups`); both are guaranteed, so both count. Two questions follow,
-and each has its own function:
+How quota meets hardware in Kueue: a ResourceFlavor's `nodeLabels` become the node selector of every pod
+admitted on that flavor, so a flavor stands for all the nodes its labels select; here, every pool whose
+declared node labels it selects (`Cluster.pools_of_flavor`). Quota is given out per flavor by ClusterQueues
+and by Cohort objects (Kueue v1beta2 `Cohort.spec.resourceGroups`); both are guaranteed, so both count. Two
+questions follow, and each has its own function:
 
 - `flavor_capacity`: what the nodes behind a flavor expose, summed over every pool it selects. This is Kueue's
   reading and what a quota's share of its hardware is measured against.
 - `pool_of` / `nominal_per_pool`: the quota given out on one pool, by the flavors that select that pool alone.
   CAP001 compares it with what the pool exposes. A flavor that selects several pools cannot be charged to any
-  one of them (CAP003 reports it); quota of two flavors on one pool is charged to that pool (CAP004 reports it).
+  one of them (CAP003 reports it); quota of two flavors on one pool is charged to that pool (CAP004 reports
+  it).
 When every GPU flavor selects exactly one pool and every pool has one flavor (what CAP003 and CAP004 demand),
 the two agree: a flavor's nominal total is its pool's, and its capacity is the pool's.
 """
@@ -42,7 +44,9 @@ from ..model import (
 from . import catalog
 from .gpu_resources import is_nvidia_resource
 
-# --- quota entries -------------------------------------------------------------------------------------------
+# --- quota entries
+# -------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class QuotaEntry:
@@ -63,7 +67,9 @@ class QuotaEntry:
         return self.owner if self.kind == "ClusterQueue" else f"cohort {self.owner}"
 
 
-def _entries(kind: str, owner: str, obj: K8sObject, groups: tuple[ResourceGroup, ...]) -> Iterator[QuotaEntry]:
+def _entries(
+    kind: str, owner: str, obj: K8sObject, groups: tuple[ResourceGroup, ...]
+) -> Iterator[QuotaEntry]:
     for g, group in enumerate(groups):
         for f, flavor in enumerate(group.flavors):
             for r, quota in enumerate(flavor.resources):
@@ -78,8 +84,11 @@ def queue_entries(queue: ClusterQueue) -> Iterator[QuotaEntry]:
 def quota_entries(cluster: Cluster) -> list[QuotaEntry]:
     """Every quota entry of every ClusterQueue, then of every Cohort object, in name order (built once per
     cluster: several rules and the quota page walk them)."""
+
     def build() -> list[QuotaEntry]:
-        entries = [e for name in sorted(cluster.cluster_queues) for e in queue_entries(cluster.cluster_queues[name])]
+        entries = [
+            e for name in sorted(cluster.cluster_queues) for e in queue_entries(cluster.cluster_queues[name])
+        ]
         for name in sorted(cluster.cohorts):
             cohort = cluster.cohorts[name]
             if cohort.obj is not None:
@@ -89,7 +98,9 @@ def quota_entries(cluster: Cluster) -> list[QuotaEntry]:
     return cluster.memo("quota_entries", build)
 
 
-# --- flavors and the hardware behind them --------------------------------------------------------------------
+# --- flavors and the hardware behind them
+# --------------------------------------------------------------------
+
 
 def pools_of(cluster: Cluster, flavor_name: str) -> list[Pool]:
     """Every pool the flavor's nodeLabels select; [] for an unknown flavor."""
@@ -135,6 +146,7 @@ def nominal_per_flavor(cluster: Cluster) -> dict[tuple[str, str], int | float]:
 def nominal_per_pool(cluster: Cluster) -> dict[tuple[str, str], list[QuotaEntry]]:
     """(pool, GPU resource) -> the quota entries charged to that pool: those of flavors that select it alone,
     for a resource the pool exposes, on a pool whose capacity is known (CAP001 compares their sum with it)."""
+
     def build() -> dict[tuple[str, str], list[QuotaEntry]]:
         by_pool: dict[tuple[str, str], list[QuotaEntry]] = defaultdict(list)
         for entry in quota_entries(cluster):
@@ -149,18 +161,22 @@ def nominal_per_pool(cluster: Cluster) -> dict[tuple[str, str], list[QuotaEntry]
 
 
 def headroom(cluster: Cluster, pool: Pool) -> dict[str, int | float]:
-    """Resource -> the pool's capacity that no ClusterQueue or Cohort holds as nominal quota (negative: promised
-    more than it has, which CAP001 reports); {} when the pool's capacity is unknown. Quota on a flavor that
+    """Resource -> the pool's capacity that no ClusterQueue or Cohort holds as nominal quota (negative:
+    promised more than it has, which CAP001 reports); {} when the pool's capacity is unknown. Quota on a
+    flavor that
     selects several pools is charged to none of them, as in `nominal_per_pool`."""
     if not capacity_known(cluster, pool):
         return {}
     charged = nominal_per_pool(cluster)
-    return {resource: amount - sum(entry.quota.nominal for entry in charged.get((pool.name, resource), []))
-            for resource, amount in pool.capacity.items()}
+    return {
+        resource: amount - sum(entry.quota.nominal for entry in charged.get((pool.name, resource), []))
+        for resource, amount in pool.capacity.items()
+    }
 
 
 def share_percent(nominal: float, capacity: float) -> Decimal | None:
-    """A quota as a percentage of the capacity it draws on; exact, so a quota of 1e400 cannot overflow a float.
+    """A quota as a percentage of the capacity it draws on; exact, so a quota of 1e400 cannot overflow a
+    float.
     None when there is no capacity to measure against."""
     if not capacity:
         return None
@@ -176,6 +192,7 @@ def share_text(nominal: float, capacity: float) -> str | None:
 
 
 # --- cohorts and what a queue can admit --------------------------------------------------------------------
+
 
 def cohort_root(cluster: Cluster, cohort: str) -> str:
     """The root of a cohort's tree (a cycle stops at the first repeated cohort)."""
@@ -216,13 +233,16 @@ def lendable(cluster: Cluster, queue: ClusterQueue) -> dict[tuple[str, str], flo
 def _lent_by(queue: ClusterQueue) -> dict[tuple[str, str], float]:
     lent: dict[tuple[str, str], float] = defaultdict(float)
     for flavor, quota in queue.quotas():
-        lent[(flavor, quota.name)] += quota.nominal if quota.lending_limit is None else min(quota.nominal,
-                                                                                             quota.lending_limit)
+        lent[(flavor, quota.name)] += (
+            quota.nominal if quota.lending_limit is None else min(quota.nominal, quota.lending_limit)
+        )
     return lent
 
 
 def _tree_lendable(cluster: Cluster, root: str) -> dict[tuple[str, str], float]:
-    """Everything a cohort tree can lend: computed once per cluster and root, as every queue of the tree asks."""
+    """Everything a cohort tree can lend: computed once per cluster and root, as every queue of the tree
+    asks."""
+
     def build() -> dict[tuple[str, str], float]:
         tree = cohort_tree(cluster, root)
         total: dict[tuple[str, str], float] = defaultdict(float)
@@ -256,7 +276,8 @@ def admissible(cluster: Cluster, queue: ClusterQueue) -> dict[str, float]:
 
 def flavor_limit(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str) -> tuple[float, float]:
     """(nominal quota, the most the queue can use) of one resource in one flavor, the rest of the cohort idle:
-    Kueue's `PotentialAvailable` (kubernetes-sigs/kueue `pkg/cache/scheduler/clusterqueue_snapshot.go`), the nominal quota plus what the
+    Kueue's `PotentialAvailable` (kubernetes-sigs/kueue `pkg/cache/scheduler/clusterqueue_snapshot.go`), the
+    nominal quota plus what the
     cohort can lend up to the queue's borrowingLimit. A resource the flavor does not list has no quota."""
     return flavor_limits(cluster, queue).get((flavor, resource), (0, 0))
 

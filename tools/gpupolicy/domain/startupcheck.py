@@ -27,10 +27,19 @@ CONTAINER_NAME = "gpu-startup-check"
 CONFIGMAP_NAME = "gpu-startup-check"
 MOUNT_PATH = "/etc/gpu-startup-check"
 # The GPU Operator's own image (validator, operator): glibc distroless with busybox sh (NVIDIA/gpu-operator
-# docker/Dockerfile); every GPU node already has it. Same tag as the fleet's operator (clusters/*/cluster.yaml).
+# docker/Dockerfile); every GPU node already has it. Same tag as the fleet's operator
+# (clusters/*/cluster.yaml).
 IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"
-COLUMNS = ("pool", "sharing", "product", "skip", "retries", "backoffSeconds", "maxMemoryUsedPercent",
-           "sharePercent")
+COLUMNS = (
+    "pool",
+    "sharing",
+    "product",
+    "skip",
+    "retries",
+    "backoffSeconds",
+    "maxMemoryUsedPercent",
+    "sharePercent",
+)
 
 
 def product(gpu_model: str) -> str:
@@ -42,9 +51,16 @@ def product(gpu_model: str) -> str:
 def table_fields(pool: Pool) -> tuple[str, ...]:
     """The pool's line of pools.conf, field by field (COLUMNS)."""
     check = pool.startup_check
-    return (pool.name, pool.sharing, product(pool.gpu_model), "true" if check.skip else "false",
-            str(check.retries), str(check.backoff_seconds), str(check.max_memory_used_percent),
-            str(pool.memory_share_percent))
+    return (
+        pool.name,
+        pool.sharing,
+        product(pool.gpu_model),
+        "true" if check.skip else "false",
+        str(check.retries),
+        str(check.backoff_seconds),
+        str(check.max_memory_used_percent),
+        str(pool.memory_share_percent),
+    )
 
 
 def line_family(fields: tuple[str, ...]) -> tuple[str, bool]:
@@ -76,8 +92,9 @@ def _limits_or_requests(container: Mapping) -> dict[str, Decimal]:
     merged: dict[str, Decimal] = {}
     for key in ("requests", "limits"):
         amounts = resources.get(key) if isinstance(resources.get(key), Mapping) else {}
-        merged.update({name: _amount(value) for name, value in amounts.items()
-                       if is_gpu_device_resource(name)})
+        merged.update(
+            {name: _amount(value) for name, value in amounts.items() if is_gpu_device_resource(name)}
+        )
     return merged
 
 
@@ -106,12 +123,16 @@ def problems(pod_spec: Mapping) -> list[str]:
         return [f"no init container {CONTAINER_NAME}: the pod's GPUs are not checked before it starts"]
     found = []
     if names[0] != CONTAINER_NAME:
-        found.append(f"init container {CONTAINER_NAME} is not the first init container (it must run before "
-                     f"{names[0]} touches the GPUs)")
+        found.append(
+            f"init container {CONTAINER_NAME} is not the first init container (it must run before "
+            f"{names[0]} touches the GPUs)"
+        )
     asked = _limits_or_requests(inits[names.index(CONTAINER_NAME)])
     if asked != wanted:
-        found.append(f"init container {CONTAINER_NAME} requests {_show(asked)} but the pod's containers request "
-                     f"{_show(wanted)}: it must ask for the same devices to be given them")
+        found.append(
+            f"init container {CONTAINER_NAME} requests {_show(asked)} but the pod's containers "
+            f"request {_show(wanted)}: it must ask for the same devices to be given them"
+        )
     return found
 
 
@@ -122,24 +143,41 @@ def _show(amounts: Mapping[str, Decimal]) -> str:
 def init_container(amounts: Mapping[str, Any]) -> dict:
     """The check's init container, asking for these GPU amounts (what `devices_to_check` says); the same
     container as in docs/examples/ and docs/operations/startup-check.md."""
-    return {"name": CONTAINER_NAME, "image": IMAGE, "command": ["sh", f"{MOUNT_PATH}/check.sh"],
-            "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}],
-            "resources": {"requests": {"cpu": "10m", "memory": "32Mi", **amounts},
-                          "limits": {"memory": "32Mi", **amounts}},
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
-            "volumeMounts": [{"name": CONFIGMAP_NAME, "mountPath": MOUNT_PATH, "readOnly": True}]}
+    return {
+        "name": CONTAINER_NAME,
+        "image": IMAGE,
+        "command": ["sh", f"{MOUNT_PATH}/check.sh"],
+        "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "32Mi", **amounts},
+            "limits": {"memory": "32Mi", **amounts},
+        },
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": CONFIGMAP_NAME, "mountPath": MOUNT_PATH, "readOnly": True}],
+    }
 
 
 def with_check(pod_spec: dict) -> dict:
-    """The pod spec with the check in place (first init container, ConfigMap volume); unchanged without GPUs."""
+    """The pod spec with the check in place (first init container, ConfigMap volume); unchanged without
+    GPUs."""
     wanted = devices_to_check(pod_spec)
     if not wanted:
         return pod_spec
     amounts = {name: int(amount) for name, amount in wanted.items()}
-    return {**pod_spec, "initContainers": [init_container(amounts), *(pod_spec.get("initContainers") or [])],
-            "volumes": [*(pod_spec.get("volumes") or []),
-                        {"name": CONFIGMAP_NAME, "configMap": {"name": CONFIGMAP_NAME}}]}
+    return {
+        **pod_spec,
+        "initContainers": [init_container(amounts), *(pod_spec.get("initContainers") or [])],
+        "volumes": [
+            *(pod_spec.get("volumes") or []),
+            {"name": CONFIGMAP_NAME, "configMap": {"name": CONFIGMAP_NAME}},
+        ],
+    }
 
 
 def table_lines(pools: Iterable[Pool]) -> list[str]:
@@ -151,14 +189,18 @@ def aligned_lines(rows: Iterable[tuple[str, ...]]) -> list[str]:
     """The column header and these rows (COLUMNS each), in pool name order, columns aligned."""
     rows = [COLUMNS, *sorted(rows)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    return [("# " if row is COLUMNS else "  ") + "  ".join(f.ljust(w) for f, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
+    return [
+        ("# " if row is COLUMNS else "  ")
+        + "  ".join(f.ljust(w) for f, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def table_with(text: str, lines: Mapping[str, tuple[str, ...]]) -> str:
     """pools.conf's text with these pools' lines (pool -> fields) put in, the others kept, the comments above
     the column header kept and the columns aligned again (`aligned_lines`). Refuses (ValueError) a table
-    without the column header, with a line of another width or a comment below the header, rather than guess."""
+    without the column header, with a line of another width or a comment below the header, rather than
+    guess."""
     header = "# " + " ".join(COLUMNS)
     kept, rows, seen_header = [], dict(read_table(text)), False
     for line in text.splitlines():

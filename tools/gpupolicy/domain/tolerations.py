@@ -3,10 +3,11 @@ pool's taints to what must tolerate them (WL005: ResourceFlavors and NVIDIADrive
 components, NFD worker included).
 
 Matching is Kubernetes' own, `Toleration.ToleratesTaint` (kubernetes/kubernetes
-`staging/src/k8s.io/api/core/v1/toleration.go`): an empty toleration effect matches every effect, otherwise the
-effects must be equal; an empty key matches every key (with `Exists`), otherwise the keys must be equal; operator
-`Exists` matches any value, `Equal` (or empty) needs the same value, `Lt`/`Gt` compare the values as integers.
-Only `NoSchedule` and `NoExecute` taints keep a pod off a node (the scheduler's TaintToleration filter).
+`staging/src/k8s.io/api/core/v1/toleration.go`): an empty toleration effect matches every effect, otherwise
+the effects must be equal; an empty key matches every key (with `Exists`), otherwise the keys must be equal;
+operator `Exists` matches any value, `Equal` (or empty) needs the same value, `Lt`/`Gt` compare the values as
+integers. Only `NoSchedule` and `NoExecute` taints keep a pod off a node (the scheduler's TaintToleration
+filter).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Shared helpers of the security rules (SEC*): workload manifests, their pod templates, GPU Operator values."""
+"""Shared helpers of the security rules (SEC*): workload manifests, their pod templates, GPU Operator
+values."""
 
 from __future__ import annotations
 
@@ -15,8 +16,20 @@ from .gpu_resources import is_gpu_device_resource
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 HARMLESS_VISIBLE_DEVICES = ("void", "none")  # hide every GPU (nvidia-container-toolkit documentation)
-WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "JobSet",
-                  "RayJob", "RayCluster", "PyTorchJob", "LeaderWorkerSet")
+WORKLOAD_KINDS = (
+    "Pod",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+    "JobSet",
+    "RayJob",
+    "RayCluster",
+    "PyTorchJob",
+    "LeaderWorkerSet",
+)
 EXAMPLES_DIR = "docs/examples/"
 BUILTIN_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 
@@ -56,7 +69,8 @@ class Workload:
         return fleet.locate(self.obj, *path)
 
     def in_team_namespace(self) -> bool:
-        """Examples are team workloads by definition; rendered ones live in a namespace labelled with a team."""
+        """Examples are team workloads by definition; rendered ones live in a namespace labelled with a
+        team."""
         if self.cluster is None:
             return True
         namespace = self.cluster.namespaces.get(self.namespace)
@@ -69,7 +83,11 @@ def workloads(fleet: Fleet) -> Iterator[Workload]:
             if obj.kind in WORKLOAD_KINDS:
                 yield Workload(obj.body, obj.origin, cluster, obj)
     for doc in fleet.documents:
-        if doc.path.startswith(EXAMPLES_DIR) and isinstance(doc.data, dict) and doc.data.get("kind") in WORKLOAD_KINDS:
+        if (
+            doc.path.startswith(EXAMPLES_DIR)
+            and isinstance(doc.data, dict)
+            and doc.data.get("kind") in WORKLOAD_KINDS
+        ):
             yield Workload(doc.data, doc.path, None, None, doc)
 
 

@@ -8,6 +8,6 @@
   can, CAP005's reserve of one more node; the capacity after every step (rule IMP002 checks the plan file
   again against the repository);
 - `write`: the cluster, pool, team and queue files (the pool and team files by `gpupolicy new`'s generators),
-  with `# QUESTION(import): ...` where the cluster does not say, each listed in imports/<cluster>/questions.yaml
-  that rule IMP001 reports.
+  with `# QUESTION(import): ...` where the cluster does not say, each listed in
+  imports/<cluster>/questions.yaml that rule IMP001 reports.
 """

@@ -3,13 +3,13 @@
 The snapshot is the folder `audit --snapshot` reads (nodes.json and pods.json required, audit.load_snapshot)
 plus, each optional, `kubectl get <kind> -A -o json` of: resourceflavors.json, clusterqueues.json (already
 audit's), cohorts.json, localqueues.json (Kueue), priorityclasses.json, namespaces.json, resourcequotas.json.
-The node labels read are GPU feature discovery's (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md,
-internal/lm/*: nvidia.com/gpu.product, gpu.count, gpu.memory, gpu.replicas, gpu.sharing-strategy, mig.strategy,
-cuda.driver-version.full or the deprecated cuda.driver.major/minor/rev) and the GPU Operator's (its
-nvidia.com/gpu.deploy.<operand> placement labels, `true`/`false`/`paused-for-...`, `gpu.deploy.operands=false`
-turning every operand off; nvidia.com/mig.config, `all-disabled` by default). A node with no deploy label, or
-with operands off, is not under operator management; one with `gpu.deploy.driver=false` runs a driver the
-operator did not install.
+The node labels read are GPU feature discovery's (NVIDIA/k8s-device-plugin
+docs/gpu-feature-discovery/README.md, internal/lm/*: nvidia.com/gpu.product, gpu.count, gpu.memory,
+gpu.replicas, gpu.sharing-strategy, mig.strategy, cuda.driver-version.full or the deprecated
+cuda.driver.major/minor/rev) and the GPU Operator's (its nvidia.com/gpu.deploy.<operand> placement labels,
+`true`/`false`/`paused-for-...`, `gpu.deploy.operands=false` turning every operand off; nvidia.com/mig.config,
+`all-disabled` by default). A node with no deploy label, or with operands off, is not under operator
+management; one with `gpu.deploy.driver=false` runs a driver the operator did not install.
 """
 
 from __future__ import annotations
@@ -78,12 +78,25 @@ class GpuNode:
     devices: dict[str, int]  # allocatable nvidia.com/* resources: what the node gives the scheduler now
 
     def hardware(self) -> tuple:
-        return (self.model or self.product, self.count, self.gpu_memory, self.cpu, self.memory_gi, self.flavor)
+        return (
+            self.model or self.product,
+            self.count,
+            self.gpu_memory,
+            self.cpu,
+            self.memory_gi,
+            self.flavor,
+        )
 
     def config(self) -> dict[str, object]:
         """What must agree across a pool's nodes."""
-        return {"access": self.access, "replicas": self.replicas, "mig.config": self.mig_config,
-                "mig.strategy": self.mig_strategy, "driver": self.driver, "managed": self.managed}
+        return {
+            "access": self.access,
+            "replicas": self.replicas,
+            "mig.config": self.mig_config,
+            "mig.strategy": self.mig_strategy,
+            "driver": self.driver,
+            "managed": self.managed,
+        }
 
 
 def read_snapshot(directory: Path) -> Inventory:
@@ -105,14 +118,20 @@ def read_live(context: str | None, kubeconfig: str | None = None) -> Inventory:
     where = f"context {context!r}" if context else "the current context"
     for attribute, group, version, plural in EXTRA_FILES.values():
         try:
-            items = audit_live._list_all(custom.list_cluster_custom_object, f"{plural}.{group} ({where})",
-                                         group=group, version=version, plural=plural)
+            items = audit_live._list_all(
+                custom.list_cluster_custom_object,
+                f"{plural}.{group} ({where})",
+                group=group,
+                version=version,
+                plural=plural,
+            )
         except audit_live._NotFound:
             items = []  # the API is not served: nothing of that kind to import
         setattr(inventory, attribute, items)
     inventory.namespaces = audit_live._list_all(core.list_namespace, f"namespaces ({where})")
-    inventory.resource_quotas = audit_live._list_all(core.list_resource_quota_for_all_namespaces,
-                                                     f"resourcequotas ({where})")
+    inventory.resource_quotas = audit_live._list_all(
+        core.list_resource_quota_for_all_namespaces, f"resourcequotas ({where})"
+    )
     return inventory
 
 
@@ -130,7 +149,9 @@ def _extra(path: Path) -> list[dict]:
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         raise AuditError(f"{path}:1: expected a Kubernetes List with `items`")
     try:
-        inputschemas.check("snapshot-list", data, str(path), "`kubectl get ... -o json` output (a List of objects)")
+        inputschemas.check(
+            "snapshot-list", data, str(path), "`kubectl get ... -o json` output (a List of objects)"
+        )
     except inputschemas.InputRefused as exc:
         raise AuditError(str(exc)) from None
     check_shapes(data["items"], {"metadata": METADATA}, str(path))
@@ -161,19 +182,36 @@ def gpu_nodes(inventory: Inventory) -> list[GpuNode]:
             continue
         model = catalog.gpu_by_product_label(labels.get(PRODUCT_LABEL, ""))
         name = meta(node).get("name", "?")
-        found.append(GpuNode(
-            name=name, model=model.key if model else "", product=labels.get(PRODUCT_LABEL, ""), count=count,
-            gpu_memory=labels.get("nvidia.com/gpu.memory", ""), cpu=_int(capacity.get("cpu")),
-            memory_gi=_gibibytes(capacity.get("memory")), zone=labels.get(ZONE_LABEL, ""),
-            region=labels.get(REGION_LABEL, ""), kubelet=(status.get("nodeInfo") or {}).get("kubeletVersion", ""),
-            access=_access(labels), replicas=max(1, _int(labels.get("nvidia.com/gpu.replicas"), 1)),
-            mig_config=labels.get("nvidia.com/mig.config", ""), mig_strategy=labels.get("nvidia.com/mig.strategy", ""),
-            driver=_driver(labels), managed=_managed(labels),
-            operator_driver=_managed(labels) and labels.get(DEPLOY_PREFIX + "driver") != "false",
-            flavor=_flavor(labels, inventory.resource_flavors), taints=list((node.get("spec") or {}).get("taints") or []),
-            gpu_pods=pods.get(name, 0), labels=labels,
-            devices={k: _int(v) for k, v in (status.get("allocatable") or capacity).items()
-                     if is_nvidia_resource(k) and _int(v) > 0}))
+        found.append(
+            GpuNode(
+                name=name,
+                model=model.key if model else "",
+                product=labels.get(PRODUCT_LABEL, ""),
+                count=count,
+                gpu_memory=labels.get("nvidia.com/gpu.memory", ""),
+                cpu=_int(capacity.get("cpu")),
+                memory_gi=_gibibytes(capacity.get("memory")),
+                zone=labels.get(ZONE_LABEL, ""),
+                region=labels.get(REGION_LABEL, ""),
+                kubelet=(status.get("nodeInfo") or {}).get("kubeletVersion", ""),
+                access=_access(labels),
+                replicas=max(1, _int(labels.get("nvidia.com/gpu.replicas"), 1)),
+                mig_config=labels.get("nvidia.com/mig.config", ""),
+                mig_strategy=labels.get("nvidia.com/mig.strategy", ""),
+                driver=_driver(labels),
+                managed=_managed(labels),
+                operator_driver=_managed(labels) and labels.get(DEPLOY_PREFIX + "driver") != "false",
+                flavor=_flavor(labels, inventory.resource_flavors),
+                taints=list((node.get("spec") or {}).get("taints") or []),
+                gpu_pods=pods.get(name, 0),
+                labels=labels,
+                devices={
+                    k: _int(v)
+                    for k, v in (status.get("allocatable") or capacity).items()
+                    if is_nvidia_resource(k) and _int(v) > 0
+                },
+            )
+        )
     return sorted(found, key=lambda n: n.name)
 
 
@@ -181,8 +219,10 @@ def _asks_gpu(pod: dict) -> bool:
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return False
     for container in (pod.get("spec") or {}).get("containers") or []:
-        wanted = {**((container.get("resources") or {}).get("limits") or {}),
-                  **((container.get("resources") or {}).get("requests") or {})}
+        wanted = {
+            **((container.get("resources") or {}).get("limits") or {}),
+            **((container.get("resources") or {}).get("requests") or {}),
+        }
         if any(is_nvidia_resource(k) for k in wanted):
             return True
     return False
@@ -209,7 +249,9 @@ def _access(labels: dict[str, str]) -> str:
 
 
 def _managed(labels: dict[str, str]) -> bool:
-    return any(k.startswith(DEPLOY_PREFIX) for k in labels) and labels.get(DEPLOY_PREFIX + "operands") != "false"
+    return (
+        any(k.startswith(DEPLOY_PREFIX) for k in labels) and labels.get(DEPLOY_PREFIX + "operands") != "false"
+    )
 
 
 def _driver(labels: dict[str, str]) -> str:
@@ -250,12 +292,16 @@ class PoolGroup:
         return self.nodes[0]
 
     def disagreements(self, node: GpuNode) -> list[str]:
-        return [f"{key} {node.config()[key] or 'unset'} (pool: {value or 'unset'})"
-                for key, value in self.values.items() if node.config()[key] != value and key != "managed"]
+        return [
+            f"{key} {node.config()[key] or 'unset'} (pool: {value or 'unset'})"
+            for key, value in self.values.items()
+            if node.config()[key] != value and key != "managed"
+        ]
 
 
 def group_pools(cluster: str, nodes: list[GpuNode]) -> list[PoolGroup]:
-    """Nodes of identical hardware (model, GPUs, GPU memory, cpu, memory) and flavor form a pool; its config is
+    """Nodes of identical hardware (model, GPUs, GPU memory, cpu, memory) and flavor form a pool; its config
+    is
     what most of its nodes have, and a field without a majority is a question."""
     groups: dict[tuple, list[GpuNode]] = {}
     for node in nodes:
@@ -271,10 +317,15 @@ def group_pools(cluster: str, nodes: list[GpuNode]) -> list[PoolGroup]:
             values[key] = counts[0][0]
             if len(counts) > 1 and counts[0][1] == counts[1][1]:
                 split = ", ".join(f"{value or 'unset'} x{count}" for value, count in counts)
-                questions.append(f"{key}: the nodes split evenly ({split}); say which the pool is meant to have")
+                questions.append(
+                    f"{key}: the nodes split evenly ({split}); say which the pool is meant to have"
+                )
         values["managed"] = True  # every pool is meant to be under operator management
-        name = first.flavor if DNS_LABEL.match(first.flavor or "-") and first.flavor not in taken else \
-            _name(cluster, first, taken)
+        name = (
+            first.flavor
+            if DNS_LABEL.match(first.flavor or "-") and first.flavor not in taken
+            else _name(cluster, first, taken)
+        )
         taken.add(name)
         pools.append(PoolGroup(name, members, first.flavor, values, questions))
     return pools

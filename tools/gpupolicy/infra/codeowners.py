@@ -2,9 +2,9 @@
 
 GitHub looks for the file in `.github/`, the root and `docs/`, in that order, and uses the first it finds
 (docs.github.com, "About code owners", "CODEOWNERS file location"); GitLab looks in the root, `docs/` and
-`.gitlab/` (docs.gitlab.com, "Code Owners", "Set up Code Owners"). The toolkit ships `docs/CODEOWNERS`, the one
-place both read; every location is a guardrail file (`guardrails.py`), so a pull request that adds another one
-to re-route reviews gets a finding like any other guardrail change.
+`.gitlab/` (docs.gitlab.com, "Code Owners", "Set up Code Owners"). The toolkit ships `docs/CODEOWNERS`, the
+one place both read; every location is a guardrail file (`guardrails.py`), so a pull request that adds another
+one to re-route reviews gets a finding like any other guardrail change.
 
 The syntax read here is the part both forges share: `pattern owner...` per line, `#` comments, the last
 matching pattern wins (GitHub: "the last matching pattern takes the most precedence"); a pattern starting with

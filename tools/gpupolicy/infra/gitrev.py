@@ -1,10 +1,10 @@
 """Git revisions for `diff` and `--changed-since`, read without touching the user's working tree or index.
 
-A revision is materialized into a temporary directory from `git ls-tree` and `git cat-file --batch`
-(read-only plumbing: no checkout, no index, no worktree bookkeeping, and no filter: `git archive` would run the
-smudge filter a `.gitattributes` of the revision names, git-lfs among them, which fetches what `.lfsconfig`
-says; decision 0064). The policy repository may be a subdirectory of the git repository; every
-path here is relative to the policy repository root.
+A revision is materialized into a temporary directory from `git ls-tree` and `git cat-file --batch` (read-only
+plumbing: no checkout, no index, no worktree bookkeeping, and no filter: `git archive` would run the smudge
+filter a `.gitattributes` of the revision names, git-lfs among them, which fetches what `.lfsconfig` says;
+decision 0064). The policy repository may be a subdirectory of the git repository; every path here is relative
+to the policy repository root.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ DEFAULT_BRANCH = "main"
 
 def _git(root: Path, *args: str, binary: bool = False) -> str | bytes:
     try:
-        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS,
-                              check=False)
+        proc = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False
+        )
     except FileNotFoundError as exc:
         raise ToolError("git is not installed; it is needed to compare revisions") from exc
     except subprocess.TimeoutExpired as exc:
@@ -62,7 +63,8 @@ def resolve(root: Path, rev: str) -> str:
         raise ToolError(f"unknown git revision {rev!r}") from None
 
 
-_BLOB_MODES = ("100644", "100755")  # a regular file in a git tree; 120000 (symlink) and 160000 (submodule) are not
+# a regular file in a git tree; 120000 (symlink) and 160000 (submodule) are not
+_BLOB_MODES = ("100644", "100755")
 
 
 def read_blob(root: Path, rev: str, path: str, max_bytes: int) -> bytes | None:
@@ -94,8 +96,9 @@ def _require_repository(root: Path) -> None:
     except ToolError as exc:
         if "not a git repository" not in str(exc):  # git missing, or another failure: its own message
             raise
-        raise ToolError(f"{root} is not a git repository (nor inside one); diff and --changed-since compare "
-                        "git revisions") from None
+        raise ToolError(
+            f"{root} is not a git repository (nor inside one); diff and --changed-since compare git revisions"
+        ) from None
 
 
 def default_base(root: Path, branch: str = DEFAULT_BRANCH) -> tuple[str, str]:
@@ -123,7 +126,7 @@ def dirty_paths(root: Path, paths: Sequence[str] = (".",)) -> list[str]:
         if len(entry) < 4 or (i and entries[i - 1][:1] == "R"):  # a rename's second entry is its old path
             continue
         path = entry[3:]
-        found.append(path[len(prefix):] if path.startswith(prefix) else path)
+        found.append(path[len(prefix) :] if path.startswith(prefix) else path)
     return found
 
 
@@ -137,13 +140,17 @@ def dirty_reason(root: Path, paths: Sequence[str] = (".",)) -> str | None:
     if not changed:
         return None
     listed = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-    return (f"the git working tree is dirty ({len(changed)} path(s) with uncommitted changes: {listed}); "
-            "commit or stash them first")
+    return (
+        f"the git working tree is dirty ({len(changed)} path(s) with uncommitted changes: {listed}); "
+        "commit or stash them first"
+    )
 
 
 # What `git archive` writes: folders, files and symlinks. Anything else in an archive is refused.
 _FILE_MODE, _EXECUTABLE_MODE, _FOLDER_MODE = 0o644, 0o755, 0o755
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_CREATE_FLAGS = (
+    os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def unpack(archive: bytes, target: Path) -> None:
@@ -184,8 +191,10 @@ def _real_folder(base: Path, parts: list[str]) -> Path:
             os.mkdir(folder, _FOLDER_MODE)
         except FileExistsError:
             if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                raise ToolError(f"archive member path {str(folder.relative_to(base))!r} goes through a "
-                                "symlink or a file; refused") from None
+                raise ToolError(
+                    f"archive member path {str(folder.relative_to(base))!r} goes through a "
+                    "symlink or a file; refused"
+                ) from None
     return folder
 
 
@@ -224,10 +233,13 @@ def _tree_archive(root: Path, tree: str) -> bytes:
         if kind == "blob":
             entries.append((name, int(mode, 8), oid))
             total += int(size)
-    # a revision is content: bounded before a byte of it is read (the working tree's loader has its own limits)
+    # a revision is content: bounded before a byte of it is read (the working tree's loader has its own
+    # limits)
     if len(entries) > MAX_REVISION_FILES or total > MAX_REVISION_BYTES:
-        raise ToolError(f"revision tree {tree} holds {len(entries):,} files of {total:,} bytes, over the limit of "
-                        f"{MAX_REVISION_FILES:,} files or {MAX_REVISION_BYTES:,} bytes; refused")
+        raise ToolError(
+            f"revision tree {tree} holds {len(entries):,} files of {total:,} bytes, over the "
+            f"limit of {MAX_REVISION_FILES:,} files or {MAX_REVISION_BYTES:,} bytes; refused"
+        )
     contents = _blobs(root, [oid for _, _, oid in entries])
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -248,8 +260,14 @@ def _blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
     if not oids:
         return {}
     try:
-        proc = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="\n".join(oids).encode() + b"\n",
-                              capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=root,
+            input="\n".join(oids).encode() + b"\n",
+            capture_output=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         raise ToolError(f"git cat-file timed out after {GIT_TIMEOUT_SECONDS}s") from exc
     if proc.returncode != 0:
@@ -258,7 +276,7 @@ def _blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
     while at < len(out):
         end = out.index(b"\n", at)
         oid, _kind, size = out[at:end].decode().split(" ")
-        found[oid] = out[end + 1:end + 1 + int(size)]
+        found[oid] = out[end + 1 : end + 1 + int(size)]
         at = end + 1 + int(size) + 1  # the content, then one newline
     return found
 

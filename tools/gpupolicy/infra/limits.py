@@ -12,8 +12,8 @@ from __future__ import annotations
 # declare more nodes than one cluster supports.
 MAX_NODES_PER_CLUSTER = 5000
 
-# The largest GPU node boards: 8 GPUs on HGX/DGX H100, H200 and B200, 16 on HGX-2 / DGX-2 (V100). A GB200 NVL72
-# rack is 18 compute trays of 4 GPUs, each tray its own node.
+# The largest GPU node boards: 8 GPUs on HGX/DGX H100, H200 and B200, 16 on HGX-2 / DGX-2 (V100). A GB200
+# NVL72 rack is 18 compute trays of 4 GPUs, each tray its own node.
 MAX_GPUS_PER_NODE = 16
 
 # MPS: the device plugin refuses more than 48 replicas per GPU (Volta and newer; 16 before) because an MPS
@@ -31,7 +31,8 @@ MAX_ZONES = 16
 
 # ConfigMap and Secret data: the API server rejects an object whose data (+ binaryData) values total more than
 # MaxSecretSize = 1 * 1024 * 1024 bytes (kubernetes/kubernetes pkg/apis/core/types.go; applied by
-# ValidateConfigMap and ValidateSecret in pkg/apis/core/validation/validation.go, `totalSize > core.MaxSecretSize`).
+# ValidateConfigMap and ValidateSecret in pkg/apis/core/validation/validation.go, `totalSize >
+# core.MaxSecretSize`).
 MAX_OBJECT_DATA_BYTES = 1024 * 1024
 
 # A count of pods in a rollback criterion: Kubernetes' threshold is 150,000 pods per cluster (thresholds.md).
@@ -42,5 +43,6 @@ MAX_PODS_PER_CLUSTER = 150_000
 MAX_COUNTER = 2**31 - 1
 
 # vCPUs of one node (pool.yaml `node.cpu`): the largest GPU servers have 224 threads (DGX H100/H200/B200: two
-# 56-core Xeon 8480C/8570, Hyper-Threading) and the largest cloud instances 896 vCPUs (AWS u7in-32tb.224xlarge).
+# 56-core Xeon 8480C/8570, Hyper-Threading) and the largest cloud instances 896 vCPUs (AWS
+# u7in-32tb.224xlarge).
 MAX_NODE_CPUS = 1024

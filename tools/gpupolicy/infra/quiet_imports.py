@@ -19,6 +19,8 @@ def without_submodule(name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        if isinstance(sys.modules.get(name), types.ModuleType) and \
-                sys.modules[name].__doc__ == "placeholder: not loaded by gpupolicy":
+        if (
+            isinstance(sys.modules.get(name), types.ModuleType)
+            and sys.modules[name].__doc__ == "placeholder: not loaded by gpupolicy"
+        ):
             del sys.modules[name]

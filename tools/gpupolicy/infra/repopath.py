@@ -1,9 +1,9 @@
 """The trust boundary: every path that comes from content is resolved here, or refused.
 
 A pull request is untrusted input, and paths reach the toolkit through content: kustomize's
-`config.kubernetes.io/origin` annotation (an ordinary annotation that a patch or a `commonAnnotations` line can
-set to anything), the source file of an object `upgrade promote` edits, the group, version and kind of a CRD
-that `schemas import` turns into file names, the member names of a trace archive. Such a path is used only
+`config.kubernetes.io/origin` annotation (an ordinary annotation that a patch or a `commonAnnotations` line
+can set to anything), the source file of an object `upgrade promote` edits, the group, version and kind of a
+CRD that `schemas import` turns into file names, the member names of a trace archive. Such a path is used only
 after this module has resolved it (symlinks followed, `..` collapsed) inside the repository root (or the named
 output folder), found a regular file there (never a FIFO, a device or a folder: reading those hangs or never
 ends) and found it no bigger than the strict loader's limit. Anything else raises `Refused`, whose message
@@ -24,7 +24,8 @@ from typing import BinaryIO
 
 from .yamlload import MAX_FILE_BYTES
 
-MAX_PATH_CHARS = 1024  # longer than any path a repository needs; the OS limit (4096) is an error, not a refusal
+# longer than any path a repository needs; the OS limit (4096) is an error, not a refusal
+MAX_PATH_CHARS = 1024
 _UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\\]")  # control characters and backslashes
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -76,7 +77,8 @@ class Reader:
 
     @property
     def root(self) -> Path:
-        """The repository's real root. A run's stages take the reader, never a root of their own: the one place
+        """The repository's real root. A run's stages take the reader, never a root of their own: the one
+        place
         that knows where the repository is also holds its boundary."""
         return Path(self.real_root)
 
@@ -105,7 +107,9 @@ class Reader:
         for top in tops:
             for directory, subdirs, names in os.walk(os.path.join(self.real_root, top)):
                 subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-                for name in sorted(names) + [d for d in subdirs if os.path.islink(os.path.join(directory, d))]:
+                for name in sorted(names) + [
+                    d for d in subdirs if os.path.islink(os.path.join(directory, d))
+                ]:
                     yield os.path.join(directory, name)[prefix:].replace(os.sep, "/")
 
     def _resolved(self, rel: str) -> tuple[str, os.stat_result | None]:
@@ -203,6 +207,7 @@ class Reader:
 
 # One-off checks (a single file, outside a run's loop): the same rules through a fresh Reader.
 
+
 def regular_file(root: str | Path, rel: str, limit: int | None = MAX_FILE_BYTES) -> str:
     return Reader(root).regular_file(rel, limit)
 
@@ -258,8 +263,12 @@ def special_file_reason(mode: int) -> str | None:
     """Why a file of this st_mode must not be read (a FIFO blocks, a device never ends), or None."""
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
-    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return f"is {what}, not a regular file"
     return "is not a regular file"

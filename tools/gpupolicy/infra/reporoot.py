@@ -14,5 +14,6 @@ def find_repo_root(start: Path) -> Path:
     for candidate in (start, *start.parents):
         if (candidate / "clusters").is_dir() or (candidate / "pools").is_dir():
             return candidate
-    raise ToolError(f"{start} is not inside a policy repository (no clusters/ or pools/ above it); "
-                    "pass --repo DIR")
+    raise ToolError(
+        f"{start} is not inside a policy repository (no clusters/ or pools/ above it); pass --repo DIR"
+    )

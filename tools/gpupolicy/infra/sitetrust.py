@@ -4,9 +4,10 @@ MkDocs imports code named by its config: each `hooks:` entry is a Python file it
 (mkdocs/config/config_options.py, class Hooks: `importlib.util.spec_from_file_location` then
 `spec.loader.exec_module`), each `plugins:` name an installed entry point, each `markdown_extensions:` name a
 module, and each `!!python/name:` tag an import. A pull request that adds any of these would run its own code
-during `make docs` and the site test. Only the toolkit's own hook, the plugins and extensions below and the one
-Python tag the Mermaid fences need are allowed; SEC011 reports anything else, and `python -m gpupolicy.infra.sitetrust`
-(run by `make docs` and tests/test_site.py before mkdocs) refuses to build such a site.
+during `make docs` and the site test. Only the toolkit's own hook, the plugins and extensions below and the
+one Python tag the Mermaid fences need are allowed; SEC011 reports anything else, and `python -m
+gpupolicy.infra.sitetrust` (run by `make docs` and tests/test_site.py before mkdocs) refuses to build such a
+site.
 """
 
 from __future__ import annotations
@@ -20,12 +21,39 @@ from . import repopath
 from .siteconfig import SITE_CONFIG
 
 ALLOWED_HOOKS = frozenset({"tools/gpupolicy/docsgen/site_hooks.py"})
-ALLOWED_PLUGINS = frozenset({"search", "tags", "offline", "privacy", "material/search", "material/tags",
-                             "material/offline", "material/privacy"})
-ALLOWED_EXTENSIONS = frozenset({
-    "abbr", "admonition", "attr_list", "def_list", "footnotes", "md_in_html", "meta", "tables", "toc",
-    "pymdownx.details", "pymdownx.snippets", "pymdownx.superfences", "pymdownx.highlight",
-    "pymdownx.inlinehilite", "pymdownx.tabbed", "pymdownx.tasklist", "pymdownx.emoji"})
+ALLOWED_PLUGINS = frozenset(
+    {
+        "search",
+        "tags",
+        "offline",
+        "privacy",
+        "material/search",
+        "material/tags",
+        "material/offline",
+        "material/privacy",
+    }
+)
+ALLOWED_EXTENSIONS = frozenset(
+    {
+        "abbr",
+        "admonition",
+        "attr_list",
+        "def_list",
+        "footnotes",
+        "md_in_html",
+        "meta",
+        "tables",
+        "toc",
+        "pymdownx.details",
+        "pymdownx.snippets",
+        "pymdownx.superfences",
+        "pymdownx.highlight",
+        "pymdownx.inlinehilite",
+        "pymdownx.tabbed",
+        "pymdownx.tasklist",
+        "pymdownx.emoji",
+    }
+)
 ALLOWED_PYTHON_TAGS = frozenset({"name:pymdownx.superfences.fence_code_format"})
 
 
@@ -64,14 +92,27 @@ def problems_of(text: bytes | str) -> list[str]:
         loader.dispose()
     data = data if isinstance(data, dict) else {}
     hooks = data.get("hooks") or []
-    found = [f"hook {hook!r} is not the toolkit's own ({', '.join(sorted(ALLOWED_HOOKS))}): mkdocs would execute it"
-             for hook in (hooks if isinstance(hooks, list) else [hooks]) if str(hook) not in ALLOWED_HOOKS]
-    found += [f"plugin {name!r} is not one the toolkit allows: mkdocs would import its code"
-              for name in _names(data.get("plugins")) if name not in ALLOWED_PLUGINS]
-    found += [f"markdown extension {name!r} is not one the toolkit allows: mkdocs would import it"
-              for name in _names(data.get("markdown_extensions")) if name not in ALLOWED_EXTENSIONS]
-    found += [f"Python tag !!python/{tag} is not one the toolkit allows: loading the config would import it"
-              for tag in loader.python_tags if tag not in ALLOWED_PYTHON_TAGS]
+    found = [
+        f"hook {hook!r} is not the toolkit's own ({', '.join(sorted(ALLOWED_HOOKS))}): mkdocs would "
+        "execute it"
+        for hook in (hooks if isinstance(hooks, list) else [hooks])
+        if str(hook) not in ALLOWED_HOOKS
+    ]
+    found += [
+        f"plugin {name!r} is not one the toolkit allows: mkdocs would import its code"
+        for name in _names(data.get("plugins"))
+        if name not in ALLOWED_PLUGINS
+    ]
+    found += [
+        f"markdown extension {name!r} is not one the toolkit allows: mkdocs would import it"
+        for name in _names(data.get("markdown_extensions"))
+        if name not in ALLOWED_EXTENSIONS
+    ]
+    found += [
+        f"Python tag !!python/{tag} is not one the toolkit allows: loading the config would import it"
+        for tag in loader.python_tags
+        if tag not in ALLOWED_PYTHON_TAGS
+    ]
     return found
 
 
@@ -87,15 +128,18 @@ def repository_problems(root: str | Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m gpupolicy.infra.sitetrust [REPO]`: exit 1 (and say why) when building the site would run code that
+    """`python -m gpupolicy.infra.sitetrust [REPO]`: exit 1 (and say why) when building the site would run
+    code that
     is not the toolkit's."""
     root = Path(argv[0] if argv else ".")
     found = repository_problems(root)
     for problem in found:
         print(f"{SITE_CONFIG}: refused: {problem}", file=sys.stderr)
     if found:
-        print("the site is not built: its config would run code other than the toolkit's (decision 0061)",
-              file=sys.stderr)
+        print(
+            "the site is not built: its config would run code other than the toolkit's (decision 0061)",
+            file=sys.stderr,
+        )
     return 1 if found else 0
 
 

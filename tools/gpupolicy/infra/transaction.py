@@ -12,9 +12,9 @@ A process killed between two renames (SIGKILL, a lost machine) runs no undo. A w
 before the first temporary and again before the first rename, removed once done. The temporaries and backups
 carry the transaction's id in their names, so the journal never has to name them: `recover` (run by every
 writing command first, `gpupolicy recover` on its own) rolls a journal in the committing phase forward and one
-in the staging phase back, and removes only files named after the journal's id next to its targets. The journal
-is content like any other (decision 0066): a tracked one, or one naming a path outside the repository, is
-refused, never obeyed.
+in the staging phase back, and removes only files named after the journal's id next to its targets. The
+journal is content like any other (decision 0066): a tracked one, or one naming a path outside the repository,
+is refused, never obeyed.
 """
 
 from __future__ import annotations
@@ -75,8 +75,12 @@ class _Transaction:
     root: str = ""
 
 
-def write_files(contents: Mapping[str | Path, str | bytes], remove: Iterable[str | Path] = (),
-                durable: bool = True, journal_root: Path | str | None = None) -> None:
+def write_files(
+    contents: Mapping[str | Path, str | bytes],
+    remove: Iterable[str | Path] = (),
+    durable: bool = True,
+    journal_root: Path | str | None = None,
+) -> None:
     """Write every `contents` target (text as UTF-8) and remove every `remove` target, all or nothing.
     Backups (to undo a failed rename) are taken when more than one file changes; then, with `journal_root`
     (the repository the targets lie in), a journal lets `recover` finish the write after a kill.
@@ -90,14 +94,18 @@ def write_files(contents: Mapping[str | Path, str | bytes], remove: Iterable[str
             _open_journal(transaction, Path(journal_root), targets)
         for target, data in contents.items():
             _stage(transaction, os.fspath(target), data.encode("utf-8") if isinstance(data, str) else data)
-        transaction.staged += [_Staged(target=path, temporary=None) for path in removals if os.path.lexists(path)]
+        transaction.staged += [
+            _Staged(target=path, temporary=None) for path in removals if os.path.lexists(path)
+        ]
         if guarded:
             _take_backups(transaction)
         _write_journal(transaction, "committing", targets, removals)
         _commit(transaction)
     except OSError as exc:
         _undo(transaction)
-        raise WriteError(f"cannot write {transaction.current}: {exc.strerror or exc}; nothing was changed") from None
+        raise WriteError(
+            f"cannot write {transaction.current}: {exc.strerror or exc}; nothing was changed"
+        ) from None
     except BaseException:
         _undo(transaction)
         raise
@@ -109,12 +117,16 @@ def write_files(contents: Mapping[str | Path, str | bytes], remove: Iterable[str
 
 # --- the journal -------------------------------------------------------------------------------------------
 
+
 def _open_journal(transaction: _Transaction, root: Path, targets: list[str]) -> None:
     transaction.root = os.path.realpath(root)
     journal = os.path.join(transaction.root, JOURNAL_NAME)
     if os.path.lexists(journal):
-        raise WriteError(f"{JOURNAL_NAME} in {root}: an earlier edit was interrupted; run `gpupolicy recover` "
-                         "first; nothing was changed")
+        raise WriteError(
+            f"{JOURNAL_NAME} in {root}: an earlier edit was interrupted; run `gpupolicy "
+            "recover` "
+            "first; nothing was changed"
+        )
     transaction.journal = journal
     _write_journal(transaction, "staging", targets, [])
 
@@ -124,8 +136,12 @@ def _write_journal(transaction: _Transaction, phase: str, targets: list[str], re
         return
     relative = [os.path.relpath(os.path.realpath(t), transaction.root) for t in targets]
     removed = {os.path.relpath(os.path.realpath(t), transaction.root) for t in removals}
-    body = {"version": 1, "id": transaction.id, "phase": phase,
-            "targets": [{"path": rel, "remove": rel in removed} for rel in relative]}
+    body = {
+        "version": 1,
+        "id": transaction.id,
+        "phase": phase,
+        "targets": [{"path": rel, "remove": rel in removed} for rel in relative],
+    }
     staging = f"{transaction.journal}.{transaction.id}.tmp"
     with open(staging, "w", encoding="utf-8") as handle:
         json.dump(body, handle)
@@ -153,12 +169,14 @@ def _stage(transaction: _Transaction, target: str, data: bytes) -> None:
     _make_folders(transaction, folder)
     staged = _Staged(target=target, temporary=None, existed=os.path.lexists(target))
     if transaction.journal is None:
-        descriptor, staged.temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.",
-                                                        suffix=".tmp")
+        descriptor, staged.temporary = tempfile.mkstemp(
+            dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp"
+        )
     else:  # named after the transaction, so that recovery finds it without trusting a name from the journal
         staged.temporary = _named(target, transaction.id, "tmp")
-        descriptor = os.open(staged.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                             0o600)
+        descriptor = os.open(
+            staged.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
+        )
     transaction.staged.append(staged)
     with os.fdopen(descriptor, "wb") as handle:
         handle.write(data)
@@ -195,8 +213,11 @@ def _take_backups(transaction: _Transaction) -> None:
         if not os.path.lexists(staged.target):
             continue
         staged.existed = True
-        staged.backup = _free_name(staged.target, "bak") if transaction.journal is None else \
-            _named(staged.target, transaction.id, "bak")
+        staged.backup = (
+            _free_name(staged.target, "bak")
+            if transaction.journal is None
+            else _named(staged.target, transaction.id, "bak")
+        )
         try:
             os.link(staged.target, staged.backup, follow_symlinks=False)
         except OSError:  # a file system without hard links: a copy does as well
@@ -271,6 +292,7 @@ def _sync_folders(folders: set[str]) -> None:
 
 # --- recovery ----------------------------------------------------------------------------------------------
 
+
 def interrupted(root: Path) -> bool:
     return os.path.lexists(os.path.join(root, JOURNAL_NAME))
 
@@ -302,10 +324,14 @@ def recover(root: Path) -> str | None:
 def _trusted_journal(root: Path, journal: str) -> dict:
     where = f"{JOURNAL_NAME} in {root}"
     if os.path.islink(journal) or not os.path.isfile(journal) or os.path.getsize(journal) > MAX_JOURNAL_BYTES:
-        raise ToolError(f"{where} is not a small regular file; refusing to recover from it (remove it by hand)")
+        raise ToolError(
+            f"{where} is not a small regular file; refusing to recover from it (remove it by hand)"
+        )
     if _tracked(root, JOURNAL_NAME):
-        raise ToolError(f"{where} is tracked by git: a journal comes from an interrupted run, never from a "
-                        "commit; refusing to act on it (remove it in its own commit)")
+        raise ToolError(
+            f"{where} is tracked by git: a journal comes from an interrupted run, never from a "
+            "commit; refusing to act on it (remove it in its own commit)"
+        )
     try:
         with open(journal, encoding="utf-8") as handle:
             body = json.load(handle)
@@ -317,8 +343,10 @@ def _trusted_journal(root: Path, journal: str) -> dict:
             if not repopath.within(root, root / entry["path"]):  # a symlinked folder on the way out
                 raise repopath.Refused(f"{entry['path']} resolves outside the repository")
     except (OSError, ValueError, KeyError, TypeError, repopath.Refused) as exc:
-        raise ToolError(f"{where} is not a journal this toolkit wrote ({exc or 'malformed'}); refusing to "
-                        "recover from it (remove it by hand)") from None
+        raise ToolError(
+            f"{where} is not a journal this toolkit wrote ({exc or 'malformed'}); refusing to "
+            "recover from it (remove it by hand)"
+        ) from None
     return body
 
 
@@ -329,7 +357,15 @@ def _require(holds: bool, problem: str) -> None:
 
 def _tracked(root: Path, rel: str) -> bool:
     try:
-        return subprocess.run(["git", "ls-files", "--error-unmatch", "--", rel], cwd=root, capture_output=True,
-                              timeout=60, check=False).returncode == 0
+        return (
+            subprocess.run(
+                ["git", "ls-files", "--error-unmatch", "--", rel],
+                cwd=root,
+                capture_output=True,
+                timeout=60,
+                check=False,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False

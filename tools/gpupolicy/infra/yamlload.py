@@ -47,7 +47,9 @@ def _int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
     try:
         return loader.construct_yaml_int(node)
     except ValueError as exc:
-        raise yaml.constructor.ConstructorError(None, None, f"an integer of {len(node.value)} digits is too long", node.start_mark) from exc
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer of {len(node.value)} digits is too long", node.start_mark
+        ) from exc
 
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _as_text)
@@ -85,25 +87,39 @@ class LoadResult:
 
 
 def parse_source(raw: bytes, path: str) -> LoadResult:
-    """Parse every document of a source file's bytes strictly, with no cache (`cachestore.CacheStore.load_source`
+    """Parse every document of a source file's bytes strictly, with no cache
+    (`cachestore.CacheStore.load_source`
     keeps the result); `path` is what findings name."""
     result = LoadResult()
     if len(raw) > MAX_FILE_BYTES:
-        result.findings.append(yaml004.finding(
-            f"file is {len(raw):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", path, 1,
-            hint="split it, or keep generated data out of the policy repository"))
+        result.findings.append(
+            yaml004.finding(
+                f"file is {len(raw):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
+                path,
+                1,
+                hint="split it, or keep generated data out of the policy repository",
+            )
+        )
         return result
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        result.findings.append(yaml003.finding(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", path, line,
-            hint="save the file as UTF-8"))
+        result.findings.append(
+            yaml003.finding(
+                f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                path,
+                line,
+                hint="save the file as UTF-8",
+            )
+        )
         return result
     if "\x00" in text:
-        result.findings.append(yaml003.finding("binary content (NUL byte) in a YAML file", path,
-                                               text[: text.index("\x00")].count("\n") + 1))
+        result.findings.append(
+            yaml003.finding(
+                "binary content (NUL byte) in a YAML file", path, text[: text.index("\x00")].count("\n") + 1
+            )
+        )
         return result
     return load_text(text, path, result)
 
@@ -129,9 +145,14 @@ def load_text(text: str, path: str, result: LoadResult | None = None, lists: boo
             if not isinstance(node, yaml.MappingNode) and not (lists and isinstance(node, yaml.SequenceNode)):
                 if not (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
                     kind = "a list" if isinstance(node, yaml.SequenceNode) else "a scalar"
-                    result.findings.append(yaml006.finding(
-                        f"document {index + 1} is {kind}, not a mapping", path, node.start_mark.line + 1,
-                        hint="a manifest is a mapping with apiVersion and kind"))
+                    result.findings.append(
+                        yaml006.finding(
+                            f"document {index + 1} is {kind}, not a mapping",
+                            path,
+                            node.start_mark.line + 1,
+                            hint="a manifest is a mapping with apiVersion and kind",
+                        )
+                    )
                 index += 1
                 continue
             data = loader.construct_document(node)
@@ -157,8 +178,9 @@ def _syntax_finding(exc: yaml.MarkedYAMLError, path: str, text: str) -> Finding:
     source_lines = text.splitlines()
     source_line = source_lines[line - 1] if 0 < line <= len(source_lines) else ""
     if "\t" in source_line[: len(source_line) - len(source_line.lstrip())]:
-        return yaml005.finding("tab character used for indentation", path, line,
-                               hint="YAML indentation must be spaces")
+        return yaml005.finding(
+            "tab character used for indentation", path, line, hint="YAML indentation must be spaces"
+        )
     if exc.context and "found undefined alias" not in problem:
         problem = f"{exc.context}: {problem}"
     return yaml001.finding(f"cannot parse YAML: {problem}", path, line)
@@ -195,27 +217,35 @@ def _inspect(root: yaml.Node, path: str, budget: _AliasBudget) -> Finding | None
             size[key] = 1 + sum(size[id(k)] for k in kids)
             height[key] = 1 + max((height[id(k)] for k in kids), default=0)
             if size[key] > MAX_EXPANDED_NODES:
-                return yaml007.finding(f"aliases expand this document to over {MAX_EXPANDED_NODES:,} nodes "
-                                       "(a YAML bomb)", path, node.start_mark.line + 1,
-                                       hint="write the values out; "
-                                       "do not nest anchors")
+                return yaml007.finding(
+                    f"aliases expand this document to over {MAX_EXPANDED_NODES:,} nodes (a YAML bomb)",
+                    path,
+                    node.start_mark.line + 1,
+                    hint="write the values out; do not nest anchors",
+                )
             if height[key] > MAX_DEPTH:
-                return yaml009.finding(f"nested more than {MAX_DEPTH} levels deep", path,
-                                       node.start_mark.line + 1)
+                return yaml009.finding(
+                    f"nested more than {MAX_DEPTH} levels deep", path, node.start_mark.line + 1
+                )
             continue
         if key in size:  # seen before: this reference is an alias
             budget.used += 1
             if budget.used > MAX_ALIASES:
-                return yaml007.finding(f"more than {MAX_ALIASES} aliases in one file", path,
-                                       node.start_mark.line + 1,
-                                       hint="anchors and aliases are rarely needed in manifests")
+                return yaml007.finding(
+                    f"more than {MAX_ALIASES} aliases in one file",
+                    path,
+                    node.start_mark.line + 1,
+                    hint="anchors and aliases are rarely needed in manifests",
+                )
             continue
         if key in on_stack:
-            return yaml007.finding("recursive alias (a node that contains itself)", path,
-                                   node.start_mark.line + 1)
+            return yaml007.finding(
+                "recursive alias (a node that contains itself)", path, node.start_mark.line + 1
+            )
         if len(on_stack) > MAX_DEPTH:
-            return yaml009.finding(f"nested more than {MAX_DEPTH} levels deep", path,
-                                   node.start_mark.line + 1)
+            return yaml009.finding(
+                f"nested more than {MAX_DEPTH} levels deep", path, node.start_mark.line + 1
+            )
         duplicate = _duplicate_key(node, path)
         if duplicate:
             return duplicate
@@ -231,8 +261,9 @@ def _inspect_tree(root: yaml.Node, path: str) -> Finding | None:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return yaml009.finding(f"nested more than {MAX_DEPTH} levels deep", path,
-                                   node.start_mark.line + 1)
+            return yaml009.finding(
+                f"nested more than {MAX_DEPTH} levels deep", path, node.start_mark.line + 1
+            )
         if isinstance(node, yaml.MappingNode):
             duplicate = _duplicate_key(node, path)
             if duplicate:
@@ -253,8 +284,12 @@ def _duplicate_key(node: yaml.Node, path: str) -> Finding | None:
         identity = (key_node.tag, key_node.value)
         line = key_node.start_mark.line + 1
         if identity in seen:
-            return yaml002.finding(f"duplicate key {key_node.value!r} (first at line {seen[identity]})", path,
-                                   line, hint="YAML keeps only the last value; remove one of them")
+            return yaml002.finding(
+                f"duplicate key {key_node.value!r} (first at line {seen[identity]})",
+                path,
+                line,
+                hint="YAML keeps only the last value; remove one of them",
+            )
         seen[identity] = line
     return None
 

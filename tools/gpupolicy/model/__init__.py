@@ -18,7 +18,8 @@ POOL_LABEL = "gpupolicy.io/pool"
 TEAM_LABEL = "gpupolicy.io/team"
 TIER_LABEL = "gpupolicy.io/tier"  # production | training | batch | experiment
 WORKLOAD_LABEL = "gpupolicy.io/workload"  # training | inference | notebook | batch
-NODE_CLASS_LABEL = "gpupolicy.io/node-class"  # "cpu" on the ResourceFlavor of the cluster's CPU nodes (decision 0029)
+# "cpu" on the ResourceFlavor of the cluster's CPU nodes (decision 0029)
+NODE_CLASS_LABEL = "gpupolicy.io/node-class"
 ALLOW_SHARED_TRAINING = "gpupolicy.io/allow-shared-gpus"  # "true" lets a training queue use MIG/time-sliced
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -29,18 +30,29 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # A card, or one time-slice replica of it when time-slicing renames it (renameByDefault, see capacity.py).
 GPU_RESOURCES = (GPU_RESOURCE, f"{GPU_RESOURCE}.shared")
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
-# Node labels that GPU Feature Discovery and the GPU Operator's MIG manager write themselves (the GFD label table
-# in NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md, internal/lm; mig-manager's mig.config.state).
-# A pool's nodeLabels may select on them; provisioning must not set them (GFD overwrites them).
-DISCOVERED_LABEL_PREFIXES = ("nvidia.com/gpu.", "nvidia.com/cuda.", "nvidia.com/gfd.", "nvidia.com/vgpu.",
-                             MIG_RESOURCE_PREFIX)
-DISCOVERED_LABELS = ("nvidia.com/mig.capable", "nvidia.com/mps.capable", "nvidia.com/mig.strategy",
-                     "nvidia.com/mig.config.state", "nvidia.com/gpu-driver-upgrade-state")
-
+# Node labels that GPU Feature Discovery and the GPU Operator's MIG manager write themselves (the GFD label
+# table in NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md, internal/lm; mig-manager's
+# mig.config.state). A pool's nodeLabels may select on them; provisioning must not set them (GFD overwrites
+# them).
+DISCOVERED_LABEL_PREFIXES = (
+    "nvidia.com/gpu.",
+    "nvidia.com/cuda.",
+    "nvidia.com/gfd.",
+    "nvidia.com/vgpu.",
+    MIG_RESOURCE_PREFIX,
+)
+DISCOVERED_LABELS = (
+    "nvidia.com/mig.capable",
+    "nvidia.com/mps.capable",
+    "nvidia.com/mig.strategy",
+    "nvidia.com/mig.config.state",
+    "nvidia.com/gpu-driver-upgrade-state",
+)
 
 
 def is_discovered_label(key: str) -> bool:
-    """Whether GPU Feature Discovery (or the MIG manager) sets this node label, not the node's provisioning."""
+    """Whether GPU Feature Discovery (or the MIG manager) sets this node label, not the node's
+    provisioning."""
     return key in DISCOVERED_LABELS or key.startswith(DISCOVERED_LABEL_PREFIXES)
 
 
@@ -60,7 +72,8 @@ class K8sObject:
     body: dict = field(repr=False, hash=False, compare=False)
     origin: str = ""
     cluster: str = ""
-    origin_refused: str = ""  # why the boundary refused the origin annotation's path (origin is then the overlay)
+    # why the boundary refused the origin annotation's path (origin is then the overlay)
+    origin_refused: str = ""
 
     @property
     def group(self) -> str:
@@ -209,8 +222,12 @@ class ClusterQueue:
 
     def quotas(self) -> list[tuple[str, ResourceQuota]]:
         """(flavor, quota) for every resource of every flavor of every resource group."""
-        return [(fq.flavor, quota) for group in self.resource_groups for fq in group.flavors
-                for quota in fq.resources]
+        return [
+            (fq.flavor, quota)
+            for group in self.resource_groups
+            for fq in group.flavors
+            for quota in fq.resources
+        ]
 
     def flavors(self) -> list[str]:
         return [fq.flavor for group in self.resource_groups for fq in group.flavors]
@@ -259,7 +276,8 @@ class Namespace:
     @property
     def team(self) -> str:
         value = self.labels.get(TEAM_LABEL, "")
-        return value if isinstance(value, str) else ""  # a non-string label value is the schema stage's finding
+        # a non-string label value is the schema stage's finding
+        return value if isinstance(value, str) else ""
 
 
 @dataclass(frozen=True)
@@ -323,7 +341,8 @@ class Cluster:
     cluster_policy: K8sObject | None = None
     device_plugin_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # key -> entry
     mig_configs: dict[str, ConfigEntry] = field(default_factory=dict)  # layout name -> entry (data: list)
-    # the Kueue Configuration it runs (domain/kueue_configuration.py, one for the fleet); None: Kueue's defaults
+    # the Kueue Configuration it runs (domain/kueue_configuration.py, one for the fleet); None: Kueue's
+    # defaults
     kueue_configuration: dict | None = field(default=None, repr=False, compare=False)
     # Derived data rules share (flavor -> pools, cohort totals); filled lazily, never part of equality.
     derived: dict = field(default_factory=dict, repr=False, compare=False)
@@ -333,7 +352,8 @@ class Cluster:
         return self.facts.name
 
     def of_kind(self, kind: str, group: str | None = None) -> list[K8sObject]:
-        """The rendered objects of a kind (and API group), indexed on first use: rules ask many times per run."""
+        """The rendered objects of a kind (and API group), indexed on first use: rules ask many times per
+        run."""
         by_kind = self.memo("objects_by_kind", self._objects_by_kind)
         return [o for o in by_kind.get(kind, ()) if group is None or o.group == group]
 
@@ -349,8 +369,10 @@ class Cluster:
         return matches[0] if len(matches) == 1 else None
 
     def pools_of_flavor(self, flavor: Flavor) -> list[Pool]:
-        return self.memo(("pools_of_flavor", flavor.name),  # flavor names are unique in a cluster
-                         lambda: [p for p in self.pools if selects(flavor.node_labels, p.node_labels)])
+        return self.memo(
+            ("pools_of_flavor", flavor.name),  # flavor names are unique in a cluster
+            lambda: [p for p in self.pools if selects(flavor.node_labels, p.node_labels)],
+        )
 
     def memo(self, key: Any, compute: Any) -> Any:
         """`compute()` once per cluster model for `key`; rules share what they derive this way."""
@@ -384,8 +406,8 @@ class Fleet:
     root: str
     clusters: dict[str, Cluster] = field(default_factory=dict)
     pools: dict[str, Pool] = field(default_factory=dict)  # every declared pool, in a cluster or not
-    # pools/<name> folders whose pool.yaml did not load or validate: already reported (YAML/SCHEMA005), so rules
-    # do not report their absence from the model a second time.
+    # pools/<name> folders whose pool.yaml did not load or validate: already reported (YAML/SCHEMA005), so
+    # rules do not report their absence from the model a second time.
     invalid_pools: set[str] = field(default_factory=set)
     locator: Any = field(default=None, repr=False)  # build.SourceIndex: object + field path -> Location
     # Derived data several rules share (plans, admission verdicts); filled lazily per run.
@@ -393,25 +415,29 @@ class Fleet:
     documents: list = field(default_factory=list, repr=False)  # every strictly loaded source document
     # Every cluster folder of the repository, validated in this run or not (a run may cover some clusters).
     repository_clusters: tuple[str, ...] = ()
-    # pools/<name> folder -> every cluster whose overlay includes it, when the run read every cluster's overlay graph
-    # (a run over every cluster, or the first shard of `validate --shard`); None when it did not.
+    # pools/<name> folder -> every cluster whose overlay includes it, when the run read every cluster's
+    # overlay graph (a run over every cluster, or the first shard of `validate --shard`); None when it did
+    # not.
     pool_includers: dict[str, tuple[str, ...]] | None = None
-    # False in a shard of `validate --shard` other than the first: rules about the whole fleet (FLEET_LEVEL) do
-    # not run there, so the merged shards report their findings exactly once.
+    # False in a shard of `validate --shard` other than the first: rules about the whole fleet (FLEET_LEVEL)
+    # do not run there, so the merged shards report their findings exactly once.
     fleet_checks: bool = True
     # docs/generated/ page -> how it differs from what the generators write now ("stale", "missing",
     # "not generated"), for DOC005; None when this run did not compare (a run over part of the fleet, or a
     # caller that did not ask: `validate` does).
     page_drift: dict[str, str] | None = None
-    # Findings about the whole fleet that a run over part of it can only propose (UPG003: a selector that takes
-    # nothing in the clusters loaded here): `report merge` keeps those every shard proposed (shards.merge).
+    # Findings about the whole fleet that a run over part of it can only propose (UPG003: a selector that
+    # takes nothing in the clusters loaded here): `report merge` keeps those every shard proposed
+    # (shards.merge).
     proposed: list = field(default_factory=list, repr=False)
-    # Pages rules check, read once by the load stage: docs/runbooks, and the decision log (decisions.Decision).
+    # Pages rules check, read once by the load stage: docs/runbooks, and the decision log
+    # (decisions.Decision).
     runbooks: Pages = field(default_factory=Pages, repr=False)
     # The runbook site's public URL (mkdocs.yml site_url, siteconfig), or "" and site_url_problem says why.
     site_url: str = ""
     site_url_problem: str = ""
-    oncall: Any = field(default=None, repr=False)  # oncall.OnCall (mkdocs.yml extra.oncall), read with site_url
+    # oncall.OnCall (mkdocs.yml extra.oncall), read with site_url
+    oncall: Any = field(default=None, repr=False)
     decision_log: list = field(default_factory=list, repr=False)
     affected_paths: dict[str, bool] = field(default_factory=dict, repr=False)  # decisions.affected_paths
     # Admission verdicts kept between runs (keptreviews.KeptReviews), when the run keeps them; chains built

@@ -1,9 +1,9 @@
 """Kubernetes label matching, shared by the fleet model, the rules and the admission simulator.
 
 A metav1.LabelSelector holds `matchLabels` (key -> value, all must be on the object) and `matchExpressions`
-(`{key, operator, values}` with operator In, NotIn, Exists or DoesNotExist); every term must hold. Selector values
-compare as strings, as the API server stores them. The callers decide what an absent selector means: the
-admission API matches everything, a ClusterQueue's absent namespaceSelector matches nothing.
+(`{key, operator, values}` with operator In, NotIn, Exists or DoesNotExist); every term must hold. Selector
+values compare as strings, as the API server stores them. The callers decide what an absent selector means:
+the admission API matches everything, a ClusterQueue's absent namespaceSelector matches nothing.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def _expression_holds(expression: Mapping[str, Any], labels: Mapping[str, Any]) 
 
 
 def node_requirement_holds(requirement: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    """A NodeSelectorRequirement (required node affinity): the label selector's operators, plus Gt and Lt, which
+    """A NodeSelectorRequirement (required node affinity): the label selector's operators, plus Gt and Lt,
+    which
     compare a single integer value (k8s.io/component-helpers scheduling/corev1/nodeaffinity)."""
     operator = requirement.get("operator")
     if operator not in ("Gt", "Lt"):

@@ -48,16 +48,21 @@ class SourceIndex:
     trust boundary (repopath): a path that resolves outside the repository, is not a regular file or is over
     the size limit is never opened, and reads as a file without documents."""
 
-    def __init__(self, reader: repopath.Reader, documents: dict[str, list[Document]],
-                 edit_documents: dict[str, list[Document]] | None = None) -> None:
+    def __init__(
+        self,
+        reader: repopath.Reader,
+        documents: dict[str, list[Document]],
+        edit_documents: dict[str, list[Document]] | None = None,
+    ) -> None:
         self.root = str(reader.root)
         self.documents = documents  # the loader's: only files it did not load are read here
-        self.edit_documents = edit_documents or {}  # patch/replacements files as lists, from the loader's read
+        # patch/replacements files as lists, from the loader's read
+        self.edit_documents = edit_documents or {}
         self.reader = reader
         self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
         self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
-        # The overlay edits of each cluster and its generated ConfigMap keys: a field they set is located at the
-        # edit (patchsources), and the place in the base it replaced is kept in `bases` as context.
+        # The overlay edits of each cluster and its generated ConfigMap keys: a field they set is located at
+        # the edit (patchsources), and the place in the base it replaced is kept in `bases` as context.
         self.setters: dict[str, list] = {}
         self.generated: dict[str, dict[tuple[str, str], str]] = {}
         self.bases: dict[tuple[str, int], Location] = {}
@@ -79,7 +84,8 @@ class SourceIndex:
         return parse_source(raw, path).documents
 
     def locate(self, obj: K8sObject, field_path: tuple) -> Location:
-        """Where `field_path` of `obj` was set: the overlay edit that set it (the base then kept in `bases`), else
+        """Where `field_path` of `obj` was set: the overlay edit that set it (the base then kept in `bases`),
+        else
         its place in the object's source document."""
         path = tuple(str(part) for part in field_path)
         generated = patchsources.generated_location(self.generated.get(obj.cluster, {}), obj, path, self.docs)
@@ -93,8 +99,9 @@ class SourceIndex:
         return edited
 
     def edit_docs(self, path: str) -> list[Document]:
-        """The documents of an overlay edit's file: the loader's (a kustomization, a strategic-merge patch), or,
-        for a file the loader kept no document of, its lists (a JSON6902 patch or a replacements file, which the
+        """The documents of an overlay edit's file: the loader's (a kustomization, a strategic-merge patch),
+        or, for a file the loader kept no document of, its lists (a JSON6902 patch or a replacements file,
+        which the
         loader refuses as manifests), parsed once through the boundary."""
         loaded = self.docs(path)
         if loaded:
@@ -174,6 +181,7 @@ def _matching_document(docs: list[Document], obj: K8sObject) -> Document | None:
 
 # --- objects ---------------------------------------------------------------------------------------------
 
+
 def object_from(body: dict, cluster_dir: str, cluster: str, kustomization: str = "") -> K8sObject:
     """A rendered object. Its origin is the source file its origin annotation names, or, when that names
     something outside the repository, the overlay's kustomization (`kustomization`, else the usual name in
@@ -186,9 +194,15 @@ def object_from(body: dict, cluster_dir: str, cluster: str, kustomization: str =
         origin = kustomization or (f"{cluster_dir}/{KUSTOMIZATION_NAMES[0]}" if cluster_dir else "")
         refused = str(refusal)
     return K8sObject(
-        api_version=str(body.get("apiVersion") or ""), kind=str(body.get("kind") or ""),
-        name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or ""),
-        body=body, origin=origin, cluster=cluster, origin_refused=refused)
+        api_version=str(body.get("apiVersion") or ""),
+        kind=str(body.get("kind") or ""),
+        name=str(metadata.get("name") or ""),
+        namespace=str(metadata.get("namespace") or ""),
+        body=body,
+        origin=origin,
+        cluster=cluster,
+        origin_refused=refused,
+    )
 
 
 def origin_path(metadata: dict, cluster_dir: str) -> str:
@@ -207,16 +221,18 @@ def origin_path(metadata: dict, cluster_dir: str) -> str:
 
 
 def _origin_field(raw: str, name: str) -> str:
-    """A top-level `name: value` line of kustomize's origin annotation (a tiny YAML map; parsing it with a YAML
+    """A top-level `name: value` line of kustomize's origin annotation (a tiny YAML map; parsing it with a
+    YAML
     library per object costs more than the rest of the object's handling)."""
     prefix = f"{name}:"
     for line in raw.splitlines():
         if line.startswith(prefix):
-            return line[len(prefix):].strip().strip("'\"")
+            return line[len(prefix) :].strip().strip("'\"")
     return ""
 
 
 # --- pools and cluster facts -------------------------------------------------------------------------------
+
 
 def pool_from(doc: Document) -> Pool:
     """A Pool from a pool.yaml document that passed its schema."""
@@ -224,24 +240,43 @@ def pool_from(doc: Document) -> Pool:
     mig = spec.get("mig") or {}
     sliced = spec.get("timeSlicing") or {}
     return Pool(
-        name=doc.data["metadata"]["name"], path=doc.path, gpu_model=spec["gpu"]["model"],
-        gpus_per_node=spec["gpu"]["perNode"], zones=dict(spec["zones"]), access_mode=spec["accessMode"],
+        name=doc.data["metadata"]["name"],
+        path=doc.path,
+        gpu_model=spec["gpu"]["model"],
+        gpus_per_node=spec["gpu"]["perNode"],
+        zones=dict(spec["zones"]),
+        access_mode=spec["accessMode"],
         node_labels=dict(spec.get("nodeLabels") or {}),
         taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints") or []),
-        team=spec.get("team", ""), description=doc.data["metadata"].get("description", ""),
-        time_slicing_replicas=sliced.get("replicas"), rename_shared=bool(sliced.get("renameByDefault")),
-        mig_layout=mig.get("layout"), mig_strategy=mig.get("strategy"),
-        mps_replicas=(spec.get("mps") or {}).get("replicas"), **_node_shape(spec.get("node")),
-        startup_check=_startup_check(spec.get("startupCheck")))
+        team=spec.get("team", ""),
+        description=doc.data["metadata"].get("description", ""),
+        time_slicing_replicas=sliced.get("replicas"),
+        rename_shared=bool(sliced.get("renameByDefault")),
+        mig_layout=mig.get("layout"),
+        mig_strategy=mig.get("strategy"),
+        mps_replicas=(spec.get("mps") or {}).get("replicas"),
+        **_node_shape(spec.get("node")),
+        startup_check=_startup_check(spec.get("startupCheck")),
+    )
 
 
 def _startup_check(settings: Any) -> StartupCheck:
-    """pool.yaml `startupCheck` over the schema's defaults (a malformed block: defaults; the schema reports it)."""
+    """pool.yaml `startupCheck` over the schema's defaults (a malformed block: defaults; the schema reports
+    it)."""
     settings = settings if isinstance(settings, dict) else {}
-    fields = {"skip": "skip", "retries": "retries", "backoffSeconds": "backoff_seconds",
-              "maxMemoryUsedPercent": "max_memory_used_percent"}
-    return StartupCheck(**{name: settings[key] for key, name in fields.items()
-                           if key in settings and type(settings[key]) is type(getattr(StartupCheck, name))})
+    fields = {
+        "skip": "skip",
+        "retries": "retries",
+        "backoffSeconds": "backoff_seconds",
+        "maxMemoryUsedPercent": "max_memory_used_percent",
+    }
+    return StartupCheck(
+        **{
+            name: settings[key]
+            for key, name in fields.items()
+            if key in settings and type(settings[key]) is type(getattr(StartupCheck, name))
+        }
+    )
 
 
 def _node_shape(node: Any) -> dict:
@@ -261,17 +296,29 @@ def _node_shape(node: Any) -> dict:
 def facts_from(doc: Document) -> ClusterFacts:
     spec = doc.data["spec"]
     return ClusterFacts(
-        name=doc.data["metadata"]["name"], path=doc.path, environment=spec["environment"],
-        region=spec["region"], zones=tuple(spec["zones"]), kubernetes_version=str(spec["kubernetesVersion"]),
-        gpu_operator_version=spec["gpuOperatorVersion"], sync_engine=spec["syncEngine"],
-        description=doc.data["metadata"].get("description", ""))
+        name=doc.data["metadata"]["name"],
+        path=doc.path,
+        environment=spec["environment"],
+        region=spec["region"],
+        zones=tuple(spec["zones"]),
+        kubernetes_version=str(spec["kubernetesVersion"]),
+        gpu_operator_version=spec["gpuOperatorVersion"],
+        sync_engine=spec["syncEngine"],
+        description=doc.data["metadata"].get("description", ""),
+    )
 
 
 # --- the cluster model -------------------------------------------------------------------------------------
 
-def build_cluster(facts: ClusterFacts, objects: list[K8sObject], pools: list[Pool],
-                  generated: dict[tuple[str, str], str], gpu_model_of: Any = None,
-                  source_docs: Any = None) -> Cluster:
+
+def build_cluster(
+    facts: ClusterFacts,
+    objects: list[K8sObject],
+    pools: list[Pool],
+    generated: dict[tuple[str, str], str],
+    gpu_model_of: Any = None,
+    source_docs: Any = None,
+) -> Cluster:
     """`generated` maps (ConfigMap name, key) to the source file that generator key came from;
     `source_docs(path)` gives that file's strictly loaded documents (the pipeline's SourceIndex), so a config
     file shared by every cluster is parsed once, and its line numbers are the file's own."""
@@ -324,10 +371,14 @@ def _resource_groups(spec: dict) -> tuple[ResourceGroup, ...]:
         flavors = []
         for flavor in mappings(group.get("flavors")):
             quotas = tuple(
-                ResourceQuota(name=str(r.get("name")), nominal=_number(r.get("nominalQuota")) or 0,
-                              borrowing_limit=_number(r.get("borrowingLimit")),
-                              lending_limit=_number(r.get("lendingLimit")))
-                for r in mappings(flavor.get("resources")))
+                ResourceQuota(
+                    name=str(r.get("name")),
+                    nominal=_number(r.get("nominalQuota")) or 0,
+                    borrowing_limit=_number(r.get("borrowingLimit")),
+                    lending_limit=_number(r.get("lendingLimit")),
+                )
+                for r in mappings(flavor.get("resources"))
+            )
             flavors.append(FlavorQuotas(flavor=str(flavor.get("name")), resources=quotas))
         listed = group.get("coveredResources")
         covered = tuple(r for r in listed if isinstance(r, str)) if isinstance(listed, list) else ()
@@ -335,21 +386,26 @@ def _resource_groups(spec: dict) -> tuple[ResourceGroup, ...]:
     return tuple(groups)
 
 
-
 def _taints(value: Any) -> tuple[Taint, ...]:
-    return tuple(Taint(str(t.get("key")), str(t.get("value", "")), str(t.get("effect", "")))
-                 for t in mappings(value))
+    return tuple(
+        Taint(str(t.get("key")), str(t.get("value", "")), str(t.get("effect", ""))) for t in mappings(value)
+    )
 
 
 def _add_flavor(cluster: Cluster, obj: K8sObject) -> None:
     spec = obj.spec
-    labels = spec.get("nodeLabels")  # anything but a mapping of strings is SCHEMA002's finding; the model keeps
+    # anything but a mapping of strings is SCHEMA002's finding; the model keeps
+    labels = spec.get("nodeLabels")
     # only the string labels, so no rule sees a list where Kubernetes has a string
     cluster.flavors[obj.name] = Flavor(
-        name=obj.name, node_labels={k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
-        if isinstance(labels, dict) else {},
+        name=obj.name,
+        node_labels={k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(labels, dict)
+        else {},
         node_taints=_taints(spec.get("nodeTaints")),
-        tolerations=tuple(mappings(spec.get("tolerations"))), obj=obj)
+        tolerations=tuple(mappings(spec.get("tolerations"))),
+        obj=obj,
+    )
 
 
 def _add_cluster_queue(cluster: Cluster, obj: K8sObject) -> None:
@@ -357,17 +413,27 @@ def _add_cluster_queue(cluster: Cluster, obj: K8sObject) -> None:
     selector = spec.get("namespaceSelector")
     labels = obj.labels
     cluster.cluster_queues[obj.name] = ClusterQueue(
-        name=obj.name, cohort=str(spec.get("cohortName") or spec.get("cohort") or ""),
+        name=obj.name,
+        cohort=str(spec.get("cohortName") or spec.get("cohort") or ""),
         namespace_selector=selector if isinstance(selector, dict) else None,
-        resource_groups=_resource_groups(spec), preemption=dict(spec.get("preemption") or {}),
-        team=labels.get(TEAM_LABEL, ""), tier=labels.get(TIER_LABEL, ""),
-        workload=labels.get(WORKLOAD_LABEL, ""), labels=dict(labels), obj=obj)
+        resource_groups=_resource_groups(spec),
+        preemption=dict(spec.get("preemption") or {}),
+        team=labels.get(TEAM_LABEL, ""),
+        tier=labels.get(TIER_LABEL, ""),
+        workload=labels.get(WORKLOAD_LABEL, ""),
+        labels=dict(labels),
+        obj=obj,
+    )
 
 
 def _add_cohort(cluster: Cluster, obj: K8sObject) -> None:
     spec = obj.spec
-    cluster.cohorts[obj.name] = Cohort(name=obj.name, parent=str(spec.get("parentName") or spec.get("parent") or ""),
-                                       resource_groups=_resource_groups(spec), obj=obj)
+    cluster.cohorts[obj.name] = Cohort(
+        name=obj.name,
+        parent=str(spec.get("parentName") or spec.get("parent") or ""),
+        resource_groups=_resource_groups(spec),
+        obj=obj,
+    )
 
 
 def _add_implied_cohorts(cluster: Cluster) -> None:
@@ -378,8 +444,14 @@ def _add_implied_cohorts(cluster: Cluster) -> None:
 
 
 def _add_local_queue(cluster: Cluster, obj: K8sObject) -> None:
-    cluster.local_queues.append(LocalQueue(name=obj.name, namespace=obj.namespace,
-                                           cluster_queue=str(obj.spec.get("clusterQueue") or ""), obj=obj))
+    cluster.local_queues.append(
+        LocalQueue(
+            name=obj.name,
+            namespace=obj.namespace,
+            cluster_queue=str(obj.spec.get("clusterQueue") or ""),
+            obj=obj,
+        )
+    )
 
 
 def _int(value: Any) -> int:
@@ -389,14 +461,19 @@ def _int(value: Any) -> int:
 def _add_priority_class(cluster: Cluster, obj: K8sObject) -> None:
     body = obj.body
     cluster.priority_classes[obj.name] = PriorityClass(
-        name=obj.name, value=_int(body.get("value")), global_default=bool(body.get("globalDefault")),
+        name=obj.name,
+        value=_int(body.get("value")),
+        global_default=bool(body.get("globalDefault")),
         preemption_policy=str(body.get("preemptionPolicy") or "PreemptLowerPriority"),
-        tier=obj.labels.get(TIER_LABEL, ""), obj=obj)
+        tier=obj.labels.get(TIER_LABEL, ""),
+        obj=obj,
+    )
 
 
 def _add_workload_priority_class(cluster: Cluster, obj: K8sObject) -> None:
     cluster.workload_priority_classes[obj.name] = WorkloadPriorityClass(
-        name=obj.name, value=_int(obj.body.get("value")), tier=obj.labels.get(TIER_LABEL, ""), obj=obj)
+        name=obj.name, value=_int(obj.body.get("value")), tier=obj.labels.get(TIER_LABEL, ""), obj=obj
+    )
 
 
 def _add_namespace(cluster: Cluster, obj: K8sObject) -> None:
@@ -405,16 +482,26 @@ def _add_namespace(cluster: Cluster, obj: K8sObject) -> None:
 
 def _add_resource_quota(cluster: Cluster, obj: K8sObject) -> None:
     hard = obj.spec.get("hard")  # not a mapping: the schema stage reports it; the model counts no quota
-    cluster.namespace_quotas.append(NamespaceQuota(name=obj.name, namespace=obj.namespace,
-                                                   hard=dict(hard) if isinstance(hard, dict) else {}, obj=obj))
+    cluster.namespace_quotas.append(
+        NamespaceQuota(
+            name=obj.name, namespace=obj.namespace, hard=dict(hard) if isinstance(hard, dict) else {}, obj=obj
+        )
+    )
 
 
 def _add_nvidia_driver(cluster: Cluster, obj: K8sObject) -> None:
     spec = obj.spec
-    cluster.nvidia_drivers.append(NvidiaDriver(
-        name=obj.name, version=str(spec.get("version") or ""), driver_type=str(spec.get("driverType") or "gpu"),
-        node_selector=dict(spec.get("nodeSelector") or {}), upgrade_policy=dict(spec.get("upgradePolicy") or {}),
-        obj=obj, tolerations=tuple(mappings(spec.get("tolerations")))))
+    cluster.nvidia_drivers.append(
+        NvidiaDriver(
+            name=obj.name,
+            version=str(spec.get("version") or ""),
+            driver_type=str(spec.get("driverType") or "gpu"),
+            node_selector=dict(spec.get("nodeSelector") or {}),
+            upgrade_policy=dict(spec.get("upgradePolicy") or {}),
+            obj=obj,
+            tolerations=tuple(mappings(spec.get("tolerations"))),
+        )
+    )
 
 
 def _add_cluster_policy(cluster: Cluster, obj: K8sObject) -> None:
@@ -435,18 +522,57 @@ _ADD = {
 }
 
 
-# --- GPU Operator: Helm values -> ClusterPolicy, and its ConfigMaps -------------------------------------------
+# --- GPU Operator: Helm values -> ClusterPolicy, and its ConfigMaps
+# -------------------------------------------
 
 # Helm values sections that become ClusterPolicy spec sections of the same name (GPU Operator chart template).
-_SPEC_SECTIONS = ("operator", "daemonsets", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
-                  "mig", "migManager", "nodeStatusExporter", "validator", "gds", "gdrcopy", "sandboxWorkloads",
-                  "vgpuManager", "vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin", "cdi", "psa",
-                  "hostPaths", "ccManager", "kataManager", "kataSandboxDevicePlugin")
+_SPEC_SECTIONS = (
+    "operator",
+    "daemonsets",
+    "driver",
+    "toolkit",
+    "devicePlugin",
+    "dcgm",
+    "dcgmExporter",
+    "gfd",
+    "mig",
+    "migManager",
+    "nodeStatusExporter",
+    "validator",
+    "gds",
+    "gdrcopy",
+    "sandboxWorkloads",
+    "vgpuManager",
+    "vgpuDeviceManager",
+    "vfioManager",
+    "sandboxDevicePlugin",
+    "cdi",
+    "psa",
+    "hostPaths",
+    "ccManager",
+    "kataManager",
+    "kataSandboxDevicePlugin",
+)
 _CHART_ONLY = {
-    "operator": ("nodeSelector", "tolerations", "affinity", "resources", "logging", "cleanupCRD", "upgradeCRD",
-                 "priorityClassName", "repository", "image", "version", "imagePullPolicy", "imagePullSecrets"),
+    "operator": (
+        "nodeSelector",
+        "tolerations",
+        "affinity",
+        "resources",
+        "logging",
+        "cleanupCRD",
+        "upgradeCRD",
+        "priorityClassName",
+        "repository",
+        "image",
+        "version",
+        "imagePullPolicy",
+        "imagePullSecrets",
+    ),
     "driver": ("nvidiaDriverCRD",),
-    "devicePlugin": (), "migManager": (), "dcgmExporter": (),
+    "devicePlugin": (),
+    "migManager": (),
+    "dcgmExporter": (),
 }
 
 
@@ -455,7 +581,9 @@ def values_to_cluster_policy_spec(values: dict) -> dict:
     spec: dict[str, Any] = {}
     for section in _SPEC_SECTIONS:
         if isinstance(values.get(section), dict):
-            spec[section] = {k: v for k, v in values[section].items() if k not in _CHART_ONLY.get(section, ())}
+            spec[section] = {
+                k: v for k, v in values[section].items() if k not in _CHART_ONLY.get(section, ())
+            }
     driver = values.get("driver") if isinstance(values.get("driver"), dict) else {}
     crd = driver.get("nvidiaDriverCRD") if isinstance(driver.get("nvidiaDriverCRD"), dict) else {}
     if "enabled" in crd:
@@ -522,10 +650,21 @@ def _cluster_policy(cluster: Cluster, configs: _ConfigReader) -> K8sObject | Non
     for key in sorted(values_map.body.get("data") or {}):
         layer = configs.document(values_map, key)
         merged = merge_values(merged, layer.data) if layer and isinstance(layer.data, dict) else merged
-    body = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
-            "spec": values_to_cluster_policy_spec(merged)}
-    return K8sObject(api_version="nvidia.com/v1", kind="ClusterPolicy", name="cluster-policy", namespace="",
-                     body=body, origin=values_map.origin, cluster=cluster.name)
+    body = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": values_to_cluster_policy_spec(merged),
+    }
+    return K8sObject(
+        api_version="nvidia.com/v1",
+        kind="ClusterPolicy",
+        name="cluster-policy",
+        namespace="",
+        body=body,
+        origin=values_map.origin,
+        cluster=cluster.name,
+    )
 
 
 def _config_name(cluster: Cluster, section: str, default: str) -> str:
@@ -538,8 +677,9 @@ def _read_operator_configs(cluster: Cluster, configs: _ConfigReader) -> None:
     plugin_map = _configmap(cluster, _config_name(cluster, "devicePlugin", "device-plugin-config"))
     for key in (plugin_map.body.get("data") or {}) if plugin_map else {}:
         doc = configs.document(plugin_map, key)
-        cluster.device_plugin_configs[key] = ConfigEntry(plugin_map.name, key, doc.data if doc else None,
-                                                         Location(configs.source(plugin_map, key), 1))
+        cluster.device_plugin_configs[key] = ConfigEntry(
+            plugin_map.name, key, doc.data if doc else None, Location(configs.source(plugin_map, key), 1)
+        )
     mig_map = _configmap(cluster, _config_name(cluster, "migManager", "mig-parted-config"))
     doc = configs.document(mig_map, "config.yaml") if mig_map else None
     if doc is None:
@@ -547,6 +687,6 @@ def _read_operator_configs(cluster: Cluster, configs: _ConfigReader) -> None:
     source = configs.source(mig_map, "config.yaml")
     layouts = doc.data.get("mig-configs") if isinstance(doc.data, dict) else None
     for name, entries in (layouts or {}).items() if isinstance(layouts, dict) else []:
-        cluster.mig_configs[str(name)] = ConfigEntry(mig_map.name, str(name), entries,
-                                                     Location(source, doc.line_of(("mig-configs", name))))
-
+        cluster.mig_configs[str(name)] = ConfigEntry(
+            mig_map.name, str(name), entries, Location(source, doc.line_of(("mig-configs", name)))
+        )

@@ -13,7 +13,8 @@ A cluster is affected by a changed path when
 - or the overlay (or one it includes) is opaque (`Overlay.opaque`: a kustomization field the graph does not
   know, or plugin configurations, which may name files the graph cannot list): then every changed path
   reaches it, wherever it lies in the repository;
-- or the path is a site-wide or toolkit-wide input (`EVERY_CLUSTER_INPUTS`: the toolkit, its pins, CRD schemas,
+- or the path is a site-wide or toolkit-wide input (`EVERY_CLUSTER_INPUTS`: the toolkit, its pins, CRD
+  schemas,
   gpupolicy.yaml, the exceptions, org checks, mkdocs.yml's `site_url` and on-call settings, the runbook,
   decision and example pages rules read, upgrade plans): any cluster's findings can change, so every cluster
   is affected.
@@ -35,18 +36,21 @@ from .render import graphcache, kustomize
 # selects every cluster. A folder ends in "/"; anything else is one file. Each names the module that reads it
 # (the constant there is the home of the path; tests/test_incremental.py checks that the two agree).
 EVERY_CLUSTER_INPUTS = (
-    "tools/",                       # the toolkit itself: new rules, new checks of old rules
-    "pyproject.toml",               # its pins and registered rule plugins
-    "policies/crd-schemas/",        # pipeline.IMPORTED_SCHEMAS: the schemas every object is checked against
-    "gpupolicy.yaml",               # repoconfig.CONFIG_FILE: severities and disabled rules, for every cluster
-    "policies/exceptions.yaml",     # waivers.EXCEPTIONS_FILE: waivers may name any cluster's objects
-    "policies/checks/",             # orgchecks.CHECKS_DIR: org rules run on every cluster's objects
-    "mkdocs.yml",                   # siteconfig.SITE_CONFIG: site_url (OBS001 runbook links), extra.oncall (OBS007)
-    "docs/runbooks/",               # observability.RUNBOOK_DIR: pages OBS001 reads for every alert
-    "docs/decisions/",              # decisions.DECISIONS_DIR: the decision log the DOC rules read
-    "docs/examples/",               # sec_common.EXAMPLES_DIR: examples SEC009 admits on every cluster
-    "policies/upgrades/",           # upgrades.PLAN_DIR, approvals.APPROVERS_FILE: plans name clusters' versions
-    "imports/",                     # rules.imp002_migration_plan_capacity.PLANS: imported clusters' migration plans
+    "tools/",  # the toolkit itself: new rules, new checks of old rules
+    "pyproject.toml",  # its pins and registered rule plugins
+    "policies/crd-schemas/",  # pipeline.IMPORTED_SCHEMAS: the schemas every object is checked against
+    "gpupolicy.yaml",  # repoconfig.CONFIG_FILE: severities and disabled rules, for every cluster
+    "policies/exceptions.yaml",  # waivers.EXCEPTIONS_FILE: waivers may name any cluster's objects
+    "policies/checks/",  # orgchecks.CHECKS_DIR: org rules run on every cluster's objects
+    # siteconfig.SITE_CONFIG: site_url (OBS001 runbook links), extra.oncall (OBS007)
+    "mkdocs.yml",
+    "docs/runbooks/",  # observability.RUNBOOK_DIR: pages OBS001 reads for every alert
+    "docs/decisions/",  # decisions.DECISIONS_DIR: the decision log the DOC rules read
+    "docs/examples/",  # sec_common.EXAMPLES_DIR: examples SEC009 admits on every cluster
+    # upgrades.PLAN_DIR, approvals.APPROVERS_FILE: plans name clusters' versions
+    "policies/upgrades/",
+    # rules.imp002_migration_plan_capacity.PLANS: imported clusters' migration plans
+    "imports/",
 )
 
 
@@ -64,8 +68,10 @@ class Selection:
     graph: kustomize.Graph | None = field(default=None, repr=False)
 
     def describe(self) -> str:
-        head = (f"{len(self.clusters)} of {len(self.all_clusters)} cluster(s) affected by "
-                f"{len(self.changed)} changed path(s)")
+        head = (
+            f"{len(self.clusters)} of {len(self.all_clusters)} cluster(s) affected by "
+            f"{len(self.changed)} changed path(s)"
+        )
         if self.everything:
             return f"{head} (toolkit inputs changed: {', '.join(sorted(self.everything)[:3])})"
         return head
@@ -82,7 +88,9 @@ def _is_scanned_yaml(path: str) -> bool:
 
 
 def affects_every_cluster(path: str) -> bool:
-    return any(path.startswith(entry) if entry.endswith("/") else path == entry for entry in EVERY_CLUSTER_INPUTS)
+    return any(
+        path.startswith(entry) if entry.endswith("/") else path == entry for entry in EVERY_CLUSTER_INPUTS
+    )
 
 
 def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[str, set[str]]:
@@ -100,15 +108,23 @@ def _reach(graph: kustomize.Graph, names: list[str], paths: set[str]) -> dict[st
         if graph.opaque_fields(overlay):  # inputs the graph cannot list: any change may reach it
             hits = set(paths)
         else:
-            hits = {p for p, parent in parents.items()
-                    if p in closure or parent in directories or any(_within(p, gone) for gone in missing)}
+            hits = {
+                p
+                for p, parent in parents.items()
+                if p in closure or parent in directories or any(_within(p, gone) for gone in missing)
+            }
         if hits:
             reached[name] = hits
     return reached
 
 
-def select(root: Path, changes: gitrev.Changes, rev: str, store: CacheStore | None = None,
-           reader: repopath.Reader | None = None) -> Selection:
+def select(
+    root: Path,
+    changes: gitrev.Changes,
+    rev: str,
+    store: CacheStore | None = None,
+    reader: repopath.Reader | None = None,
+) -> Selection:
     """The clusters of the working tree at `root` that `changes` (relative to `rev`) can affect. `store` and
     `reader`: the run's (None: one over the default cache folder, a reader of its own)."""
     reader = reader or repopath.Reader(root)
@@ -116,7 +132,9 @@ def select(root: Path, changes: gitrev.Changes, rev: str, store: CacheStore | No
     everything = sorted(p for p in changes.all if affects_every_cluster(p))
     if everything:
         return Selection(list(names), list(names), changes.all, {n: everything for n in names}, everything)
-    graph = graphcache.build_graph(reader, [f"clusters/{n}" for n in names], store or CacheStore.for_repository(root))
+    graph = graphcache.build_graph(
+        reader, [f"clusters/{n}" for n in names], store or CacheStore.for_repository(root)
+    )
     reached = _reach(graph, names, changes.all)
     if changes.deleted and graph.followed_symlink:
         # Without symlinks today's graph already knows every deleted input that mattered: a kustomization that
@@ -125,8 +143,13 @@ def select(root: Path, changes: gitrev.Changes, rev: str, store: CacheStore | No
         for name, hits in _reach_at_revision(root, rev, changes.deleted).items():
             if name in names:
                 reached.setdefault(name, set()).update(hits)
-    return Selection(sorted(reached), list(names), changes.all,
-                     {name: sorted(hits) for name, hits in sorted(reached.items())}, graph=graph)
+    return Selection(
+        sorted(reached),
+        list(names),
+        changes.all,
+        {name: sorted(hits) for name, hits in sorted(reached.items())},
+        graph=graph,
+    )
 
 
 def _within(path: str, gone: str) -> bool:
@@ -142,7 +165,8 @@ def _reach_at_revision(root: Path, rev: str, deleted: set[str]) -> dict[str, set
         return _reach(old_graph, old_names, deleted)
 
 
-def changed_clusters(root: Path, rev: str, store: CacheStore | None = None,
-                     reader: repopath.Reader | None = None) -> Selection:
+def changed_clusters(
+    root: Path, rev: str, store: CacheStore | None = None, reader: repopath.Reader | None = None
+) -> Selection:
     """`git diff --name-only REV` plus untracked files, mapped to the clusters they affect."""
     return select(root, gitrev.changed_since(root, rev), rev, store, reader)

@@ -1,18 +1,18 @@
 """Sharded validation for big fleets: `validate --shard K/N` and `report merge`.
 
 A shard is a run over every N-th cluster in name order (shard K takes the K-th, the K+N-th, ...): the split
-depends only on the cluster names, balances the clusters within one, and needs no state. Shard 1 also does
-the fleet-level work, exactly once: it reads what no cluster includes (loose files, pools in no cluster, the
-kustomize graph's findings outside every overlay; `sources.discover(fleet_level=True)`). Each shard writes
-its JSON report with a `shard` block: its place in the split, its clusters, the exceptions that accepted
-nothing in it (EXC003 candidates: only the merge can tell which no shard used), and its `source`: the commit and
-tree id it validated and whether the working tree had uncommitted changes.
+depends only on the cluster names, balances the clusters within one, and needs no state. Shard 1 also does the
+fleet-level work, exactly once: it reads what no cluster includes (loose files, pools in no cluster, the
+kustomize graph's findings outside every overlay; `sources.discover(fleet_level=True)`). Each shard writes its
+JSON report with a `shard` block: its place in the split, its clusters, the exceptions that accepted nothing
+in it (EXC003 candidates: only the merge can tell which no shard used), and its `source`: the commit and tree
+id it validated and whether the working tree had uncommitted changes.
 
 `merge` reads the shards' JSON reports, checks each against its schema (`schemas/inputs/shard-report.yaml`),
 checks that every shard of one split is there exactly once and that all of them validated the same commit and
-tree (the one `--repo` is at, when it is a git checkout; a dirty tree has no id, so its shards are refused), and
-returns one `pipeline.RunResult`: a finding reported by several shards (a shared file, rendered into clusters
-of different shards) is one finding naming every cluster, as in a single run; any format of
+tree (the one `--repo` is at, when it is a git checkout; a dirty tree has no id, so its shards are refused),
+and returns one `pipeline.RunResult`: a finding reported by several shards (a shared file, rendered into
+clusters of different shards) is one finding naming every cluster, as in a single run; any format of
 `report.FORMATTERS` then writes it, so the merged JSON, SARIF and JUnit are those a single run writes.
 """
 
@@ -49,7 +49,7 @@ class Shard:
         return self.index == 1
 
     def clusters(self, all_clusters: list[str]) -> list[str]:
-        return sorted(all_clusters)[self.index - 1::self.count]
+        return sorted(all_clusters)[self.index - 1 :: self.count]
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -62,18 +62,29 @@ def parse_shard(text: str) -> Shard:
     return Shard(int(match.group(1)), int(match.group(2)))
 
 
-def shard_block(shard: Shard, clusters: list[str], unused_exceptions: list[Finding],
-                proposed: list[Finding] = (), root: str | os.PathLike = ".") -> dict[str, Any]:
+def shard_block(
+    shard: Shard,
+    clusters: list[str],
+    unused_exceptions: list[Finding],
+    proposed: list[Finding] = (),
+    root: str | os.PathLike = ".",
+) -> dict[str, Any]:
     """What a shard's JSON report adds for `merge`: its exceptions that accepted nothing, the whole-fleet
     findings it can only propose (UPG003 on a selector that takes nothing here: `Fleet.proposed`), and the
     commit and tree it validated (`source_ids`)."""
-    return {"index": shard.index, "count": shard.count, "clusters": clusters,
-            "unused_exceptions": [f.as_dict() for f in unused_exceptions],
-            "proposed": [f.as_dict() for f in proposed], "source": source_ids(root)}
+    return {
+        "index": shard.index,
+        "count": shard.count,
+        "clusters": clusters,
+        "unused_exceptions": [f.as_dict() for f in unused_exceptions],
+        "proposed": [f.as_dict() for f in proposed],
+        "source": source_ids(root),
+    }
 
 
 def source_ids(root: str | os.PathLike) -> dict[str, Any]:
-    """{commit, tree, dirty} of the git checkout at `root` (`git rev-parse HEAD HEAD^{tree}`; dirty: `git status`
+    """{commit, tree, dirty} of the git checkout at `root` (`git rev-parse HEAD HEAD^{tree}`; dirty: `git
+    status`
     lists a change, untracked files included, ignored ones not); all None outside a git checkout."""
     ids = _git(root, "rev-parse", "HEAD", "HEAD^{tree}")
     if ids is None or len(ids.split()) != 2:
@@ -86,14 +97,22 @@ def source_ids(root: str | os.PathLike) -> dict[str, Any]:
 def _git(root: str | os.PathLike, *args: str) -> str | None:
     """git's output, or None when git is missing, fails or is not in a checkout (no id to give)."""
     try:
-        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS,
-                              check=False, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=root,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout.decode(errors="replace") if proc.returncode == 0 else None
 
 
-# --- merge ---------------------------------------------------------------------------------------------------
+# --- merge
+# ---------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ReportedException:
@@ -114,14 +133,29 @@ class ReportedException:
         try:
             expires = date.fromisoformat(str(data["expires"]))
         except ValueError:
-            raise ToolError(f"a shard report holds an exception whose expiry is not a date: {data['expires']!r}") \
-                from None
-        return cls(str(data["rule"]), str(data["selector"]), str(data["reason"]), str(data["owner"]), expires,
-                   source, bool(data["inline"]))
+            raise ToolError(
+                f"a shard report holds an exception whose expiry is not a date: {data['expires']!r}"
+            ) from None
+        return cls(
+            str(data["rule"]),
+            str(data["selector"]),
+            str(data["reason"]),
+            str(data["owner"]),
+            expires,
+            source,
+            bool(data["inline"]),
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "selector": self.selector, "reason": self.reason, "owner": self.owner,
-                "expires": self.expires.isoformat(), "source": str(self.source), "inline": self.inline}
+        return {
+            "rule": self.rule,
+            "selector": self.selector,
+            "reason": self.reason,
+            "owner": self.owner,
+            "expires": self.expires.isoformat(),
+            "source": str(self.source),
+            "inline": self.inline,
+        }
 
 
 def merge(paths: list[Path], root: str) -> Any:
@@ -139,21 +173,28 @@ def merge(paths: list[Path], root: str) -> Any:
             findings.append(finding)
             if "caused_by" in data:
                 causes.setdefault(_key(finding), data["caused_by"])
-        waived.extend(Waived(_finding(item), ReportedException.from_dict(item["exception"]))
-                      for item in report["waived"])
+        waived.extend(
+            Waived(_finding(item), ReportedException.from_dict(item["exception"]))
+            for item in report["waived"]
+        )
         unused.extend(_finding(data) for data in report["shard"]["unused_exceptions"])
     used = {str(item.waiver.source) for item in waived}
     findings += [f for f in unused if f.place not in used]  # EXC003: an exception no shard used
     findings += _agreed(reports)
     merged = dedupe(findings)
     summaries = [report["summary"] for report in reports]
-    return RunResult(fleet=_merged_fleet(root), findings=merged, waived=_merge_waived(waived),
-                     causes=_causes(merged, causes), timings={"slowest shard": max(s["seconds"] for s in summaries)},
-                     objects=sum(s["objects"] for s in summaries),
-                     rendered_clusters=sorted(c for r in reports for c in r["shard"]["clusters"]),
-                     unrendered_clusters=sorted(c for s in summaries for c in s.get("unrendered_clusters", [])),
-                     disabled=sum(s.get("disabled", 0) for s in summaries),
-                     rerated=sum(s.get("rerated", 0) for s in summaries))
+    return RunResult(
+        fleet=_merged_fleet(root),
+        findings=merged,
+        waived=_merge_waived(waived),
+        causes=_causes(merged, causes),
+        timings={"slowest shard": max(s["seconds"] for s in summaries)},
+        objects=sum(s["objects"] for s in summaries),
+        rendered_clusters=sorted(c for r in reports for c in r["shard"]["clusters"]),
+        unrendered_clusters=sorted(c for s in summaries for c in s.get("unrendered_clusters", [])),
+        disabled=sum(s.get("disabled", 0) for s in summaries),
+        rerated=sum(s.get("rerated", 0) for s in summaries),
+    )
 
 
 def _merged_fleet(root: str) -> Fleet:
@@ -166,7 +207,8 @@ def _merged_fleet(root: str) -> Fleet:
 
 
 def _agreed(reports: list[dict]) -> list[Finding]:
-    """The proposed findings every shard with clusters proposed: true of the whole fleet (a shard without clusters
+    """The proposed findings every shard with clusters proposed: true of the whole fleet (a shard without
+    clusters
     has nothing to contradict them)."""
     voters = [r for r in reports if r["shard"]["clusters"]]
     votes: dict[Finding, int] = {}
@@ -190,13 +232,22 @@ def _read(path: Path) -> dict:
     try:
         report = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        raise ToolError(f"{path}: not JSON ({exc}); merge reads the JSON reports of `validate --shard K/N "
-                        "--format json`, and writes SARIF or JUnit itself (--format)") from None
-    if not isinstance(report, dict) or not isinstance(report.get("shard"), dict) \
-            or not all(key in report for key in ("findings", "waived", "summary")):
+        raise ToolError(
+            f"{path}: not JSON ({exc}); merge reads the JSON reports of `validate --shard K/N "
+            "--format json`, and writes SARIF or JUnit itself (--format)"
+        ) from None
+    if (
+        not isinstance(report, dict)
+        or not isinstance(report.get("shard"), dict)
+        or not all(key in report for key in ("findings", "waived", "summary"))
+    ):
         raise ToolError(f"{path}: not the JSON report of a shard (`validate --shard K/N --format json`)")
-    inputschemas.check("shard-report", report, str(path),
-                       "the JSON report of a shard (`validate --shard K/N --format json` of this toolkit)")
+    inputschemas.check(
+        "shard-report",
+        report,
+        str(path),
+        "the JSON report of a shard (`validate --shard K/N --format json` of this toolkit)",
+    )
     return report
 
 
@@ -213,7 +264,9 @@ def _check_complete(reports: list[dict], paths: list[Path]) -> None:
         seen[index] = path
     missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in seen]
     if missing:
-        raise ToolError(f"shard(s) {', '.join(missing)} missing: a merge of part of a split would drop findings")
+        raise ToolError(
+            f"shard(s) {', '.join(missing)} missing: a merge of part of a split would drop findings"
+        )
 
 
 def _check_same_source(reports: list[dict], paths: list[Path], root: str) -> None:
@@ -222,17 +275,25 @@ def _check_same_source(reports: list[dict], paths: list[Path], root: str) -> Non
     sources = [report["shard"]["source"] for report in reports]
     for source, path in zip(sources, paths, strict=True):
         if source["dirty"]:
-            raise ToolError(f"{path}: the shard ran on a working tree with uncommitted changes, which no tree id "
-                            "covers; commit them and run every shard again")
+            raise ToolError(
+                f"{path}: the shard ran on a working tree with uncommitted changes, which no "
+                "tree id "
+                "covers; commit them and run every shard again"
+            )
     first = sources[0]
     for source, path in zip(sources[1:], paths[1:], strict=True):
         if source != first:
-            raise ToolError(f"the shards validated different trees: {paths[0]} {_described(first)}, {path} "
-                            f"{_described(source)}; run every shard of the split on one commit")
+            raise ToolError(
+                f"the shards validated different trees: {paths[0]} {_described(first)}, {path} "
+                f"{_described(source)}; run every shard of the split on one commit"
+            )
     here = source_ids(root) if root else None
     if here and here["commit"] and here["tree"] != first["tree"]:
-        raise ToolError(f"the shards validated {_described(first)}, but {root} is at {_described(here)}; merge "
-                        "in a checkout of the commit the shards ran on")
+        raise ToolError(
+            f"the shards validated {_described(first)}, but {root} is at {_described(here)}; "
+            "merge "
+            "in a checkout of the commit the shards ran on"
+        )
 
 
 def _described(source: dict) -> str:
@@ -243,10 +304,19 @@ def _described(source: dict) -> str:
 
 def _finding(data: dict) -> Finding:
     try:
-        return Finding(str(data["rule"]), Severity(data["severity"]), str(data["message"]), str(data["path"]),
-                       int(data["line"]), str(data["cluster"]), str(data["hint"]))
+        return Finding(
+            str(data["rule"]),
+            Severity(data["severity"]),
+            str(data["message"]),
+            str(data["path"]),
+            int(data["line"]),
+            str(data["cluster"]),
+            str(data["hint"]),
+        )
     except (KeyError, ValueError, TypeError) as exc:
-        raise ToolError(f"a shard report holds a finding that is not one ({exc}): {str(data)[:200]}") from None
+        raise ToolError(
+            f"a shard report holds a finding that is not one ({exc}): {str(data)[:200]}"
+        ) from None
 
 
 def _key(finding: Finding) -> tuple:
@@ -254,7 +324,8 @@ def _key(finding: Finding) -> tuple:
 
 
 def _causes(findings: list[Finding], caused_by: dict[tuple, dict]) -> dict[Finding, Finding]:
-    """Derived finding -> its cause, the cause found among the merged findings by its rule, place and message."""
+    """Derived finding -> its cause, the cause found among the merged findings by its rule, place and
+    message."""
     by_key = {_key(f): f for f in findings}
     linked = {}
     for finding in findings:
@@ -273,6 +344,9 @@ def _merge_waived(waived: list[Waived]) -> list[Waived]:
     by_exception: dict[str, list[Waived]] = {}
     for item in waived:
         by_exception.setdefault(str(item.waiver.source), []).append(item)
-    merged = [Waived(finding, items[0].waiver) for items in by_exception.values()
-              for finding in dedupe([item.finding for item in items])]
+    merged = [
+        Waived(finding, items[0].waiver)
+        for items in by_exception.values()
+        for finding in dedupe([item.finding for item in items])
+    ]
     return sorted(merged, key=lambda item: item.finding.sort_key())

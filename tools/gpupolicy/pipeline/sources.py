@@ -32,9 +32,9 @@ from .render import graphcache, kustomize
 
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs")
 # Fleet-level declarations (folders or files) that speak about clusters: every run loads them, also a run over
-# some clusters, so a fleet-level rule still reports what they say about the clusters the run covers (a rollout
-# plan that leaves a pool of the selected cluster out of every stage, UPG003), and a reviewed exception still
-# accepts its finding, and an organization's declarative checks still run.
+# some clusters, so a fleet-level rule still reports what they say about the clusters the run covers (a
+# rollout plan that leaves a pool of the selected cluster out of every stage, UPG003), and a reviewed
+# exception still accepts its finding, and an organization's declarative checks still run.
 FLEET_INPUTS = (PLAN_DIR, EXCEPTIONS_FILE, CHECKS_DIR)
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -52,13 +52,18 @@ def clusters_of(reader: repopath.Reader) -> list[str]:
         names = reader.listdir("clusters")
     except OSError:  # no clusters/ folder (or not a folder): no clusters
         return []
-    return sorted(name for name in names if reader.isdir(f"clusters/{name}")
-                  and _declares_cluster(reader, f"clusters/{name}"))
+    return sorted(
+        name
+        for name in names
+        if reader.isdir(f"clusters/{name}") and _declares_cluster(reader, f"clusters/{name}")
+    )
 
 
 def _declares_cluster(reader: repopath.Reader, folder: str) -> bool:
-    return any(reader.lexists(f"{folder}/{name}")
-               for name in (kustomize.CLUSTER_FILE, *kustomize.KUSTOMIZATION_NAMES))
+    return any(
+        reader.lexists(f"{folder}/{name}")
+        for name in (kustomize.CLUSTER_FILE, *kustomize.KUSTOMIZATION_NAMES)
+    )
 
 
 @dataclass
@@ -103,15 +108,24 @@ class Sources:
         return {d: tuple(sorted(names)) for d, names in members.items() if d.startswith("pools/")}
 
 
-# --- discover ------------------------------------------------------------------------------------------------
+# --- discover
+# ------------------------------------------------------------------------------------------------
 
-def discover(reader: repopath.Reader, all_clusters: list[str], selected: list[str], store: CacheStore,
-             graph: kustomize.Graph | None = None, fleet_level: bool = False) -> Sources:
+
+def discover(
+    reader: repopath.Reader,
+    all_clusters: list[str],
+    selected: list[str],
+    store: CacheStore,
+    graph: kustomize.Graph | None = None,
+    fleet_level: bool = False,
+) -> Sources:
     """The clusters' graph (given, or read now) and the source files the run needs. A run over some clusters
-    (sharding, --changed-since) reads only what those clusters depend on; with `fleet_level` (the first shard of
-    `validate --shard`) it also reads what no cluster includes (loose files, pools in no cluster, the graph's
-    findings outside every overlay), so the shards together cover what one run over every cluster reads.
-    `reader`: the run's boundary (the one that read a given graph, so its kustomizations are not read again)."""
+    (sharding, --changed-since) reads only what those clusters depend on; with `fleet_level` (the first shard
+    of `validate --shard`) it also reads what no cluster includes (loose files, pools in no cluster, the
+    graph's findings outside every overlay), so the shards together cover what one run over every cluster
+    reads. `reader`: the run's boundary (the one that read a given graph, so its kustomizations are not read
+    again)."""
     whole = set(selected) == set(all_clusters)
     entries = [f"clusters/{name}" for name in (all_clusters if whole or fleet_level else selected)]
     if graph is None:
@@ -143,7 +157,9 @@ class _Outside:
     graph_findings: list[Finding]
 
 
-def _outside_every_cluster(reader: repopath.Reader, graph: kustomize.Graph, all_clusters: list[str]) -> _Outside:
+def _outside_every_cluster(
+    reader: repopath.Reader, graph: kustomize.Graph, all_clusters: list[str]
+) -> _Outside:
     """What a run over every cluster reads that no single cluster's run does: the pool folders no cluster
     includes, the files no cluster's run needs, and the graph's findings about folders no overlay reaches.
     `graph` must cover every cluster."""
@@ -151,7 +167,9 @@ def _outside_every_cluster(reader: repopath.Reader, graph: kustomize.Graph, all_
     pool_dirs = set(_pool_dirs(reader, None, all_clusters)) - set(included_pools)
     needed = _inputs_of(reader, graph, all_clusters, included_pools)
     reached = set(_graph_findings(graph, [f"clusters/{name}" for name in all_clusters]))
-    return _Outside(pool_dirs, set(reader.walk(SCANNED_DIRS)) - needed, [f for f in graph.findings if f not in reached])
+    return _Outside(
+        pool_dirs, set(reader.walk(SCANNED_DIRS)) - needed, [f for f in graph.findings if f not in reached]
+    )
 
 
 def _graph_findings(graph: kustomize.Graph, entries: list[str]) -> list[Finding]:
@@ -162,13 +180,19 @@ def _graph_findings(graph: kustomize.Graph, entries: list[str]) -> list[Finding]
     return [f for f in graph.findings if posixpath.dirname(f.path) in folders]
 
 
-def source_files(reader: repopath.Reader, only: Iterable[str] | None = None) -> tuple[list[str], list[Finding]]:
+def source_files(
+    reader: repopath.Reader, only: Iterable[str] | None = None
+) -> tuple[list[str], list[Finding]]:
     """Repo-relative YAML files under the scanned folders; symlinks out of the repository are findings.
     With `only` (a run over some clusters) just those paths are looked at: walking a fleet's whole tree
     cost more than validating one cluster."""
     files: list[str] = []
     findings: list[Finding] = []
-    candidates = reader.walk(SCANNED_DIRS) if only is None else sorted(p for p in only if p.split("/", 1)[0] in SCANNED_DIRS)
+    candidates = (
+        reader.walk(SCANNED_DIRS)
+        if only is None
+        else sorted(p for p in only if p.split("/", 1)[0] in SCANNED_DIRS)
+    )
     for rel in candidates:
         full = reader.root / rel
         if full.is_symlink() and not _symlink_inside(full, rel, reader.root, findings):
@@ -182,12 +206,24 @@ def _symlink_inside(full: Path, rel: str, real_root: Path, findings: list[Findin
     """Whether a symlink resolves inside the repository; a finding when it does not."""
     target = _resolved(full)
     if target is None:
-        findings.append(yaml008.finding(f"symlink cannot be resolved (a loop: {os.readlink(full)})", rel, 1,
-                                        hint="replace the symlink with the file itself"))
+        findings.append(
+            yaml008.finding(
+                f"symlink cannot be resolved (a loop: {os.readlink(full)})",
+                rel,
+                1,
+                hint="replace the symlink with the file itself",
+            )
+        )
         return False
     if not target.is_relative_to(real_root):
-        findings.append(yaml008.finding(f"symlink points outside the repository ({os.readlink(full)})", rel,
-                                        1, hint="copy the file into the repository instead"))
+        findings.append(
+            yaml008.finding(
+                f"symlink points outside the repository ({os.readlink(full)})",
+                rel,
+                1,
+                hint="copy the file into the repository instead",
+            )
+        )
         return False
     return True
 
@@ -211,13 +247,15 @@ def _pool_dirs(reader: repopath.Reader, graph: kustomize.Graph | None, clusters:
 
 
 def _fleet_inputs(reader: repopath.Reader) -> Iterator[str]:
-    """Every file of FLEET_INPUTS (a folder's files, or the file); source_files vets each one like any other."""
+    """Every file of FLEET_INPUTS (a folder's files, or the file); source_files vets each one like any
+    other."""
     yield from (rel for rel in FLEET_INPUTS if reader.lexists(rel) and not reader.isdir(rel))
     yield from reader.walk([rel for rel in FLEET_INPUTS if reader.isdir(rel)])
 
 
-def _inputs_of(reader: repopath.Reader, graph: kustomize.Graph, clusters: list[str],
-               pool_dirs: list[str]) -> set[str]:
+def _inputs_of(
+    reader: repopath.Reader, graph: kustomize.Graph, clusters: list[str], pool_dirs: list[str]
+) -> set[str]:
     """The source files a run over some clusters needs: their overlays' inputs, their declarations and the
     fleet-level declarations that name them."""
     needed = {f for name in clusters for f in graph.closure(f"clusters/{name}")}
@@ -226,12 +264,19 @@ def _inputs_of(reader: repopath.Reader, graph: kustomize.Graph, clusters: list[s
     return needed | set(_fleet_inputs(reader))
 
 
-# --- load ----------------------------------------------------------------------------------------------------
+# --- load
+# ----------------------------------------------------------------------------------------------------
+
 
 def load(sources: Sources, store: CacheStore) -> list[Finding]:
     """Strict-load the sources and read the pages rules check; returns the loader's findings (also kept)."""
-    sources.documents, findings = load_sources(sources.reader, sources.files, store,
-                                               lists_of=sources.graph.patch_files(), lists=sources.edit_documents)
+    sources.documents, findings = load_sources(
+        sources.reader,
+        sources.files,
+        store,
+        lists_of=sources.graph.patch_files(),
+        lists=sources.edit_documents,
+    )
     # a JSON6902 patch file is a YAML list, which the loader alone would refuse
     sources.load_findings = kustomize.accept_json6902_lists(findings, sources.graph)
     sources.runbooks = read_pages(sources.reader, RUNBOOK_DIR)
@@ -243,11 +288,16 @@ def load(sources: Sources, store: CacheStore) -> list[Finding]:
     return sources.load_findings
 
 
-def load_sources(reader: repopath.Reader, files: Iterable[str], store: CacheStore = NO_CACHE,
-                 lists_of: Iterable[str] = (),
-                 lists: dict[str, list[Document]] | None = None) -> tuple[dict[str, list[Document]], list[Finding]]:
+def load_sources(
+    reader: repopath.Reader,
+    files: Iterable[str],
+    store: CacheStore = NO_CACHE,
+    lists_of: Iterable[str] = (),
+    lists: dict[str, list[Document]] | None = None,
+) -> tuple[dict[str, list[Document]], list[Finding]]:
     """The strict loader's documents and findings of each file. The files in `lists_of` (JSON6902 patches and
-    replacements, which kustomize reads as YAML lists) also go into `lists` parsed that way, from the same read:
+    replacements, which kustomize reads as YAML lists) also go into `lists` parsed that way, from the same
+    read:
     the locator needs their operations, and a second read would break the read-once rule."""
     documents: dict[str, list[Document]] = {}
     list_files = set(lists_of)
@@ -270,7 +320,8 @@ def load_sources(reader: repopath.Reader, files: Iterable[str], store: CacheStor
 
 
 def read_pages(reader: repopath.Reader, folder: str) -> Pages:
-    """Every Markdown entry of `folder` (symlinks included: one out of the repository is refused and says so)."""
+    """Every Markdown entry of `folder` (symlinks included: one out of the repository is refused and says
+    so)."""
     pages = Pages()
     try:
         names = sorted(reader.listdir(folder))
@@ -293,8 +344,12 @@ def _refused_source(reader: repopath.Reader, rel: str, refusal: repopath.Refused
     (a FIFO, a device, a symlink out of the repository) is YAML001 with the boundary's reason."""
     size = _inside_size(reader, rel)
     if size is not None and size > MAX_FILE_BYTES:
-        return yaml004.finding(f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", rel, 1,
-                               hint="split it, or keep generated data out of the policy repository")
+        return yaml004.finding(
+            f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
+            rel,
+            1,
+            hint="split it, or keep generated data out of the policy repository",
+        )
     return yaml001.finding(f"cannot read file: {refusal}", rel, 0)
 
 

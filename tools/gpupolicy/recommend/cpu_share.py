@@ -15,9 +15,9 @@ many ratios as the queue has GPU resources: no per-flavor ratio can be read from
 WL006's usual size, from pool.yaml), and the queue's own proportion, its cpu flavor's nominal quota over the
 node share of all its GPU nominal quotas, capped at 1. One device then stands for its node share x that
 proportion: a queue that holds less cpu than its GPUs' nodes offer keeps holding that fraction as its GPUs
-change, and cpu beyond the node shares (CPU-only work) is not multiplied onto new GPUs. Without a node shape for the
-device's pool no ratio is derived (None: the GPUs change alone, and WL006 judges the result); the header
-comment is never read (it is generated from the YAML, `domain/queue_header.py`).
+change, and cpu beyond the node shares (CPU-only work) is not multiplied onto new GPUs. Without a node shape
+for the device's pool no ratio is derived (None: the GPUs change alone, and WL006 judges the result); the
+header comment is never read (it is generated from the YAML, `domain/queue_header.py`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from ..domain.quotas import cards, pool_of
 from ..model import Cluster, ClusterQueue
 
 
-def per_device(cluster: Cluster, queue: ClusterQueue, flavor: str,
-               resource: str) -> dict[str, Decimal] | None:
+def per_device(
+    cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str
+) -> dict[str, Decimal] | None:
     """{"cpu": cores, "memory": bytes} one device of `resource` on `flavor` stands for in `queue` (the module
     docstring), to Decimal's precision; `edits` rounds what it writes up to the quota's unit. None when its
     pool has no node shape."""
@@ -52,8 +53,10 @@ def node_share(cluster: Cluster, flavor: str, resource: str) -> dict[str, Fracti
         return None
     if pool.node_cpu is None or pool.node_memory is None:
         return None
-    return {"cpu": Fraction(str(pool.node_cpu)) / pool.gpus_per_node * share,
-            "memory": Fraction(pool.node_memory) / pool.gpus_per_node * share}
+    return {
+        "cpu": Fraction(str(pool.node_cpu)) / pool.gpus_per_node * share,
+        "memory": Fraction(pool.node_memory) / pool.gpus_per_node * share,
+    }
 
 
 def queue_proportion(cluster: Cluster, queue: ClusterQueue) -> dict[str, Fraction]:
@@ -70,8 +73,10 @@ def queue_proportion(cluster: Cluster, queue: ClusterQueue) -> dict[str, Fractio
             return {"cpu": Fraction(1), "memory": Fraction(1)}
         for key in offered:
             offered[key] += share[key] * Fraction(str(quota.nominal))
-    return {key: min(Fraction(1), held[key] / offered[key]) if offered[key] and key in held else Fraction(1)
-            for key in offered}
+    return {
+        key: min(Fraction(1), held[key] / offered[key]) if offered[key] and key in held else Fraction(1)
+        for key in offered
+    }
 
 
 def _cpu_flavor_nominal(queue: ClusterQueue) -> dict[str, Fraction]:
@@ -82,8 +87,11 @@ def _cpu_flavor_nominal(queue: ClusterQueue) -> dict[str, Fraction]:
         covered = set(group.covered_resources)
         serves_gpus = any(is_gpu_device_resource(r) for r in covered)
         if covered & {"cpu", "memory"} and not serves_gpus and group.flavors:
-            return {q.name: Fraction(str(q.nominal)) for q in group.flavors[0].resources
-                    if q.name in ("cpu", "memory")}
+            return {
+                q.name: Fraction(str(q.nominal))
+                for q in group.flavors[0].resources
+                if q.name in ("cpu", "memory")
+            }
     return {}
 
 

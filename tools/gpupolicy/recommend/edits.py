@@ -4,24 +4,27 @@ What changes, in step, for each knob:
 - the ClusterQueue's GPU `nominalQuota`/`borrowingLimit`/`lendingLimit` on the flavor, and the same field of
   the cpu and memory that serve it, so Kueue never stops at cpu before the GPUs the quota promises: on the
   flavor itself at its per-device ratio (from its nominal quotas, else from a limit both set) where the flavor
-  carries cpu/memory (WL006), else on the queue's `cpu` flavor of its own resource group (decision 0069), moved
-  by the GPU change x the per-device share `cpu_share` finds, where that flavor sets the field (an unset limit
-  stays unlimited); `spec.cohortName` for a cohort knob;
+  carries cpu/memory (WL006), else on the queue's `cpu` flavor of its own resource group (decision 0069),
+  moved by the GPU change x the per-device share `cpu_share` finds, where that flavor sets the field (an unset
+  limit stays unlimited); `spec.cohortName` for a cohort knob;
 - the queue file's header block (`# Quotas per flavor (pool) ...`), where it has one, regenerated from the
   edited queue and pools by `domain/queue_header.py` once the copy is re-loaded (decision 0090);
-- each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit (CAP015)
-  or lowered with them where it was exactly that before; a key its queues can now admit and it lacks (a new MIG
-  profile) is added;
-- for a replica knob: pool.yaml's `timeSlicing.replicas`, the `replicas` of the pool's device-plugin config, its
-  line in the startup check's pools.conf (POOL005; rewritten with `startupcheck.table_with`), every GPU quota on
-  the pool's flavors in the new unit (ClusterQueues' and Cohorts', production's too), and the comments that
+- each team namespace's ResourceQuota (`requests.nvidia.com/...`), raised to what its queues can now admit
+  (CAP015)
+  or lowered with them where it was exactly that before; a key its queues can now admit and it lacks (a new
+  MIG profile) is added;
+- for a replica knob: pool.yaml's `timeSlicing.replicas`, the `replicas` of the pool's device-plugin config,
+  its
+  line in the startup check's pools.conf (POOL005; rewritten with `startupcheck.table_with`), every GPU quota
+  on the pool's flavors in the new unit (ClusterQueues' and Cohorts', production's too), and the comments that
   state the counts;
 - for a replica knob that switches the pool between exclusive (1) and time-sliced, besides: pool.yaml's
-  `accessMode`, its `timeSlicing` block, GFD's `-SHARED` product label, `startupCheck.maxMemoryUsedPercent` and
-  the comments that explain them; the device-plugin config's `sharing.timeSlicing` block (added or removed);
-  a ResourceFlavor's product label where it selects the nodes by it
-  (recommend/sharing.py). The config must be the pool's own: one that other pools select is refused;
-- for a layout knob (`layout_edits`): pool.yaml's `spec.mig.layout`, its `nvidia.com/mig.config` node label, header
+  `accessMode`, its `timeSlicing` block, GFD's `-SHARED` product label, `startupCheck.maxMemoryUsedPercent`
+  and the comments that explain them; the device-plugin config's `sharing.timeSlicing` block (added or
+  removed); a ResourceFlavor's product label where it selects the nodes by it (recommend/sharing.py). The
+  config must be the pool's own: one that other pools select is refused;
+- for a layout knob (`layout_edits`): pool.yaml's `spec.mig.layout`, its `nvidia.com/mig.config` node label,
+  header
   lines and description; a generated layout appended to the mig-parted config; every mig-* quota on the pool's
   flavors converted (new profiles added to `coveredResources` and to every flavor of the group).
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
@@ -60,7 +63,9 @@ DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 
 
 class CandidateEditor(Editor):
-    def apply(self, fleet: Fleet, cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> None:
+    def apply(
+        self, fleet: Fleet, cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]
+    ) -> None:
         found = changes(knob_list, params)
         for knob, value in found:
             if knob.kind in (REPLICAS, LAYOUT):
@@ -81,12 +86,14 @@ class CandidateEditor(Editor):
         changed = cluster  # a pool whose layout is searched has no mig-* quota knobs (space.knobs)
         for knob, value in found:  # each layout change starts from the one before, as space.with_params does
             if knob.kind == LAYOUT:
-                changed = layout_edits.set_layout(self, changed, knob.pool, str(value),
-                                                  lambda obj, path: _source(fleet, obj, path))
+                changed = layout_edits.set_layout(
+                    self, changed, knob.pool, str(value), lambda obj, path: _source(fleet, obj, path)
+                )
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup
-        check's pools.conf), and every GPU quota on the pool's flavors rescaled (`space.rescaled`). A count of 1
+        check's pools.conf), and every GPU quota on the pool's flavors rescaled (`space.rescaled`). A count of
+        1
         is an exclusive pool: going from or to it switches the mode in those files too (`_set_sharing`)."""
         pool = next(p for p in cluster.pools if p.name == pool_name)
         entry = self._plugin_config(cluster, pool)
@@ -112,29 +119,46 @@ class CandidateEditor(Editor):
         key = pool.node_labels.get(DEVICE_PLUGIN_LABEL, "")
         entry = cluster.device_plugin_configs.get(key)
         if entry is None or not entry.source.path:
-            raise ToolError(f"pool {pool.name}: no device-plugin config entry of its own to set its replicas in")
-        others = sorted(p.name for p in cluster.pools if p.name != pool.name
-                        and p.node_labels.get(DEVICE_PLUGIN_LABEL) == key)
+            raise ToolError(
+                f"pool {pool.name}: no device-plugin config entry of its own to set its replicas in"
+            )
+        others = sorted(
+            p.name
+            for p in cluster.pools
+            if p.name != pool.name and p.node_labels.get(DEVICE_PLUGIN_LABEL) == key
+        )
         if others:
-            raise ToolError(f"pool {pool.name}: its device-plugin config {key} is also the config of "
-                            f"{', '.join(others)}; give the pool a config of its own before its replicas change")
+            raise ToolError(
+                f"pool {pool.name}: its device-plugin config {key} is also the config of "
+                f"{', '.join(others)}; give the pool a config of its own before its replicas "
+                "change"
+            )
         return entry
 
-    def _set_sharing(self, fleet: Fleet, cluster: Cluster, pool, plugin_path: str, flavors: set[str], old: int,
-                     new: int) -> None:
-        """The switch between exclusive (1) and time-sliced cards in pool.yaml, the device-plugin config and any
+    def _set_sharing(
+        self, fleet: Fleet, cluster: Cluster, pool, plugin_path: str, flavors: set[str], old: int, new: int
+    ) -> None:
+        """The switch between exclusive (1) and time-sliced cards in pool.yaml, the device-plugin config and
+        any
         ResourceFlavor that selects the nodes by their product label (recommend/sharing.py)."""
         if not sharing.switchable_mode(pool):
-            raise ToolError(f"pool {pool.name} ({pool.access_mode}, {pool.sharing}"
-                            f"{', renamed' if pool.rename_shared else ''}): only exclusive and time-sliced pools "
-                            "that keep the resource name nvidia.com/gpu switch between the two")
+            raise ToolError(
+                f"pool {pool.name} ({pool.access_mode}, {pool.sharing}"
+                f"{', renamed' if pool.rename_shared else ''}): only exclusive and time-sliced "
+                "pools "
+                "that keep the resource name nvidia.com/gpu switch between the two"
+            )
         document = self._document(pool.path, "Pool", pool.name)
         sharing.set_pool_sharing(document["spec"], pool, new)
         described = sharing.described(pool.description, new > 1)
         if described != pool.description and isinstance(document.get("metadata"), dict):
             document["metadata"]["description"] = same_style(document["metadata"]["description"], described)
-        self.text_edits.append((pool.path, functools.partial(sharing.pool_comments, new=new,
-                                                             pool=pool.name, description=described)))
+        self.text_edits.append(
+            (
+                pool.path,
+                functools.partial(sharing.pool_comments, new=new, pool=pool.name, description=described),
+            )
+        )
         plugin = self._load(plugin_path)
         try:
             sharing.set_plugin_sharing(plugin.documents[0], plugin.yaml, new)
@@ -183,7 +207,8 @@ class CandidateEditor(Editor):
         old, new = _admitted(before), _admitted(after)
         for quota in after.namespace_quotas:
             was, now = old.get(quota.namespace, {}), new.get(quota.namespace, {})
-            for key in sorted(now.keys() - quota.hard.keys()):  # a MIG profile the queues can admit since a layout change
+            # a MIG profile the queues can admit since a layout change
+            for key in sorted(now.keys() - quota.hard.keys()):
                 self._add_quota_key(fleet, quota, key, now[key])
             # a key the queues no longer admit (a profile the new layout drops) comes down to 0 with them
             for key, amount in [*now.items(), *((k, Decimal(0)) for k in was.keys() - now.keys())]:
@@ -201,7 +226,8 @@ class CandidateEditor(Editor):
                     _set_value(hard, key, str(int(amount)))
 
     def _add_quota_key(self, fleet: Fleet, quota, key: str, amount: Decimal) -> None:
-        """`key: "<amount>"` added to the ResourceQuota's `spec.hard` in the file that sets it, after the keys that
+        """`key: "<amount>"` added to the ResourceQuota's `spec.hard` in the file that sets it, after the keys
+        that
         sort before it, quoted like its neighbours."""
         source = _source(fleet, quota.obj, ("spec", "hard"))
         hard = self._document(source, "ResourceQuota", quota.name, quota.namespace)["spec"]["hard"]
@@ -213,15 +239,19 @@ class CandidateEditor(Editor):
     def _document(self, rel: str, kind: str, name: str, namespace: str = "") -> object:
         for document in self._load(rel).documents:
             metadata = (document or {}).get("metadata") or {} if isinstance(document, dict) else {}
-            if document.get("kind") == kind and metadata.get("name") == name and \
-                    (not namespace or metadata.get("namespace") == namespace):
+            if (
+                document.get("kind") == kind
+                and metadata.get("name") == name
+                and (not namespace or metadata.get("namespace") == namespace)
+            ):
                 return document
         raise ToolError(f"{rel}: no {kind} named {name} to edit (is it made by a kustomize patch?)")
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
         self.table_rows: dict[str, tuple[str, ...]] = {}  # pools.conf: pool -> its line's fields
-        self.text_edits: list[tuple[str, Callable[[str], str]]] = []  # (file, comment edit) after the YAML edits
+        # (file, comment edit) after the YAML edits
+        self.text_edits: list[tuple[str, Callable[[str], str]]] = []
 
     def rendered(self) -> dict[str, str]:
         texts = super().rendered()
@@ -310,12 +340,15 @@ def _admitted(cluster: Cluster) -> dict[str, dict[str, Decimal]]:
             for resource, amount in admissible(cluster, queue).items():
                 if is_nvidia_resource(resource) and amount > 0:
                     key = f"requests.{resource}"
-                    result.setdefault(name, {})[key] = result.get(name, {}).get(key, Decimal(0)) + Decimal(amount)
+                    result.setdefault(name, {})[key] = result.get(name, {}).get(key, Decimal(0)) + Decimal(
+                        amount
+                    )
     return result
 
 
 def copy_repository(root: Path, into: Path) -> Path:
-    """The repository's content (not .git, .venv or artifacts) copied; symlinks stay links, so the copy's trust
+    """The repository's content (not .git, .venv or artifacts) copied; symlinks stay links, so the copy's
+    trust
     boundary refuses the same paths the repository's does."""
     target = into / "repo"
     shutil.copytree(root, target, symlinks=True, ignore=_COPY_IGNORED)
@@ -333,10 +366,16 @@ def _errors(findings) -> set[str]:
     return {f"{f.rule} {f.path}: {f.message}" for f in findings if f.severity == Severity.ERROR}
 
 
-def edited_files(root: Path, cluster_name: str, knob_list: list[Knob], params: Mapping[str, int | str],
-                 known: set[str] = frozenset()) -> tuple[dict[str, str], list[str]]:
-    """(repo-relative path -> new text, error findings the edit adds) for the candidate: applied to a temporary
-    copy of the repository, the copy re-loaded to set the namespace quotas, then validated with every rule;
+def edited_files(
+    root: Path,
+    cluster_name: str,
+    knob_list: list[Knob],
+    params: Mapping[str, int | str],
+    known: set[str] = frozenset(),
+) -> tuple[dict[str, str], list[str]]:
+    """(repo-relative path -> new text, error findings the edit adds) for the candidate: applied to a
+    temporary copy of the repository, the copy re-loaded to set the namespace quotas, then validated with
+    every rule;
     `known` are the repository's own errors (repository_errors), which no candidate is blamed for."""
     from ..pipeline import load_fleet, run
 
@@ -359,13 +398,16 @@ def edited_files(root: Path, cluster_name: str, knob_list: list[Knob], params: M
 
 
 def refreshed_headers(before: Fleet, after: Fleet, texts: Mapping[str, str]) -> dict[str, str]:
-    """The header blocks regenerated from the edited model `after` (`queue_header`, decision 0090: one home for
-    the counts, never a regex over the old figures), in the edited files (`texts`) and in any queue file whose
-    block the change moves without editing its YAML (a layout change alters what the pool exposes, the `of M`
+    """The header blocks regenerated from the edited model `after` (`queue_header`, decision 0090: one home
+    for the counts, never a regex over the old figures), in the edited files (`texts`) and in any queue file
+    whose block the change moves without editing its YAML (a layout change alters what the pool exposes, the
+    `of M`
     of a queue whose quota on it stays)."""
     was = queue_header.expected_blocks(before)
     moved = {rel for rel, blocks in queue_header.expected_blocks(after).items() if blocks != was.get(rel)}
-    return {rel: text for rel, text in queue_header.refreshed_files(after).items() if rel in texts or rel in moved}
+    return {
+        rel: text for rel, text in queue_header.refreshed_files(after).items() if rel in texts or rel in moved
+    }
 
 
 def _write(copy: Path, texts: Mapping[str, str]) -> None:

@@ -1,8 +1,10 @@
-"""Where candidate replays run: in this process, in a local process pool (`--jobs`), or on a Ray cluster (`--ray`).
+"""Where candidate replays run: in this process, in a local process pool (`--jobs`), or on a Ray cluster
+(`--ray`).
 
-Every executor gets the same list of tasks (policy, fraction of the workload) and returns the summaries in the same
-order; a replay is deterministic, so the numbers never depend on the executor (tests/test_recommend_executors.py).
-The workload is shipped to each worker once (pool initializer, `ray.put`), not with every task.
+Every executor gets the same list of tasks (policy, fraction of the workload) and returns the summaries in the
+same order; a replay is deterministic, so the numbers never depend on the executor
+(tests/test_recommend_executors.py). The workload is shipped to each worker once (pool initializer,
+`ray.put`), not with every task.
 """
 
 from __future__ import annotations

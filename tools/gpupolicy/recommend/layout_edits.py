@@ -1,11 +1,14 @@
 """The files a MIG layout change touches, edited round-trip through `CandidateEditor` (recommend/edits.py).
 
-For `<pool>/layout` = L (the values come from `layouts.with_layout`, so the files say what the simulator replayed):
+For `<pool>/layout` = L (the values come from `layouts.with_layout`, so the files say what the simulator
+replayed):
 - `pools/<pool>/pool.yaml`: `spec.mig.layout`, the node label `nvidia.com/mig.config`, and the description
   (metadata and header line) where it states the cut;
-- the mig-parted config (`policies/gpu-operator/mig-parted-config.yaml`): L appended under `mig-configs` when it is
+- the mig-parted config (`policies/gpu-operator/mig-parted-config.yaml`): L appended under `mig-configs` when
+  it is
   a generated layout (a `device-filter` of the GPU's PCI IDs and a comment); nothing when the config has it;
-- every ClusterQueue and Cohort with quota on the pool's flavors: the converted mig-* quotas, new profiles added
+- every ClusterQueue and Cohort with quota on the pool's flavors: the converted mig-* quotas, new profiles
+  added
   to `coveredResources` and to every flavor of the group at the same place (Kueue's rule, see
   `layouts._converted_group`); their header blocks follow from the converted quotas when the edited copy is
   re-loaded (`edits.refreshed_headers`, decision 0090).
@@ -30,8 +33,13 @@ from ..errors import ToolError
 from ..model import MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, Cluster, K8sObject, Pool
 from . import layouts
 
-FIELDS = (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))
-Source = Callable[[K8sObject, tuple[str, ...]], str]  # the file that sets a field of an object (edits._source)
+FIELDS = (
+    ("nominalQuota", "nominal"),
+    ("borrowingLimit", "borrowing_limit"),
+    ("lendingLimit", "lending_limit"),
+)
+# the file that sets a field of an object (edits._source)
+Source = Callable[[K8sObject, tuple[str, ...]], str]
 
 
 def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, source_of: Source) -> Cluster:
@@ -40,7 +48,9 @@ def set_layout(editor: Any, cluster: Cluster, pool_name: str, new_layout: str, s
     pool = next(p for p in cluster.pools if p.name == pool_name)
     choice = layouts.layout_choices(cluster, pool).get(new_layout)
     if choice is None:
-        raise ToolError(f"pool {pool_name}: {new_layout!r} is not a layout the solver accepts for {pool.gpu_model}")
+        raise ToolError(
+            f"pool {pool_name}: {new_layout!r} is not a layout the solver accepts for {pool.gpu_model}"
+        )
     after = layouts.with_layout(cluster, pool_name, new_layout)
     model = catalog.gpu(pool.gpu_model)
     _edit_pool(editor, pool, choice, model)
@@ -63,7 +73,9 @@ def _owners(cluster: Cluster, after: Cluster):
         yield "Cohort", cohort, after.cohorts[name]
 
 
-# --- pool.yaml -------------------------------------------------------------------------------------------------
+# --- pool.yaml
+# -------------------------------------------------------------------------------------------------
+
 
 def _edit_pool(editor: Any, pool: Pool, choice: layouts.LayoutChoice, model: catalog.GPUModel) -> None:
     document = editor._document(pool.path, "Pool", pool.name)
@@ -78,12 +90,12 @@ def _edit_pool(editor: Any, pool: Pool, choice: layouts.LayoutChoice, model: cat
     description = _description(old_description, pool, choice, model)
     if description != old_description:
         metadata["description"] = same_style(metadata.get("description"), description)
-    editor.text_edits.append(
-        (pool.path, lambda text: _pool_header(text, pool, old_description, description)))
+    editor.text_edits.append((pool.path, lambda text: _pool_header(text, pool, old_description, description)))
 
 
 def cut(per_card: dict[str, int], model: catalog.GPUModel, joiner: str = ", ", space: str = " ") -> str:
-    """`2x 1g.10gb, 1x 2g.20gb` (or, with joiner " + " and no space, `2x1g.10gb + 1x2g.20gb`), catalog order."""
+    """`2x 1g.10gb, 1x 2g.20gb` (or, with joiner " + " and no space, `2x1g.10gb + 1x2g.20gb`), catalog
+    order."""
     order = list(model.mig_profiles)
     ranked = sorted(per_card, key=lambda p: (order.index(p) if p in order else len(order), p))
     return joiner.join(f"{per_card[p]}x{space}{p}" for p in ranked)
@@ -95,14 +107,18 @@ def _cards(choice: layouts.LayoutChoice) -> list[tuple[int, dict[str, int]]]:
 
 def _description(text: str, pool: Pool, choice: layouts.LayoutChoice, model: catalog.GPUModel) -> str:
     """The description with the cut restated where it states one: a profile of today's layout named in it
-    replaces what follows its first ': ' with the new cut; the old layout's name (or its name less `all-`) named
+    replaces what follows its first ': ' with the new cut; the old layout's name (or its name less `all-`)
+    named
     as a word becomes the new name. Otherwise it is left as the owner wrote it."""
     old_profiles = _old_profiles(pool)
     if any(re.search(rf"(?<![\d.]){re.escape(p)}(?!\w)", text) for p in old_profiles):  # "2x1g.10gb" too
         head = text.split(": ", 1)[0] + ": " if ": " in text else ""
         cards = _cards(choice)
-        stated = (cut(cards[0][1], model, " + ", "") if all(c == cards[0][1] for _, c in cards)
-                  else f"by the {choice.name} layout")
+        stated = (
+            cut(cards[0][1], model, " + ", "")
+            if all(c == cards[0][1] for _, c in cards)
+            else f"by the {choice.name} layout"
+        )
         return f"{head}every {pool.gpu_model.split('-')[0]} cut {stated}."
     for old in dict.fromkeys((pool.mig_layout or "", (pool.mig_layout or "").removeprefix("all-"))):
         if old and re.search(rf"(?<![\w.-]){re.escape(old)}(?![\w.-])", text):
@@ -121,15 +137,22 @@ def _pool_header(text: str, pool: Pool, old_description: str, description: str) 
     for i, line in enumerate(lines):
         if not line.startswith("#"):
             break
-        if old_description and description != old_description and line == f"# Pool {pool.name}: {old_description}":
+        if (
+            old_description
+            and description != old_description
+            and line == (f"# Pool {pool.name}: {old_description}")
+        ):
             lines[i] = f"# Pool {pool.name}: {description}"
     return "\n".join(lines)
 
 
-# --- the mig-parted config -------------------------------------------------------------------------------------
+# --- the mig-parted config
+# -------------------------------------------------------------------------------------
 
-def _append_layout(editor: Any, cluster: Cluster, choice: layouts.LayoutChoice, pool: Pool,
-                   model: catalog.GPUModel) -> None:
+
+def _append_layout(
+    editor: Any, cluster: Cluster, choice: layouts.LayoutChoice, pool: Pool, model: catalog.GPUModel
+) -> None:
     """The generated layout appended under `mig-configs`, in the file's style (a flow list of quoted PCI IDs,
     quoted profile names), with a comment saying what it is and who asked for it."""
     path = layouts.mig_config_path(cluster)
@@ -149,14 +172,17 @@ def _append_layout(editor: Any, cluster: Cluster, choice: layouts.LayoutChoice, 
         item["device-filter"] = ids
         item["devices"] = entry["devices"]
         item["mig-enabled"] = entry["mig-enabled"]
-        item["mig-devices"] = CommentedMap((DoubleQuotedScalarString(p), n) for p, n in entry["mig-devices"].items())
+        item["mig-devices"] = CommentedMap(
+            (DoubleQuotedScalarString(p), n) for p, n in entry["mig-devices"].items()
+        )
         entries.append(item)
     configs[choice.name] = entries
     comment = _layout_comment(choice, pool, model)
     configs.yaml_set_comment_before_after_key(choice.name, before=comment, indent=2)
     # ruamel writes the comment right after the previous layout; the file keeps a blank line between layouts
     editor.text_edits.append(
-        (path, lambda text: text.replace(f"\n  # {comment}\n", f"\n\n  # {comment}\n", 1)))
+        (path, lambda text: text.replace(f"\n  # {comment}\n", f"\n\n  # {comment}\n", 1))
+    )
 
 
 def _layout_comment(choice: layouts.LayoutChoice, pool: Pool, model: catalog.GPUModel) -> str:
@@ -164,19 +190,25 @@ def _layout_comment(choice: layouts.LayoutChoice, pool: Pool, model: catalog.GPU
     profiles = {name: model.mig_profiles[name] for name in counts}
     compute = sum(profiles[p].compute_slices * n for p, n in counts.items())
     memory = sum(profiles[p].memory_slices * n for p, n in counts.items())
-    return (f"{cut(counts, model, ' + ', '')} = {compute} of {model.compute_slices} compute slices, {memory} of "
-            f"{model.memory_slots} memory slices on {model.key} (gpupolicy recommend, pool {pool.name}).")
+    return (
+        f"{cut(counts, model, ' + ', '')} = {compute} of {model.compute_slices} compute slices, {memory} "
+        f"of {model.memory_slots} memory slices on {model.key} (gpupolicy recommend, pool {pool.name})."
+    )
 
 
-# --- ClusterQueues and Cohorts ---------------------------------------------------------------------------------
+# --- ClusterQueues and Cohorts
+# ---------------------------------------------------------------------------------
+
 
 def _edit_groups(spec: Any, before: Any, after: Any, flavors: set[str], source: str) -> None:
     """The file's resource groups brought to the converted model's: new covered resources inserted where the
     model has them, new resources inserted in each flavor, and the mig-* amounts of the pool's flavors set."""
     groups = spec.get("resourceGroups") or []
     if len(groups) != len(after.resource_groups):
-        raise ToolError(f"{source}: {before.name}'s resource groups differ from the rendered ones "
-                        "(is it made by a kustomize patch?)")
+        raise ToolError(
+            f"{source}: {before.name}'s resource groups differ from the rendered ones "
+            "(is it made by a kustomize patch?)"
+        )
     for group, old, new in zip(groups, before.resource_groups, after.resource_groups, strict=True):
         if old == new:
             continue
@@ -186,10 +218,17 @@ def _edit_groups(spec: Any, before: Any, after: Any, flavors: set[str], source: 
         for flavor, fq, old_fq in zip(group["flavors"], new.flavors, old.flavors, strict=True):
             known = {q.name for q in old_fq.resources}
             resources = flavor["resources"]
-            _insert_missing(resources, [q.name for q in fq.resources], lambda r: r.get("name"), source,
-                            make=lambda name: CommentedMap(name=name))
+            _insert_missing(
+                resources,
+                [q.name for q in fq.resources],
+                lambda r: r.get("name"),
+                source,
+                make=lambda name: CommentedMap(name=name),
+            )
             for resource, quota in zip(resources, fq.resources, strict=True):
-                if quota.name in known and (fq.flavor not in flavors or not quota.name.startswith(MIG_RESOURCE_PREFIX)):
+                if quota.name in known and (
+                    fq.flavor not in flavors or not quota.name.startswith(MIG_RESOURCE_PREFIX)
+                ):
                     continue
                 _set_fields(resource, quota)
 
@@ -200,7 +239,9 @@ def _insert_missing(items: list, wanted, key, source: str, make=None) -> None:
         if index >= len(items) or key(items[index]) != name:
             items.insert(index, make(name) if make else name)
     if [key(item) for item in items] != list(wanted):
-        raise ToolError(f"{source}: resources {[key(i) for i in items]} do not follow coveredResources {list(wanted)}")
+        raise ToolError(
+            f"{source}: resources {[key(i) for i in items]} do not follow coveredResources {list(wanted)}"
+        )
 
 
 def _set_fields(resource: Any, quota: Any) -> None:

@@ -1,9 +1,10 @@
 """MIG layouts as a knob of `recommend`: which layouts a pool may take, and the cluster a new layout makes.
 
-`<pool>/layout` is a categorical knob for each MIG pool of the mixed strategy that a flavor of the cluster selects
-(`searchable_pools`; `space.layout_knobs` makes the knobs). Its choices (`layout_choices`) are the layouts the
-catalog's solver accepts for the pool's GPU:
-- every layout of the cluster's mig-parted config whose entries apply to the GPU, put every GPU of the node in MIG
+`<pool>/layout` is a categorical knob for each MIG pool of the mixed strategy that a flavor of the cluster
+selects (`searchable_pools`; `space.layout_knobs` makes the knobs). Its choices (`layout_choices`) are the
+layouts the catalog's solver accepts for the pool's GPU:
+- every layout of the cluster's mig-parted config whose entries apply to the GPU, put every GPU of the node in
+  MIG
   mode with at least one instance, and pass the same check MIG001/MIG002 run (`mig.check_config`);
 - every *maximal* per-card combination of the GPU's plain profiles (no `+me`/`+gfx` variants: one media engine
   per card, and no workload asks for them), the same on every card, that `mig.solve` places; maximal means no
@@ -12,20 +13,21 @@ catalog's solver accepts for the pool's GPU:
   counts (`all-2x1g.10gb-1x2g.20gb-1x3g.40gb`), a valid label value for `nvidia.com/mig.config`.
 Choices are sorted by name, so the sampler's seed gives the same candidates on every machine.
 
-Left out: pools of the `single` strategy (one resource name for every profile: the quota arithmetic below has no
-per-profile unit to convert), pools whose layout today is not itself a choice (it leaves GPUs out of MIG mode, or
-does not place; trial 0 must be the repository's layout), and pools where some owner's `nvidia.com/mig-*` quotas
-on a flavor set a borrowing or lending limit on some profiles and not on others (a mix of "unlimited" and a
-number has no share to keep).
+Left out: pools of the `single` strategy (one resource name for every profile: the quota arithmetic below has
+no per-profile unit to convert), pools whose layout today is not itself a choice (it leaves GPUs out of MIG
+mode, or does not place; trial 0 must be the repository's layout), and pools where some owner's
+`nvidia.com/mig-*` quotas on a flavor set a borrowing or lending limit on some profiles and not on others (a
+mix of "unlimited" and a number has no share to keep).
 
-`with_layout` is the candidate the simulator replays: the pool's layout, its `nvidia.com/mig.config` label, the
-layout's mig-parted entry (added for a generated one), its capacity recomputed as `build._with_capacity` does,
-and every ClusterQueue's and Cohort's quota on the pool's flavors converted to the new profiles: each owner keeps
-its *share of the pool*, each profile weighted by its compute slices (`catalog.card_fraction`), and gets
-`floor(share x exposed)` of each new profile, for nominalQuota and, where set, borrowingLimit and lendingLimit.
-Rounding down keeps CAP001 (nominal quotas within what the pool exposes) and CAP010 (lending within nominal) true;
-production's quota is converted too (the same cards in new units), so CAP005's reserve stays. cpu and memory
-quota stay as they are: the cards behind them are the same or fewer after rounding (WL006 counts cards).
+`with_layout` is the candidate the simulator replays: the pool's layout, its `nvidia.com/mig.config` label,
+the layout's mig-parted entry (added for a generated one), its capacity recomputed as `build._with_capacity`
+does, and every ClusterQueue's and Cohort's quota on the pool's flavors converted to the new profiles: each
+owner keeps its *share of the pool*, each profile weighted by its compute slices (`catalog.card_fraction`),
+and gets `floor(share x exposed)` of each new profile, for nominalQuota and, where set, borrowingLimit and
+lendingLimit. Rounding down keeps CAP001 (nominal quotas within what the pool exposes) and CAP010 (lending
+within nominal) true; production's quota is converted too (the same cards in new units), so CAP005's reserve
+stays. cpu and memory quota stay as they are: the cards behind them are the same or fewer after rounding
+(WL006 counts cards).
 """
 
 from __future__ import annotations
@@ -78,14 +80,16 @@ def valid_label_value(name: str) -> bool:
 
 
 def plain_profiles(model: catalog.GPUModel) -> list[catalog.MigProfile]:
-    """The GPU's profiles without attributes (`+me`, `+gfx`, `-me`), in the catalog's order (smallest first)."""
+    """The GPU's profiles without attributes (`+me`, `+gfx`, `-me`), in the catalog's order (smallest
+    first)."""
     return [profile for profile in model.mig_profiles.values() if not profile.attributes]
 
 
 @functools.cache
 def maximal_combinations(model_key: str) -> tuple[tuple[tuple[str, int], ...], ...]:
     """Every per-card combination of plain profiles that `mig.solve` places and that no further instance of a
-    plain profile would still fit, as sorted (profile, count) pairs. Counts are tried profile by profile, and a
+    plain profile would still fit, as sorted (profile, count) pairs. Counts are tried profile by profile, and
+    a
     count that does not place ends that profile's range: a larger one cannot place either."""
     model = catalog.gpu(model_key)
     profiles = [p.name for p in plain_profiles(model)]
@@ -111,16 +115,24 @@ def maximal_combinations(model_key: str) -> tuple[tuple[tuple[str, int], ...], .
 
 
 def generated_name(counts: Mapping[str, int], model: catalog.GPUModel) -> str:
-    """`all-2x1g.10gb-1x2g.20gb-1x3g.40gb`: every card, each profile's count, in the catalog's profile order."""
+    """`all-2x1g.10gb-1x2g.20gb-1x3g.40gb`: every card, each profile's count, in the catalog's profile
+    order."""
     order = list(model.mig_profiles)
     return "all-" + "-".join(f"{counts[p]}x{p}" for p in sorted(counts, key=order.index))
 
 
 def generated_entries(counts: Mapping[str, int], model: catalog.GPUModel) -> tuple[dict, ...]:
-    """The mig-parted entry of a generated layout: every GPU of the model (its PCI IDs), MIG on, these counts."""
+    """The mig-parted entry of a generated layout: every GPU of the model (its PCI IDs), MIG on, these
+    counts."""
     order = list(model.mig_profiles)
-    return ({"device-filter": list(model.pci_device_ids), "devices": "all", "mig-enabled": True,
-             "mig-devices": {p: counts[p] for p in sorted(counts, key=order.index)}},)
+    return (
+        {
+            "device-filter": list(model.pci_device_ids),
+            "devices": "all",
+            "mig-enabled": True,
+            "mig-devices": {p: counts[p] for p in sorted(counts, key=order.index)},
+        },
+    )
 
 
 def accepted_per_card(name: str, entries: Any, pool: Pool, model: catalog.GPUModel) -> PerCard | None:
@@ -161,8 +173,8 @@ def _choices(configs: Mapping[str, ConfigEntry], pool: Pool, model: catalog.GPUM
         counts = dict(pairs)
         per_card = _frozen({index: counts for index in range(pool.gpus_per_node)})
         name = generated_name(counts, model)
-        # equal to a config layout: that one is the choice; a name the config already uses for other counts (or
-        # not a label value) cannot be written, so the combination is left out rather than renamed
+        # equal to a config layout: that one is the choice; a name the config already uses for other counts
+        # (or not a label value) cannot be written, so the combination is left out rather than renamed
         if per_card in known or name in configs or not valid_label_value(name):
             continue
         found[name] = LayoutChoice(name, per_card, generated_entries(counts, model), generated=True)
@@ -197,14 +209,20 @@ def convertible(cluster: Cluster, pool_name: str) -> bool:
 
 def whole_quota(quota: Quota) -> bool:
     """Whether the quota's nominal amount and limits are whole numbers of devices (an unset limit counts)."""
-    return all(isinstance(v, int) or (isinstance(v, float) and v.is_integer())
-               for v in (quota.nominal, quota.borrowing_limit, quota.lending_limit) if v is not None)
+    return all(
+        isinstance(v, int) or (isinstance(v, float) and v.is_integer())
+        for v in (quota.nominal, quota.borrowing_limit, quota.lending_limit)
+        if v is not None
+    )
 
 
-def searchable_pools(cluster: Cluster, requested: frozenset[str] = frozenset()) -> list[tuple[Pool, tuple[str, ...]]]:
-    """(pool, its layout choices) for each mixed-strategy MIG pool some flavor selects, whose layout today is a
-    choice and whose quotas can be converted (`convertible`), by pool name. A choice must keep every profile of
-    `requested` (`requested_profiles`) the pool makes today: a layout that drops one strands the workloads that
+def searchable_pools(
+    cluster: Cluster, requested: frozenset[str] = frozenset()
+) -> list[tuple[Pool, tuple[str, ...]]]:
+    """(pool, its layout choices) for each mixed-strategy MIG pool some flavor selects, whose layout today is
+    a choice and whose quotas can be converted (`convertible`), by pool name. A choice must keep every profile
+    of `requested` (`requested_profiles`) the pool makes today: a layout that drops one strands the workloads
+    that
     ask for it (WL011 refuses it on the copy), so sampling it would only spend trials."""
     found = []
     for pool in sorted(cluster.pools, key=lambda p: p.name):
@@ -230,24 +248,42 @@ def requested_profiles(fleet: Fleet, cluster: Cluster) -> frozenset[str]:
     workloads and the examples under docs/examples/ in a namespace it has (the ones WL011 traces there)."""
     found: set[str] = set()
     for workload in workloads(fleet):
-        ours = workload.cluster is cluster if workload.cluster is not None else workload.namespace in cluster.namespaces
+        ours = (
+            workload.cluster is cluster
+            if workload.cluster is not None
+            else workload.namespace in cluster.namespaces
+        )
         if ours:
             for _, spec, _ in pod_specs(workload):
                 for _, _, container in containers(spec):
-                    found.update(name for name in gpu_resources(container) if name.startswith(MIG_RESOURCE_PREFIX))
+                    found.update(
+                        name for name in gpu_resources(container) if name.startswith(MIG_RESOURCE_PREFIX)
+                    )
     return frozenset(found)
 
 
 def card_equivalents(amounts: Mapping[str, Any], model: catalog.GPUModel) -> Fraction:
     """Σ amount x the profile's share of a card, over the mig-* resources of `amounts`."""
-    return sum((Fraction(amount) * catalog.card_fraction(name, model) for name, amount in amounts.items()
-                if name.startswith(MIG_RESOURCE_PREFIX) and amount), Fraction(0))
+    return sum(
+        (
+            Fraction(amount) * catalog.card_fraction(name, model)
+            for name, amount in amounts.items()
+            if name.startswith(MIG_RESOURCE_PREFIX) and amount
+        ),
+        Fraction(0),
+    )
 
 
-def converted(amounts: Mapping[str, Any], old_exposed: Mapping[str, int], new_exposed: Mapping[str, int],
-              model: catalog.GPUModel) -> dict[str, int]:
-    """An owner's mig-* amounts (one field: nominal, borrowing or lending) in the new layout's profiles: the same
-    share of the pool's cards, floor(share x exposed) of each new profile (0 for a profile the layout drops)."""
+def converted(
+    amounts: Mapping[str, Any],
+    old_exposed: Mapping[str, int],
+    new_exposed: Mapping[str, int],
+    model: catalog.GPUModel,
+) -> dict[str, int]:
+    """An owner's mig-* amounts (one field: nominal, borrowing or lending) in the new layout's profiles: the
+    same
+    share of the pool's cards, floor(share x exposed) of each new profile (0 for a profile the layout
+    drops)."""
     pool_cards = card_equivalents(old_exposed, model)
     share = card_equivalents(amounts, model) / pool_cards if pool_cards else Fraction(0)
     result = {name: 0 for name in amounts if name.startswith(MIG_RESOURCE_PREFIX)}
@@ -262,26 +298,36 @@ def new_mig_resources(new_exposed: Mapping[str, int]) -> list[str]:
 
 
 def with_layout(cluster: Cluster, pool_name: str, new_layout: str) -> Cluster:
-    """The cluster with the pool cut by `new_layout` (a choice of `layout_choices`); the model is never mutated."""
+    """The cluster with the pool cut by `new_layout` (a choice of `layout_choices`); the model is never
+    mutated."""
     pool = next(p for p in cluster.pools if p.name == pool_name)
     model = catalog.gpu(pool.gpu_model)
     choice = layout_choices(cluster, pool)[new_layout]
     configs = dict(cluster.mig_configs)
     if choice.generated:
-        configs[new_layout] = ConfigEntry(_configmap_name(cluster), new_layout, list(choice.entries),
-                                          Location(mig_config_path(cluster), 0))
-    moved = dataclasses.replace(pool, mig_layout=new_layout,
-                                node_labels={**pool.node_labels, MIG_CONFIG_LABEL: new_layout})
+        configs[new_layout] = ConfigEntry(
+            _configmap_name(cluster), new_layout, list(choice.entries), Location(mig_config_path(cluster), 0)
+        )
+    moved = dataclasses.replace(
+        pool, mig_layout=new_layout, node_labels={**pool.node_labels, MIG_CONFIG_LABEL: new_layout}
+    )
     moved = dataclasses.replace(moved, capacity=pool_capacity(moved, configs[new_layout].data, model))
     flavors = flavors_of(cluster, pool_name)
-    convert = functools.partial(_converted_groups, flavors=flavors, old=pool.capacity, new=moved.capacity, model=model)
-    queues = {name: dataclasses.replace(cq, resource_groups=convert(cq.resource_groups))
-              for name, cq in cluster.cluster_queues.items()}
-    cohorts = {name: dataclasses.replace(c, resource_groups=convert(c.resource_groups))
-               for name, c in cluster.cohorts.items()}
+    convert = functools.partial(
+        _converted_groups, flavors=flavors, old=pool.capacity, new=moved.capacity, model=model
+    )
+    queues = {
+        name: dataclasses.replace(cq, resource_groups=convert(cq.resource_groups))
+        for name, cq in cluster.cluster_queues.items()
+    }
+    cohorts = {
+        name: dataclasses.replace(c, resource_groups=convert(c.resource_groups))
+        for name, c in cluster.cohorts.items()
+    }
     pools = [moved if p.name == pool_name else p for p in cluster.pools]
-    return dataclasses.replace(cluster, pools=pools, mig_configs=configs, cluster_queues=queues, cohorts=cohorts,
-                               derived={})
+    return dataclasses.replace(
+        cluster, pools=pools, mig_configs=configs, cluster_queues=queues, cohorts=cohorts, derived={}
+    )
 
 
 def mig_config_path(cluster: Cluster) -> str:
@@ -293,17 +339,28 @@ def _configmap_name(cluster: Cluster) -> str:
     return next((entry.configmap for entry in cluster.mig_configs.values()), "mig-parted-config")
 
 
-def _converted_groups(groups: tuple[ResourceGroup, ...], flavors: set[str], old: Mapping[str, int],
-                      new: Mapping[str, int], model: catalog.GPUModel) -> tuple[ResourceGroup, ...]:
+def _converted_groups(
+    groups: tuple[ResourceGroup, ...],
+    flavors: set[str],
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    model: catalog.GPUModel,
+) -> tuple[ResourceGroup, ...]:
     return tuple(_converted_group(group, flavors, old, new, model) for group in groups)
 
 
-def _converted_group(group: ResourceGroup, flavors: set[str], old: Mapping[str, int], new: Mapping[str, int],
-                     model: catalog.GPUModel) -> ResourceGroup:
+def _converted_group(
+    group: ResourceGroup,
+    flavors: set[str],
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    model: catalog.GPUModel,
+) -> ResourceGroup:
     """The group with its quotas on the pool's flavors converted, and the new profiles covered. Kueue requires
     every flavor of a group to list exactly the group's coveredResources, in the same order (kueue
     `apis/kueue/v1beta2/clusterqueue_types.go`, ResourceGroup: "Each flavor MUST list all the resources listed
-    for this group in the same order"), so a new profile is inserted in the covered list and at the same place in
+    for this group in the same order"), so a new profile is inserted in the covered list and at the same place
+    in
     every flavor (0 where the flavor is not the pool's; `covered_after`)."""
     if not any(fq.flavor in flavors and _mig_quotas(fq) for fq in group.flavors):
         return group
@@ -313,13 +370,16 @@ def _converted_group(group: ResourceGroup, flavors: set[str], old: Mapping[str, 
         values = {q.name: q for q in fq.resources}
         if fq.flavor in flavors:
             values |= _converted_flavor(fq, old, new, model)
-        fqs.append(FlavorQuotas(fq.flavor, tuple(values.get(name) or _zero_like(name, fq) for name in covered)))
+        fqs.append(
+            FlavorQuotas(fq.flavor, tuple(values.get(name) or _zero_like(name, fq) for name in covered))
+        )
     return ResourceGroup(covered, tuple(fqs))
 
 
 def covered_after(covered: tuple[str, ...], new: Mapping[str, int]) -> tuple[str, ...]:
     """coveredResources with the new layout's mig-* resources it lacks, each inserted among the mig-* ones in
-    name order (before the first that sorts after it, else after the last), the other resources where they were."""
+    name order (before the first that sorts after it, else after the last), the other resources where they
+    were."""
     result = list(covered)
     for name in new_mig_resources(new):
         if name in result:
@@ -330,16 +390,25 @@ def covered_after(covered: tuple[str, ...], new: Mapping[str, int]) -> tuple[str
     return tuple(result)
 
 
-def _converted_flavor(fq: FlavorQuotas, old: Mapping[str, int], new: Mapping[str, int],
-                      model: catalog.GPUModel) -> dict[str, Quota]:
+def _converted_flavor(
+    fq: FlavorQuotas, old: Mapping[str, int], new: Mapping[str, int], model: catalog.GPUModel
+) -> dict[str, Quota]:
     quotas = _mig_quotas(fq)
-    names = [q.name for q in quotas] + [n for n in new_mig_resources(new) if n not in {q.name for q in quotas}]
+    names = [q.name for q in quotas] + [
+        n for n in new_mig_resources(new) if n not in {q.name for q in quotas}
+    ]
     fields = {"nominal": converted({q.name: q.nominal for q in quotas}, old, new, model)}
     for field in LIMITS:
         if quotas and getattr(quotas[0], field) is not None:
             fields[field] = converted({q.name: getattr(q, field) for q in quotas}, old, new, model)
-    return {name: Quota(name, fields["nominal"].get(name, 0),
-                        *(fields[f].get(name, 0) if f in fields else None for f in LIMITS)) for name in names}
+    return {
+        name: Quota(
+            name,
+            fields["nominal"].get(name, 0),
+            *(fields[f].get(name, 0) if f in fields else None for f in LIMITS),
+        )
+        for name in names
+    }
 
 
 def _zero_like(name: str, fq: FlavorQuotas) -> Quota:

@@ -68,10 +68,20 @@ def holds_nothing(cq: ClusterQueue, flavor: str) -> bool | None:
 def lenders(cluster: Cluster, cq: ClusterQueue, flavor: str) -> list[str]:
     """The other ClusterQueues of the queue's cohort tree that hold nominal GPU quota on the flavor."""
     root = cohort_root(cluster, cq.cohort)
-    return sorted(other.name for other in cluster.cluster_queues.values()
-                  if other.name != cq.name and other.cohort and cohort_root(cluster, other.cohort) == root
-                  and any(q.name == GPU and q.nominal > 0 for g in other.resource_groups for fq in g.flavors
-                          if fq.flavor == flavor for q in fq.resources))
+    return sorted(
+        other.name
+        for other in cluster.cluster_queues.values()
+        if other.name != cq.name
+        and other.cohort
+        and cohort_root(cluster, other.cohort) == root
+        and any(
+            q.name == GPU and q.nominal > 0
+            for g in other.resource_groups
+            for fq in g.flavors
+            if fq.flavor == flavor
+            for q in fq.resources
+        )
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,8 +93,9 @@ class Lending:
     added: bool  # the queue does not list the flavor yet: the entry is added
 
 
-def lendings(cluster: Cluster, searched: list[ClusterQueue], pool_class: dict[str, str],
-             queue_class: dict[str, str]) -> list[Lending]:
+def lendings(
+    cluster: Cluster, searched: list[ClusterQueue], pool_class: dict[str, str], queue_class: dict[str, str]
+) -> list[Lending]:
     """Every (queue, flavor) a lending knob is offered for (see the module docstring), in a stable order."""
     found = []
     for cq in searched:
@@ -93,8 +104,12 @@ def lendings(cluster: Cluster, searched: list[ClusterQueue], pool_class: dict[st
         for flavor in sorted(cluster.flavors):
             pool = pool_of(cluster, flavor)
             devices = int(flavor_capacity(cluster, flavor).get(GPU, 0))
-            if pool is None or pool.access_mode != EXCLUSIVE or devices <= 0 \
-                    or pool_class.get(pool.name) in (None, queue_class[cq.name]):
+            if (
+                pool is None
+                or pool.access_mode != EXCLUSIVE
+                or devices <= 0
+                or pool_class.get(pool.name) in (None, queue_class[cq.name])
+            ):
                 continue
             state = holds_nothing(cq, flavor)
             if state is None or (not state and not _in_gpu_group(cq, flavor)):
@@ -134,6 +149,10 @@ def add_entry(spec, flavor: str) -> None:
     for group in groups:
         covered = [str(r) for r in group.get("coveredResources") or ()]
         if GPU in covered and all(is_nvidia_resource(r) for r in covered):
-            group["flavors"].append({"name": flavor, "resources": [
-                {"name": r, "nominalQuota": 0, "borrowingLimit": 0} for r in covered]})
+            group["flavors"].append(
+                {
+                    "name": flavor,
+                    "resources": [{"name": r, "nominalQuota": 0, "borrowingLimit": 0} for r in covered],
+                }
+            )
             return

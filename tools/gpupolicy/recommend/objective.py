@@ -58,13 +58,19 @@ def tier_p95s(summary: Summary) -> tuple[float, float, float]:
     return production, others, summary.wait.p95
 
 
-def key(summary: Summary, waits: Mapping[str, float], targets: Sequence[Target],
-        keeps_classes: bool = True) -> tuple:
+def key(
+    summary: Summary, waits: Mapping[str, float], targets: Sequence[Target], keeps_classes: bool = True
+) -> tuple:
     """The candidate's place on the objective: a smaller tuple is better (see the module docstring)."""
-    return (0 if keeps_classes else 1, -targets_met(targets, waits), summary.never_scheduled,
-            coarse(idle_while_waiting(summary)),
-            *(coarse(p95) for p95 in tier_p95s(summary)), coarse(summary.lost_to_preemption_gpu_hours),
-            -round(summary.window_useful or 0.0, 3))
+    return (
+        0 if keeps_classes else 1,
+        -targets_met(targets, waits),
+        summary.never_scheduled,
+        coarse(idle_while_waiting(summary)),
+        *(coarse(p95) for p95 in tier_p95s(summary)),
+        coarse(summary.lost_to_preemption_gpu_hours),
+        -round(summary.window_useful or 0.0, 3),
+    )
 
 
 def better(first: tuple, second: tuple) -> bool:
@@ -72,8 +78,9 @@ def better(first: tuple, second: tuple) -> bool:
     return first < second
 
 
-def guide(summary: Summary, waits: Mapping[str, float], targets: Sequence[Target],
-          keeps_classes: bool = True) -> float:
+def guide(
+    summary: Summary, waits: Mapping[str, float], targets: Sequence[Target], keeps_classes: bool = True
+) -> float:
     """One number that follows the objective's first counts, for Optuna's sampler and pruner (they need a
     scalar; the ranking itself uses `key`): targets met, less the share of jobs never placed, less the idle
     GPU-hours as a share of what was allocated, less the production p95 as a share of a week. Higher is

@@ -1,8 +1,9 @@
-"""The latest recommendation of a cluster, committed as docs/recommendations/<cluster>.json and .png, from which
-`gpupolicy docs` generates the cluster's recommendation page (docsgen/recommendations.py).
+"""The latest recommendation of a cluster, committed as docs/recommendations/<cluster>.json and .png, from
+which `gpupolicy docs` generates the cluster's recommendation page (docsgen/recommendations.py).
 
-The record holds only what the replays determine (no timings, no dates), with floats rounded, so recording again
-with the same command, seed and repository writes the same bytes and the generated page stays reproducible.
+The record holds only what the replays determine (no timings, no dates), with floats rounded, so recording
+again with the same command, seed and repository writes the same bytes and the generated page stays
+reproducible.
 """
 
 from __future__ import annotations
@@ -30,13 +31,29 @@ def _rounded(value):
     return value
 
 
-def record_text(cluster: str, command: str, summaries: list[Summary], changes: list[str], files: list[str],
-                points: list[dict], trials: int, targets: list[dict] = ()) -> str:
-    """`points`: the candidates replayed whole (trial, useful, worst wait, on the Pareto front); `trials`: all;
+def record_text(
+    cluster: str,
+    command: str,
+    summaries: list[Summary],
+    changes: list[str],
+    files: list[str],
+    points: list[dict],
+    trials: int,
+    targets: list[dict] = (),
+) -> str:
+    """`points`: the candidates replayed whole (trial, useful, worst wait, on the Pareto front); `trials`:
+    all;
     `targets`: each target's bound and worst waits (targets.target_report)."""
-    data = {"cluster": cluster, "command": command, "changes": changes, "files": files, "candidates": points,
-            "trials": trials, "targets": list(targets),
-            **{key: asdict(summary) for key, summary in zip(SUMMARY_KEYS, summaries, strict=False)}}
+    data = {
+        "cluster": cluster,
+        "command": command,
+        "changes": changes,
+        "files": files,
+        "candidates": points,
+        "trials": trials,
+        "targets": list(targets),
+        **{key: asdict(summary) for key, summary in zip(SUMMARY_KEYS, summaries, strict=False)},
+    }
     return json.dumps(_rounded(data), indent=2, sort_keys=True) + "\n"
 
 
@@ -47,7 +64,10 @@ def write_record(root: Path, cluster: str, text: str, png: bytes) -> list[Path]:
     if not repopath.within(root, folder):
         raise ToolError(f"{RECORD_DIR} resolves outside the repository; refusing to record there")
     try:
-        targets = [repopath.output_path(folder, f"{cluster}.json"), repopath.output_path(folder, f"{cluster}.png")]
+        targets = [
+            repopath.output_path(folder, f"{cluster}.json"),
+            repopath.output_path(folder, f"{cluster}.png"),
+        ]
     except repopath.Refused as refusal:
         raise ToolError(f"refusing to record cluster {cluster!r}: {refusal}") from None
     write_files({targets[0]: text, targets[1]: png})
@@ -64,5 +84,7 @@ def summary_from(data: object, where: str) -> Summary:
         known = {f.name for f in fields(Summary)}
         return Summary(**{k: v for k, v in values.items() if k in known})
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
-        raise ToolError(f"{where}: not a recommendation record's summary ({exc}); record it again with "
-                        "`gpupolicy recommend --record`") from None
+        raise ToolError(
+            f"{where}: not a recommendation record's summary ({exc}); record it again with "
+            "`gpupolicy recommend --record`"
+        ) from None

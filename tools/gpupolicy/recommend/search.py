@@ -1,11 +1,12 @@
-"""The search: Optuna's TPE sampler (seeded) asked for candidates in fixed-size batches, pruning on partial replays.
+"""The search: Optuna's TPE sampler (seeded) asked for candidates in fixed-size batches, pruning on partial
+replays.
 
-Each batch: ask `batch` trials, replay each candidate on the first half of the workload, report that score to its
-trial and let the MedianPruner stop those below the median of earlier trials at the same step; replay the rest
-on the whole workload and tell Optuna the result. Sampling happens only between batches, in this process, so the
-executor (serial, process pool, Ray) never changes what is sampled: same seed, same candidates, same numbers.
-Trial 0 is the repository's own policy, so the ranking always shows where today's policy stands.
-Why Optuna, TPE and this pruning: docs/decisions/0044-recommend-search-method.md.
+Each batch: ask `batch` trials, replay each candidate on the first half of the workload, report that score to
+its trial and let the MedianPruner stop those below the median of earlier trials at the same step; replay the
+rest on the whole workload and tell Optuna the result. Sampling happens only between batches, in this process,
+so the executor (serial, process pool, Ray) never changes what is sampled: same seed, same candidates, same
+numbers. Trial 0 is the repository's own policy, so the ranking always shows where today's policy stands. Why
+Optuna, TPE and this pruning: docs/decisions/0044-recommend-search-method.md.
 """
 
 from __future__ import annotations
@@ -90,14 +91,25 @@ def distributions(knob_list: list[Knob]) -> dict:
     return result
 
 
-def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], trials: int, seed: int,
-           batch: int, run, placement: str = DEFAULT_PLACEMENT) -> list[Candidate]:
+def search(
+    cluster: Cluster,
+    knob_list: list[Knob],
+    targets: Sequence[Target],
+    trials: int,
+    seed: int,
+    batch: int,
+    run,
+    placement: str = DEFAULT_PLACEMENT,
+) -> list[Candidate]:
     """`trials` candidates, evaluated by `run` (an executor's map); sorted best first (see `ranked`)."""
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed),
-                                pruner=optuna.pruners.MedianPruner(n_startup_trials=batch, n_warmup_steps=0))
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=batch, n_warmup_steps=0),
+    )
     study.enqueue_trial(current_values(knob_list))
     space = distributions(knob_list)
     classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
@@ -117,29 +129,55 @@ def search(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], t
                 survivors.append((trial, policy))
         for (trial, policy), summary in zip(survivors, run([(p, 1.0) for _, p in survivors]), strict=True):
             waits = worst_waits(list(targets), policy, summary)
-            candidate = _whole(trial.number, resolved(knob_list, trial.params), summary, waits, targets,
-                               keeps=keeps_classes(policy, classes))
+            candidate = _whole(
+                trial.number,
+                resolved(knob_list, trial.params),
+                summary,
+                waits,
+                targets,
+                keeps=keeps_classes(policy, classes),
+            )
             study.tell(trial, candidate.score)
             candidates.append(candidate)
     return ranked(candidates)
 
 
-def _whole(number: int, params: dict, summary: Summary, waits: dict[str, float], targets: Sequence[Target],
-           reverted: int = 0, keeps: bool = True) -> Candidate:
+def _whole(
+    number: int,
+    params: dict,
+    summary: Summary,
+    waits: dict[str, float],
+    targets: Sequence[Target],
+    reverted: int = 0,
+    keeps: bool = True,
+) -> Candidate:
     """A candidate replayed on the whole workload, with its place on the objective."""
-    return Candidate(number, params, summary=summary, waits=waits,
-                     score=score(summary, waits, targets, keeps), miss=shortfall(list(targets), waits),
-                     reverted=reverted,
-                     objective=objective.key(summary, waits, targets, keeps))
+    return Candidate(
+        number,
+        params,
+        summary=summary,
+        waits=waits,
+        score=score(summary, waits, targets, keeps),
+        miss=shortfall(list(targets), waits),
+        reverted=reverted,
+        objective=objective.key(summary, waits, targets, keeps),
+    )
 
 
-def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target], best: Candidate, run,
-             placement: str = DEFAULT_PLACEMENT) -> Candidate:
-    """The candidate with each change taken back, in knob order, that does not earn its place (`earns_its_place`):
-    TPE moves every knob, most of them to no effect, and a pull request should change only what matters.
-    A change is taken back only when the objective without it is no worse, so the result is never worse on
-    the objective than `best` (and a `best` strictly better than the repository's policy stays so).
-    A change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a lending
+def simplify(
+    cluster: Cluster,
+    knob_list: list[Knob],
+    targets: Sequence[Target],
+    best: Candidate,
+    run,
+    placement: str = DEFAULT_PLACEMENT,
+) -> Candidate:
+    """The candidate with each change taken back, in knob order, that does not earn its place
+    (`earns_its_place`): TPE moves every knob, most of them to no effect, and a pull request should change
+    only what matters. A change is taken back only when the objective without it is no worse, so the result is
+    never worse on the objective than `best` (and a `best` strictly better than the repository's policy stays
+    so). A change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a
+    lending
     limit would have to come down with them: `space.resolved`) stays. Deterministic, like the search."""
     current = best
     classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
@@ -150,8 +188,9 @@ def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target],
         policy = candidate_policy(cluster, knob_list, params, placement)
         summary = run([(policy, 1.0)])[0]
         waits = worst_waits(list(targets), policy, summary)
-        trial = _whole(best.number, params, summary, waits, targets, current.reverted + 1,
-                       keeps_classes(policy, classes))
+        trial = _whole(
+            best.number, params, summary, waits, targets, current.reverted + 1, keeps_classes(policy, classes)
+        )
         if not earns_its_place(current, trial):
             current = trial
     return current
@@ -160,8 +199,10 @@ def simplify(cluster: Cluster, knob_list: list[Knob], targets: Sequence[Target],
 def ranked(candidates: list[Candidate]) -> list[Candidate]:
     """Whole replays first, by the objective (`objective.key`), whole ties by trial number: trial 0, the
     repository's policy, comes before every candidate that is not strictly better than it. Pruned last."""
+
     def key(c: Candidate):
         return (1, (), c.number) if c.summary is None else (0, c.objective, c.number)
+
     return sorted(candidates, key=key)
 
 
@@ -170,8 +211,11 @@ def worth_checking(candidates: Sequence[Candidate], limit: int) -> list[Candidat
     than the repository's policy (trial 0), then the repository's policy itself, so a recommendation is
     never worse than what the repository has ("keep the repository's policy" when nothing beats it)."""
     repository = next(c for c in candidates if c.number == 0)
-    better = [c for c in ranked(list(candidates)) if c.summary is not None and c.number != 0
-              and objective.better(c.objective, repository.objective)]
+    better = [
+        c
+        for c in ranked(list(candidates))
+        if c.summary is not None and c.number != 0 and objective.better(c.objective, repository.objective)
+    ]
     return [*better[:limit], repository]
 
 
@@ -183,7 +227,14 @@ def never_worse(chosen: Candidate, repository: Candidate) -> Candidate:
 def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
     """The whole replays no other beats on both useful utilization (higher) and worst wait (lower)."""
     done = [c for c in candidates if c.summary is not None]
-    front = [c for c in done if not any(o.summary.useful >= c.summary.useful and o.worst_wait <= c.worst_wait
-                                        and (o.summary.useful > c.summary.useful or o.worst_wait < c.worst_wait)
-                                        for o in done)]
+    front = [
+        c
+        for c in done
+        if not any(
+            o.summary.useful >= c.summary.useful
+            and o.worst_wait <= c.worst_wait
+            and (o.summary.useful > c.summary.useful or o.worst_wait < c.worst_wait)
+            for o in done
+        )
+    ]
     return sorted(front, key=lambda c: (c.summary.useful, c.number))

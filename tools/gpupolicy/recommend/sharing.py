@@ -5,7 +5,8 @@ One knob decides both, `<pool>/replicas` (the name today's replica knob has, so 
 time-sliced with that many replicas per card.
 
 Which pools get the switch (`replica_range`):
-- access mode `exclusive` or `time-sliced`. Not `mig` (its cards are partitioned by a layout, another knob), not
+- access mode `exclusive` or `time-sliced`. Not `mig` (its cards are partitioned by a layout, another knob),
+  not
   `isolated` (`accessMode` is one value: a team's dedicated pool that time-slices would stop being declared
   isolated, which is not the search's call), not MPS (another sharing block, with its own client limits);
 - purpose inference (`simulate.policy.pool_classes`, from the quota the queues hold there). A training pool
@@ -14,8 +15,8 @@ Which pools get the switch (`replica_range`):
   not switched keeps today's replica knob, 2 .. twice today's;
 - `renameByDefault: false`: a renamed pool exposes `nvidia.com/gpu.shared`, and switching it would rename the
   resource in every quota on it.
-Ranges: a time-sliced pool 1 .. twice today's count; an exclusive pool 1 .. EXCLUSIVE_MAX_REPLICAS. Both at most
-`limits.MAX_TIME_SLICING_REPLICAS`.
+Ranges: a time-sliced pool 1 .. twice today's count; an exclusive pool 1 .. EXCLUSIVE_MAX_REPLICAS. Both at
+most `limits.MAX_TIME_SLICING_REPLICAS`.
 
 What a switch changes, in the model (`pool_with_replicas`, `flavor_with_product`) and in the files
 (`set_pool_sharing`, `set_plugin_sharing`, the text edit `pool_comments`): the access
@@ -46,14 +47,15 @@ SWITCHABLE_MODES = (EXCLUSIVE, TIME_SLICED)
 # does not model memory pressure (decision 0058), and a card sized for whole-card serving split further than
 # that leaves each replica less memory than the models it serves were sized for.
 EXCLUSIVE_MAX_REPLICAS = 4
-# GPU feature discovery appends "SHARED" to nvidia.com/gpu.product when a resource has more than one replica and
-# is not renamed (NVIDIA/k8s-device-plugin internal/lm/resource.go, `resourceLabeler.productLabel`, `isShared`,
-# `isRenamed`).
+# GPU feature discovery appends "SHARED" to nvidia.com/gpu.product when a resource has more than one replica
+# and is not renamed (NVIDIA/k8s-device-plugin internal/lm/resource.go, `resourceLabeler.productLabel`,
+# `isShared`, `isRenamed`).
 SHARED_SUFFIX = "-SHARED"
 
 
 def replica_range(cluster: Cluster, pool: Pool) -> tuple[int, int] | None:
-    """(low, high) of the pool's `<pool>/replicas` knob, or None when it has none (see the module docstring)."""
+    """(low, high) of the pool's `<pool>/replicas` knob, or None when it has none (see the module
+    docstring)."""
     replicas = pool.time_slicing_replicas
     if pool.sharing == TIME_SLICED and replicas:
         low = 1 if switchable(cluster, pool) else 2
@@ -70,7 +72,9 @@ def switchable(cluster: Cluster, pool: Pool) -> bool:
 
 def switchable_mode(pool: Pool) -> bool:
     """Whether the pool's files can say either mode: exclusive or time-sliced, keeping nvidia.com/gpu."""
-    return pool.access_mode in SWITCHABLE_MODES and pool.sharing in SWITCHABLE_MODES and not pool.rename_shared
+    return (
+        pool.access_mode in SWITCHABLE_MODES and pool.sharing in SWITCHABLE_MODES and not pool.rename_shared
+    )
 
 
 def _purposes(cluster: Cluster) -> dict[str, str]:
@@ -79,10 +83,11 @@ def _purposes(cluster: Cluster) -> dict[str, str]:
 
 
 def tied_pools(fleet: Fleet) -> frozenset[str]:
-    """Pools whose startup-check line (policies/startup-check/pools.conf, one table for the whole fleet) another
-    pool of the fleet shares the family of: the same product word and MIG or not. On the node the check finds its
-    line by that family alone, so POOL005 refuses two such pools with different sharing; changing the replicas of
-    one alone would be refused on the copy, so such a pool gets no replica knob. Pools of a GPU model the
+    """Pools whose startup-check line (policies/startup-check/pools.conf, one table for the whole fleet)
+    another pool of the fleet shares the family of: the same product word and MIG or not. On the node the
+    check finds its line by that family alone, so POOL005 refuses two such pools with different sharing;
+    changing the replicas of one alone would be refused on the copy, so such a pool gets no replica knob.
+    Pools of a GPU model the
     catalog does not know are left to POOL001."""
     pools = {p.name: p for c in fleet.clusters.values() for p in c.pools if catalog.GPUS.get(p.gpu_model)}
     families = Counter(line_family(table_fields(p)) for p in pools.values())
@@ -95,7 +100,8 @@ def current_replicas(pool: Pool) -> int:
 
 
 def pool_with_replicas(pool: Pool, old: int, new: int) -> Pool:
-    """The pool at `new` replicas (1: exclusive) instead of `old`: access mode, replica count, capacity in the new
+    """The pool at `new` replicas (1: exclusive) instead of `old`: access mode, replica count, capacity in the
+    new
     unit (rounded down, as the quotas are) and the product label GPU feature discovery would write."""
     shared = new > 1
     labels = dict(pool.node_labels)
@@ -104,8 +110,13 @@ def pool_with_replicas(pool: Pool, old: int, new: int) -> Pool:
     mode = pool.access_mode
     if mode in SWITCHABLE_MODES:
         mode = TIME_SLICED if shared else EXCLUSIVE
-    return dataclasses.replace(pool, access_mode=mode, time_slicing_replicas=new if shared else None,
-                               node_labels=labels, capacity={k: v * new // old for k, v in pool.capacity.items()})
+    return dataclasses.replace(
+        pool,
+        access_mode=mode,
+        time_slicing_replicas=new if shared else None,
+        node_labels=labels,
+        capacity={k: v * new // old for k, v in pool.capacity.items()},
+    )
 
 
 def product_label(value: str, shared: bool) -> str:
@@ -123,6 +134,7 @@ def flavor_with_product(flavor: Flavor, old: str, new: str) -> Flavor:
 
 
 # ---- the files: structural edits on round-trip documents, then text edits on the comments they carry ----
+
 
 def set_pool_sharing(spec, pool: Pool, new: int) -> None:
     """pool.yaml's `spec` for the switch: accessMode, timeSlicing (as pools/us-l40s-shared/pool.yaml has it),
@@ -144,7 +156,9 @@ def set_pool_sharing(spec, pool: Pool, new: int) -> None:
             check["maxMemoryUsedPercent"] = pool.startup_check.max_memory_used_percent
     labels = spec.get("nodeLabels")
     if isinstance(labels, dict) and PRODUCT_LABEL in labels:
-        labels[PRODUCT_LABEL] = same_style(labels[PRODUCT_LABEL], product_label(str(labels[PRODUCT_LABEL]), shared))
+        labels[PRODUCT_LABEL] = same_style(
+            labels[PRODUCT_LABEL], product_label(str(labels[PRODUCT_LABEL]), shared)
+        )
 
 
 # The time-slicing block of a device-plugin config, as pools/us-l40s-shared/device-plugin.yaml has it.
@@ -175,7 +189,9 @@ def set_plugin_sharing(document, yaml, new: int) -> None:
         document.pop("sharing", None)
 
 
-STARTUP_CHECK = "# The GPU startup check before a pod's containers start (policies/startup-check, decision 0051)"
+STARTUP_CHECK = (
+    "# The GPU startup check before a pod's containers start (policies/startup-check, decision 0051)"
+)
 STARTUP_SHARED = "# a device passes while one replica's share (100 / replicas percent) of its memory is free."
 MEMORY_USED = "# Another holder may have at most this share of a device's memory in use."
 GFD_SHARED = "# GFD appends -SHARED to the product when a GPU is time-sliced without renaming."
@@ -183,10 +199,11 @@ GFD_SHARED = "# GFD appends -SHARED to the product when a GPU is time-sliced wit
 
 def described(description: str, shared: bool) -> str:
     """The pool's description with the mode it opens with (`Time-sliced L40S pool for ...`) made the new one;
-    a description that does not open with a mode is left as it is (rewriting prose by guess would be worse)."""
+    a description that does not open with a mode is left as it is (rewriting prose by guess would be
+    worse)."""
     old, new = (EXCLUSIVE, TIME_SLICED) if shared else (TIME_SLICED, EXCLUSIVE)
     if description.lower().startswith(old + " "):
-        return new.capitalize() + description[len(old):]
+        return new.capitalize() + description[len(old) :]
     return description
 
 
@@ -196,17 +213,30 @@ def pool_comments(text: str, new: int, pool: str = "", description: str = "") ->
     above another key: each is taken out, then put above its key again. Counts are not restated (decision
     0090): a `Time-slicing: C GPUs x R replicas` line of an older pool file is taken out."""
     if pool and description:
-        text = re.sub(rf"^# Pool {re.escape(pool)}: .*$", lambda _: f"# Pool {pool}: {description}", text, count=1,
-                      flags=re.M)
+        text = re.sub(
+            rf"^# Pool {re.escape(pool)}: .*$",
+            lambda _: f"# Pool {pool}: {description}",
+            text,
+            count=1,
+            flags=re.M,
+        )
     text = re.sub(r"^# Time-slicing: .*\n", "", text, flags=re.M)
     for line in (STARTUP_CHECK, STARTUP_SHARED, MEMORY_USED, GFD_SHARED):
         text = re.sub(rf"^ *{re.escape(line.rstrip('.'))}[.:]?\n", "", text, flags=re.M)
     shared = new > 1
-    above = {"startupCheck": [STARTUP_CHECK + (":" if shared else "."), *([STARTUP_SHARED] if shared else [])],
-             "maxMemoryUsedPercent": [MEMORY_USED], PRODUCT_LABEL: [GFD_SHARED] if shared else []}
+    above = {
+        "startupCheck": [STARTUP_CHECK + (":" if shared else "."), *([STARTUP_SHARED] if shared else [])],
+        "maxMemoryUsedPercent": [MEMORY_USED],
+        PRODUCT_LABEL: [GFD_SHARED] if shared else [],
+    }
     for key, lines in above.items():
-        text = re.sub(rf"^( *)({re.escape(key)}:)", lambda m, lines=lines: "".join(
-            f"{m.group(1)}{line}\n" for line in lines) + m.group(1) + m.group(2), text, count=1, flags=re.M)
+        text = re.sub(
+            rf"^( *)({re.escape(key)}:)",
+            lambda m, lines=lines: (
+                "".join(f"{m.group(1)}{line}\n" for line in lines) + m.group(1) + m.group(2)
+            ),
+            text,
+            count=1,
+            flags=re.M,
+        )
     return text
-
-

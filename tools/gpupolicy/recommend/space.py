@@ -12,12 +12,14 @@ Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource)
 - `<queue>/cohort`: which of the cluster's non-production cohorts the queue joins, in a flat fleet and in a
   cohort tree alike: the engine lends through the whole tree as Kueue does (simulate/quota.py, decision 0054),
   so it judges a move by what the queue can borrow in the new place (decision 0058).
-- `<pool>/replicas`: a pool's replica count, which is also its sharing mode: 1 exclusive, 2 or more time-sliced.
+- `<pool>/replicas`: a pool's replica count, which is also its sharing mode: 1 exclusive, 2 or more
+  time-sliced.
   A time-sliced pool goes 2 .. twice today's, or 1 .. twice today's where it may also become exclusive; an
   exclusive pool that may become time-sliced goes 1 .. 4. Only inference pools of access mode exclusive or
   time-sliced switch (`sharing.replica_range` says which and why). Every quota in the pool's replica units
   (production's too: the same cards) is rescaled with it, rounded down (`with_replicas`);
-- `<pool>/layout`: a mixed-strategy MIG pool's mig-parted layout, one of the layouts the solver accepts for its
+- `<pool>/layout`: a mixed-strategy MIG pool's mig-parted layout, one of the layouts the solver accepts for
+  its
   GPU: the config's and the maximal per-card combinations of plain profiles (`layouts.layout_choices`); every
   mig-* quota on the pool's flavors (production's too) is converted to the new profiles, keeping each owner's
   share of the pool's cards, rounded down (`layouts.with_layout`). A pool whose layout is searched has no
@@ -30,8 +32,8 @@ Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource)
   lenders' reclaim stays as declared (decision 0092).
 Queues of the production tier are left as they are: their reserve is what CAP005 protects.
 
-A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob values and handing the result to
-`simulate.policy.from_cluster`, so the simulated policy comes from the same code as `gpupolicy simulate`'s.
+A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob values and handing the result
+to `simulate.policy.from_cluster`, so the simulated policy comes from the same code as `gpupolicy simulate`'s.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ class Knob:
 def knobs(cluster: Cluster, fleet: Fleet | None = None) -> list[Knob]:
     """Every knob of the cluster, in a stable order (the order Optuna samples them in). With the whole `fleet`
     (examples and every cluster loaded), knobs the rule check would refuse are not offered: a layout must keep
-    the MIG profiles the repository's workloads ask for (`layouts.requested_profiles`, WL011), and a pool whose
+    the MIG profiles the repository's workloads ask for (`layouts.requested_profiles`, WL011), and a pool
+    whose
     startup-check line another pool shares gets no replica knob (`sharing.tied_pools`, POOL005)."""
     requested = layouts.requested_profiles(fleet, cluster) if fleet else frozenset()
     tied = sharing.tied_pools(fleet) if fleet else frozenset()
@@ -98,23 +101,37 @@ def lending_knobs(cluster: Cluster, searched: list[ClusterQueue]) -> list[Knob]:
     lending.py), 0 (today: no borrowing there) or one of `lending.grid`'s limits."""
     policy = from_cluster(cluster)
     queue_classes = {name: queue_class(queue) for name, queue in policy.queues.items()}
-    return [Knob(f"{found.queue}/{found.flavor}/{lending.GPU}/{BORROW}", found.queue, BORROW, 0, 0,
-                 found.devices, flavor=found.flavor, resource=lending.GPU, pool=found.pool,
-                 grid=lending.grid(found.devices))
-            for found in lending.lendings(cluster, searched, pool_classes(policy), queue_classes)]
+    return [
+        Knob(
+            f"{found.queue}/{found.flavor}/{lending.GPU}/{BORROW}",
+            found.queue,
+            BORROW,
+            0,
+            0,
+            found.devices,
+            flavor=found.flavor,
+            resource=lending.GPU,
+            pool=found.pool,
+            grid=lending.grid(found.devices),
+        )
+        for found in lending.lendings(cluster, searched, pool_classes(policy), queue_classes)
+    ]
 
 
 def layout_knobs(cluster: Cluster, requested: frozenset[str] = frozenset()) -> list[Knob]:
     """`<pool>/layout` for each MIG pool whose layout can be searched (`layouts.searchable_pools`), today's
     layout its current value."""
-    return [Knob(f"{pool.name}/{LAYOUT}", "", LAYOUT, pool.mig_layout, choices=choices, pool=pool.name)
-            for pool, choices in layouts.searchable_pools(cluster, requested)]
+    return [
+        Knob(f"{pool.name}/{LAYOUT}", "", LAYOUT, pool.mig_layout, choices=choices, pool=pool.name)
+        for pool, choices in layouts.searchable_pools(cluster, requested)
+    ]
 
 
 def replica_knobs(cluster: Cluster, tied: frozenset[str] = frozenset()) -> list[Knob]:
-    """`<pool>/replicas` for each pool some flavor selects that `sharing.replica_range` gives a range: 1 (exclusive)
-    or 2 (the device plugin's minimum) to twice today's count for a time-sliced pool, 1 .. 4 for an exclusive
-    inference pool. Values of the other knobs stay in today's replica units; `with_params` rescales every quota
+    """`<pool>/replicas` for each pool some flavor selects that `sharing.replica_range` gives a range: 1
+    (exclusive) or 2 (the device plugin's minimum) to twice today's count for a time-sliced pool, 1 .. 4 for
+    an exclusive inference pool. Values of the other knobs stay in today's replica units; `with_params`
+    rescales every quota
     on the pool when the count changes. Pools in `tied` are left out."""
     found = []
     for pool in sorted(cluster.pools, key=lambda p: p.name):
@@ -122,8 +139,16 @@ def replica_knobs(cluster: Cluster, tied: frozenset[str] = frozenset()) -> list[
             continue
         if (bounds := sharing.replica_range(cluster, pool)) is None:
             continue
-        found.append(Knob(f"{pool.name}/{REPLICAS}", "", REPLICAS, sharing.current_replicas(pool), *bounds,
-                          pool=pool.name))
+        found.append(
+            Knob(
+                f"{pool.name}/{REPLICAS}",
+                "",
+                REPLICAS,
+                sharing.current_replicas(pool),
+                *bounds,
+                pool=pool.name,
+            )
+        )
     return found
 
 
@@ -136,33 +161,57 @@ def rescaled(amount, old: int, new: int):
 
 
 def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Cluster:
-    """The cluster with the pool at `new` time-slicing replicas (1: exclusive) instead of `old` (1: exclusive), its
-    capacity and every GPU quota on it (of ClusterQueues and Cohorts alike, production's included: the same cards
+    """The cluster with the pool at `new` time-slicing replicas (1: exclusive) instead of `old` (1:
+    exclusive), its capacity and every GPU quota on it (of ClusterQueues and Cohorts alike, production's
+    included: the same cards
     in the new unit) rescaled, its mode and product label switched when one side is 1 (`sharing`)."""
     flavors = flavors_of(cluster, pool_name)
     pool = next(p for p in cluster.pools if p.name == pool_name)
     changed = sharing.pool_with_replicas(pool, old, new)
     pools = [changed if p.name == pool_name else p for p in cluster.pools]
     product = (pool.node_labels.get(PRODUCT_LABEL, ""), changed.node_labels.get(PRODUCT_LABEL, ""))
-    selecting = {name: sharing.flavor_with_product(f, *product) if name in flavors else f
-                 for name, f in cluster.flavors.items()}
-    queues = {name: dataclasses.replace(cq, resource_groups=_rescaled_groups(cq.resource_groups, flavors, old, new))
-              for name, cq in cluster.cluster_queues.items()}
-    cohorts = {name: dataclasses.replace(c, resource_groups=_rescaled_groups(c.resource_groups, flavors, old, new))
-               for name, c in cluster.cohorts.items()}
-    return dataclasses.replace(cluster, pools=pools, flavors=selecting, cluster_queues=queues, cohorts=cohorts,
-                               derived={})
+    selecting = {
+        name: sharing.flavor_with_product(f, *product) if name in flavors else f
+        for name, f in cluster.flavors.items()
+    }
+    queues = {
+        name: dataclasses.replace(cq, resource_groups=_rescaled_groups(cq.resource_groups, flavors, old, new))
+        for name, cq in cluster.cluster_queues.items()
+    }
+    cohorts = {
+        name: dataclasses.replace(c, resource_groups=_rescaled_groups(c.resource_groups, flavors, old, new))
+        for name, c in cluster.cohorts.items()
+    }
+    return dataclasses.replace(
+        cluster, pools=pools, flavors=selecting, cluster_queues=queues, cohorts=cohorts, derived={}
+    )
 
 
 def _rescaled_groups(groups, flavors: set[str], old: int, new: int) -> tuple[ResourceGroup, ...]:
     def quota(q):
         if not is_nvidia_resource(q.name):
             return q
-        return dataclasses.replace(q, **{f: rescaled(getattr(q, f), old, new) for f in LIMIT_FIELDS.values()
-                                         if getattr(q, f) is not None})
-    return tuple(ResourceGroup(g.covered_resources, tuple(
-        dataclasses.replace(fq, resources=tuple(quota(q) for q in fq.resources)) if fq.flavor in flavors else fq
-        for fq in g.flavors)) for g in groups)
+        return dataclasses.replace(
+            q,
+            **{
+                f: rescaled(getattr(q, f), old, new)
+                for f in LIMIT_FIELDS.values()
+                if getattr(q, f) is not None
+            },
+        )
+
+    return tuple(
+        ResourceGroup(
+            g.covered_resources,
+            tuple(
+                dataclasses.replace(fq, resources=tuple(quota(q) for q in fq.resources))
+                if fq.flavor in flavors
+                else fq
+                for fq in g.flavors
+            ),
+        )
+        for g in groups
+    )
 
 
 def _quota_knobs(cluster: Cluster, cq: ClusterQueue, flavor: str, quota, rooms: dict) -> list[Knob]:
@@ -174,28 +223,63 @@ def _quota_knobs(cluster: Cluster, cq: ClusterQueue, flavor: str, quota, rooms: 
     pool = pool_of(cluster, flavor)
     room = rooms.get((pool.name, quota.name)) if pool else None
     if room is not None:
-        found.append(Knob(f"{prefix}/{NOMINAL}", cq.name, NOMINAL, nominal, 0, room, flavor=flavor,
-                          resource=quota.name, pool=pool.name))
+        found.append(
+            Knob(
+                f"{prefix}/{NOMINAL}",
+                cq.name,
+                NOMINAL,
+                nominal,
+                0,
+                room,
+                flavor=flavor,
+                resource=quota.name,
+                pool=pool.name,
+            )
+        )
     borrow = _whole(quota.borrowing_limit, exposed - nominal)
-    found.append(Knob(f"{prefix}/{BORROW}", cq.name, BORROW, borrow, 0, max(exposed - nominal, borrow),
-                      flavor=flavor, resource=quota.name))
+    found.append(
+        Knob(
+            f"{prefix}/{BORROW}",
+            cq.name,
+            BORROW,
+            borrow,
+            0,
+            max(exposed - nominal, borrow),
+            flavor=flavor,
+            resource=quota.name,
+        )
+    )
     if nominal > 0:
         lend = _whole(quota.lending_limit, nominal)
-        found.append(Knob(f"{prefix}/{LEND}", cq.name, LEND, lend, 0, max(room or nominal, lend), flavor=flavor,
-                          resource=quota.name))
+        found.append(
+            Knob(
+                f"{prefix}/{LEND}",
+                cq.name,
+                LEND,
+                lend,
+                0,
+                max(room or nominal, lend),
+                flavor=flavor,
+                resource=quota.name,
+            )
+        )
     return found
 
 
 def nominal_rooms(cluster: Cluster, searched: list[ClusterQueue]) -> dict[tuple[str, str], int]:
     """(pool, GPU resource) -> the nominal quota the searched queues may hold there together: what the pool
-    exposes less every other queue's and Cohort's nominal quota on it (production's reserve among them), the sum
-    CAP001 checks. A pool whose searched quota is already over its room (a CAP001 finding) gets no nominal knob."""
+    exposes less every other queue's and Cohort's nominal quota on it (production's reserve among them), the
+    sum CAP001 checks. A pool whose searched quota is already over its room (a CAP001 finding) gets no nominal
+    knob."""
     names = {cq.name for cq in searched}
     held = {(cq.name, flavor, quota.name) for cq in searched for flavor, quota in _gpu_quotas(cq)}
     rooms = {}
     for (pool_name, resource), entries in nominal_per_pool(cluster).items():
-        mine = [e for e in entries if e.kind == "ClusterQueue" and e.owner in names
-                and (e.owner, e.flavor, resource) in held]
+        mine = [
+            e
+            for e in entries
+            if e.kind == "ClusterQueue" and e.owner in names and (e.owner, e.flavor, resource) in held
+        ]
         if not mine:
             continue
         others = sum(e.quota.nominal for e in entries if e not in mine)
@@ -214,8 +298,9 @@ def _gpu_quotas(cq: ClusterQueue):
     (a MIG flavor lists nvidia.com/gpu at 0 beside its mig-* resource)."""
     for group in cq.resource_groups:
         for fq in group.flavors:
-            held = [q for q in fq.resources
-                    if is_nvidia_resource(q.name) and (q.nominal or q.borrowing_limit)]
+            held = [
+                q for q in fq.resources if is_nvidia_resource(q.name) and (q.nominal or q.borrowing_limit)
+            ]
             if len(held) == 1 and whole_quota(held[0]):
                 yield fq.flavor, held[0]
 
@@ -229,15 +314,17 @@ def current_values(knob_list: list[Knob]) -> dict[str, int | str]:
 
 
 def changes(knob_list: list[Knob], params: Mapping[str, int | str]) -> list[tuple[Knob, int | str]]:
-    """The knobs whose value, once resolved (`resolved`), differs from the repository's, with the new value."""
+    """The knobs whose value, once resolved (`resolved`), differs from the repository's, with the new
+    value."""
     values = resolved(knob_list, params)
     return [(knob, values[knob.name]) for knob in knob_list if values[knob.name] != knob.current]
 
 
 def resolved(knob_list: list[Knob], params: Mapping[str, int | str]) -> dict[str, int | str]:
     """The values a candidate's parameters stand for, valid by construction: knobs missing from `params` keep
-    the repository's value; the searched queues' nominal quotas on a pool that together exceed its room (CAP001)
-    are scaled down to fit it (`apportion`); a lending limit above its queue's nominal quota comes down to it
+    the repository's value; the searched queues' nominal quotas on a pool that together exceed its room
+    (CAP001) are scaled down to fit it (`apportion`); a lending limit above its queue's nominal quota comes
+    down to it
     (CAP010)."""
     values = current_values(knob_list) | dict(params)
     groups: dict[tuple[str, str], list[Knob]] = {}
@@ -269,8 +356,8 @@ def apportion(wanted: Mapping[str, int], room: int) -> dict[str, int]:
 
 
 def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> Cluster:
-    """A shallow copy of the cluster whose ClusterQueues carry the knob values, then whose time-sliced pools have
-    their new replica counts (`with_replicas`), then whose MIG pools have their new layouts
+    """A shallow copy of the cluster whose ClusterQueues carry the knob values, then whose time-sliced pools
+    have their new replica counts (`with_replicas`), then whose MIG pools have their new layouts
     (`layouts.with_layout`); the model is never mutated."""
     queues = dict(cluster.cluster_queues)
     found = changes(knob_list, params)
@@ -298,14 +385,22 @@ def _changed(cq: ClusterQueue, knob: Knob, value: int | str) -> ClusterQueue:
         flavors = []
         for fq in group.flavors:
             if fq.flavor == knob.flavor:
-                fq = dataclasses.replace(fq, resources=tuple(
-                    dataclasses.replace(q, **{field: value}) if q.name == knob.resource else q
-                    for q in fq.resources))
+                fq = dataclasses.replace(
+                    fq,
+                    resources=tuple(
+                        dataclasses.replace(q, **{field: value}) if q.name == knob.resource else q
+                        for q in fq.resources
+                    ),
+                )
             flavors.append(fq)
         groups.append(ResourceGroup(group.covered_resources, tuple(flavors)))
     return dataclasses.replace(cq, resource_groups=tuple(groups))
 
 
-def candidate_policy(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str],
-                     placement: str = DEFAULT_PLACEMENT) -> SimPolicy:
+def candidate_policy(
+    cluster: Cluster,
+    knob_list: list[Knob],
+    params: Mapping[str, int | str],
+    placement: str = DEFAULT_PLACEMENT,
+) -> SimPolicy:
     return from_cluster(with_params(cluster, knob_list, params), placement)

@@ -1,7 +1,7 @@
 """Wait targets such as `serving:p95<15m,training:p50<2h`, and how far a replay is from meeting them.
 
-A target's key names ClusterQueues: by name, by `gpupolicy.io/tier` or by `gpupolicy.io/workload`. Every queue it
-names must meet it on its own (a percentile over the queues together could hide one starved team).
+A target's key names ClusterQueues: by name, by `gpupolicy.io/tier` or by `gpupolicy.io/workload`. Every queue
+it names must meet it on its own (a percentile over the queues together could hide one starved team).
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ def parse(text: str) -> list[Target]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         match = _TARGET.match(item)
         if not match:
-            raise ToolError(f"--target {item!r}: expected KEY:p50|p95|p99<DURATION, e.g. serving:p95<15m "
-                            "(KEY a ClusterQueue, tier or workload; duration in s, m, h or d)")
+            raise ToolError(
+                f"--target {item!r}: expected KEY:p50|p95|p99<DURATION, e.g. serving:p95<15m "
+                "(KEY a ClusterQueue, tier or workload; duration in s, m, h or d)"
+            )
         key, percentile, amount, unit = match.groups()
         targets.append(Target(key, percentile, float(amount) * _MINUTES[unit]))
     return targets
@@ -46,16 +48,21 @@ def queues_of(target: Target, policy: SimPolicy) -> list[str]:
 def check_known(targets: list[Target], policy: SimPolicy, cluster: str) -> None:
     for target in targets:
         if not queues_of(target, policy):
-            raise ToolError(f"--target {target}: no ClusterQueue of cluster {cluster} is named, tiered or has the "
-                            f"workload {target.key!r}")
+            raise ToolError(
+                f"--target {target}: no ClusterQueue of cluster {cluster} is named, tiered or "
+                f"has the workload {target.key!r}"
+            )
 
 
 def worst_waits(targets: list[Target], policy: SimPolicy, summary: Summary) -> dict[str, float]:
     """str(target) -> the worst of its queues' percentile, in minutes (0 for a queue that placed nothing)."""
     worst = {}
     for target in targets:
-        waits = [getattr(summary.wait_by_queue[q], target.percentile)
-                 for q in queues_of(target, policy) if q in summary.wait_by_queue]
+        waits = [
+            getattr(summary.wait_by_queue[q], target.percentile)
+            for q in queues_of(target, policy)
+            if q in summary.wait_by_queue
+        ]
         worst[str(target)] = max(waits, default=0.0)
     return worst
 
@@ -66,11 +73,17 @@ def shortfall(targets: list[Target], waits: dict[str, float]) -> float:
 
 
 def target_report(targets: list[Target], waits: dict[str, dict[str, float]]) -> list[dict]:
-    """Per target, its bound and each policy's worst wait (`waits`: policy -> worst_waits), in minutes: what the
+    """Per target, its bound and each policy's worst wait (`waits`: policy -> worst_waits), in minutes: what
+    the
     command prints, the record keeps and the recommendation page shows."""
-    return [{"target": str(t), "bound_minutes": t.minutes,
-             "waits_minutes": {policy: found[str(t)] for policy, found in waits.items() if str(t) in found}}
-            for t in targets]
+    return [
+        {
+            "target": str(t),
+            "bound_minutes": t.minutes,
+            "waits_minutes": {policy: found[str(t)] for policy, found in waits.items() if str(t) in found},
+        }
+        for t in targets
+    ]
 
 
 def target_rows(entries: list[dict], policies: list[str]) -> list[list[str]]:

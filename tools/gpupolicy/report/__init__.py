@@ -32,11 +32,18 @@ Formatter = Callable[[Any, str], str]
 
 
 def summary(result: Any) -> dict:
-    return {"errors": result.errors, "warnings": result.warnings, "crashed": crashed(result),
-            "waived": len(waived(result)), "disabled": getattr(result, "disabled", 0),
-            "rerated": getattr(result, "rerated", 0), "objects": result.objects, "clusters": len(result.rendered_clusters),
-            "unrendered_clusters": list(getattr(result, "unrendered_clusters", None) or []),
-            "seconds": round(sum(result.timings.values()), 3)}
+    return {
+        "errors": result.errors,
+        "warnings": result.warnings,
+        "crashed": crashed(result),
+        "waived": len(waived(result)),
+        "disabled": getattr(result, "disabled", 0),
+        "rerated": getattr(result, "rerated", 0),
+        "objects": result.objects,
+        "clusters": len(result.rendered_clusters),
+        "unrendered_clusters": list(getattr(result, "unrendered_clusters", None) or []),
+        "seconds": round(sum(result.timings.values()), 3),
+    }
 
 
 def waived(result: Any) -> list:
@@ -63,8 +70,11 @@ def causes(result: Any) -> dict[Finding, Finding]:
 
 def as_json(result: Any, root: str = "") -> str:
     linked = causes(result)
-    payload = {"findings": [finding_json(f, linked.get(f)) for f in result.findings],
-               "waived": [w.as_dict() for w in waived(result)], "summary": summary(result)}
+    payload = {
+        "findings": [finding_json(f, linked.get(f)) for f in result.findings],
+        "waived": [w.as_dict() for w in waived(result)],
+        "summary": summary(result),
+    }
     if getattr(result, "shard", None) is not None:  # a shard's report: what `report merge` needs (shards.py)
         payload["shard"] = result.shard
     return json.dumps(payload, indent=2, sort_keys=False)
@@ -74,7 +84,12 @@ def finding_json(finding: Finding, cause: Finding | None) -> dict:
     """A finding's fields; a derived one adds `caused_by`: the rule, place and message of its cause."""
     data = finding.as_dict()
     if cause is not None:
-        data["caused_by"] = {"rule": cause.rule, "path": cause.path, "line": cause.line, "message": cause.message}
+        data["caused_by"] = {
+            "rule": cause.rule,
+            "path": cause.path,
+            "line": cause.line,
+            "message": cause.message,
+        }
     return data
 
 
@@ -92,14 +107,17 @@ def as_text(result: Any, root: str = "") -> str:
     stats = summary(result)
     accepted = f", {stats['waived']} waived by reviewed exceptions" if stats["waived"] else ""
     accepted += configured_text(stats)
-    lines.append(f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "
-                 f"{stats['warnings']} warning(s){accepted} in {stats['objects']} objects from {stats['clusters']} "
-                 f"cluster(s){_unrendered_text(stats)}, {stats['seconds']:.2f}s")
+    lines.append(
+        f"{verdict(stats['errors'], stats['crashed'])}: {stats['errors']} error(s), "
+        f"{stats['warnings']} warning(s){accepted} in {stats['objects']} objects from "
+        f"{stats['clusters']} cluster(s){_unrendered_text(stats)}, {stats['seconds']:.2f}s"
+    )
     return "\n".join(lines)
 
 
 def _unrendered_text(stats: dict) -> str:
-    """The selected clusters left out because a file they include did not load: their objects went unchecked."""
+    """The selected clusters left out because a file they include did not load: their objects went
+    unchecked."""
     names = stats.get("unrendered_clusters") or []
     they = "a file it includes does" if len(names) == 1 else "files they include do"
     return f" ({', '.join(names)} not rendered: {they} not load)" if names else ""
@@ -107,8 +125,11 @@ def _unrendered_text(stats: dict) -> str:
 
 def configured_text(stats: dict) -> str:
     """What gpupolicy.yaml changed, as the summary line says it ("" when nothing)."""
-    parts = [f"{stats[key]} {word}" for key, word in (("disabled", "disabled"), ("rerated", "re-rated"))
-             if stats.get(key)]
+    parts = [
+        f"{stats[key]} {word}"
+        for key, word in (("disabled", "disabled"), ("rerated", "re-rated"))
+        if stats.get(key)
+    ]
     return f", {' and '.join(parts)} by gpupolicy.yaml" if parts else ""
 
 
@@ -118,8 +139,10 @@ def waived_text(result: Any) -> str:
     for item in waived(result):
         exception = item.waiver
         lines.append(_text_line(item.finding, f"waived {_MARK[item.finding.severity]}"))
-        lines.append(f"    exception: {exception.reason} (owner {exception.owner}, expires "
-                     f"{exception.expires.isoformat()}; {exception.source})")
+        lines.append(
+            f"    exception: {exception.reason} (owner {exception.owner}, expires "
+            f"{exception.expires.isoformat()}; {exception.source})"
+        )
     return "\n".join(lines)
 
 

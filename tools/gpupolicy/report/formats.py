@@ -31,7 +31,9 @@ def _registry() -> dict:
     return all_rules()
 
 
-# --- SARIF ---------------------------------------------------------------------------------------------------
+# --- SARIF
+# ---------------------------------------------------------------------------------------------------
+
 
 def as_sarif(result: Any, root: str = "") -> str:
     pairs = list(getattr(result, "sarif_results", None) or [(f, None) for f in result.findings])
@@ -40,8 +42,13 @@ def as_sarif(result: Any, root: str = "") -> str:
     site_url = _site_url(result, root)
     rules = _sarif_rules([*(f for f, _state in pairs), *accepted], site_url)
     index = {rule["id"]: position for position, rule in enumerate(rules)}
-    # The runbook site (siteconfig: mkdocs.yml site_url) documents the tool and each rule; without one, no link.
-    driver = {"name": "gpupolicy", "version": __version__, **({"informationUri": site_url} if site_url else {})}
+    # The runbook site (siteconfig: mkdocs.yml site_url) documents the tool and each rule; without one, no
+    # link.
+    driver = {
+        "name": "gpupolicy",
+        "version": __version__,
+        **({"informationUri": site_url} if site_url else {}),
+    }
     run: dict[str, Any] = {
         "tool": {"driver": {**driver, "rules": rules}},
         "originalUriBaseIds": {SRCROOT: {"description": {"text": "the policy repository root"}}},
@@ -61,8 +68,13 @@ def _with_cause(entry: dict, cause: Finding | None) -> dict:
         if cause.line > 0:
             physical["region"] = {"startLine": cause.line}
         related = entry.setdefault("relatedLocations", [])
-        related.append({"id": len(related), "physicalLocation": physical,
-                        "message": {"text": f"caused by {cause.rule}: {cause.message}"}})
+        related.append(
+            {
+                "id": len(related),
+                "physicalLocation": physical,
+                "message": {"text": f"caused by {cause.rule}: {cause.message}"},
+            }
+        )
     return entry
 
 
@@ -73,13 +85,20 @@ def _sarif_waived(result: Any, index: dict[str, int]) -> list[dict]:
     for item in getattr(result, "waived", None) or []:
         entry = _sarif_result(item.finding, None, index)
         exception = item.waiver
-        entry["suppressions"] = [{
-            "kind": "inSource" if exception.inline else "external", "status": "accepted",
-            "justification": f"{exception.reason} (owner {exception.owner}, expires {exception.expires.isoformat()})",
-            "location": {"physicalLocation": {"artifactLocation": {"uri": exception.source.path,
-                                                                   "uriBaseId": SRCROOT},
-                                              "region": {"startLine": max(exception.source.line, 1)}}},
-        }]
+        entry["suppressions"] = [
+            {
+                "kind": "inSource" if exception.inline else "external",
+                "status": "accepted",
+                "justification": f"{exception.reason} (owner {exception.owner}, expires "
+                f"{exception.expires.isoformat()})",
+                "location": {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": exception.source.path, "uriBaseId": SRCROOT},
+                        "region": {"startLine": max(exception.source.line, 1)},
+                    }
+                },
+            }
+        ]
         results.append(entry)
     return results
 
@@ -98,7 +117,8 @@ def _site_url(result: Any, root: str) -> str:
 
 
 def _sarif_rules(findings: Iterable[Finding], site_url: str = "") -> list[dict]:
-    """Every registered rule (so a clean run still documents them), plus any unregistered ID a finding uses."""
+    """Every registered rule (so a clean run still documents them), plus any unregistered ID a finding
+    uses."""
     registry = _registry()
     ids = list(registry) + sorted({f.rule for f in findings} - set(registry))
     return [_sarif_rule(rule_id, registry.get(rule_id), site_url) for rule_id in ids]
@@ -159,7 +179,9 @@ def fingerprint(finding: Finding) -> str:
     return hashlib.sha256("\0".join(finding.identity).encode()).hexdigest()[:32]
 
 
-# --- JUnit ---------------------------------------------------------------------------------------------------
+# --- JUnit
+# ---------------------------------------------------------------------------------------------------
+
 
 def as_junit(result: Any, root: str = "") -> str:
     """One testcase per rule; a <failure> per error finding, an <error> per crashed check (INTERNAL). Warnings
@@ -170,15 +192,34 @@ def as_junit(result: Any, root: str = "") -> str:
     crashed = len(crashes(result.findings))
     failures = sum(1 for f in result.findings if f.severity is Severity.ERROR) - crashed
     seconds = f"{sum(getattr(result, 'timings', {}).values()):.3f}"
-    suites = ElementTree.Element("testsuites", name="gpupolicy", tests=str(len(by_rule)),
-                                 failures=str(failures), errors=str(crashed), time=seconds)
-    suite = ElementTree.SubElement(suites, "testsuite", name="gpupolicy", tests=str(len(by_rule)),
-                                   failures=str(failures), errors=str(crashed), skipped="0", time=seconds)
+    suites = ElementTree.Element(
+        "testsuites",
+        name="gpupolicy",
+        tests=str(len(by_rule)),
+        failures=str(failures),
+        errors=str(crashed),
+        time=seconds,
+    )
+    suite = ElementTree.SubElement(
+        suites,
+        "testsuite",
+        name="gpupolicy",
+        tests=str(len(by_rule)),
+        failures=str(failures),
+        errors=str(crashed),
+        skipped="0",
+        time=seconds,
+    )
     registry = _registry()
     for rule_id, findings in by_rule.items():
         rule = registry.get(rule_id)
-        case = ElementTree.SubElement(suite, "testcase", classname=f"gpupolicy.{rule_id.rstrip('0123456789')}",
-                                      name=f"{rule_id}: {rule.summary}" if rule else rule_id, time="0")
+        case = ElementTree.SubElement(
+            suite,
+            "testcase",
+            classname=f"gpupolicy.{rule_id.rstrip('0123456789')}",
+            name=f"{rule_id}: {rule.summary}" if rule else rule_id,
+            time="0",
+        )
         notes = []
         for finding in findings:
             if finding.severity is Severity.ERROR:
@@ -203,6 +244,7 @@ def _junit_detail(finding: Finding) -> str:
 
 
 # --- GitHub workflow annotations ---------------------------------------------------------------------------
+
 
 def as_github(result: Any, root: str = "") -> str:
     """`::error file=F,line=N,title=RULE::message` lines, which GitHub Actions turns into annotations on
@@ -230,4 +272,3 @@ def _escape_data(text: str) -> str:
 
 def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-

@@ -1,12 +1,13 @@
-"""Repository content placed in a Markdown document, literally: the pull-request comment `gpupolicy diff` writes.
+"""Repository content placed in a Markdown document, literally: the pull-request comment `gpupolicy diff`
+writes.
 
 Names, messages, plan fields and revisions come from the pull request. Written raw, a `<!--` opens an HTML
-comment that hides the rest of the comment (its Findings section), a `<img>` or `<details>` injects HTML, a `|`
-splits a table cell, a newline ends a table, and `*`, `_`, `[`, `` ` `` change what the reader sees. Every piece
-of content goes through one of these before it joins the Markdown: `text` for inline text, `code` for a code
-span, `link` for a link, `html_text` inside an HTML element. Their results are `Markdown`, which the table
-writer passes through unchanged; anything else it escapes with `text`. CommonMark: any ASCII punctuation may
-be backslash-escaped, and entity references stand for their character without being parsed as HTML
+comment that hides the rest of the comment (its Findings section), a `<img>` or `<details>` injects HTML, a
+`|` splits a table cell, a newline ends a table, and `*`, `_`, `[`, `` ` `` change what the reader sees. Every
+piece of content goes through one of these before it joins the Markdown: `text` for inline text, `code` for a
+code span, `link` for a link, `html_text` inside an HTML element. Their results are `Markdown`, which the
+table writer passes through unchanged; anything else it escapes with `text`. CommonMark: any ASCII punctuation
+may be backslash-escaped, and entity references stand for their character without being parsed as HTML
 (spec.commonmark.org, "Backslash escapes", "Entity and numeric character references"); GFM: `\\|` keeps a pipe
 inside a table cell, also inside a code span (github.github.com/gfm, "Tables").
 """
@@ -33,7 +34,8 @@ def _one_line(value: object) -> str:
 
 def text(value: object, line_start: bool = False) -> Markdown:
     """`value` as inline text that renders as written: no HTML, no comment, no emphasis, link or cell break.
-    `line_start`: the text begins a line, where `#`, `-`, `+`, `>` or `1.` would make a heading, list or quote."""
+    `line_start`: the text begins a line, where `#`, `-`, `+`, `>` or `1.` would make a heading, list or
+    quote."""
     escaped = _one_line(value).replace("&", "&amp;").replace("<", "&lt;")  # nothing opens a tag or a comment
     escaped = _PUNCTUATION.sub(r"\\\1", escaped)
     if line_start:
@@ -42,7 +44,8 @@ def text(value: object, line_start: bool = False) -> Markdown:
 
 
 def code(value: object) -> Markdown:
-    """`value` as a code span (literal: HTML and emphasis are not parsed inside one), usable in a table cell."""
+    """`value` as a code span (literal: HTML and emphasis are not parsed inside one), usable in a table
+    cell."""
     body = _one_line(value).replace("|", "\\|")
     longest = max((len(run) for run in re.findall("`+", body)), default=0)
     mark = "`" * (longest + 1)

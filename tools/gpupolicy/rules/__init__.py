@@ -1,26 +1,27 @@
 """The rule registry: every module in this package with an `ID` is a rule.
 
-A rule module declares `ID`, `SEVERITY`, `SUMMARY`, a docstring that is its documentation page
-(Markdown: why it matters, a bad example, the fix) and, unless the pipeline itself reports it
-(`STAGE = "load"`, `"render"` or `"schema"`; `"pipeline"` for INTERNAL, the finding of a check that crashed),
-a `check(fleet) -> Iterator[Finding]`. `FLEET_LEVEL = True` marks a rule whose findings need every cluster
-(pool membership across overlays): `validate --shard` runs it in the first shard only. A rule the pipeline reports also defines `finding(message, path, line,
+A rule module declares `ID`, `SEVERITY`, `SUMMARY`, a docstring that is its documentation page (Markdown: why
+it matters, a bad example, the fix) and, unless the pipeline itself reports it (`STAGE = "load"`, `"render"`
+or `"schema"`; `"pipeline"` for INTERNAL, the finding of a check that crashed), a `check(fleet) ->
+Iterator[Finding]`. `FLEET_LEVEL = True` marks a rule whose findings need every cluster (pool membership
+across overlays): `validate --shard` runs it in the first shard only. A rule the pipeline reports also defines
+`finding(message, path, line,
 *, cluster, hint)`, which the stage that reports it calls: the stage modules import their rule modules, never
 the reverse, and this package imports nothing of the pipeline.
 
 Organization rules live outside the toolkit. An installed Python package adds rules through the entry-point
 group `gpupolicy.rules` (each entry point names a rule module, or a package whose modules are rules), with the
 same contract as the built-in modules; `all_rules()` holds them after the built-in ones. Their IDs carry an
-organization prefix (`ACME-NET001`, `ORG_RULE_ID`), which no built-in ID has, so they can never clash. A plugin
-that breaks the contract is refused and listed in `plugins().problems`. Declarative checks under
+organization prefix (`ACME-NET001`, `ORG_RULE_ID`), which no built-in ID has, so they can never clash. A
+plugin that breaks the contract is refused and listed in `plugins().problems`. Declarative checks under
 `policies/checks/` are repository content, not installed code: `orgchecks` reads them per repository.
 
 A plugin is trusted code, so it must come from the trusted side (decision 0061): an entry point of the
 toolkit's own distribution (which declares none: a pull request that adds one to `pyproject.toml` gets it
 installed by `make validate`'s editable install), or one whose module file or editable source lies inside a
 policy repository (a folder with clusters/ or pools/, as `reporoot` finds one), is refused before anything of
-it is imported, and listed in `plugins().problems` (CFG002, an error). Packages installed from an index into the
-environment keep working.
+it is imported, and listed in `plugins().problems` (CFG002, an error). Packages installed from an index into
+the environment keep working.
 """
 
 from __future__ import annotations
@@ -42,17 +43,31 @@ from ..findings import Finding, Severity
 from ..internal import describe
 
 PLUGIN_GROUP = "gpupolicy.rules"
-TOOLKIT_DISTRIBUTION = "gpupolicy"  # declares no plugin of its own: an entry point on it came from the checkout
+# declares no plugin of its own: an entry point on it came from the checkout
+TOOLKIT_DISTRIBUTION = "gpupolicy"
 # An organization rule's ID: its organization's prefix, a dash, then a built-in-style ID (ACME-NET001).
 ORG_RULE_ID = re.compile(r"^[A-Z][A-Z0-9]{1,15}-[A-Z]{1,12}[0-9]{1,4}$")
 ORG_CATEGORY = "Organization rules"
 
 CATEGORIES = {
-    "YAML": "Strict loading", "KUST": "Rendering", "SCHEMA": "Schemas", "CAP": "Capacity and quotas",
-    "MIG": "MIG layouts", "SHARE": "GPU sharing", "PRIO": "Priorities and preemption",
-    "SEC": "Security", "RBAC": "Access control", "UPG": "Upgrades", "OBS": "Observability",
-    "DOC": "Documentation", "POOL": "Pools", "SYNC": "GitOps sync", "WL": "Workload path",
-    "EXC": "Reviewed exceptions", "CFG": "Repository configuration", "IMP": "Imported clusters",
+    "YAML": "Strict loading",
+    "KUST": "Rendering",
+    "SCHEMA": "Schemas",
+    "CAP": "Capacity and quotas",
+    "MIG": "MIG layouts",
+    "SHARE": "GPU sharing",
+    "PRIO": "Priorities and preemption",
+    "SEC": "Security",
+    "RBAC": "Access control",
+    "UPG": "Upgrades",
+    "OBS": "Observability",
+    "DOC": "Documentation",
+    "POOL": "Pools",
+    "SYNC": "GitOps sync",
+    "WL": "Workload path",
+    "EXC": "Reviewed exceptions",
+    "CFG": "Repository configuration",
+    "IMP": "Imported clusters",
     "INTERNAL": "Toolkit faults",
 }
 
@@ -63,7 +78,8 @@ class Rule:
     severity: Severity
     summary: str
     doc: str
-    stage: str  # "rules" for check(fleet) rules; "load", "render", "schema" or "pipeline" when the pipeline reports it
+    # "rules" for check(fleet) rules; "load", "render", "schema" or "pipeline" when the pipeline reports it
+    stage: str
     check: Callable[..., Iterator[Finding]] | None
     module: str
     fleet_level: bool = False  # FLEET_LEVEL: its findings need every cluster; one shard of a split runs it
@@ -84,14 +100,22 @@ class Plugins:
     problems: list[str] = field(default_factory=list)  # a module that broke the contract (CFG002)
     broken: list[str] = field(default_factory=list)  # a module that did not import: its checks never ran
 
+
 def _rule_from(module: ModuleType) -> Rule:
     stage = getattr(module, "STAGE", "rules")
     check = getattr(module, "check", None)
     if stage == "rules" and check is None:
         raise TypeError(f"rule module {module.__name__} has no check()")
-    return Rule(id=module.ID, severity=module.SEVERITY, summary=module.SUMMARY,
-                doc=inspect.cleandoc(module.__doc__ or ""), stage=stage, check=check, module=module.__name__,
-                fleet_level=bool(getattr(module, "FLEET_LEVEL", False)))
+    return Rule(
+        id=module.ID,
+        severity=module.SEVERITY,
+        summary=module.SUMMARY,
+        doc=inspect.cleandoc(module.__doc__ or ""),
+        stage=stage,
+        check=check,
+        module=module.__name__,
+        fleet_level=bool(getattr(module, "FLEET_LEVEL", False)),
+    )
 
 
 @cache
@@ -116,8 +140,7 @@ def builtin_rules() -> dict[str, Rule]:
 
 def _sort_key(rule_id: str) -> tuple[str, int]:
     prefix = rule_id.rstrip("0123456789")
-    return prefix, int(rule_id[len(prefix):] or 0)
-
+    return prefix, int(rule_id[len(prefix) :] or 0)
 
 
 @cache
@@ -128,8 +151,10 @@ def plugins() -> Plugins:
         where = f"plugin {entry.name} ({entry.value})"
         untrusted = untrusted_origin(entry)
         if untrusted:
-            found.problems.append(f"{where} was not loaded: {untrusted}; only plugins installed into the "
-                                  "environment from a package index run (decision 0061)")
+            found.problems.append(
+                f"{where} was not loaded: {untrusted}; only plugins installed into the "
+                "environment from a package index run (decision 0061)"
+            )
             continue
         try:
             loaded = entry.load()
@@ -157,10 +182,16 @@ def untrusted_origin(entry: EntryPoint) -> str:
     dist = getattr(entry, "dist", None)
     name = (dist.metadata["Name"] or "") if dist is not None else ""
     if name.lower().replace("_", "-") == TOOLKIT_DISTRIBUTION:
-        return "it is declared by the toolkit's own distribution, which has no plugins (an edit of pyproject.toml)"
+        return (
+            "it is declared by the toolkit's own distribution, which has no plugins (an edit of "
+            "pyproject.toml)"
+        )
     editable = _editable_source(dist)
     if editable and _policy_repository_of(editable):
-        return f"its distribution is an editable install from the policy repository {_policy_repository_of(editable)}"
+        return (
+            "its distribution is an editable install from the policy repository "
+            f"{_policy_repository_of(editable)}"
+        )
     top = entry.value.partition(":")[0].strip().partition(".")[0]
     try:
         spec = importlib.util.find_spec(top)
@@ -187,7 +218,8 @@ def _editable_source(dist) -> Path | None:
 
 
 def _policy_repository_of(path: Path) -> Path | None:
-    """The policy repository (a folder with clusters/ or pools/, as reporoot.find_repo_root) holding `path`."""
+    """The policy repository (a folder with clusters/ or pools/, as reporoot.find_repo_root) holding
+    `path`."""
     try:
         path = path.resolve()
     except OSError:
@@ -215,8 +247,11 @@ def _rule_modules(module: ModuleType, where: str, found: Plugins) -> list[Module
 
 def _plugin_problem(rule: Rule, taken: dict[str, Rule]) -> str:
     if not isinstance(rule.id, str) or not ORG_RULE_ID.match(rule.id):
-        return (f"rule ID {rule.id!r} has no organization prefix (ACME-NET001): built-in IDs are the toolkit's, "
-                "and a plugin must not be able to shadow one")
+        return (
+            f"rule ID {rule.id!r} has no organization prefix (ACME-NET001): built-in IDs are the "
+            "toolkit's, "
+            "and a plugin must not be able to shadow one"
+        )
     if rule.id in taken:
         return f"rule {rule.id} is declared twice ({taken[rule.id].module}, {rule.module})"
     if rule.stage != "rules" or rule.check is None:

@@ -2,10 +2,10 @@
 
 ## Why it matters
 Kueue does not know how many GPUs exist: it admits workloads as long as they fit in the quota. When the
-ClusterQueues (and Cohorts) together guarantee more GPUs than the pool's nodes expose, the "guaranteed" quota is
-fiction: workloads are admitted and then sit Pending on nodes that are full, or preempt each other in a loop.
-What a pool exposes comes from `pool.yaml`: GPUs for an exclusive pool, GPUs x replicas when time-sliced,
-per-profile MIG instances x nodes for MIG.
+ClusterQueues (and Cohorts) together guarantee more GPUs than the pool's nodes expose, the "guaranteed" quota
+is fiction: workloads are admitted and then sit Pending on nodes that are full, or preempt each other in a
+loop. What a pool exposes comes from `pool.yaml`: GPUs for an exclusive pool, GPUs x replicas when
+time-sliced, per-profile MIG instances x nodes for MIG.
 
 ## Bad example
 ```yaml
@@ -49,18 +49,26 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 yield _finding(fleet, cluster.name, pool, resource, entries, total, exposed)
 
 
-def _finding(fleet: Fleet, cluster: str, pool, resource: str, entries: list[QuotaEntry], total: float,
-             exposed: int) -> Finding:
+def _finding(
+    fleet: Fleet, cluster: str, pool, resource: str, entries: list[QuotaEntry], total: float, exposed: int
+) -> Finding:
     contributors = [e for e in entries if e.quota.nominal > 0]
     largest = max(contributors, key=lambda e: e.quota.nominal)
     flavors = sorted({e.flavor for e in entries})
     parts = ", ".join(_part(e, len(flavors) > 1) for e in sorted(contributors, key=_by_size))
-    message = (f"nominal quota for {resource} on pool {pool.name} (flavor {', '.join(flavors)}) sums to "
-               f"{number(total)} across {len(contributors)} queue(s) ({parts}) but the pool exposes {exposed} "
-               f"({_hardware(pool)})")
-    return Finding(rule=ID, severity=SEVERITY, message=message, cluster=cluster,
-                   hint=f"lower the nominal quotas by {number(total - exposed)} in total, or add nodes to "
-                        f"{pool.path}", **at(largest.locate(fleet, "nominalQuota")))
+    message = (
+        f"nominal quota for {resource} on pool {pool.name} (flavor {', '.join(flavors)}) sums to "
+        f"{number(total)} across {len(contributors)} queue(s) ({parts}) but the pool exposes "
+        f"{exposed} ({_hardware(pool)})"
+    )
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=message,
+        cluster=cluster,
+        hint=f"lower the nominal quotas by {number(total - exposed)} in total, or add nodes to {pool.path}",
+        **at(largest.locate(fleet, "nominalQuota")),
+    )
 
 
 def _part(entry: QuotaEntry, name_flavor: bool) -> str:

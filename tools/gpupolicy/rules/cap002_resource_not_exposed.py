@@ -1,10 +1,10 @@
 """A quota is given on a GPU resource the flavor's pool does not expose.
 
 ## Why it matters
-A MIG pool in mixed strategy exposes one resource per profile (`nvidia.com/mig-1g.10gb`), not `nvidia.com/gpu`;
-an all-1g layout exposes no `nvidia.com/mig-2g.20gb`; a renamed time-sliced pool exposes `nvidia.com/gpu.shared`.
-Kueue happily admits a workload against such a quota, and its pods then wait forever for a device no node
-advertises.
+A MIG pool in mixed strategy exposes one resource per profile (`nvidia.com/mig-1g.10gb`), not
+`nvidia.com/gpu`; an all-1g layout exposes no `nvidia.com/mig-2g.20gb`; a renamed time-sliced pool exposes
+`nvidia.com/gpu.shared`. Kueue happily admits a workload against such a quota, and its pods then wait forever
+for a device no node advertises.
 
 ## Bad example
 ```yaml
@@ -43,19 +43,26 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 continue
             if resource in pool.capacity or entry.quota.nominal <= 0:
                 continue
-            exposed = ", ".join(f"{name} ({count})" for name, count in sorted(pool.capacity.items())) or "nothing"
+            exposed = (
+                ", ".join(f"{name} ({count})" for name, count in sorted(pool.capacity.items())) or "nothing"
+            )
             yield Finding(
-                rule=ID, severity=SEVERITY, cluster=cluster.name,
-                message=f"{entry.kind} {entry.owner} gives {number(entry.quota.nominal)} {resource} on flavor "
-                        f"{entry.flavor}, but pool {pool.name} ({_mode(pool)}) does not expose {resource}; "
-                        f"it exposes {exposed}",
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"{entry.kind} {entry.owner} gives {number(entry.quota.nominal)} {resource} on "
+                f"flavor {entry.flavor}, but pool {pool.name} ({_mode(pool)}) does not expose {resource}; "
+                f"it exposes {exposed}",
                 hint=f"use a resource the pool exposes, or change the pool in {pool.path}",
-                **at(entry.locate(fleet, "name")))
+                **at(entry.locate(fleet, "name")),
+            )
 
 
 def _mode(pool) -> str:
     if pool.mig_layout:
         return f"MIG layout {pool.mig_layout}, strategy {pool.mig_strategy}"
     if pool.time_slicing_replicas:
-        return f"time-sliced x{pool.time_slicing_replicas}" + (", renamed to .shared" if pool.rename_shared else "")
+        return f"time-sliced x{pool.time_slicing_replicas}" + (
+            ", renamed to .shared" if pool.rename_shared else ""
+        )
     return pool.sharing

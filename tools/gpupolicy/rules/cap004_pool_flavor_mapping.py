@@ -1,9 +1,9 @@
 """A pool has no ResourceFlavor, or several flavors select the same pool.
 
 ## Why it matters
-A pool no flavor selects is hardware no queue can use: paid-for GPUs that sit idle. Two flavors on one pool split
-its nodes between two quota accounts that both believe they own all of them: Kueue admits against both and the
-pods compete for the same devices.
+A pool no flavor selects is hardware no queue can use: paid-for GPUs that sit idle. Two flavors on one pool
+split its nodes between two quota accounts that both believe they own all of them: Kueue admits against both
+and the pods compete for the same devices.
 
 ## Bad example
 ```yaml
@@ -42,13 +42,25 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             flavors = flavors_of.get(pool.name, [])
             where = at(fleet.locate_file(pool.path, "spec", "nodeLabels"))
             if not flavors:
-                yield Finding(rule=ID, severity=Severity.WARNING, cluster=cluster.name,
-                              message=f"pool {pool.name} ({pool.gpus} {pool.gpu_model} GPUs) is selected by no "
-                                      "ResourceFlavor: no queue can use it",
-                              hint=f"add a ResourceFlavor with nodeLabels selecting {pool.name}, or remove the "
-                                   "pool's component from this cluster", **where)
+                yield Finding(
+                    rule=ID,
+                    severity=Severity.WARNING,
+                    cluster=cluster.name,
+                    message=f"pool {pool.name} ({pool.gpus} {pool.gpu_model} GPUs) is selected by "
+                    "no "
+                    "ResourceFlavor: no queue can use it",
+                    hint=f"add a ResourceFlavor with nodeLabels selecting {pool.name}, or remove "
+                    "the "
+                    "pool's component from this cluster",
+                    **where,
+                )
             elif len(flavors) > 1:
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"pool {pool.name} is selected by {len(flavors)} ResourceFlavors "
-                                      f"({', '.join(flavors)}): its capacity is promised twice",
-                              hint="keep one flavor per pool", **where)
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"pool {pool.name} is selected by {len(flavors)} ResourceFlavors "
+                    f"({', '.join(flavors)}): its capacity is promised twice",
+                    hint="keep one flavor per pool",
+                    **where,
+                )

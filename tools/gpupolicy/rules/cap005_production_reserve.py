@@ -3,8 +3,8 @@
 ## Why it matters
 Production inference is promised its nominal quota. Nodes fail and zones go down; when they do, the quota is
 still there but the GPUs are not, and production workloads wait behind a quota that no longer exists. The
-guaranteed quota of all `gpupolicy.io/tier: production` queues on a pool must fit in what the pool exposes after
-losing its largest failure domain: one node, and for a pool spread over several zones, its largest zone.
+guaranteed quota of all `gpupolicy.io/tier: production` queues on a pool must fit in what the pool exposes
+after losing its largest failure domain: one node, and for a pool spread over several zones, its largest zone.
 
 ## Bad example
 ```yaml
@@ -51,8 +51,13 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 continue
             for entry in queue_entries(queue):
                 pool = pool_of(cluster, entry.flavor)
-                if pool and is_nvidia_resource(entry.quota.name) and capacity_known(cluster, pool) \
-                        and entry.quota.name in pool.capacity and entry.quota.nominal > 0:
+                if (
+                    pool
+                    and is_nvidia_resource(entry.quota.name)
+                    and capacity_known(cluster, pool)
+                    and entry.quota.name in pool.capacity
+                    and entry.quota.nominal > 0
+                ):
                     demand[(pool.name, entry.quota.name)].append(entry)
                     pools[pool.name] = pool
         for (pool_name, resource), entries in sorted(demand.items()):
@@ -71,18 +76,26 @@ def failure_domains(pool: Pool) -> list[tuple[str, int]]:
     return domains
 
 
-def _check_pool(fleet: Fleet, cluster: str, pool: Pool, resource: str, entries: list[QuotaEntry]) -> Finding | None:
+def _check_pool(
+    fleet: Fleet, cluster: str, pool: Pool, resource: str, entries: list[QuotaEntry]
+) -> Finding | None:
     guaranteed = sum(e.quota.nominal for e in entries)
-    worst = min(((what, pool.capacity_without(lost).get(resource, 0)) for what, lost in failure_domains(pool)),
-                key=lambda item: item[1])
+    worst = min(
+        ((what, pool.capacity_without(lost).get(resource, 0)) for what, lost in failure_domains(pool)),
+        key=lambda item: item[1],
+    )
     what, left = worst
     if guaranteed <= left:
         return None
     largest = max(entries, key=lambda e: (e.quota.nominal, e.owner))
     queues = ", ".join(f"{e.owner} {number(e.quota.nominal)}" for e in sorted(entries, key=lambda e: e.owner))
     return Finding(
-        rule=ID, severity=SEVERITY, cluster=cluster,
-        message=f"production nominal quota for {resource} on pool {pool.name} is {number(guaranteed)} ({queues}) "
-                f"but after losing {what} the pool exposes {left} of {pool.capacity[resource]}",
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster,
+        message=f"production nominal quota for {resource} on pool {pool.name} is {number(guaranteed)} "
+        f"({queues}) but after losing {what} the pool exposes {left} of {pool.capacity[resource]}",
         hint=f"lower production nominal quota to {left} or less (borrow the rest through the cohort), or add "
-             f"nodes to {pool.path}", **at(largest.locate(fleet, "nominalQuota")))
+        f"nodes to {pool.path}",
+        **at(largest.locate(fleet, "nominalQuota")),
+    )

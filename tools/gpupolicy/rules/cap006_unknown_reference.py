@@ -2,8 +2,8 @@
 
 ## Why it matters
 Kueue accepts a ClusterQueue that names a missing ResourceFlavor; the queue just stays inactive
-(`FlavorNotFound`) and every workload in it waits, with nothing failing in the GitOps sync. A `cohortName` (or a
-Cohort's `parentName`) that names no Cohort object is legal (an implicit cohort), but when no other queue or
+(`FlavorNotFound`) and every workload in it waits, with nothing failing in the GitOps sync. A `cohortName` (or
+a Cohort's `parentName`) that names no Cohort object is legal (an implicit cohort), but when no other queue or
 cohort joins it, it is almost always a typo: the queue borrows from and lends to nobody.
 
 ## Bad example
@@ -46,11 +46,15 @@ def _unknown_flavors(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
             for f, flavor in enumerate(group.flavors):
                 if flavor.flavor in cluster.flavors:
                     continue
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{kind} {name} uses ResourceFlavor {flavor.flavor}, which does not exist "
-                                      f"in this cluster (flavors: {known}); the queue stays inactive",
-                              hint="fix the flavor name or include the pool component that defines it",
-                              **at(fleet.locate(obj, "spec", "resourceGroups", g, "flavors", f, "name")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{kind} {name} uses ResourceFlavor {flavor.flavor}, which does not "
+                    f"exist in this cluster (flavors: {known}); the queue stays inactive",
+                    hint="fix the flavor name or include the pool component that defines it",
+                    **at(fleet.locate(obj, "spec", "resourceGroups", g, "flavors", f, "name")),
+                )
 
 
 def _lonely_cohorts(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
@@ -67,9 +71,13 @@ def _lonely_cohorts(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
             continue
         kind, name, obj, field = refs[0]
         field_name = field if field in obj.spec else ("cohort" if field == "cohortName" else "parent")
-        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                      message=f"{kind} {name} joins cohort {cohort}, which no Cohort object defines and no other "
-                              f"queue joins: it can neither borrow nor lend (declared cohorts: "
-                              f"{', '.join(declared) or 'none'})",
-                      hint="fix the cohort name, or remove it if the queue should stand alone",
-                      **at(fleet.locate(obj, "spec", field_name)))
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            cluster=cluster.name,
+            message=f"{kind} {name} joins cohort {cohort}, which no Cohort object defines and no "
+            f"other queue joins: it can neither borrow nor lend (declared cohorts: "
+            f"{', '.join(declared) or 'none'})",
+            hint="fix the cohort name, or remove it if the queue should stand alone",
+            **at(fleet.locate(obj, "spec", field_name)),
+        )

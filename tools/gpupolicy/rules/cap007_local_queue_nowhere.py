@@ -34,10 +34,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for local in cluster.local_queues:
             message = _problem(cluster, local)
             if message:
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message,
-                              hint="point spec.clusterQueue at a ClusterQueue whose namespaceSelector selects "
-                                   f"namespace {local.namespace}",
-                              **at(fleet.locate(local.obj, "spec", "clusterQueue")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=message,
+                    hint="point spec.clusterQueue at a ClusterQueue whose namespaceSelector "
+                    "selects "
+                    f"namespace {local.namespace}",
+                    **at(fleet.locate(local.obj, "spec", "clusterQueue")),
+                )
 
 
 def _problem(cluster: Cluster, local: LocalQueue) -> str:
@@ -45,12 +51,17 @@ def _problem(cluster: Cluster, local: LocalQueue) -> str:
     queue = cluster.cluster_queues.get(local.cluster_queue)
     if queue is None:
         known = ", ".join(sorted(cluster.cluster_queues)) or "none"
-        return f"{where} points at ClusterQueue {local.cluster_queue or '(empty)'}, which does not exist " \
-               f"(ClusterQueues: {known}); its workloads stay pending"
+        return (
+            f"{where} points at ClusterQueue {local.cluster_queue or '(empty)'}, which does not exist "
+            f"(ClusterQueues: {known}); its workloads stay pending"
+        )
     labels = namespace_labels(cluster, local.namespace)
     if labels is None or queue.namespace_selector is None:
         return ""  # unknown namespace labels; a nil selector is CAP013's finding
     if not selector_matches(queue.namespace_selector, labels):
-        return f"{where} points at ClusterQueue {queue.name}, whose namespaceSelector does not select namespace " \
-               f"{local.namespace}; its workloads stay pending"
+        return (
+            f"{where} points at ClusterQueue {queue.name}, whose namespaceSelector does not select "
+            "namespace "
+            f"{local.namespace}; its workloads stay pending"
+        )
     return ""

@@ -1,8 +1,8 @@
 """Cohorts form a cycle through their parentName.
 
 ## Why it matters
-Kueue detects a cohort cycle only at runtime, and then disables every cohort in the cycle and every ClusterQueue
-under them until the cycle is removed: all those teams stop admitting work at once.
+Kueue detects a cohort cycle only at runtime, and then disables every cohort in the cycle and every
+ClusterQueue under them until the cycle is removed: all those teams stop admitting work at once.
 
 ## Bad example
 ```yaml
@@ -33,13 +33,19 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for cycle in cycles(cluster):
             first = cluster.cohorts[cycle[0]]
-            queues = sorted(n for n, cq in cluster.cluster_queues.items() if _reaches(cluster, cq.cohort, cycle))
+            queues = sorted(
+                n for n, cq in cluster.cluster_queues.items() if _reaches(cluster, cq.cohort, cycle)
+            )
             field = "parentName" if "parentName" in first.obj.spec else "parent"
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"cohorts form a cycle: {' -> '.join([*cycle, cycle[0]])}; Kueue disables them "
-                                  f"and their ClusterQueues ({', '.join(queues) or 'none'})",
-                          hint="remove parentName from the cohort that should be the root",
-                          **at(fleet.locate(first.obj, "spec", field)))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"cohorts form a cycle: {' -> '.join([*cycle, cycle[0]])}; Kueue disables "
+                f"them and their ClusterQueues ({', '.join(queues) or 'none'})",
+                hint="remove parentName from the cohort that should be the root",
+                **at(fleet.locate(first.obj, "spec", field)),
+            )
 
 
 def _reaches(cluster: Cluster, cohort: str, cycle: list[str]) -> bool:
@@ -63,7 +69,7 @@ def cycles(cluster: Cluster) -> list[list[str]]:
             path.append(current)
             current = cluster.cohorts[current].parent
         if current in path:
-            loop = path[path.index(current):]
+            loop = path[path.index(current) :]
             pivot = loop.index(min(loop))
             ordered = loop[pivot:] + loop[:pivot]
             found.setdefault(tuple(ordered), ordered)

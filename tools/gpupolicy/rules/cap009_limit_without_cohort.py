@@ -39,16 +39,24 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for entry in quota_entries(cluster):
             if _has_cohort(cluster, entry):
                 continue
-            for field, value in (("borrowingLimit", entry.quota.borrowing_limit),
-                                 ("lendingLimit", entry.quota.lending_limit)):
+            for field, value in (
+                ("borrowingLimit", entry.quota.borrowing_limit),
+                ("lendingLimit", entry.quota.lending_limit),
+            ):
                 if value is None:
                     continue
                 missing = "cohortName" if entry.kind == "ClusterQueue" else "parentName"
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{entry.kind} {entry.owner} sets {field} {number(value)} for "
-                                      f"{entry.quota.name} on flavor {entry.flavor} but has no {missing}; Kueue "
-                                      "rejects the object",
-                              hint=f"set {missing}, or remove {field}", **at(entry.locate(fleet, field)))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{entry.kind} {entry.owner} sets {field} {number(value)} for "
+                    f"{entry.quota.name} on flavor {entry.flavor} but has no {missing}; "
+                    "Kueue "
+                    "rejects the object",
+                    hint=f"set {missing}, or remove {field}",
+                    **at(entry.locate(fleet, field)),
+                )
 
 
 def _has_cohort(cluster, entry: QuotaEntry) -> bool:

@@ -33,11 +33,19 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for entry in quota_entries(cluster):
             quota = entry.quota
-            if entry.kind != "ClusterQueue" or quota.lending_limit is None or quota.lending_limit <= quota.nominal:
+            if (
+                entry.kind != "ClusterQueue"
+                or quota.lending_limit is None
+                or quota.lending_limit <= quota.nominal
+            ):
                 continue
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"ClusterQueue {entry.owner} lends up to {number(quota.lending_limit)} "
-                                  f"{quota.name} on flavor {entry.flavor} but its nominalQuota is only "
-                                  f"{number(quota.nominal)}; Kueue rejects the object",
-                          hint="lower lendingLimit to at most nominalQuota, or omit it",
-                          **at(entry.locate(fleet, "lendingLimit")))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"ClusterQueue {entry.owner} lends up to {number(quota.lending_limit)} "
+                f"{quota.name} on flavor {entry.flavor} but its nominalQuota is only "
+                f"{number(quota.nominal)}; Kueue rejects the object",
+                hint="lower lendingLimit to at most nominalQuota, or omit it",
+                **at(entry.locate(fleet, "lendingLimit")),
+            )

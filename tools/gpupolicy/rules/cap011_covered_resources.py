@@ -2,8 +2,8 @@
 
 ## Why it matters
 Kueue requires every flavor of a resource group to list exactly the group's `coveredResources`, in the same
-order (the CRD checks the count, the webhook the names). A mismatch makes the ClusterQueue fail to apply and the
-sync stop; a resource missing from `coveredResources` makes every workload requesting it inadmissible.
+order (the CRD checks the count, the webhook the names). A mismatch makes the ClusterQueue fail to apply and
+the sync stop; a resource missing from `coveredResources` makes every workload requesting it inadmissible.
 
 ## Bad example
 ```yaml
@@ -16,8 +16,8 @@ sync stop; a resource missing from `coveredResources` makes every workload reque
 ```
 
 ## Fix
-List each flavor's resources exactly as `coveredResources`, same names, same order (use `nominalQuota: 0` for a
-resource the flavor should not provide).
+List each flavor's resources exactly as `coveredResources`, same names, same order (use `nominalQuota: 0` for
+a resource the flavor should not provide).
 """
 
 from collections.abc import Iterator
@@ -40,10 +40,14 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                     listed = [q.name for q in flavor.resources]
                     if listed == covered:
                         continue
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  message=f"{kind} {owner}: flavor {flavor.flavor} lists resources "
-                                          f"[{', '.join(listed)}] but its resource group covers "
-                                          f"[{', '.join(covered)}] (same names, same order required)",
-                                  hint="list exactly the coveredResources, in order; use nominalQuota 0 for "
-                                       "a resource this flavor should not provide",
-                                  **at(fleet.locate(obj, "spec", "resourceGroups", g, "flavors", f, "resources")))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        message=f"{kind} {owner}: flavor {flavor.flavor} lists resources "
+                        f"[{', '.join(listed)}] but its resource group covers "
+                        f"[{', '.join(covered)}] (same names, same order required)",
+                        hint="list exactly the coveredResources, in order; use nominalQuota 0 for "
+                        "a resource this flavor should not provide",
+                        **at(fleet.locate(obj, "spec", "resourceGroups", g, "flavors", f, "resources")),
+                    )

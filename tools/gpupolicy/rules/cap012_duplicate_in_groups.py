@@ -2,8 +2,8 @@
 
 ## Why it matters
 Kueue's webhook rejects a resource covered by two resource groups, and a flavor used in two groups: the
-ClusterQueue fails to apply and the sync stops. Resource groups exist to say "these resources come together from
-one flavor"; a resource in two of them has no single answer.
+ClusterQueue fails to apply and the sync stops. Resource groups exist to say "these resources come together
+from one flavor"; a resource in two of them has no single answer.
 
 ## Bad example
 ```yaml
@@ -38,18 +38,42 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 for r, resource in enumerate(group.covered_resources):
                     first = seen_resources.setdefault(resource, g)
                     if first != g:
-                        yield _finding(fleet, cluster.name, kind, owner, "resource", resource, first, g,
-                                       fleet.locate(obj, "spec", "resourceGroups", g, "coveredResources", r))
+                        yield _finding(
+                            fleet,
+                            cluster.name,
+                            kind,
+                            owner,
+                            "resource",
+                            resource,
+                            first,
+                            g,
+                            fleet.locate(obj, "spec", "resourceGroups", g, "coveredResources", r),
+                        )
                 for f, flavor in enumerate(group.flavors):
                     first = seen_flavors.setdefault(flavor.flavor, g)
                     if first != g:
-                        yield _finding(fleet, cluster.name, kind, owner, "flavor", flavor.flavor, first, g,
-                                       fleet.locate(obj, "spec", "resourceGroups", g, "flavors", f, "name"))
+                        yield _finding(
+                            fleet,
+                            cluster.name,
+                            kind,
+                            owner,
+                            "flavor",
+                            flavor.flavor,
+                            first,
+                            g,
+                            fleet.locate(obj, "spec", "resourceGroups", g, "flavors", f, "name"),
+                        )
 
 
-def _finding(fleet: Fleet, cluster: str, kind: str, owner: str, what: str, name: str, first: int, again: int,
-             location) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, cluster=cluster,
-                   message=f"{kind} {owner}: {what} {name} is in resource group {first + 1} and again in group "
-                           f"{again + 1}; Kueue rejects the object",
-                   hint=f"keep {name} in one resource group", **at(location))
+def _finding(
+    fleet: Fleet, cluster: str, kind: str, owner: str, what: str, name: str, first: int, again: int, location
+) -> Finding:
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster,
+        message=f"{kind} {owner}: {what} {name} is in resource group {first + 1} and again in "
+        f"group {again + 1}; Kueue rejects the object",
+        hint=f"keep {name} in one resource group",
+        **at(location),
+    )

@@ -31,9 +31,18 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for name, queue in sorted(cluster.cluster_queues.items()):
             if queue.namespace_selector is not None:
                 continue
-            team = f"{{matchLabels: {{gpupolicy.io/team: {queue.team}}}}}" if queue.team else "{matchLabels: ...}"
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"ClusterQueue {name} has no namespaceSelector: Kueue admits no workload from "
-                                  "any namespace into it",
-                          hint=f"add namespaceSelector: {team} (use {{}} only to admit every namespace)",
-                          **at(fleet.locate(queue.obj, "spec")))
+            team = (
+                f"{{matchLabels: {{gpupolicy.io/team: {queue.team}}}}}"
+                if queue.team
+                else "{matchLabels: ...}"
+            )
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"ClusterQueue {name} has no namespaceSelector: Kueue admits no workload "
+                "from "
+                "any namespace into it",
+                hint=f"add namespaceSelector: {team} (use {{}} only to admit every namespace)",
+                **at(fleet.locate(queue.obj, "spec")),
+            )

@@ -2,8 +2,8 @@
 
 ## Why it matters
 A namespace labelled `gpupolicy.io/team` exists so that team can run GPU work through Kueue. If no
-ClusterQueue's `namespaceSelector` selects it (a label typo, a queue whose selector was narrowed), every job the
-team submits there stays suspended, with no error anywhere.
+ClusterQueue's `namespaceSelector` selects it (a label typo, a queue whose selector was narrowed), every job
+the team submits there stays suspended, with no error anywhere.
 
 ## Bad example
 ```yaml
@@ -37,8 +37,13 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 continue
             if queues_selecting(cluster, namespace_labels(cluster, name) or {}):
                 continue
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"namespace {name} (team {namespace.team}) is selected by no ClusterQueue's "
-                                  "namespaceSelector: its GPU jobs can never be admitted",
-                          hint=f"check the {TEAM_LABEL} label here and the team's ClusterQueue namespaceSelector",
-                          **at(fleet.locate(namespace.obj, "metadata", "labels", TEAM_LABEL)))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"namespace {name} (team {namespace.team}) is selected by no "
+                "ClusterQueue's "
+                "namespaceSelector: its GPU jobs can never be admitted",
+                hint=f"check the {TEAM_LABEL} label here and the team's ClusterQueue namespaceSelector",
+                **at(fleet.locate(namespace.obj, "metadata", "labels", TEAM_LABEL)),
+            )

@@ -2,14 +2,14 @@
 
 ## Why it matters
 Kueue admits a workload against the ClusterQueue's quota (nominal plus what it may borrow); the pods are then
-created in the team's namespace, where the core `ResourceQuota` has the last word. If `requests.nvidia.com/gpu`
-(or `requests.nvidia.com/mig-<profile>`) there is smaller, the admitted job's pods are rejected at creation:
-Kueue shows the job as admitted, holding quota, while nothing runs. Without any GPU ResourceQuota, pods that
-bypass Kueue (no queue label) take GPUs that Kueue believes are free.
+created in the team's namespace, where the core `ResourceQuota` has the last word. If
+`requests.nvidia.com/gpu` (or `requests.nvidia.com/mig-<profile>`) there is smaller, the admitted job's pods
+are rejected at creation: Kueue shows the job as admitted, holding quota, while nothing runs. Without any GPU
+ResourceQuota, pods that bypass Kueue (no queue label) take GPUs that Kueue believes are free.
 
-What a namespace can be admitted is the sum over the ClusterQueues selecting it of nominal quota plus borrowing:
-the `borrowingLimit`, or when unlimited everything the rest of the cohort tree can lend (other queues' nominal,
-capped by their `lendingLimit`, plus the cohorts' own quota).
+What a namespace can be admitted is the sum over the ClusterQueues selecting it of nominal quota plus
+borrowing: the `borrowingLimit`, or when unlimited everything the rest of the cohort tree can lend (other
+queues' nominal, capped by their `lendingLimit`, plus the cohorts' own quota).
 
 ## Bad example
 ```yaml
@@ -61,20 +61,28 @@ def _check_namespace(fleet: Fleet, cluster: Cluster, namespace: Namespace) -> It
         admitted = f"{number(amount)} ({', '.join(by_queue[resource])})"
         if not limits:
             if namespace.team:
-                yield Finding(rule=ID, severity=Severity.WARNING, cluster=cluster.name,
-                              message=f"team namespace {namespace.name} has no ResourceQuota on {key}; its queues "
-                                      f"admit {admitted}, and pods that bypass Kueue are not limited",
-                              hint=f"add a ResourceQuota with {key}: \"{number(amount)}\"",
-                              **at(fleet.locate(namespace.obj, "metadata", "name")))
+                yield Finding(
+                    rule=ID,
+                    severity=Severity.WARNING,
+                    cluster=cluster.name,
+                    message=f"team namespace {namespace.name} has no ResourceQuota on {key}; its "
+                    f"queues admit {admitted}, and pods that bypass Kueue are not limited",
+                    hint=f"add a ResourceQuota with {key}: \"{number(amount)}\"",
+                    **at(fleet.locate(namespace.obj, "metadata", "name")),
+                )
             continue
         hard, quota = min(limits, key=lambda item: item[0])
         if hard < amount:
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"ResourceQuota {namespace.name}/{quota.name} allows {key} {number(hard)} but "
-                                  f"the ClusterQueues selecting the namespace can admit {admitted}: admitted "
-                                  "jobs' pods would be rejected",
-                          hint=f"raise {key} to at least {number(amount)}, or lower the queues' quota/borrowing",
-                          **at(fleet.locate(quota.obj, "spec", "hard", key)))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"ResourceQuota {namespace.name}/{quota.name} allows {key} {number(hard)} "
+                f"but the ClusterQueues selecting the namespace can admit {admitted}: admitted "
+                "jobs' pods would be rejected",
+                hint=f"raise {key} to at least {number(amount)}, or lower the queues' quota/borrowing",
+                **at(fleet.locate(quota.obj, "spec", "hard", key)),
+            )
 
 
 def _hard(quota: NamespaceQuota, key: str) -> Decimal | None:

@@ -48,15 +48,26 @@ def _kueue_quotas(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Fi
         try:
             negative = parse_quantity(value) < 0
         except QuantityRangeError as exc:  # the model clamps it as Kueue does: without a finding it is lost
-            yield Finding(ID, SEVERITY, f"{obj.ref()}: {field}: {exc}; Kueue reads quotas as int64",
-                          cluster=cluster.name, hint=RANGE_HINT, **at(fleet.locate(obj, "spec", *path, field)))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"{obj.ref()}: {field}: {exc}; Kueue reads quotas as int64",
+                cluster=cluster.name,
+                hint=RANGE_HINT,
+                **at(fleet.locate(obj, "spec", *path, field)),
+            )
             continue
         except QuantityError:
             continue  # not a quantity at all: the schema reports it
         if negative:
-            yield Finding(ID, SEVERITY, f"{obj.ref()}: {field} {value} is negative; Kueue rejects it",
-                          cluster=cluster.name, hint="use 0 to give no quota",
-                          **at(fleet.locate(obj, "spec", *path, field)))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"{obj.ref()}: {field} {value} is negative; Kueue rejects it",
+                cluster=cluster.name,
+                hint="use 0 to give no quota",
+                **at(fleet.locate(obj, "spec", *path, field)),
+            )
 
 
 def _resource_quota(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
@@ -65,7 +76,13 @@ def _resource_quota(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[
         try:
             parse_quantity(value)
         except QuantityRangeError as exc:
-            yield Finding(ID, SEVERITY, f"{obj.ref()}: hard {name}: {exc}", cluster=cluster.name,
-                          hint=RANGE_HINT, **at(fleet.locate(obj, "spec", "hard", name)))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"{obj.ref()}: hard {name}: {exc}",
+                cluster=cluster.name,
+                hint=RANGE_HINT,
+                **at(fleet.locate(obj, "spec", "hard", name)),
+            )
         except QuantityError:
             continue  # not a quantity at all: the schema reports it

@@ -69,18 +69,30 @@ def _kueue_quotas(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Fi
     for path, resource, field, value in raw_quota_fields(obj.spec):
         problem = count_problem(value) if is_extended_resource(resource) else ""
         if problem:
-            yield Finding(ID, SEVERITY, f"{obj.ref()}: {field} of {resource}: {problem}; "
-                          f"{_consequence(value, 'Kueue admits only whole devices')}", cluster=cluster.name, hint=HINT,
-                          **at(fleet.locate(obj, "spec", *path, field)))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"{obj.ref()}: {field} of {resource}: {problem}; "
+                f"{_consequence(value, 'Kueue admits only whole devices')}",
+                cluster=cluster.name,
+                hint=HINT,
+                **at(fleet.locate(obj, "spec", *path, field)),
+            )
 
 
 def _resource_quota(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
     for name, value in hard_amounts(obj):
         problem = count_problem(value) if is_extended_resource(counted_resource(str(name))) else ""
         if problem:
-            yield Finding(ID, SEVERITY, f"{obj.ref()}: hard {name}: {problem}; "
-                          f"{_consequence(value, 'pods request whole devices, so the quota admits only the whole part')}", cluster=cluster.name, hint=HINT,
-                          **at(fleet.locate(obj, "spec", "hard", name)))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"{obj.ref()}: hard {name}: {problem}; "
+                + _consequence(value, "pods request whole devices, so the quota admits only the whole part"),
+                cluster=cluster.name,
+                hint=HINT,
+                **at(fleet.locate(obj, "spec", "hard", name)),
+            )
 
 
 def _limit_range(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Finding]:
@@ -91,9 +103,15 @@ def _limit_range(fleet: Fleet, cluster: Cluster, obj: K8sObject) -> Iterator[Fin
             for name, value in amounts.items() if isinstance(amounts, dict) else ():
                 problem = count_problem(value) if is_extended_resource(str(name)) else ""
                 if problem:
-                    yield Finding(ID, SEVERITY, f"{obj.ref()}: limits[{index}].{field} {name}: {problem}; "
-                                  f"{_consequence(value, 'the API server rejects the pods it applies to')}", cluster=cluster.name, hint=HINT,
-                                  **at(fleet.locate(obj, "spec", "limits", index, field, name)))
+                    yield Finding(
+                        ID,
+                        SEVERITY,
+                        f"{obj.ref()}: limits[{index}].{field} {name}: {problem}; "
+                        f"{_consequence(value, 'the API server rejects the pods it applies to')}",
+                        cluster=cluster.name,
+                        hint=HINT,
+                        **at(fleet.locate(obj, "spec", "limits", index, field, name)),
+                    )
 
 
 def _workload(fleet: Fleet, workload: Workload) -> Iterator[Finding]:
@@ -106,8 +124,13 @@ def _workload(fleet: Fleet, workload: Workload) -> Iterator[Finding]:
                     problem = count_problem(value) if is_extended_resource(str(name)) else ""
                     if problem:
                         where = workload.locate(fleet, *spec_path, kind, index, "resources", section, name)
-                        yield Finding(ID, SEVERITY, f"{workload.ref()}: container {container.get('name', index)} "
-                                      f"{section} {name}: {problem}; "
-                                      f"{_consequence(value, 'the API server requires a whole number')}",
-                                      cluster=workload.cluster.name if workload.cluster else "", hint=HINT,
-                                      **at(where))
+                        yield Finding(
+                            ID,
+                            SEVERITY,
+                            f"{workload.ref()}: container "
+                            f"{container.get('name', index)} {section} {name}: {problem}; "
+                            f"{_consequence(value, 'the API server requires a whole number')}",
+                            cluster=workload.cluster.name if workload.cluster else "",
+                            hint=HINT,
+                            **at(where),
+                        )

@@ -1,4 +1,5 @@
-'''The repository configuration (`gpupolicy.yaml`) is malformed, names an unknown rule, or silences a protected one.
+'''The repository configuration (`gpupolicy.yaml`) is malformed, names an unknown rule, or silences a
+protected one.
 
 ## Why it matters
 `gpupolicy.yaml` changes what every pull request is held to: a severity raised or lowered, a rule switched off
@@ -6,8 +7,8 @@ under some folders. A typo in a rule ID would silently configure nothing, and a 
 INTERNAL (a check that crashed) or the reviewed-exception rules (EXC) would let a run pass without doing its
 job or turn an expired exception into a quiet one. The security rules (SEC, RBAC and the trust-boundary rules
 KUST001, KUST002, KUST009, YAML008) are protected the same way (`protection.py`, decision 0062). So a
-configuration with any such problem is an error at its line, and none of it is applied until it is fixed: half a
-configuration is a policy nobody wrote.
+configuration with any such problem is an error at its line, and none of it is applied until it is fixed: half
+a configuration is a policy nobody wrote.
 
 ## Bad example
 ```yaml

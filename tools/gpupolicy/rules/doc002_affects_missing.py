@@ -41,6 +41,7 @@ ID = "DOC002"
 SEVERITY = Severity.ERROR
 SUMMARY = "Decision record affects a path that does not exist, or one cluster, pool or team"
 
+
 def check(fleet: Fleet) -> Iterator[Finding]:
     for decision in decision_log(fleet):
         value = decision.meta.get("affects")
@@ -66,12 +67,19 @@ def _problem(affected_paths: dict[str, bool], written: str) -> str:
     if instance:
         folder, name = instance
         kind = PurePosixPath(written).as_posix().replace(f"{folder}/{name}", f"{folder}/*", 1)
-        return (f"{written!r} names one instance of {folder}/ ({name}), which a fork replaces: "
-                f"write the kind, {kind!r}")
+        return (
+            f"{written!r} names one instance of {folder}/ ({name}), which a fork replaces: "
+            f"write the kind, {kind!r}"
+        )
     return ""
 
 
 def _finding(decision: Decision, index: int, problem: str) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, message=f"{decision.name}: affects {problem}",
-                   path=decision.path, line=decision.line_of("affects", index),
-                   hint="fix the path, or drop it when the decision no longer governs it")
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=f"{decision.name}: affects {problem}",
+        path=decision.path,
+        line=decision.line_of("affects", index),
+        hint="fix the path, or drop it when the decision no longer governs it",
+    )

@@ -59,33 +59,50 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         if decision.status == "superseded":
             yield from _successor(decision, by_number)
         elif SUPERSEDED_BY in decision.meta:
-            yield _finding(decision, f"names a successor ({SUPERSEDED_BY}: {decision.superseded_by}) but its "
-                           f"status is {decision.status or 'missing'}", decision.line_of(SUPERSEDED_BY),
-                           "set status: superseded, or remove superseded-by")
+            yield _finding(
+                decision,
+                f"names a successor ({SUPERSEDED_BY}: {decision.superseded_by}) but its "
+                f"status is {decision.status or 'missing'}",
+                decision.line_of(SUPERSEDED_BY),
+                "set status: superseded, or remove superseded-by",
+            )
 
 
 def _successor(decision: Decision, by_number: dict[str, Decision]) -> Iterator[Finding]:
     written = decision.superseded_by
     if not written:
-        yield _finding(decision, f"status is superseded but no {SUPERSEDED_BY} names the successor",
-                       decision.line_of("status"), f'add {SUPERSEDED_BY}: "NNNN" (the number of the new record)')
+        yield _finding(
+            decision,
+            f"status is superseded but no {SUPERSEDED_BY} names the successor",
+            decision.line_of("status"),
+            f'add {SUPERSEDED_BY}: "NNNN" (the number of the new record)',
+        )
         return
     if not RECORD_NUMBER.match(written):
-        yield _finding(decision, f"{SUPERSEDED_BY} {written!r} is not a record number",
-                       decision.line_of(SUPERSEDED_BY), f'write the successor\'s four-digit number, e.g. '
-                       f'{SUPERSEDED_BY}: "0016"')
+        yield _finding(
+            decision,
+            f"{SUPERSEDED_BY} {written!r} is not a record number",
+            decision.line_of(SUPERSEDED_BY),
+            f'write the successor\'s four-digit number, e.g. {SUPERSEDED_BY}: "0016"',
+        )
         return
     number = written.zfill(4)
     successor = by_number.get(number)
     if successor is None:
-        yield _finding(decision, f"{SUPERSEDED_BY} {number} names no record in docs/decisions/",
-                       decision.line_of(SUPERSEDED_BY))
+        yield _finding(
+            decision,
+            f"{SUPERSEDED_BY} {number} names no record in docs/decisions/",
+            decision.line_of(SUPERSEDED_BY),
+        )
     elif successor is decision:
         yield _finding(decision, "a record cannot supersede itself", decision.line_of(SUPERSEDED_BY))
     elif not _links_to(decision, successor):
-        yield _finding(decision, f"the text does not link its successor {successor.name}",
-                       decision.title_line or decision.body_line,
-                       f"add a line such as: Superseded by [{successor.number}: {successor.title}]({successor.name}).")
+        yield _finding(
+            decision,
+            f"the text does not link its successor {successor.name}",
+            decision.title_line or decision.body_line,
+            f"add a line such as: Superseded by [{successor.number}: {successor.title}]({successor.name}).",
+        )
 
 
 def _links_to(decision: Decision, successor: Decision) -> bool:
@@ -97,5 +114,11 @@ def _links_to(decision: Decision, successor: Decision) -> bool:
 
 
 def _finding(decision: Decision, message: str, line: int, hint: str = "") -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, message=f"{decision.name}: {message}", path=decision.path,
-                   line=line or 1, hint=hint)
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=f"{decision.name}: {message}",
+        path=decision.path,
+        line=line or 1,
+        hint=hint,
+    )

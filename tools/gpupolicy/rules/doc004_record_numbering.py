@@ -37,26 +37,50 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     first_with: dict[str, Decision] = {}
     for decision in decision_log(fleet):
         if not RECORD_NAME.match(decision.name):
-            yield _finding(decision, f"file name {decision.name!r} is not NNNN-slug.md (four digits, a hyphen, a "
-                           "lower-case hyphenated slug)", 1, "rename it, e.g. 0017-render-cache.md")
+            yield _finding(
+                decision,
+                f"file name {decision.name!r} is not NNNN-slug.md (four digits, a "
+                "hyphen, a "
+                "lower-case hyphenated slug)",
+                1,
+                "rename it, e.g. 0017-render-cache.md",
+            )
         if decision.number is None:
             continue
         earlier = first_with.setdefault(decision.number, decision)
         if earlier is not decision:
-            yield _finding(decision, f"number {decision.number} is already used by {earlier.name}", 1,
-                           "give this record the next free number")
+            yield _finding(
+                decision,
+                f"number {decision.number} is already used by {earlier.name}",
+                1,
+                "give this record the next free number",
+            )
         yield from _title(decision)
 
 
 def _title(decision: Decision) -> Iterator[Finding]:
     if not decision.title_line:
-        yield _finding(decision, "the record has no title heading (`# NNNN: Title`)", decision.body_line,
-                       f"add `# {decision.number}: <the decision in a few words>` below the front matter")
+        yield _finding(
+            decision,
+            "the record has no title heading (`# NNNN: Title`)",
+            decision.body_line,
+            f"add `# {decision.number}: <the decision in a few words>` below the front matter",
+        )
     elif decision.title_number is not None and decision.title_number.zfill(4) != decision.number:
-        yield _finding(decision, f"the title says {decision.title_number} but the file is number {decision.number}",
-                       decision.title_line, f"write `# {decision.number}: {decision.title}`")
+        yield _finding(
+            decision,
+            f"the title says {decision.title_number} but the file is number {decision.number}",
+            decision.title_line,
+            f"write `# {decision.number}: {decision.title}`",
+        )
 
 
 def _finding(decision: Decision, message: str, line: int, hint: str = "") -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, message=f"{decision.name}: {message}", path=decision.path,
-                   line=line or 1, hint=hint)
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=f"{decision.name}: {message}",
+        path=decision.path,
+        line=line or 1,
+        hint=hint,
+    )

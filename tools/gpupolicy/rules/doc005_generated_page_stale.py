@@ -46,8 +46,11 @@ _SAYS = {
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for rel, state in sorted((fleet.page_drift or {}).items()):
-        yield finding(f"{rel} {_SAYS.get(state, state)}", rel,
-                      hint="run `gpupolicy docs` and commit the pages it writes (or removes)")
+        yield finding(
+            f"{rel} {_SAYS.get(state, state)}",
+            rel,
+            hint="run `gpupolicy docs` and commit the pages it writes (or removes)",
+        )
 
 
 def finding(message: str, path: str, hint: str = "") -> Finding:

@@ -50,8 +50,14 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             continue  # refused or unreadable: the loader reported the file
         for first_key, expected in sorted(documents.items()):
             for stale in stale_lines(text, first_key, expected):
-                yield Finding(rule=ID, severity=SEVERITY, path=path, line=stale.line, hint=HINT,
-                              message=_message(stale.found, stale.expected))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    path=path,
+                    line=stale.line,
+                    hint=HINT,
+                    message=_message(stale.found, stale.expected),
+                )
 
 
 def _message(found: str, expected: str) -> str:

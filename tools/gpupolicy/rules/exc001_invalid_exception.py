@@ -5,8 +5,8 @@ An exception says that a finding is known and accepted: for a reason, by an owne
 reason nobody can judge it later, without the owner nobody answers for it, and without the date it never comes
 back for review, so each of the three is required. An exception for a rule that does not exist (a typo) would
 silently accept nothing, and one for a protected rule (a crash, the CFG and EXC rules, the security rules SEC
-and RBAC and the trust-boundary rules; decision 0062) must never be accepted. Such an exception is an error and
-waives no finding.
+and RBAC and the trust-boundary rules; decision 0062) must never be accepted. Such an exception is an error
+and waives no finding.
 
 ## Bad example
 ```yaml
@@ -47,5 +47,11 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for problem in waivers_of(fleet).problems:
         if problem.bound:  # EXC004's
             continue
-        yield Finding(rule=ID, severity=SEVERITY, message=problem.message, path=problem.location.path,
-                      line=problem.location.line, hint=problem.hint)
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            message=problem.message,
+            path=problem.location.path,
+            line=problem.location.line,
+            hint=problem.hint,
+        )

@@ -2,9 +2,9 @@
 
 ## Why it matters
 An exception's `expires` date is when the accepted risk must be looked at again. After that day the exception
-accepts nothing (its finding shows again) and this error fails the build, so an exception cannot quietly outlive
-the reason it was granted for. The date is inclusive: an exception expiring 2027-03-31 holds through that day
-(UTC).
+accepts nothing (its finding shows again) and this error fails the build, so an exception cannot quietly
+outlive the reason it was granted for. The date is inclusive: an exception expiring 2027-03-31 holds through
+that day (UTC).
 
 ## Bad example
 ```yaml
@@ -36,7 +36,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     on = waivers.today()  # looked up on the module, so a test can fix the day
     for waiver in waivers_of(fleet).waivers:
         if waiver.expired(on):
-            yield Finding(rule=ID, severity=SEVERITY, path=waiver.source.path, line=waiver.source.line,
-                          message=f"exception for {waiver.rule} ({waiver.selector}, owner {waiver.owner}) expired on "
-                                  f"{waiver.expires.isoformat()}; its findings are reported again",
-                          hint="fix the finding and delete the exception, or review it and set a new expires date")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                path=waiver.source.path,
+                line=waiver.source.line,
+                message=f"exception for {waiver.rule} ({waiver.selector}, owner {waiver.owner}) "
+                f"expired on {waiver.expires.isoformat()}; its findings are reported again",
+                hint="fix the finding and delete the exception, or review it and set a new expires date",
+            )

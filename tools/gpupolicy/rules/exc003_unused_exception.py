@@ -1,9 +1,10 @@
 '''A reviewed exception accepts no finding: what it was for is gone, or its selector has a typo.
 
 ## Why it matters
-An exception that matches nothing is noise at best; at worst its selector is wrong (a misspelled path or object)
-and the finding it was meant for fails the build anyway, or it waits to accept a future finding nobody reviewed.
-This is reported only by a run over every cluster: a run over some clusters does not see every finding.
+An exception that matches nothing is noise at best; at worst its selector is wrong (a misspelled path or
+object) and the finding it was meant for fails the build anyway, or it waits to accept a future finding nobody
+reviewed. This is reported only by a run over every cluster: a run over some clusters does not see every
+finding.
 
 ## Bad example
 ```yaml
@@ -34,6 +35,11 @@ STAGE = "pipeline"  # the pipeline knows which exceptions accepted something (wa
 
 
 def finding(waiver: Waiver) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, path=waiver.source.path, line=waiver.source.line,
-                   message=f"exception for {waiver.rule} ({waiver.selector}) accepts no finding",
-                   hint="delete it if its finding is fixed, or correct its selector")
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        path=waiver.source.path,
+        line=waiver.source.line,
+        message=f"exception for {waiver.rule} ({waiver.selector}) accepts no finding",
+        hint="delete it if its finding is fixed, or correct its selector",
+    )

@@ -1,4 +1,5 @@
-'''A reviewed exception is wider, longer or owned by someone other than the guardrail allows, so it accepts nothing.
+'''A reviewed exception is wider, longer or owned by someone other than the guardrail allows, so it accepts
+nothing.
 
 ## Why it matters
 An exception is a reviewed hole in the guardrail; its size is the risk. `path: "**"` accepts a rule's findings
@@ -46,5 +47,11 @@ SUMMARY = "Reviewed exception unbounded: glob too wide, expiry too far, or owner
 def check(fleet: Fleet) -> Iterator[Finding]:
     for problem in waivers_of(fleet).problems:
         if problem.bound:
-            yield Finding(rule=ID, severity=SEVERITY, message=problem.message, path=problem.location.path,
-                          line=problem.location.line, hint=problem.hint)
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                message=problem.message,
+                path=problem.location.path,
+                line=problem.location.line,
+                hint=problem.hint,
+            )

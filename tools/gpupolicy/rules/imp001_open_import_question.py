@@ -13,8 +13,8 @@ quotas) is not one either.
 # imports/acme-east/questions.yaml
 questions:
   - path: clusters/acme-east/queues/inference.yaml
-    line: 1
-    question: "which tier is ClusterQueue inference? counted as production in the migration plan; set the gpupolicy.io/tier label"
+    line: 1 question: "which tier is ClusterQueue inference? counted as production in the migration plan; set
+    the gpupolicy.io/tier label"
 ```
 
 ## Fix
@@ -51,13 +51,21 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             yield Finding(ID, SEVERITY, f"not read: {exc}", rel, 1, cluster)
             continue
         if not loaded.ok:  # the strict loader's own finding (syntax, duplicate key, alias bomb)
-            yield Finding(ID, SEVERITY, f"cannot read the questions: {loaded.findings[0].message}", rel,
-                          loaded.findings[0].line, cluster)
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"cannot read the questions: {loaded.findings[0].message}",
+                rel,
+                loaded.findings[0].line,
+                cluster,
+            )
             continue
         data = loaded.documents[0].data if loaded.documents else None
         entries = data.get("questions") if isinstance(data, dict) else None
         if not isinstance(entries, list):
-            yield Finding(ID, SEVERITY, "not a list of questions: `questions:` must be a list", rel, 1, cluster)
+            yield Finding(
+                ID, SEVERITY, "not a list of questions: `questions:` must be a list", rel, 1, cluster
+            )
             continue
         for entry in entries:
             if not isinstance(entry, dict) or not entry.get("path") or not entry.get("question"):
@@ -66,11 +74,18 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             try:  # a finding names a file of the repository, never one a questions file points outside
                 where = repopath.normalize("", str(entry["path"]))
             except repopath.Refused as exc:
-                yield Finding(ID, SEVERITY, f"an entry names a path outside the repository: {exc}", rel, 1,
-                              cluster)
+                yield Finding(
+                    ID, SEVERITY, f"an entry names a path outside the repository: {exc}", rel, 1, cluster
+                )
                 continue
             line = entry.get("line") if isinstance(entry.get("line"), int) else 1
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster, path=where, line=line,
-                          message=f"open question: {entry['question']}",
-                          hint=f"answer it in the file, then delete its `# QUESTION(import):` line and its entry "
-                               f"in {rel}")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster,
+                path=where,
+                line=line,
+                message=f"open question: {entry['question']}",
+                hint=f"answer it in the file, then delete its `# QUESTION(import):` line and its "
+                f"entry in {rel}",
+            )

@@ -3,12 +3,12 @@
 ## Why it matters
 `gpupolicy import` writes `imports/<cluster>/migration-plan.yaml`: the nodes to drain and return under GPU
 Operator management, one at a time. While a node is out, its pool's remaining nodes must still expose the
-nominal quota of the pool's production queues (as UPG008 requires of an upgrade's drain), and, to keep CAP005's
-reserve, still do so if one more node fails. The plan was computed from the snapshot; this rule checks it again
-against the repository as it is now (a quota raised, a tier answered, a node added), so a plan that has gone
-stale fails validate. A queue without a `gpupolicy.io/tier` label counts as production, as in the plan, until its
-question (IMP001) is answered. A step naming a pool or cluster the repository does not have, or a plan that takes
-more than one node out at a time, is refused.
+nominal quota of the pool's production queues (as UPG008 requires of an upgrade's drain), and, to keep
+CAP005's reserve, still do so if one more node fails. The plan was computed from the snapshot; this rule
+checks it again against the repository as it is now (a quota raised, a tier answered, a node added), so a plan
+that has gone stale fails validate. A queue without a `gpupolicy.io/tier` label counts as production, as in
+the plan, until its question (IMP001) is answered. A step naming a pool or cluster the repository does not
+have, or a plan that takes more than one node out at a time, is refused.
 
 ## Bad example
 ```yaml
@@ -69,19 +69,40 @@ def _check_plan(fleet: Fleet, rel: str, text: str, plan: object) -> Iterator[Fin
     cluster = fleet.clusters.get(name)
     if cluster is None:
         if name not in fleet.repository_clusters:
-            yield Finding(ID, SEVERITY, f"spec.cluster {name!r}: no such cluster in clusters/", rel, _line(text, "cluster:"))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"spec.cluster {name!r}: no such cluster in clusters/",
+                rel,
+                _line(text, "cluster:"),
+            )
         return  # a cluster this run does not cover (validate --cluster): checked where it is
     if spec.get("maxNodesOut") != 1:
-        yield Finding(ID, SEVERITY, f"maxNodesOut {spec.get('maxNodesOut')!r}: the plan takes one node out at a "
-                      "time (the checks below assume it)", rel, _line(text, "maxNodesOut:"), name)
+        yield Finding(
+            ID,
+            SEVERITY,
+            f"maxNodesOut {spec.get('maxNodesOut')!r}: the plan takes one node out "
+            "at a "
+            "time (the checks below assume it)",
+            rel,
+            _line(text, "maxNodesOut:"),
+            name,
+        )
     pools = {p.name: p for p in cluster.pools}
     for number, step in enumerate(spec["steps"], 1):
         node = step.get("node", "?") if isinstance(step, dict) else "?"
         line = _line(text, f"- node: {node}")
         pool = pools.get(step.get("pool", "") if isinstance(step, dict) else "")
         if pool is None:
-            yield Finding(ID, SEVERITY, f"step {number} ({node}): pool {step.get('pool') if isinstance(step, dict) else '?'!r} "
-                          f"is not a pool of {name}", rel, line, name)
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"step {number} ({node}): pool "
+                f"{step.get('pool') if isinstance(step, dict) else '?'!r} is not a pool of {name}",
+                rel,
+                line,
+                name,
+            )
             continue
         if not capacity_known(cluster, pool):
             continue  # MIG004 reports the missing layout
@@ -90,13 +111,27 @@ def _check_plan(fleet: Fleet, rel: str, text: str, plan: object) -> Iterator[Fin
         short = {r: (during.get(r, 0), n) for r, n in need.items() if during.get(r, 0) < n}
         thin = {r: (reserve.get(r, 0), n) for r, n in need.items() if reserve.get(r, 0) < n}
         if short:
-            yield Finding(ID, SEVERITY, f"step {number} drains {node} of pool {pool.name}: production short while it "
-                          f"is out ({_gaps(short)})", rel, line, name,
-                          hint="lower the production queues' nominal quota on the pool or add a node first")
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"step {number} drains {node} of pool {pool.name}: production short "
+                f"while it is out ({_gaps(short)})",
+                rel,
+                line,
+                name,
+                hint="lower the production queues' nominal quota on the pool or add a node first",
+            )
         elif thin:
-            yield Finding(ID, Severity.WARNING, f"step {number} drains {node} of pool {pool.name}: CAP005's reserve is "
-                          f"gone while it is out, one more node lost leaves {_gaps(thin)}", rel, line, name,
-                          hint="run the step when the pool can lose a node (a quiet hour, a spare node added)")
+            yield Finding(
+                ID,
+                Severity.WARNING,
+                f"step {number} drains {node} of pool {pool.name}: CAP005's "
+                f"reserve is gone while it is out, one more node lost leaves {_gaps(thin)}",
+                rel,
+                line,
+                name,
+                hint="run the step when the pool can lose a node (a quiet hour, a spare node added)",
+            )
 
 
 def _production_need(cluster, pool) -> dict[str, float]:

@@ -1,12 +1,13 @@
 """A kustomization reaches the network.
 
 ## Why it matters
-A remote `resources:` entry (a URL or git reference) or `helmCharts:` makes rendering depend on the network and on
-a third party's repository at sync time: what was reviewed is not what is applied. kustomize tries to read an
-entry as a git repository *before* it looks for a local folder of that name, so every form its repo-spec parser
-accepts is refused here, a local folder of the same name notwithstanding: `git::` with any scheme, `ssh://`,
-`https://`, `http://`, `file://`, scp-style `user@host:org/repo.git`, `github.com/...` and `github.com:...`, and
-anything with a `?ref=` query. kubectl also runs with no `git`, `ssh`, proxy or git configuration to use.
+A remote `resources:` entry (a URL or git reference) or `helmCharts:` makes rendering depend on the network
+and on a third party's repository at sync time: what was reviewed is not what is applied. kustomize tries to
+read an entry as a git repository *before* it looks for a local folder of that name, so every form its
+repo-spec parser accepts is refused here, a local folder of the same name notwithstanding: `git::` with any
+scheme, `ssh://`, `https://`, `http://`, `file://`, scp-style `user@host:org/repo.git`, `github.com/...` and
+`github.com:...`, and anything with a `?ref=` query. kubectl also runs with no `git`, `ssh`, proxy or git
+configuration to use.
 
 ## Bad example
 ```yaml

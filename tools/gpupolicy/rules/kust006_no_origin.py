@@ -1,8 +1,8 @@
 """A cluster overlay does not record origin annotations.
 
 ## Why it matters
-Without `buildMetadata: [originAnnotations]` rendered objects do not say which file they came from, so findings
-cannot point at a file and line.
+Without `buildMetadata: [originAnnotations]` rendered objects do not say which file they came from, so
+findings cannot point at a file and line.
 
 ## Bad example
 ```yaml

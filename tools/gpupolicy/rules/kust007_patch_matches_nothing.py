@@ -2,10 +2,11 @@
 
 ## Why it matters
 kubectl kustomize applies a JSON6902 patch (in `patches:` with a `target`, or in `patchesJson6902`) or a
-targeted strategic-merge patch to every object its target selects, and when the target selects nothing it
-says nothing and renders the objects unpatched (observed with the pinned kubectl 1.37.1, kustomize v5.8.1: exit 0,
-empty stderr; `tests/rules/KUST007/bad` renders such a patch). A quota cut, a taint or a priority change that was reviewed as
-part of the pull request is then silently not deployed, typically after the object was renamed.
+targeted strategic-merge patch to every object its target selects, and when the target selects nothing it says
+nothing and renders the objects unpatched (observed with the pinned kubectl 1.37.1, kustomize v5.8.1: exit 0,
+empty stderr; `tests/rules/KUST007/bad` renders such a patch). A quota cut, a taint or a priority change that
+was reviewed as part of the pull request is then silently not deployed, typically after the object was
+renamed.
 
 A patch of a kustomization several clusters include (a shared Component, such as a sync engine's) is dead
 only if it selects nothing in every one of them: the Argo CD component's patch for the GPU Operator's

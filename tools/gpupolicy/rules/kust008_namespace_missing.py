@@ -1,23 +1,26 @@
 """An object renders into a namespace that will not exist in its cluster.
 
 ## Why it matters
-A namespaced object can only be created in an existing namespace: the API server answers
-`namespaces "nlp" not found`, and Flux or Argo CD stop the sync there. When a cluster overlay includes a team's
-LocalQueue, ResourceQuota and RoleBindings but not its Namespace (a forgotten `namespace.yaml`, a misspelled
-`metadata.namespace`), every other check passes, because each object is valid on its own; only the apply fails.
+A namespaced object can only be created in an existing namespace: the API server answers `namespaces "nlp" not
+found`, and Flux or Argo CD stop the sync there. When a cluster overlay includes a team's LocalQueue,
+ResourceQuota and RoleBindings but not its Namespace (a forgotten `namespace.yaml`, a misspelled
+`metadata.namespace`), every other check passes, because each object is valid on its own; only the apply
+fails.
 
 A namespace exists when the cluster renders it as a Namespace, or when the platform creates it outside this
 repository:
 - `default`, `kube-system`, `kube-public` and `kube-node-lease`: the API server creates them itself
-  (kubernetes/kubernetes pkg/controlplane/controller/systemnamespaces, run with `kube-system`, `kube-public` and
-  `kube-node-lease`; the `kubernetesservice` controller creates `default`);
+  (kubernetes/kubernetes pkg/controlplane/controller/systemnamespaces, run with `kube-system`, `kube-public`
+  and `kube-node-lease`; the `kubernetesservice` controller creates `default`);
 - the sync engine's own namespace, by its installation (docs/operations/sync.md): `flux-system` (`flux
   bootstrap`) on Flux clusters, `argocd` on Argo CD clusters;
-- `monitoring`: the Prometheus Operator stack is installed there before this repository's alerts and dashboards
+- `monitoring`: the Prometheus Operator stack is installed there before this repository's alerts and
+  dashboards
   (a prerequisite of policies/observability/).
 
-The GPU Operator's and Kueue's namespaces are not in the list: their charts install into an existing namespace,
-and this repository renders `gpu-operator` and `kueue-system` (policies/gpu-operator, policies/kueue).
+The GPU Operator's and Kueue's namespaces are not in the list: their charts install into an existing
+namespace, and this repository renders `gpu-operator` and `kueue-system` (policies/gpu-operator,
+policies/kueue).
 
 ## Bad example
 ```yaml
@@ -47,15 +50,35 @@ SUMMARY = "An object renders into a namespace its cluster neither renders nor ge
 KUBERNETES_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYNC_ENGINE_NAMESPACES = {"flux": "flux-system", "argocd": "argocd"}
 PREREQUISITE_NAMESPACES = ("monitoring",)
-# Cluster-scoped kinds ignore metadata.namespace (a kustomize `namespace:` may set it on kinds it does not know):
-# the core and admission kinds, and those of the CRDs this repository uses (Kueue, GPU Operator).
+# Cluster-scoped kinds ignore metadata.namespace (a kustomize `namespace:` may set it on kinds it does not
+# know): the core and admission kinds, and those of the CRDs this repository uses (Kueue, GPU Operator).
 CLUSTER_SCOPED_KINDS = {
-    "Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "StorageClass",
-    "RuntimeClass", "IngressClass", "CSIDriver", "CustomResourceDefinition", "APIService",
-    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
-    "MutatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
-    "ClusterQueue", "ResourceFlavor", "Cohort", "WorkloadPriorityClass", "AdmissionCheck", "Topology",
-    "ClusterPolicy", "NVIDIADriver",
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PriorityClass",
+    "StorageClass",
+    "RuntimeClass",
+    "IngressClass",
+    "CSIDriver",
+    "CustomResourceDefinition",
+    "APIService",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+    "ClusterQueue",
+    "ResourceFlavor",
+    "Cohort",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "Topology",
+    "ClusterPolicy",
+    "NVIDIADriver",
 }
 
 
@@ -64,11 +87,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         existing = namespaces_that_exist(cluster)
         for obj in cluster.objects:
             if obj.namespace and obj.namespace not in existing and obj.kind not in CLUSTER_SCOPED_KINDS:
-                yield Finding(ID, SEVERITY, f"{obj.ref()} renders into namespace {obj.namespace!r}, which cluster "
-                              f"{cluster.name} neither renders as a Namespace nor gets from the platform; the apply "
-                              f"fails with namespaces \"{obj.namespace}\" not found", cluster=cluster.name,
-                              hint="include the namespace's manifest in the overlay, or fix metadata.namespace",
-                              **at(fleet.locate(obj, "metadata", "namespace")))
+                yield Finding(
+                    ID,
+                    SEVERITY,
+                    f"{obj.ref()} renders into namespace {obj.namespace!r}, which "
+                    f"cluster {cluster.name} neither renders as a Namespace nor gets from the platform; the "
+                    f"apply fails with namespaces \"{obj.namespace}\" not found",
+                    cluster=cluster.name,
+                    hint="include the namespace's manifest in the overlay, or fix metadata.namespace",
+                    **at(fleet.locate(obj, "metadata", "namespace")),
+                )
 
 
 def namespaces_that_exist(cluster: Cluster) -> set[str]:

@@ -45,9 +45,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         overlay = overlay_file(fleet.root, cluster.name)
         for value, (reason, objects) in sorted(refused.items()):
             shown = " ".join(value.split())[:200]
-            yield Finding(ID, SEVERITY, f"{len(objects)} object(s) (first: {objects[0].ref()}) carry the origin "
-                          f"annotation {shown!r}: {reason}; their findings point at this overlay", overlay,
-                          _line(fleet, overlay), cluster=cluster.name, hint=HINT)
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"{len(objects)} object(s) (first: {objects[0].ref()}) carry the "
+                f"origin annotation {shown!r}: {reason}; their findings point at this overlay",
+                overlay,
+                _line(fleet, overlay),
+                cluster=cluster.name,
+                hint=HINT,
+            )
 
 
 def _annotation(obj: K8sObject) -> str:

@@ -2,12 +2,12 @@
 
 ## Why it matters
 MIG profile names carry the slice's memory, so they differ between GPU models: `1g.5gb` exists on an A100 40GB
-but not on an H100 (whose smallest slice is `1g.10gb`), and an H200's is `1g.18gb`. mig-parted refuses a profile
-the GPU does not list, the MIG manager marks the node `nvidia.com/mig.config.state=failed`, and the pool exposes
-none of the slices its quotas promise. The layout is checked on the GPU model of every pool that selects it
-(`spec.mig.layout` or the `nvidia.com/mig.config` label) and on every model its `device-filter` PCI IDs name;
-entries whose `device-filter` excludes a model are not applied to it and not checked for it. A pool whose GPU
-has no MIG at all (L4, L40S) is reported by MIG006.
+but not on an H100 (whose smallest slice is `1g.10gb`), and an H200's is `1g.18gb`. mig-parted refuses a
+profile the GPU does not list, the MIG manager marks the node `nvidia.com/mig.config.state=failed`, and the
+pool exposes none of the slices its quotas promise. The layout is checked on the GPU model of every pool that
+selects it (`spec.mig.layout` or the `nvidia.com/mig.config` label) and on every model its `device-filter` PCI
+IDs name; entries whose `device-filter` excludes a model are not applied to it and not checked for it. A pool
+whose GPU has no MIG at all (L4, L40S) is reported by MIG006.
 
 ## Bad example
 ```yaml
@@ -40,7 +40,11 @@ SUMMARY = "MIG layout names a profile the pool's GPU does not have"
 def check(fleet: Fleet) -> Iterator[Finding]:
     for item in layout_problems(fleet, ("unknown-profile", "no-mig")):
         yield Finding(
-            rule=ID, severity=SEVERITY, cluster=item.cluster, message=item.problem.message,
+            rule=ID,
+            severity=SEVERITY,
+            cluster=item.cluster,
+            message=item.problem.message,
             hint=f"layout {item.problem.layout} is {used_by(item)}; use the profile names of "
-                 f"{item.problem.gpu} (gpupolicy mig check --gpu {item.problem.gpu})",
-            **at(config_location(fleet, item.entry, *item.problem.path)))
+            f"{item.problem.gpu} (gpupolicy mig check --gpu {item.problem.gpu})",
+            **at(config_location(fleet, item.entry, *item.problem.path)),
+        )

@@ -1,13 +1,14 @@
 """The single MIG strategy runs on a node whose layout is not one profile on every GPU.
 
 ## Why it matters
-Under `mig.strategy: single` the device plugin advertises every MIG instance as a plain `nvidia.com/gpu`, so it
-insists that a node be uniform: every GPU MIG-enabled (or every GPU MIG-disabled), each MIG-enabled GPU with at
-least one instance, and one profile type across the node. On a node cut `2x1g.10gb + 1x2g.20gb + 1x3g.40gb`, or
-with half its GPUs left whole, the plugin fails with "more than one MIG device type present on node" and the
-node advertises no GPU at all (NVIDIA/gpu-operator#460). The strategy is the ClusterPolicy's `mig.strategy` (the
-chart default is `single`) or the pool's declared `mig.strategy`; either one set to `single` is enough to
-break the node, and the layout is evaluated on the pool's GPUs per node (device-filters applied).
+Under `mig.strategy: single` the device plugin advertises every MIG instance as a plain `nvidia.com/gpu`, so
+it insists that a node be uniform: every GPU MIG-enabled (or every GPU MIG-disabled), each MIG-enabled GPU
+with at least one instance, and one profile type across the node. On a node cut `2x1g.10gb + 1x2g.20gb +
+1x3g.40gb`, or with half its GPUs left whole, the plugin fails with "more than one MIG device type present on
+node" and the node advertises no GPU at all (NVIDIA/gpu-operator#460). The strategy is the ClusterPolicy's
+`mig.strategy` (the chart default is `single`) or the pool's declared `mig.strategy`; either one set to
+`single` is enough to break the node, and the layout is evaluated on the pool's GPUs per node (device-filters
+applied).
 
 ## Bad example
 ```yaml
@@ -57,14 +58,19 @@ def _check_pool(fleet: Fleet, cluster: Cluster, pool: Pool) -> Finding | None:
     if not wrong:
         return None
     sources = ([f"declared in {pool.path}"] if declared else []) + (
-        [operated.origin] if operated.value == "single" else [])
+        [operated.origin] if operated.value == "single" else []
+    )
     source = " and ".join(sources)
     return Finding(
-        rule=ID, severity=SEVERITY, cluster=cluster.name,
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster.name,
         message=f"pool {pool.name} runs the single MIG strategy ({source}) but layout {pool.mig_layout} on "
-                f"{pool.gpus_per_node} x {model.key} per node {wrong}; the device plugin refuses such a node",
-        hint="use mig.strategy mixed (GPU Operator values and pool.yaml), or a layout with one profile on every GPU",
-        **at(pool_location(fleet, pool, "mig", "strategy" if declared else "layout")))
+        f"{pool.gpus_per_node} x {model.key} per node {wrong}; the device plugin refuses such a node",
+        hint="use mig.strategy mixed (GPU Operator values and pool.yaml), or a layout with one profile on "
+        "every GPU",
+        **at(pool_location(fleet, pool, "mig", "strategy" if declared else "layout")),
+    )
 
 
 def _not_uniform(entries, gpus_per_node: int, model) -> str:

@@ -4,9 +4,9 @@
 The MIG manager partitions a node by the layout its `nvidia.com/mig.config` label names, looked up in the
 mig-parted ConfigMap the ClusterPolicy points at (`migManager.config.name`, key `config.yaml`). A name that is
 not there leaves the node in `nvidia.com/mig.config.state=failed`; a missing label leaves it on the default
-(`all-disabled`). The toolkit computes the pool's capacity from `spec.mig.layout` in pool.yaml, so when the label
-says something else the quotas are checked against slices the nodes never get. A pool without MIG whose nodes
-carry a label that does partition its GPUs exposes slices instead of the whole GPUs its flavor promises.
+(`all-disabled`). The toolkit computes the pool's capacity from `spec.mig.layout` in pool.yaml, so when the
+label says something else the quotas are checked against slices the nodes never get. A pool without MIG whose
+nodes carry a label that does partition its GPUs exposes slices instead of the whole GPUs its flavor promises.
 
 ## Bad example
 ```yaml
@@ -20,8 +20,8 @@ spec:
 ```
 
 ## Fix
-Set the label to the layout pool.yaml declares, and make sure that layout is in the cluster's mig-parted config
-(`policies/gpu-operator/mig-parted-config.yaml`).
+Set the label to the layout pool.yaml declares, and make sure that layout is in the cluster's mig-parted
+config (`policies/gpu-operator/mig-parted-config.yaml`).
 """
 
 from collections.abc import Iterator
@@ -46,28 +46,60 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 
 def _finding(fleet: Fleet, cluster: Cluster, pool: Pool, message: str, hint: str, *path: str) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message, hint=hint,
-                   **at(pool_location(fleet, pool, *path)))
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster.name,
+        message=message,
+        hint=hint,
+        **at(pool_location(fleet, pool, *path)),
+    )
 
 
 def _mig_pool(fleet: Fleet, cluster: Cluster, pool: Pool) -> Iterator[Finding]:
     label = mig_config_label(pool)
     if label is None:
-        yield _finding(fleet, cluster, pool,
-                       f"pool {pool.name} declares MIG layout {pool.mig_layout} but its nodeLabels have no "
-                       f"{MIG_CONFIG_LABEL}; the MIG manager leaves its nodes on the default layout",
-                       f"add {MIG_CONFIG_LABEL}: \"{pool.mig_layout}\" to spec.nodeLabels", "nodeLabels")
+        yield _finding(
+            fleet,
+            cluster,
+            pool,
+            f"pool {pool.name} declares MIG layout {pool.mig_layout} but its nodeLabels have no "
+            f"{MIG_CONFIG_LABEL}; the MIG manager leaves its nodes on the default layout",
+            f"add {MIG_CONFIG_LABEL}: \"{pool.mig_layout}\" to spec.nodeLabels",
+            "nodeLabels",
+        )
     elif label != pool.mig_layout:
-        yield _finding(fleet, cluster, pool,
-                       f"pool {pool.name}: node label {MIG_CONFIG_LABEL}={label} disagrees with spec.mig.layout "
-                       f"{pool.mig_layout}; nodes get {label}, capacity is computed from {pool.mig_layout}",
-                       "make the label and spec.mig.layout name the same layout", "nodeLabels", MIG_CONFIG_LABEL)
+        yield _finding(
+            fleet,
+            cluster,
+            pool,
+            f"pool {pool.name}: node label {MIG_CONFIG_LABEL}={label} disagrees with "
+            f"spec.mig.layout {pool.mig_layout}; nodes get {label}, capacity is computed from "
+            f"{pool.mig_layout}",
+            "make the label and spec.mig.layout name the same layout",
+            "nodeLabels",
+            MIG_CONFIG_LABEL,
+        )
     if pool.mig_layout not in cluster.mig_configs:
-        yield _finding(fleet, cluster, pool, _missing(cluster, pool, pool.mig_layout or ""), _hint(cluster),
-                       "mig", "layout")
+        yield _finding(
+            fleet,
+            cluster,
+            pool,
+            _missing(cluster, pool, pool.mig_layout or ""),
+            _hint(cluster),
+            "mig",
+            "layout",
+        )
     if label and label != pool.mig_layout and label not in cluster.mig_configs:
-        yield _finding(fleet, cluster, pool, _missing(cluster, pool, label), _hint(cluster),
-                       "nodeLabels", MIG_CONFIG_LABEL)
+        yield _finding(
+            fleet,
+            cluster,
+            pool,
+            _missing(cluster, pool, label),
+            _hint(cluster),
+            "nodeLabels",
+            MIG_CONFIG_LABEL,
+        )
 
 
 def _whole_gpu_pool(fleet: Fleet, cluster: Cluster, pool: Pool) -> Iterator[Finding]:
@@ -81,19 +113,29 @@ def _whole_gpu_pool(fleet: Fleet, cluster: Cluster, pool: Pool) -> Iterator[Find
     slices = per_node_profile_counts(layout_entries(entry), pool.gpus_per_node, model) if model else {}
     if slices:
         made = ", ".join(f"{count} x {name}" for name, count in sorted(slices.items()))
-        yield _finding(fleet, cluster, pool,
-                       f"pool {pool.name} declares no MIG layout (access mode {pool.access_mode}) but its nodes are "
-                       f"labelled {MIG_CONFIG_LABEL}={label}, which makes {made} per node",
-                       "declare the layout in spec.mig, or label the nodes all-disabled", *path)
+        yield _finding(
+            fleet,
+            cluster,
+            pool,
+            f"pool {pool.name} declares no MIG layout (access mode {pool.access_mode}) but its "
+            f"nodes are labelled {MIG_CONFIG_LABEL}={label}, which makes {made} per node",
+            "declare the layout in spec.mig, or label the nodes all-disabled",
+            *path,
+        )
 
 
 def _missing(cluster: Cluster, pool: Pool, name: str) -> str:
     known = ", ".join(sorted(cluster.mig_configs))
     where = f"ConfigMap gpu-operator/{mig_configmap_name(cluster)} (key config.yaml)"
     if not known:
-        return f"pool {pool.name} selects MIG layout {name}, but cluster {cluster.name} renders no layouts in {where}"
-    return f"pool {pool.name} selects MIG layout {name}, which is not in {where} of cluster {cluster.name} " \
-           f"(layouts: {known})"
+        return (
+            f"pool {pool.name} selects MIG layout {name}, but cluster {cluster.name} renders no layouts "
+            f"in {where}"
+        )
+    return (
+        f"pool {pool.name} selects MIG layout {name}, which is not in {where} of cluster {cluster.name} "
+        f"(layouts: {known})"
+    )
 
 
 def _hint(cluster: Cluster) -> str:

@@ -3,11 +3,11 @@
 ## Why it matters
 MIG support arrived per GPU generation: R450 (450.80.02) for A100, R460 for A30, 525.85.12 for H100, 550.90.07
 for H200, 570.133.20 for B200 and GB200 (NVIDIA MIG User Guide, "Deployment Considerations"; the facts are in
-`gpupolicy.domain.catalog`). On an older driver the MIG manager cannot enable MIG mode or create the profiles, the node
-ends in `nvidia.com/mig.config.state=failed`, and every quota on the pool's slices is unusable. The driver is the
-one the `NVIDIADriver` whose `nodeSelector` picks the pool's nodes installs; without one, the ClusterPolicy's
-`driver.version`, or the default driver of the cluster's GPU Operator release. The driver must also be at least
-the GPU's own minimum driver.
+`gpupolicy.domain.catalog`). On an older driver the MIG manager cannot enable MIG mode or create the profiles,
+the node ends in `nvidia.com/mig.config.state=failed`, and every quota on the pool's slices is unusable. The
+driver is the one the `NVIDIADriver` whose `nodeSelector` picks the pool's nodes installs; without one, the
+ClusterPolicy's `driver.version`, or the default driver of the cluster's GPU Operator release. The driver must
+also be at least the GPU's own minimum driver.
 
 ## Bad example
 ```yaml
@@ -21,7 +21,8 @@ spec:
 ```
 
 ## Fix
-Move the pool to a driver at least the minimum the finding names, preferably a long-term support branch (R580).
+Move the pool to a driver at least the minimum the finding names, preferably a long-term support branch
+(R580).
 """
 
 from collections.abc import Iterator
@@ -59,11 +60,14 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 
 def drivers_of(fleet: Fleet, cluster: Cluster, pool: Pool) -> list[PoolDriver]:
-    """The driver versions the pool's nodes get; [] when the repository does not say (driver managed outside)."""
+    """The driver versions the pool's nodes get; [] when the repository does not say (driver managed
+    outside)."""
     objects = pool_drivers(cluster, pool)
     if objects:
-        return [PoolDriver(d.version, f"NVIDIADriver {d.name}", fleet.locate(d.obj, "spec", "version"))
-                for d in objects]
+        return [
+            PoolDriver(d.version, f"NVIDIADriver {d.name}", fleet.locate(d.obj, "spec", "version"))
+            for d in objects
+        ]
     spec = policy_spec(cluster)
     if cluster.cluster_policy is None or section(spec, "driver", "enabled") is False:
         return []
@@ -71,13 +75,23 @@ def drivers_of(fleet: Fleet, cluster: Cluster, pool: Pool) -> list[PoolDriver]:
         return []  # drivers come only from NVIDIADriver objects, and none selects this pool
     version = section(spec, "driver", "version")
     if version:
-        return [PoolDriver(str(version), "ClusterPolicy driver.version",
-                           policy_location(fleet, cluster, "driver", "version"))]
+        return [
+            PoolDriver(
+                str(version),
+                "ClusterPolicy driver.version",
+                policy_location(fleet, cluster, "driver", "version"),
+            )
+        ]
     release = catalog.operator_release(cluster.facts.gpu_operator_version)
     if release is None:
         return []
-    return [PoolDriver(release.default_driver, f"the default driver of GPU Operator {release.version}",
-                       fleet.locate_file(cluster.facts.path, "spec", "gpuOperatorVersion"))]
+    return [
+        PoolDriver(
+            release.default_driver,
+            f"the default driver of GPU Operator {release.version}",
+            fleet.locate_file(cluster.facts.path, "spec", "gpuOperatorVersion"),
+        )
+    ]
 
 
 def _too_old(cluster: Cluster, pool: Pool, model: GPUModel, driver: PoolDriver) -> Finding | None:
@@ -91,9 +105,12 @@ def _too_old(cluster: Cluster, pool: Pool, model: GPUModel, driver: PoolDriver) 
             return None  # not a plain version (a digest or a tag); nothing to compare
         if old:
             return Finding(
-                rule=ID, severity=SEVERITY, cluster=cluster.name,
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
                 message=f"pool {pool.name} ({model.key}, MIG layout {pool.mig_layout}) runs driver "
-                        f"{driver.version} ({driver.source}), older than {minimum}, {what} for {model.key}",
+                f"{driver.version} ({driver.source}), older than {minimum}, {what} for {model.key}",
                 hint=f"use a driver >= {minimum} for this pool",
-                **at(driver.location))
+                **at(driver.location),
+            )
     return None

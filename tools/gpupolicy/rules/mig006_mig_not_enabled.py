@@ -18,9 +18,9 @@ mig:
 ```
 
 ## Fix
-Give the pool a GPU model with MIG (A100, A30, H100, H200, B200, ...) or make it an exclusive or time-sliced pool;
-in the GPU Operator values set `mig.strategy` to `mixed` (or `single`), keep `migManager.enabled: true` and point
-`migManager.config.name` at the mig-parted ConfigMap.
+Give the pool a GPU model with MIG (A100, A30, H100, H200, B200, ...) or make it an exclusive or time-sliced
+pool; in the GPU Operator values set `mig.strategy` to `mixed` (or `single`), keep `migManager.enabled: true`
+and point `migManager.config.name` at the mig-parted ConfigMap.
 """
 
 from collections.abc import Iterator
@@ -40,11 +40,14 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         model = model_of(pool)
         if is_mig_pool(pool) and model is not None and not model.mig_capable:
             yield Finding(
-                rule=ID, severity=SEVERITY, cluster=",".join(pool.clusters),
-                message=f"pool {pool.name} declares MIG (access mode {pool.access_mode}, layout {pool.mig_layout}) "
-                        f"but {model.key} has no MIG support",
+                rule=ID,
+                severity=SEVERITY,
+                cluster=",".join(pool.clusters),
+                message=f"pool {pool.name} declares MIG (access mode {pool.access_mode}, layout "
+                f"{pool.mig_layout}) but {model.key} has no MIG support",
                 hint="use a GPU model with MIG, or time-slicing for a GPU without it",
-                **at(pool_location(fleet, pool, "gpu", "model")))
+                **at(pool_location(fleet, pool, "gpu", "model")),
+            )
     for cluster in fleet.clusters.values():
         for pool in mig_pools(cluster):
             model = model_of(pool)
@@ -53,27 +56,41 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             reason = _operator_gap(fleet, cluster, pool)
             if reason is not None:
                 message, location = reason
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"pool {pool.name} declares MIG layout {pool.mig_layout}, but {message}",
-                              hint="enable MIG in the cluster's GPU Operator values (mig.strategy, migManager)",
-                              **at(location))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"pool {pool.name} declares MIG layout {pool.mig_layout}, but {message}",
+                    hint="enable MIG in the cluster's GPU Operator values (mig.strategy, migManager)",
+                    **at(location),
+                )
 
 
 def _operator_gap(fleet: Fleet, cluster: Cluster, pool: Pool) -> tuple[str, Location | None] | None:
     """Why the cluster's GPU Operator will not partition or advertise the pool's GPUs (None: it will)."""
     if cluster.cluster_policy is None:
-        return (f"cluster {cluster.name} renders no GPU Operator configuration (no ClusterPolicy and no "
-                "ConfigMap gpu-operator/gpu-operator-values)", pool_location(fleet, pool, "mig"))
+        return (
+            f"cluster {cluster.name} renders no GPU Operator configuration (no ClusterPolicy and no "
+            "ConfigMap gpu-operator/gpu-operator-values)",
+            pool_location(fleet, pool, "mig"),
+        )
     spec = policy_spec(cluster)
     if section(spec, "migManager", "enabled") is False:
-        return (f"the ClusterPolicy of cluster {cluster.name} disables the MIG manager (migManager.enabled: false)",
-                policy_location(fleet, cluster, "migManager", "enabled"))
+        return (
+            f"the ClusterPolicy of cluster {cluster.name} disables the MIG manager (migManager.enabled: "
+            "false)",
+            policy_location(fleet, cluster, "migManager", "enabled"),
+        )
     if not section(spec, "migManager", "config", "name"):
-        return (f"the ClusterPolicy of cluster {cluster.name} names no mig-parted ConfigMap "
-                "(migManager.config.name), so the MIG manager never reads the repository's layouts",
-                policy_location(fleet, cluster, "migManager", "config", "name"))
+        return (
+            f"the ClusterPolicy of cluster {cluster.name} names no mig-parted ConfigMap "
+            "(migManager.config.name), so the MIG manager never reads the repository's layouts",
+            policy_location(fleet, cluster, "migManager", "config", "name"),
+        )
     strategy = effective_strategy(fleet, cluster, pool)
     if strategy.value == "none":
-        return (f"the MIG strategy is none ({strategy.origin}); the device plugin advertises no MIG device",
-                strategy.location or pool_location(fleet, pool, "mig"))
+        return (
+            f"the MIG strategy is none ({strategy.origin}); the device plugin advertises no MIG device",
+            strategy.location or pool_location(fleet, pool, "mig"),
+        )
     return None

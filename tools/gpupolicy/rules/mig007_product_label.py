@@ -1,13 +1,14 @@
 """A pool's `nvidia.com/gpu.product` label names a different GPU than its `spec.gpu.model`.
 
 ## Why it matters
-GPU Feature Discovery labels every node with `nvidia.com/gpu.product`, the NVML device name (spaces as `-`, with
-`-MIG-<profile>` or `-SHARED` appended under the single MIG strategy or time-slicing). pool.yaml declares the same
-hardware twice: `spec.gpu.model`, from which the toolkit checks MIG profiles, drivers and capacity, and the node
-label, which is what selects the nodes. When they disagree one of them is wrong: the layouts, the driver minimum
-and the capacity were checked for a GPU the nodes do not have, and mig-parted's `device-filter` entries (keyed by
-the real GPU's PCI ID) may apply a different partition than the one reviewed. A label the catalog does not know
-is reported as a warning: it may be a correct NVML name the catalog lacks, or a typo that selects no node.
+GPU Feature Discovery labels every node with `nvidia.com/gpu.product`, the NVML device name (spaces as `-`,
+with `-MIG-<profile>` or `-SHARED` appended under the single MIG strategy or time-slicing). pool.yaml declares
+the same hardware twice: `spec.gpu.model`, from which the toolkit checks MIG profiles, drivers and capacity,
+and the node label, which is what selects the nodes. When they disagree one of them is wrong: the layouts, the
+driver minimum and the capacity were checked for a GPU the nodes do not have, and mig-parted's `device-filter`
+entries (keyed by the real GPU's PCI ID) may apply a different partition than the one reviewed. A label the
+catalog does not know is reported as a warning: it may be a correct NVML name the catalog lacks, or a typo
+that selects no node.
 
 ## Bad example
 ```yaml
@@ -47,13 +48,21 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         clusters = ",".join(pool.clusters)
         if labelled is None:
             yield Finding(
-                rule=ID, severity=Severity.WARNING, cluster=clusters,
+                rule=ID,
+                severity=Severity.WARNING,
+                cluster=clusters,
                 message=f"pool {pool.name}: {PRODUCT_LABEL}={label} is not a product label of {declared.key} "
-                        f"(known: {', '.join(declared.product_labels)})",
-                hint="check the label against a node (kubectl get node -L nvidia.com/gpu.product)", **where)
+                f"(known: {', '.join(declared.product_labels)})",
+                hint="check the label against a node (kubectl get node -L nvidia.com/gpu.product)",
+                **where,
+            )
         else:
             yield Finding(
-                rule=ID, severity=SEVERITY, cluster=clusters,
+                rule=ID,
+                severity=SEVERITY,
+                cluster=clusters,
                 message=f"pool {pool.name} declares gpu.model {declared.key}, but its nodes are labelled "
-                        f"{PRODUCT_LABEL}={label}, the product label of {labelled.key}",
-                hint="make spec.gpu.model and the product label name the same GPU", **where)
+                f"{PRODUCT_LABEL}={label}, the product label of {labelled.key}",
+                hint="make spec.gpu.model and the product label name the same GPU",
+                **where,
+            )

@@ -3,12 +3,12 @@
 ## Why it matters
 Three places name the MIG strategy: the ClusterPolicy's `mig.strategy` (which the operator hands to the device
 plugin and GPU Feature Discovery as `MIG_STRATEGY`; the Helm chart's default is `single`), each device-plugin
-config's `flags.migStrategy`, and pool.yaml's `spec.mig.strategy`, from which the toolkit computes what the pool
-exposes. `mixed` advertises `nvidia.com/mig-1g.10gb` and friends; `single` advertises the same slices as
-`nvidia.com/gpu`. When they disagree, the quotas are checked against resource names the nodes do not advertise and
-jobs wait forever; which of operator and config file wins is an implementation detail NVIDIA recommends not to
-rely on (NVIDIA/gpu-operator#704). A device-plugin config that sets `flags.migStrategy` is checked even when no
-MIG pool uses it. A cluster whose strategy is `none` is MIG006's.
+config's `flags.migStrategy`, and pool.yaml's `spec.mig.strategy`, from which the toolkit computes what the
+pool exposes. `mixed` advertises `nvidia.com/mig-1g.10gb` and friends; `single` advertises the same slices as
+`nvidia.com/gpu`. When they disagree, the quotas are checked against resource names the nodes do not advertise
+and jobs wait forever; which of operator and config file wins is an implementation detail NVIDIA recommends
+not to rely on (NVIDIA/gpu-operator#704). A device-plugin config that sets `flags.migStrategy` is checked even
+when no MIG pool uses it. A cluster whose strategy is `none` is MIG006's.
 
 ## Bad example
 ```yaml
@@ -53,11 +53,15 @@ def _plugin_configs(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
         flag = plugin_strategy(entry)
         if flag and flag != operator.value:
             yield Finding(
-                rule=ID, severity=SEVERITY, cluster=cluster.name,
-                message=f"device-plugin config {key} sets flags.migStrategy {flag}, but the GPU Operator runs "
-                        f"{operator.value} ({operator.origin})",
-                hint=f"set flags.migStrategy: {operator.value}, or change mig.strategy in the GPU Operator values",
-                **at(plugin_config_location(fleet, entry, "flags", "migStrategy")))
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"device-plugin config {key} sets flags.migStrategy {flag}, but the GPU Operator "
+                f"runs {operator.value} ({operator.origin})",
+                hint=f"set flags.migStrategy: {operator.value}, or change mig.strategy in the GPU Operator "
+                "values",
+                **at(plugin_config_location(fleet, entry, "flags", "migStrategy")),
+            )
 
 
 def _pools(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
@@ -67,8 +71,12 @@ def _pools(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
         runs = effective_strategy(fleet, cluster, pool)
         if runs.value != pool.mig_strategy and runs.value != "none":  # none: no MIG at all, MIG006
             yield Finding(
-                rule=ID, severity=SEVERITY, cluster=cluster.name,
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
                 message=f"pool {pool.name} declares mig.strategy {pool.mig_strategy}, but its nodes run "
-                        f"{runs.value} ({runs.origin}); its capacity is computed for the wrong resource names",
+                f"{runs.value} ({runs.origin}); its capacity is computed for the wrong resource "
+                "names",
                 hint="declare the strategy the cluster runs, or change the cluster's mig.strategy",
-                **at(pool_location(fleet, pool, "mig", "strategy")))
+                **at(pool_location(fleet, pool, "mig", "strategy")),
+            )

@@ -1,12 +1,13 @@
 """The mig-parted config does not follow mig-parted's format.
 
 ## Why it matters
-The MIG manager parses the whole mig-parted file (`version: v1`, `mig-configs: {name: [entry, ...]}`) before it
-applies any layout, and mig-parted rejects unknown fields, a missing `devices` or `mig-enabled`, counts that are
-not whole numbers, profile names outside its grammar (`1g.10gb`, `1g.10gb+me`, `1c.2g.20gb`), a layout whose
-counts are all zero, and an entry with `mig-enabled: false` that still lists `mig-devices`. One bad entry in one
-layout that no pool uses still fails every node's reconfiguration in every cluster that renders the file, and
-the nodes stay in `nvidia.com/mig.config.state=failed`. Format facts: NVIDIA/mig-parted `api/spec/v1`.
+The MIG manager parses the whole mig-parted file (`version: v1`, `mig-configs: {name: [entry, ...]}`) before
+it applies any layout, and mig-parted rejects unknown fields, a missing `devices` or `mig-enabled`, counts
+that are not whole numbers, profile names outside its grammar (`1g.10gb`, `1g.10gb+me`, `1c.2g.20gb`), a
+layout whose counts are all zero, and an entry with `mig-enabled: false` that still lists `mig-devices`. One
+bad entry in one layout that no pool uses still fails every node's reconfiguration in every cluster that
+renders the file, and the nodes stay in `nvidia.com/mig.config.state=failed`. Format facts: NVIDIA/mig-parted
+`api/spec/v1`.
 
 ## Bad example
 ```yaml
@@ -44,14 +45,21 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for path, entries in _by_source(cluster).items():
             for problem, location in _problems(fleet, path, entries):
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=problem.message,
-                              hint=HINT, **at(location))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=problem.message,
+                    hint=HINT,
+                    **at(location),
+                )
         if not cluster.mig_configs:
             yield from _without_layouts(fleet, cluster)
 
 
 def _without_layouts(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
-    """A mig-parted ConfigMap from which no layout could be read: its config.yaml is not a mig-parted document."""
+    """A mig-parted ConfigMap from which no layout could be read: its config.yaml is not a mig-parted
+    document."""
     configmap = _mig_configmap(cluster)
     if configmap is None:
         return  # no ConfigMap at all: MIG004 and MIG006 say what that breaks
@@ -61,18 +69,38 @@ def _without_layouts(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
     except yaml.YAMLError as error:
         problems = [mig.Problem("error", "schema", f"config.yaml is not YAML: {error}")]
     else:
-        problems = mig.parse_config(data)[1] if text is not None else [
-            mig.Problem("error", "schema", "the ConfigMap has no key config.yaml, the only key the MIG manager reads")]
+        problems = (
+            mig.parse_config(data)[1]
+            if text is not None
+            else [
+                mig.Problem(
+                    "error",
+                    "schema",
+                    "the ConfigMap has no key config.yaml, the only key the MIG manager reads",
+                )
+            ]
+        )
     for problem in problems:
-        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                      message=f"ConfigMap {configmap.namespace}/{configmap.name}: {problem.message}", hint=HINT,
-                      **at(fleet.locate(configmap) or Location(configmap.origin, 0)))
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            cluster=cluster.name,
+            message=f"ConfigMap {configmap.namespace}/{configmap.name}: {problem.message}",
+            hint=HINT,
+            **at(fleet.locate(configmap) or Location(configmap.origin, 0)),
+        )
 
 
 def _mig_configmap(cluster: Cluster) -> K8sObject | None:
     name = mig_configmap_name(cluster)
-    return next((obj for obj in cluster.objects if obj.kind == "ConfigMap" and obj.name == name
-                 and obj.namespace in ("gpu-operator", "")), None)
+    return next(
+        (
+            obj
+            for obj in cluster.objects
+            if obj.kind == "ConfigMap" and obj.name == name and obj.namespace in ("gpu-operator", "")
+        ),
+        None,
+    )
 
 
 def _by_source(cluster: Cluster) -> dict[str, dict[str, ConfigEntry]]:
@@ -82,7 +110,9 @@ def _by_source(cluster: Cluster) -> dict[str, dict[str, ConfigEntry]]:
     return files
 
 
-def _problems(fleet: Fleet, path: str, entries: dict[str, ConfigEntry]) -> Iterator[tuple[mig.Problem, Location]]:
+def _problems(
+    fleet: Fleet, path: str, entries: dict[str, ConfigEntry]
+) -> Iterator[tuple[mig.Problem, Location]]:
     """Schema problems of the file, each with its line: exact in a generator file, the layout's line when the
     config is written inline in a ConfigMap."""
     direct = is_config_file(fleet, path)
@@ -102,12 +132,17 @@ def _layout_line(entries: dict[str, ConfigEntry], problem: mig.Problem) -> Locat
 
 def _disabled_with_devices(config: mig.MigConfig | None) -> list[mig.Problem]:
     found = []
-    for name, layout in (config.layouts.items() if config else ()):
+    for name, layout in config.layouts.items() if config else ():
         for entry in layout:
             if not entry.mig_enabled and entry.mig_devices:
-                found.append(mig.Problem(
-                    "error", "disabled-with-devices",
-                    f"{name}[{entry.index}]: mig-enabled is false but mig-devices lists "
-                    f"{', '.join(entry.mig_devices)}; mig-parted rejects this",
-                    ("mig-configs", name, entry.index, "mig-devices"), name))
+                found.append(
+                    mig.Problem(
+                        "error",
+                        "disabled-with-devices",
+                        f"{name}[{entry.index}]: mig-enabled is false but mig-devices lists "
+                        f"{', '.join(entry.mig_devices)}; mig-parted rejects this",
+                        ("mig-configs", name, entry.index, "mig-devices"),
+                        name,
+                    )
+                )
     return found

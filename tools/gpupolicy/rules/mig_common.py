@@ -1,11 +1,11 @@
-"""Shared helpers of the MIG rules (MIG*): a pool's GPU model and layout, where a layout or a ClusterPolicy field
-is written, the MIG strategy a cluster runs and the driver a pool's nodes get. Not a rule (no `ID`).
+"""Shared helpers of the MIG rules (MIG*): a pool's GPU model and layout, where a layout or a ClusterPolicy
+field is written, the MIG strategy a cluster runs and the driver a pool's nodes get. Not a rule (no `ID`).
 
 Facts restated from ../shared/reference/gpu-operator.md: the Helm chart's default `mig.strategy` is `single`
-(section 1.7); the operator passes `spec.mig.strategy` to the device plugin as `MIG_STRATEGY`, and with no strategy
-set the plugin falls back to its config file's `flags.migStrategy`, whose own default is `none` (sections 1.5, 3.1);
-the MIG manager reads the layouts from the ConfigMap named by `migManager.config.name`, key `config.yaml`, and a
-node picks one with the label `nvidia.com/mig.config` (sections 1.5, 4).
+(section 1.7); the operator passes `spec.mig.strategy` to the device plugin as `MIG_STRATEGY`, and with no
+strategy set the plugin falls back to its config file's `flags.migStrategy`, whose own default is `none`
+(sections 1.5, 3.1); the MIG manager reads the layouts from the ConfigMap named by `migManager.config.name`,
+key `config.yaml`, and a node picks one with the label `nvidia.com/mig.config` (sections 1.5, 4).
 """
 
 from __future__ import annotations
@@ -40,10 +40,13 @@ HELM_DEFAULT_STRATEGY = "single"
 DEFAULT_MIG_CONFIGMAP = "mig-parted-config"
 
 
-# --- pools -----------------------------------------------------------------------------------------------------
+# --- pools
+# -----------------------------------------------------------------------------------------------------
+
 
 def model_of(pool: Pool) -> GPUModel | None:
-    """The catalog model of the pool's GPU; None for a model the catalog does not know (reported elsewhere)."""
+    """The catalog model of the pool's GPU; None for a model the catalog does not know (reported
+    elsewhere)."""
     try:
         return catalog.gpu(pool.gpu_model)
     except KeyError:
@@ -66,7 +69,9 @@ def mig_config_label(pool: Pool) -> str | None:
     return pool.node_labels.get(MIG_CONFIG_LABEL)
 
 
-# --- layouts ---------------------------------------------------------------------------------------------------
+# --- layouts
+# ---------------------------------------------------------------------------------------------------
+
 
 def layout_entries(entry: ConfigEntry) -> tuple[LayoutEntry, ...]:
     """The typed entries of one layout; entries with schema problems are left out (MIG009 reports them)."""
@@ -81,7 +86,8 @@ def pool_layout(cluster: Cluster, pool: Pool) -> tuple[ConfigEntry, tuple[Layout
 
 
 def is_config_file(fleet: Fleet, path: str) -> bool:
-    """Whether `path` is the mig-parted document itself (a configMapGenerator file), not a ConfigMap manifest."""
+    """Whether `path` is the mig-parted document itself (a configMapGenerator file), not a ConfigMap
+    manifest."""
     docs = fleet.locator.docs(path) if fleet.locator and path else []
     return bool(docs) and isinstance(docs[0].data, dict) and "mig-configs" in docs[0].data
 
@@ -103,7 +109,8 @@ def mig_configmap_name(cluster: Cluster) -> str:
 class Strategy:
     """The MIG strategy the operator gives the device plugin, and where it comes from."""
 
-    value: str | None  # single | mixed | none; None: the ClusterPolicy sets none (the plugin's config decides)
+    # single | mixed | none; None: the ClusterPolicy sets none (the plugin's config decides)
+    value: str | None
     origin: str  # for messages: "values.yaml:52", "the Helm chart default", ...
     location: Location | None
 
@@ -112,8 +119,11 @@ def cluster_strategy(fleet: Fleet, cluster: Cluster) -> Strategy:
     written = section(policy_spec(cluster), "mig", "strategy")
     location = policy_location(fleet, cluster, "mig", "strategy")
     if written:
-        return Strategy(str(written), f"mig.strategy at {location}" if location else "ClusterPolicy mig.strategy",
-                        location)
+        return Strategy(
+            str(written),
+            f"mig.strategy at {location}" if location else "ClusterPolicy mig.strategy",
+            location,
+        )
     if policy_is_helm_values(cluster):
         return Strategy(HELM_DEFAULT_STRATEGY, "the GPU Operator chart's default mig.strategy", location)
     return Strategy(None, "the ClusterPolicy (mig.strategy unset)", location)
@@ -134,14 +144,19 @@ def effective_strategy(fleet: Fleet, cluster: Cluster, pool: Pool) -> Strategy:
     flag = plugin_strategy(entry)
     if entry is not None and flag:
         location = plugin_config_location(fleet, entry, "flags", "migStrategy")
-        return Strategy(flag, f"flags.migStrategy of device-plugin config {entry.key} at {location}", location)
+        return Strategy(
+            flag, f"flags.migStrategy of device-plugin config {entry.key} at {location}", location
+        )
     return Strategy("none", "the device plugin's default, as nothing sets a strategy", operator.location)
 
 
-# --- drivers ---------------------------------------------------------------------------------------------------
+# --- drivers
+# ---------------------------------------------------------------------------------------------------
+
 
 def pool_drivers(cluster: Cluster, pool: Pool) -> list[NvidiaDriver]:
-    """The NVIDIADriver objects whose nodeSelector picks the pool's nodes; pool-specific ones before a catch-all."""
+    """The NVIDIADriver objects whose nodeSelector picks the pool's nodes; pool-specific ones before a
+    catch-all."""
     specific = [d for d in cluster.nvidia_drivers if selects(d.node_selector, pool.node_labels)]
     if specific:
         return specific
@@ -156,7 +171,9 @@ def models_named_by_filters(entries: tuple[LayoutEntry, ...]) -> Iterator[GPUMod
                 yield model
 
 
-# --- layouts against the GPUs they are meant for ---------------------------------------------------------------
+# --- layouts against the GPUs they are meant for
+# ---------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class LayoutProblem:
@@ -167,7 +184,8 @@ class LayoutProblem:
 
 
 def layout_targets(cluster: Cluster, name: str, entries: tuple[LayoutEntry, ...]) -> dict[str, GPUModel]:
-    """GPU models a layout is meant for: those of the pools selecting it (pool.yaml or the node label) that have
+    """GPU models a layout is meant for: those of the pools selecting it (pool.yaml or the node label) that
+    have
     MIG (a pool without MIG is MIG006's), and those its device-filters name."""
     targets: dict[str, GPUModel] = {}
     for pool in cluster.pools:
@@ -187,7 +205,9 @@ def layout_problems(fleet: Fleet, kinds: tuple[str, ...]) -> Iterator[LayoutProb
             targets = layout_targets(cluster, name, entries)
             if not entries or not targets:  # an empty GPU list would make mig.evaluate guess the models
                 continue
-            pools = tuple(sorted(p.name for p in cluster.pools if name in (p.mig_layout, mig_config_label(p))))
+            pools = tuple(
+                sorted(p.name for p in cluster.pools if name in (p.mig_layout, mig_config_label(p)))
+            )
             config = mig.MigConfig("v1", {name: entries})
             for problem in mig.check_config(config, list(targets)):
                 if problem.kind in kinds:

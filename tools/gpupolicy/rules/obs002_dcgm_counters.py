@@ -4,8 +4,8 @@
 dcgm-exporter only serves the fields listed in its counters file (ConfigMap `gpu-operator/dcgm-metrics`, key
 `dcgm-metrics.csv`). Many useful fields — the ECC counters, clock event reasons, throttle-time counters — are
 commented out upstream. An alert on a field that is not collected never fires, and nothing tells you: the
-expression simply returns no series. The same applies when the cluster ships no counters file at all, or a file
-the exporter cannot read.
+expression simply returns no series. The same applies when the cluster ships no counters file at all, or a
+file the exporter cannot read.
 
 ## Bad example
 ```yaml
@@ -16,8 +16,8 @@ with `policies/gpu-operator/dcgm-metrics.csv` still carrying the upstream line
 `# DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.`
 
 ## Fix
-Enable the field in `policies/gpu-operator/dcgm-metrics.csv` (`DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, ...`), or
-change the alert to a metric the exporter collects.
+Enable the field in `policies/gpu-operator/dcgm-metrics.csv` (`DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, ...`),
+or change the alert to a metric the exporter collects.
 """
 
 from collections.abc import Iterator
@@ -53,8 +53,14 @@ def _check_cluster(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
     if config is not None:
         where = locate(fleet, dcgm_configmap(cluster), "data", DCGM_CSV_KEY)
         for line, problem in config.problems:
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, hint="dcgm-exporter stops on a bad line",
-                          message=f"{_CONFIGMAP} {DCGM_CSV_KEY} line {line}: {problem}", **at(where))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                hint="dcgm-exporter stops on a bad line",
+                message=f"{_CONFIGMAP} {DCGM_CSV_KEY} line {line}: {problem}",
+                **at(where),
+            )
     enabled = config.metrics if config else set()
     missing_file_reported = False
     for alert in alerts_of_cluster(cluster):
@@ -62,17 +68,27 @@ def _check_cluster(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
         where = locate(fleet, alert.obj, *alert.path, "expr")
         if dcgm_metrics and config is None and not missing_file_reported:
             missing_file_reported = True
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
-                          message=f"alert {alert.name} reads DCGM metrics but cluster {cluster.name} has no "
-                                  f"{_CONFIGMAP} with key {DCGM_CSV_KEY}",
-                          hint="generate it from policies/gpu-operator/dcgm-metrics.csv and point the "
-                               "ClusterPolicy's dcgmExporter.config.name at it")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                **at(where),
+                message=f"alert {alert.name} reads DCGM metrics but cluster {cluster.name} has no "
+                f"{_CONFIGMAP} with key {DCGM_CSV_KEY}",
+                hint="generate it from policies/gpu-operator/dcgm-metrics.csv and point the "
+                "ClusterPolicy's dcgmExporter.config.name at it",
+            )
         for metric in dcgm_metrics if config is not None else []:
             if metric in enabled:
                 continue
             counter = config.get(metric)
             why = "is a label field, not a metric" if counter else "is not enabled"
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
-                          message=f"alert {alert.name} reads {metric}, which {why} in {_CONFIGMAP} "
-                                  f"{DCGM_CSV_KEY}; the alert can never fire",
-                          hint=f"add '{metric}, gauge|counter, <help>' to policies/gpu-operator/dcgm-metrics.csv")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                **at(where),
+                message=f"alert {alert.name} reads {metric}, which {why} in {_CONFIGMAP} "
+                f"{DCGM_CSV_KEY}; the alert can never fire",
+                hint=f"add '{metric}, gauge|counter, <help>' to policies/gpu-operator/dcgm-metrics.csv",
+            )

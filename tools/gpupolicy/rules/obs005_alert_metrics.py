@@ -2,10 +2,10 @@
 
 ## Why it matters
 An alert on a metric that does not exist never fires: a typo (`kube_node_status_conditions`), a metric renamed
-upstream, or a Kueue metric that needs an option turned on. Prometheus accepts the rule without complaint, so the
-gap shows only when the incident it should have caught happens. DCGM metrics are checked against the counters
-file by OBS002; this rule covers every other metric, against the documented exporters (`DOCUMENTED_METRICS` in
-`gpupolicy.domain.observability`) and the cluster's recording rules.
+upstream, or a Kueue metric that needs an option turned on. Prometheus accepts the rule without complaint, so
+the gap shows only when the incident it should have caught happens. DCGM metrics are checked against the
+counters file by OBS002; this rule covers every other metric, against the documented exporters
+(`DOCUMENTED_METRICS` in `gpupolicy.domain.observability`) and the cluster's recording rules.
 
 ## Bad example
 ```yaml
@@ -45,6 +45,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                     continue
                 where = locate(fleet, alert.obj, *alert.path, "expr")
                 message = f"alert {alert.name} reads {metric}, which no known exporter provides"
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message, **at(where),
-                              hint="check the name against the exporter's documentation, or document the "
-                                   "metric in gpupolicy.domain.observability.DOCUMENTED_METRICS")
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=message,
+                    **at(where),
+                    hint="check the name against the exporter's documentation, or document the "
+                    "metric in gpupolicy.domain.observability.DOCUMENTED_METRICS",
+                )

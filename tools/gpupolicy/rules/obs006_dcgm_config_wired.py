@@ -2,15 +2,16 @@
 
 ## Why it matters
 ConfigMap `gpu-operator/dcgm-metrics` only takes effect when the ClusterPolicy names it in
-`dcgmExporter.config.name` (Helm value `dcgmExporter.config.name`). Without that, dcgm-exporter keeps its built-in
-counters, which leave out the ECC counters and clock event reasons our alerts read: those alerts never fire, and
-OBS002 — which checks the file — cannot see it.
+`dcgmExporter.config.name` (Helm value `dcgmExporter.config.name`). Without that, dcgm-exporter keeps its
+built-in counters, which leave out the ECC counters and clock event reasons our alerts read: those alerts
+never fire, and OBS002 — which checks the file — cannot see it.
 
 The repository also ships its own ServiceMonitor for the exporter (`policies/observability/servicemonitors/`,
-with metric relabelings that turn the exporter's `exported_pod`/`exported_namespace` back into `pod`/`namespace`
-of the workload holding the GPU, and a `node` label; WL003 explains why not `honorLabels: true`). If the
-operator's ServiceMonitor (`dcgmExporter.serviceMonitor.enabled`) is on as well, every GPU series is scraped by
-two jobs: duplicate samples, doubled counts in `count()` panels, and the workload labels left as `exported_pod`.
+with metric relabelings that turn the exporter's `exported_pod`/`exported_namespace` back into
+`pod`/`namespace` of the workload holding the GPU, and a `node` label; WL003 explains why not `honorLabels:
+true`). If the operator's ServiceMonitor (`dcgmExporter.serviceMonitor.enabled`) is on as well, every GPU
+series is scraped by two jobs: duplicate samples, doubled counts in `count()` panels, and the workload labels
+left as `exported_pod`.
 
 ## Bad example
 ```yaml
@@ -63,14 +64,20 @@ def _config_not_read(fleet: Fleet, cluster: Cluster, exporter: Any) -> Iterator[
         named = section(exporter, "config", "name")
         if named == configmap.name:
             return
-        where = (policy_location(fleet, cluster, "dcgmExporter", "config", "name", nearest=False)
-                 or locate(fleet, configmap, "data"))
+        where = policy_location(fleet, cluster, "dcgmExporter", "config", "name", nearest=False) or locate(
+            fleet, configmap, "data"
+        )
         state = f"names {named!r}" if named else "names no ConfigMap"
-        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
-                      message=f"cluster {cluster.name} ships ConfigMap gpu-operator/{configmap.name}, but the "
-                              f"ClusterPolicy's dcgmExporter.config.name {state}: the exporter ignores the counters "
-                              "file",
-                      hint=f"set dcgmExporter.config.name: {DCGM_CONFIGMAP_NAME} in the GPU Operator values")
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            cluster=cluster.name,
+            **at(where),
+            message=f"cluster {cluster.name} ships ConfigMap gpu-operator/{configmap.name}, but "
+            f"the ClusterPolicy's dcgmExporter.config.name {state}: the exporter ignores the counters "
+            "file",
+            hint=f"set dcgmExporter.config.name: {DCGM_CONFIGMAP_NAME} in the GPU Operator values",
+        )
 
 
 def _scraped_twice(fleet: Fleet, cluster: Cluster, exporter: Any) -> Iterator[Finding]:
@@ -79,13 +86,19 @@ def _scraped_twice(fleet: Fleet, cluster: Cluster, exporter: Any) -> Iterator[Fi
     ours = [obj for obj in cluster.of_kind("ServiceMonitor") if _selects_exporter(obj.spec)]
     if not ours:
         return
-    where = (policy_location(fleet, cluster, "dcgmExporter", "serviceMonitor", "enabled", nearest=False)
-             or locate(fleet, ours[0]))
-    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
-                  message=f"cluster {cluster.name} enables the GPU Operator's dcgm-exporter ServiceMonitor and also "
-                          f"ships ServiceMonitor {ours[0].namespace}/{ours[0].name} for the same Service: every GPU "
-                          "series is scraped twice",
-                  hint="set dcgmExporter.serviceMonitor.enabled: false in the GPU Operator values")
+    where = policy_location(
+        fleet, cluster, "dcgmExporter", "serviceMonitor", "enabled", nearest=False
+    ) or locate(fleet, ours[0])
+    yield Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster.name,
+        **at(where),
+        message=f"cluster {cluster.name} enables the GPU Operator's dcgm-exporter ServiceMonitor "
+        f"and also ships ServiceMonitor {ours[0].namespace}/{ours[0].name} for the same Service: every GPU "
+        "series is scraped twice",
+        hint="set dcgmExporter.serviceMonitor.enabled: false in the GPU Operator values",
+    )
 
 
 def _selects_exporter(spec: dict) -> bool:

@@ -41,20 +41,29 @@ SUMMARY = "An alert has no owner with an escalation path, or its runbook lacks i
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
-    alerts = {a.name: a for cluster in fleet.clusters.values() for a in observability.alerts_of_cluster(cluster)}
+    alerts = {
+        a.name: a for cluster in fleet.clusters.values() for a in observability.alerts_of_cluster(cluster)
+    }
     if not alerts or not fleet.site_url:
         return
     settings = fleet.oncall or oncall.OnCall()
     for problem in settings.problems:
-        yield Finding(rule=ID, severity=SEVERITY, message=f"on-call settings: {problem}",
-                      hint="see extra.oncall in mkdocs.yml (decision 0031)", path="mkdocs.yml")
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            message=f"on-call settings: {problem}",
+            hint="see extra.oncall in mkdocs.yml (decision 0031)",
+            path="mkdocs.yml",
+        )
     reported: set[str] = set()
     for alert in sorted(alerts.values(), key=lambda a: a.name):
         yield from _owner(fleet, settings, alert, reported)
         yield from _block(fleet, alert)
 
 
-def _owner(fleet: Fleet, settings: oncall.OnCall, alert: observability.Alert, reported: set[str]) -> Iterator[Finding]:
+def _owner(
+    fleet: Fleet, settings: oncall.OnCall, alert: observability.Alert, reported: set[str]
+) -> Iterator[Finding]:
     obj = alert.obj
     if obj is None or obj.origin in reported:
         return
@@ -62,13 +71,21 @@ def _owner(fleet: Fleet, settings: oncall.OnCall, alert: observability.Alert, re
     if owner in settings.owners:
         return
     reported.add(obj.origin)
-    what = f"names owner {owner}, which extra.oncall.owners does not declare" if owner else \
-        f"has no {oncall.OWNER_LABEL} label"
-    yield Finding(rule=ID, severity=SEVERITY, cluster=obj.cluster,
-                  message=f"PrometheusRule {obj.name} (alerts such as {alert.name}) {what}: its runbooks cannot say "
-                          "who answers them or how to escalate",
-                  hint=f"label it {oncall.OWNER_LABEL}: <owner> and declare the owner in mkdocs.yml extra.oncall",
-                  **at(fleet.locate(obj, "metadata", "labels")))
+    what = (
+        f"names owner {owner}, which extra.oncall.owners does not declare"
+        if owner
+        else f"has no {oncall.OWNER_LABEL} label"
+    )
+    yield Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=obj.cluster,
+        message=f"PrometheusRule {obj.name} (alerts such as {alert.name}) {what}: its runbooks "
+        "cannot say "
+        "who answers them or how to escalate",
+        hint=f"label it {oncall.OWNER_LABEL}: <owner> and declare the owner in mkdocs.yml extra.oncall",
+        **at(fleet.locate(obj, "metadata", "labels")),
+    )
 
 
 def _block(fleet: Fleet, alert: observability.Alert) -> Iterator[Finding]:
@@ -76,7 +93,12 @@ def _block(fleet: Fleet, alert: observability.Alert) -> Iterator[Finding]:
     text = fleet.runbooks.texts.get(page)
     include = f'--8<-- "{alert.name}.txt"'
     if text is not None and include not in text:
-        yield Finding(rule=ID, severity=SEVERITY,
-                      message=f"runbook {page} does not include its on-call block ({include}): it shows no owner, "
-                              "escalation or dashboard link",
-                      hint=f"add the line {include} under the page's title", **at(Location(page, 1)))
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            message=f"runbook {page} does not include its on-call block ({include}): it shows no "
+            "owner, "
+            "escalation or dashboard link",
+            hint=f"add the line {include} under the page's title",
+            **at(Location(page, 1)),
+        )

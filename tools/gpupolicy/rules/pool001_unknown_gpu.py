@@ -2,8 +2,8 @@
 
 ## Why it matters
 Every fact the rules check a pool against (memory, MIG profiles and placements, minimum drivers, PCI IDs for
-mig-parted device filters) comes from the GPU catalog. A pool with an unknown or misspelt model silently escapes
-the MIG, driver and upgrade checks, and its MIG capacity cannot be computed.
+mig-parted device filters) comes from the GPU catalog. A pool with an unknown or misspelt model silently
+escapes the MIG, driver and upgrade checks, and its MIG capacity cannot be computed.
 
 ## Bad example
 ```yaml
@@ -33,6 +33,10 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         try:
             catalog.gpu(pool.gpu_model)
         except KeyError:
-            yield Finding(ID, SEVERITY, f"pool {pool.name}: GPU model {pool.gpu_model!r} is not in the catalog",
-                          hint=f"known models: {', '.join(known)}",
-                          **at(fleet.locate_file(pool.path, "spec", "gpu", "model")))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"pool {pool.name}: GPU model {pool.gpu_model!r} is not in the catalog",
+                hint=f"known models: {', '.join(known)}",
+                **at(fleet.locate_file(pool.path, "spec", "gpu", "model")),
+            )

@@ -25,23 +25,36 @@ from ..model import Fleet, Pool
 ID = "POOL002"
 SEVERITY = Severity.ERROR
 SUMMARY = "A pool is included by no cluster, or by several"
-FLEET_LEVEL = True  # membership across every cluster: in a sharded run, the first shard (which reads every overlay)
+# membership across every cluster: in a sharded run, the first shard (which reads every overlay)
+FLEET_LEVEL = True
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     if not fleet.clusters:
         return  # nothing rendered (a narrower run, or an earlier error): membership is unknown
-    every_cluster_known = fleet.pool_includers is not None or len(fleet.clusters) == len(fleet.repository_clusters)
+    every_cluster_known = fleet.pool_includers is not None or len(fleet.clusters) == len(
+        fleet.repository_clusters
+    )
     for pool in fleet.pools.values():
         location = fleet.locate_file(pool.path, "metadata", "name")
         includers = _includers(fleet, pool)
         if len(includers) > 1:
-            yield Finding(ID, SEVERITY, f"pool {pool.name} is included by {len(includers)} clusters "
-                          f"({', '.join(includers)}); its GPUs are counted in each", **at(location),
-                          hint="a pool's nodes belong to one cluster: keep the component in one overlay")
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"pool {pool.name} is included by {len(includers)} clusters "
+                f"({', '.join(includers)}); its GPUs are counted in each",
+                **at(location),
+                hint="a pool's nodes belong to one cluster: keep the component in one overlay",
+            )
         elif not includers and every_cluster_known:
-            yield Finding(ID, Severity.WARNING, f"pool {pool.name} is included by no cluster overlay",
-                          **at(location), hint="add `../../pools/<name>` to a cluster's components, or delete it")
+            yield Finding(
+                ID,
+                Severity.WARNING,
+                f"pool {pool.name} is included by no cluster overlay",
+                **at(location),
+                hint="add `../../pools/<name>` to a cluster's components, or delete it",
+            )
 
 
 def _includers(fleet: Fleet, pool: Pool) -> tuple[str, ...]:

@@ -1,9 +1,9 @@
 """A pool declares nodes in a zone its cluster does not have.
 
 ## Why it matters
-The production-reserve and upgrade-capacity rules reason about losing a failure zone. A pool whose zones are not
-the cluster's zones (a typo, or a pool moved between clusters) makes those numbers wrong, and usually means the
-pool's nodes are not where the platform team thinks they are.
+The production-reserve and upgrade-capacity rules reason about losing a failure zone. A pool whose zones are
+not the cluster's zones (a typo, or a pool moved between clusters) makes those numbers wrong, and usually
+means the pool's nodes are not where the platform team thinks they are.
 
 ## Bad example
 ```yaml
@@ -35,7 +35,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for pool in cluster.pools:
             for zone in pool.zones:
                 if zone not in zones:
-                    yield Finding(ID, SEVERITY, f"pool {pool.name} has nodes in zone {zone!r}, which cluster "
-                                  f"{cluster.name} does not list ({', '.join(sorted(zones))})",
-                                  cluster=cluster.name, **at(fleet.locate_file(pool.path, "spec", "zones", zone)),
-                                  hint="fix the zone name in pool.yaml or cluster.yaml")
+                    yield Finding(
+                        ID,
+                        SEVERITY,
+                        f"pool {pool.name} has nodes in zone {zone!r}, which cluster "
+                        f"{cluster.name} does not list ({', '.join(sorted(zones))})",
+                        cluster=cluster.name,
+                        **at(fleet.locate_file(pool.path, "spec", "zones", zone)),
+                        hint="fix the zone name in pool.yaml or cluster.yaml",
+                    )

@@ -35,8 +35,15 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         if total <= MAX_NODES_PER_CLUSTER:
             continue
         largest = max(cluster.pools, key=lambda pool: (pool.nodes, pool.name))
-        sizes = ", ".join(f"{pool.name} {pool.nodes}" for pool in sorted(cluster.pools, key=lambda p: -p.nodes)[:5])
-        yield Finding(ID, SEVERITY, f"cluster {cluster.name} declares {total} nodes in its pools ({sizes}); "
-                      f"Kubernetes supports at most {MAX_NODES_PER_CLUSTER} nodes per cluster",
-                      cluster=cluster.name, hint="correct the node counts in pool.yaml, or split the cluster",
-                      **at(fleet.locate_file(largest.path, "spec", "zones")))
+        sizes = ", ".join(
+            f"{pool.name} {pool.nodes}" for pool in sorted(cluster.pools, key=lambda p: -p.nodes)[:5]
+        )
+        yield Finding(
+            ID,
+            SEVERITY,
+            f"cluster {cluster.name} declares {total} nodes in its pools ({sizes}); "
+            f"Kubernetes supports at most {MAX_NODES_PER_CLUSTER} nodes per cluster",
+            cluster=cluster.name,
+            hint="correct the node counts in pool.yaml, or split the cluster",
+            **at(fleet.locate_file(largest.path, "spec", "zones")),
+        )

@@ -21,7 +21,8 @@ globalDefault: true
 ```
 
 ## Fix
-Keep `globalDefault: true` on exactly one class (usually the lowest non-experiment tier) and remove it elsewhere.
+Keep `globalDefault: true` on exactly one class (usually the lowest non-experiment tier) and remove it
+elsewhere.
 """
 
 from __future__ import annotations
@@ -38,13 +39,18 @@ SUMMARY = "At most one PriorityClass may be the global default"
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
-        defaults = sorted((pc for pc in cluster.priority_classes.values() if pc.global_default),
-                          key=lambda pc: pc.name)
+        defaults = sorted(
+            (pc for pc in cluster.priority_classes.values() if pc.global_default), key=lambda pc: pc.name
+        )
         if len(defaults) < 2:
             continue
         names = ", ".join(f"{pc.name} ({pc.value})" for pc in defaults)
         for pc in defaults:
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"PriorityClass {pc.name} is one of {len(defaults)} global defaults: {names}",
-                          hint="keep globalDefault: true on exactly one PriorityClass",
-                          **at(fleet.locate(pc.obj, "globalDefault")))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"PriorityClass {pc.name} is one of {len(defaults)} global defaults: {names}",
+                hint="keep globalDefault: true on exactly one PriorityClass",
+                **at(fleet.locate(pc.obj, "globalDefault")),
+            )

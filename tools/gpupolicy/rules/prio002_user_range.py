@@ -2,8 +2,8 @@
 
 ## Why it matters
 Values above one billion and names starting with `system-` are reserved for Kubernetes' own critical classes
-(`system-cluster-critical`, `system-node-critical`). The API server rejects such a user class, so the sync fails;
-and a workload that did run with such a priority could evict node agents such as the GPU device plugin.
+(`system-cluster-critical`, `system-node-critical`). The API server rejects such a user class, so the sync
+fails; and a workload that did run with such a priority could evict node agents such as the GPU device plugin.
 
 ## Bad example
 ```yaml
@@ -38,13 +38,21 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for pc in cluster.priority_classes.values():
             if pc.value > USER_MAX:
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"PriorityClass {pc.name} has value {pc.value:,}, above the user maximum "
-                                      f"{USER_MAX:,}",
-                              hint="values above one billion are reserved for system classes",
-                              **at(fleet.locate(pc.obj, "value")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"PriorityClass {pc.name} has value {pc.value:,}, above the user "
+                    f"maximum {USER_MAX:,}",
+                    hint="values above one billion are reserved for system classes",
+                    **at(fleet.locate(pc.obj, "value")),
+                )
             if pc.name.startswith(SYSTEM_PREFIX):
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"PriorityClass {pc.name} uses the reserved prefix '{SYSTEM_PREFIX}'",
-                              hint="the API server rejects user classes named system-*; rename it",
-                              **at(fleet.locate(pc.obj, "metadata", "name")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"PriorityClass {pc.name} uses the reserved prefix '{SYSTEM_PREFIX}'",
+                    hint="the API server rejects user classes named system-*; rename it",
+                    **at(fleet.locate(pc.obj, "metadata", "name")),
+                )

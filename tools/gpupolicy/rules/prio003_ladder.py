@@ -2,10 +2,10 @@
 
 ## Why it matters
 The ladder `production > training > batch > experiment` decides who is preempted when GPUs run out. If a
-`batch` class has a higher value than a `training` class, a nightly batch sweep evicts a multi-day training run;
-if a `training` class reaches a `production` value, training can preempt inference serving. The ladder must hold
-separately for `PriorityClass` (pods) and `WorkloadPriorityClass` (Kueue workloads), the tier being the
-`gpupolicy.io/tier` label of the class.
+`batch` class has a higher value than a `training` class, a nightly batch sweep evicts a multi-day training
+run; if a `training` class reaches a `production` value, training can preempt inference serving. The ladder
+must hold separately for `PriorityClass` (pods) and `WorkloadPriorityClass` (Kueue workloads), the tier being
+the `gpupolicy.io/tier` label of the class.
 
 ## Bad example
 ```yaml
@@ -18,8 +18,8 @@ value: 5000            # above training-default (3000)
 ```
 
 ## Fix
-Give every class of a tier a value strictly between the lowest class of the tier above and the highest class of
-the tier below, or move the class to the tier it really belongs to.
+Give every class of a tier a value strictly between the lowest class of the tier above and the highest class
+of the tier below, or move the class to the tier it really belongs to.
 """
 
 from __future__ import annotations
@@ -40,14 +40,21 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for kind, classes in classes_of(cluster):
             ranked = [cls for cls in classes if tier_rank(cls.tier) >= 0]
             for lower in ranked:
-                above = [c for c in ranked if tier_rank(c.tier) < tier_rank(lower.tier) and c.value <= lower.value]
+                above = [
+                    c for c in ranked if tier_rank(c.tier) < tier_rank(lower.tier) and c.value <= lower.value
+                ]
                 if not above:
                     continue
                 worst = min(above, key=lambda c: (c.value, c.name))
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{kind} {lower.name} ({lower.tier}, {lower.value}) is not below "
-                                      f"{worst.name} ({worst.tier}, {worst.value})"
-                                      + (f" and {len(above) - 1} more higher-tier class(es)" if len(above) > 1 else ""),
-                              hint=f"every {lower.tier} class must have a lower value than every class of a higher "
-                                   "tier",
-                              **at(fleet.locate(lower.obj, "value")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{kind} {lower.name} ({lower.tier}, {lower.value}) is not below "
+                    f"{worst.name} ({worst.tier}, {worst.value})"
+                    + (f" and {len(above) - 1} more higher-tier class(es)" if len(above) > 1 else ""),
+                    hint=f"every {lower.tier} class must have a lower value than every class of a "
+                    "higher "
+                    "tier",
+                    **at(fleet.locate(lower.obj, "value")),
+                )

@@ -2,8 +2,8 @@
 
 ## Why it matters
 The tier label places a class on the ladder (`production`, `training`, `batch`, `experiment`). A class without
-it escapes the ladder check (PRIO003) and the preemption checks (PRIO005, PRIO006): nobody can tell whether its
-value is meant to outrank training or not.
+it escapes the ladder check (PRIO003) and the preemption checks (PRIO005, PRIO006): nobody can tell whether
+its value is meant to outrank training or not.
 
 ## Bad example
 ```yaml
@@ -38,7 +38,11 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 if cls.tier in TIERS:
                     continue
                 problem = f"has tier '{cls.tier}', not one of" if cls.tier else "has no label"
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{kind} {cls.name} {problem} {TIER_LABEL}: {'|'.join(TIERS)}",
-                              hint="label the class with its tier so the ladder checks cover it",
-                              **at(fleet.locate(cls.obj, "metadata", "labels" if cls.tier else "name")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{kind} {cls.name} {problem} {TIER_LABEL}: {'|'.join(TIERS)}",
+                    hint="label the class with its tier so the ladder checks cover it",
+                    **at(fleet.locate(cls.obj, "metadata", "labels" if cls.tier else "name")),
+                )

@@ -1,10 +1,10 @@
 """An `experiment` PriorityClass may preempt other pods.
 
 ## Why it matters
-Experiments (notebooks, quick trials) are the lowest tier: they should wait for free GPUs, never take them. With
-the default `preemptionPolicy: PreemptLowerPriority` an experiment pod still evicts any pod of lower priority,
-for instance an unlabelled pod at priority 0 or another team's experiment with a smaller value, and the
-scheduler's preemption churn lands on the busiest GPU nodes.
+Experiments (notebooks, quick trials) are the lowest tier: they should wait for free GPUs, never take them.
+With the default `preemptionPolicy: PreemptLowerPriority` an experiment pod still evicts any pod of lower
+priority, for instance an unlabelled pod at priority 0 or another team's experiment with a smaller value, and
+the scheduler's preemption churn lands on the busiest GPU nodes.
 
 ## Bad example
 ```yaml
@@ -40,8 +40,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             if pc.tier != "experiment" or pc.preemption_policy == "Never":
                 continue
             explicit = "preemptionPolicy" in pc.obj.body
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"experiment PriorityClass {pc.name} has preemptionPolicy "
-                                  f"{pc.preemption_policy}{'' if explicit else ' (the default)'}",
-                          hint="set preemptionPolicy: Never on experiment classes",
-                          **at(fleet.locate(pc.obj, "preemptionPolicy" if explicit else "value")))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"experiment PriorityClass {pc.name} has preemptionPolicy "
+                f"{pc.preemption_policy}{'' if explicit else ' (the default)'}",
+                hint="set preemptionPolicy: Never on experiment classes",
+                **at(fleet.locate(pc.obj, "preemptionPolicy" if explicit else "value")),
+            )

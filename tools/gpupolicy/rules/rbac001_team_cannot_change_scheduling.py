@@ -2,9 +2,9 @@
 
 ## Why it matters
 ClusterQueues, ResourceFlavors, Cohorts, (Workload)PriorityClasses, the GPU Operator's ClusterPolicy and
-NVIDIADrivers are shared by every team. A team that can edit them can raise its own quota, reorder the priority
-ladder, or roll a driver under everyone's jobs; with `bind` or `escalate` on roles it can grant itself anything.
-These objects change through pull requests to this repository, applied by Argo CD or Flux.
+NVIDIADrivers are shared by every team. A team that can edit them can raise its own quota, reorder the
+priority ladder, or roll a driver under everyone's jobs; with `bind` or `escalate` on roles it can grant
+itself anything. These objects change through pull requests to this repository, applied by Argo CD or Flux.
 
 ## Bad example
 ```yaml
@@ -60,18 +60,28 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 writes = sorted(verbs & WRITE_VERBS)
                 hits = protected_hits(rule)
                 if writes and hits:
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  message=f"team {role.ref()} may {', '.join(writes)} {', '.join(hits)}",
-                                  hint="teams change scheduling and GPU objects through pull requests; grant "
-                                       "get/list/watch only",
-                                  **at(fleet.locate(role, "rules", index, "verbs")))
-                escalation = sorted(verbs & ESCALATION_VERBS) or (["*"] if "*" in verbs and
-                                                                  "rbac.authorization.k8s.io" in
-                                                                  strings(rule, "apiGroups") else [])
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        message=f"team {role.ref()} may {', '.join(writes)} {', '.join(hits)}",
+                        hint="teams change scheduling and GPU objects through pull requests; grant "
+                        "get/list/watch only",
+                        **at(fleet.locate(role, "rules", index, "verbs")),
+                    )
+                escalation = sorted(verbs & ESCALATION_VERBS) or (
+                    ["*"]
+                    if "*" in verbs and "rbac.authorization.k8s.io" in strings(rule, "apiGroups")
+                    else []
+                )
                 if escalation:
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  message=f"team {role.ref()} has {', '.join(escalation)} on "
-                                          f"{', '.join(strings(rule, 'resources')) or 'roles'}: it can grant "
-                                          "itself any permission",
-                                  hint="remove bind/escalate/impersonate from team roles",
-                                  **at(fleet.locate(role, "rules", index, "verbs")))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        message=f"team {role.ref()} has {', '.join(escalation)} on "
+                        f"{', '.join(strings(rule, 'resources')) or 'roles'}: it can grant "
+                        "itself any permission",
+                        hint="remove bind/escalate/impersonate from team roles",
+                        **at(fleet.locate(role, "rules", index, "verbs")),
+                    )

@@ -17,7 +17,8 @@ rules:
 ```
 
 ## Fix
-List the resources and verbs the persona needs (`jobs`, `pods/log`; `create`, `delete`, `get`, `list`, `watch`).
+List the resources and verbs the persona needs (`jobs`, `pods/log`; `create`, `delete`, `get`, `list`,
+`watch`).
 """
 
 from __future__ import annotations
@@ -41,8 +42,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             for index, rule in rules_of(role):
                 for field in ("verbs", "resources"):
                     if "*" in strings(rule, field):
-                        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                      message=f"{role.ref()} rule {index} has {field}: ['*']",
-                                      hint="list the verbs and resources explicitly, or label the role "
-                                           "gpupolicy.io/persona: platform-admin if it is the admin role",
-                                      **at(fleet.locate(role, "rules", index, field)))
+                        yield Finding(
+                            rule=ID,
+                            severity=SEVERITY,
+                            cluster=cluster.name,
+                            message=f"{role.ref()} rule {index} has {field}: ['*']",
+                            hint="list the verbs and resources explicitly, or label the role "
+                            "gpupolicy.io/persona: platform-admin if it is the admin role",
+                            **at(fleet.locate(role, "rules", index, field)),
+                        )

@@ -1,9 +1,9 @@
 """A viewer role can do more than read.
 
 ## Why it matters
-Viewers (label `gpupolicy.io/persona: viewer`, or a specialised `<something>-viewer`) are dashboards, on-call read access and auditors. A `delete` or
-`create` slipped into the role lets a read-only token evict running training jobs or submit GPU work outside
-the team's process.
+Viewers (label `gpupolicy.io/persona: viewer`, or a specialised `<something>-viewer`) are dashboards, on-call
+read access and auditors. A `delete` or `create` slipped into the role lets a read-only token evict running
+training jobs or submit GPU work outside the team's process.
 
 ## Bad example
 ```yaml
@@ -34,6 +34,7 @@ def is_viewer(label: str) -> bool:
     """`viewer`, or a specialised viewer such as `metrics-viewer`."""
     return label == VIEWER or label.endswith("-" + VIEWER)
 
+
 ID = "RBAC003"
 SEVERITY = Severity.ERROR
 SUMMARY = "Viewer roles are read-only"
@@ -47,8 +48,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             for index, rule in rules_of(role):
                 extra = sorted(set(strings(rule, "verbs")) - READ_VERBS)
                 if extra:
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  message=f"viewer {role.ref()} may {', '.join(extra)} "
-                                          f"{', '.join(strings(rule, 'resources'))}",
-                                  hint="viewer roles use only get, list and watch",
-                                  **at(fleet.locate(role, "rules", index, "verbs")))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        message=f"viewer {role.ref()} may {', '.join(extra)} "
+                        f"{', '.join(strings(rule, 'resources'))}",
+                        hint="viewer roles use only get, list and watch",
+                        **at(fleet.locate(role, "rules", index, "verbs")),
+                    )

@@ -34,8 +34,11 @@ SUMMARY = "Only platform admins are bound to cluster-admin"
 
 def _subjects(binding: K8sObject) -> list[tuple[int, tuple[str, str, str]]]:
     items = binding.body.get("subjects")
-    return [(i, (str(s.get("kind", "")), str(s.get("name", "")), str(s.get("namespace", ""))))
-            for i, s in enumerate(items if isinstance(items, list) else []) if isinstance(s, dict)]
+    return [
+        (i, (str(s.get("kind", "")), str(s.get("name", "")), str(s.get("namespace", ""))))
+        for i, s in enumerate(items if isinstance(items, list) else [])
+        if isinstance(s, dict)
+    ]
 
 
 def platform_admins(cluster: Cluster) -> set[tuple[str, str, str]]:
@@ -60,9 +63,13 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                     continue
                 kind, name, namespace = subject
                 who = f"{kind} {namespace + '/' if namespace else ''}{name}"
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{binding.ref()} gives cluster-admin to {who}, who is not a platform admin"
-                                      + ("" if admins else " (no binding declares gpupolicy.io/persona: "
-                                         "platform-admin)"),
-                              hint="bind cluster-admin only to the platform admin group",
-                              **at(fleet.locate(binding, "subjects", index)))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{binding.ref()} gives cluster-admin to {who}, who is not a platform "
+                    "admin"
+                    + ("" if admins else " (no binding declares gpupolicy.io/persona: platform-admin)"),
+                    hint="bind cluster-admin only to the platform admin group",
+                    **at(fleet.locate(binding, "subjects", index)),
+                )

@@ -54,7 +54,10 @@ def team_roles(cluster: Cluster) -> list[K8sObject]:
     for role in roles(cluster):
         if persona(role) == PLATFORM_ADMIN:
             continue
-        if role.labels.get(TEAM_LABEL) or persona(role) in (TRAINER, VIEWER) \
-                or (role.name, role.namespace) in bound_in_team:
+        if (
+            role.labels.get(TEAM_LABEL)
+            or persona(role) in (TRAINER, VIEWER)
+            or (role.name, role.namespace) in bound_in_team
+        ):
             found.append(role)
     return found

@@ -1,9 +1,9 @@
 """A core Kubernetes object does not match its OpenAPI schema.
 
 ## Why it matters
-The API server rejects an object with an unknown field (kubectl's strict field validation) or a wrong type; the
-sync fails at apply time. The schemas are the ones kubernetes-validate ships, for the Kubernetes version in
-cluster.yaml.
+The API server rejects an object with an unknown field (kubectl's strict field validation) or a wrong type;
+the sync fails at apply time. The schemas are the ones kubernetes-validate ships, for the Kubernetes version
+in cluster.yaml.
 
 ## Bad example
 ```yaml

@@ -1,8 +1,9 @@
 """A custom resource does not match its CRD schema.
 
 ## Why it matters
-Kueue, the GPU Operator, Flux, Argo CD and Prometheus Operator reject unknown fields and wrong types. A typo such
-as `nominalQuata` in a ClusterQueue fails the sync, or worse, is pruned and the quota silently disappears.
+Kueue, the GPU Operator, Flux, Argo CD and Prometheus Operator reject unknown fields and wrong types. A typo
+such as `nominalQuata` in a ClusterQueue fails the sync, or worse, is pruned and the quota silently
+disappears.
 
 ## Bad example
 ```yaml

@@ -38,9 +38,14 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for obj in cluster.objects:
             problem = name_problem(obj)
             if problem:
-                yield Finding(ID, SEVERITY, f"{obj.kind} {obj.name!r}: {problem}", cluster=cluster.name,
-                              hint="use lower-case letters, digits and '-'",
-                              **at(fleet.locate(obj, "metadata", "name")))
+                yield Finding(
+                    ID,
+                    SEVERITY,
+                    f"{obj.kind} {obj.name!r}: {problem}",
+                    cluster=cluster.name,
+                    hint="use lower-case letters, digits and '-'",
+                    **at(fleet.locate(obj, "metadata", "name")),
+                )
 
 
 def name_problem(obj: K8sObject) -> str:

@@ -48,10 +48,15 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             if total <= MAX_OBJECT_DATA_BYTES:
                 continue
             largest = max(sizes, key=sizes.__getitem__)  # the first of equal sizes, in the order written
-            yield Finding(ID, SEVERITY, f"{obj.ref()} holds {total:,} bytes of data (largest key {largest!r}: "
-                          f"{sizes[largest]:,}); the API server accepts at most {MAX_OBJECT_DATA_BYTES:,}",
-                          cluster=cluster.name, hint="shrink the data or split it over several objects",
-                          **at(_location(fleet, obj, largest)))
+            yield Finding(
+                ID,
+                SEVERITY,
+                f"{obj.ref()} holds {total:,} bytes of data (largest key "
+                f"{largest!r}: {sizes[largest]:,}); the API server accepts at most {MAX_OBJECT_DATA_BYTES:,}",
+                cluster=cluster.name,
+                hint="shrink the data or split it over several objects",
+                **at(_location(fleet, obj, largest)),
+            )
 
 
 def value_sizes(obj: K8sObject) -> dict[str, int]:
@@ -76,7 +81,8 @@ def _text_size(value: Any) -> int:
 
 
 def _decoded_size(value: Any) -> int:
-    """Base64 values count decoded; one that does not decode (the schema reports it) counts as 3/4 of its text."""
+    """Base64 values count decoded; one that does not decode (the schema reports it) counts as 3/4 of its
+    text."""
     text = str(value)
     try:
         return len(base64.b64decode(text, validate=True))
@@ -111,7 +117,9 @@ def _generator_location(fleet: Fleet, obj: K8sObject, key: str) -> Location | No
 
 def _generates(generator_name: str, object_name: str) -> bool:
     """kustomize appends a content hash (`name-<hash>`) unless disableNameSuffixHash is set."""
-    return bool(generator_name) and (object_name == generator_name or object_name.startswith(generator_name + "-"))
+    return bool(generator_name) and (
+        object_name == generator_name or object_name.startswith(generator_name + "-")
+    )
 
 
 def _item_key(item: str) -> str:

@@ -2,18 +2,19 @@
 
 ## Why it matters
 With the legacy `envvar` device-list strategy the container runtime trusts `NVIDIA_VISIBLE_DEVICES`: any
-unprivileged pod that sets `NVIDIA_VISIBLE_DEVICES=all` (or runs a CUDA image that bakes it in) gets every GPU of
-the node without requesting one, bypassing quotas and other tenants' isolation (k8s-device-plugin #87, #548,
+unprivileged pod that sets `NVIDIA_VISIBLE_DEVICES=all` (or runs a CUDA image that bakes it in) gets every GPU
+of the node without requesting one, bypassing quotas and other tenants' isolation (k8s-device-plugin #87,
+#548,
 #1605; gpu-operator #700). The `volume-mounts` strategy or CDI (`cdi-annotations`, `cdi-cri`; the default
-once `cdi.enabled` is true, which it is by default from GPU Operator v25.10) pass the allocation in a way a pod
-cannot forge. `cdi.nriPluginEnabled: true` brings env-var injection back for every container. See
+once `cdi.enabled` is true, which it is by default from GPU Operator v25.10) pass the allocation in a way a
+pod cannot forge. `cdi.nriPluginEnabled: true` brings env-var injection back for every container. See
 `../shared/reference/gpu-operator.md` section 8.
 
 Which of the safe strategies is *right* depends on CDI, and WL002 checks that: with CDI on, the operator sets
 `cdi-annotations,cdi-cri` itself (NVIDIA/gpu-operator `controllers/object_controls.go`
-`transformDevicePluginCtrForCDI`) and `nvidia` is not the default runtime, so `volume-mounts` — safe, but meant
-for the `nvidia` runtime — leaves GPU pods without driver libraries. `volume-mounts` is the hardening for
-clusters with `cdi.enabled: false` only.
+`transformDevicePluginCtrForCDI`) and `nvidia` is not the default runtime, so `volume-mounts` — safe, but
+meant for the `nvidia` runtime — leaves GPU pods without driver libraries. `volume-mounts` is the hardening
+for clusters with `cdi.enabled: false` only.
 
 ## Bad example
 ```yaml
@@ -50,23 +51,42 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         cdi = policy_section(cluster, "cdi")
         strategy = env_value(plugin, "DEVICE_LIST_STRATEGY")
         if strategy is not None:
-            unsafe = sorted(strategies(strategy) - SAFE_STRATEGIES) or (["(empty)"] if not strategy.strip() else [])
+            unsafe = sorted(strategies(strategy) - SAFE_STRATEGIES) or (
+                ["(empty)"] if not strategy.strip() else []
+            )
             if unsafe:
-                yield _finding(fleet, cluster, ("devicePlugin", "env"),
-                               f"device plugin DEVICE_LIST_STRATEGY={strategy} lets pods pick GPUs with "
-                               f"NVIDIA_VISIBLE_DEVICES ({', '.join(unsafe)} is not volume-mounts or CDI)")
+                yield _finding(
+                    fleet,
+                    cluster,
+                    ("devicePlugin", "env"),
+                    f"device plugin DEVICE_LIST_STRATEGY={strategy} lets pods pick GPUs with "
+                    f"NVIDIA_VISIBLE_DEVICES ({', '.join(unsafe)} is not volume-mounts or CDI)",
+                )
         elif not cdi_enabled(cluster):
-            yield _finding(fleet, cluster, ("cdi", "enabled") if "enabled" in cdi else ("devicePlugin",),
-                           "CDI is off and DEVICE_LIST_STRATEGY is not set: the device plugin uses the envvar "
-                           "strategy, so any pod can take GPUs with NVIDIA_VISIBLE_DEVICES")
+            yield _finding(
+                fleet,
+                cluster,
+                ("cdi", "enabled") if "enabled" in cdi else ("devicePlugin",),
+                "CDI is off and DEVICE_LIST_STRATEGY is not set: the device plugin uses the "
+                "envvar strategy, so any pod can take GPUs with NVIDIA_VISIBLE_DEVICES",
+            )
         if cdi.get("nriPluginEnabled") is True:
-            yield _finding(fleet, cluster, ("cdi", "nriPluginEnabled"),
-                           "cdi.nriPluginEnabled: true injects GPUs into any container that sets "
-                           "NVIDIA_VISIBLE_DEVICES, without the nvidia runtime class")
+            yield _finding(
+                fleet,
+                cluster,
+                ("cdi", "nriPluginEnabled"),
+                "cdi.nriPluginEnabled: true injects GPUs into any container that sets "
+                "NVIDIA_VISIBLE_DEVICES, without the nvidia runtime class",
+            )
 
 
 def _finding(fleet: Fleet, cluster: Cluster, path: tuple, message: str) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message,
-                   hint="enable CDI (cdi.enabled: true, nriPluginEnabled: false) and leave DEVICE_LIST_STRATEGY "
-                        "unset, or with CDI off set DEVICE_LIST_STRATEGY=volume-mounts",
-                   **at(values_location(fleet, cluster, *path)))
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster.name,
+        message=message,
+        hint="enable CDI (cdi.enabled: true, nriPluginEnabled: false) and leave "
+        "DEVICE_LIST_STRATEGY unset, or with CDI off set DEVICE_LIST_STRATEGY=volume-mounts",
+        **at(values_location(fleet, cluster, *path)),
+    )

@@ -3,9 +3,9 @@
 ## Why it matters
 Whatever the device plugin does, the `nvidia` runtime (used by pods with `runtimeClassName: nvidia`, and by
 every pod where it is the default runtime) hands out the GPUs a container names in `NVIDIA_VISIBLE_DEVICES`.
-The toolkit setting `accept-nvidia-visible-devices-envvar-when-unprivileged` defaults to **true**; only `false`
-closes that door for unprivileged containers (CUDA images set the variable to `all` in the image itself, where
-no admission policy can see it). Reference: `../shared/reference/gpu-operator.md` section 8.
+The toolkit setting `accept-nvidia-visible-devices-envvar-when-unprivileged` defaults to **true**; only
+`false` closes that door for unprivileged containers (CUDA images set the variable to `all` in the image
+itself, where no admission policy can see it). Reference: `../shared/reference/gpu-operator.md` section 8.
 
 ## Bad example
 ```yaml
@@ -48,16 +48,27 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         value = env_value(toolkit, ENV_NAME)
         if value is None or value.strip().lower() != "false":
             shown = "unset (default true)" if value is None else f"'{value}'"
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"toolkit env {ENV_NAME} is {shown}: unprivileged containers can pick GPUs "
-                                  "with NVIDIA_VISIBLE_DEVICES",
-                          hint=f"add {{name: {ENV_NAME}, value: \"false\"}} to toolkit.env",
-                          **at(values_location(fleet, cluster, "toolkit", "env")))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"toolkit env {ENV_NAME} is {shown}: unprivileged containers can pick GPUs "
+                "with NVIDIA_VISIBLE_DEVICES",
+                hint=f"add {{name: {ENV_NAME}, value: \"false\"}} to toolkit.env",
+                **at(values_location(fleet, cluster, "toolkit", "env")),
+            )
         plugin = policy_section(cluster, "devicePlugin")
-        if env_value(plugin, "DEVICE_LIST_STRATEGY") == "volume-mounts" and \
-                (env_value(toolkit, MOUNTS_ENV) or "").lower() != "true":
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"DEVICE_LIST_STRATEGY is volume-mounts but toolkit env {MOUNTS_ENV} is not "
-                                  "true: GPU pods get no devices",
-                          hint=f"add {{name: {MOUNTS_ENV}, value: \"true\"}} to toolkit.env",
-                          **at(values_location(fleet, cluster, "toolkit", "env")))
+        if (
+            env_value(plugin, "DEVICE_LIST_STRATEGY") == "volume-mounts"
+            and (env_value(toolkit, MOUNTS_ENV) or "").lower() != "true"
+        ):
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"DEVICE_LIST_STRATEGY is volume-mounts but toolkit env {MOUNTS_ENV} is "
+                "not "
+                "true: GPU pods get no devices",
+                hint=f"add {{name: {MOUNTS_ENV}, value: \"true\"}} to toolkit.env",
+                **at(values_location(fleet, cluster, "toolkit", "env")),
+            )

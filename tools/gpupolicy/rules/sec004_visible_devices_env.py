@@ -1,10 +1,10 @@
 """A workload manifest sets NVIDIA_VISIBLE_DEVICES.
 
 ## Why it matters
-`NVIDIA_VISIBLE_DEVICES` tells the NVIDIA runtime which GPUs to mount. Set by hand (`all`, `0,1`) it takes GPUs
-the scheduler never allocated to the pod: other tenants' jobs crash with out-of-memory errors or silently
-share a card. Examples in `docs/examples/` are copied by teams, so a bad example spreads. Only `void` and `none`
-(no GPU) are harmless.
+`NVIDIA_VISIBLE_DEVICES` tells the NVIDIA runtime which GPUs to mount. Set by hand (`all`, `0,1`) it takes
+GPUs the scheduler never allocated to the pod: other tenants' jobs crash with out-of-memory errors or silently
+share a card. Examples in `docs/examples/` are copied by teams, so a bad example spreads. Only `void` and
+`none` (no GPU) are harmless.
 
 ## Bad example
 ```yaml
@@ -52,9 +52,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                     if value in HARMLESS_VISIBLE_DEVICES and "valueFrom" not in item:
                         continue
                     shown = f"'{value}'" if "valueFrom" not in item else "a valueFrom reference"
-                    yield Finding(rule=ID, severity=SEVERITY,
-                                  cluster=workload.cluster.name if workload.cluster else "",
-                                  message=f"{workload.ref()} container {container.get('name', index)} sets "
-                                          f"{VISIBLE_DEVICES} to {shown}",
-                                  hint="remove it and request nvidia.com/gpu; only void or none are allowed",
-                                  **at(workload.locate(fleet, *path, field, index, "env", position)))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=workload.cluster.name if workload.cluster else "",
+                        message=f"{workload.ref()} container {container.get('name', index)} sets "
+                        f"{VISIBLE_DEVICES} to {shown}",
+                        hint="remove it and request nvidia.com/gpu; only void or none are allowed",
+                        **at(workload.locate(fleet, *path, field, index, "env", position)),
+                    )

@@ -52,13 +52,20 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 def _privileged(fleet: Fleet, workload: Workload, path: tuple, spec: dict) -> Iterator[Finding]:
     for field, index, container in containers(spec):
-        context = container.get("securityContext") if isinstance(container.get("securityContext"), dict) else {}
+        context = (
+            container.get("securityContext") if isinstance(container.get("securityContext"), dict) else {}
+        )
         if context.get("privileged") is True:
-            yield Finding(rule=ID, severity=SEVERITY, cluster=workload.cluster.name if workload.cluster else "",
-                          message=f"{workload.ref()} container {container.get('name', index)} is privileged: it "
-                                  "sees every GPU of the node",
-                          hint="drop privileged: true; request nvidia.com/gpu instead",
-                          **at(workload.locate(fleet, *path, field, index, "securityContext", "privileged")))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=workload.cluster.name if workload.cluster else "",
+                message=f"{workload.ref()} container {container.get('name', index)} is "
+                "privileged: it "
+                "sees every GPU of the node",
+                hint="drop privileged: true; request nvidia.com/gpu instead",
+                **at(workload.locate(fleet, *path, field, index, "securityContext", "privileged")),
+            )
 
 
 def _host_paths(fleet: Fleet, workload: Workload, path: tuple, spec: dict) -> Iterator[Finding]:
@@ -66,8 +73,12 @@ def _host_paths(fleet: Fleet, workload: Workload, path: tuple, spec: dict) -> It
     for index, volume in enumerate(volumes):
         host = volume.get("hostPath") if isinstance(volume, dict) else None
         if isinstance(host, dict) and reaches_gpu_devices(str(host.get("path", ""))):
-            yield Finding(rule=ID, severity=SEVERITY, cluster=workload.cluster.name if workload.cluster else "",
-                          message=f"{workload.ref()} volume {volume.get('name', index)} mounts host path "
-                                  f"{host.get('path')}, which reaches the GPU device nodes",
-                          hint="remove the hostPath; the device plugin mounts the allocated GPU",
-                          **at(workload.locate(fleet, *path, "volumes", index, "hostPath", "path")))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=workload.cluster.name if workload.cluster else "",
+                message=f"{workload.ref()} volume {volume.get('name', index)} mounts host path "
+                f"{host.get('path')}, which reaches the GPU device nodes",
+                hint="remove the hostPath; the device plugin mounts the allocated GPU",
+                **at(workload.locate(fleet, *path, "volumes", index, "hostPath", "path")),
+            )

@@ -43,9 +43,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for _path, spec, metadata in pod_specs(workload):
             template_queue = str((metadata.get("labels") or {}).get(QUEUE_LABEL, "")).strip()
             if requests_gpu(spec) and not own and not template_queue:
-                yield Finding(rule=ID, severity=SEVERITY, cluster=workload.cluster.name if workload.cluster else "",
-                              message=f"{workload.ref()} requests NVIDIA GPUs but has no non-empty {QUEUE_LABEL} "
-                                      "label",
-                              hint=f"add {QUEUE_LABEL}: <local queue> to its labels and its pod template",
-                              **at(workload.locate(fleet, "metadata", "labels")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=workload.cluster.name if workload.cluster else "",
+                    message=f"{workload.ref()} requests NVIDIA GPUs but has no non-empty {QUEUE_LABEL} label",
+                    hint=f"add {QUEUE_LABEL}: <local queue> to its labels and its pod template",
+                    **at(workload.locate(fleet, "metadata", "labels")),
+                )
                 break

@@ -2,8 +2,8 @@
 
 ## Why it matters
 GPU nodes are tainted so that only GPU work lands on them. A CPU pod that tolerates `nvidia.com/gpu` (or every
-taint, with an empty key and `operator: Exists`) takes CPU and memory on a GPU node; the GPU job that needs the
-node then stays pending although the GPUs are free.
+taint, with an empty key and `operator: Exists`) takes CPU and memory on a GPU node; the GPU job that needs
+the node then stays pending although the GPUs are free.
 
 ## Bad example
 ```yaml
@@ -48,8 +48,11 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             for index, toleration in enumerate(tolerations):
                 if isinstance(toleration, dict) and tolerates_gpu(toleration) and not requests_gpu(spec):
                     key = toleration.get("key") or "(every taint)"
-                    yield Finding(rule=ID, severity=SEVERITY,
-                                  cluster=workload.cluster.name if workload.cluster else "",
-                                  message=f"{workload.ref()} tolerates GPU taint {key} but requests no GPU",
-                                  hint="remove the toleration or request nvidia.com/gpu",
-                                  **at(workload.locate(fleet, *path, "tolerations", index)))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=workload.cluster.name if workload.cluster else "",
+                        message=f"{workload.ref()} tolerates GPU taint {key} but requests no GPU",
+                        hint="remove the toleration or request nvidia.com/gpu",
+                        **at(workload.locate(fleet, *path, "tolerations", index)),
+                    )

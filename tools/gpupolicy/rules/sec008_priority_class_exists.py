@@ -15,8 +15,8 @@ spec:
 ```
 
 ## Fix
-Use a class of the ladder (`gpupolicy rules` lists PRIO rules; `policies/scheduling` defines the classes), or add
-the class there.
+Use a class of the ladder (`gpupolicy rules` lists PRIO rules; `policies/scheduling` defines the classes), or
+add the class there.
 """
 
 from __future__ import annotations
@@ -47,22 +47,37 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         if label:
             missing = [c.name for c in clusters if label not in c.workload_priority_classes]
             if missing:
-                yield _finding(fleet, workload, ("metadata", "labels", WORKLOAD_PRIORITY_LABEL),
-                               f"{workload.ref()} uses WorkloadPriorityClass {label}, which cluster(s) "
-                               f"{', '.join(missing)} do not define", clusters)
+                yield _finding(
+                    fleet,
+                    workload,
+                    ("metadata", "labels", WORKLOAD_PRIORITY_LABEL),
+                    f"{workload.ref()} uses WorkloadPriorityClass {label}, which cluster(s) "
+                    f"{', '.join(missing)} do not define",
+                    clusters,
+                )
         for path, spec, _meta in pod_specs(workload):
             name = spec.get("priorityClassName")
             if not name or name in BUILTIN_PRIORITY_CLASSES:
                 continue
             missing = [c.name for c in clusters if name not in c.priority_classes]
             if missing:
-                yield _finding(fleet, workload, (*path, "priorityClassName"),
-                               f"{workload.ref()} uses PriorityClass {name}, which cluster(s) {', '.join(missing)} "
-                               "do not define", clusters)
+                yield _finding(
+                    fleet,
+                    workload,
+                    (*path, "priorityClassName"),
+                    f"{workload.ref()} uses PriorityClass {name}, which cluster(s) "
+                    f"{', '.join(missing)} "
+                    "do not define",
+                    clusters,
+                )
 
 
 def _finding(fleet: Fleet, workload: Workload, path: tuple, message: str, clusters: list[Cluster]) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, message=message,
-                   cluster=workload.cluster.name if workload.cluster else "",
-                   hint="use a class the clusters define (see policies/scheduling)",
-                   **at(workload.locate(fleet, *path)))
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=message,
+        cluster=workload.cluster.name if workload.cluster else "",
+        hint="use a class the clusters define (see policies/scheduling)",
+        **at(workload.locate(fleet, *path)),
+    )

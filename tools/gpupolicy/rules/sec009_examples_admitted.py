@@ -1,11 +1,11 @@
 """An example workload in docs/examples/ would be denied by a cluster's admission policies.
 
 ## Why it matters
-Teams start from the examples. If the cluster's own ValidatingAdmissionPolicies deny an example (or the pods its
-controller creates), the documentation teaches a manifest that fails with a cryptic admission error. The rule
-evaluates every rendered, Deny-bound policy of every cluster with CEL (`gpupolicy.domain.cel`) against each example
-and each pod its controller would create (template labels, the example's namespace), and reports each denial
-with the policy's message.
+Teams start from the examples. If the cluster's own ValidatingAdmissionPolicies deny an example (or the pods
+its controller creates), the documentation teaches a manifest that fails with a cryptic admission error. The
+rule evaluates every rendered, Deny-bound policy of every cluster with CEL (`gpupolicy.domain.cel`) against
+each example and each pod its controller would create (template labels, the example's namespace), and reports
+each denial with the policy's message.
 
 ## Bad example
 ```yaml
@@ -56,7 +56,11 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                         continue
                     seen.add((denial.policy, denial.message))
                     what = example.ref() if request.kind == example.kind else f"a pod of {example.ref()}"
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  message=f"{what} is denied by admission policy {denial.policy}: {denial.message}",
-                                  hint="fix the example (or the policy, if the example is legitimate)",
-                                  **at(example.locate(fleet, "metadata", "name")))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        message=f"{what} is denied by admission policy {denial.policy}: {denial.message}",
+                        hint="fix the example (or the policy, if the example is legitimate)",
+                        **at(example.locate(fleet, "metadata", "name")),
+                    )

@@ -5,11 +5,10 @@ The API server rejects a policy whose expressions do not compile, so the sync fa
 error, every request hits `failurePolicy` (with `Fail`, the whole namespace stops admitting pods). The rule
 compiles every `matchConditions`, `variables`, `validations` and `messageExpression` expression with the
 toolkit's CEL engine. Expressions that Kubernetes accepts but the toolkit cannot evaluate (optional syntax
-`.?`, `paramKind`, library functions it does not implement) are reported as warnings, since the admission tests
-cannot cover them.
-An expression whose estimated cost from its own literals is over the API server's per-call limit (a nest of
-literal lists that builds 10^8 elements) is an error too: the API server would stop it on every request
-(decision 0065).
+`.?`, `paramKind`, library functions it does not implement) are reported as warnings, since the admission
+tests cannot cover them. An expression whose estimated cost from its own literals is over the API server's
+per-call limit (a nest of literal lists that builds 10^8 elements) is an error too: the API server would stop
+it on every request (decision 0065).
 
 ## Bad example
 ```yaml
@@ -39,9 +38,13 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for obj in cluster.of_kind(cel.POLICY_KIND):
             for problem in cel.compile_errors(obj.body):
                 where = ".".join(str(p) for p in problem.path)
-                yield Finding(rule=ID, severity=Severity.WARNING if problem.unsupported else SEVERITY,
-                              cluster=cluster.name,
-                              message=f"ValidatingAdmissionPolicy {obj.name} {where}: {problem.message}",
-                              hint="the toolkit cannot test this expression" if problem.unsupported
-                              else "fix the CEL expression",
-                              **at(fleet.locate(obj, *problem.path)))
+                yield Finding(
+                    rule=ID,
+                    severity=Severity.WARNING if problem.unsupported else SEVERITY,
+                    cluster=cluster.name,
+                    message=f"ValidatingAdmissionPolicy {obj.name} {where}: {problem.message}",
+                    hint="the toolkit cannot test this expression"
+                    if problem.unsupported
+                    else "fix the CEL expression",
+                    **at(fleet.locate(obj, *problem.path)),
+                )

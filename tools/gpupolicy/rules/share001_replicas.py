@@ -2,9 +2,9 @@
 
 ## Why it matters
 The device plugin refuses a sharing resource with `replicas` below 2 ("number of replicas must be >= 2") and
-fails to start on every node that selects the config: the nodes stop advertising GPUs. `replicas: 1` is not a way
-to switch sharing off; remove the sharing block instead. A pool declaring `timeSlicing.replicas: 1` in pool.yaml
-describes a configuration that cannot exist.
+fails to start on every node that selects the config: the nodes stop advertising GPUs. `replicas: 1` is not a
+way to switch sharing off; remove the sharing block instead. A pool declaring `timeSlicing.replicas: 1` in
+pool.yaml describes a configuration that cannot exist.
 
 ## Bad example
 ```yaml
@@ -39,20 +39,30 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 for resource in shared_resources(entry, kind):
                     if _valid(resource.replicas):
                         continue
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  message=f"device-plugin config {entry.key}: {kind} resource {resource.name} has "
-                                          f"replicas {resource.replicas!r}; the device plugin requires at least 2 "
-                                          "and fails to start on the nodes that select this config",
-                                  hint="set replicas to 2 or more, or remove the sharing block",
-                                  **at(plugin_config_location(fleet, entry, *resource.path, "replicas")))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        message=f"device-plugin config {entry.key}: {kind} resource "
+                        f"{resource.name} has replicas {resource.replicas!r}; the device plugin requires at "
+                        "least 2 "
+                        "and fails to start on the nodes that select this config",
+                        hint="set replicas to 2 or more, or remove the sharing block",
+                        **at(plugin_config_location(fleet, entry, *resource.path, "replicas")),
+                    )
         for pool in cluster.pools:
             for field, value in (("timeSlicing", pool.time_slicing_replicas), ("mps", pool.mps_replicas)):
                 if value is not None and value < 2:
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  message=f"pool {pool.name} declares {field}.replicas {value}; sharing needs at "
-                                          "least 2 replicas (declare the pool exclusive instead)",
-                                  hint=f"set {field}.replicas to 2 or more, or remove {field}",
-                                  **at(fleet.locate_file(pool.path, "spec", field, "replicas")))
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        message=f"pool {pool.name} declares {field}.replicas {value}; sharing "
+                        "needs at "
+                        "least 2 replicas (declare the pool exclusive instead)",
+                        hint=f"set {field}.replicas to 2 or more, or remove {field}",
+                        **at(fleet.locate_file(pool.path, "spec", field, "replicas")),
+                    )
 
 
 def _valid(replicas: object) -> bool:

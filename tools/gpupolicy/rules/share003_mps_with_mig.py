@@ -35,22 +35,36 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for entry in configs(cluster):
             if uses(entry, "mps") and section(entry.data, "flags", "migStrategy") == "mixed":
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"device-plugin config {entry.key} uses MPS with migStrategy mixed; the "
-                                      "device plugin rejects this combination and does not start",
-                              hint="use MPS only in configs for whole-GPU pools",
-                              **at(plugin_config_location(fleet, entry, "sharing", "mps")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"device-plugin config {entry.key} uses MPS with migStrategy mixed; "
+                    "the "
+                    "device plugin rejects this combination and does not start",
+                    hint="use MPS only in configs for whole-GPU pools",
+                    **at(plugin_config_location(fleet, entry, "sharing", "mps")),
+                )
         for pool in cluster.pools:
             if not pool.mig_layout:
                 continue
             entry = pool_config(cluster, pool)
             if pool.mps_replicas or (entry is not None and uses(entry, "mps")):
-                source = "declares mps" if pool.mps_replicas else f"selects MPS config {pool_config_key(cluster, pool)}"
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"MIG pool {pool.name} (layout {pool.mig_layout}) {source}; MPS does not "
-                                      "run on MIG instances",
-                              hint="remove MPS from this pool, or take the pool out of MIG",
-                              **at(_pool_location(fleet, pool)))
+                source = (
+                    "declares mps"
+                    if pool.mps_replicas
+                    else (f"selects MPS config {pool_config_key(cluster, pool)}")
+                )
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"MIG pool {pool.name} (layout {pool.mig_layout}) {source}; MPS does "
+                    "not "
+                    "run on MIG instances",
+                    hint="remove MPS from this pool, or take the pool out of MIG",
+                    **at(_pool_location(fleet, pool)),
+                )
 
 
 def _pool_location(fleet: Fleet, pool):

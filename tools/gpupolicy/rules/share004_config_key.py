@@ -1,10 +1,11 @@
 """A pool's nodes select a device-plugin config key that does not exist.
 
 ## Why it matters
-The device plugin's config manager reads the node label `nvidia.com/device-plugin.config` and loads that key of
-the operator's device-plugin ConfigMap. A key that is not there ("specified config ... does not exist") leaves the
-node on whatever config it had before, or none: the pool's time-slicing or MIG exposure silently differs from what
-pool.yaml and the quotas assume. The same holds for the ClusterPolicy's `devicePlugin.config.default`.
+The device plugin's config manager reads the node label `nvidia.com/device-plugin.config` and loads that key
+of the operator's device-plugin ConfigMap. A key that is not there ("specified config ... does not exist")
+leaves the node on whatever config it had before, or none: the pool's time-slicing or MIG exposure silently
+differs from what pool.yaml and the quotas assume. The same holds for the ClusterPolicy's
+`devicePlugin.config.default`.
 
 ## Bad example
 ```yaml
@@ -35,22 +36,29 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             key = pool.node_labels.get(DEVICE_PLUGIN_CONFIG_LABEL)
             if key is None or key in cluster.device_plugin_configs:
                 continue
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"pool {pool.name} labels its nodes {DEVICE_PLUGIN_CONFIG_LABEL}={key}, but the "
-                                  f"device-plugin ConfigMap has no key {key} ({known}); the nodes keep a stale or "
-                                  "empty config",
-                          hint="use an existing key, or add the pool's device-plugin.yaml to the ConfigMap",
-                          **at(fleet.locate_file(pool.path, "spec", "nodeLabels", DEVICE_PLUGIN_CONFIG_LABEL)))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"pool {pool.name} labels its nodes {DEVICE_PLUGIN_CONFIG_LABEL}={key}, "
+                f"but the device-plugin ConfigMap has no key {key} ({known}); the nodes keep a stale or "
+                "empty config",
+                hint="use an existing key, or add the pool's device-plugin.yaml to the ConfigMap",
+                **at(fleet.locate_file(pool.path, "spec", "nodeLabels", DEVICE_PLUGIN_CONFIG_LABEL)),
+            )
         default = default_config_key(cluster)
         if default and default not in cluster.device_plugin_configs:
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"ClusterPolicy devicePlugin.config.default is {default}, but the device-plugin "
-                                  f"ConfigMap has no such key ({known}); unlabelled GPU nodes get no config",
-                          hint="name an existing key as the default",
-                          **at(policy_location(fleet, cluster, "devicePlugin", "config", "default", nearest=False)))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"ClusterPolicy devicePlugin.config.default is {default}, but the "
+                f"device-plugin ConfigMap has no such key ({known}); unlabelled GPU nodes get no config",
+                hint="name an existing key as the default",
+                **at(policy_location(fleet, cluster, "devicePlugin", "config", "default", nearest=False)),
+            )
 
 
 def _known(cluster: Cluster) -> str:
     keys = sorted(cluster.device_plugin_configs)
     return f"keys: {', '.join(keys)}" if keys else "it has no keys, or is not rendered"
-

@@ -60,38 +60,63 @@ def _normalized(name: str) -> str:
     return name if "/" in name else f"nvidia.com/{name}"  # the plugin adds the prefix
 
 
-def _compare(fleet: Fleet, cluster: Cluster, pool: Pool, kind: str, entry: ConfigEntry | None) -> Iterator[Finding]:
+def _compare(
+    fleet: Fleet, cluster: Cluster, pool: Pool, kind: str, entry: ConfigEntry | None
+) -> Iterator[Finding]:
     declared = getattr(pool, DECLARED[kind])
-    applied = [r for r in shared_resources(entry, kind) if _normalized(r.name) in base_resources(pool)] \
-        if entry is not None else []
+    applied = (
+        [r for r in shared_resources(entry, kind) if _normalized(r.name) in base_resources(pool)]
+        if entry is not None
+        else []
+    )
     where = f"device-plugin config {entry.key}" if entry else "no device-plugin config (no label, no default)"
     if declared and not applied:
-        yield _finding(cluster, f"pool {pool.name} declares {kind} x{declared}, but its nodes run {where}, which "
-                                f"does not share {', '.join(sorted(base_resources(pool)))} by {kind}",
-                       fleet.locate_file(pool.path, "spec", kind))
+        yield _finding(
+            cluster,
+            f"pool {pool.name} declares {kind} x{declared}, but its nodes run {where}, "
+            f"which does not share {', '.join(sorted(base_resources(pool)))} by {kind}",
+            fleet.locate_file(pool.path, "spec", kind),
+        )
         return
     effective = [r for r in applied if isinstance(r.replicas, int) and r.replicas >= 2]  # SHARE001: below 2
     if not declared:
         if effective:
             resource = effective[0]
-            yield _finding(cluster, f"pool {pool.name} declares no {kind}, but {where} shares {resource.name} "
-                                    f"{resource.replicas} ways: the pool exposes more devices than pool.yaml says",
-                           plugin_config_location(fleet, entry, *resource.path, "replicas"))
+            yield _finding(
+                cluster,
+                f"pool {pool.name} declares no {kind}, but {where} shares "
+                f"{resource.name} {resource.replicas} ways: the pool exposes more devices than pool.yaml "
+                "says",
+                plugin_config_location(fleet, entry, *resource.path, "replicas"),
+            )
         return
     for resource in applied:
         if resource.replicas != declared:
-            yield _finding(cluster, f"pool {pool.name} declares {kind}.replicas {declared}, but {where} gives "
-                                    f"{resource.name} replicas {resource.replicas}",
-                           plugin_config_location(fleet, entry, *resource.path, "replicas"))
+            yield _finding(
+                cluster,
+                f"pool {pool.name} declares {kind}.replicas {declared}, but {where} "
+                f"gives {resource.name} replicas {resource.replicas}",
+                plugin_config_location(fleet, entry, *resource.path, "replicas"),
+            )
     if kind == "timeSlicing" and applied:
         renamed = bool((sharing(entry, kind) or {}).get("renameByDefault"))
         if renamed != pool.rename_shared:
-            yield _finding(cluster, f"pool {pool.name} declares renameByDefault {str(pool.rename_shared).lower()} "
-                                    f"but {where} sets it {str(renamed).lower()}: the resource name "
-                                    f"({GPU_RESOURCE} vs {GPU_RESOURCE}.shared) differs from what queues quote",
-                           plugin_config_location(fleet, entry, "sharing", kind, "renameByDefault"))
+            yield _finding(
+                cluster,
+                f"pool {pool.name} declares renameByDefault "
+                f"{str(pool.rename_shared).lower()} but {where} sets it {str(renamed).lower()}: the resource "
+                f"name ({GPU_RESOURCE} vs {GPU_RESOURCE}.shared) differs from what queues "
+                "quote",
+                plugin_config_location(fleet, entry, "sharing", kind, "renameByDefault"),
+            )
 
 
 def _finding(cluster: Cluster, message: str, location) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, message=message,
-                   hint="make pool.yaml and the device-plugin config it selects agree", **at(location))
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster.name,
+        message=message,
+        hint="make pool.yaml and the device-plugin config it selects agree",
+        **at(location),
+    )

@@ -1,10 +1,10 @@
 """Time-slicing is used without failRequestsGreaterThanOne.
 
 ## Why it matters
-With time-slicing, one "GPU" is a replica: a pod asking for `nvidia.com/gpu: 2` gets two replicas, possibly of the
-same physical GPU, and believes it has two GPUs (twice the memory, twice the compute). It then runs out of memory
-or runs at half speed with no error telling anyone why. `failRequestsGreaterThanOne: true` makes the plugin refuse
-such requests, so the mistake is visible at once. (MPS forces this on by itself.)
+With time-slicing, one "GPU" is a replica: a pod asking for `nvidia.com/gpu: 2` gets two replicas, possibly of
+the same physical GPU, and believes it has two GPUs (twice the memory, twice the compute). It then runs out of
+memory or runs at half speed with no error telling anyone why. `failRequestsGreaterThanOne: true` makes the
+plugin refuse such requests, so the mistake is visible at once. (MPS forces this on by itself.)
 
 ## Bad example
 ```yaml
@@ -40,9 +40,17 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             block = sharing(entry, "timeSlicing")
             if block is None or block.get("failRequestsGreaterThanOne") is True:
                 continue
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"device-plugin config {entry.key} time-slices GPUs without "
-                                  "failRequestsGreaterThanOne: true; a pod requesting 2 replicas believes it has 2 GPUs",
-                          hint="set sharing.timeSlicing.failRequestsGreaterThanOne: true",
-                          **at(plugin_config_location(fleet, entry, "sharing", "timeSlicing",
-                                                      "failRequestsGreaterThanOne")))
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"device-plugin config {entry.key} time-slices GPUs without "
+                "failRequestsGreaterThanOne: true; a pod requesting 2 replicas believes "
+                "it has 2 GPUs",
+                hint="set sharing.timeSlicing.failRequestsGreaterThanOne: true",
+                **at(
+                    plugin_config_location(
+                        fleet, entry, "sharing", "timeSlicing", "failRequestsGreaterThanOne"
+                    )
+                ),
+            )

@@ -22,8 +22,8 @@ spec:
 ```
 
 ## Fix
-Give training queues exclusive pools, or label the queue `gpupolicy.io/allow-shared-gpus: "true"` when sharing is
-intended. A flavor with zero quota and no borrowing is not reported.
+Give training queues exclusive pools, or label the queue `gpupolicy.io/allow-shared-gpus: "true"` when sharing
+is intended. A flavor with zero quota and no borrowing is not reported.
 """
 
 from collections.abc import Iterator
@@ -47,16 +47,25 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             reported: set[str] = set()
             for entry in queue_entries(queue):
                 pool = pool_of(cluster, entry.flavor)
-                if pool is None or not shared_pool(pool) or not is_nvidia_resource(entry.quota.name) \
-                        or entry.flavor in reported or not _draws(queue, entry):
+                if (
+                    pool is None
+                    or not shared_pool(pool)
+                    or not is_nvidia_resource(entry.quota.name)
+                    or entry.flavor in reported
+                    or not _draws(queue, entry)
+                ):
                     continue
                 reported.add(entry.flavor)
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"training ClusterQueue {name} ({WORKLOAD_LABEL}=training) draws "
-                                      f"{entry.quota.name} from flavor {entry.flavor} on {pool.sharing} pool "
-                                      f"{pool.name}; training needs whole GPUs",
-                              hint=f"use an exclusive pool, or label the queue {ALLOW_SHARED_TRAINING}: \"true\"",
-                              **at(fleet.locate(entry.obj, *entry.path[:5], "name")))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"training ClusterQueue {name} ({WORKLOAD_LABEL}=training) draws "
+                    f"{entry.quota.name} from flavor {entry.flavor} on {pool.sharing} pool "
+                    f"{pool.name}; training needs whole GPUs",
+                    hint=f"use an exclusive pool, or label the queue {ALLOW_SHARED_TRAINING}: \"true\"",
+                    **at(fleet.locate(entry.obj, *entry.path[:5], "name")),
+                )
 
 
 def _draws(queue: ClusterQueue, entry: QuotaEntry) -> bool:

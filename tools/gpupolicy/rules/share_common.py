@@ -1,9 +1,9 @@
 """Shared helpers of the GPU sharing rules (SHARE*): a device-plugin config's sharing sections. Which config a
 pool's nodes run and where a config field is written are in operator_common. Not a rule (no `ID`).
 
-Facts restated from the NVIDIA k8s-device-plugin config format (api/config/v1; ../shared/reference/gpu-operator.md
-section 3): `sharing.timeSlicing` and `sharing.mps` each hold `renameByDefault`, `failRequestsGreaterThanOne` and
-`resources[]` of `{name, replicas, rename, devices}`.
+Facts restated from the NVIDIA k8s-device-plugin config format (api/config/v1;
+../shared/reference/gpu-operator.md section 3): `sharing.timeSlicing` and `sharing.mps` each hold
+`renameByDefault`, `failRequestsGreaterThanOne` and `resources[]` of `{name, replicas, rename, devices}`.
 """
 
 from __future__ import annotations

@@ -41,5 +41,11 @@ SUMMARY = "Upgrade plan or requirements file does not match its format"
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for problem in plans_of(fleet).problems:
-        yield Finding(rule=ID, severity=SEVERITY, message=problem.message, path=problem.location.path,
-                      line=problem.location.line, hint=problem.hint)
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            message=problem.message,
+            path=problem.location.path,
+            line=problem.location.line,
+            hint=problem.hint,
+        )

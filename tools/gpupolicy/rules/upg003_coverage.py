@@ -56,39 +56,61 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
             yield from _unknown_names(fleet, plan, selector, location)
             units = selector_units(fleet, plan, selector)
             if not units:
-                yield from _whole_fleet(fleet, selector, _finding(
-                    location, f"{plan.name}: stage {stage.name} selector ({selector.describe()}) takes no "
-                    f"{'pool with an NVIDIADriver' if plan.component == 'driver' else 'cluster'}",
-                    "fix the names, or remove the selector"))
+                yield from _whole_fleet(
+                    fleet,
+                    selector,
+                    _finding(
+                        location,
+                        f"{plan.name}: stage {stage.name} selector ({selector.describe()}) takes no "
+                        f"{'pool with an NVIDIADriver' if plan.component == 'driver' else 'cluster'}",
+                        "fix the names, or remove the selector",
+                    ),
+                )
             for unit in units:
                 if stage not in stages_of[unit]:
                     stages_of[unit].append(stage)
     for unit in all_units(fleet, plan):
         stages = stages_of.get(unit, [])
         if not stages:
-            yield _finding(plan.locate("spec", "stages"), f"{plan.name}: {unit.label} runs the {plan.component} "
-                           "but is in no stage", "add it to the stage it belongs to")
+            yield _finding(
+                plan.locate("spec", "stages"),
+                f"{plan.name}: {unit.label} runs the {plan.component} but is in no stage",
+                "add it to the stage it belongs to",
+            )
         elif len(stages) > 1:
             names = ", ".join(s.name for s in stages)
-            yield _finding(plan.locate_stage(stages[1], "select"), f"{plan.name}: {unit.label} is in {len(stages)} "
-                           f"stages ({names})", "keep it in one stage only")
+            yield _finding(
+                plan.locate_stage(stages[1], "select"),
+                f"{plan.name}: {unit.label} is in {len(stages)} stages ({names})",
+                "keep it in one stage only",
+            )
     if plan.component == "driver":
         yield from _shared_drivers(fleet, plan, stages_of)
 
 
 def _unknown_names(fleet: Fleet, plan: Plan, selector, location) -> Iterator[Finding]:
     if selector.cluster and selector.cluster not in repository_clusters(fleet):
-        yield _finding(location, f"{plan.name}: no cluster named {selector.cluster}",
-                       f"clusters: {', '.join(sorted(repository_clusters(fleet)))}")
+        yield _finding(
+            location,
+            f"{plan.name}: no cluster named {selector.cluster}",
+            f"clusters: {', '.join(sorted(repository_clusters(fleet)))}",
+        )
     for name in selector.pools or ():
         if name not in fleet.pools and name not in fleet.invalid_pools:
-            yield from _whole_fleet(fleet, selector, _finding(location, f"{plan.name}: no pool named {name}",
-                                                              "pool names are the pools/<name> folders"))
+            yield from _whole_fleet(
+                fleet,
+                selector,
+                _finding(
+                    location, f"{plan.name}: no pool named {name}", "pool names are the pools/<name> folders"
+                ),
+            )
 
 
 def _whole_fleet(fleet: Fleet, selector, finding: Finding) -> Iterator[Finding]:
-    """A finding that is true only if it holds in every cluster the selector could take: reported when they are
-    all loaded; otherwise (a shard, `--cluster`) proposed, and `report merge` keeps it if every shard proposes it."""
+    """A finding that is true only if it holds in every cluster the selector could take: reported when they
+    are
+    all loaded; otherwise (a shard, `--cluster`) proposed, and `report merge` keeps it if every shard proposes
+    it."""
     if selector_fully_loaded(fleet, selector):
         yield finding
     else:
@@ -103,11 +125,20 @@ def _shared_drivers(fleet: Fleet, plan: Plan, stages_of: dict) -> Iterator[Findi
     for (cluster, name, origin), stage_names in sorted(by_driver.items()):
         if len(stage_names) > 1:
             location = fleet.locate_file(origin, "spec", "nodeSelector")
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster, path=location.path, line=location.line,
-                          message=f"{plan.name}: NVIDIADriver {name} drives pools of stages "
-                                  f"{', '.join(sorted(stage_names))}; editing its version moves them all at once",
-                          hint="give every pool its own NVIDIADriver (nodeSelector gpupolicy.io/pool)")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster,
+                path=location.path,
+                line=location.line,
+                message=f"{plan.name}: NVIDIADriver {name} drives pools of stages "
+                f"{', '.join(sorted(stage_names))}; editing its version moves them all at "
+                "once",
+                hint="give every pool its own NVIDIADriver (nodeSelector gpupolicy.io/pool)",
+            )
 
 
 def _finding(location, message: str, hint: str = "") -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, message=message, path=location.path, line=location.line, hint=hint)
+    return Finding(
+        rule=ID, severity=SEVERITY, message=message, path=location.path, line=location.line, hint=hint
+    )

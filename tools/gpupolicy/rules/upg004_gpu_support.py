@@ -44,13 +44,21 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
             cluster = fleet.clusters[unit.cluster]
             drivers = drivers_of_pool(cluster, unit.pool)
             module_type = str(drivers[0].obj.spec.get("kernelModuleType", "auto")) if drivers else "auto"
-            for role, version, field in (("target", plan.to_version, "to"),
-                                         ("rollback target", plan.rollback_target, "rollback")):
+            for role, version, field in (
+                ("target", plan.to_version, "to"),
+                ("rollback target", plan.rollback_target, "rollback"),
+            ):
                 for problem in gpu_support_problems(version, unit.pool, module_type):
                     location = plan.locate("spec", field, *(("target",) if field == "rollback" else ()))
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=unit.cluster, path=location.path,
-                                  line=location.line,
-                                  message=f"{plan.name}: stage {stage.name}, pool {unit.pool_name}: {role} driver "
-                                          f"{version} cannot run it: {problem}",
-                                  hint=f"pick a driver that supports {unit.pool.gpu_model}, or move "
-                                       f"{unit.pool_name} out of this plan ({unit_location(fleet, plan, unit)})")
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=unit.cluster,
+                        path=location.path,
+                        line=location.line,
+                        message=f"{plan.name}: stage {stage.name}, pool {unit.pool_name}: {role} "
+                        f"driver {version} cannot run it: {problem}",
+                        hint=f"pick a driver that supports {unit.pool.gpu_model}, or move "
+                        f"{unit.pool_name} out of this plan "
+                        f"({unit_location(fleet, plan, unit)})",
+                    )

@@ -55,9 +55,14 @@ def _check_plan(fleet: Fleet, plan: Plan, requirements) -> Iterator[Finding]:
                     reported.add(key)
                     location = plan.locate("spec", "to")
                     reason = f" ({need.reason})" if need.reason else ""
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=unit.cluster, path=location.path,
-                                  line=location.line,
-                                  message=f"{plan.name}: stage {stage.name}, pool {unit.pool_name}: team {team} needs "
-                                          f"CUDA {need.version}{reason}; {problem}, the plan installs "
-                                          f"{plan.to_version}",
-                                  hint=f"plan a newer driver, or change the team's entry at {need.location}")
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=unit.cluster,
+                        path=location.path,
+                        line=location.line,
+                        message=f"{plan.name}: stage {stage.name}, pool {unit.pool_name}: team "
+                        f"{team} needs CUDA {need.version}{reason}; {problem}, the plan installs "
+                        f"{plan.to_version}",
+                        hint=f"plan a newer driver, or change the team's entry at {need.location}",
+                    )

@@ -44,7 +44,12 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for stage in plan.stages:
             if stage.planned > eol:
                 location = plan.locate_stage(stage, "planned")
-                yield Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line,
-                              message=f"{plan.name}: stage {stage.name} is planned for {stage.planned}, after the "
-                                      f"end of life of driver branch {branch} ({eol})",
-                              hint="target a branch supported past the last stage, or plan the stage earlier")
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    path=location.path,
+                    line=location.line,
+                    message=f"{plan.name}: stage {stage.name} is planned for {stage.planned}, "
+                    f"after the end of life of driver branch {branch} ({eol})",
+                    hint="target a branch supported past the last stage, or plan the stage earlier",
+                )

@@ -52,20 +52,28 @@ def _driver_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
             continue
         if plan.to_version not in release.supported_drivers:
             location = plan.locate("spec", "to")
-            yield _finding(location, name,
-                           f"{plan.name}: GPU Operator {release.version} on {name} (stage {stage.name}) "
-                           f"does not list driver {plan.to_version} as supported "
-                           f"({', '.join(release.supported_drivers)})",
-                           "choose a listed driver, or upgrade the GPU Operator first")
+            yield _finding(
+                location,
+                name,
+                f"{plan.name}: GPU Operator {release.version} on {name} (stage {stage.name}) "
+                f"does not list driver {plan.to_version} as supported "
+                f"({', '.join(release.supported_drivers)})",
+                "choose a listed driver, or upgrade the GPU Operator first",
+            )
 
 
 def _operator_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
     release = catalog.operator_release(plan.to_version)
     if release is None:
         location = plan.locate("spec", "to")
-        yield _finding(location, "", f"{plan.name}: GPU Operator {plan.to_version} is not in the catalog; its "
-                       "Kubernetes range and drivers cannot be checked",
-                       f"known releases: {', '.join(catalog.OPERATOR_RELEASES)}")
+        yield _finding(
+            location,
+            "",
+            f"{plan.name}: GPU Operator {plan.to_version} is not in the catalog; "
+            "its "
+            "Kubernetes range and drivers cannot be checked",
+            f"known releases: {', '.join(catalog.OPERATOR_RELEASES)}",
+        )
         return
     for stage in plan.stages:
         for unit in stage_units(fleet, plan, stage):
@@ -74,21 +82,35 @@ def _operator_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
             kubernetes = cluster.facts.kubernetes_version
             if catalog.operator_supports_kubernetes(release.version, kubernetes) is False:
                 low, high = release.kubernetes
-                yield _finding(location, unit.cluster,
-                               f"{plan.name}: GPU Operator {release.version} is validated on Kubernetes {low}-{high}; "
-                               f"{unit.cluster} (stage {stage.name}) runs {kubernetes}",
-                               "pick a release validated on this Kubernetes version")
+                yield _finding(
+                    location,
+                    unit.cluster,
+                    f"{plan.name}: GPU Operator {release.version} is validated on Kubernetes "
+                    f"{low}-{high}; {unit.cluster} (stage {stage.name}) runs {kubernetes}",
+                    "pick a release validated on this Kubernetes version",
+                )
             if not release.supported_drivers:
                 continue
             for pool in cluster.pools:
                 for driver in drivers_of_pool(cluster, pool):
                     if driver.version and driver.version not in release.supported_drivers:
-                        yield _finding(location, unit.cluster,
-                                       f"{plan.name}: GPU Operator {release.version} does not list driver "
-                                       f"{driver.version} (pool {pool.name} on {unit.cluster}, stage {stage.name})",
-                                       "upgrade the pool's driver to a listed version first")
+                        yield _finding(
+                            location,
+                            unit.cluster,
+                            f"{plan.name}: GPU Operator {release.version} does not list driver "
+                            f"{driver.version} (pool {pool.name} on {unit.cluster}, stage "
+                            f"{stage.name})",
+                            "upgrade the pool's driver to a listed version first",
+                        )
 
 
 def _finding(location, cluster: str, message: str, hint: str) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line, cluster=cluster,
-                   message=message, hint=hint)
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        path=location.path,
+        line=location.line,
+        cluster=cluster,
+        message=message,
+        hint=hint,
+    )

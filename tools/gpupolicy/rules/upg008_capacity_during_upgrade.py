@@ -53,32 +53,54 @@ def _check_moment(fleet: Fleet, plan, stage, moment) -> Iterator[Finding]:
     else:
         location = unit_location(fleet, plan, Unit(moment.cluster, moment.pool.name, moment.pool))
     if moment.stalls:
-        yield Finding(rule=ID, severity=Severity.WARNING, cluster=moment.cluster, path=location.path,
-                      line=location.line,
-                      message=f"{plan.name}: stage {stage.name}, pool {moment.pool.name}: maxUnavailable resolves "
-                              f"to 0 nodes ({moment.policy_source}); the upgrade never starts",
-                      hint="allow at least one node: maxUnavailable: 1")
+        yield Finding(
+            rule=ID,
+            severity=Severity.WARNING,
+            cluster=moment.cluster,
+            path=location.path,
+            line=location.line,
+            message=f"{plan.name}: stage {stage.name}, pool {moment.pool.name}: maxUnavailable "
+            f"resolves to 0 nodes ({moment.policy_source}); the upgrade never starts",
+            hint="allow at least one node: maxUnavailable: 1",
+        )
         return
     short = moment.shortfalls
     if not short:
         return
-    gaps = ", ".join(f"{name} {online} online < {need:g} nominal" for name, (online, need) in sorted(short.items()))
-    yield Finding(rule=ID, severity=SEVERITY, cluster=moment.cluster, path=location.path, line=location.line,
-                  message=f"{plan.name}: stage {stage.name}, pool {moment.pool.name}: at the worst moment "
-                          f"{moment.describe()} ({moment.policy_source}); production short: {gaps}",
-                  hint=_hint(moment))
+    gaps = ", ".join(
+        f"{name} {online} online < {need:g} nominal" for name, (online, need) in sorted(short.items())
+    )
+    yield Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=moment.cluster,
+        path=location.path,
+        line=location.line,
+        message=f"{plan.name}: stage {stage.name}, pool {moment.pool.name}: at the worst moment "
+        f"{moment.describe()} ({moment.policy_source}); production short: {gaps}",
+        hint=_hint(moment),
+    )
 
 
 def _hint(moment) -> str:
     """What would help: never "one node at a time" when the operator already takes one node at a time (the
     hint must not propose the value the repository already has)."""
     if moment.nodes_down > 1:
-        return ("upgrade fewer nodes at once (maxParallelUpgrades: 1), add a node, or lower the production queue's "
-                "nominal quota on this pool")
-    never_enough = sorted(name for name, need in moment.production_need.items()
-                          if moment.pool.capacity.get(name, 0) < need)
+        return (
+            "upgrade fewer nodes at once (maxParallelUpgrades: 1), add a node, or lower the production "
+            "queue's nominal quota on this pool"
+        )
+    never_enough = sorted(
+        name for name, need in moment.production_need.items() if moment.pool.capacity.get(name, 0) < need
+    )
     if never_enough:
-        return (f"even with every node online the pool exposes too little {', '.join(never_enough)}: fix the pool's "
-                "capacity or the production quota first (the CAP findings on this pool)")
-    return "the operator already takes one node at a time: add a node, or lower the production queue's nominal quota " \
-           "on this pool"
+        return (
+            f"even with every node online the pool exposes too little {', '.join(never_enough)}: fix "
+            "the pool's "
+            "capacity or the production quota first (the CAP findings on this pool)"
+        )
+    return (
+        "the operator already takes one node at a time: add a node, or lower the production queue's "
+        "nominal quota "
+        "on this pool"
+    )

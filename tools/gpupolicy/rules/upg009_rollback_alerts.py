@@ -1,10 +1,10 @@
 '''Rollback criteria name an alert that no PrometheusRule of the stage's clusters defines.
 
 ## Why it matters
-Rollback criteria are written down before the rollout starts so nobody argues about them at 3 a.m.: "roll
-back if GPUXidCriticalError fires". An alert name that does not exist (a typo, an alert renamed since) never
-fires, so the criterion is silently always met. Every alert named under `rollback.criteria.silentAlerts` must be
-an alerting rule in a `PrometheusRule` rendered into every cluster the plan touches.
+Rollback criteria are written down before the rollout starts so nobody argues about them at 3 a.m.: "roll back
+if GPUXidCriticalError fires". An alert name that does not exist (a typo, an alert renamed since) never fires,
+so the criterion is silently always met. Every alert named under `rollback.criteria.silentAlerts` must be an
+alerting rule in a `PrometheusRule` rendered into every cluster the plan touches.
 
 ## Bad example
 ```yaml
@@ -41,9 +41,14 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
     criteria = plan.criteria
     if not criteria.silent_alerts:
         location = plan.locate("spec", "rollback", "criteria")
-        yield Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line,
-                      message=f"{plan.name}: the rollback criteria name no alert that must stay silent",
-                      hint="list the alerts that mean roll back under silentAlerts (e.g. GPUXidCriticalError)")
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            path=location.path,
+            line=location.line,
+            message=f"{plan.name}: the rollback criteria name no alert that must stay silent",
+            hint="list the alerts that mean roll back under silentAlerts (e.g. GPUXidCriticalError)",
+        )
         return
     clusters = sorted({unit.cluster for stage in plan.stages for unit in stage_units(fleet, plan, stage)})
     defined = {name: {alert.name for alert in alerts_of_cluster(fleet.clusters[name])} for name in clusters}
@@ -51,8 +56,13 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
         missing = [name for name in clusters if alert not in defined[name]]
         if missing:
             location = plan.locate("spec", "rollback", "criteria", "silentAlerts", index)
-            yield Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line,
-                          cluster=",".join(missing),
-                          message=f"{plan.name}: rollback alert {alert} is defined by no PrometheusRule in "
-                                  f"{', '.join(missing)}",
-                          hint="use an alert from policies/observability/alerts/, or add it there first")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                path=location.path,
+                line=location.line,
+                cluster=",".join(missing),
+                message=f"{plan.name}: rollback alert {alert} is defined by no PrometheusRule in "
+                f"{', '.join(missing)}",
+                hint="use an alert from policies/observability/alerts/, or add it there first",
+            )

@@ -41,7 +41,13 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             minimum = plans.minimum_soak(stage.phase)
             if stage.minimum_soak < minimum:
                 location = plan.locate_stage(stage, "minimumSoak")
-                yield Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line,
-                              message=f"{plan.name}: stage {stage.name} soaks {format_duration(stage.minimum_soak)}; "
-                                      f"a {stage.phase} stage needs at least {format_duration(minimum)} ({source})",
-                              hint=f"minimumSoak: {format_duration(minimum)}")
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    path=location.path,
+                    line=location.line,
+                    message=f"{plan.name}: stage {stage.name} soaks "
+                    f"{format_duration(stage.minimum_soak)}; a {stage.phase} stage needs at least "
+                    f"{format_duration(minimum)} ({source})",
+                    hint=f"minimumSoak: {format_duration(minimum)}",
+                )

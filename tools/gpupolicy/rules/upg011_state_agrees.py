@@ -41,10 +41,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
     for component, plans in sorted(by_component.items()):
         for plan in plans[1:]:
             location = plan.locate("spec", "component")
-            yield Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line,
-                          message=f"{plan.name}: another unfinished {component} plan is open ({plans[0].path}); "
-                                  "two plans would claim the same pools",
-                          hint="finish the first plan (promote its last stage) or delete one")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                path=location.path,
+                line=location.line,
+                message=f"{plan.name}: another unfinished {component} plan is open "
+                f"({plans[0].path}); "
+                "two plans would claim the same pools",
+                hint="finish the first plan (promote its last stage) or delete one",
+            )
 
 
 def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
@@ -61,7 +67,13 @@ def _check_plan(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
                 continue
             location = unit_location(fleet, plan, unit)
             what = "its NVIDIADriver objects disagree" if actual is None else f"the repository has {actual}"
-            yield Finding(rule=ID, severity=SEVERITY, cluster=unit.cluster, path=location.path, line=location.line,
-                          message=f"{plan.name}: {unit.label} is in stage {stage.name} ({recorded}), so it should run "
-                                  f"{expected}; {what}",
-                          hint="use `gpupolicy upgrade promote`/`rollback`, or set the version the plan expects")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=unit.cluster,
+                path=location.path,
+                line=location.line,
+                message=f"{plan.name}: {unit.label} is in stage {stage.name} ({recorded}), so it "
+                f"should run {expected}; {what}",
+                hint="use `gpupolicy upgrade promote`/`rollback`, or set the version the plan expects",
+            )

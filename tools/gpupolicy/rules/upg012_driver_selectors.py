@@ -23,8 +23,8 @@ spec:
 ```
 
 ## Fix
-Select nodes by pool (`nodeSelector: {gpupolicy.io/pool: <pool>}`), one NVIDIADriver per pool, and keep at most
-one catch-all driver (`default: true`, no selector).
+Select nodes by pool (`nodeSelector: {gpupolicy.io/pool: <pool>}`), one NVIDIADriver per pool, and keep at
+most one catch-all driver (`default: true`, no selector).
 '''
 
 from collections.abc import Iterator
@@ -52,11 +52,18 @@ def _catch_all(driver: NvidiaDriver) -> bool:
 def _defaults(fleet: Fleet, name: str, cluster: Cluster) -> Iterator[Finding]:
     catch_all = [d for d in cluster.nvidia_drivers if _catch_all(d)]
     for driver in catch_all[1:]:
-        location = fleet.locate(driver.obj, "spec", "default") if is_default(driver) \
+        location = (
+            fleet.locate(driver.obj, "spec", "default")
+            if is_default(driver)
             else fleet.locate(driver.obj, "spec")
-        yield _finding(location, name, f"NVIDIADriver {driver.name} is a second default/catch-all driver (with "
-                       f"{catch_all[0].name}): the operator fails with ReconcileFailed",
-                       "keep one default (default: true, no nodeSelector); give the others a pool nodeSelector")
+        )
+        yield _finding(
+            location,
+            name,
+            f"NVIDIADriver {driver.name} is a second default/catch-all driver "
+            f"(with {catch_all[0].name}): the operator fails with ReconcileFailed",
+            "keep one default (default: true, no nodeSelector); give the others a pool nodeSelector",
+        )
 
 
 def _overlaps(fleet: Fleet, name: str, cluster: Cluster) -> Iterator[Finding]:
@@ -66,13 +73,28 @@ def _overlaps(fleet: Fleet, name: str, cluster: Cluster) -> Iterator[Finding]:
         identical = first.node_selector == second.node_selector
         if not shared and not identical:
             continue
-        where = f"both select the nodes of pool(s) {', '.join(shared)}" if shared else "have identical nodeSelectors"
+        where = (
+            f"both select the nodes of pool(s) {', '.join(shared)}"
+            if shared
+            else ("have identical nodeSelectors")
+        )
         location = fleet.locate(second.obj, "spec", "nodeSelector")
-        yield _finding(location, name, f"NVIDIADriver {first.name} and {second.name} {where}: "
-                       "the operator marks both notReady (ConflictingNodeSelector)",
-                       "select each pool by its label gpupolicy.io/pool, one NVIDIADriver per pool")
+        yield _finding(
+            location,
+            name,
+            f"NVIDIADriver {first.name} and {second.name} {where}: "
+            "the operator marks both notReady (ConflictingNodeSelector)",
+            "select each pool by its label gpupolicy.io/pool, one NVIDIADriver per pool",
+        )
 
 
 def _finding(location, cluster: str, message: str, hint: str) -> Finding:
-    return Finding(rule=ID, severity=SEVERITY, path=location.path if location else "",
-                   line=location.line if location else 0, cluster=cluster, message=message, hint=hint)
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        path=location.path if location else "",
+        line=location.line if location else 0,
+        cluster=cluster,
+        message=message,
+        hint=hint,
+    )

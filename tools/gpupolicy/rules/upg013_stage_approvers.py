@@ -42,8 +42,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                 if plans.approvers is not None and plans.approvers.members(name):
                     continue
                 location = plan.locate_stage(stage, "approvers", index)
-                why = (f"is no person or group of {APPROVERS_FILE}" if plans.approvers is not None
-                       else f"cannot be checked: there is no {APPROVERS_FILE}")
-                yield Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line,
-                              message=f"{plan.name}: stage {stage.name} approver {name} {why}",
-                              hint=f"name a person or group of {APPROVERS_FILE}, or add it there")
+                why = (
+                    f"is no person or group of {APPROVERS_FILE}"
+                    if plans.approvers is not None
+                    else f"cannot be checked: there is no {APPROVERS_FILE}"
+                )
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    path=location.path,
+                    line=location.line,
+                    message=f"{plan.name}: stage {stage.name} approver {name} {why}",
+                    hint=f"name a person or group of {APPROVERS_FILE}, or add it there",
+                )

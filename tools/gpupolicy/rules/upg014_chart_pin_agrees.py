@@ -6,8 +6,8 @@ spelling, WL009; CDI defaults, SEC001; MIG minimums, MIG005) reads `spec.gpuOper
 cluster's `cluster.yaml`. What Argo CD or Flux actually installs is the chart version in the rendered
 HelmRelease (`spec.chart.spec.version`) or Application (`targetRevision` of the gpu-operator chart source),
 pinned per cluster by `clusters/<name>/gpu-operator-chart.yaml`. When the two differ, the checks approve a
-release the cluster does not run, and a staged operator rollout (`gpupolicy upgrade promote`, which edits both)
-would report a stage as upgraded while the cluster kept its old chart.
+release the cluster does not run, and a staged operator rollout (`gpupolicy upgrade promote`, which edits
+both) would report a stage as upgraded while the cluster kept its old chart.
 
 ## Bad example
 ```yaml
@@ -21,8 +21,8 @@ spec:
 ```
 
 ## Fix
-Make the pin and `gpuOperatorVersion` the same release; for a rollout, let `gpupolicy upgrade promote|rollback`
-write both.
+Make the pin and `gpuOperatorVersion` the same release; for a rollout, let `gpupolicy upgrade
+promote|rollback` write both.
 '''
 
 from collections.abc import Iterator
@@ -43,9 +43,16 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             if install.version == declared:
                 continue
             location = fleet.locate_file(cluster.facts.path, "spec", "gpuOperatorVersion")
-            yield Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line, cluster=name,
-                          message=f"cluster {name} installs GPU Operator chart {install.version or '(no version)'} "
-                                  f"({install.obj.ref()} {install.patch_path}) but cluster.yaml says "
-                                  f"gpuOperatorVersion {declared}",
-                          hint=f"pin the same release in {chart_pin_path(cluster)} and cluster.yaml (a gpu-operator "
-                               "plan's promote/rollback writes both)")
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                path=location.path,
+                line=location.line,
+                cluster=name,
+                message=f"cluster {name} installs GPU Operator chart "
+                f"{install.version or '(no version)'} ({install.obj.ref()} {install.patch_path}) but "
+                f"cluster.yaml says gpuOperatorVersion {declared}",
+                hint=f"pin the same release in {chart_pin_path(cluster)} and cluster.yaml (a "
+                "gpu-operator "
+                "plan's promote/rollback writes both)",
+            )

@@ -48,35 +48,49 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 
 def _upgrade_path(plan: Plan) -> Iterator[Finding]:
     if catalog.operator_upgrade_supported(plan.from_version, plan.to_version) is False:
-        yield _finding(plan, ("spec", "to"), "",
-                       f"{plan.name}: GPU Operator {plan.from_version} -> {plan.to_version} skips a major release; "
-                       f"NVIDIA supports upgrades within a major or to the next one",
-                       "upgrade one major release at a time, one plan per step")
+        yield _finding(
+            plan,
+            ("spec", "to"),
+            "",
+            f"{plan.name}: GPU Operator {plan.from_version} -> {plan.to_version} skips a major "
+            f"release; NVIDIA supports upgrades within a major or to the next one",
+            "upgrade one major release at a time, one plan per step",
+        )
 
 
 def _operator_rollback(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
     target = catalog.operator_release(plan.rollback_target)
     if target is None:
-        return  # UPG007 already asks for releases in the catalog; an unknown target is reported there for `to`
+        # UPG007 already asks for releases in the catalog; an unknown target is reported there for `to`
+        return
     for stage in plan.stages:
         for unit in stage_units(fleet, plan, stage):
             cluster = fleet.clusters[unit.cluster]
             kubernetes = cluster.facts.kubernetes_version
             if catalog.operator_supports_kubernetes(target.version, kubernetes) is False:
                 low, high = target.kubernetes
-                yield _finding(plan, ("spec", "rollback", "target"), unit.cluster,
-                               f"{plan.name}: rollback target GPU Operator {target.version} is validated on Kubernetes "
-                               f"{low}-{high}; {unit.cluster} (stage {stage.name}) runs {kubernetes}",
-                               "roll back to a release validated on the cluster's Kubernetes version")
+                yield _finding(
+                    plan,
+                    ("spec", "rollback", "target"),
+                    unit.cluster,
+                    f"{plan.name}: rollback target GPU Operator {target.version} is validated on "
+                    f"Kubernetes {low}-{high}; {unit.cluster} (stage {stage.name}) runs {kubernetes}",
+                    "roll back to a release validated on the cluster's Kubernetes version",
+                )
             if not target.supported_drivers:
                 continue
             for pool in cluster.pools:
                 for driver in drivers_of_pool(cluster, pool):
                     if driver.version and driver.version not in target.supported_drivers:
-                        yield _finding(plan, ("spec", "rollback", "target"), unit.cluster,
-                                       f"{plan.name}: rollback target GPU Operator {target.version} does not list "
-                                       f"driver {driver.version} (pool {pool.name} on {unit.cluster}, stage "
-                                       f"{stage.name})", "roll back to a release that lists the cluster's drivers")
+                        yield _finding(
+                            plan,
+                            ("spec", "rollback", "target"),
+                            unit.cluster,
+                            f"{plan.name}: rollback target GPU Operator {target.version} does not "
+                            f"list driver {driver.version} (pool {pool.name} on {unit.cluster}, stage "
+                            f"{stage.name})",
+                            "roll back to a release that lists the cluster's drivers",
+                        )
 
 
 def _driver_rollback(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
@@ -85,13 +99,24 @@ def _driver_rollback(fleet: Fleet, plan: Plan) -> Iterator[Finding]:
         if release is None or not release.supported_drivers:
             continue
         if plan.rollback_target not in release.supported_drivers:
-            yield _finding(plan, ("spec", "rollback", "target"), name,
-                           f"{plan.name}: GPU Operator {release.version} on {name} (stage {stage.name}) "
-                           f"does not list the rollback driver {plan.rollback_target}",
-                           "roll back to a driver the cluster's operator lists")
+            yield _finding(
+                plan,
+                ("spec", "rollback", "target"),
+                name,
+                f"{plan.name}: GPU Operator {release.version} on {name} (stage {stage.name}) "
+                f"does not list the rollback driver {plan.rollback_target}",
+                "roll back to a driver the cluster's operator lists",
+            )
 
 
 def _finding(plan: Plan, path: tuple, cluster: str, message: str, hint: str) -> Finding:
     location = plan.locate(*path)
-    return Finding(rule=ID, severity=SEVERITY, path=location.path, line=location.line, cluster=cluster,
-                   message=message, hint=hint)
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        path=location.path,
+        line=location.line,
+        cluster=cluster,
+        message=message,
+        hint=hint,
+    )

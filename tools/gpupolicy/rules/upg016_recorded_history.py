@@ -3,10 +3,10 @@
 ## Why it matters
 `gpupolicy upgrade promote` records each stage's `started` and `completed` only after the stage before it has
 soaked for its minimum and its checks passed. The plan is a file in a pull request, though: a hand-edited
-record ("canary completed" an hour into a 7-day soak, a start in 2099 that makes `upgrade watch` see nothing to
-watch) would pass every other rule and let the next
-`promote` move production on a soak that never happened. This rule checks the record itself, on every
-`validate`, against the same minimum `promote` uses (`upgrades.PlanSet.effective_soak`).
+record ("canary completed" an hour into a 7-day soak, a start in 2099 that makes `upgrade watch` see nothing
+to watch) would pass every other rule and let the next `promote` move production on a soak that never
+happened. This rule checks the record itself, on every `validate`, against the same minimum `promote` uses
+(`upgrades.PlanSet.effective_soak`).
 
 ## Bad example
 ```yaml
@@ -46,17 +46,33 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 def _stage_problems(plans: PlanSet, plan: Plan, stage: Stage, now: datetime) -> Iterator[Finding]:
     for field, moment in (("started", stage.started), ("completed", stage.completed)):
         if moment is not None and moment > now:
-            yield _finding(plan, stage, field, f"stage {stage.name} is recorded as {field} in the future "
-                           f"({format_timestamp(moment)})")
+            yield _finding(
+                plan,
+                stage,
+                field,
+                f"stage {stage.name} is recorded as {field} in the future ({format_timestamp(moment)})",
+            )
     if stage.started is None:
         return  # (a stage started before the one before it completed is UPG001's)
     required = plans.effective_soak(stage)
     if stage.completed is not None and stage.completed - stage.started < required:
-        yield _finding(plan, stage, "completed", f"stage {stage.name} is recorded as completed after "
-                       f"{format_duration(stage.completed - stage.started)} of its {format_duration(required)} soak")
+        yield _finding(
+            plan,
+            stage,
+            "completed",
+            f"stage {stage.name} is recorded as completed after "
+            f"{format_duration(stage.completed - stage.started)} of its "
+            f"{format_duration(required)} soak",
+        )
 
 
 def _finding(plan: Plan, stage: Stage, field: str, message: str) -> Finding:
     location = plan.locate_stage(stage, field)
-    return Finding(rule=ID, severity=SEVERITY, message=f"{plan.name}: {message}", path=location.path,
-                   line=location.line, hint="revert the hand edit; `gpupolicy upgrade promote` records stages")
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=f"{plan.name}: {message}",
+        path=location.path,
+        line=location.line,
+        hint="revert the hand edit; `gpupolicy upgrade promote` records stages",
+    )

@@ -46,26 +46,51 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 def _stage_problems(approvers: Approvers, plan: Plan, stage: Stage) -> Iterator[Finding]:
     approver, promoter = stage.approved_by, stage.promoted_by
     if not approver:
-        yield _finding(plan, stage, "started", f"stage {stage.name} is recorded as started with no approvedBy")
+        yield _finding(
+            plan, stage, "started", f"stage {stage.name} is recorded as started with no approvedBy"
+        )
         return
     # a group was what promote recorded before approvals were signatures (decision 0036); it stays readable
     on_stage = approver in stage.approvers or any(approver in approvers.members(e) for e in stage.approvers)
     if not on_stage:
-        yield _finding(plan, stage, "approvedBy", f"stage {stage.name} is recorded as approved by {approver}, "
-                       f"who is not one of its approvers ({', '.join(stage.approvers)})")
+        yield _finding(
+            plan,
+            stage,
+            "approvedBy",
+            f"stage {stage.name} is recorded as approved by "
+            f"{approver}, who is not one of its approvers ({', '.join(stage.approvers)})",
+        )
     if promoter and promoter not in approvers.people:
-        yield _finding(plan, stage, "promotedBy", f"stage {stage.name} is recorded as promoted by {promoter}, "
-                       "who is nobody in the approvers file")
+        yield _finding(
+            plan,
+            stage,
+            "promotedBy",
+            f"stage {stage.name} is recorded as promoted by {promoter}, who is nobody in the approvers file",
+        )
     elif promoter and promoter in approvers.members(approver):
-        yield _finding(plan, stage, "promotedBy", f"stage {stage.name} is recorded as promoted by {promoter}, "
-                       f"who is also its approver ({approver}): that is one person")
+        yield _finding(
+            plan,
+            stage,
+            "promotedBy",
+            f"stage {stage.name} is recorded as promoted by "
+            f"{promoter}, who is also its approver ({approver}): that is one person",
+        )
     elif stage.two_person and not promoter:
-        yield _finding(plan, stage, "approvedBy", f"stage {stage.name} needs two people and records one "
-                       f"({approver}, no promotedBy)")
+        yield _finding(
+            plan,
+            stage,
+            "approvedBy",
+            f"stage {stage.name} needs two people and records one ({approver}, no promotedBy)",
+        )
 
 
 def _finding(plan: Plan, stage: Stage, field: str, message: str) -> Finding:
     location = plan.locate_stage(stage, field)
-    return Finding(rule=ID, severity=SEVERITY, message=f"{plan.name}: {message}", path=location.path,
-                   line=location.line, hint="revert the hand edit; `gpupolicy upgrade promote` records approvals "
-                                            "from verified signatures")
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=f"{plan.name}: {message}",
+        path=location.path,
+        line=location.line,
+        hint="revert the hand edit; `gpupolicy upgrade promote` records approvals from verified signatures",
+    )

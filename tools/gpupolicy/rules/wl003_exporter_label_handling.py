@@ -3,10 +3,11 @@
 ## Why it matters
 dcgm-exporter, run with pod mapping on (`--kubernetes`, env `DCGM_EXPORTER_KUBERNETES=true`, which the GPU
 Operator sets in `assets/state-dcgm-exporter/0800_daemonset.yaml`), adds `pod`, `namespace` and `container`
-labels — the workload holding the GPU — to each series of an allocated GPU, and nothing to the series of a free
-one (NVIDIA/dcgm-exporter `internal/pkg/transformation/kubernetes.go`, `PodMapper.Process`; the label names are
-`podAttribute`, `namespaceAttribute`, `containerAttribute` in `internal/pkg/transformation/const.go`; with
-`--use-old-namespace` they are `pod_name`, `pod_namespace`, `container_name` instead, which collide with nothing).
+labels — the workload holding the GPU — to each series of an allocated GPU, and nothing to the series of a
+free one (NVIDIA/dcgm-exporter `internal/pkg/transformation/kubernetes.go`, `PodMapper.Process`; the label
+names are `podAttribute`, `namespaceAttribute`, `containerAttribute` in
+`internal/pkg/transformation/const.go`; with `--use-old-namespace` they are `pod_name`, `pod_namespace`,
+`container_name` instead, which collide with nothing).
 
 The Prometheus Operator gives every ServiceMonitor and PodMonitor target labels of its own: `namespace`, `pod`
 and `container` of the scraped pod (prometheus-operator `pkg/prometheus/promcfg.go`,
@@ -31,9 +32,12 @@ Exporters that attach pod labels (the set is explicit; add one here with its sou
 
 | exporter | selected by | labels it attaches |
 |---|---|---|
-| dcgm-exporter (GPU Operator) | `app: nvidia-dcgm-exporter` (Service and pods, `assets/state-dcgm-exporter/0400_service.yaml`) | `pod`, `namespace`, `container` |
-| dcgm-exporter (GPU Operator, DRA) | `app: nvidia-dcgm-exporter-dra` (`manifests/state-dcgm-exporter/0500_service.yaml`) | `pod`, `namespace`, `container` |
-| dcgm-exporter (its own Helm chart) | `app.kubernetes.io/name: dcgm-exporter` (`deployment/templates/_helpers.tpl`) | `pod`, `namespace`, `container` |
+| dcgm-exporter (GPU Operator) | `app: nvidia-dcgm-exporter` (Service and pods,
+`assets/state-dcgm-exporter/0400_service.yaml`) | `pod`, `namespace`, `container` |
+| dcgm-exporter (GPU Operator, DRA) | `app: nvidia-dcgm-exporter-dra`
+(`manifests/state-dcgm-exporter/0500_service.yaml`) | `pod`, `namespace`, `container` |
+| dcgm-exporter (its own Helm chart) | `app.kubernetes.io/name: dcgm-exporter`
+(`deployment/templates/_helpers.tpl`) | `pod`, `namespace`, `container` |
 
 ## Bad example
 ```yaml
@@ -53,8 +57,10 @@ and move the exporter's labels back with metric relabelings, which also leave fr
       honorLabels: false
       metricRelabelings:
         - {sourceLabels: [exported_pod], targetLabel: pod, regex: (.*), replacement: $1, action: replace}
-        - {sourceLabels: [exported_namespace], targetLabel: namespace, regex: (.*), replacement: $1, action: replace}
-        - {sourceLabels: [exported_container], targetLabel: container, regex: (.*), replacement: $1, action: replace}
+        - {sourceLabels: [exported_namespace], targetLabel: namespace, regex: (.*), replacement: $1, action:
+          replace}
+        - {sourceLabels: [exported_container], targetLabel: container, regex: (.*), replacement: $1, action:
+          replace}
         - {regex: exported_(pod|namespace|container), action: labeldrop}
 ```
 (an empty replacement deletes the label: prometheus/prometheus `model/relabel/relabel.go`, `Replace`). Or, to
@@ -75,7 +81,9 @@ from ..model import Fleet, K8sObject
 
 ID = "WL003"
 SEVERITY = Severity.ERROR
-SUMMARY = "A monitor of an exporter that attaches pod labels honours labels without separating the exporter's own"
+SUMMARY = (
+    "A monitor of an exporter that attaches pod labels honours labels without separating the exporter's own"
+)
 
 
 @dataclass(frozen=True)
@@ -86,10 +94,15 @@ class PodLabelExporter:
 
 
 POD_LABEL_EXPORTERS: tuple[PodLabelExporter, ...] = (
-    PodLabelExporter("dcgm-exporter",
-                     (("app", "nvidia-dcgm-exporter"), ("app", "nvidia-dcgm-exporter-dra"),
-                      ("app.kubernetes.io/name", "dcgm-exporter")),
-                     ("pod", "namespace", "container")),
+    PodLabelExporter(
+        "dcgm-exporter",
+        (
+            ("app", "nvidia-dcgm-exporter"),
+            ("app", "nvidia-dcgm-exporter-dra"),
+            ("app.kubernetes.io/name", "dcgm-exporter"),
+        ),
+        ("pod", "namespace", "container"),
+    ),
 )
 # Target labels the Prometheus Operator sets on every ServiceMonitor / PodMonitor target (promcfg.go).
 OPERATOR_TARGET_LABELS = ("namespace", "pod", "container")
@@ -117,15 +130,20 @@ def selected_exporter(selector: Any) -> PodLabelExporter | None:
     if not isinstance(selector, dict):
         return None
     match_labels = selector.get("matchLabels") if isinstance(selector.get("matchLabels"), dict) else {}
-    expressions = selector.get("matchExpressions") if isinstance(selector.get("matchExpressions"), list) else []
+    expressions = (
+        selector.get("matchExpressions") if isinstance(selector.get("matchExpressions"), list) else []
+    )
     for exporter in POD_LABEL_EXPORTERS:
         for key, value in exporter.identities:
             if str(match_labels.get(key, "")) == value:
                 return exporter
             for expression in expressions:
-                if (isinstance(expression, dict) and expression.get("key") == key
-                        and expression.get("operator") == "In"
-                        and value in [str(v) for v in expression.get("values") or []]):
+                if (
+                    isinstance(expression, dict)
+                    and expression.get("key") == key
+                    and expression.get("operator") == "In"
+                    and value in [str(v) for v in expression.get("values") or []]
+                ):
                     return exporter
     return None
 
@@ -150,17 +168,28 @@ def _removes(config: dict, label: str) -> bool:
     return False
 
 
-def _finding(fleet: Fleet, cluster: str, obj: K8sObject, field: str, index: int, exporter: PodLabelExporter,
-             leaked: list[str]) -> Finding:
+def _finding(
+    fleet: Fleet,
+    cluster: str,
+    obj: K8sObject,
+    field: str,
+    index: int,
+    exporter: PodLabelExporter,
+    leaked: list[str],
+) -> Finding:
     names = ", ".join(leaked)
     return Finding(
-        rule=ID, severity=SEVERITY, cluster=cluster,
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster,
         message=f"{obj.ref()} scrapes {exporter.name}, which labels a GPU's series with the "
-                f"{'/'.join(exporter.labels)} of the workload holding it and a free GPU's with none, but "
-                f"{field}[{index}] sets honorLabels: true and keeps the target's own {names}: Prometheus adds "
-                "them to every free GPU's series (the exporter pod), so every GPU looks allocated "
-                "(GPUAllocatedButIdle fires for free GPUs)",
+        f"{'/'.join(exporter.labels)} of the workload holding it and a free GPU's with none, but "
+        f"{field}[{index}] sets honorLabels: true and keeps the target's own {names}: Prometheus "
+        "adds "
+        "them to every free GPU's series (the exporter pod), so every GPU looks allocated "
+        "(GPUAllocatedButIdle fires for free GPUs)",
         hint="set honorLabels: false and move exported_pod/exported_namespace/exported_container back to "
-             "pod/namespace/container with metricRelabelings (policies/observability/servicemonitors/"
-             f"dcgm-exporter.yaml), or drop the target's {names} in relabelings (action: labeldrop)",
-        **at(locate(fleet, obj, "spec", field, index, "honorLabels")))
+        "pod/namespace/container with metricRelabelings (policies/observability/servicemonitors/"
+        f"dcgm-exporter.yaml), or drop the target's {names} in relabelings (action: labeldrop)",
+        **at(locate(fleet, obj, "spec", field, index, "honorLabels")),
+    )

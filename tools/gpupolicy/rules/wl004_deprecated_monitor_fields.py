@@ -5,14 +5,15 @@ The Prometheus Operator marks fields it will remove with a "Deprecated:" note in
 (prometheus-operator `example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml` and
 `..._podmonitors.yaml`, generated from `pkg/apis/monitoring/v1/types.go` and `podmonitor_types.go`). A
 deprecated field keeps working until it is removed, then the API server refuses the object and the sync fails.
-`bearerTokenFile` is worse already: it makes Prometheus read an arbitrary file of its own container and send it
-to the target, so a Prometheus with `arbitraryFSAccessThroughSMs.deny: true` refuses the whole ServiceMonitor
-(`pkg/prometheus/resource_selector.go`, `testForArbitraryFSAccess`: "it accesses file system via bearer token
-file which Prometheus specification prohibits") and the target silently goes unscraped.
+`bearerTokenFile` is worse already: it makes Prometheus read an arbitrary file of its own container and send
+it to the target, so a Prometheus with `arbitraryFSAccessThroughSMs.deny: true` refuses the whole
+ServiceMonitor (`pkg/prometheus/resource_selector.go`, `testForArbitraryFSAccess`: "it accesses file system
+via bearer token file which Prometheus specification prohibits") and the target silently goes unscraped.
 
 The fields and their replacements below are the CRDs' own notes at the commit the repository's CRD copies come
-from (prometheus-operator `6adcebc5`, operator 0.93.0); `tests/rules/WL004/test_wl004_upstream_deprecations.py`
-reads every "Deprecated:" description of the upstream CRDs and fails when this table and the CRDs differ.
+from (prometheus-operator `6adcebc5`, operator 0.93.0);
+`tests/rules/WL004/test_wl004_upstream_deprecations.py` reads every "Deprecated:" description of the upstream
+CRDs and fails when this table and the CRDs differ.
 
 | kind | field | CRD note |
 |---|---|---|
@@ -59,13 +60,26 @@ GROUP = "monitoring.coreos.com"
 ITEMS = "[]"  # a path step into every item of a list
 # (kind, field path, the CRD's note): exactly what deprecated_fields() finds in the upstream CRDs.
 DEPRECATED: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("ServiceMonitor", ("spec", "endpoints", ITEMS, "bearerTokenFile"), "Deprecated: use `authorization` instead."),
-    ("ServiceMonitor", ("spec", "endpoints", ITEMS, "bearerTokenSecret"),
-     "Deprecated: use `authorization` instead."),
-    ("PodMonitor", ("spec", "podMetricsEndpoints", ITEMS, "bearerTokenSecret"),
-     "Deprecated: use `authorization` instead."),
-    ("PodMonitor", ("spec", "podMetricsEndpoints", ITEMS, "targetPort"),
-     "Deprecated: use 'port' or 'portNumber' instead."),
+    (
+        "ServiceMonitor",
+        ("spec", "endpoints", ITEMS, "bearerTokenFile"),
+        "Deprecated: use `authorization` instead.",
+    ),
+    (
+        "ServiceMonitor",
+        ("spec", "endpoints", ITEMS, "bearerTokenSecret"),
+        "Deprecated: use `authorization` instead.",
+    ),
+    (
+        "PodMonitor",
+        ("spec", "podMetricsEndpoints", ITEMS, "bearerTokenSecret"),
+        "Deprecated: use `authorization` instead.",
+    ),
+    (
+        "PodMonitor",
+        ("spec", "podMetricsEndpoints", ITEMS, "targetPort"),
+        "Deprecated: use 'port' or 'portNumber' instead.",
+    ),
 )
 KINDS = ("ServiceMonitor", "PodMonitor")
 
@@ -95,22 +109,32 @@ def _finding(fleet: Fleet, cluster: str, obj: K8sObject, path: tuple, note: str)
     field = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
     extra = ""
     if path[-1] == "bearerTokenFile":
-        extra = (" (a Prometheus with arbitraryFSAccessThroughSMs.deny refuses the whole ServiceMonitor, so the "
-                 "target goes unscraped)")
-    return Finding(rule=ID, severity=SEVERITY, cluster=cluster,
-                   message=f"{obj.ref()} sets {field}, which the Prometheus Operator's {obj.kind} CRD marks "
-                           f"\"{note}\"{extra}",
-                   hint=_hint(path[-1]), **at(locate(fleet, obj, *path)))
+        extra = (
+            " (a Prometheus with arbitraryFSAccessThroughSMs.deny refuses the whole ServiceMonitor, so "
+            "the target goes unscraped)"
+        )
+    return Finding(
+        rule=ID,
+        severity=SEVERITY,
+        cluster=cluster,
+        message=f"{obj.ref()} sets {field}, which the Prometheus Operator's {obj.kind} CRD marks "
+        f"\"{note}\"{extra}",
+        hint=_hint(path[-1]),
+        **at(locate(fleet, obj, *path)),
+    )
 
 
 def _hint(name: str) -> str:
     if name == "targetPort":
         return "name the container port in `port` (or its number in `portNumber`)"
-    return ("use `authorization: {type: Bearer, credentials: {name: <secret>, key: token}}` with a Secret in the "
-            "monitor's namespace (a kubernetes.io/service-account-token Secret for Prometheus' own token)")
+    return (
+        "use `authorization: {type: Bearer, credentials: {name: <secret>, key: token}}` with a Secret in "
+        "the monitor's namespace (a kubernetes.io/service-account-token Secret for Prometheus' own token)"
+    )
 
 
 # --- reading the deprecations from a CRD (the test compares DEPRECATED with the upstream CRDs) ----------
+
 
 def deprecated_fields(crd: dict) -> list[tuple[str, tuple[str, ...], str]]:
     """(kind, field path, "Deprecated: ..." note) for every field of every served version of a CRD whose

@@ -5,24 +5,25 @@ Every GPU node of a pool carries the taints its `pool.yaml` declares. Two object
 
 - the pool's **ResourceFlavor**: Kueue copies the flavor's `spec.tolerations` (and `nodeLabels`) into the pod
   template of every workload it admits on that flavor (kubernetes-sigs/kueue `pkg/podset/podset.go`,
-  `FromAssignment`: `info.Tolerations = append(info.Tolerations, flv.Spec.Tolerations...)`, merged into the pod
-  set by `PodSetInfo.Merge`). A taint the flavor does not tolerate leaves every admitted pod Pending: Kueue has
-  charged the quota, the scheduler finds no node.
+  `FromAssignment`: `info.Tolerations = append(info.Tolerations, flv.Spec.Tolerations...)`, merged into the
+  pod set by `PodSetInfo.Merge`). A taint the flavor does not tolerate leaves every admitted pod Pending:
+  Kueue has charged the quota, the scheduler finds no node.
 - the **NVIDIADriver** that selects the pool (`spec.nodeSelector`): its `spec.tolerations` go on the driver
   DaemonSet. A taint it does not tolerate means no driver on the pool's nodes, so no device plugin, no GPUs.
 
-Matching is Kubernetes' own (`gpupolicy.domain.tolerations.tolerates`, shared with WL007), `Toleration.ToleratesTaint` (kubernetes/kubernetes
-`staging/src/k8s.io/api/core/v1/toleration.go`): an empty toleration effect matches every effect, otherwise the
-effects must be equal; an empty key matches every key (with `Exists`), otherwise the keys must be equal; operator
-`Exists` matches any value, `Equal` (or empty) needs the same value, `Lt`/`Gt` compare the values as integers.
-Only `NoSchedule` and `NoExecute` taints keep a pod off a node (the scheduler's TaintToleration filter);
-`PreferNoSchedule` is a preference and is not checked.
+Matching is Kubernetes' own (`gpupolicy.domain.tolerations.tolerates`, shared with WL007),
+`Toleration.ToleratesTaint` (kubernetes/kubernetes `staging/src/k8s.io/api/core/v1/toleration.go`): an empty
+toleration effect matches every effect, otherwise the effects must be equal; an empty key matches every key
+(with `Exists`), otherwise the keys must be equal; operator `Exists` matches any value, `Equal` (or empty)
+needs the same value, `Lt`/`Gt` compare the values as integers. Only `NoSchedule` and `NoExecute` taints keep
+a pod off a node (the scheduler's TaintToleration filter); `PreferNoSchedule` is a preference and is not
+checked.
 
-A toleration that tolerates no taint of the pools it applies to, and whose key is within edit distance 2 of such a
-taint's key or of a well-known key (`nvidia.com/gpu`), is a typo: it is reported at its own line. When a taint
-and a toleration differ only by such a typo, the finding is at the side that disagrees with the rest of the
-fleet (the spelling used by more taints and tolerations, a well-known key first); on a tie, at the toleration,
-since `pool.yaml` declares what the nodes carry.
+A toleration that tolerates no taint of the pools it applies to, and whose key is within edit distance 2 of
+such a taint's key or of a well-known key (`nvidia.com/gpu`), is a typo: it is reported at its own line. When
+a taint and a toleration differ only by such a typo, the finding is at the side that disagrees with the rest
+of the fleet (the spelling used by more taints and tolerations, a well-known key first); on a tie, at the
+toleration, since `pool.yaml` declares what the nodes carry.
 
 ## Bad example
 ```yaml
@@ -104,6 +105,7 @@ def _consumers(cluster: Cluster) -> list[_Consumer]:
 
 def _votes(fleet: Fleet) -> Counter:
     """How often each key, and each (key, value), is written in the fleet's taints and tolerations."""
+
     def build() -> Counter:
         votes: Counter = Counter()
         for pool in fleet.pools.values():
@@ -135,8 +137,9 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             yield from _stray(fleet, cluster, consumer, reported)
 
 
-def _untolerated(fleet: Fleet, cluster: Cluster, consumer: _Consumer, votes: Counter,
-                 reported: set) -> Iterator[Finding]:
+def _untolerated(
+    fleet: Fleet, cluster: Cluster, consumer: _Consumer, votes: Counter, reported: set
+) -> Iterator[Finding]:
     for pool in consumer.pools:
         for index, taint in enumerate(pool.taints):
             if taint.effect not in BLOCKING_EFFECTS or any(tolerates(t, taint) for t in consumer.tolerations):
@@ -150,11 +153,18 @@ def _untolerated(fleet: Fleet, cluster: Cluster, consumer: _Consumer, votes: Cou
                 if key in reported:
                     continue
                 reported.add(key)
-                place = fleet.locate(consumer.obj, "spec", "tolerations") or fleet.locate(consumer.obj, "spec")
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{what}: {effect}",
-                              hint=f"add a toleration for {show(taint)} to {consumer.ref} "
-                                   f"(taint declared at {taint_place.path}:{taint_place.line})", **at(place))
+                place = fleet.locate(consumer.obj, "spec", "tolerations") or fleet.locate(
+                    consumer.obj, "spec"
+                )
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{what}: {effect}",
+                    hint=f"add a toleration for {show(taint)} to {consumer.ref} "
+                    f"(taint declared at {taint_place.path}:{taint_place.line})",
+                    **at(place),
+                )
                 continue
             j, field, wrong_side = miss
             toleration = consumer.tolerations[j]
@@ -162,8 +172,9 @@ def _untolerated(fleet: Fleet, cluster: Cluster, consumer: _Consumer, votes: Cou
             if field == "key":
                 blame_taint = _weight(votes, str(toleration.get("key"))) > _weight(votes, taint.key)
             elif field == "value":
-                blame_taint = (_weight(votes, (taint.key, str(toleration.get("value"))))
-                               > _weight(votes, (taint.key, taint.value)))
+                blame_taint = _weight(votes, (taint.key, str(toleration.get("value")))) > _weight(
+                    votes, (taint.key, taint.value)
+                )
             else:
                 blame_taint = False
             written = str(toleration.get(field))
@@ -175,16 +186,26 @@ def _untolerated(fleet: Fleet, cluster: Cluster, consumer: _Consumer, votes: Cou
                     continue
                 reported.add(key)
                 place = fleet.locate_file(pool.path, "spec", "taints", index, field)
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{what}: the taint's {field} {declared!r} looks like a typo of {written!r} "
-                                      f"({_why_right(written, field)}, and {consumer.ref} tolerates it); {effect}",
-                              hint=f"spell the taint's {field} {written!r} in {pool.path}", **at(place))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{what}: the taint's {field} {declared!r} looks like a typo of "
+                    f"{written!r} ({_why_right(written, field)}, and {consumer.ref} tolerates it); {effect}",
+                    hint=f"spell the taint's {field} {written!r} in {pool.path}",
+                    **at(place),
+                )
             else:
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              message=f"{what}: its toleration's {field} {written!r} looks like a typo of "
-                                      f"{declared!r}; {effect}",
-                              hint=f"spell the toleration's {field} {declared!r} as the taint at "
-                                   f"{taint_place.path}:{taint_place.line} does", **at(tol_place))
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    message=f"{what}: its toleration's {field} {written!r} looks like a typo of "
+                    f"{declared!r}; {effect}",
+                    hint=f"spell the toleration's {field} {declared!r} as the taint at "
+                    f"{taint_place.path}:{taint_place.line} does",
+                    **at(tol_place),
+                )
 
 
 def _near_miss(consumer: _Consumer, taint: Taint) -> tuple[int, str, str] | None:
@@ -219,11 +240,15 @@ def _stray(fleet: Fleet, cluster: Cluster, consumer: _Consumer, reported: set) -
             continue
         reported.add(("toleration", cluster.name, consumer.ref, j))
         pools = ", ".join(p.name for p in consumer.pools)
-        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                      message=f"{consumer.ref} tolerates key {key!r}, which no taint of pool {pools} carries: "
-                              f"it looks like a typo of {close[0]!r}",
-                      hint=f"spell the key {close[0]!r}, or remove the toleration",
-                      **at(fleet.locate(consumer.obj, "spec", "tolerations", j, "key")))
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            cluster=cluster.name,
+            message=f"{consumer.ref} tolerates key {key!r}, which no taint of pool {pools} "
+            f"carries: it looks like a typo of {close[0]!r}",
+            hint=f"spell the key {close[0]!r}, or remove the toleration",
+            **at(fleet.locate(consumer.obj, "spec", "tolerations", j, "key")),
+        )
 
 
 def _why_right(written: str, field: str) -> str:

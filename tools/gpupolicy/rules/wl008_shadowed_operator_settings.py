@@ -1,13 +1,14 @@
 """A GPU Operator `driver.*` setting that the NVIDIADriver CRD shadows: dead configuration.
 
 ## Why it matters
-With `driver.nvidiaDriverCRD.enabled: true` in the Helm values (ClusterPolicy `driver.useNvidiaDriverCRD`), the
-driver is no longer a ClusterPolicy operand. In NVIDIA/gpu-operator v26.7.0:
+With `driver.nvidiaDriverCRD.enabled: true` in the Helm values (ClusterPolicy `driver.useNvidiaDriverCRD`),
+the driver is no longer a ClusterPolicy operand. In NVIDIA/gpu-operator v26.7.0:
 
-- `controllers/state_manager.go`, `ClusterPolicyController.step`: the `state-driver` (and `state-vgpu-manager`)
+- `controllers/state_manager.go`, `ClusterPolicyController.step`: the `state-driver` (and
+  `state-vgpu-manager`)
   states are skipped ("NVIDIADriver CRD is enabled, cleaning up all NVIDIA driver daemonsets owned by
-  ClusterPolicy"), so `TransformDriver` and its helpers in `controllers/object_controls.go`, the only readers of
-  the ClusterPolicy's `driver.repository/image/version`, `imagePullPolicy`, `imagePullSecrets`, `manager`,
+  ClusterPolicy"), so `TransformDriver` and its helpers in `controllers/object_controls.go`, the only readers
+  of the ClusterPolicy's `driver.repository/image/version`, `imagePullPolicy`, `imagePullSecrets`, `manager`,
   `rdma`, `repoConfig`, `certConfig`, `licensingConfig`, `kernelModuleConfig`, `kernelModuleType`,
   `usePrecompiled`, `env`, `args`, `resources`, `hostNetwork`, `secretEnv`, `virtualTopology` and the probes,
   never run;
@@ -17,18 +18,20 @@ driver is no longer a ClusterPolicy operand. In NVIDIA/gpu-operator v26.7.0:
   `api/nvidia/v1alpha1/nvidiadriver_types.go`: defaults when unset) and never reads the ClusterPolicy's
   `driver.upgradePolicy`; `controllers/nodelabeling_controller.go` (`applyDriverAutoUpgradeAnnotation`) takes
   the auto-upgrade switch from the NVIDIADriver objects as well;
-- `controllers/nvidiadriver_controller.go` builds the driver DaemonSets from the NVIDIADriver's spec alone (plus
+- `controllers/nvidiadriver_controller.go` builds the driver DaemonSets from the NVIDIADriver's spec alone
+  (plus
   the ClusterPolicy's `hostPaths.rootFS`).
 
 The chart copies `driver.*` values into an NVIDIADriver only for its default CR, when
 `driver.nvidiaDriverCRD.deployDefaultCR` is true (chart default; `deployments/gpu-operator/templates/
-nvidiadriver.yaml`: `repository`, `image`, `version`, `kernelModuleType`, `usePrecompiled`, `imagePullSecrets`,
-`manager`, probes, `upgradePolicy`, `rdma`, `repoConfig`, `certConfig`, `licensingConfig`, `virtualTopology`,
-`kernelModuleConfig`, `secretEnv`, `resources`, `env`, `args`, `hostNetwork`). With `deployDefaultCR: false`, or
-for a setting that template does not copy (`imagePullPolicy`, `useOpenKernelModules`, ...), a `driver.*` value
-other than `enabled` and `nvidiaDriverCRD` does nothing. Someone who writes it (a faster rollout on the test
-cluster, a driver env) believes it is in force; the operator upgrades and configures the drivers by the
-NVIDIADriver objects, and the capacity arithmetic of an upgrade (UPG008) follows those too.
+nvidiadriver.yaml`: `repository`, `image`, `version`, `kernelModuleType`, `usePrecompiled`,
+`imagePullSecrets`, `manager`, probes, `upgradePolicy`, `rdma`, `repoConfig`, `certConfig`, `licensingConfig`,
+`virtualTopology`, `kernelModuleConfig`, `secretEnv`, `resources`, `env`, `args`, `hostNetwork`). With
+`deployDefaultCR: false`, or for a setting that template does not copy (`imagePullPolicy`,
+`useOpenKernelModules`, ...), a `driver.*` value other than `enabled` and `nvidiaDriverCRD` does nothing.
+Someone who writes it (a faster rollout on the test cluster, a driver env) believes it is in force; the
+operator upgrades and configures the drivers by the NVIDIADriver objects, and the capacity arithmetic of an
+upgrade (UPG008) follows those too.
 
 ## Bad example
 ```yaml
@@ -60,10 +63,30 @@ SUMMARY = "A GPU Operator driver.* setting is dead configuration: the NVIDIADriv
 
 LIVE_KEYS = {"enabled", "nvidiaDriverCRD", "useNvidiaDriverCRD"}  # still read with the CRD on
 # driver.* values the chart copies into its default NVIDIADriver (templates/nvidiadriver.yaml, v26.7.0).
-COPIED_TO_DEFAULT_CR = {"repository", "image", "version", "kernelModuleType", "usePrecompiled", "imagePullSecrets",
-                        "manager", "startupProbe", "livenessProbe", "readinessProbe", "upgradePolicy", "rdma",
-                        "repoConfig", "certConfig", "licensingConfig", "virtualTopology", "kernelModuleConfig",
-                        "secretEnv", "resources", "env", "args", "hostNetwork"}
+COPIED_TO_DEFAULT_CR = {
+    "repository",
+    "image",
+    "version",
+    "kernelModuleType",
+    "usePrecompiled",
+    "imagePullSecrets",
+    "manager",
+    "startupProbe",
+    "livenessProbe",
+    "readinessProbe",
+    "upgradePolicy",
+    "rdma",
+    "repoConfig",
+    "certConfig",
+    "licensingConfig",
+    "virtualTopology",
+    "kernelModuleConfig",
+    "secretEnv",
+    "resources",
+    "env",
+    "args",
+    "hostNetwork",
+}
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
@@ -87,17 +110,23 @@ def _values(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
         for key in driver if isinstance(driver, dict) else ():
             if key in LIVE_KEYS or (default_cr and key in COPIED_TO_DEFAULT_CR):
                 continue
-            why = ("deployDefaultCR is false, so the chart copies no driver.* value into an NVIDIADriver"
-                   if key in COPIED_TO_DEFAULT_CR else
-                   "the chart does not copy it into its default NVIDIADriver either")
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"dead configuration: driver.{key} is set while the NVIDIADriver CRD is enabled "
-                                  f"(driver.nvidiaDriverCRD.enabled): the operator configures and upgrades each "
-                                  f"driver by its NVIDIADriver's spec and ignores the ClusterPolicy's driver.{key}; "
-                                  f"{why}",
-                          hint=f"move the setting to spec.{_crd_field(key)} of the NVIDIADriver objects it is meant "
-                               f"for (pools/<pool>/nvidiadriver.yaml) and delete it here, or delete it",
-                          **at(fleet.locate_file(layer, "driver", key)))
+            why = (
+                "deployDefaultCR is false, so the chart copies no driver.* value into an NVIDIADriver"
+                if key in COPIED_TO_DEFAULT_CR
+                else "the chart does not copy it into its default NVIDIADriver either"
+            )
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"dead configuration: driver.{key} is set while the NVIDIADriver CRD is "
+                f"enabled (driver.nvidiaDriverCRD.enabled): the operator configures and upgrades each "
+                f"driver by its NVIDIADriver's spec and ignores the ClusterPolicy's "
+                f"driver.{key}; {why}",
+                hint=f"move the setting to spec.{_crd_field(key)} of the NVIDIADriver objects it "
+                f"is meant for (pools/<pool>/nvidiadriver.yaml) and delete it here, or delete it",
+                **at(fleet.locate_file(layer, "driver", key)),
+            )
 
 
 def _manifest(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
@@ -107,11 +136,16 @@ def _manifest(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
     for key in driver:
         if key in LIVE_KEYS:
             continue
-        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                      message=f"dead configuration: ClusterPolicy driver.{key} is set while driver.useNvidiaDriverCRD "
-                              f"is true: the operator configures and upgrades each driver by its NVIDIADriver's spec",
-                      hint=f"move the setting to spec.{_crd_field(key)} of the NVIDIADriver objects, or delete it",
-                      **at(fleet.locate(cluster.cluster_policy, "spec", "driver", key)))
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            cluster=cluster.name,
+            message=f"dead configuration: ClusterPolicy driver.{key} is set while "
+            "driver.useNvidiaDriverCRD is true: the operator configures and upgrades each driver by its "
+            "NVIDIADriver's spec",
+            hint=f"move the setting to spec.{_crd_field(key)} of the NVIDIADriver objects, or delete it",
+            **at(fleet.locate(cluster.cluster_policy, "spec", "driver", key)),
+        )
 
 
 def _crd_field(key: str) -> str:

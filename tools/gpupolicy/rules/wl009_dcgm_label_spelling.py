@@ -14,12 +14,12 @@ commit d5e5f51 "Rename Hostname label to hostname (#655)", on `main` right after
 | v24.3.0 – v26.3.3 | 3.3.5-3.4.1 – 4.5.3-4.8.2 | `Hostname` |
 | v26.7.0 | 4.6.0-4.8.3 | `hostname` |
 
-(NVIDIA/gpu-operator, `deployments/gpu-operator/values.yaml` at each tag; v26.7.0 pins `4.6.0-4.8.3-distroless`,
-commit f0c422e "Update nvcr.io/nvidia/k8s/dcgm-exporter Docker tag to v4.6.0-4.8.3-distroless", 2026-07-14.
-Every 4.x release tag of dcgm-exporter is cut from `main`, and 4.6.0-4.8.3 came after the rename.) A selector,
-`by (...)`, `on (...)`, `label_values(..., label)` or legend that uses the other spelling matches nothing: the
-alert never fires, the panel is empty, the node variable offers no node. Prometheus label names are case
-sensitive.
+(NVIDIA/gpu-operator, `deployments/gpu-operator/values.yaml` at each tag; v26.7.0 pins
+`4.6.0-4.8.3-distroless`, commit f0c422e "Update nvcr.io/nvidia/k8s/dcgm-exporter Docker tag to
+v4.6.0-4.8.3-distroless", 2026-07-14. Every 4.x release tag of dcgm-exporter is cut from `main`, and
+4.6.0-4.8.3 came after the rename.) A selector, `by (...)`, `on (...)`, `label_values(..., label)` or legend
+that uses the other spelling matches nothing: the alert never fires, the panel is empty, the node variable
+offers no node. Prometheus label names are case sensitive.
 
 A ServiceMonitor (or PodMonitor) of the exporter can fold one spelling into the other with metric relabelings
 (a `replace` from one to the other, then a `labeldrop` of the first); this rule applies those relabelings, in
@@ -126,8 +126,8 @@ def _relabel(labels: set[str], configs: Any) -> set[str]:
         if not isinstance(config, dict):
             continue
         action = str(config.get("action") or "replace").lower()
-        # prometheus/prometheus model/relabel/relabel.go `Config.UnmarshalYAML`: an absent regex keeps the default
-        # "(.*)"; one the YAML leaves nil (null) becomes the empty regex, which matches only "".
+        # prometheus/prometheus model/relabel/relabel.go `Config.UnmarshalYAML`: an absent regex keeps the
+        # default "(.*)"; one the YAML leaves nil (null) becomes the empty regex, which matches only "".
         regex = "(.*)" if "regex" not in config else "" if config["regex"] is None else str(config["regex"])
         if action == "labeldrop":
             labels = {label for label in labels if not _full_match(regex, label)}
@@ -136,8 +136,12 @@ def _relabel(labels: set[str], configs: Any) -> set[str]:
         elif action == "replace":
             sources = config.get("sourceLabels") or []
             target = str(config.get("targetLabel") or "")
-            if target in SPELLINGS and len(sources) == 1 and str(sources[0]) in labels and regex in ("(.+)", "(.*)",
-                                                                                                    ".+", ".*"):
+            if (
+                target in SPELLINGS
+                and len(sources) == 1
+                and str(sources[0]) in labels
+                and regex in ("(.+)", "(.*)", ".+", ".*")
+            ):
                 labels.add(target)
     return labels
 
@@ -161,24 +165,31 @@ def _why(emitted: str, present: set[str], wrong: str) -> str:
     return f"the pinned dcgm-exporter emits `{emitted}`{normalised}, so `{wrong}` matches no series"
 
 
-def _check_alerts(fleet: Fleet, cluster: Cluster, emitted: str, present: set[str],
-                  absent: list[str]) -> Iterator[Finding]:
+def _check_alerts(
+    fleet: Fleet, cluster: Cluster, emitted: str, present: set[str], absent: list[str]
+) -> Iterator[Finding]:
     for alert in alerts_of_cluster(cluster):
         if not any(is_dcgm_metric(m) for m in metric_names(alert.expr)):
             continue
         for wrong in absent:
             if uses(alert.expr, wrong):
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              **at(locate(fleet, alert.obj, *alert.path, "expr")),
-                              message=f"alert {alert.name} uses label `{wrong}` on DCGM series: "
-                                      f"{_why(emitted, present, wrong)} (GPU Operator "
-                                      f"{cluster.facts.gpu_operator_version})",
-                              hint=f"write `{_target(present)}`, or normalise both spellings in the exporter's "
-                                   "ServiceMonitor metricRelabelings")
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    **at(locate(fleet, alert.obj, *alert.path, "expr")),
+                    message=f"alert {alert.name} uses label `{wrong}` on DCGM series: "
+                    f"{_why(emitted, present, wrong)} (GPU Operator "
+                    f"{cluster.facts.gpu_operator_version})",
+                    hint=f"write `{_target(present)}`, or normalise both spellings in the "
+                    "exporter's "
+                    "ServiceMonitor metricRelabelings",
+                )
 
 
-def _check_dashboards(fleet: Fleet, cluster: Cluster, emitted: str, present: set[str],
-                      absent: list[str]) -> Iterator[Finding]:
+def _check_dashboards(
+    fleet: Fleet, cluster: Cluster, emitted: str, present: set[str], absent: list[str]
+) -> Iterator[Finding]:
     for dashboard in dashboards_of(cluster):
         if dashboard.data is None:
             continue
@@ -190,12 +201,16 @@ def _check_dashboards(fleet: Fleet, cluster: Cluster, emitted: str, present: set
                 texts.append(_raw(dashboard.data, query.path[:-1] + ("legendFormat",)))
             for wrong in absent:
                 if any(uses(text, wrong) for text in texts):
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  **at(dashboard_location(fleet, dashboard.obj, dashboard.key, query.path)),
-                                  message=f"dashboard {dashboard.key}, panel {query.panel!r} uses label `{wrong}` "
-                                          f"on DCGM series: {_why(emitted, present, wrong)} (GPU Operator "
-                                          f"{cluster.facts.gpu_operator_version})",
-                                  hint=f"write `{_target(present)}` in the query and legend")
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        **at(dashboard_location(fleet, dashboard.obj, dashboard.key, query.path)),
+                        message=f"dashboard {dashboard.key}, panel {query.panel!r} uses label "
+                        f"`{wrong}` on DCGM series: {_why(emitted, present, wrong)} (GPU Operator "
+                        f"{cluster.facts.gpu_operator_version})",
+                        hint=f"write `{_target(present)}` in the query and legend",
+                    )
 
 
 def _target(present: set[str]) -> str:

@@ -21,9 +21,9 @@ second. `/ 1e6` (microseconds) shows 1000 times too much, `/ 1e3` a million time
 | `DCGM_FI_DEV_RELIABILITY_VIOLATION` | ns | default-counters.csv line 35 |
 
 This rule reports a dashboard target or alert expression that reads one of these counters and divides (or
-multiplies) it by a power of ten other than 1e9 to make seconds (`/ 1e6`, `/ 1000000`, `* 1e-6`, `/ 1e3`), and a
-line of the dcgm-metrics counters file whose help text states a unit other than ns for one of them (`(in us)`,
-`microseconds`, `ms`).
+multiplies) it by a power of ten other than 1e9 to make seconds (`/ 1e6`, `/ 1000000`, `* 1e-6`, `/ 1e3`), and
+a line of the dcgm-metrics counters file whose help text states a unit other than ns for one of them (`(in
+us)`, `microseconds`, `ms`).
 
 ## Bad example
 ```json
@@ -76,11 +76,29 @@ TO_SECONDS = {"ns": 1e9}
 # `/ 1e6`, `/1000000`, `* 1e-6`, `/ 1000`: an operator and a number that is a power of ten.
 _SCALE = re.compile(r"([*/])\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])")
 # A time unit in a help text: `(in us)`, `in microseconds`, `(ms)`, `nanoseconds`.
-_HELP_UNIT = re.compile(r"\b(?:in\s+)?(ns|nanoseconds?|us|µs|usec|microseconds?|ms|msec|milliseconds?|s|sec|"
-                        r"seconds?)\b(?=\s*[).,;]|\s*$)", re.I)
-_UNIT_NAMES = {"ns": "ns", "nanosecond": "ns", "nanoseconds": "ns", "us": "us", "µs": "us", "usec": "us",
-               "microsecond": "us", "microseconds": "us", "ms": "ms", "msec": "ms", "millisecond": "ms",
-               "milliseconds": "ms", "s": "s", "sec": "s", "second": "s", "seconds": "s"}
+_HELP_UNIT = re.compile(
+    r"\b(?:in\s+)?(ns|nanoseconds?|us|µs|usec|microseconds?|ms|msec|milliseconds?|s|sec|"
+    r"seconds?)\b(?=\s*[).,;]|\s*$)",
+    re.I,
+)
+_UNIT_NAMES = {
+    "ns": "ns",
+    "nanosecond": "ns",
+    "nanoseconds": "ns",
+    "us": "us",
+    "µs": "us",
+    "usec": "us",
+    "microsecond": "us",
+    "microseconds": "us",
+    "ms": "ms",
+    "msec": "ms",
+    "millisecond": "ms",
+    "milliseconds": "ms",
+    "s": "s",
+    "sec": "s",
+    "second": "s",
+    "seconds": "s",
+}
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
@@ -89,19 +107,31 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for alert in alerts_of_cluster(cluster):
             problem = wrong_conversion(alert.expr)
             if problem:
-                yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                              **at(locate(fleet, alert.obj, *alert.path, "expr")),
-                              message=f"alert {alert.name}: {problem}", hint=_HINT)
+                yield Finding(
+                    rule=ID,
+                    severity=SEVERITY,
+                    cluster=cluster.name,
+                    **at(locate(fleet, alert.obj, *alert.path, "expr")),
+                    message=f"alert {alert.name}: {problem}",
+                    hint=_HINT,
+                )
         for dashboard in dashboards_of(cluster):
             for query in dashboard_queries(dashboard.data) if dashboard.data is not None else []:
                 problem = wrong_conversion(query.expr)
                 if problem:
-                    yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                                  **at(dashboard_location(fleet, dashboard.obj, dashboard.key, query.path)),
-                                  message=f"dashboard {dashboard.key}, panel {query.panel!r}: {problem}", hint=_HINT)
+                    yield Finding(
+                        rule=ID,
+                        severity=SEVERITY,
+                        cluster=cluster.name,
+                        **at(dashboard_location(fleet, dashboard.obj, dashboard.key, query.path)),
+                        message=f"dashboard {dashboard.key}, panel {query.panel!r}: {problem}",
+                        hint=_HINT,
+                    )
 
 
-_HINT = "divide the rate by 1e9 (share of each second, unit percentunit); DCGM violation counters are nanoseconds"
+_HINT = (
+    "divide the rate by 1e9 (share of each second, unit percentunit); DCGM violation counters are nanoseconds"
+)
 
 
 def wrong_conversion(expr: str) -> str:
@@ -117,8 +147,10 @@ def wrong_conversion(expr: str) -> str:
             continue
         expected = TO_SECONDS[COUNTER_UNITS[counters[0]]]
         if abs(factor - expected) / expected > 1e-9:
-            return (f"converts {counters[0]} (counted in {COUNTER_UNITS[counters[0]]}) to seconds with "
-                    f"{operator} {number}, a factor of {factor:g} instead of {expected:g}")
+            return (
+                f"converts {counters[0]} (counted in {COUNTER_UNITS[counters[0]]}) to seconds with "
+                f"{operator} {number}, a factor of {factor:g} instead of {expected:g}"
+            )
     return ""
 
 
@@ -126,7 +158,7 @@ def _is_power_of_ten(value: float) -> bool:
     if value <= 0:
         return False
     exponent = round(math.log10(value))
-    return exponent != 0 and abs(value - 10.0 ** exponent) <= 1e-9 * 10.0 ** exponent
+    return exponent != 0 and abs(value - 10.0**exponent) <= 1e-9 * 10.0**exponent
 
 
 def _check_csv(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
@@ -141,10 +173,15 @@ def _check_csv(fleet: Fleet, cluster: Cluster) -> Iterator[Finding]:
         if unit is None or stated is None or stated == unit:
             continue
         where = Location(source, counter.line) if source else locate(fleet, obj, "data", DCGM_CSV_KEY)
-        yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name, **at(where),
-                      message=f"{DCGM_CSV_KEY} line {counter.line}: the help text of {counter.field} says "
-                              f"{stated}, but DCGM counts it in {unit}",
-                      hint=f"write '(in {unit})': the help text is what Prometheus and Grafana show as the unit")
+        yield Finding(
+            rule=ID,
+            severity=SEVERITY,
+            cluster=cluster.name,
+            **at(where),
+            message=f"{DCGM_CSV_KEY} line {counter.line}: the help text of {counter.field} says "
+            f"{stated}, but DCGM counts it in {unit}",
+            hint=f"write '(in {unit})': the help text is what Prometheus and Grafana show as the unit",
+        )
 
 
 def help_unit(text: str) -> str | None:

@@ -16,8 +16,8 @@ resources:
   limits: {nvidia.com/gpu: 9}
 ```
 ```text
-docs/examples/training-job.yaml on prod-us: blocked at node fit: us-h100-train: the pod requests 9 nvidia.com/gpu,
-a node has 8
+docs/examples/training-job.yaml on prod-us: blocked at node fit: us-h100-train: the pod requests 9
+nvidia.com/gpu, a node has 8
 ```
 
 ## Fix
@@ -49,26 +49,41 @@ def check(fleet: Fleet) -> Iterator[Finding]:
             problem, _where = workpath.misplaced(path)
             if not problem:
                 continue
-            # the example's line when the example must change (the queue or policy as related), else the fleet's
-            place, related = workpath.blame(path, Location(example.path,
-                                                           example.document.line_of(("metadata", "name"))))
-            yield Finding(rule=ID, severity=SEVERITY, cluster=cluster.name,
-                          message=f"{example.path} ({example.ref()}) on {cluster.name}: {problem}",
-                          hint=f"gpupolicy explain {example.path} --cluster {cluster.name} shows every step",
-                          related=related, **at(place))
+            # the example's line when the example must change (the queue or policy as related), else the
+            # fleet's
+            place, related = workpath.blame(
+                path, Location(example.path, example.document.line_of(("metadata", "name")))
+            )
+            yield Finding(
+                rule=ID,
+                severity=SEVERITY,
+                cluster=cluster.name,
+                message=f"{example.path} ({example.ref()}) on {cluster.name}: {problem}",
+                hint=f"gpupolicy explain {example.path} --cluster {cluster.name} shows every step",
+                related=related,
+                **at(place),
+            )
 
 
 def _namespace_nowhere(fleet: Fleet, example) -> Iterator[Finding]:
-    """An example in a namespace no cluster has lands nowhere: every cluster's trace would stop at the namespace
-    (`explain` says so), and a fork that renamed its teams would keep examples of teams it does not have.
+    """An example in a namespace no cluster has lands nowhere: every cluster's trace would stop at the
+    namespace (`explain` says so), and a fork that renamed its teams would keep examples of teams it does not
+    have.
     Reported only when every cluster is loaded (not under --cluster or a shard)."""
     clusters = fleet.clusters.values()
     if not clusters or set(fleet.repository_clusters) - set(fleet.clusters):
         return
-    if any(workpath.incomplete(fleet, c) for c in clusters) or any(example.namespace in c.namespaces for c in clusters):
+    if any(workpath.incomplete(fleet, c) for c in clusters) or any(
+        example.namespace in c.namespaces for c in clusters
+    ):
         return
     teams = sorted({ns.name for c in clusters for ns in c.namespaces.values() if ns.team})
-    yield Finding(rule=ID, severity=SEVERITY, message=f"{example.path} ({example.ref()}): namespace "
-                  f"{example.namespace} exists in no cluster, so the example lands nowhere",
-                  hint=f"put it in a team's namespace ({', '.join(teams) or 'none'}), or delete it",
-                  path=example.path, line=example.document.line_of(("metadata", "namespace")))
+    yield Finding(
+        rule=ID,
+        severity=SEVERITY,
+        message=f"{example.path} ({example.ref()}): namespace "
+        f"{example.namespace} exists in no cluster, so the example lands nowhere",
+        hint=f"put it in a team's namespace ({', '.join(teams) or 'none'}), or delete it",
+        path=example.path,
+        line=example.document.line_of(("metadata", "namespace")),
+    )

@@ -1,8 +1,8 @@
 """A YAML file does not parse.
 
 ## Why it matters
-A file that does not parse cannot be applied: Argo CD or Flux stops the whole sync at it, and everything else in
-the same overlay waits behind it.
+A file that does not parse cannot be applied: Argo CD or Flux stops the whole sync at it, and everything else
+in the same overlay waits behind it.
 
 ## Bad example
 ```yaml

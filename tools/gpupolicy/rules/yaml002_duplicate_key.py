@@ -1,8 +1,8 @@
 """A mapping repeats a key.
 
 ## Why it matters
-YAML parsers keep only the last of two equal keys, silently. A duplicated `nominalQuota` or `replicas` means the
-reviewer reads one value and the cluster runs another.
+YAML parsers keep only the last of two equal keys, silently. A duplicated `nominalQuota` or `replicas` means
+the reviewer reads one value and the cluster runs another.
 
 ## Bad example
 ```yaml

@@ -1,4 +1,5 @@
-"""`gpupolicy new pool|team|cluster`: every edit a new pool, team or cluster needs, all or nothing (decision 0076).
+"""`gpupolicy new pool|team|cluster`: every edit a new pool, team or cluster needs, all or nothing (decision
+0076).
 
 Each scaffold works on a temporary copy of the repository first: it writes the new files, edits the existing
 ones round-trip (comments and quoting kept, `upgrade promote`'s Editor), reloads the copy where a later edit

@@ -53,8 +53,10 @@ def check(request: ClusterRequest) -> None:
     for zone in request.zones:
         check_name("zone", zone)
     if request.gpu_operator_version and request.gpu_operator_version not in catalog.OPERATOR_RELEASES:
-        raise ToolError(f"--gpu-operator-version {request.gpu_operator_version}: not a GPU Operator release "
-                        f"of the catalog ({', '.join(catalog.OPERATOR_RELEASES)})")
+        raise ToolError(
+            f"--gpu-operator-version {request.gpu_operator_version}: not a GPU Operator release "
+            f"of the catalog ({', '.join(catalog.OPERATOR_RELEASES)})"
+        )
 
 
 def steps(request: ClusterRequest):
@@ -66,9 +68,11 @@ def steps(request: ClusterRequest):
             raise ToolError(f"clusters/{request.name} exists already; `gpupolicy new` only adds")
         complete = _with_defaults(workspace, request)
         workspace.create(cluster_files(complete))
-        workspace.notes.append(f"cluster {request.name} has no teams or pools yet: `gpupolicy new team TEAM "
-                               f"--cluster {request.name} ...`, then `gpupolicy new pool NAME --cluster "
-                               f"{request.name} ... --quota TEAM=N`")
+        workspace.notes.append(
+            f"cluster {request.name} has no teams or pools yet: `gpupolicy new team TEAM "
+            f"--cluster {request.name} ...`, then `gpupolicy new pool NAME --cluster "
+            f"{request.name} ... --quota TEAM=N`"
+        )
 
     return run
 
@@ -77,8 +81,10 @@ def _with_defaults(workspace: Workspace, request: ClusterRequest) -> ClusterRequ
     """The request with the versions and Git URL every other cluster shares, where it leaves them out."""
     facts = [c.facts for c in workspace.fleet().clusters.values()]
     values = {}
-    for field_name, flag in (("kubernetes_version", "--kubernetes-version"),
-                             ("gpu_operator_version", "--gpu-operator-version")):
+    for field_name, flag in (
+        ("kubernetes_version", "--kubernetes-version"),
+        ("gpu_operator_version", "--gpu-operator-version"),
+    ):
         given, seen = getattr(request, field_name), sorted({getattr(f, field_name) for f in facts})
         if not given and len(seen) != 1:
             reason = f"clusters differ ({', '.join(seen)})" if seen else "no other cluster to take it from"
@@ -94,8 +100,10 @@ def _with_defaults(workspace: Workspace, request: ClusterRequest) -> ClusterRequ
 def _git_urls(root: Path) -> list[str]:
     """The repository URLs the clusters' sync entries name (Flux's GitRepository, Argo CD's
     ApplicationSet)."""
-    entries = [*root.glob("clusters/*/flux/flux-system/gotk-sync.yaml"),
-               *root.glob("clusters/*/argocd/applicationset.yaml")]
+    entries = [
+        *root.glob("clusters/*/flux/flux-system/gotk-sync.yaml"),
+        *root.glob("clusters/*/argocd/applicationset.yaml"),
+    ]
     urls = set()
     for path in entries:
         if path.is_file() and not path.is_symlink():
@@ -105,10 +113,12 @@ def _git_urls(root: Path) -> list[str]:
 
 # --- the new files ------------------------------------------------------------------------------------------
 
+
 def cluster_files(request: ClusterRequest) -> dict[str, str]:
     name, base = request.name, f"clusters/{request.name}"
-    description = (request.description
-                   or f"{request.environment.capitalize()} cluster {name} ({request.region}).")
+    description = (
+        request.description or f"{request.environment.capitalize()} cluster {name} ({request.region})."
+    )
     zones = "".join(f"    - {zone}\n" for zone in request.zones)
     entry = "  - argocd\n" if request.sync_engine == "argocd" else ""
     files = {
@@ -162,7 +172,7 @@ configMapGenerator:
 patches:
 {_patches(request)}""",
         f"{base}/gpu-operator-values.yaml": f"# {name} overrides of policies/gpu-operator/values.yaml (key "
-                                            "10-cluster.yaml; later keys win). No overrides yet.\n{}\n",
+        "10-cluster.yaml; later keys win). No overrides yet.\n{}\n",
         f"{base}/gpu-operator-chart.yaml": _chart(request),
         f"{base}/queues/kustomization.yaml": f"""\
 # Kueue queues of {name}: one ClusterQueue per team (gpupolicy new team), and the production cohort.
@@ -220,8 +230,10 @@ def _patches(request: ClusterRequest) -> str:
 
 def _chart(request: ClusterRequest) -> str:
     if request.sync_engine == "argocd":
-        target, path = "the Argo CD Application gpu-operator (its first source is NVIDIA's chart)", \
-            "/spec/sources/0/targetRevision"
+        target, path = (
+            "the Argo CD Application gpu-operator (its first source is NVIDIA's chart)",
+            "/spec/sources/0/targetRevision",
+        )
     else:
         target, path = "the Flux HelmRelease gpu-operator", "/spec/chart/spec/version"
     return f"""\
@@ -262,14 +274,20 @@ spec:
         metadata:
           name: any
 """
-    stages = (f"# The two sync stages of {name} (decision 0010): both read ./{base}, split by the label "
-              "gpupolicy.io/sync-stage,\n# so the operators (and their CRDs) are ready before the objects "
-              "that need them are dry-run.\n"
-              + stage(f"{name}-operators", "!=", "  wait: true\n  timeout: 15m\n",
-                      "Keep only the operators stage.")
-              + "---\n"
-              + stage(name, "=", f"  timeout: 10m\n  dependsOn:\n    - name: {name}-operators\n",
-                      "Everything but the operators stage."))
+
+    stages = (
+        f"# The two sync stages of {name} (decision 0010): both read ./{base}, split by the label "
+        "gpupolicy.io/sync-stage,\n# so the operators (and their CRDs) are ready before the objects "
+        "that need them are dry-run.\n"
+        + stage(f"{name}-operators", "!=", "  wait: true\n  timeout: 15m\n", "Keep only the operators stage.")
+        + "---\n"
+        + stage(
+            name,
+            "=",
+            f"  timeout: 10m\n  dependsOn:\n    - name: {name}-operators\n",
+            "Everything but the operators stage.",
+        )
+    )
     return {
         f"{base}/flux/kustomization.yaml": f"""\
 # Flux bootstrap path of {name}: `flux bootstrap git ... --path={base}/flux` (docs/operations/sync.md,

@@ -18,7 +18,9 @@ NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label: what 
 def check_name(kind: str, name: str) -> str:
     """`name` when it is a DNS label (it becomes a folder and object names); a ToolError otherwise."""
     if not NAME.match(name):
-        raise ToolError(f"{kind} name {name!r}: use lower-case letters, digits and '-' (a DNS label, at most 63)")
+        raise ToolError(
+            f"{kind} name {name!r}: use lower-case letters, digits and '-' (a DNS label, at most 63)"
+        )
     return name
 
 
@@ -33,7 +35,8 @@ class Result:
 
 
 class Workspace:
-    """A temporary copy of the repository the scaffold edits in steps; `result()` compares it with the original."""
+    """A temporary copy of the repository the scaffold edits in steps; `result()` compares it with the
+    original."""
 
     def __init__(self, root: Path, tmp: Path) -> None:
         self.root = root
@@ -129,7 +132,9 @@ def _new_file(root: Path, rel: str) -> str:
     for part in Path(rel).parts[:-1]:
         path = path / part
         if path.is_symlink() or (path.exists() and not path.is_dir()):
-            raise ToolError(f"refusing to write {rel}: {path.relative_to(root)} is not a folder of the repository")
+            raise ToolError(
+                f"refusing to write {rel}: {path.relative_to(root)} is not a folder of the repository"
+            )
     if (root / rel).exists() or (root / rel).is_symlink():
         raise ToolError(f"{rel} exists already; `gpupolicy new` only adds")
     return str(root / rel)

@@ -22,11 +22,17 @@ from .common import Workspace
 
 # Where the replaced values are written: manifests, the examples teams copy, the site settings, code owners.
 SCANNED_DIRS = ("clusters", "pools", "policies", "docs/examples")
-SCANNED_FILES = (siteconfig.SITE_CONFIG, "docs/CODEOWNERS", "CODEOWNERS", ".github/CODEOWNERS",
-                 ".gitlab/CODEOWNERS")
+SCANNED_FILES = (
+    siteconfig.SITE_CONFIG,
+    "docs/CODEOWNERS",
+    "CODEOWNERS",
+    ".github/CODEOWNERS",
+    ".gitlab/CODEOWNERS",
+)
 CODEOWNERS_FILES = SCANNED_FILES[1:]
 TEXT_SUFFIXES = (".yaml", ".yml", ".md")
-URL_CHARACTERS = re.compile(r"^[A-Za-z0-9._~:/?&=%+@-]+$")  # no space, quote or '#': safe as a plain YAML value
+# no space, quote or '#': safe as a plain YAML value
+URL_CHARACTERS = re.compile(r"^[A-Za-z0-9._~:/?&=%+@-]+$")
 ORG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")  # a GitHub organization name
 OWNER = re.compile(r"@([A-Za-z0-9][A-Za-z0-9-]*)/")
 
@@ -57,10 +63,16 @@ def _check(request: IdentityRequest) -> None:
         raise ToolError("give at least one of --site-url, --git-url, --org")
     if request.site_url:
         parts = urlsplit(request.site_url)
-        if (parts.scheme not in ("http", "https") or not parts.netloc or not request.site_url.endswith("/")
-                or not URL_CHARACTERS.match(request.site_url)):
-            raise ToolError(f"--site-url {request.site_url!r}: an absolute http(s) URL ending in / "
-                            "(e.g. https://gpu.acme.io/)")
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.netloc
+            or not request.site_url.endswith("/")
+            or not URL_CHARACTERS.match(request.site_url)
+        ):
+            raise ToolError(
+                f"--site-url {request.site_url!r}: an absolute http(s) URL ending in / "
+                "(e.g. https://gpu.acme.io/)"
+            )
     if request.git_url and not URL_CHARACTERS.match(request.git_url):
         raise ToolError(f"--git-url {request.git_url!r}: a repository URL without spaces, quotes or '#'")
     if request.org and not ORG_NAME.match(request.org):
@@ -77,7 +89,9 @@ def _replacements(workspace: Workspace, request: IdentityRequest) -> list[tuple[
     if request.git_url:
         found.append((_one("git repository the clusters sync from", _sync_urls(workspace)), request.git_url))
     if request.org:
-        found.append((f"@{_one('code-owner organization', _owner_orgs(workspace.copy))}/", f"@{request.org}/"))
+        found.append(
+            (f"@{_one('code-owner organization', _owner_orgs(workspace.copy))}/", f"@{request.org}/")
+        )
     return [(old, new) for old, new in found if old != new]
 
 
@@ -144,7 +158,8 @@ def _files(copy: Path) -> Iterable[str]:
 
 
 def _text(copy: Path, rel: str) -> str | None:
-    """The file's text through the trust boundary; None when it is not a readable text file of the repository."""
+    """The file's text through the trust boundary; None when it is not a readable text file of the
+    repository."""
     try:
         return repopath.read_file(copy, rel).decode("utf-8")
     except (repopath.Refused, OSError, UnicodeDecodeError):

@@ -1,6 +1,7 @@
 """`gpupolicy new pool`: a GPU node pool and every edit it needs.
 
-- `pools/<name>/`: pool.yaml, the Kustomize Component with its ResourceFlavor (nodeLabels: the pool label), its
+- `pools/<name>/`: pool.yaml, the Kustomize Component with its ResourceFlavor (nodeLabels: the pool label),
+  its
   own NVIDIADriver (so a rollout can move it alone) and its device-plugin config key;
 - a MIG pool: its layout in the cluster's mig-parted config when the config has no entry of that name for
   the GPU (a `device-filter` of the GPU's PCI IDs from the catalog); a layout the config has is used as it is;
@@ -9,7 +10,8 @@
 - its NVIDIADriver's version and its place in every unfinished driver rollout plan: the last stage that takes
   pools of the same cluster by name gets it (a stage that takes the whole cluster takes it already), at the
   version that stage's pools run, so UPG003 and UPG011 hold;
-- with `--quota QUEUE=[RESOURCE:]N,...`: the flavor in that ClusterQueue with N devices nominal, cpu and memory
+- with `--quota QUEUE=[RESOURCE:]N,...`: the flavor in that ClusterQueue with N devices nominal, cpu and
+  memory
   at the pool's per-device share of a node (WL006), new resources (MIG profiles) added to `coveredResources`
   and to every other flavor of the group at 0 (Kueue requires every flavor to list every covered resource);
   then each team namespace's ResourceQuota is raised to what its queues can admit (CAP015).
@@ -67,12 +69,16 @@ def check(request: PoolRequest) -> catalog.GPUModel:
         if not model.min_mig_driver:
             raise ToolError(f"--access mig: {model.key} has no MIG")
         if not request.layout:
-            raise ToolError("--access mig needs --layout NAME (a layout of the mig-parted config, or a new one "
-                            "with --mig-devices)")
+            raise ToolError(
+                "--access mig needs --layout NAME (a layout of the mig-parted config, or a new "
+                "one with --mig-devices)"
+            )
         for profile in request.mig_devices or {}:
             if profile not in model.mig_profiles:
-                raise ToolError(f"--mig-devices {profile}: not a MIG profile of {model.key} "
-                                f"({', '.join(model.mig_profiles)})")
+                raise ToolError(
+                    f"--mig-devices {profile}: not a MIG profile of {model.key} "
+                    f"({', '.join(model.mig_profiles)})"
+                )
     elif request.layout or request.mig_devices:
         raise ToolError("--layout and --mig-devices are for --access mig")
     if request.access == "time-sliced" and request.replicas < 2:
@@ -93,8 +99,10 @@ def steps(request: PoolRequest):
         cluster = fleet.clusters[request.cluster]
         unknown = set(request.zones) - set(cluster.facts.zones)
         if unknown:
-            raise ToolError(f"--zone {', '.join(sorted(unknown))}: not a zone of {request.cluster} "
-                            f"({', '.join(cluster.facts.zones)})")
+            raise ToolError(
+                f"--zone {', '.join(sorted(unknown))}: not a zone of {request.cluster} "
+                f"({', '.join(cluster.facts.zones)})"
+            )
         version, placement = _rollout_place(fleet, request)
         workspace.create(pool_files(request, model, version))
         workspace.edit(lambda editor: _wire(editor, workspace, cluster, request, model))
@@ -104,10 +112,14 @@ def steps(request: PoolRequest):
             before = after.clusters[request.cluster]
             workspace.edit(lambda editor: _quotas(editor, after, before, request, model))
             quoted = workspace.fleet([request.cluster])
-            workspace.edit(lambda editor: editor.set_namespace_quotas(quoted, before, quoted.clusters[request.cluster]))
+            workspace.edit(
+                lambda editor: editor.set_namespace_quotas(quoted, before, quoted.clusters[request.cluster])
+            )
         else:
-            workspace.notes.append(f"no queue has quota on {request.name} yet: rerun with --quota QUEUE=N, or "
-                                   f"`gpupolicy recommend --cluster {request.cluster}`")
+            workspace.notes.append(
+                f"no queue has quota on {request.name} yet: rerun with --quota QUEUE=N, "
+                f"or `gpupolicy recommend --cluster {request.cluster}`"
+            )
 
     return run
 
@@ -117,10 +129,13 @@ def _clusters(workspace: Workspace) -> set[str]:
     return {p.name for p in folder.iterdir() if (p / "cluster.yaml").is_file()} if folder.is_dir() else set()
 
 
-# --- the new files ---------------------------------------------------------------------------------------------
+# --- the new files
+# ---------------------------------------------------------------------------------------------
+
 
 def product_label(request: PoolRequest, model: catalog.GPUModel) -> str:
-    """GFD's nvidia.com/gpu.product: the catalog's first label, with -SHARED on a time-sliced GPU not renamed."""
+    """GFD's nvidia.com/gpu.product: the catalog's first label, with -SHARED on a time-sliced GPU not
+    renamed."""
     label = model.product_labels[0]
     return f"{label}-SHARED" if request.access == "time-sliced" else label
 
@@ -129,15 +144,23 @@ def pool_files(request: PoolRequest, model: catalog.GPUModel, driver_version: st
     name, base = request.name, f"pools/{request.name}"
     description = request.description or f"{model.key} {request.access} pool of {request.cluster}."
     zones = "".join(f"    {zone}: {count}\n" for zone, count in request.zones.items())
-    sharing = {"mig": f"  mig:\n    layout: {request.layout}\n    strategy: mixed\n",
-               "time-sliced": f"  timeSlicing:\n    replicas: {request.replicas}\n    renameByDefault: false\n",
-               "exclusive": ""}[request.access]
+    sharing = {
+        "mig": f"  mig:\n    layout: {request.layout}\n    strategy: mixed\n",
+        "time-sliced": f"  timeSlicing:\n    replicas: {request.replicas}\n    renameByDefault: false\n",
+        "exclusive": "",
+    }[request.access]
     layout_label = f'    nvidia.com/mig.config: "{request.layout}"\n' if request.access == "mig" else ""
-    plugin = "version: v1\nflags:\n  # Must match the ClusterPolicy mig.strategy (policies/gpu-operator/values.yaml).\n" \
-             "  migStrategy: mixed\n"
+    plugin = (
+        "version: v1\nflags:\n  # Must match the ClusterPolicy mig.strategy "
+        "(policies/gpu-operator/values.yaml).\n"
+        "  migStrategy: mixed\n"
+    )
     if request.access == "time-sliced":
-        plugin += ("sharing:\n  timeSlicing:\n    renameByDefault: false\n    failRequestsGreaterThanOne: true\n"
-                   f"    resources:\n      - name: nvidia.com/gpu\n        replicas: {request.replicas}\n")
+        plugin += (
+            "sharing:\n  timeSlicing:\n    renameByDefault: false\n    failRequestsGreaterThanOne: "
+            "true\n"
+            f"    resources:\n      - name: nvidia.com/gpu\n        replicas: {request.replicas}\n"
+        )
     return {
         f"{base}/pool.yaml": f"""\
 # Pool {name}: {description} Written by `gpupolicy new pool`; `gpupolicy inspect` shows what it exposes.
@@ -186,7 +209,7 @@ configMapGenerator:
       - {name}=device-plugin.yaml
 """,
         f"{base}/device-plugin.yaml": f"# Device-plugin config key `{name}`, selected by the node label "
-                                      f"nvidia.com/device-plugin.config: {name}.\n" + plugin,
+        f"nvidia.com/device-plugin.config: {name}.\n" + plugin,
         f"{base}/resourceflavor.yaml": f"""\
 # Kueue flavor for pool {name}; nodeLabels select exactly this pool's nodes and are injected into admitted
 # pods, tolerations are appended so those pods can pass the pool taints.
@@ -250,17 +273,32 @@ spec:
     }
 
 
-# --- the files that wire the pool in ---------------------------------------------------------------------------
+# --- the files that wire the pool in
+# ---------------------------------------------------------------------------
+
 
 def _wire(editor, workspace: Workspace, cluster, request: PoolRequest, model: catalog.GPUModel) -> None:
     kustomization = f"clusters/{request.cluster}/kustomization.yaml"
     editor._load(kustomization)  # loaded round-trip through the trust boundary; the text edit follows
-    editor.text_edits.append((kustomization, lambda t: insert_list_item(
-        t, "components", f"../../pools/{request.name}", "../../pools/", kustomization)))
+    editor.text_edits.append(
+        (
+            kustomization,
+            lambda t: insert_list_item(
+                t, "components", f"../../pools/{request.name}", "../../pools/", kustomization
+            ),
+        )
+    )
     # pools.conf: the line pool.yaml's startupCheck says (POOL005), written by the table writer
     editor.table_rows[request.name] = (
-        request.name, request.access, startupcheck.product(model.key), "false", "3", "5", "5",
-        str(100 // request.replicas) if request.access == "time-sliced" else "0")
+        request.name,
+        request.access,
+        startupcheck.product(model.key),
+        "false",
+        "3",
+        "5",
+        "5",
+        str(100 // request.replicas) if request.access == "time-sliced" else "0",
+    )
     if request.access == "mig":
         _layout(editor, cluster, request, model)
     del workspace
@@ -272,14 +310,20 @@ def _layout(editor, cluster, request: PoolRequest, model: catalog.GPUModel) -> N
     entry = cluster.mig_configs.get(request.layout)
     if entry is not None and _covers(entry.data, model):
         if request.mig_devices:
-            raise ToolError(f"layout {request.layout} exists for {model.key}; drop --mig-devices or name a new layout")
+            raise ToolError(
+                f"layout {request.layout} exists for {model.key}; drop --mig-devices or name a new layout"
+            )
         return
     if not request.mig_devices:
-        raise ToolError(f"layout {request.layout} has no entry for {model.key}: give its slices with "
-                        f"--mig-devices PROFILE=N,... ({', '.join(model.mig_profiles)})")
+        raise ToolError(
+            f"layout {request.layout} has no entry for {model.key}: give its slices with "
+            f"--mig-devices PROFILE=N,... ({', '.join(model.mig_profiles)})"
+        )
     path = next((e.source.path for e in cluster.mig_configs.values() if e.source.path), "")
     if not path:
-        raise ToolError(f"cluster {cluster.name}: no mig-parted config file to add layout {request.layout} to")
+        raise ToolError(
+            f"cluster {cluster.name}: no mig-parted config file to add layout {request.layout} to"
+        )
     documents = editor._load(path).documents
     configs = documents[0].get("mig-configs") if documents and isinstance(documents[0], dict) else None
     if not isinstance(configs, dict):
@@ -290,16 +334,22 @@ def _layout(editor, cluster, request: PoolRequest, model: catalog.GPUModel) -> N
     item["device-filter"] = ids
     item["devices"] = "all"
     item["mig-enabled"] = True
-    item["mig-devices"] = CommentedMap((DoubleQuotedScalarString(p), n) for p, n in request.mig_devices.items())
+    item["mig-devices"] = CommentedMap(
+        (DoubleQuotedScalarString(p), n) for p, n in request.mig_devices.items()
+    )
     if request.layout in configs:
         configs[request.layout].append(item)
         return
     entries = CommentedSeq([item])
     configs[request.layout] = entries
-    comment = (" + ".join(f"{n}x {p}" for p, n in request.mig_devices.items())
-               + f" per {model.key} (gpupolicy new pool {request.name}).")
+    comment = (
+        " + ".join(f"{n}x {p}" for p, n in request.mig_devices.items())
+        + f" per {model.key} (gpupolicy new pool {request.name})."
+    )
     configs.yaml_set_comment_before_after_key(request.layout, before=comment, indent=2)
-    editor.text_edits.append((path, lambda text: text.replace(f"\n  # {comment}\n", f"\n\n  # {comment}\n", 1)))
+    editor.text_edits.append(
+        (path, lambda text: text.replace(f"\n  # {comment}\n", f"\n\n  # {comment}\n", 1))
+    )
 
 
 def _covers(entries, model: catalog.GPUModel) -> bool:
@@ -308,12 +358,16 @@ def _covers(entries, model: catalog.GPUModel) -> bool:
         if isinstance(item, dict) and item.get("mig-enabled"):
             filters = item.get("device-filter")
             filters = [filters] if isinstance(filters, str) else filters
-            if not filters or set(model.pci_device_ids) & {str(f).upper().replace("0X", "0x") for f in filters}:
+            if not filters or set(model.pci_device_ids) & {
+                str(f).upper().replace("0X", "0x") for f in filters
+            }:
                 return True
     return False
 
 
-# --- rollout plans ---------------------------------------------------------------------------------------------
+# --- rollout plans
+# ---------------------------------------------------------------------------------------------
+
 
 def _rollout_place(fleet, request: PoolRequest) -> tuple[str, list[tuple]]:
     """The driver version the new pool starts at and, per unfinished driver plan, the (plan, stage, selector
@@ -328,8 +382,11 @@ def _rollout_place(fleet, request: PoolRequest) -> tuple[str, list[tuple]]:
             for selector in stage.selectors:
                 if selector.cluster == request.cluster and selector.pools and not selector.match_labels:
                     chosen = (plan, stage, selector)
-                elif selector.cluster in (None, request.cluster) and selector.pools is None \
-                        and not selector.match_labels:
+                elif (
+                    selector.cluster in (None, request.cluster)
+                    and selector.pools is None
+                    and not selector.match_labels
+                ):
                     chosen = (plan, stage, None)  # takes every pool of the cluster: the new one too
         if chosen is None:
             continue
@@ -348,8 +405,10 @@ def _rollout_place(fleet, request: PoolRequest) -> tuple[str, list[tuple]]:
 def _operator_default(cluster) -> str:
     release = catalog.OPERATOR_RELEASES.get(cluster.facts.gpu_operator_version)
     if release is None:
-        raise ToolError(f"cluster {cluster.name}: no NVIDIADriver to take a version from, and GPU Operator "
-                        f"{cluster.facts.gpu_operator_version} is not in the catalog")
+        raise ToolError(
+            f"cluster {cluster.name}: no NVIDIADriver to take a version from, and GPU Operator "
+            f"{cluster.facts.gpu_operator_version} is not in the catalog"
+        )
     return release.default_driver
 
 
@@ -359,7 +418,9 @@ def _plans(editor, placements: list[tuple], name: str) -> None:
         document["spec"]["stages"][stage.index]["select"][selector.index]["pools"].append(name)
 
 
-# --- quotas ----------------------------------------------------------------------------------------------------
+# --- quotas
+# ----------------------------------------------------------------------------------------------------
+
 
 def per_device(pool, model: catalog.GPUModel, resource: str) -> tuple[Fraction, Fraction]:
     """(cpu, memory in Gi) of one device of `resource` on a node of the pool: the node's share per GPU,
@@ -369,7 +430,7 @@ def per_device(pool, model: catalog.GPUModel, resource: str) -> tuple[Fraction, 
     cpu = Fraction(pool.node_cpu) / pool.gpus_per_node
     memory = Fraction(pool.node_memory) / 2**30 / pool.gpus_per_node
     if resource.startswith(MIG_RESOURCE_PREFIX):
-        profile = model.mig_profiles[resource[len(MIG_RESOURCE_PREFIX):]]
+        profile = model.mig_profiles[resource[len(MIG_RESOURCE_PREFIX) :]]
         share = Fraction(profile.compute_slices, model.compute_slices)
     else:
         share = Fraction(1, pool.time_slicing_replicas or 1)
@@ -381,19 +442,27 @@ def _quotas(editor, fleet, cluster, request: PoolRequest, model: catalog.GPUMode
     for queue_name, wanted in (request.quotas or {}).items():
         queue = cluster.cluster_queues.get(queue_name)
         if queue is None:
-            raise ToolError(f"--quota {queue_name}: no ClusterQueue of that name in {request.cluster} "
-                            f"({', '.join(sorted(cluster.cluster_queues))})")
+            raise ToolError(
+                f"--quota {queue_name}: no ClusterQueue of that name in {request.cluster} "
+                f"({', '.join(sorted(cluster.cluster_queues))})"
+            )
         amounts = {GPU if r == "" else r: n for r, n in wanted.items()}
         if set(amounts) == {GPU} and set(pool.capacity) != {GPU}:
-            raise ToolError(f"--quota {queue_name}: {request.name} exposes {', '.join(sorted(pool.capacity))}; "
-                            "name the resource (QUEUE=RESOURCE:N)")
+            raise ToolError(
+                f"--quota {queue_name}: {request.name} exposes "
+                f"{', '.join(sorted(pool.capacity))}; "
+                "name the resource (QUEUE=RESOURCE:N)"
+            )
         for resource, count in amounts.items():
             if resource not in pool.capacity:
-                raise ToolError(f"--quota {queue_name}: {request.name} exposes no {resource} "
-                                f"({', '.join(sorted(pool.capacity))})")
+                raise ToolError(
+                    f"--quota {queue_name}: {request.name} exposes no {resource} "
+                    f"({', '.join(sorted(pool.capacity))})"
+                )
             if count > pool.capacity[resource]:
-                raise ToolError(f"--quota {queue_name}: {count} {resource}, the pool exposes "
-                                f"{pool.capacity[resource]}")
+                raise ToolError(
+                    f"--quota {queue_name}: {count} {resource}, the pool exposes {pool.capacity[resource]}"
+                )
         source = _source(fleet, queue.obj, ("spec", "resourceGroups"))
         spec = editor._document(source, "ClusterQueue", queue.name)["spec"]
         _add_flavor(spec, queue, pool, model, amounts, source)
@@ -401,12 +470,16 @@ def _quotas(editor, fleet, cluster, request: PoolRequest, model: catalog.GPUMode
 
 def _add_flavor(spec, queue, pool, model, amounts: dict[str, int], source: str) -> None:
     groups = spec.get("resourceGroups")
-    gpu_group = next((g for g in groups or ()
-                      if any(is_gpu_device_resource(r) for r in g.get("coveredResources") or ())), None)
+    gpu_group = next(
+        (g for g in groups or () if any(is_gpu_device_resource(r) for r in g.get("coveredResources") or ())),
+        None,
+    )
     if gpu_group is None:  # the queue's first GPUs (`new team` in a new cluster): a group of their own
         if groups is None or "cpu" not in {r for g in groups for r in g.get("coveredResources") or ()}:
-            raise ToolError(f"{source}: ClusterQueue {queue.name} has no resource group with GPU resources to "
-                            f"add {pool.name} to")
+            raise ToolError(
+                f"{source}: ClusterQueue {queue.name} has no resource group with GPU resources "
+                f"to add {pool.name} to"
+            )
         gpu_group = CommentedMap([("coveredResources", CommentedSeq()), ("flavors", CommentedSeq())])
         groups.append(gpu_group)
     covered = gpu_group["coveredResources"]
@@ -451,8 +524,10 @@ def _grow_cpu_group(groups, queue, cpu: int, memory_gi: int, source: str) -> Non
         elif item.get("name") == "memory":
             current = str(item["nominalQuota"])
             if not current.endswith("Gi"):
-                raise ToolError(f"{source}: ClusterQueue {queue.name}: memory quota {current} is not in Gi; "
-                                "raise it by hand")
+                raise ToolError(
+                    f"{source}: ClusterQueue {queue.name}: memory quota {current} is not in Gi; "
+                    "raise it by hand"
+                )
             item["nominalQuota"] = DoubleQuotedScalarString(f"{int(current[:-2]) + memory_gi}Gi")
 
 
@@ -466,7 +541,8 @@ def _zero(resource: str, neighbours) -> CommentedMap:
 
 
 def quota_amounts(text: str) -> tuple[str, dict[str, int]]:
-    """`QUEUE=N` or `QUEUE=RESOURCE:N,RESOURCE:N` (RESOURCE: nvidia.com/... or a MIG profile such as 1g.23gb)."""
+    """`QUEUE=N` or `QUEUE=RESOURCE:N,RESOURCE:N` (RESOURCE: nvidia.com/... or a MIG profile such as
+    1g.23gb)."""
     queue, sep, rest = text.partition("=")
     if not sep or not queue:
         raise ToolError(f"--quota {text}: write QUEUE=N or QUEUE=RESOURCE:N[,RESOURCE:N]")
@@ -474,8 +550,9 @@ def quota_amounts(text: str) -> tuple[str, dict[str, int]]:
     for part in rest.split(","):
         resource, _, count = part.rpartition(":")
         if resource and not is_nvidia_resource(resource):
-            resource = (f"{MIG_RESOURCE_PREFIX}{resource}" if resource[:1].isdigit()
-                        else f"{NVIDIA_DOMAIN}{resource}")
+            resource = (
+                f"{MIG_RESOURCE_PREFIX}{resource}" if resource[:1].isdigit() else f"{NVIDIA_DOMAIN}{resource}"
+            )
         try:
             amounts[resource] = int(count)
         except ValueError:
@@ -483,4 +560,3 @@ def quota_amounts(text: str) -> tuple[str, dict[str, int]]:
         if amounts[resource] < 0:
             raise ToolError(f"--quota {text}: negative quota")
     return queue, amounts
-

@@ -56,19 +56,34 @@ def steps(request: TeamRequest):
         for cluster in fleet.clusters.values():
             if request.name in cluster.namespaces or request.name in cluster.cluster_queues:
                 raise ToolError(f"{cluster.name} has a namespace or ClusterQueue {request.name} already")
-        resources = sorted({r for c in fleet.clusters.values() for p in c.pools for r in p.capacity
-                            if r == GPU or r.startswith(MIG_RESOURCE_PREFIX)} | {GPU})
+        resources = sorted(
+            {
+                r
+                for c in fleet.clusters.values()
+                for p in c.pools
+                for r in p.capacity
+                if r == GPU or r.startswith(MIG_RESOURCE_PREFIX)
+            }
+            | {GPU}
+        )
         files = team_files(request, resources)
         for name in request.clusters:
-            files[f"clusters/{name}/queues/{request.name}.yaml"] = cluster_queue(fleet.clusters[name], request)
-        quotas = {name: _team_quota(request.name, resources, (workspace.copy / _quota_file(name)).is_file())
-                  for name in request.clusters}
+            files[f"clusters/{name}/queues/{request.name}.yaml"] = cluster_queue(
+                fleet.clusters[name], request
+            )
+        quotas = {
+            name: _team_quota(request.name, resources, (workspace.copy / _quota_file(name)).is_file())
+            for name in request.clusters
+        }
         workspace.create(files)
         workspace.edit(lambda editor: _wire(editor, request))
-        workspace.write({_quota_file(name): _with_quota(workspace.copy, name, text)
-                         for name, text in quotas.items()})
-        workspace.notes.append(f"ClusterQueue {request.name} has no GPU quota yet: give it some in "
-                               f"clusters/<cluster>/queues/{request.name}.yaml or with `gpupolicy recommend`")
+        workspace.write(
+            {_quota_file(name): _with_quota(workspace.copy, name, text) for name, text in quotas.items()}
+        )
+        workspace.notes.append(
+            f"ClusterQueue {request.name} has no GPU quota yet: give it some in "
+            f"clusters/<cluster>/queues/{request.name}.yaml or with `gpupolicy recommend`"
+        )
 
     return run
 
@@ -77,11 +92,19 @@ def _wire(editor, request: TeamRequest) -> None:
     for cluster in request.clusters:
         overlay = f"clusters/{cluster}/kustomization.yaml"
         queues = f"clusters/{cluster}/queues/kustomization.yaml"
-        for rel, item, after in ((overlay, f"../../policies/teams/{request.name}", "../../policies/teams/"),
-                                 (queues, f"{request.name}.yaml", "")):
+        for rel, item, after in (
+            (overlay, f"../../policies/teams/{request.name}", "../../policies/teams/"),
+            (queues, f"{request.name}.yaml", ""),
+        ):
             editor._load(rel)  # loaded round-trip through the trust boundary; the text edit follows
-            editor.text_edits.append((rel, lambda t, r=rel, i=item, a=after: insert_list_item(
-                t, "resources", i, a or "\0", r) if a else _append_resource(t, i, r)))
+            editor.text_edits.append(
+                (
+                    rel,
+                    lambda t, r=rel, i=item, a=after: (
+                        insert_list_item(t, "resources", i, a or "\0", r) if a else _append_resource(t, i, r)
+                    ),
+                )
+            )
         editor.text_edits.append((overlay, lambda t, r=overlay: _add_quota_patch(t, r)))
 
 
@@ -91,9 +114,13 @@ def _quota_file(cluster: str) -> str:
 
 def _team_quota(team: str, resources: list[str], appended: bool) -> str:
     hard = "".join(f'    requests.{resource}: "0"\n' for resource in resources)
-    return (("---\n" if appended else "") + f"# {team}: nominal + borrowing limit over all of its flavors here, "
-            "so the namespace quota never refuses a pod\n# that Kueue admitted (CAP015).\napiVersion: v1\nkind: "
-            f"ResourceQuota\nmetadata:\n  name: gpu\n  namespace: {team}\nspec:\n  hard:\n{hard}")
+    return (
+        ("---\n" if appended else "") + f"# {team}: nominal + borrowing limit over all of its flavors "
+        "here, "
+        "so the namespace quota never refuses a pod\n# that Kueue admitted (CAP015).\napiVersion: "
+        "v1\nkind: "
+        f"ResourceQuota\nmetadata:\n  name: gpu\n  namespace: {team}\nspec:\n  hard:\n{hard}"
+    )
 
 
 def _with_quota(copy_root, cluster: str, document: str) -> str:
@@ -134,18 +161,26 @@ def team_files(request: TeamRequest, resources: list[str]) -> dict[str, str]:
     description = request.description or f"Team {name}: {request.workload} ({request.tier})."
     queues = request.queues or (request.workload,)
     local_queues = "---\n".join(
-        f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: {queue}\n  namespace: {name}\n"
-        f"spec:\n  clusterQueue: {name}\n" for queue in queues)
-    bindings = [("gpu-trainers", "gpu-trainer", [f"gpu-team-{name}"]),
-                ("gpu-metrics-viewers", "gpu-metrics-viewer", [f"gpu-team-{name}", f"gpu-team-{name}-viewers"])]
+        f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: {queue}\n  namespace: "
+        f"{name}\nspec:\n  clusterQueue: {name}\n"
+        for queue in queues
+    )
+    bindings = [
+        ("gpu-trainers", "gpu-trainer", [f"gpu-team-{name}"]),
+        ("gpu-metrics-viewers", "gpu-metrics-viewer", [f"gpu-team-{name}", f"gpu-team-{name}-viewers"]),
+    ]
     if request.tier == "production":
         bindings.append(("gpu-service-deployers", "gpu-service-deployer", [f"gpu-team-{name}"]))
     rolebindings = "---\n".join(
         f"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {binding}\n"
         f"  namespace: {name}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n"
-        f"  name: {role}\nsubjects:\n" + "".join(
-            f"  - apiGroup: rbac.authorization.k8s.io\n    kind: Group\n    name: {group}\n" for group in groups)
-        for binding, role, groups in bindings)
+        f"  name: {role}\nsubjects:\n"
+        + "".join(
+            f"  - apiGroup: rbac.authorization.k8s.io\n    kind: Group\n    name: {group}\n"
+            for group in groups
+        )
+        for binding, role, groups in bindings
+    )
     hard = "".join(f'    requests.{resource}: "0"\n' for resource in resources)
     return {
         f"{base}/kustomization.yaml": f"""\
@@ -176,8 +211,9 @@ metadata:
     pod-security.kubernetes.io/warn: restricted
 """,
         f"{base}/resourcequota.yaml": f"""\
-# GPU quota of the {name} namespace. Zero unless the cluster overlay raises it (clusters/<name>/team-quotas.yaml)
-# to the team's ClusterQueue nominal quota plus borrowing limit in that cluster.
+# GPU quota of the {name} namespace. Zero unless the cluster overlay raises it
+# (clusters/<name>/team-quotas.yaml) to the team's ClusterQueue nominal quota plus borrowing limit
+# in that cluster.
 apiVersion: v1
 kind: ResourceQuota
 metadata:
@@ -201,16 +237,20 @@ spec:
         memory: 1Gi
 """,
         f"{base}/localqueues.yaml": local_queues,
-        f"{base}/rolebindings.yaml": f"# Who may do what in the {name} namespace. Groups come from the identity "
-                                     "provider.\n" + rolebindings,
+        f"{base}/rolebindings.yaml": f"# Who may do what in the {name} namespace. Groups come from the "
+        "identity "
+        "provider.\n" + rolebindings,
     }
 
 
 def cluster_queue(cluster, request: TeamRequest) -> str:
-    """The new ClusterQueue, modelled on the cluster's queue of the same tier, every quota at 0 but the CPU-only
+    """The new ClusterQueue, modelled on the cluster's queue of the same tier, every quota at 0 but the
+    CPU-only
     flavor's (so CPU pods of the team run; GPU quota is a reviewed decision)."""
-    model = next((q for q in sorted(cluster.cluster_queues.values(), key=lambda q: q.name)
-                  if q.tier == request.tier), None)
+    model = next(
+        (q for q in sorted(cluster.cluster_queues.values(), key=lambda q: q.name) if q.tier == request.tier),
+        None,
+    )
     if model is None:
         return _first_of_tier(cluster, request)
     spec = copy.deepcopy(model.obj.body.get("spec") or {})
@@ -226,13 +266,22 @@ def cluster_queue(cluster, request: TeamRequest) -> str:
                 for limit in ("borrowingLimit", "lendingLimit"):
                     if limit in resource:
                         resource[limit] = 0 if resource.get("name") != "memory" else "0Gi"
-    labels = {"gpupolicy.io/team": request.name, "gpupolicy.io/tier": request.tier,
-              "gpupolicy.io/workload": request.workload}
-    body = {"apiVersion": model.obj.body.get("apiVersion"), "kind": "ClusterQueue",
-            "metadata": {"name": request.name, "labels": labels}, "spec": spec}
+    labels = {
+        "gpupolicy.io/team": request.name,
+        "gpupolicy.io/tier": request.tier,
+        "gpupolicy.io/workload": request.workload,
+    }
+    body = {
+        "apiVersion": model.obj.body.get("apiVersion"),
+        "kind": "ClusterQueue",
+        "metadata": {"name": request.name, "labels": labels},
+        "spec": spec,
+    }
     # the header block's marker; `Workspace.regenerate_pages` writes the block's lines (decision 0090)
-    header = (f"# {request.name} in {cluster.name} (gpupolicy new team): modelled on ClusterQueue {model.name} "
-              f"(tier {request.tier}), made with no GPU quota.\n{queue_header.MARKER}\n")
+    header = (
+        f"# {request.name} in {cluster.name} (gpupolicy new team): modelled on ClusterQueue "
+        f"{model.name} (tier {request.tier}), made with no GPU quota.\n{queue_header.MARKER}\n"
+    )
     return header + _dump(_ordered(body))
 
 
@@ -241,32 +290,79 @@ def _first_of_tier(cluster, request: TeamRequest) -> str:
     preemption fields, apis/kueue/v1beta2/clusterqueue_types.go): reclaim what the queue lent (`Any` only
     for production, which outranks every other tier), never preempt to borrow, LowerPriority within the queue;
     only the CPU-only flavor, at 0 (`new pool --quota` adds the GPU group and the cpu that goes with it)."""
-    of_tier = [c.name for c in cluster.cohorts.values()
-               if c.obj is not None and c.obj.labels.get("gpupolicy.io/tier") == request.tier]
+    of_tier = [
+        c.name
+        for c in cluster.cohorts.values()
+        if c.obj is not None and c.obj.labels.get("gpupolicy.io/tier") == request.tier
+    ]
     cohort = request.cohort or min(of_tier, default=request.tier)
-    spec = {"cohortName": cohort,
-            "namespaceSelector": {"matchLabels": {"gpupolicy.io/team": request.name}},
-            "queueingStrategy": "BestEffortFIFO",
-            "preemption": {"reclaimWithinCohort": "Any" if request.tier == "production" else "LowerPriority",
-                           "borrowWithinCohort": {"policy": "Never"}, "withinClusterQueue": "LowerPriority"},
-            "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-                {"name": CPU_FLAVOR, "resources": [{"name": "cpu", "nominalQuota": 0},
-                                                   {"name": "memory", "nominalQuota": "0Gi"}]}]}]}
-    labels = {"gpupolicy.io/team": request.name, "gpupolicy.io/tier": request.tier,
-              "gpupolicy.io/workload": request.workload}
-    body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-            "metadata": {"name": request.name, "labels": labels}, "spec": spec}
+    spec = {
+        "cohortName": cohort,
+        "namespaceSelector": {"matchLabels": {"gpupolicy.io/team": request.name}},
+        "queueingStrategy": "BestEffortFIFO",
+        "preemption": {
+            "reclaimWithinCohort": "Any" if request.tier == "production" else "LowerPriority",
+            "borrowWithinCohort": {"policy": "Never"},
+            "withinClusterQueue": "LowerPriority",
+        },
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": CPU_FLAVOR,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": 0},
+                            {"name": "memory", "nominalQuota": "0Gi"},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    labels = {
+        "gpupolicy.io/team": request.name,
+        "gpupolicy.io/tier": request.tier,
+        "gpupolicy.io/workload": request.workload,
+    }
+    body = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": request.name, "labels": labels},
+        "spec": spec,
+    }
     # the header block's marker: `new pool --quota` gives the queue GPUs, and the block its lines
-    header = (f"# {request.name} in {cluster.name} (gpupolicy new team): the first queue of tier "
-              f"{request.tier} here, made with no quota.\n{queue_header.MARKER}\n")
+    header = (
+        f"# {request.name} in {cluster.name} (gpupolicy new team): the first queue of tier "
+        f"{request.tier} here, made with no quota.\n{queue_header.MARKER}\n"
+    )
     return header + _dump(_ordered(body))
 
 
 # The order the repository writes these keys in (kustomize's rendering sorts them).
-KEY_ORDER = ("apiVersion", "kind", "metadata", "name", "labels", "spec", "cohortName", "namespaceSelector",
-             "queueingStrategy", "preemption", "reclaimWithinCohort", "borrowWithinCohort", "policy",
-             "withinClusterQueue", "resourceGroups", "coveredResources", "flavors", "resources", "nominalQuota",
-             "borrowingLimit", "lendingLimit")
+KEY_ORDER = (
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "labels",
+    "spec",
+    "cohortName",
+    "namespaceSelector",
+    "queueingStrategy",
+    "preemption",
+    "reclaimWithinCohort",
+    "borrowWithinCohort",
+    "policy",
+    "withinClusterQueue",
+    "resourceGroups",
+    "coveredResources",
+    "flavors",
+    "resources",
+    "nominalQuota",
+    "borrowingLimit",
+    "lendingLimit",
+)
 
 
 def _ordered(value):

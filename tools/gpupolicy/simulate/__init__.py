@@ -1,18 +1,18 @@
 """What-if replay of a GPU workload against a cluster's policy, side by side with a naive baseline.
 
-    jobs.py       the simulator's own types: a job as a trace describes it, its size in a pool
-    policy.py     model Cluster -> SimPolicy (and the baseline from the same cluster)
-    traces.py     csv / openb / itp readers, CSV writer; synthetic.py the shipped synthetic trace
-    workload.py   the mixed workload from the command line's options; failures.py `--fail-nodes`
-    engine.py     the discrete-event engine; pending.py its queues of pending work, indexed by size
-    admission.py  Kueue's admission on quota alone (flavor, preemptions); quota.py the cohort tree's quota
-    placement.py  per-pool card bookkeeping; PLACEMENTS, the placement scores (best-fit, frag-aware) by name
-    migpool.py    a MIG pool replayed per layout: fixed instances, one per pod
-    nodeclasses.py  heterogeneous nodes (CPU, memory, GPU model) as the FGD simulator places on them
-    metrics.py    summaries; report.py Markdown + PNG; verdict.py the metrics made worse than the baseline
-    fidelity.py   the FGD paper check
-    mixed.py      the congested ITP + openb workload; busy.py time-sliced neighbours and the startup check
-    revisions.py  two revisions' policies on one workload, beside one baseline (`simulate --base`)
+jobs.py       the simulator's own types: a job as a trace describes it, its size in a pool
+policy.py     model Cluster -> SimPolicy (and the baseline from the same cluster)
+traces.py     csv / openb / itp readers, CSV writer; synthetic.py the shipped synthetic trace
+workload.py   the mixed workload from the command line's options; failures.py `--fail-nodes`
+engine.py     the discrete-event engine; pending.py its queues of pending work, indexed by size
+admission.py  Kueue's admission on quota alone (flavor, preemptions); quota.py the cohort tree's quota
+placement.py  per-pool card bookkeeping; PLACEMENTS, the placement scores (best-fit, frag-aware) by name
+migpool.py    a MIG pool replayed per layout: fixed instances, one per pod
+nodeclasses.py  heterogeneous nodes (CPU, memory, GPU model) as the FGD simulator places on them
+metrics.py    summaries; report.py Markdown + PNG; verdict.py the metrics made worse than the baseline
+fidelity.py   the FGD paper check
+mixed.py      the congested ITP + openb workload; busy.py time-sliced neighbours and the startup check
+revisions.py  two revisions' policies on one workload, beside one baseline (`simulate --base`)
 """
 
 from __future__ import annotations
@@ -38,16 +38,28 @@ class Comparison:
     after_summary: Summary
 
 
-def replay(policy: SimPolicy, jobs: Sequence[Job], failures: Sequence[Failure] = (),
-           mapping: dict[str, str] | None = None, events: list | None = None) -> Result:
+def replay(
+    policy: SimPolicy,
+    jobs: Sequence[Job],
+    failures: Sequence[Failure] = (),
+    mapping: dict[str, str] | None = None,
+    events: list | None = None,
+) -> Result:
     """`events`: a list the engine appends one dict per job event to (engine.Engine._event)."""
     return Engine(policy, jobs, assign_queues(jobs, policy, mapping), failures, events=events).run()
 
 
-def compare(cluster: Cluster, jobs: Sequence[Job], failures: Sequence[Failure] = (),
-            mapping: dict[str, str] | None = None, placement: str = DEFAULT_PLACEMENT,
-            checks: dict[str, bool] | None = None, events: dict[str, list] | None = None) -> Comparison:
-    """Replay `jobs` under the baseline and under the cluster's declared policy; with `checks` (pool -> startup
+def compare(
+    cluster: Cluster,
+    jobs: Sequence[Job],
+    failures: Sequence[Failure] = (),
+    mapping: dict[str, str] | None = None,
+    placement: str = DEFAULT_PLACEMENT,
+    checks: dict[str, bool] | None = None,
+    events: dict[str, list] | None = None,
+) -> Comparison:
+    """Replay `jobs` under the baseline and under the cluster's declared policy; with `checks` (pool ->
+    startup
     check on), time-sliced pods take one replica each and may meet busy devices (busy.py)."""
     logs = {"baseline": [], "proposed": []} if events is not None else {}
     before = replay(baseline(cluster), jobs, failures, mapping, logs.get("baseline"))

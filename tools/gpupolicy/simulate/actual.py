@@ -59,39 +59,76 @@ def compare_waits(result: Result, observed: dict[str, int]) -> list[QueueCompari
             estimated[run.queue].append(run.first_start - run.job.submit)
     if not actual:
         return []
-    rows = [QueueComparison(queue, Waits.of(actual[queue]), Waits.of(estimated[queue]), never[queue])
-            for queue in sorted(actual)]
-    every = QueueComparison(ALL_QUEUES, Waits.of([w for values in actual.values() for w in values]),
-                            Waits.of([w for values in estimated.values() for w in values]),
-                            sum(never.values()))
+    rows = [
+        QueueComparison(queue, Waits.of(actual[queue]), Waits.of(estimated[queue]), never[queue])
+        for queue in sorted(actual)
+    ]
+    every = QueueComparison(
+        ALL_QUEUES,
+        Waits.of([w for values in actual.values() for w in values]),
+        Waits.of([w for values in estimated.values() for w in values]),
+        sum(never.values()),
+    )
     return [*rows, every]
 
 
-HEADER = ("queue", "jobs", "actual p50", "estimated p50", "actual p95", "estimated p95", "actual max",
-          "estimated max", "never started in the replay")
+HEADER = (
+    "queue",
+    "jobs",
+    "actual p50",
+    "estimated p50",
+    "actual p95",
+    "estimated p95",
+    "actual max",
+    "estimated max",
+    "never started in the replay",
+)
 
 
 def table_rows(rows: list[QueueComparison]) -> list[tuple]:
     from .report import format_minutes
 
-    return [(row.queue, row.actual.count,
-             format_minutes(row.actual.p50), format_minutes(row.estimated.p50),
-             format_minutes(row.actual.p95), format_minutes(row.estimated.p95),
-             format_minutes(row.actual.max), format_minutes(row.estimated.max), row.never_started)
-            for row in rows]
+    return [
+        (
+            row.queue,
+            row.actual.count,
+            format_minutes(row.actual.p50),
+            format_minutes(row.estimated.p50),
+            format_minutes(row.actual.p95),
+            format_minutes(row.estimated.p95),
+            format_minutes(row.actual.max),
+            format_minutes(row.estimated.max),
+            row.never_started,
+        )
+        for row in rows
+    ]
 
 
 def markdown_section(rows: list[QueueComparison], policy: str) -> str:
     """The report's section: the table, and what it compares."""
     from .report import markdown_table
 
-    return "\n".join([f"## Estimated vs actual waits per queue ({policy})", "",
-                      "Actual: the waits the trace's history observed (submission to start); estimated: the "
-                      "waits the replay of the repository's policy gives the same jobs.", "",
-                      markdown_table(HEADER, table_rows(rows)), ""])
+    return "\n".join(
+        [
+            f"## Estimated vs actual waits per queue ({policy})",
+            "",
+            "Actual: the waits the trace's history observed (submission to start); estimated: the "
+            "waits the replay of the repository's policy gives the same jobs.",
+            "",
+            markdown_table(HEADER, table_rows(rows)),
+            "",
+        ]
+    )
 
 
 def as_json(rows: list[QueueComparison]) -> list[dict]:
-    return [{"queue": row.queue, "jobs": row.actual.count, "never_started": row.never_started,
-             "actual_minutes": asdict(row.actual), "estimated_minutes": asdict(row.estimated)}
-            for row in rows]
+    return [
+        {
+            "queue": row.queue,
+            "jobs": row.actual.count,
+            "never_started": row.never_started,
+            "actual_minutes": asdict(row.actual),
+            "estimated_minutes": asdict(row.estimated),
+        }
+        for row in rows
+    ]

@@ -30,8 +30,12 @@ from .quota import Node, QuotaTree, available, lowest_fitting_subtree, potential
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
 # classical/hierarchical_preemption.go preemptionVariant
 WITHIN_CQ, HIERARCHICAL, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
-REASONS = {WITHIN_CQ: "InClusterQueue", HIERARCHICAL: "InCohortReclamation",
-           RECLAIM_WITHOUT_BORROWING: "InCohortReclamation", RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing"}
+REASONS = {
+    WITHIN_CQ: "InClusterQueue",
+    HIERARCHICAL: "InCohortReclamation",
+    RECLAIM_WITHOUT_BORROWING: "InCohortReclamation",
+    RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,21 +86,28 @@ def above_threshold(candidate: int, incoming: int, threshold: int | None) -> boo
 def ordering_key(workload: Workload, own_queue: str) -> tuple:
     """common/ordering.go `CandidatesOrdering`: evicted first, other ClusterQueues before the preemptor's own,
     lower priority first, most recent quota reservation first, then a stable tie-break."""
-    return (not workload.evicted, workload.queue == own_queue, workload.priority, -workload.admitted,
-            workload.index)
+    return (
+        not workload.evicted,
+        workload.queue == own_queue,
+        workload.priority,
+        -workload.admitted,
+        workload.index,
+    )
 
 
 class Admission:
     """Flavor assignment and classical preemption over a QuotaTree whose usage the caller keeps current;
     `holding(queue, flavor)` lists the workloads holding quota there."""
 
-    def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue],
-                 holding: Callable[[str, str], Iterable[Workload]]):
+    def __init__(
+        self, tree: QuotaTree, queues: dict[str, SimQueue], holding: Callable[[str, str], Iterable[Workload]]
+    ):
         self.tree, self.queues, self.holding = tree, queues, holding
 
     # -- flavorassigner.go ---------------------------------------------------------------------------------
-    def assign(self, queue: SimQueue, incoming: Workload,
-               requests: dict[str, tuple[str, int]]) -> Choice | None:
+    def assign(
+        self, queue: SimQueue, incoming: Workload, requests: dict[str, tuple[str, int]]
+    ) -> Choice | None:
         """The flavor Kueue assigns (`requests`: per flavor the workload can run on, the quota key it charges
         there and how much), None when no flavor admits it now (no fit, or preemption without candidates)."""
         best: Choice | None = None
@@ -112,8 +123,7 @@ class Admission:
             if total <= available(leaf):
                 choice, mode = Choice(flavor, FIT), FIT
             elif leaf.nominal >= total or may_reclaim or queue.borrow_within == "LowerPriority":
-                wanted = Workload(incoming.index, queue.name, key, total, incoming.priority,
-                                  incoming.submit)
+                wanted = Workload(incoming.index, queue.name, key, total, incoming.priority, incoming.submit)
                 targets = self.targets(queue, wanted)
                 if targets is None:
                     choice, mode = Choice(flavor, NO_CANDIDATES), NO_CANDIDATES
@@ -144,9 +154,15 @@ class Admission:
         or None when no set does."""
         flavor = incoming.flavor
         leaf = self.tree.leaves[(queue.name, flavor)]
-        same = [] if queue.within_queue == "Never" else [
-            Candidate(w, WITHIN_CQ, None) for w in self.holding(queue.name, flavor)
-            if w.index != incoming.index and satisfies(queue.within_queue, incoming, w)]
+        same = (
+            []
+            if queue.within_queue == "Never"
+            else [
+                Candidate(w, WITHIN_CQ, None)
+                for w in self.holding(queue.name, flavor)
+                if w.index != incoming.index and satisfies(queue.within_queue, incoming, w)
+            ]
+        )
         hierarchy, by_priority = [], []
         if leaf.parent is not None and queue.reclaim != "Never":
             forbidden = queue.borrow_within != "LowerPriority"
@@ -180,8 +196,9 @@ class Admission:
                 return found
         return None
 
-    def _attempt(self, queue: SimQueue, incoming: Workload, leaf: Node, ordered: list[Candidate],
-                 borrowing: bool) -> tuple[Candidate, ...] | None:
+    def _attempt(
+        self, queue: SimQueue, incoming: Workload, leaf: Node, ordered: list[Candidate], borrowing: bool
+    ) -> tuple[Candidate, ...] | None:
         removed: list[Candidate] = []
         try:
             for candidate in ordered:
@@ -205,7 +222,9 @@ class Admission:
             return False
         return self.tree.still_borrowing(workload.queue, workload.flavor, candidate.lca)
 
-    def _fill_back(self, removed: list[Candidate], leaf: Node, total: int, borrowing: bool) -> list[Candidate]:
+    def _fill_back(
+        self, removed: list[Candidate], leaf: Node, total: int, borrowing: bool
+    ) -> list[Candidate]:
         """preemption.go `fillBackWorkloads`: put back, last first, every target the workload fits without."""
         targets = list(removed)
         for i in range(len(targets) - 2, -1, -1):

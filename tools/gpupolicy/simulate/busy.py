@@ -40,7 +40,9 @@ def skips_startup_check(repo: Path, pool_path: str) -> bool:
 def with_busy_devices(policy: SimPolicy, checked: dict[str, bool]) -> SimPolicy:
     """`policy` with time-sliced pods as one replica each and the startup check per pool (`checked`: pool ->
     whether the check runs there; a pool not named keeps it)."""
-    pools = {name: replace(pool, startup_check=checked.get(name, True)) for name, pool in policy.pools.items()}
+    pools = {
+        name: replace(pool, startup_check=checked.get(name, True)) for name, pool in policy.pools.items()
+    }
     return replace(policy, pools=pools, replica_per_pod=True)
 
 

@@ -44,5 +44,7 @@ def interval_of(job: Job, intervals: Mapping[str, int]) -> int:
 
 def with_checkpoints(jobs: Sequence[Job], intervals: Mapping[str, int]) -> list[Job]:
     """The jobs with the interval each one checkpoints at (unchanged where it is already that)."""
-    return [job if (every := interval_of(job, intervals)) == job.checkpoint
-            else replace(job, checkpoint=every) for job in jobs]
+    return [
+        job if (every := interval_of(job, intervals)) == job.checkpoint else replace(job, checkpoint=every)
+        for job in jobs
+    ]

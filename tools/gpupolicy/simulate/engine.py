@@ -1,24 +1,24 @@
 """A discrete-event replay of jobs against a SimPolicy: Kueue admission, placement, preemption, failures.
 
 Events sit in one heap (time, order, kind, payload): arrivals, completions, node failures and recoveries, the
-end of a preempted job's termination grace, a crashed pod's recreation. All events at one instant are
-applied, then pods waiting for nodes are placed, then one scheduling pass runs. Checkpoints are not events: the
-work a preempted job keeps is computed from its checkpoint interval when it is evicted.
+end of a preempted job's termination grace, a crashed pod's recreation. All events at one instant are applied,
+then pods waiting for nodes are placed, then one scheduling pass runs. Checkpoints are not events: the work a
+preempted job keeps is computed from its checkpoint interval when it is evicted.
 
 Admission is Kueue's, on quota alone (admission.py: flavor assignment with flavorFungibility, classical
 preemption with `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort` and CandidatesOrdering, over
 the cohort-tree arithmetic of quota.py, a bucket per resource name where Kueue counts them apart:
-resources.py). An admitted job holds its quota while its pods wait for nodes, as the
-Job's pods wait for kube-scheduler (placed in priority, then admission order, each wherever it fits): Kueue
-without topology-aware scheduling never looks at nodes, so it never preempts for node fragmentation. A
-preempted job stops working at once (it loses the work since its last checkpoint) and keeps its cards and quota
-for TERMINATION_GRACE_SECONDS, as Kueue releases quota only once the Job's pods are gone
+resources.py). An admitted job holds its quota while its pods wait for nodes, as the Job's pods wait for
+kube-scheduler (placed in priority, then admission order, each wherever it fits): Kueue without topology-aware
+scheduling never looks at nodes, so it never preempts for node fragmentation. A preempted job stops working at
+once (it loses the work since its last checkpoint) and keeps its cards and quota for
+TERMINATION_GRACE_SECONDS, as Kueue releases quota only once the Job's pods are gone
 (pkg/controller/jobframework/reconciler.go: the evicted Job is stopped, and the workload's QuotaReserved
 condition cleared after it is no longer active); then it requeues. A job on a failed node is requeued with all
 its work kept. The grace is Kubernetes' default terminationGracePeriodSeconds (the traces give none).
-`waitForPodsReady` (readiness.py) is on for a policy that carries it, as Kueue 0.19 applies it by default:
-an admitted job whose pods are not all running after the timeout gives its quota back and is requeued after
-a doubling backoff; with blockAdmission nothing is admitted while an admitted job's pods are not running.
+`waitForPodsReady` (readiness.py) is on for a policy that carries it, as Kueue 0.19 applies it by default: an
+admitted job whose pods are not all running after the timeout gives its quota back and is requeued after a
+doubling backoff; with blockAdmission nothing is admitted while an admitted job's pods are not running.
 
 With `queueing=False` (the FGD experiment's protocol, fidelity.py) admission is fused with placement instead:
 a job starts at once on the first flavor where quota fits and the pool can place it, or is dropped.
@@ -119,11 +119,20 @@ class Engine:
     protocol of the FGD simulator is two options: `departures=False` (a started job holds its cards to the
     end) and `queueing=False` (a job that cannot start when it arrives is dropped, not queued)."""
 
-    def __init__(self, policy: SimPolicy, jobs: Sequence[Job], queues: Sequence[str],
-                 failures: Sequence[Failure] = (), pools: dict | None = None, departures: bool = True,
-                 queueing: bool = True, events: list | None = None):
+    def __init__(
+        self,
+        policy: SimPolicy,
+        jobs: Sequence[Job],
+        queues: Sequence[str],
+        failures: Sequence[Failure] = (),
+        pools: dict | None = None,
+        departures: bool = True,
+        queueing: bool = True,
+        events: list | None = None,
+    ):
         self.policy = policy
-        self.kueue = queueing  # admission on quota alone; the FGD protocol (no queueing) fuses it with placement
+        # admission on quota alone; the FGD protocol (no queueing) fuses it with placement
+        self.kueue = queueing
         self.log = events  # a list to append one dict per job event to, or None
         self.grace = TERMINATION_GRACE_SECONDS
         self.ready = policy.pods_ready if queueing else None  # waitForPodsReady, Kueue mode only
@@ -137,18 +146,33 @@ class Engine:
             example, count = requests.get(key, (job, 0))
             requests[key] = (example, count + 1)
         given = pools or {}
-        self.pools = {name: given.get(name) or self._pool_state(p, requests) for name, p in policy.pools.items()}
+        self.pools = {
+            name: given.get(name) or self._pool_state(p, requests) for name, p in policy.pools.items()
+        }
         self.instance_pools = [name for name, pool in policy.pools.items() if pool.instances]
-        self.runs = [Run(job, i, q, policy.priority(job.tier or policy.queues[q].tier), job.duration,
-                         size=self._size(job), request=request_key(job))
-                     for i, (job, q) in enumerate(zip(jobs, queues, strict=True))]
+        self.runs = [
+            Run(
+                job,
+                i,
+                q,
+                policy.priority(job.tier or policy.queues[q].tier),
+                job.duration,
+                size=self._size(job),
+                request=request_key(job),
+            )
+            for i, (job, q) in enumerate(zip(jobs, queues, strict=True))
+        ]
         # queue -> quota key -> milli-units held (a flavor's GPU bucket in milli-GPUs, resources.py)
         self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}
-        self.quota = QuotaTree(policy.queues, policy.cohorts)  # Kueue's cohort-tree arithmetic, usage kept in step
+        # Kueue's cohort-tree arithmetic, usage kept in step
+        self.quota = QuotaTree(policy.queues, policy.cohorts)
         # time-sliced flavors whose quota lists no nvidia.com/gpu: a whole-card pod's one replica is barred
-        self.no_whole_cards = {fq.flavor for q in policy.queues.values() for fq in q.flavors
-                               if policy.pools[fq.pool].sharing == "time-sliced"
-                               and not covers_gpu(fq.gpu_names)}
+        self.no_whole_cards = {
+            fq.flavor
+            for q in policy.queues.values()
+            for fq in q.flavors
+            if policy.pools[fq.pool].sharing == "time-sliced" and not covers_gpu(fq.gpu_names)
+        }
         self.nominal: dict[tuple[str, str], int] = {k: leaf.nominal for k, leaf in self.quota.leaves.items()}
         self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
         # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
@@ -170,11 +194,15 @@ class Engine:
         # the "before" crashes starts at a measured rate (policy.before); its own stream, seeded, so a replay
         # is reproducible and the other policies draw nothing
         self.crashes = random.Random(policy.failure_seed) if policy.start_failure_rate else None
-        self.holding: dict[str, set[int]] = {name: set() for name in policy.queues}  # queue -> runs with quota
-        self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}  # admitted, no nodes yet
+        # queue -> runs with quota
+        self.holding: dict[str, set[int]] = {name: set() for name in policy.queues}
+        # admitted, no nodes yet
+        self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}
         self.sweep: set[str] = set()
         self.reserved: dict[int, tuple[str, int]] = {}  # preemptor -> (flavor, quota its victims gave back)
-        self.preempting: dict[str, int] = {}  # queue -> its head, waiting for the workloads it preempted  # pools where cards came free since their waiting pods were last tried
+        # queue -> its head, waiting for the workloads it preempted  # pools where cards came free since their
+        # waiting pods were last tried
+        self.preempting: dict[str, int] = {}
         self.admission = Admission(self.quota, policy.queues, self._holding_workloads)
         self.heap: list[tuple] = []
         self.order = 0
@@ -195,16 +223,23 @@ class Engine:
             self._push(run.job.submit, ARRIVE, run.index)
         for failure in failures:
             if failure.pool not in self.pools:
-                raise ValueError(f"--fail-nodes: no pool {failure.pool!r} in policy (pools: "
-                                 f"{', '.join(sorted(self.pools))})")
+                raise ValueError(
+                    f"--fail-nodes: no pool {failure.pool!r} in policy (pools: "
+                    f"{', '.join(sorted(self.pools))})"
+                )
             self._push(failure.at, FAIL, failure)
 
     def _pool_state(self, pool: SimPool, requests: dict[tuple, tuple[Job, int]]) -> PoolState | MigPoolState:
         """Per-card free capacity, or a MIG pool's fixed instances where its layout is known (migpool.py)."""
         if pool.instances:
             return MigPoolState(pool.name, pool.nodes, pool.instances, pool.model)
-        return PoolState(pool.name, pool.nodes, pool.gpus_per_node, self.policy.placement,
-                         self._typical(requests, pool.name))
+        return PoolState(
+            pool.name,
+            pool.nodes,
+            pool.gpus_per_node,
+            self.policy.placement,
+            self._typical(requests, pool.name),
+        )
 
     def _typical(self, requests: dict[tuple, tuple[Job, int]], pool_name: str):
         sizes: Counter = Counter()
@@ -280,11 +315,22 @@ class Engine:
         for run in self.runs:
             if run.finished < 0 and not run.never_reason:
                 run.never_reason = "still pending when the replay ended"
-        return Result(self.policy.name, self.runs, self.timeline,
-                      sum(p.full_capacity for p in self.pools.values()),
-                      self.failure_milli_seconds, self.preemptions, self.events, end, dict(self.policy.queues),
-                      self.busy_starts, self.starts, self.class_timeline, dict(self.pool_class),
-                      self.useful_in_window)
+        return Result(
+            self.policy.name,
+            self.runs,
+            self.timeline,
+            sum(p.full_capacity for p in self.pools.values()),
+            self.failure_milli_seconds,
+            self.preemptions,
+            self.events,
+            end,
+            dict(self.policy.queues),
+            self.busy_starts,
+            self.starts,
+            self.class_timeline,
+            dict(self.pool_class),
+            self.useful_in_window,
+        )
 
     def _record(self) -> None:
         point = (self.now, self._allocated(), self._available())
@@ -342,9 +388,16 @@ class Engine:
         key = (request, pool_name)
         if key not in self.shapes:
             pool = self.policy.pools[pool_name]
-            self.shapes[key] = shape_in_pool(job, pool.sharing, pool.replicas, pool.gpus_per_node,
-                                             self.policy.whole_gpus, pool.model, self.policy.replica_per_pod,
-                                             pool.profiles)
+            self.shapes[key] = shape_in_pool(
+                job,
+                pool.sharing,
+                pool.replicas,
+                pool.gpus_per_node,
+                self.policy.whole_gpus,
+                pool.model,
+                self.policy.replica_per_pod,
+                pool.profiles,
+            )
             if self.policy.whole_nodes and self.shapes[key] is not None:
                 self.shapes[key] = whole_nodes(self.shapes[key], pool.gpus_per_node)
         return self.shapes[key]
@@ -371,14 +424,17 @@ class Engine:
         return shape.total <= pool.capacity and amount <= self.quota.potential(run.queue, key)
 
     def _size(self, job: Job) -> tuple:
-        """(total milli, milli per pod) as the trace asks, then the MIG instance it takes in each pool replayed
-        per layout: a job that failed rules out a larger one only when both ask for the same instances there
+        """(total milli, milli per pod) as the trace asks, then the MIG instance it takes in each pool
+        replayed per layout: a job that failed rules out a larger one only when both ask for the same
+        instances there
         (a 1g job waits for a 1g instance while a free 3g one still holds a 3g job; pending.dominates)."""
         milli = int(job.fraction * MILLI) if job.fractional else MILLI
         count = 1 if job.fractional else job.gpus
         request = request_key(job)
-        instances = tuple((shape.profile if (shape := self._request_shape(request, job, name)) else None)
-                          for name in self.instance_pools)
+        instances = tuple(
+            (shape.profile if (shape := self._request_shape(request, job, name)) else None)
+            for name in self.instance_pools
+        )
         return (job.pods * count * milli, count * milli, instances)
 
     def _add_pending(self, run: Run) -> None:
@@ -418,8 +474,8 @@ class Engine:
         return heads[0][1] if heads else None
 
     def _head_borrows(self, index: int) -> bool:
-        """Whether the job's flavor assignment would borrow: the first flavor where it is within the queue's nominal
-        quota says no; one where it fits only by borrowing says yes (Kueue's default `whenCanBorrow:
+        """Whether the job's flavor assignment would borrow: the first flavor where it is within the queue's
+        nominal quota says no; one where it fits only by borrowing says yes (Kueue's default `whenCanBorrow:
         MayStopSearch` stops there). A job no flavor fits now counts as borrowing: it waits either way."""
         run = self.runs[index]
         queue = self.policy.queues[run.queue]
@@ -495,12 +551,14 @@ class Engine:
             entry, size = step
             requeued = pending.added
             if self._try_start(self.runs[entry[-1]], queue, entry):
-                if pending.added != requeued:  # a preemption sent a victim back to this queue, behind the pass
+                # a preemption sent a victim back to this queue, behind the pass
+                if pending.added != requeued:
                     walk.rescan(entry)
                 else:
                     walk.started(entry, size)
             elif self.preempting.get(name) == entry[-1]:
-                break  # a head waiting for its preemptions stays the queue's head (scheduler.go requeues it first)
+                # a head waiting for its preemptions stays the queue's head (scheduler.go requeues it first)
+                break
             else:
                 walk.failed(entry, size)
 
@@ -515,8 +573,9 @@ class Engine:
 
     # -- Kueue mode: admission on quota, then pods wait for nodes ------------------------------------------
     def _kueue_admit(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
-        """One admission attempt (pkg/scheduler/scheduler.go `schedule`: nominate, then admit or preempt): True
-        when the job reserved quota. A job that needs preemption evicts its targets and stays pending until
+        """One admission attempt (pkg/scheduler/scheduler.go `schedule`: nominate, then admit or preempt):
+        True when the job reserved quota. A job that needs preemption evicts its targets and stays pending
+        until
         their quota is released (the scheduler admits it in a later cycle)."""
         shapes = {f.flavor: shape for f in queue.flavors if (shape := self._shape(run, f)) is not None}
         held = self.reserved.pop(run.index, None)
@@ -551,8 +610,9 @@ class Engine:
 
     def _workload(self, run: Run, flavor: str | None) -> Workload:
         total = run.charge[1] if flavor is not None else 0
-        return Workload(run.index, run.queue, flavor or "", total, run.priority, run.key[1], run.admitted,
-                        run.evicted)
+        return Workload(
+            run.index, run.queue, flavor or "", total, run.priority, run.key[1], run.admitted, run.evicted
+        )
 
     def _holding_workloads(self, queue: str, flavor: str):
         runs = self.runs
@@ -581,7 +641,8 @@ class Engine:
 
     def _place_waiting(self) -> None:
         """Retry the pods waiting for nodes in the pools where cards came free, highest priority then earliest
-        admission first (kube-scheduler's active queue order); a shape that did not fit rules out larger ones."""
+        admission first (kube-scheduler's active queue order); a shape that did not fit rules out larger
+        ones."""
         pools, self.sweep = self.sweep, set()
         for name in pools:
             waiting = self.node_wait[name]
@@ -641,12 +702,14 @@ class Engine:
         return True
 
     def _preempt(self, victim: Run, by: Run, reason: str) -> None:
-        """Kueue evicts the victim: its work stops now; its quota and cards are released when its pods are gone."""
+        """Kueue evicts the victim: its work stops now; its quota and cards are released when its pods are
+        gone."""
         victim.evicted = True
         self.preemptions += 1
         victim.preemptions += 1
-        self._event("preempted", victim, by=by.job.id, by_queue=by.queue, reason=reason,
-                    flavor=victim.flavor.flavor)
+        self._event(
+            "preempted", victim, by=by.job.id, by_queue=by.queue, reason=reason, flavor=victim.flavor.flavor
+        )
         if victim.started >= 0:
             elapsed = self.now - victim.started
             interval = victim.job.checkpoint
@@ -693,9 +756,16 @@ class Engine:
         if held[0] != key:
             return
         flavors = self.policy.queues[preemptor.queue].flavors
-        need = max((d[1] for f in flavors if f.flavor == victim.flavor.flavor
-                    and (s := self._shape(preemptor, f)) is not None and (d := self._demand(f, s))[0] == key),
-                   default=0)
+        need = max(
+            (
+                d[1]
+                for f in flavors
+                if f.flavor == victim.flavor.flavor
+                and (s := self._shape(preemptor, f)) is not None
+                and (d := self._demand(f, s))[0] == key
+            ),
+            default=0,
+        )
         amount = min(victim.charge[1], need - held[1])
         if amount > 0:
             self.reserved[preemptor.index] = (key, held[1] + amount)
@@ -730,8 +800,12 @@ class Engine:
             self._crash_at_start(run)  # a busy card the default scheduler cannot see (policy.before)
             return
         if self.log is not None:
-            self._event("started", run, pool=run.flavor.pool, nodes=sorted(self.pools[run.flavor.pool]
-                                                                           .nodes_of(run.slots)))
+            self._event(
+                "started",
+                run,
+                pool=run.flavor.pool,
+                nodes=sorted(self.pools[run.flavor.pool].nodes_of(run.slots)),
+            )
         run.started = self.now
         self._came_ready(run)
         self._stops_waiting(run)
@@ -785,15 +859,17 @@ class Engine:
 
     # -- preemption ----------------------------------------------------------------------------------
     def _may_preempt(self, run: Run, victim: Run, queue: SimQueue, reclaim: bool) -> bool:
-        if run.job.tier == "experiment" and (victim.job.tier in PROTECTED_TIERS
-                                             or victim.job.workload in PROTECTED_WORKLOADS):
+        if run.job.tier == "experiment" and (
+            victim.job.tier in PROTECTED_TIERS or victim.job.workload in PROTECTED_WORKLOADS
+        ):
             return False
         if not reclaim:
             if queue.within_queue == "LowerPriority":
                 return victim.priority < run.priority
             if queue.within_queue == "LowerOrNewerEqualPriority":
-                return victim.priority < run.priority or (victim.priority == run.priority
-                                                          and victim.job.submit > run.job.submit)
+                return victim.priority < run.priority or (
+                    victim.priority == run.priority and victim.job.submit > run.job.submit
+                )
             return False
         if queue.reclaim == "Any":
             return True
@@ -805,23 +881,28 @@ class Engine:
         if reclaim and policy == "Any":
             return None
         if policy == "LowerPriority" or (not reclaim and policy == "LowerOrNewerEqualPriority"):
-            return [p for p in self.priority_levels if p < run.priority or (
-                policy == "LowerOrNewerEqualPriority" and p == run.priority)]
+            return [
+                p
+                for p in self.priority_levels
+                if p < run.priority or (policy == "LowerOrNewerEqualPriority" and p == run.priority)
+            ]
         return []
 
     def _candidates(self, run: Run, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> list[Run]:
-        """Running jobs on this flavor the job may evict: its own queue's, and those of queues of its cohort tree
+        """Running jobs on this flavor the job may evict: its own queue's, and those of queues of its cohort
+        tree
         that borrow where the job has the advantage (QuotaTree.reclaim_sources)."""
         # the priorities each policy lets the job preempt ([]: none, None: any), worked out once per attempt
-        within = [] if queue.within_queue == "Never" else self._victim_priorities(run, queue.within_queue, False)
+        within = (
+            [] if queue.within_queue == "Never" else self._victim_priorities(run, queue.within_queue, False)
+        )
         reclaim = [] if queue.reclaim == "Never" else self._victim_priorities(run, queue.reclaim, True)
         key, amount = self._demand(flavor, shape)
         sources: list[tuple[str, bool, list[int] | None]] = []
         if within != []:
             sources.append((queue.name, False, within))
         if reclaim != []:
-            sources += [(name, True, reclaim)
-                        for name in self.quota.reclaim_sources(queue.name, key, amount)]
+            sources += [(name, True, reclaim) for name in self.quota.reclaim_sources(queue.name, key, amount)]
         found: list[Run] = []
         for name, is_reclaim, wanted in sources:
             by_priority = self.queue_running[name]
@@ -866,12 +947,15 @@ class Engine:
                 self._rebind_tentative(victim)
         return False
 
-    def _first_sufficient(self, victims: list[Run], queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> int:
+    def _first_sufficient(
+        self, victims: list[Run], queue: SimQueue, flavor: FlavorQuota, shape: Shape
+    ) -> int:
         """How many victims the selection below takes before the job fits (-1: never).
 
         A dry run on counters only, in the same order and with the same still-borrowing rule, so cards are
         touched only when an eviction will succeed. Quota and free capacity are always checked; placement too
-        when every card involved is whole (a node with k free cards holds k // count pods, see PoolState.fits).
+        when every card involved is whole (a node with k free cards holds k // count pods, see
+        PoolState.fits).
         """
         pool = self.pools[flavor.pool]
         free = pool.capacity - pool.allocated
@@ -895,8 +979,11 @@ class Engine:
                         cards = freed_cards.get(node, pool.whole[node])
                         freed_cards[node] = cards + 1
                         placeable += (cards + 1) // count - cards // count
-            if free >= shape.total and self._quota_fits(queue, flavor, shape) and (
-                    not whole or placeable >= shape.pods):
+            if (
+                free >= shape.total
+                and self._quota_fits(queue, flavor, shape)
+                and (not whole or placeable >= shape.pods)
+            ):
                 found = len(taken)
                 break
         for victim in taken:
@@ -905,8 +992,11 @@ class Engine:
 
     def _room_for(self, queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> bool:
         pool = self.pools[flavor.pool]
-        return (pool.capacity - pool.allocated >= shape.total and self._quota_fits(queue, flavor, shape)
-                and pool.fits(shape))
+        return (
+            pool.capacity - pool.allocated >= shape.total
+            and self._quota_fits(queue, flavor, shape)
+            and pool.fits(shape)
+        )
 
     def _minimal(self, chosen: list[Run], queue: SimQueue, flavor: FlavorQuota, shape: Shape) -> list[Run]:
         """Put back every chosen victim (last added first) the job still fits without, as Kueue does: an
@@ -961,8 +1051,11 @@ class Engine:
     def _fail(self, failure: Failure) -> None:
         pool = self.pools[failure.pool]
         down = pool.fail(failure.nodes)
-        hit = [self.runs[i] for i in sorted(self.running[failure.pool])
-               if pool.nodes_of(self.runs[i].slots) & set(down)]
+        hit = [
+            self.runs[i]
+            for i in sorted(self.running[failure.pool])
+            if pool.nodes_of(self.runs[i].slots) & set(down)
+        ]
         for run in hit:
             self._unbind_tentative(run)
             self._evict(run, preempted=False)
@@ -975,7 +1068,9 @@ class Engine:
         pool_name, nodes, since = payload
         self.pools[pool_name].recover(nodes)
         self._released(pool_name)
-        self.failure_milli_seconds += (self.now - since) * len(nodes) * self.pools[pool_name].gpus_per_node * MILLI
+        self.failure_milli_seconds += (
+            (self.now - since) * len(nodes) * self.pools[pool_name].gpus_per_node * MILLI
+        )
 
 
 def whole_nodes(shape: Shape, gpus_per_node: int) -> Shape:
@@ -987,5 +1082,11 @@ def whole_nodes(shape: Shape, gpus_per_node: int) -> Shape:
 
 def _covers(shape: Shape, smaller: Shape) -> bool:
     """A shape at least as large in every dimension as one that did not fit cannot fit either."""
-    return (shape.profile == smaller.profile and shape.pods >= smaller.pods and shape.count >= smaller.count
-            and shape.milli >= smaller.milli and shape.memory >= smaller.memory and shape.demand == smaller.demand)
+    return (
+        shape.profile == smaller.profile
+        and shape.pods >= smaller.pods
+        and shape.count >= smaller.count
+        and shape.milli >= smaller.milli
+        and shape.memory >= smaller.memory
+        and shape.demand == smaller.demand
+    )

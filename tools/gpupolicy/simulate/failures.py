@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 1}
-_ITEM = re.compile(r"^(?P<pool>[a-z0-9][-a-z0-9.]*):(?P<count>\d+)@(?P<at>\d+[smhd]?)(?:\+(?P<down>\d+[smhd]?))?$")
+_ITEM = re.compile(
+    r"^(?P<pool>[a-z0-9][-a-z0-9.]*):(?P<count>\d+)@(?P<at>\d+[smhd]?)(?:\+(?P<down>\d+[smhd]?))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,14 @@ def parse_failures(spec: str) -> list[Failure]:
     for item in filter(None, (part.strip() for part in spec.split(","))):
         match = _ITEM.match(item)
         if not match:
-            raise ValueError(f"--fail-nodes: cannot read {item!r}; expected POOL:COUNT@TIME[+DOWNTIME], "
-                             "e.g. pool-a:2@3600 or pool-a:2@1h+30m")
+            raise ValueError(
+                f"--fail-nodes: cannot read {item!r}; expected POOL:COUNT@TIME[+DOWNTIME], "
+                "e.g. pool-a:2@3600 or pool-a:2@1h+30m"
+            )
         down = match["down"]
-        failures.append(Failure(match["pool"], int(match["count"]), _seconds(match["at"]),
-                                _seconds(down) if down else None))
+        failures.append(
+            Failure(
+                match["pool"], int(match["count"]), _seconds(match["at"]), _seconds(down) if down else None
+            )
+        )
     return failures

@@ -29,16 +29,32 @@ from .nodeclasses import MILLI, OWN_POLICY, POLICIES, Cluster, Memo, NodeType, P
 from .placement import typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue
 
-__all__ = ["MILLI", "OWN_POLICY", "POLICIES", "Cluster", "Memo", "NodeType", "Pod", "typical_pods", "arrivals",
-           "run_experiment", "fidelity_table", "variant_table", "variant_markdown", "variants"]
+__all__ = [
+    "MILLI",
+    "OWN_POLICY",
+    "POLICIES",
+    "Cluster",
+    "Memo",
+    "NodeType",
+    "Pod",
+    "typical_pods",
+    "arrivals",
+    "run_experiment",
+    "fidelity_table",
+    "variant_table",
+    "variant_markdown",
+    "variants",
+]
 EXPECTED_POLICY = {"best-fit": "05-BestFit", "fgd": "06-FGD"}
 POOL, QUEUE = "openb", "all"
 
 
 def read_nodes(path: Path) -> list[NodeType]:
     with path.open(encoding="utf-8", newline="") as handle:
-        return [NodeType(row["model"].strip(), int(row["cpu_milli"]), int(row["memory_mib"]), int(row["gpu"]))
-                for row in csv.DictReader(handle)]
+        return [
+            NodeType(row["model"].strip(), int(row["cpu_milli"]), int(row["memory_mib"]), int(row["gpu"]))
+            for row in csv.DictReader(handle)
+        ]
 
 
 def read_pods(path: Path) -> list[Pod]:
@@ -50,7 +66,6 @@ def read_pods(path: Path) -> list[Pod]:
             spec = frozenset(s for s in (row.get("gpu_spec") or "").split("|") if s)
             pods.append(Pod(int(row["cpu_milli"]), int(row["memory_mib"]), num_gpu, milli, spec))
     return pods
-
 
 
 def arrivals(pods: list[Pod], capacity: int, tune: float, rng: random.Random) -> Iterator[Pod]:
@@ -69,29 +84,58 @@ def arrivals(pods: list[Pod], capacity: int, tune: float, rng: random.Random) ->
         yield pod
 
 
-def run_experiment(nodes: list[NodeType], pods: list[Pod], policy: str, seed: int, tune: float = 1.3,
-                   typical: list[tuple[Pod, float]] | None = None, quantise: bool = True,
-                   memo: Memo | None = None) -> list[float]:
+def run_experiment(
+    nodes: list[NodeType],
+    pods: list[Pod],
+    policy: str,
+    seed: int,
+    tune: float = 1.3,
+    typical: list[tuple[Pod, float]] | None = None,
+    quantise: bool = True,
+    memo: Memo | None = None,
+) -> list[float]:
     """Allocation ratio (%) at arrived demand 0, 1, ... round(tune x 100) percent of the cluster's GPUs.
 
     `memo` may be shared between runs with the same typical pods (and quantisation); it only saves time."""
     rng = random.Random(seed)
-    own = [(count, milli, weight) for (count, milli), weight in
-           typical_sizes((p.num_gpu, p.milli) for p in pods if p.num_gpu)] if policy == OWN_POLICY else None
+    own = (
+        [
+            (count, milli, weight)
+            for (count, milli), weight in typical_sizes((p.num_gpu, p.milli) for p in pods if p.num_gpu)
+        ]
+        if policy == OWN_POLICY
+        else None
+    )
     # the pool draws its node ranks from `rng` before the arrivals do, as the published simulator orders them
-    pool = Cluster(nodes, typical if typical is not None else typical_pods(pods), rng, quantise, memo, own, policy)
+    pool = Cluster(
+        nodes, typical if typical is not None else typical_pods(pods), rng, quantise, memo, own, policy
+    )
     order = list(arrivals(pods, pool.capacity, tune, rng))
     jobs = [_job(pod, second) for second, pod in enumerate(order)]
-    result = Engine(_policy(nodes, pool.capacity), jobs, [QUEUE] * len(jobs), pools={POOL: pool},
-                    departures=False, queueing=False).run()
+    result = Engine(
+        _policy(nodes, pool.capacity),
+        jobs,
+        [QUEUE] * len(jobs),
+        pools={POOL: pool},
+        departures=False,
+        queueing=False,
+    ).run()
     return _curve(order, result.timeline, pool.capacity, int(round(tune * 100)))
 
 
 def _job(pod: Pod, second: int) -> Job:
     """One arrival as the engine's job: whole cards, or the milli of one card it asks for."""
     shared = pod.num_gpu == 1 and 0 < pod.milli < MILLI
-    return Job(str(second), second, 1, gpus=pod.num_gpu, share=pod.milli / MILLI if shared else 0.0,
-               cpu=pod.cpu, memory_mib=pod.mem, gpu_models=pod.spec)
+    return Job(
+        str(second),
+        second,
+        1,
+        gpus=pod.num_gpu,
+        share=pod.milli / MILLI if shared else 0.0,
+        cpu=pod.cpu,
+        memory_mib=pod.mem,
+        gpu_models=pod.spec,
+    )
 
 
 def _policy(nodes: list[NodeType], capacity: int) -> SimPolicy:
@@ -102,7 +146,9 @@ def _policy(nodes: list[NodeType], capacity: int) -> SimPolicy:
     return SimPolicy("fgd-protocol", {POOL: pool}, {QUEUE: queue})
 
 
-def _curve(order: list[Pod], timeline: list[tuple[int, int, int]], capacity: int, columns: int) -> list[float]:
+def _curve(
+    order: list[Pod], timeline: list[tuple[int, int, int]], capacity: int, columns: int
+) -> list[float]:
     """Allocation (%) when the arrived demand first reaches each percent of capacity, read off the engine's
     timeline (arrival i happens at second i)."""
     curve = [0.0] * (columns + 1)
@@ -150,8 +196,14 @@ class FidelityRow:
         return self.ours_percent - self.published_percent
 
 
-def fidelity_table(traces: Path, results_csv: Path, trace: str = "default", seeds: Iterable[int] = range(42, 52),
-                   policies: Iterable[str] = POLICIES, column: int = 130) -> list[FidelityRow]:
+def fidelity_table(
+    traces: Path,
+    results_csv: Path,
+    trace: str = "default",
+    seeds: Iterable[int] = range(42, 52),
+    policies: Iterable[str] = POLICIES,
+    column: int = 130,
+) -> list[FidelityRow]:
     nodes = read_nodes(traces / "openb_node_list_gpu_node.csv")
     pods = read_pods(traces / f"openb_pod_list_{trace}.csv")
     typical = typical_pods(pods)
@@ -160,39 +212,65 @@ def fidelity_table(traces: Path, results_csv: Path, trace: str = "default", seed
     seeds = list(seeds)
     for policy in policies:
         memo = Memo()
-        ours = [run_experiment(nodes, pods, policy, seed, typical=typical, memo=memo)[column] for seed in seeds]
-        published_curves = expected(results_csv, f"openb_pod_list_{trace}", policy) if policy in EXPECTED_POLICY else {}
+        ours = [
+            run_experiment(nodes, pods, policy, seed, typical=typical, memo=memo)[column] for seed in seeds
+        ]
+        published_curves = (
+            expected(results_csv, f"openb_pod_list_{trace}", policy) if policy in EXPECTED_POLICY else {}
+        )
         published = [published_curves[s][column] for s in seeds if s in published_curves]
         mean_ours = sum(ours) / len(ours)
-        mean_pub = sum(published) / len(published) if published else math.nan  # a variant the paper did not run
-        rows.append(FidelityRow(policy, len(seeds), mean_ours, mean_pub, (1 - mean_ours / 100) * total_gpus,
-                                (1 - mean_pub / 100) * total_gpus))
+        # a variant the paper did not run
+        mean_pub = sum(published) / len(published) if published else math.nan
+        rows.append(
+            FidelityRow(
+                policy,
+                len(seeds),
+                mean_ours,
+                mean_pub,
+                (1 - mean_ours / 100) * total_gpus,
+                (1 - mean_pub / 100) * total_gpus,
+            )
+        )
     return rows
 
 
 def variants(traces: Path) -> list[str]:
-    """Every `openb_pod_list_*` variant in the trace directory (default, cpu*, gpushare*, gpuspec*, multigpu*)."""
+    """Every `openb_pod_list_*` variant in the trace directory (default, cpu*, gpushare*, gpuspec*,
+    multigpu*)."""
     prefix, suffix = "openb_pod_list_", ".csv"
-    return sorted(p.name[len(prefix):-len(suffix)] for p in traces.glob(f"{prefix}*{suffix}"))
+    return sorted(p.name[len(prefix) : -len(suffix)] for p in traces.glob(f"{prefix}*{suffix}"))
 
 
-def variant_table(traces: Path, results_csv: Path, seeds: Iterable[int] = (42,),
-                  policies: Iterable[str] = (*POLICIES, OWN_POLICY)) -> dict[str, list[FidelityRow]]:
+def variant_table(
+    traces: Path,
+    results_csv: Path,
+    seeds: Iterable[int] = (42,),
+    policies: Iterable[str] = (*POLICIES, OWN_POLICY),
+) -> dict[str, list[FidelityRow]]:
     """variant -> fidelity rows (published_percent is NaN where the published results do not cover it)."""
     seeds, policies = list(seeds), list(policies)
     return {trace: fidelity_table(traces, results_csv, trace, seeds, policies) for trace in variants(traces)}
 
 
 def variant_markdown(table: dict[str, list[FidelityRow]]) -> str:
-    """The FGD fidelity table: per variant, published vs ours for best-fit and FGD, and the project's own policy."""
-    lines = ["| variant | best-fit published | best-fit ours | FGD published | FGD ours | "
-             f"{OWN_POLICY} (ours) | {OWN_POLICY} - FGD |", "|---|---|---|---|---|---|---|"]
+    """The FGD fidelity table: per variant, published vs ours for best-fit and FGD, and the project's own
+    policy."""
+    lines = [
+        "| variant | best-fit published | best-fit ours | FGD published | FGD ours | "
+        f"{OWN_POLICY} (ours) | {OWN_POLICY} - FGD |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for trace, rows in table.items():
         by = {row.policy: row for row in rows}
 
         def shown(value: float) -> str:
             return "not published" if math.isnan(value) else f"{value:.2f}"
+
         own, fgd = by[OWN_POLICY].ours_percent, by["fgd"].ours_percent
-        lines.append(f"| {trace} | {shown(by['best-fit'].published_percent)} | {by['best-fit'].ours_percent:.2f} | "
-                     f"{shown(by['fgd'].published_percent)} | {fgd:.2f} | {own:.2f} | {own - fgd:+.2f} |")
+        lines.append(
+            f"| {trace} | {shown(by['best-fit'].published_percent)} | "
+            f"{by['best-fit'].ours_percent:.2f} | {shown(by['fgd'].published_percent)} | {fgd:.2f} | "
+            f"{own:.2f} | {own - fgd:+.2f} |"
+        )
     return "\n".join(lines)

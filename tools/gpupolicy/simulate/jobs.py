@@ -55,14 +55,17 @@ class Job:
 
 
 def mig_card(model: str) -> catalog.GPUModel:
-    """The MIG-capable catalog card of a pool's `model`, or ASSUMED_MIG_GPU when the model is unknown or has no MIG."""
+    """The MIG-capable catalog card of a pool's `model`, or ASSUMED_MIG_GPU when the model is unknown or has
+    no MIG."""
     card = catalog.GPUS.get(model)
     return card if card is not None and card.mig_capable else catalog.gpu(ASSUMED_MIG_GPU)
 
 
 def profile_share(profile: str, model: str = "") -> Fraction | None:
-    """A MIG profile's (or `nvidia.com/mig-*` resource's) share of one card of the pool's `model`: exact when the
-    model offers the profile, else the catalog's estimate for an unknown GPU; None when it is no MIG profile."""
+    """A MIG profile's (or `nvidia.com/mig-*` resource's) share of one card of the pool's `model`: exact when
+    the
+    model offers the profile, else the catalog's estimate for an unknown GPU; None when it is no MIG
+    profile."""
     try:
         return catalog.share_of_card(profile, model)
     except ValueError:
@@ -104,9 +107,10 @@ def instance_milli(profile: str, card: catalog.GPUModel) -> int:
 
 
 def smallest_instance(job: Job, card: catalog.GPUModel, offered: tuple[str, ...]) -> str | None:
-    """The MIG profile of the layout (`offered`) a fractional job asks for: the profile it names when the layout
-    has it, else the smallest one with at least the compute slices (and the memory of a named profile) it needs,
-    as a user asks for the smallest `nvidia.com/mig-*` resource the pool exposes that holds the work; None when
+    """The MIG profile of the layout (`offered`) a fractional job asks for: the profile it names when the
+    layout has it, else the smallest one with at least the compute slices (and the memory of a named profile)
+    it needs, as a user asks for the smallest `nvidia.com/mig-*` resource the pool exposes that holds the
+    work; None when
     no profile of the layout is large enough."""
     named = catalog.profile_name(job.mig) if job.mig else ""
     if named in offered:
@@ -115,14 +119,28 @@ def smallest_instance(job: Job, card: catalog.GPUModel, offered: tuple[str, ...]
     fraction = (profile_share(named, card.key) if named else None) or job.fraction
     wanted = math.ceil(fraction * card.compute_slices - 1e-9)
     memory = asked.memory_gib if asked else 0
-    fitting = [name for name in offered if card.mig_profiles[name].compute_slices >= wanted
-               and card.mig_profiles[name].memory_gib >= memory]
-    return min(fitting, key=lambda n: (card.mig_profiles[n].compute_slices, card.mig_profiles[n].memory_slices, n),
-               default=None)
+    fitting = [
+        name
+        for name in offered
+        if card.mig_profiles[name].compute_slices >= wanted and card.mig_profiles[name].memory_gib >= memory
+    ]
+    return min(
+        fitting,
+        key=lambda n: (card.mig_profiles[n].compute_slices, card.mig_profiles[n].memory_slices, n),
+        default=None,
+    )
 
 
-def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, whole_only: bool,
-                  model: str = "", replica_per_pod: bool = False, profiles: tuple[str, ...] = ()) -> Shape | None:
+def shape_in_pool(
+    job: Job,
+    sharing: str,
+    replicas: int,
+    gpus_per_node: int,
+    whole_only: bool,
+    model: str = "",
+    replica_per_pod: bool = False,
+    profiles: tuple[str, ...] = (),
+) -> Shape | None:
     """How a job occupies a pool with the given sharing mode, or None when it cannot run there at all.
 
     exclusive pools (and the whole-GPU baseline) round a fraction up to a card; time-sliced pools round it up
@@ -131,11 +149,11 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
     does); a MIG pool without a known layout rounds it up to the next profile size of the pool's GPU `model`
     (the optimistic bound). A one-card pod on a time-sliced pool takes one replica, as Kueue admits it to a
     flavor whose quota covers `nvidia.com/gpu` (the engine bars a flavor whose quota does not); other
-    whole-card jobs run only on exclusive pools (or anywhere in the baseline): a pod of several replicas is not modelled.
-    With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a plain `nvidia.com/gpu: 1`
-    request does, and needs its share of the card's memory (`Shape.memory`).
-    A "milli" pool (the FGD simulator's cards) gives a pod exactly the milli it asks, or whole cards, and
-    places CPU-only pods too: their CPU and memory count on a node.
+    whole-card jobs run only on exclusive pools (or anywhere in the baseline): a pod of several replicas is
+    not modelled. With `replica_per_pod`, a pod on a time-sliced pool takes one replica, as a plain
+    `nvidia.com/gpu: 1` request does, and needs its share of the card's memory (`Shape.memory`). A "milli"
+    pool (the FGD simulator's cards) gives a pod exactly the milli it asks, or whole cards, and places
+    CPU-only pods too: their CPU and memory count on a node.
     """
     if sharing == "milli":
         demand = (job.cpu, job.memory_mib, job.gpu_models)
@@ -159,7 +177,9 @@ def shape_in_pool(job: Job, sharing: str, replicas: int, gpus_per_node: int, who
             return Shape(job.pods, 1, math.ceil(slices * MILLI / card.compute_slices))
         replicas = max(replicas, 1)
         if replica_per_pod:
-            return Shape(job.pods, 1, math.ceil(MILLI / replicas), min(MILLI, math.ceil(job.fraction * MILLI)))
+            return Shape(
+                job.pods, 1, math.ceil(MILLI / replicas), min(MILLI, math.ceil(job.fraction * MILLI))
+            )
         slots = max(1, math.ceil(job.fraction * replicas - 1e-9))
         return Shape(job.pods, 1, min(MILLI, math.ceil(slots * MILLI / replicas)))
     count, pods = max(job.gpus, 0), job.pods

@@ -58,7 +58,8 @@ class Summary:
     lost_to_preemption_gpu_hours: float = 0.0
     lost_to_failures_gpu_hours: float = 0.0
     never_reasons: dict[str, int] = field(default_factory=dict)
-    useful: float = 0.0  # GPU-time of the work jobs kept (what they asked for, not the cards they held) / capacity
+    # GPU-time of the work jobs kept (what they asked for, not the cards they held) / capacity
+    useful: float = 0.0
     busy_starts: int = 0  # starts that failed on a card whose memory a neighbour held (busy.py)
     starts: int = 0  # every start attempted, the failed ones included
     jobs_crashed_at_start: int = 0  # jobs that failed at start on a busy device at least once
@@ -109,22 +110,33 @@ def summarize(result: Result) -> Summary:
     last = max((r.job.submit for r in result.runs), default=start)
     in_window, window = _integrals(result.timeline, start, last)
     return Summary(
-        policy=result.policy, jobs=len(result.runs), completed=completed, never_scheduled=never,
-        allocation=allocated / available if available else 0.0, useful=useful / available if available else 0.0,
+        policy=result.policy,
+        jobs=len(result.runs),
+        completed=completed,
+        never_scheduled=never,
+        allocation=allocated / available if available else 0.0,
+        useful=useful / available if available else 0.0,
         allocated_gpu_hours=allocated / MILLI / HOUR,
-        makespan_hours=(result.end - start) / HOUR, wait=WaitStats.of(waits),
+        makespan_hours=(result.end - start) / HOUR,
+        wait=WaitStats.of(waits),
         wait_by_queue={q: WaitStats.of(v) for q, v in sorted(by_queue.items())},
         wait_by_tier={t: WaitStats.of(v) for t, v in sorted(by_tier.items())},
-        preemptions=result.preemptions, interruptions=interruptions,
+        preemptions=result.preemptions,
+        interruptions=interruptions,
         lost_to_preemption_gpu_hours=lost / MILLI / HOUR,
-        lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR, never_reasons=dict(reasons),
-        busy_starts=result.busy_starts, starts=result.starts, jobs_crashed_at_start=crashed,
-        jobs_tried=tried, lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0),
+        lost_to_failures_gpu_hours=result.failure_milli_seconds / MILLI / HOUR,
+        never_reasons=dict(reasons),
+        busy_starts=result.busy_starts,
+        starts=result.starts,
+        jobs_crashed_at_start=crashed,
+        jobs_tried=tried,
+        lost_to_busy_devices=reasons.get(BUSY_DEVICE_REASON, 0),
         window_allocation=in_window / window if window else 0.0,
         window_useful=result.useful_in_window / window if window else 0.0,
         allocation_while_waiting=allocation_while_waiting(result.class_timeline, result.end),
         idle_while_waiting_gpu_hours=idle_while_waiting(result.class_timeline, result.end),
-        checkpoint_loss_gpu_hours=dict(sorted(lost_by_work.items())))
+        checkpoint_loss_gpu_hours=dict(sorted(lost_by_work.items())),
+    )
 
 
 def _integrals(timeline: list[tuple[int, int, int]], start: int, end: int) -> tuple[float, float]:

@@ -4,12 +4,12 @@ takes one instance of the profile it asks for.
 The layout is fixed while the replay runs, as it is in the cluster: mig-manager applies the layout a node's
 `nvidia.com/mig.config` label names and the device plugin advertises each profile's instances as their own
 resource (`nvidia.com/mig-<profile>` under the mixed strategy), so a pod asking for `mig-1g.10gb` gets a 1g
-instance or waits, whatever else the card has free. Which card of a node holds the instance does not change what
-else fits (instances are not re-cut), so free instances are counted per node and profile.
+instance or waits, whatever else the card has free. Which card of a node holds the instance does not change
+what else fits (instances are not re-cut), so free instances are counted per node and profile.
 
 Placement is best-fit over nodes: the working node with the fewest free instance milli that still has one of
-the profile, so partly used nodes fill first and whole nodes stay free (the same preference PoolState has). The
-FGD-style fragmentation score has nothing to choose here: fixed instances cannot fragment.
+the profile, so partly used nodes fill first and whole nodes stay free (the same preference PoolState has).
+The FGD-style fragmentation score has nothing to choose here: fixed instances cannot fragment.
 
 The interface is PoolState's (placement.py; node failures come from their common WorkingNodes), so the engine
 drives both alike. A slot is (node, profile index,
@@ -43,7 +43,9 @@ class MigPoolState(WorkingNodes):
         self.free = [list(per_node) for _ in range(nodes)]  # node -> profile index -> free instances
         self.free_milli = [sum(c * m for c, m in zip(per_node, self.milli, strict=True))] * nodes
         # profile index -> working nodes with a free instance of it (ordered sets, as PoolState's buckets)
-        self.holders: list[dict[int, None]] = [dict.fromkeys(range(nodes)) if count else {} for count in per_node]
+        self.holders: list[dict[int, None]] = [
+            dict.fromkeys(range(nodes)) if count else {} for count in per_node
+        ]
         self.failed: set[int] = set()
         self.memory_check = True  # unused: MIG instances isolate memory
         self.allocated = 0

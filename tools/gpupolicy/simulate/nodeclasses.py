@@ -88,7 +88,8 @@ class Memo:
 
 
 class Cluster:
-    """Nodes grouped into classes of equal state: (model, cpu left, memory left, free milli per card in card order).
+    """Nodes grouped into classes of equal state: (model, cpu left, memory left, free milli per card in card
+    order).
 
     Each node has a fixed rank drawn from the seeded generator. The published simulator names its nodes with a
     random-permutation prefix and its kube-scheduler fork breaks score ties by the smallest node name instead
@@ -96,9 +97,16 @@ class Cluster:
     equal scores the same nodes keep being chosen: ties pack. Each class keeps its nodes' ranks in a heap.
     """
 
-    def __init__(self, nodes: list[NodeType], typical: list[tuple[Pod, float]], rng: random.Random,
-                 quantise: bool = True, memo: Memo | None = None,
-                 own_typical: list[tuple[int, int, float]] | None = None, policy: str = "fgd"):
+    def __init__(
+        self,
+        nodes: list[NodeType],
+        typical: list[tuple[Pod, float]],
+        rng: random.Random,
+        quantise: bool = True,
+        memo: Memo | None = None,
+        own_typical: list[tuple[int, int, float]] | None = None,
+        policy: str = "fgd",
+    ):
         ranks = list(range(len(nodes)))
         rng.shuffle(ranks)
         self.classes: dict[tuple, list[int]] = {}
@@ -126,8 +134,8 @@ class Cluster:
     def frag(self, model: str, cpu: int, free: tuple[int, ...]) -> float:
         """Expected GPU milli of a node that a pod drawn from the typical pods could not use (FGD's measure).
 
-        Per typical pod: nothing when it fits (cards with enough free milli and CPU) except the cards too small
-        for it; all the node's free milli when it does not fit or asks for no GPU at all.
+        Per typical pod: nothing when it fits (cards with enough free milli and CPU) except the cards too
+        small for it; all the node's free milli when it does not fit or asks for no GPU at all.
         """
         free = tuple(sorted(free))
         key = (model, cpu, free)
@@ -237,7 +245,11 @@ class Cluster:
         cpu, mem, spec = shape.demand
         pod = Pod(cpu, mem, shape.count, shape.milli, spec)
         placed = self.schedule(pod, self.policy)
-        return None if placed is None else [(placed[0], -1 if placed[1] is None else placed[1], pod.gpu_demand, 0)]
+        return (
+            None
+            if placed is None
+            else [(placed[0], -1 if placed[1] is None else placed[1], pod.gpu_demand, 0)]
+        )
 
     def schedule(self, pod: Pod, policy: str) -> tuple[int, int | None] | None:
         """Place `pod` on the best node under `policy`: (node rank, card of a shared pod), or None."""
@@ -268,5 +280,3 @@ SCORES = {"best-fit": Cluster._best_fit_choice, "fgd": Cluster._fgd_choice, OWN_
 
 def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
-
-

@@ -27,7 +27,8 @@ BASELINE_PLACEMENT = "best-fit"  # the naive baseline's, and a SimPolicy's that 
 
 
 class WorkingNodes:
-    """What every pool state shares: nodes that fail and recover, and the capacity of the working ones. A state
+    """What every pool state shares: nodes that fail and recover, and the capacity of the working ones. A
+    state
     says in `_leave` and `_rejoin` how a node leaves and rejoins its placement index."""
 
     failed: set[int]
@@ -44,7 +45,8 @@ class WorkingNodes:
         raise NotImplementedError
 
     def fail(self, count: int) -> list[int]:
-        """Take `count` working nodes out (highest index first); returns them. Their cards must be released."""
+        """Take `count` working nodes out (highest index first); returns them. Their cards must be
+        released."""
         down = [n for n in range(self._node_count() - 1, -1, -1) if n not in self.failed][:count]
         for node in down:
             self._leave(node)
@@ -64,13 +66,21 @@ class WorkingNodes:
 
 
 class PoolState(WorkingNodes):
-    def __init__(self, name: str, nodes: int, gpus_per_node: int, strategy: str = BASELINE_PLACEMENT,
-                 typical: Iterable[tuple[tuple[int, int], float]] = ()):
+    def __init__(
+        self,
+        name: str,
+        nodes: int,
+        gpus_per_node: int,
+        strategy: str = BASELINE_PLACEMENT,
+        typical: Iterable[tuple[tuple[int, int], float]] = (),
+    ):
         self.name = name
         self.gpus_per_node = gpus_per_node
         self.free = [[MILLI] * gpus_per_node for _ in range(nodes)]
-        self.memory = [[0] * gpus_per_node for _ in range(nodes)]  # memory milli in use, where pods declare it
-        # a startup check keeps a pod off a card whose memory its neighbours hold (it waits instead of starting)
+        # memory milli in use, where pods declare it
+        self.memory = [[0] * gpus_per_node for _ in range(nodes)]
+        # a startup check keeps a pod off a card whose memory its neighbours hold (it waits instead of
+        # starting)
         self.memory_check = True
         self.whole = [gpus_per_node] * nodes  # fully free cards per node
         self.buckets: list[dict[int, None]] = [{} for _ in range(gpus_per_node + 1)]  # ordered sets
@@ -129,7 +139,8 @@ class PoolState(WorkingNodes):
         self.buckets[self.whole[node]][node] = None
 
     def busy(self, slots: Iterable[Slot]) -> bool:
-        """True when a card of `slots` has more memory in use than it holds: the newest pod meets a busy device."""
+        """True when a card of `slots` has more memory in use than it holds: the newest pod meets a busy
+        device."""
         return any(self.memory[node][card] > MILLI for node, card, _, memory in slots if memory)
 
     # -- placement -----------------------------------------------------------------------------------
@@ -145,7 +156,8 @@ class PoolState(WorkingNodes):
         return slots
 
     def whole_pods(self, count: int) -> int:
-        """How many pods of `count` whole cards the working nodes hold: a node with k free cards holds k // count
+        """How many pods of `count` whole cards the working nodes hold: a node with k free cards holds k //
+        count
         of them wherever the others go, so this is exactly what trial placements would find."""
         return sum(len(self.buckets[k]) * (k // count) for k in range(max(count, 1), self.gpus_per_node + 1))
 
@@ -175,17 +187,24 @@ class PoolState(WorkingNodes):
         return [(spot[0], spot[1], milli, memory)]
 
     def _whole_node(self, count: int) -> int | None:
-        candidates = [(k, next(iter(self.buckets[k]))) for k in range(count, self.gpus_per_node + 1)
-                      if self.buckets[k]]
+        candidates = [
+            (k, next(iter(self.buckets[k]))) for k in range(count, self.gpus_per_node + 1) if self.buckets[k]
+        ]
         if not candidates:
             return None
         return self.placement.whole_node(self, count, candidates)
 
     def _fraction_card(self, milli: int, memory: int = 0) -> tuple[int, int] | None:
-        """A card with `milli` free and, when `memory` is given, that much memory its neighbours leave free."""
-        fitting = [(n, c) for (n, c) in self.partial if self.free[n][c] >= milli and n not in self.failed
-                   and self.memory[n][c] + memory <= MILLI]
-        fresh = [(k, next(iter(self.buckets[k]))) for k in range(1, self.gpus_per_node + 1) if self.buckets[k]]
+        """A card with `milli` free and, when `memory` is given, that much memory its neighbours leave
+        free."""
+        fitting = [
+            (n, c)
+            for (n, c) in self.partial
+            if self.free[n][c] >= milli and n not in self.failed and self.memory[n][c] + memory <= MILLI
+        ]
+        fresh = [
+            (k, next(iter(self.buckets[k]))) for k in range(1, self.gpus_per_node + 1) if self.buckets[k]
+        ]
         return self.placement.fraction_card(self, milli, fitting, fresh)
 
     # -- fragmentation (FGD-style) -------------------------------------------------------------------
@@ -223,8 +242,9 @@ class BestFit:
         """The node for a pod of `count` whole cards, among the first node of each bucket that fits."""
         return candidates[0][1]
 
-    def fraction_card(self, pool: PoolState, milli: int, fitting: list[tuple[int, int]],
-                      fresh: Candidates) -> tuple[int, int] | None:
+    def fraction_card(
+        self, pool: PoolState, milli: int, fitting: list[tuple[int, int]], fresh: Candidates
+    ) -> tuple[int, int] | None:
         """(node, card) for a pod of `milli` of one card: a partly used card that fits, else a free one."""
         if fitting:
             return min(fitting, key=lambda s: pool.free[s[0]][s[1]])
@@ -247,10 +267,12 @@ class FragAware(BestFit):
             before = pool._node_frag(node, None, 0)
             after = pool._node_frag(node, count, MILLI)
             return (after - before, k)
+
         return min(candidates, key=growth)[1]
 
-    def fraction_card(self, pool: PoolState, milli: int, fitting: list[tuple[int, int]],
-                      fresh: Candidates) -> tuple[int, int] | None:
+    def fraction_card(
+        self, pool: PoolState, milli: int, fitting: list[tuple[int, int]], fresh: Candidates
+    ) -> tuple[int, int] | None:
         if not pool.typical:
             return super().fraction_card(pool, milli, fitting, fresh)
         options = fitting + [(node, pool.free[node].index(MILLI)) for _, node in fresh]
@@ -260,6 +282,7 @@ class FragAware(BestFit):
         def growth(spot: tuple[int, int]) -> tuple[float, int]:
             node, card = spot
             return (pool._card_frag_growth(node, card, milli), pool.free[node][card])
+
         return min(options, key=growth)
 
 
@@ -289,8 +312,11 @@ def fragmentation(free: tuple[int, ...], typical: list[tuple[int, int, float]]) 
     return frag
 
 
-def typical_sizes(shapes: Iterable[tuple[int, int]], coverage: float = 0.95) -> list[tuple[tuple[int, int], float]]:
-    """The most common (cards per pod, milli per card) sizes covering `coverage` of pods, as weights summing to 1."""
+def typical_sizes(
+    shapes: Iterable[tuple[int, int]], coverage: float = 0.95
+) -> list[tuple[tuple[int, int], float]]:
+    """The most common (cards per pod, milli per card) sizes covering `coverage` of pods, as weights summing
+    to 1."""
     counts = Counter(shapes)
     total = sum(counts.values())
     if not total:

@@ -1,4 +1,5 @@
-"""Turn a model Cluster into the simulator's own small structures, and build the baseline from the same cluster.
+"""Turn a model Cluster into the simulator's own small structures, and build the baseline from the same
+cluster.
 
 The engine only sees SimPolicy: pools (nodes x cards, sharing mode), queues with per-flavor quotas in
 milli-GPUs, cohorts, priorities and preemption settings. Nothing here reads the repository.
@@ -37,7 +38,8 @@ class SimPool:
     model: str = ""
     startup_check: bool = True  # pool.yaml `startupCheck: {skip: true}` turns it off (busy.py)
     # A MIG pool replayed per layout: per GPU index of a node, the (profile, count) instances its layout makes
-    # (a GPU the layout leaves out has none). Empty: not a MIG pool, or its layout is unknown (jobs.shape_in_pool)
+    # (a GPU the layout leaves out has none). Empty: not a MIG pool, or its layout is unknown
+    # (jobs.shape_in_pool)
     instances: tuple[tuple[tuple[str, int], ...], ...] = ()
 
     @property
@@ -110,7 +112,8 @@ class SimPolicy:
     cohorts: dict[str, SimCohort] = field(default_factory=dict)
     # a pod on a time-sliced pool takes one replica and needs its share of the card's memory (busy.py)
     replica_per_pod: bool = False
-    # the share of starts that crash on a busy card the scheduler cannot see (`before`), drawn with failure_seed
+    # the share of starts that crash on a busy card the scheduler cannot see (`before`), drawn with
+    # failure_seed
     start_failure_rate: float = 0.0
     failure_seed: int = 0
     pods_ready: PodsReady | None = None  # Kueue's waitForPodsReady (readiness.py); None: off (no Kueue)
@@ -120,7 +123,8 @@ class SimPolicy:
 
 
 def sim_pool(pool: Pool, layout_entries: Any = None) -> SimPool | None:
-    """The pool as the engine sees it; a MIG pool with its layout's mig-parted entries is replayed per instance."""
+    """The pool as the engine sees it; a MIG pool with its layout's mig-parted entries is replayed per
+    instance."""
     if pool.gpus_per_node <= 0 or pool.nodes <= 0:
         return None
     sharing = pool.sharing
@@ -128,14 +132,16 @@ def sim_pool(pool: Pool, layout_entries: Any = None) -> SimPool | None:
         sharing = "time-sliced"
     replicas = pool.time_slicing_replicas or pool.mps_replicas or 1
     instances = mig_instances(pool, layout_entries) if sharing == "mig" else ()
-    return SimPool(pool.name, pool.nodes, pool.gpus_per_node, sharing, replicas, pool.gpu_model,
-                   instances=instances)
+    return SimPool(
+        pool.name, pool.nodes, pool.gpus_per_node, sharing, replicas, pool.gpu_model, instances=instances
+    )
 
 
 def mig_instances(pool: Pool, layout_entries: Any) -> tuple[tuple[tuple[str, int], ...], ...]:
     """Per GPU index, the instances the pool's layout makes, read as mig-manager reads the layout
-    (capacity.layout_per_gpu). () (the optimistic model) when the layout or the GPU is unknown, when time-slicing
-    shares the instances, or when a profile is not one the catalog places on that GPU (a compute-instance profile
+    (capacity.layout_per_gpu). () (the optimistic model) when the layout or the GPU is unknown, when
+    time-slicing shares the instances, or when a profile is not one the catalog places on that GPU (a
+    compute-instance profile
     such as 1c.2g.20gb): the replay would otherwise place instances that do not exist."""
     card = catalog.GPUS.get(pool.gpu_model)
     time_sliced = bool(pool.time_slicing_replicas and pool.time_slicing_replicas > 1)
@@ -196,10 +202,17 @@ def _queue_flavors(cluster: Cluster, cq, pools: dict[str, SimPool]) -> tuple[Fla
                     has_lend = True
                     lend += quota_milli(quota.name, _bounded(quota.lending_limit), pool) or 0
             if nominal or has_borrow:
-                result.append(FlavorQuota(fq.flavor, pool.name, nominal, borrow if has_borrow else None,
-                                          lend if has_lend else None,
-                                          resource_buckets(fq.resources, _bounded) if pool.instances else (),
-                                          tuple(q.name for q in fq.resources if q.name in GPU_RESOURCES)))
+                result.append(
+                    FlavorQuota(
+                        fq.flavor,
+                        pool.name,
+                        nominal,
+                        borrow if has_borrow else None,
+                        lend if has_lend else None,
+                        resource_buckets(fq.resources, _bounded) if pool.instances else (),
+                        tuple(q.name for q in fq.resources if q.name in GPU_RESOURCES),
+                    )
+                )
     return tuple(result)
 
 
@@ -212,7 +225,8 @@ def _priorities(cluster: Cluster) -> dict[str, int]:
 
 
 def layout_entries(cluster: Cluster, pool: Pool) -> Any:
-    """The mig-parted entries of the pool's layout (a list), or None when it has none or the cluster lacks it."""
+    """The mig-parted entries of the pool's layout (a list), or None when it has none or the cluster lacks
+    it."""
     entry = cluster.mig_configs.get(pool.mig_layout) if pool.mig_layout else None
     return entry.data if entry is not None else None
 
@@ -225,14 +239,21 @@ def check_simulable(cluster: Cluster) -> dict[str, SimPool]:
     before any rule reported the typo. A cluster without a usable pool has nothing to place jobs on."""
     total = sum(pool.nodes for pool in cluster.pools)
     if total > MAX_NODES_PER_CLUSTER:
-        sizes = ", ".join(f"{pool.path} ({pool.nodes})" for pool in sorted(cluster.pools, key=lambda p: -p.nodes))
-        raise ToolError(f"cluster {cluster.name} declares {total} nodes in its pools ({sizes}); Kubernetes "
-                        f"supports at most {MAX_NODES_PER_CLUSTER} nodes per cluster (POOL004), so it is not "
-                        "simulated")
+        sizes = ", ".join(
+            f"{pool.path} ({pool.nodes})" for pool in sorted(cluster.pools, key=lambda p: -p.nodes)
+        )
+        raise ToolError(
+            f"cluster {cluster.name} declares {total} nodes in its pools ({sizes}); Kubernetes "
+            f"supports at most {MAX_NODES_PER_CLUSTER} nodes per cluster (POOL004), so it is not "
+            "simulated"
+        )
     pools = {p.name: sp for p in cluster.pools if (sp := sim_pool(p, layout_entries(cluster, p))) is not None}
     if not pools:
-        raise ToolError(f"cluster {cluster.name} has no valid pool to simulate (`gpupolicy validate` says why "
-                        "its pools are missing or invalid)")
+        raise ToolError(
+            f"cluster {cluster.name} has no valid pool to simulate (`gpupolicy validate` says "
+            "why "
+            "its pools are missing or invalid)"
+        )
     return pools
 
 
@@ -246,25 +267,42 @@ def from_cluster(cluster: Cluster, placement: str = DEFAULT_PLACEMENT) -> SimPol
             continue
         preemption = cq.preemption or {}
         queues[cq.name] = SimQueue(
-            name=cq.name, flavors=flavors, cohort=cq.cohort, tier=cq.tier, team=cq.team, workload=cq.workload,
+            name=cq.name,
+            flavors=flavors,
+            cohort=cq.cohort,
+            tier=cq.tier,
+            team=cq.team,
+            workload=cq.workload,
             strategy=str(cq.obj.spec.get("queueingStrategy") or "BestEffortFIFO"),
             within_queue=str(preemption.get("withinClusterQueue") or "Never"),
             reclaim=str(preemption.get("reclaimWithinCohort") or "Never"),
-            allow_shared=cq.workload != "training" or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true",
-            **_fungibility(cq.obj.spec.get("flavorFungibility")), **_borrow_within(preemption))
+            allow_shared=cq.workload != "training"
+            or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true",
+            **_fungibility(cq.obj.spec.get("flavorFungibility")),
+            **_borrow_within(preemption),
+        )
     if not queues:  # the engine needs a queue for every job
         raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
-    return SimPolicy(name="proposed", pools=pools, queues=queues, priorities=_priorities(cluster),
-                     placement=placement, cohorts=_cohorts(cluster, pools),
-                     pods_ready=from_configuration(cluster.kueue_configuration))
+    return SimPolicy(
+        name="proposed",
+        pools=pools,
+        queues=queues,
+        priorities=_priorities(cluster),
+        placement=placement,
+        cohorts=_cohorts(cluster, pools),
+        pods_ready=from_configuration(cluster.kueue_configuration),
+    )
 
 
 def _fungibility(spec: Any) -> dict[str, str]:
-    """`spec.flavorFungibility`; v1beta1's `Borrow` and `Preempt` stop the search as v1beta2's `MayStopSearch`."""
+    """`spec.flavorFungibility`; v1beta1's `Borrow` and `Preempt` stop the search as v1beta2's
+    `MayStopSearch`."""
     spec = spec if isinstance(spec, dict) else {}
-    return {"when_can_borrow": str(spec.get("whenCanBorrow") or "MayStopSearch"),
-            "when_can_preempt": str(spec.get("whenCanPreempt") or "TryNextFlavor"),
-            "preference": str(spec.get("preference") or "BorrowingOverPreemption")}
+    return {
+        "when_can_borrow": str(spec.get("whenCanBorrow") or "MayStopSearch"),
+        "when_can_preempt": str(spec.get("whenCanPreempt") or "TryNextFlavor"),
+        "preference": str(spec.get("preference") or "BorrowingOverPreemption"),
+    }
 
 
 def _borrow_within(preemption: Any) -> dict[str, Any]:
@@ -272,14 +310,19 @@ def _borrow_within(preemption: Any) -> dict[str, Any]:
     if not isinstance(block, dict) or block.get("policy") != "LowerPriority":
         return {}
     threshold = block.get("maxPriorityThreshold")
-    return {"borrow_within": "LowerPriority",
-            "borrow_threshold": threshold if isinstance(threshold, int) and not isinstance(threshold, bool) else None}
+    return {
+        "borrow_within": "LowerPriority",
+        "borrow_threshold": threshold
+        if isinstance(threshold, int) and not isinstance(threshold, bool)
+        else None,
+    }
 
 
 def _cohorts(cluster: Cluster, pools: dict[str, SimPool]) -> dict[str, SimCohort]:
     """Every cohort of the cluster (implied ones too) with its parent and the GPU quota it holds itself.
 
-    Kueue refuses a cohort tree with a cycle (pkg/cache/scheduler/resource_node.go `updateCohortTreeResources`);
+    Kueue refuses a cohort tree with a cycle (pkg/cache/scheduler/resource_node.go
+    `updateCohortTreeResources`);
     so does the simulator, which would otherwise walk it forever."""
     for name in cluster.cohorts:
         seen: set[str] = set()
@@ -288,14 +331,19 @@ def _cohorts(cluster: Cluster, pools: dict[str, SimPool]) -> dict[str, SimCohort
             seen.add(cohort)
             cohort = cluster.cohorts[cohort].parent
         if cohort in seen:
-            raise ToolError(f"cluster {cluster.name}: cohort {name}'s parentName chain loops "
-                            "(CAP008), which Kueue refuses; it is not simulated")
-    return {cohort.name: SimCohort(cohort.name, cohort.parent, _queue_flavors(cluster, cohort, pools))
-            for cohort in cluster.cohorts.values()}
+            raise ToolError(
+                f"cluster {cluster.name}: cohort {name}'s parentName chain loops "
+                "(CAP008), which Kueue refuses; it is not simulated"
+            )
+    return {
+        cohort.name: SimCohort(cohort.name, cohort.parent, _queue_flavors(cluster, cohort, pools))
+        for cohort in cluster.cohorts.values()
+    }
 
 
 def _pool_of_flavor(cluster: Cluster, flavor_name: str, pools: dict[str, SimPool]) -> SimPool | None:
-    """The simulated pool behind a flavor: the one pool it selects (`quotas.pool_of`); a flavor selecting none or
+    """The simulated pool behind a flavor: the one pool it selects (`quotas.pool_of`); a flavor selecting none
+    or
     several (CAP003) holds no simulated quota."""
     pool = quotas.pool_of(cluster, flavor_name)
     return pools.get(pool.name) if pool else None
@@ -318,7 +366,10 @@ def pool_classes(proposed: SimPolicy) -> dict[str, str]:
     for queue in proposed.queues.values():
         for fq in queue.flavors:
             quota[fq.pool][queue_class(queue)] += fq.nominal
-    return {name: max(("training", "inference"), key=lambda c: (q[c], c == "training")) for name, q in quota.items()}
+    return {
+        name: max(("training", "inference"), key=lambda c: (q[c], c == "training"))
+        for name, q in quota.items()
+    }
 
 
 def baseline(cluster: Cluster) -> SimPolicy:
@@ -329,8 +380,10 @@ def baseline(cluster: Cluster) -> SimPolicy:
     pools, so the baseline never runs a job on hardware the proposed policy reserves for other work. A
     cluster whose pools all serve one kind of work gets a single line over every pool.
     """
-    pools = {sp.name: SimPool(sp.name, sp.nodes, sp.gpus_per_node, "exclusive", 1, sp.model)
-             for sp in check_simulable(cluster).values()}
+    pools = {
+        sp.name: SimPool(sp.name, sp.nodes, sp.gpus_per_node, "exclusive", 1, sp.model)
+        for sp in check_simulable(cluster).values()
+    }
     purpose = pool_classes(from_cluster(cluster))
     lines: dict[str, list[SimPool]] = {}
     for pool in pools.values():
@@ -342,8 +395,14 @@ def baseline(cluster: Cluster) -> SimPolicy:
         name = f"{BASELINE_QUEUE}-{kind}" if kind else BASELINE_QUEUE
         flavors = tuple(FlavorQuota(f"{p.name}-whole", p.name, p.capacity) for p in members)
         queues[name] = SimQueue(name, flavors, strategy="StrictFIFO", workload=kind)
-    return SimPolicy(name="baseline", pools=pools, queues=queues,
-                     priorities={tier: 0 for tier in TIERS}, whole_gpus=True, placement=BASELINE_PLACEMENT)
+    return SimPolicy(
+        name="baseline",
+        pools=pools,
+        queues=queues,
+        priorities={tier: 0 for tier in TIERS},
+        whole_gpus=True,
+        placement=BASELINE_PLACEMENT,
+    )
 
 
 def before(cluster: Cluster, start_failure_rate: float, seed: int = 0) -> SimPolicy:
@@ -415,8 +474,13 @@ def _best_queue(candidates: list[SimQueue], job: Job, index: int = 0) -> SimQueu
 
     def score(queue: SimQueue) -> tuple:
         shared_ok = not job.fractional or queue.allow_shared
-        return (queue_class(queue) == kind, queue.tier == job.tier,
-                bool(job.workload) and queue.workload == job.workload, shared_ok)
+        return (
+            queue_class(queue) == kind,
+            queue.tier == job.tier,
+            bool(job.workload) and queue.workload == job.workload,
+            shared_ok,
+        )
+
     best = max(score(q) for q in candidates)
     tied = [q for q in candidates if score(q) == best]
     return tied[index % len(tied)]

@@ -46,7 +46,8 @@ class Node:
 
 
 def available(node: Node) -> int:
-    """What the node could still admit now (resource_node.go `available`). Plain comparisons instead of min/max:
+    """What the node could still admit now (resource_node.go `available`). Plain comparisons instead of
+    min/max:
     the engine asks this on every admission attempt."""
     parent = node.parent
     if parent is None:
@@ -144,7 +145,8 @@ class QuotaTree:
                 if queue.cohort:
                     _attach(leaf, cohort_node(queue.cohort, key))
         for root in [n for n in cohort_nodes.values() if n.parent is None] + [
-                leaf for leaf in self.leaves.values() if leaf.parent is None]:
+            leaf for leaf in self.leaves.values() if leaf.parent is None
+        ]:
             _accumulate(root)
 
     def fits(self, queue: str, flavor: str, demand: int) -> bool:
@@ -163,7 +165,8 @@ class QuotaTree:
     def reclaim_sources(self, queue: str, flavor: str, demand: int) -> list[str]:
         """Queues of the tree from which `queue` may reclaim `demand` on `flavor`: those above their nominal
         quota in a subtree where the request fits the quota of the preemptor's side (Kueue's hierarchical
-        advantage). Candidates without that advantage are reclaimed by Kueue only through `borrowWithinCohort`,
+        advantage). Candidates without that advantage are reclaimed by Kueue only through
+        `borrowWithinCohort`,
         which the simulator does not model."""
         leaf = self.leaves[(queue, flavor)]
         advantage = leaf.usage + demand <= leaf.subtree
@@ -189,14 +192,17 @@ class QuotaTree:
         found: list[tuple[str, bool, Node]] = []
         previous, current = leaf, leaf.parent
         while current is not None:
-            found += [(n.name, advantage, current) for n in _over_nominal(current, skip=previous) if n is not leaf]
+            found += [
+                (n.name, advantage, current) for n in _over_nominal(current, skip=previous) if n is not leaf
+            ]
             advantage = advantage or current.usage + remaining <= current.subtree
             remaining = max(0, remaining - current.local_available())
             previous, current = current, current.parent
         return found
 
     def still_borrowing(self, queue: str, flavor: str, lca: Node | None) -> bool:
-        """Kueue's `candidateIsValid` (classical/candidate_generator.go): the candidate's queue, and every cohort
+        """Kueue's `candidateIsValid` (classical/candidate_generator.go): the candidate's queue, and every
+        cohort
         between it and the subtree root it was found under, still use more than their nominal quota."""
         node = self.leaves[(queue, flavor)]
         if node.within_nominal():

@@ -81,7 +81,8 @@ def from_configuration(config: Any) -> PodsReady | None:
         backoff_base=_count(strategy.get("backoffBaseSeconds"), DEFAULT_BACKOFF_BASE),
         backoff_max=_count(strategy.get("backoffMaxSeconds"), DEFAULT_BACKOFF_MAX),
         backoff_limit=_count(limit, None, minimum=0),
-        eviction_timestamp=strategy.get("timestamp", "Eviction") != "Creation")
+        eviction_timestamp=strategy.get("timestamp", "Eviction") != "Creation",
+    )
 
 
 def _count(value: Any, default: int | None, minimum: int = 1) -> int | None:

@@ -37,7 +37,10 @@ ROWS = (
     ("jobs completed", lambda s: str(s.completed)),
     ("jobs never scheduled", lambda s: str(s.never_scheduled)),
     ("GPU allocation (mean over the replay)", lambda s: f"{s.allocation:.1%}"),
-    ("GPU allocation over the arrival window", lambda s: "not recorded" if s.window_allocation is None else f"{s.window_allocation:.1%}"),
+    (
+        "GPU allocation over the arrival window",
+        lambda s: "not recorded" if s.window_allocation is None else f"{s.window_allocation:.1%}",
+    ),
     ("useful utilization (GPU-time of the work kept / capacity)", lambda s: f"{s.useful:.1%}"),
     ("useful utilization over the arrival window", lambda s: _share(s.window_useful)),
     ("GPU allocation while work waits", lambda s: _share(s.allocation_while_waiting)),
@@ -48,8 +51,10 @@ ROWS = (
     ("wait p99", lambda s: format_minutes(s.wait.p99)),
     ("preemptions", lambda s: str(s.preemptions)),
     ("GPU-hours lost to preemption", lambda s: f"{s.lost_to_preemption_gpu_hours:.1f}"),
-    ("  of which per kind of work (since the last checkpoint)",
-     lambda s: _per_key(s.checkpoint_loss_gpu_hours)),
+    (
+        "  of which per kind of work (since the last checkpoint)",
+        lambda s: _per_key(s.checkpoint_loss_gpu_hours),
+    ),
     ("GPU-hours of capacity lost to node failures", lambda s: f"{s.lost_to_failures_gpu_hours:.1f}"),
     ("jobs interrupted by node failures (requeued, work kept)", lambda s: str(s.interruptions)),
     ("starts failed on a busy device (time-sliced neighbour's memory)", lambda s: str(s.busy_starts)),
@@ -69,24 +74,51 @@ def markdown_table(header: tuple[str, ...], rows: list[tuple]) -> str:
 
 
 def _wait_rows(stats: dict[str, WaitStats]) -> list[tuple]:
-    return [(name, s.jobs, format_minutes(s.p50), format_minutes(s.p95), format_minutes(s.p99)) for name, s in stats.items()]
+    return [
+        (name, s.jobs, format_minutes(s.p50), format_minutes(s.p95), format_minutes(s.p99))
+        for name, s in stats.items()
+    ]
 
 
-def render_markdown(title: str, context: list[str], before: Summary, after: Summary, plots: list[str],
-                    verdict: list[str]) -> str:
-    parts = [f"# {title}", "", *context, "", "## Verdict", "", *verdict, "",
-             "## Baseline against the proposed policy", "",
-             markdown_table(("metric", f"baseline ({before.policy})", f"proposed ({after.policy})"),
-                            comparison_rows(before, after)), ""]
+def render_markdown(
+    title: str, context: list[str], before: Summary, after: Summary, plots: list[str], verdict: list[str]
+) -> str:
+    parts = [
+        f"# {title}",
+        "",
+        *context,
+        "",
+        "## Verdict",
+        "",
+        *verdict,
+        "",
+        "## Baseline against the proposed policy",
+        "",
+        markdown_table(
+            ("metric", f"baseline ({before.policy})", f"proposed ({after.policy})"),
+            comparison_rows(before, after),
+        ),
+        "",
+    ]
     for label, summary in (("proposed", after), ("baseline", before)):
-        parts += [f"## Wait time per queue ({label})", "",
-                  markdown_table(("queue", "jobs", "p50", "p95", "p99"), _wait_rows(summary.wait_by_queue)), "",
-                  f"## Wait time per tier ({label})", "",
-                  markdown_table(("tier", "jobs", "p50", "p95", "p99"), _wait_rows(summary.wait_by_tier)), ""]
+        parts += [
+            f"## Wait time per queue ({label})",
+            "",
+            markdown_table(("queue", "jobs", "p50", "p95", "p99"), _wait_rows(summary.wait_by_queue)),
+            "",
+            f"## Wait time per tier ({label})",
+            "",
+            markdown_table(("tier", "jobs", "p50", "p95", "p99"), _wait_rows(summary.wait_by_tier)),
+            "",
+        ]
     for label, summary in (("baseline", before), ("proposed", after)):
         if summary.never_reasons:
-            parts += [f"## Jobs never scheduled ({label})", "",
-                      markdown_table(("reason", "jobs"), sorted(summary.never_reasons.items())), ""]
+            parts += [
+                f"## Jobs never scheduled ({label})",
+                "",
+                markdown_table(("reason", "jobs"), sorted(summary.never_reasons.items())),
+                "",
+            ]
     parts += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
     return "\n".join(parts) + "\n"
 
@@ -110,8 +142,10 @@ def plot_images(before: Result, after: Result, before_s: Summary, after_s: Summa
     import matplotlib.pyplot as plt
 
     images = {}
-    for name, figure in (("allocation.png", allocation_figure(before, after)),
-                         ("wait-by-tier.png", wait_figure(before_s, after_s))):
+    for name, figure in (
+        ("allocation.png", allocation_figure(before, after)),
+        ("wait-by-tier.png", wait_figure(before_s, after_s)),
+    ):
         buffer = io.BytesIO()
         figure.savefig(buffer, dpi=110, format="png")
         plt.close(figure)
@@ -149,8 +183,13 @@ def wait_figure(before_s: Summary, after_s: Summary):
     width = 0.38
     for offset, summary, colour in ((-width / 2, before_s, "tab:gray"), (width / 2, after_s, "tab:blue")):
         values = [summary.wait_by_tier[n].p95 if n in summary.wait_by_tier else 0 for n in names]
-        ax.bar([i + offset for i in range(len(names))], values, width, color=colour,
-               label=f"{summary.policy} p95")
+        ax.bar(
+            [i + offset for i in range(len(names))],
+            values,
+            width,
+            color=colour,
+            label=f"{summary.policy} p95",
+        )
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("wait p95 (minutes)")
     ax.set_title("Queue wait p95 per tier")

@@ -40,9 +40,14 @@ def resource_buckets(quotas, bounded) -> tuple[ResourceBucket, ...]:
             continue
         limit = quota.borrowing_limit
         lend = quota.lending_limit
-        found.append((quota.name, _milli(bounded(quota.nominal)),
-                      None if limit is None else _milli(bounded(limit)),
-                      None if lend is None else _milli(bounded(lend))))
+        found.append(
+            (
+                quota.name,
+                _milli(bounded(quota.nominal)),
+                None if limit is None else _milli(bounded(limit)),
+                None if lend is None else _milli(bounded(lend)),
+            )
+        )
     return tuple(found)
 
 
@@ -61,8 +66,9 @@ def pod_resource(profile: str, buckets: tuple[ResourceBucket, ...]) -> str | Non
     return None
 
 
-def demand(flavor: str, buckets: tuple[ResourceBucket, ...], pods: int, profile: str,
-           total: int) -> tuple[str, int] | None:
+def demand(
+    flavor: str, buckets: tuple[ResourceBucket, ...], pods: int, profile: str, total: int
+) -> tuple[str, int] | None:
     """(quota key, amount) a pod set of `pods` pods charges on the flavor: the flavor's GPU bucket and `total`
     milli-GPUs, or on a per-resource flavor one instance per pod of the resource its `profile` is."""
     if not buckets:

@@ -31,6 +31,7 @@ HEAD_LABEL = "working tree"
 class Revision:
     """One side of the comparison: the revision as the user named it, the commit it resolved to (None for the
     working tree), and the cluster's policy as that revision declares it."""
+
     name: str
     commit: str | None
     cluster: Cluster
@@ -51,9 +52,15 @@ class RevisionComparison:
     before: Summary | None = None  # the brief's before (`--busy-devices`), replayed once by the command
 
 
-def replay_revisions(base: Revision, head: Revision, jobs: Sequence[Job], failures: Sequence[Failure] = (),
-                     mapping: dict[str, str] | None = None, placement: str = DEFAULT_PLACEMENT,
-                     events: dict[str, list] | None = None) -> RevisionComparison:
+def replay_revisions(
+    base: Revision,
+    head: Revision,
+    jobs: Sequence[Job],
+    failures: Sequence[Failure] = (),
+    mapping: dict[str, str] | None = None,
+    placement: str = DEFAULT_PLACEMENT,
+    events: dict[str, list] | None = None,
+) -> RevisionComparison:
     """The baseline once, then each revision's declared policy, all on `jobs`; `events` (when given) gets one
     log per replay, keyed baseline / base / head."""
     logs: dict[str, list] = {"baseline": [], "base": [], "head": []} if events is not None else {}
@@ -74,6 +81,7 @@ def replay_revisions(base: Revision, head: Revision, jobs: Sequence[Job], failur
 class Headline:
     """A figure compared between the revisions: its name, how to read it off a Summary (None when the summary
     has none), and its unit (percent, hours, minutes, count or gpu-hours)."""
+
     metric: str
     value: Callable[[Summary], float | None]
     unit: str
@@ -89,8 +97,11 @@ BASE_HEADLINES = (
     Headline("useful utilization over the arrival window", lambda s: s.window_useful, "percent"),
     Headline("GPU allocation over the arrival window", lambda s: s.window_allocation, "percent"),
     Headline("GPU allocation while work waits", lambda s: s.allocation_while_waiting, "percent"),
-    Headline("GPU-hours idle while same-class work waits",
-             lambda s: sum(s.idle_while_waiting_gpu_hours.values()), "gpu-hours"),
+    Headline(
+        "GPU-hours idle while same-class work waits",
+        lambda s: sum(s.idle_while_waiting_gpu_hours.values()),
+        "gpu-hours",
+    ),
     Headline("makespan", lambda s: s.makespan_hours, "hours"),
     Headline("wait p50", lambda s: s.wait.p50, "minutes"),
     Headline("wait p95", lambda s: s.wait.p95, "minutes"),
@@ -151,15 +162,28 @@ def headline_rows(comparison: RevisionComparison) -> list[tuple[str, ...]]:
     for figure in headlines(comparison):
         base, head = figure.value(comparison.base_summary), figure.value(comparison.head_summary)
         references = (show(figure.value(s), figure.unit) for s in _references(comparison))
-        rows.append((figure.metric, *references, show(base, figure.unit), show(head, figure.unit),
-                     delta(base, head, figure.unit)))
+        rows.append(
+            (
+                figure.metric,
+                *references,
+                show(base, figure.unit),
+                show(head, figure.unit),
+                delta(base, head, figure.unit),
+            )
+        )
     return rows
 
 
 def headline_header(comparison: RevisionComparison) -> tuple[str, ...]:
     before = ("before",) if comparison.before is not None else ()
-    return ("metric", "baseline", *before, f"base {comparison.base.label}", f"head ({comparison.head.label})",
-            "head - base")
+    return (
+        "metric",
+        "baseline",
+        *before,
+        f"base {comparison.base.label}",
+        f"head ({comparison.head.label})",
+        "head - base",
+    )
 
 
 def headline_table(comparison: RevisionComparison) -> str:
@@ -170,9 +194,23 @@ def render_markdown(comparison: RevisionComparison, context: list[str], verdict:
     """report.md: the context lines, the verdict, the headline figures with deltas, then every figure of
     report.py's table for the baseline, [the before,] the base and the head."""
     summaries = [*_references(comparison), comparison.base_summary, comparison.head_summary]
-    parts = ["# Simulation report: two revisions", "", *context, "", "## Verdict", "", *verdict, "",
-             "## Headline figures", "", headline_table(comparison), "", "## Every figure", "",
-             markdown_table(headline_header(comparison)[:-1], summary_rows(summaries))]
+    parts = [
+        "# Simulation report: two revisions",
+        "",
+        *context,
+        "",
+        "## Verdict",
+        "",
+        *verdict,
+        "",
+        "## Headline figures",
+        "",
+        headline_table(comparison),
+        "",
+        "## Every figure",
+        "",
+        markdown_table(headline_header(comparison)[:-1], summary_rows(summaries)),
+    ]
     return "\n".join(parts) + "\n"
 
 
@@ -185,22 +223,37 @@ def head_worse(comparison: RevisionComparison, worse_by: float = DEFAULT_WORSE_B
 def verdict_lines(worse: list[Worse], worse_by: float = DEFAULT_WORSE_BY) -> list[str]:
     if not worse:
         return [f"verdict: no metric of the head is more than {worse_by:.0%} worse than the base"]
-    return [f"verdict: {len(worse)} metric(s) of the head more than {worse_by:.0%} worse than the base:",
-            *(f"  - {item.describe()}" for item in worse)]
+    return [
+        f"verdict: {len(worse)} metric(s) of the head more than {worse_by:.0%} worse than the base:",
+        *(f"  - {item.describe()}" for item in worse),
+    ]
 
 
 def as_json(comparison: RevisionComparison, worse: list[Worse], worse_by: float) -> dict:
     """Both revisions' figures, the shared baseline, the headline deltas and the head-against-base verdict."""
     figures = headlines(comparison)
     return {
-        "base": {"revision": comparison.base.name, "commit": comparison.base.commit,
-                 "summary": asdict(comparison.base_summary)},
-        "head": {"revision": comparison.head.name, "commit": comparison.head.commit,
-                 "summary": asdict(comparison.head_summary)},
+        "base": {
+            "revision": comparison.base.name,
+            "commit": comparison.base.commit,
+            "summary": asdict(comparison.base_summary),
+        },
+        "head": {
+            "revision": comparison.head.name,
+            "commit": comparison.head.commit,
+            "summary": asdict(comparison.head_summary),
+        },
         "baseline": asdict(comparison.baseline),
         **({"before": asdict(comparison.before)} if comparison.before is not None else {}),
-        "headline": [{"metric": f.metric, "unit": f.unit, "baseline": f.value(comparison.baseline),
-                      "base": f.value(comparison.base_summary), "head": f.value(comparison.head_summary)}
-                     for f in figures],
+        "headline": [
+            {
+                "metric": f.metric,
+                "unit": f.unit,
+                "baseline": f.value(comparison.baseline),
+                "base": f.value(comparison.base_summary),
+                "head": f.value(comparison.head_summary),
+            }
+            for f in figures
+        ],
         "verdict": {"worse_by": worse_by, "against": "base", "worse": [asdict(item) for item in worse]},
     }

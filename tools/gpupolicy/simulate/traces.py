@@ -3,8 +3,8 @@
 A reader returns jobs sorted by submit time. Bad rows raise TraceError naming the file and line, which the
 command turns into a message and exit code 2. Every reader is bounded (`Bounds`: rows and bytes of one trace,
 a named refusal above them) and takes `limit`, the number of GPU jobs wanted: reading a CSV stops once it has
-them (the first N GPU jobs of the file, in file order), so `--limit 10` reads ten jobs of a huge trace, not all
-of it; an ITP archive, bounded by its own limits, gives its N earliest jobs across its clusters.
+them (the first N GPU jobs of the file, in file order), so `--limit 10` reads ten jobs of a huge trace, not
+all of it; an ITP archive, bounded by its own limits, gives its N earliest jobs across its clusters.
 
 The project CSV (documented in docs/operations/simulation.md), one job per row:
 `job_id,submit,duration,gpus,share,mig,pods,team,queue,tier,workload,checkpoint` - only `job_id`, `submit` and
@@ -29,8 +29,20 @@ from ..domain import catalog
 from ..infra import repopath
 from .jobs import Job
 
-CSV_COLUMNS = ("job_id", "submit", "duration", "gpus", "share", "mig", "pods", "team", "queue", "tier",
-               "workload", "checkpoint")
+CSV_COLUMNS = (
+    "job_id",
+    "submit",
+    "duration",
+    "gpus",
+    "share",
+    "mig",
+    "pods",
+    "team",
+    "queue",
+    "tier",
+    "workload",
+    "checkpoint",
+)
 OPENB_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 ITP_COLUMNS = ("job_id", "submission_time", "duration", "num_gpu")
 OBSERVED_WAIT = "observed_wait"  # the optional column of observed waits
@@ -81,8 +93,10 @@ def detect_format(path: Path) -> str:
         return "itp"
     if {"job_id", "submit", "duration"} <= columns:
         return "csv"
-    raise TraceError(f"{path}:1: cannot tell the trace format from the header {header.strip()!r}; "
-                     f"pass --trace-format {'|'.join(FORMATS)}")
+    raise TraceError(
+        f"{path}:1: cannot tell the trace format from the header {header.strip()!r}; "
+        f"pass --trace-format {'|'.join(FORMATS)}"
+    )
 
 
 MAX_HEADER_CHARS = 64 * 1024
@@ -96,8 +110,9 @@ def _first_line(path: Path) -> str:
         raise TraceError(f"{path}: cannot read: {exc}") from exc
 
 
-def read_trace(path: Path, fmt: str | None = None, limit: int | None = None,
-               bounds: Bounds = DEFAULT_BOUNDS) -> Trace:
+def read_trace(
+    path: Path, fmt: str | None = None, limit: int | None = None, bounds: Bounds = DEFAULT_BOUNDS
+) -> Trace:
     """The trace at `path`; `limit`: stop after that many GPU jobs (None: all, within `bounds`)."""
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
@@ -120,8 +135,10 @@ def _check_size(path: Path, limit: int | None, bounds: Bounds) -> None:
     """Refuse a whole read of a file over the byte bound at once; with a limit, `_bounded_lines` counts."""
     size = path.stat().st_size
     if limit is None and size > bounds.bytes:
-        raise TraceError(f"{path}: {size:,} bytes, over the {bounds.bytes:,}-byte limit of one trace; pass "
-                         "--limit N to replay its first N jobs, or split it")
+        raise TraceError(
+            f"{path}: {size:,} bytes, over the {bounds.bytes:,}-byte limit of one trace; pass "
+            "--limit N to replay its first N jobs, or split it"
+        )
 
 
 def _bounded_lines(handle: Iterable[str], source: str, bounds: Bounds) -> Iterator[str]:
@@ -130,16 +147,24 @@ def _bounded_lines(handle: Iterable[str], source: str, bounds: Bounds) -> Iterat
     for line in handle:
         total += len(line)
         if total > bounds.bytes:
-            raise TraceError(f"{source}: more than {bounds.bytes:,} bytes read, the limit of one trace; pass "
-                             "--limit N to replay its first N jobs, or split it")
+            raise TraceError(
+                f"{source}: more than {bounds.bytes:,} bytes read, the limit of one trace; pass "
+                "--limit N to replay its first N jobs, or split it"
+            )
         yield line
 
 
-def _rows(handle: Iterable[str], source: str, required: tuple[str, ...],
-          bounds: Bounds = DEFAULT_BOUNDS, counted: int = 0) -> Iterator[tuple[int, dict]]:
+def _rows(
+    handle: Iterable[str],
+    source: str,
+    required: tuple[str, ...],
+    bounds: Bounds = DEFAULT_BOUNDS,
+    counted: int = 0,
+) -> Iterator[tuple[int, dict]]:
     """(line, row) of a CSV trace; a row that is not well-formed CSV, has an overlong field or bytes that are
     not UTF-8 (the handle decodes with surrogateescape, so they arrive here as lone surrogates) is a
-    TraceError at its line; so is the row past the row bound (`counted`: rows read before, in other members)."""
+    TraceError at its line; so is the row past the row bound (`counted`: rows read before, in other
+    members)."""
     reader = csv.DictReader(_bounded_lines(handle, source, bounds))
     try:
         missing = [c for c in required if c not in (reader.fieldnames or [])]
@@ -147,8 +172,11 @@ def _rows(handle: Iterable[str], source: str, required: tuple[str, ...],
             raise TraceError(f"{source}:1: missing column(s) {', '.join(missing)}")
         for count, row in enumerate(reader, start=counted + 1):
             if count > bounds.rows:
-                raise TraceError(f"{source}:{reader.line_num}: more than {bounds.rows:,} rows, the limit of one "
-                                 "trace; pass --limit N to replay its first N jobs, or split it")
+                raise TraceError(
+                    f"{source}:{reader.line_num}: more than {bounds.rows:,} rows, the limit of "
+                    "one "
+                    "trace; pass --limit N to replay its first N jobs, or split it"
+                )
             _check_fields(row, f"{source}:{reader.line_num}")
             yield reader.line_num, row
     except csv.Error as exc:  # e.g. a field over the csv module's own limit (131,072 characters)
@@ -163,7 +191,9 @@ def _check_fields(row: dict, where: str) -> None:
             if not isinstance(text, str):
                 continue
             if len(text) > MAX_FIELD_CHARS:
-                raise TraceError(f"{where}: a field of {len(text):,} characters (at most {MAX_FIELD_CHARS:,})")
+                raise TraceError(
+                    f"{where}: a field of {len(text):,} characters (at most {MAX_FIELD_CHARS:,})"
+                )
             if not text.isascii() and _UNDECODED.search(text):
                 raise TraceError(f"{where}: not UTF-8 (column {column!r}); save the trace as UTF-8")
 
@@ -213,8 +243,9 @@ def _observed_wait(row: dict, job: Job, observed: dict[str, int], where: str) ->
     """Record the row's observed wait (an empty cell: the job had not started when the history ended). The
     comparison joins the replay to these by job id, so an id must name one job."""
     if job.id in observed:
-        raise TraceError(f"{where}: job_id {job.id!r} appears twice; a trace with {OBSERVED_WAIT} needs one "
-                         "row per job id")
+        raise TraceError(
+            f"{where}: job_id {job.id!r} appears twice; a trace with {OBSERVED_WAIT} needs one row per job id"
+        )
     if (row.get(OBSERVED_WAIT) or "").strip():
         observed[job.id] = int(_number(row, OBSERVED_WAIT, where))
 
@@ -235,11 +266,20 @@ def _csv_job(row: dict, where: str) -> Job | None:
     gpus = int(_number(row, "gpus", where, 1))
     if gpus == 0 and not share and not mig:
         return None
-    return Job(id=(row.get("job_id") or "").strip() or where, submit=int(_number(row, "submit", where)),
-               duration=max(1, int(_number(row, "duration", where))), gpus=max(gpus, 1), share=share,
-               mig=mig, pods=max(1, int(_number(row, "pods", where, 1))), team=(row.get("team") or "").strip(),
-               queue=(row.get("queue") or "").strip(), tier=tier, workload=(row.get("workload") or "").strip(),
-               checkpoint=int(_number(row, "checkpoint", where, 0)))
+    return Job(
+        id=(row.get("job_id") or "").strip() or where,
+        submit=int(_number(row, "submit", where)),
+        duration=max(1, int(_number(row, "duration", where))),
+        gpus=max(gpus, 1),
+        share=share,
+        mig=mig,
+        pods=max(1, int(_number(row, "pods", where, 1))),
+        team=(row.get("team") or "").strip(),
+        queue=(row.get("queue") or "").strip(),
+        tier=tier,
+        workload=(row.get("workload") or "").strip(),
+        checkpoint=int(_number(row, "checkpoint", where, 0)),
+    )
 
 
 def write_csv(jobs: Iterable[Job], path: Path, observed_waits: dict[str, int] | None = None) -> int:
@@ -250,8 +290,20 @@ def write_csv(jobs: Iterable[Job], path: Path, observed_waits: dict[str, int] | 
         writer = csv.writer(handle)
         writer.writerow(CSV_COLUMNS + ((OBSERVED_WAIT,) if observed_waits is not None else ()))
         for job in jobs:
-            row = [job.id, job.submit, job.duration, job.gpus, job.share or "", job.mig, job.pods,
-                   job.team, job.queue, job.tier, job.workload, job.checkpoint or ""]
+            row = [
+                job.id,
+                job.submit,
+                job.duration,
+                job.gpus,
+                job.share or "",
+                job.mig,
+                job.pods,
+                job.team,
+                job.queue,
+                job.tier,
+                job.workload,
+                job.checkpoint or "",
+            ]
             if observed_waits is not None:
                 row.append(observed_waits.get(job.id, ""))
             writer.writerow(row)
@@ -286,9 +338,17 @@ def read_openb(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BO
             created = int(_number(row, "creation_time", where, 0))
             deleted = int(_number(row, "deletion_time", where, created + 3600))
             share = milli / 1000 if num_gpu == 1 and milli < 1000 else 0.0
-            jobs.append(Job(id=row["name"], submit=created, duration=max(1, deleted - created), gpus=num_gpu,
-                            share=share, tier=OPENB_TIER.get((row.get("qos") or "").strip(), "batch"),
-                            workload="inference" if row.get("qos") == "LS" else "batch"))
+            jobs.append(
+                Job(
+                    id=row["name"],
+                    submit=created,
+                    duration=max(1, deleted - created),
+                    gpus=num_gpu,
+                    share=share,
+                    tier=OPENB_TIER.get((row.get("qos") or "").strip(), "batch"),
+                    workload="inference" if row.get("qos") == "LS" else "batch",
+                )
+            )
     jobs.sort(key=lambda j: j.submit)
     return Trace(jobs, str(path), "openb", skipped)
 
@@ -305,8 +365,9 @@ def read_itp(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUN
         # time line, so a limit applies to the earliest jobs across all of them, after the sort.
         rows = 0
         for name, text in _archive_members(path):
-            rows = _itp_jobs(io.StringIO(text), f"{path}!{name}", "itp-" + Path(name).stem, jobs, None, bounds,
-                             rows)
+            rows = _itp_jobs(
+                io.StringIO(text), f"{path}!{name}", "itp-" + Path(name).stem, jobs, None, bounds, rows
+            )
         jobs.sort(key=lambda j: j.submit)
         return Trace(jobs[:limit] if limit else jobs, str(path), "itp", 0)
     else:
@@ -317,9 +378,17 @@ def read_itp(path: Path, limit: int | None = None, bounds: Bounds = DEFAULT_BOUN
     return Trace(jobs, str(path), "itp", 0)
 
 
-def _itp_jobs(handle: Iterable[str], source: str, team: str, jobs: list[Job], limit: int | None, bounds: Bounds,
-              counted: int) -> int:
-    """Append one ITP CSV's GPU jobs to `jobs` (up to `limit` in all); the rows read so far, this one's too."""
+def _itp_jobs(
+    handle: Iterable[str],
+    source: str,
+    team: str,
+    jobs: list[Job],
+    limit: int | None,
+    bounds: Bounds,
+    counted: int,
+) -> int:
+    """Append one ITP CSV's GPU jobs to `jobs` (up to `limit` in all); the rows read so far, this one's
+    too."""
     for line, row in _rows(handle, source, ITP_COLUMNS, bounds, counted):
         if _full(jobs, limit):
             break
@@ -328,9 +397,17 @@ def _itp_jobs(handle: Iterable[str], source: str, team: str, jobs: list[Job], li
         gpus = int(_number(row, "num_gpu", where))
         if gpus == 0:
             continue
-        jobs.append(Job(id=row["job_id"], submit=int(_number(row, "submission_time", where)),
-                        duration=max(1, int(_number(row, "duration", where))), gpus=gpus, team=team,
-                        tier="training", workload="training"))
+        jobs.append(
+            Job(
+                id=row["job_id"],
+                submit=int(_number(row, "submission_time", where)),
+                duration=max(1, int(_number(row, "duration", where))),
+                gpus=gpus,
+                team=team,
+                tier="training",
+                workload="training",
+            )
+        )
     return counted
 
 
@@ -354,8 +431,10 @@ def _archive_members(path: Path) -> list[tuple[str, str]]:
                 name = _member_name(path, member.name)
                 total += member.size
                 if member.size > MAX_MEMBER_BYTES or total > MAX_ARCHIVE_BYTES:
-                    raise TraceError(f"{path}!{name}: member of {member.size:,} bytes takes the archive over its "
-                                     f"limit ({MAX_MEMBER_BYTES:,} per member, {MAX_ARCHIVE_BYTES:,} in all)")
+                    raise TraceError(
+                        f"{path}!{name}: member of {member.size:,} bytes takes the archive over "
+                        f"its limit ({MAX_MEMBER_BYTES:,} per member, {MAX_ARCHIVE_BYTES:,} in all)"
+                    )
                 data = archive.extractfile(member)
                 if data is not None:
                     members.append((name, _member_text(path, name, data.read(MAX_MEMBER_BYTES + 1))))

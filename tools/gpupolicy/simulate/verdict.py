@@ -55,17 +55,25 @@ def worse_metrics(before: Summary, after: Summary, worse_by: float = DEFAULT_WOR
         if change > worse_by and abs(figure.proposed - figure.baseline) > figure.floor:
             delta = figure.proposed - figure.baseline
             absolute = ("+" if delta >= 0 else "-") + _show(abs(delta), figure.shown)
-            found.append(Worse(figure.metric, _show(figure.baseline, figure.shown),
-                               _show(figure.proposed, figure.shown), change if figure.higher_is_worse else -change,
-                               absolute))
+            found.append(
+                Worse(
+                    figure.metric,
+                    _show(figure.baseline, figure.shown),
+                    _show(figure.proposed, figure.shown),
+                    change if figure.higher_is_worse else -change,
+                    absolute,
+                )
+            )
     return found
 
 
 def verdict_lines(worse: list[Worse], worse_by: float = DEFAULT_WORSE_BY) -> list[str]:
     if not worse:
         return [f"verdict: no metric is more than {worse_by:.0%} worse than the baseline"]
-    return [f"verdict: {len(worse)} metric(s) more than {worse_by:.0%} worse than the baseline:",
-            *(f"  - {item.describe()}" for item in worse)]
+    return [
+        f"verdict: {len(worse)} metric(s) more than {worse_by:.0%} worse than the baseline:",
+        *(f"  - {item.describe()}" for item in worse),
+    ]
 
 
 def _figures(before: Summary, after: Summary) -> list[_Figure]:
@@ -81,13 +89,24 @@ def _figures(before: Summary, after: Summary) -> list[_Figure]:
 
 
 def _wait_figures(which: str, before: WaitStats, after: WaitStats) -> list[_Figure]:
-    return [_Figure(f"wait {p}{which}", getattr(before, p), getattr(after, p), True, "minutes", MIN_WAIT_CHANGE_MINUTES)
-            for p in PERCENTILES]
+    return [
+        _Figure(
+            f"wait {p}{which}",
+            getattr(before, p),
+            getattr(after, p),
+            True,
+            "minutes",
+            MIN_WAIT_CHANGE_MINUTES,
+        )
+        for p in PERCENTILES
+    ]
 
 
 def _relative_change(figure: _Figure) -> float:
     """How much worse, as a fraction of the baseline; from a zero baseline any worsening is infinitely so."""
-    worsening = figure.proposed - figure.baseline if figure.higher_is_worse else figure.baseline - figure.proposed
+    worsening = (
+        figure.proposed - figure.baseline if figure.higher_is_worse else figure.baseline - figure.proposed
+    )
     if worsening <= 0:
         return 0.0
     return worsening / abs(figure.baseline) if figure.baseline else float("inf")

@@ -22,14 +22,17 @@ def parse_scales(text: str) -> tuple[float, float] | None | str:
 
 
 def mixed_trace(cluster, traces: Path, scale: str, days: float, seed: int = 0) -> Trace:
-    """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong): teams
+    """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong):
+    teams
     from the cluster's queue labels, `auto` scaled to a sustained load, windows placed by `seed`."""
     itp, openb = mixed.read_sources(traces)
     scales = parse_scales(scale)
     if scales == "auto":
         workload = mixed.sustained_scales(cluster, itp, openb, days, seed)
     else:
-        workload = mixed.build(itp, openb, *scales, days, teams=mixed.teams_of(cluster), cluster=cluster,
-                               seed=seed)
-    return Trace(workload.jobs, workload.describe(), "mixed",
-                 scale=(workload.training_scale, workload.inference_scale))
+        workload = mixed.build(
+            itp, openb, *scales, days, teams=mixed.teams_of(cluster), cluster=cluster, seed=seed
+        )
+    return Trace(
+        workload.jobs, workload.describe(), "mixed", scale=(workload.training_scale, workload.inference_scale)
+    )

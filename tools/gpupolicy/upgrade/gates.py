@@ -10,7 +10,8 @@ The stage's nodes are the nodes whose `gpupolicy.io/pool` label names one of the
 kube-state-metrics exports it in `kube_node_labels` (the label must be on its allowlist:
 policies/observability/alerts/gpu-nodes.yaml). Other series join them on `node`: kube-state-metrics names the
 node so, and the DCGM exporter's ServiceMonitor copies the node name into `node`
-(policies/observability/servicemonitors/dcgm-exporter.yaml). See docs/decisions/0035-rollout-gates-from-prometheus.md.
+(policies/observability/servicemonitors/dcgm-exporter.yaml). See
+docs/decisions/0035-rollout-gates-from-prometheus.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from .promclient import Prometheus, Series, step_for
 
 HOLDS, BREACHED, NO_DATA = "holds", "breached", "no data"
 DRIVER_UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
-UPGRADE_FAILED = "upgrade-failed"  # the upgrade controller's failed state (gpu-operator upgrade state machine)
+# the upgrade controller's failed state (gpu-operator upgrade state machine)
+UPGRADE_FAILED = "upgrade-failed"
 UPGRADE_DONE = "upgrade-done"  # its final state: the node runs the new driver and is uncordoned
 # dcgm-exporter turns every counter of type `label` into a label of every series, named by the field
 # (NVIDIA/dcgm-exporter internal/pkg/collector/gpu_collector.go, `counter.IsLabel()` -> labels[FieldName]);
@@ -40,8 +42,8 @@ GPU_REQUEST_RESOURCES = "nvidia_com_gpu.*|nvidia_com_mig_.+"
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"  # the value of the last XID a GPU reported (a gauge, not a count)
 FALLEN_OFF_BUS_XID = 79
 # XIDs a user's own program causes (graphics engine exception, MMU fault, stopped by the app, preemptive
-# cleanup): the job owner's problem, not the driver's; the GPUXidError alert leaves them out for the same reason
-# (policies/observability/alerts/gpu-accelerators.yaml, NVIDIA's XID catalog).
+# cleanup): the job owner's problem, not the driver's; the GPUXidError alert leaves them out for the same
+# reason (policies/observability/alerts/gpu-accelerators.yaml, NVIDIA's XID catalog).
 APPLICATION_XIDS = (13, 31, 43, 45)
 _POOL_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -98,16 +100,22 @@ class Evaluation:
         return all(v.state == HOLDS for v in self.verdicts)
 
     def heading(self) -> str:
-        return (f"rollback criteria of stage {self.stage.name} over {format_timestamp(self.start)} .. "
-                f"{format_timestamp(self.end)} ({format_duration(self.end - self.start)}), pools "
-                f"{', '.join(self.pools)}, from {self.server}:")
+        return (
+            f"rollback criteria of stage {self.stage.name} over {format_timestamp(self.start)} .. "
+            f"{format_timestamp(self.end)} ({format_duration(self.end - self.start)}), pools "
+            f"{', '.join(self.pools)}, from {self.server}:"
+        )
 
     def blockers(self) -> list[str]:
-        return [f"rollback criterion {v.state}: {v.criterion.name}" + (f" ({v.detail})" if v.detail else "")
-                for v in self.verdicts if v.state != HOLDS]
+        return [
+            f"rollback criterion {v.state}: {v.criterion.name}" + (f" ({v.detail})" if v.detail else "")
+            for v in self.verdicts
+            if v.state != HOLDS
+        ]
 
 
 # --- the stage's nodes and its criteria --------------------------------------------------------------------
+
 
 def stage_pools(fleet: Fleet, plan: Plan, stage: Stage) -> tuple[str, ...]:
     """The pools whose nodes a stage upgrades: its driver units, or every pool of its operator clusters."""
@@ -139,18 +147,38 @@ def criteria(plan: Plan, pools: tuple[str, ...], alert_rules: set[str]) -> list[
         found.append(_alert_criterion(alert, nodes, inventory, alert in alert_rules, no_nodes))
     if plan.criteria.max_xid_errors is not None:
         application = " or ".join(f"{XID_METRIC} == {xid}" for xid in APPLICATION_XIDS)
-        found.append(Criterion(f"at most {plan.criteria.max_xid_errors} GPU(s) reporting an XID error",
-                               f"(({XID_METRIC} > 0) unless ({application})) {on_nodes}",
-                               plan.criteria.max_xid_errors, xid_evidence, no_xid))
-    found.append(Criterion("no GPU fallen off the bus (XID 79)", f"({XID_METRIC} == {FALLEN_OFF_BUS_XID}) {on_nodes}",
-                           0, xid_evidence, no_xid))
+        found.append(
+            Criterion(
+                f"at most {plan.criteria.max_xid_errors} GPU(s) reporting an XID error",
+                f"(({XID_METRIC} > 0) unless ({application})) {on_nodes}",
+                plan.criteria.max_xid_errors,
+                xid_evidence,
+                no_xid,
+            )
+        )
+    found.append(
+        Criterion(
+            "no GPU fallen off the bus (XID 79)",
+            f"({XID_METRIC} == {FALLEN_OFF_BUS_XID}) {on_nodes}",
+            0,
+            xid_evidence,
+            no_xid,
+        )
+    )
     found += _upgrade_state_criteria(pools, plan.component == "driver")
     if plan.component == "driver":
         found.append(_version_criterion(plan.to_version, nodes))
     if plan.criteria.max_failed_pods is not None:
         found.append(_failed_pods_criterion(plan, nodes))
-    found.append(Criterion("the DCGM exporter reports from every node of the stage",
-                           f"{nodes} unless on (node) {XID_METRIC}", 0, inventory, no_nodes))
+    found.append(
+        Criterion(
+            "the DCGM exporter reports from every node of the stage",
+            f"{nodes} unless on (node) {XID_METRIC}",
+            0,
+            inventory,
+            no_nodes,
+        )
+    )
     return found
 
 
@@ -160,14 +188,30 @@ def _upgrade_state_criteria(pools: tuple[str, ...], driver: bool) -> list[Criter
     carrying it, "no node failed" would hold silently, so the evidence is the label itself."""
     state_key = ksm_label(DRIVER_UPGRADE_STATE_LABEL)
     exported = stage_nodes(pools, f',{state_key}!=""')
-    missing = (f"no kube_node_labels series of the stage's nodes carries {state_key}: kube-state-metrics does "
-               f"not export the node label {DRIVER_UPGRADE_STATE_LABEL} (add it to --metric-labels-allowlist)")
-    found = [Criterion(f"no node in driver upgrade state {UPGRADE_FAILED}",
-                       stage_nodes(pools, f',{state_key}="{UPGRADE_FAILED}"'), 0, exported, missing)]
+    missing = (
+        f"no kube_node_labels series of the stage's nodes carries {state_key}: kube-state-metrics "
+        f"does not export the node label {DRIVER_UPGRADE_STATE_LABEL} (add it to --metric-labels-allowlist)"
+    )
+    found = [
+        Criterion(
+            f"no node in driver upgrade state {UPGRADE_FAILED}",
+            stage_nodes(pools, f',{state_key}="{UPGRADE_FAILED}"'),
+            0,
+            exported,
+            missing,
+        )
+    ]
     if driver:
-        found.append(Criterion(f"every node of the stage ends the soak in driver upgrade state {UPGRADE_DONE}",
-                               stage_nodes(pools, f',{state_key}!="{UPGRADE_DONE}"'), 0, exported, missing,
-                               at_end=True))
+        found.append(
+            Criterion(
+                f"every node of the stage ends the soak in driver upgrade state {UPGRADE_DONE}",
+                stage_nodes(pools, f',{state_key}!="{UPGRADE_DONE}"'),
+                0,
+                exported,
+                missing,
+                at_end=True,
+            )
+        )
     return found
 
 
@@ -178,10 +222,15 @@ def _version_criterion(version: str, nodes: str) -> Criterion:
         raise ToolError(f"driver version {version!r} is not a version; cannot ask Prometheus for it")
     running = f'{XID_METRIC}{{{DRIVER_VERSION_LABEL}="{version}"}}'
     reported = f'{XID_METRIC}{{{DRIVER_VERSION_LABEL}!=""}} and on (node) {nodes}'
-    return Criterion(f"every node of the stage runs driver {version} at the end of the soak",
-                     f"{nodes} unless on (node) {running}", 0, reported,
-                     f"no {XID_METRIC} series labelled {DRIVER_VERSION_LABEL} from the stage's nodes (the "
-                     "exporter's counters must enable it as a label)", at_end=True)
+    return Criterion(
+        f"every node of the stage runs driver {version} at the end of the soak",
+        f"{nodes} unless on (node) {running}",
+        0,
+        reported,
+        f"no {XID_METRIC} series labelled {DRIVER_VERSION_LABEL} from the stage's nodes (the "
+        "exporter's counters must enable it as a label)",
+        at_end=True,
+    )
 
 
 def _failed_pods_criterion(plan: Plan, nodes: str) -> Criterion:
@@ -189,17 +238,26 @@ def _failed_pods_criterion(plan: Plan, nodes: str) -> Criterion:
     Pending is no failure: the operator's validators and every startup-check init container are Pending
     through any driver restart. The operator's own namespace is left out: its pods are judged by the
     upgrade-state criteria."""
-    gpu_pods = (f'max by (namespace, pod, node) (kube_pod_container_resource_requests{{resource=~'
-                f'"{GPU_REQUEST_RESOURCES}",namespace!="{OPERATOR_NAMESPACE}"}} > 0)')
-    failed = f'(kube_pod_status_phase{{phase="Failed"}} == 1) * on (namespace, pod) group_left (node) ({gpu_pods} ' \
-             f"and on (node) {nodes})"
+    gpu_pods = (
+        f'max by (namespace, pod, node) (kube_pod_container_resource_requests{{resource=~'
+        f'"{GPU_REQUEST_RESOURCES}",namespace!="{OPERATOR_NAMESPACE}"}} > 0)'
+    )
+    failed = (
+        f'(kube_pod_status_phase{{phase="Failed"}} == 1) * on (namespace, pod) group_left (node) '
+        f'({gpu_pods} '
+        f"and on (node) {nodes})"
+    )
     window = plan.criteria.window
     if window is not None:  # a pod counts for `window` after it failed: "at most N within any window"
         failed = f"max_over_time(({failed})[{int(window.total_seconds())}s:1m])"
     span = f" within any {format_duration(window)}" if window is not None else ""
-    return Criterion(f"at most {plan.criteria.max_failed_pods} GPU pod(s) failed on the stage's nodes{span}",
-                     failed, plan.criteria.max_failed_pods, "kube_pod_status_phase",
-                     "no kube_pod_status_phase series (kube-state-metrics pod metrics)")
+    return Criterion(
+        f"at most {plan.criteria.max_failed_pods} GPU pod(s) failed on the stage's nodes{span}",
+        failed,
+        plan.criteria.max_failed_pods,
+        "kube_pod_status_phase",
+        "no kube_pod_status_phase series (kube-state-metrics pod metrics)",
+    )
 
 
 def _alert_criterion(alert: str, nodes: str, inventory: str, evaluated: bool, no_nodes: str) -> Criterion:
@@ -207,15 +265,23 @@ def _alert_criterion(alert: str, nodes: str, inventory: str, evaluated: bool, no
     that name no node at all (a cluster-level alert counts against every stage: it cannot be placed)."""
     firing = f'ALERTS{{alertname="{alert}",alertstate="firing"}}'
     by_hostname = f'label_replace({nodes}, "hostname", "$1", "node", "(.*)")'
-    offenders = (f'({firing} and on (node) {nodes}) or ({firing} and on (hostname) {by_hostname}) '
-                 f'or ALERTS{{alertname="{alert}",alertstate="firing",node="",hostname=""}}')
+    offenders = (
+        f'({firing} and on (node) {nodes}) or ({firing} and on (hostname) {by_hostname}) '
+        f'or ALERTS{{alertname="{alert}",alertstate="firing",node="",hostname=""}}'
+    )
     if not evaluated:  # silence from a rule no one evaluates proves nothing
-        return Criterion(f"alert {alert} stays silent", offenders, 0, None,
-                         f"the server does not evaluate an alerting rule {alert} (GET /api/v1/rules)")
+        return Criterion(
+            f"alert {alert} stays silent",
+            offenders,
+            0,
+            None,
+            f"the server does not evaluate an alerting rule {alert} (GET /api/v1/rules)",
+        )
     return Criterion(f"alert {alert} stays silent", offenders, 0, inventory, no_nodes)
 
 
 # --- evaluation --------------------------------------------------------------------------------------------
+
 
 def soak_window(stage: Stage, now: datetime) -> tuple[datetime, datetime] | None:
     """From the stage's start to its completion (or now); None before it started."""
@@ -252,8 +318,13 @@ def judge(criterion: Criterion, ask: Callable[[str], list[Series]]) -> Verdict:
         return Verdict(criterion, HOLDS)
     moment, series, value, count = breach
     labels = ", ".join(f'{k}="{v}"' for k, v in sorted(series.labels.items()))
-    return Verdict(criterion, BREACHED, f"first at {format_timestamp(datetime.fromtimestamp(moment, UTC))}: "
-                                        f"{{{labels}}} = {_number(value)} ({count} at once, {criterion.allowed} allowed)")
+    return Verdict(
+        criterion,
+        BREACHED,
+        f"first at {format_timestamp(datetime.fromtimestamp(moment, UTC))}: "
+        f"{{{labels}}} = {_number(value)} ({count} at once, "
+        f"{criterion.allowed} allowed)",
+    )
 
 
 def first_breach(offenders: list[Series], allowed: int) -> tuple[float, Series, float, int] | None:
@@ -274,7 +345,9 @@ def first_breach(offenders: list[Series], allowed: int) -> tuple[float, Series, 
 def at_last_step(offenders: list[Series], evidence: list[Series]) -> list[Series]:
     """Only the offenders' samples at the last moment the evidence has data (the end of the soak)."""
     last = max((moment for series in evidence for moment, _ in series.samples), default=None)
-    kept = [Series(series.labels, tuple((m, v) for m, v in series.samples if m == last)) for series in offenders]
+    kept = [
+        Series(series.labels, tuple((m, v) for m, v in series.samples if m == last)) for series in offenders
+    ]
     return [series for series in kept if series.samples]
 
 

@@ -1,6 +1,6 @@
 """Staged upgrades: rollout plans (`policies/upgrades/*.yaml`, kind RolloutPlan), the platform's upgrade
-requirements (kind UpgradeRequirements), who may approve (kind Approvers, see approvals.py), what each stage takes, the state the repository is in, and the
-capacity left while a stage's nodes drain.
+requirements (kind UpgradeRequirements), who may approve (kind Approvers, see approvals.py), what each stage
+takes, the state the repository is in, and the capacity left while a stage's nodes drain.
 
 The UPG rules, `gpupolicy upgrade` and the generated update-procedure page all read this module. It never
 writes; editing lives in `commands/upgrade.py`. See docs/decisions/0018-upgrade-plans.md.
@@ -41,7 +41,9 @@ _DURATION = re.compile(r"^(\d+)([mhd])$")
 _UNITS = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1)}
 
 
-# --- small parsers -------------------------------------------------------------------------------------------
+# --- small parsers
+# -------------------------------------------------------------------------------------------
+
 
 def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(str(text).strip())
@@ -54,7 +56,8 @@ def parse_duration(text: str) -> timedelta:
 
 
 def parse_date(text: str) -> date:
-    """'2026-11-24' -> a date; a ValueError for one the pattern admits but the calendar does not (2026-02-30)."""
+    """'2026-11-24' -> a date; a ValueError for one the pattern admits but the calendar does not
+    (2026-02-30)."""
     try:
         return date.fromisoformat(str(text).strip())
     except ValueError as exc:
@@ -85,7 +88,9 @@ def format_timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-# --- the plan model ------------------------------------------------------------------------------------------
+# --- the plan model
+# ------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Selector:
@@ -95,15 +100,21 @@ class Selector:
     index: int
 
     def describe(self) -> str:
-        parts = [f"cluster {self.cluster}" if self.cluster else "",
-                 f"pools {', '.join(self.pools)}" if self.pools else "",
-                 "labels " + ", ".join(f"{k}={v}" for k, v in self.match_labels.items()) if self.match_labels else ""]
+        parts = [
+            f"cluster {self.cluster}" if self.cluster else "",
+            f"pools {', '.join(self.pools)}" if self.pools else "",
+            "labels " + ", ".join(f"{k}={v}" for k, v in self.match_labels.items())
+            if self.match_labels
+            else "",
+        ]
         return " and ".join(p for p in parts if p)
 
     def takes_pool(self, cluster: str, pool: Pool) -> bool:
-        return ((self.cluster is None or self.cluster == cluster)
-                and (self.pools is None or pool.name in self.pools)
-                and labels_match(self.match_labels, pool.node_labels))
+        return (
+            (self.cluster is None or self.cluster == cluster)
+            and (self.pools is None or pool.name in self.pools)
+            and labels_match(self.match_labels, pool.node_labels)
+        )
 
 
 @dataclass(frozen=True)
@@ -255,8 +266,12 @@ class PlanSet:
     def plan(self, name_or_path: str) -> Plan | None:
         wanted = name_or_path.rstrip("/")
         for plan in self.plans:
-            if wanted in (plan.name, plan.path) or wanted.endswith("/" + plan.path) or \
-                    wanted == plan.path.rsplit("/", 1)[-1] or wanted == plan.path.rsplit("/", 1)[-1][:-5]:
+            if (
+                wanted in (plan.name, plan.path)
+                or wanted.endswith("/" + plan.path)
+                or wanted == plan.path.rsplit("/", 1)[-1]
+                or wanted == plan.path.rsplit("/", 1)[-1][:-5]
+            ):
                 return plan
         return None
 
@@ -267,7 +282,9 @@ class PlanSet:
         return max(stage.minimum_soak, self.minimum_soak(stage.phase))
 
 
-# --- loading -------------------------------------------------------------------------------------------------
+# --- loading
+# -------------------------------------------------------------------------------------------------
+
 
 def plans_of(fleet: Fleet) -> PlanSet:
     """The plans and requirements of the fleet's repository (parsed once per fleet)."""
@@ -282,17 +299,29 @@ def load_plans(documents: list[Document]) -> PlanSet:
             continue
         data = doc.data
         kind = data.get("kind") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or data.get("apiVersion") != API_VERSION or \
-                kind not in (PLAN_KIND, REQUIREMENTS_KIND, APPROVERS_KIND):
-            result.problems.append(Problem(
-                f"{PLAN_DIR}/ holds only apiVersion {API_VERSION} {PLAN_KIND}, {REQUIREMENTS_KIND} or "
-                f"{APPROVERS_KIND} documents",
-                Location(doc.path, doc.line), "move other files out of policies/upgrades/"))
+        if (
+            not isinstance(data, dict)
+            or data.get("apiVersion") != API_VERSION
+            or kind not in (PLAN_KIND, REQUIREMENTS_KIND, APPROVERS_KIND)
+        ):
+            result.problems.append(
+                Problem(
+                    f"{PLAN_DIR}/ holds only apiVersion {API_VERSION} {PLAN_KIND}, {REQUIREMENTS_KIND} or "
+                    f"{APPROVERS_KIND} documents",
+                    Location(doc.path, doc.line),
+                    "move other files out of policies/upgrades/",
+                )
+            )
             continue
         errors = validate_repo_file("plan", data)
         for error in errors:
-            result.problems.append(Problem(f"{kind}: {error.message}", Location(doc.path, doc.line_of(error.path)),
-                                           "see policies/upgrades/README.md for the format"))
+            result.problems.append(
+                Problem(
+                    f"{kind}: {error.message}",
+                    Location(doc.path, doc.line_of(error.path)),
+                    "see policies/upgrades/README.md for the format",
+                )
+            )
         if errors:
             continue
         if kind == REQUIREMENTS_KIND:
@@ -307,9 +336,13 @@ def load_plans(documents: list[Document]) -> PlanSet:
             result.plans.append(plan)
     if len(requirement_docs) > 1:
         for doc in requirement_docs[1:]:
-            result.problems.append(Problem(f"more than one {REQUIREMENTS_KIND} document (the first is "
-                                           f"{requirement_docs[0].path}); this one is ignored",
-                                           Location(doc.path, doc.line)))
+            result.problems.append(
+                Problem(
+                    f"more than one {REQUIREMENTS_KIND} document (the first is "
+                    f"{requirement_docs[0].path}); this one is ignored",
+                    Location(doc.path, doc.line),
+                )
+            )
     if requirement_docs:
         result.requirements = _requirements_from(requirement_docs[0])
     _check_names(result)
@@ -318,31 +351,50 @@ def load_plans(documents: list[Document]) -> PlanSet:
 
 def _add_approvers(result: PlanSet, doc: Document) -> None:
     if result.approvers is not None:
-        result.problems.append(Problem(f"more than one {APPROVERS_KIND} document (the first is "
-                                       f"{result.approvers.path}); this one is ignored", Location(doc.path, doc.line)))
+        result.problems.append(
+            Problem(
+                f"more than one {APPROVERS_KIND} document (the first is "
+                f"{result.approvers.path}); this one is ignored",
+                Location(doc.path, doc.line),
+            )
+        )
         return
     spec = doc.data["spec"]
-    people = {name: Person(name, tuple(raw["emails"]), tuple(raw.get("handles") or ()),
-                           tuple(raw.get("signingKeys") or ()))
-              for name, raw in spec["people"].items()}
+    people = {
+        name: Person(
+            name, tuple(raw["emails"]), tuple(raw.get("handles") or ()), tuple(raw.get("signingKeys") or ())
+        )
+        for name, raw in spec["people"].items()
+    }
     groups = {name: tuple(members) for name, members in (spec.get("groups") or {}).items()}
     for group, members in groups.items():
         if group in people:
-            result.problems.append(Problem(f"{group} is both a person and a group",
-                                           Location(doc.path, doc.line_of(("spec", "groups", group)))))
+            result.problems.append(
+                Problem(
+                    f"{group} is both a person and a group",
+                    Location(doc.path, doc.line_of(("spec", "groups", group))),
+                )
+            )
         for index, member in enumerate(members):
             if member not in people:
-                result.problems.append(Problem(f"group {group}: {member} is not one of the people",
-                                               Location(doc.path, doc.line_of(("spec", "groups", group, index))),
-                                               "groups list people only; add the person under spec.people"))
+                result.problems.append(
+                    Problem(
+                        f"group {group}: {member} is not one of the people",
+                        Location(doc.path, doc.line_of(("spec", "groups", group, index))),
+                        "groups list people only; add the person under spec.people",
+                    )
+                )
     claimed: dict[str, str] = {}
     for person in people.values():
         for index, email in enumerate(person.emails):
             owner = claimed.setdefault(email.lower(), person.name)
             if owner != person.name:
-                result.problems.append(Problem(f"{email} belongs to both {owner} and {person.name}",
-                                               Location(doc.path, doc.line_of(("spec", "people", person.name,
-                                                                               "emails", index)))))
+                result.problems.append(
+                    Problem(
+                        f"{email} belongs to both {owner} and {person.name}",
+                        Location(doc.path, doc.line_of(("spec", "people", person.name, "emails", index))),
+                    )
+                )
     result.approvers = Approvers(people, groups, doc.path, doc)
 
 
@@ -350,8 +402,12 @@ def _check_names(result: PlanSet) -> None:
     seen: dict[str, Plan] = {}
     for plan in result.plans:
         if plan.name in seen:
-            result.problems.append(Problem(f"plan name {plan.name} is also used by {seen[plan.name].path}",
-                                           plan.locate("metadata", "name")))
+            result.problems.append(
+                Problem(
+                    f"plan name {plan.name} is also used by {seen[plan.name].path}",
+                    plan.locate("metadata", "name"),
+                )
+            )
         seen.setdefault(plan.name, plan)
 
 
@@ -367,10 +423,19 @@ def _plan_from(doc: Document) -> tuple[Plan | None, list[Problem]]:
     if problems:
         return None, problems
     stages = tuple(_stage_from(i, raw) for i, raw in enumerate(spec["stages"]))
-    plan = Plan(name=metadata["name"], path=doc.path, component=spec["component"], from_version=str(spec["from"]),
-                to_version=str(spec["to"]), stages=stages, rollback_target=str(spec["rollback"]["target"]),
-                criteria=_criteria_from(spec["rollback"]["criteria"]), description=metadata.get("description", ""),
-                owner=spec.get("owner", ""), document=doc)
+    plan = Plan(
+        name=metadata["name"],
+        path=doc.path,
+        component=spec["component"],
+        from_version=str(spec["from"]),
+        to_version=str(spec["to"]),
+        stages=stages,
+        rollback_target=str(spec["rollback"]["target"]),
+        criteria=_criteria_from(spec["rollback"]["criteria"]),
+        description=metadata.get("description", ""),
+        owner=spec.get("owner", ""),
+        document=doc,
+    )
     problems += _version_problems(plan, where)
     problems += _stage_problems(plan, where)
     return (None if problems else plan), problems
@@ -378,10 +443,13 @@ def _plan_from(doc: Document) -> tuple[Plan | None, list[Problem]]:
 
 def _unreadable_times(spec: dict, where: Callable[..., Location]) -> list[Problem]:
     """Dates, timestamps and durations that match the schema's patterns but that the calendar or timedelta
-    cannot hold (2026-02-30, 99999999999d): problems at their lines, found before the plan is built on them."""
+    cannot hold (2026-02-30, 99999999999d): problems at their lines, found before the plan is built on
+    them."""
     fields: list[tuple[tuple, Any, Callable[[str], Any]]] = []
     for i, raw in enumerate(spec["stages"]):
-        fields += [(("spec", "stages", i, name), raw[name], parse) for name, parse in _STAGE_TIMES if raw.get(name)]
+        fields += [
+            (("spec", "stages", i, name), raw[name], parse) for name, parse in _STAGE_TIMES if raw.get(name)
+        ]
     window = spec["rollback"]["criteria"].get("window")
     if window:
         fields.append((("spec", "rollback", "criteria", "window"), window, parse_duration))
@@ -394,19 +462,39 @@ def _unreadable_times(spec: dict, where: Callable[..., Location]) -> list[Proble
     return problems
 
 
-_STAGE_TIMES = (("planned", parse_date), ("minimumSoak", parse_duration), ("started", parse_timestamp),
-                ("completed", parse_timestamp))
+_STAGE_TIMES = (
+    ("planned", parse_date),
+    ("minimumSoak", parse_duration),
+    ("started", parse_timestamp),
+    ("completed", parse_timestamp),
+)
 
 
 def _stage_from(index: int, raw: dict) -> Stage:
-    selectors = tuple(Selector(cluster=s.get("cluster"), pools=tuple(s["pools"]) if "pools" in s else None,
-                               match_labels=dict(s.get("matchLabels") or {}), index=i)
-                      for i, s in enumerate(raw["select"]))
-    return Stage(index=index, name=raw["name"], phase=raw["phase"], planned=parse_date(raw["planned"]),
-                 minimum_soak=parse_duration(raw["minimumSoak"]), approvers=tuple(raw["approvers"]),
-                 selectors=selectors, started=_maybe_time(raw.get("started")),
-                 completed=_maybe_time(raw.get("completed")), approved_by=raw.get("approvedBy", ""),
-                 promoted_by=raw.get("promotedBy", ""), description=raw.get("description", ""), two_person=raw.get("twoPersonApproval") is True)
+    selectors = tuple(
+        Selector(
+            cluster=s.get("cluster"),
+            pools=tuple(s["pools"]) if "pools" in s else None,
+            match_labels=dict(s.get("matchLabels") or {}),
+            index=i,
+        )
+        for i, s in enumerate(raw["select"])
+    )
+    return Stage(
+        index=index,
+        name=raw["name"],
+        phase=raw["phase"],
+        planned=parse_date(raw["planned"]),
+        minimum_soak=parse_duration(raw["minimumSoak"]),
+        approvers=tuple(raw["approvers"]),
+        selectors=selectors,
+        started=_maybe_time(raw.get("started")),
+        completed=_maybe_time(raw.get("completed")),
+        approved_by=raw.get("approvedBy", ""),
+        promoted_by=raw.get("promotedBy", ""),
+        description=raw.get("description", ""),
+        two_person=raw.get("twoPersonApproval") is True,
+    )
 
 
 def _maybe_time(value: Any) -> datetime | None:
@@ -414,9 +502,12 @@ def _maybe_time(value: Any) -> datetime | None:
 
 
 def _criteria_from(raw: dict) -> RollbackCriteria:
-    return RollbackCriteria(silent_alerts=tuple(raw.get("silentAlerts") or ()),
-                            max_failed_pods=raw.get("maxFailedPods"), max_xid_errors=raw.get("maxXidErrors"),
-                            window=parse_duration(raw["window"]) if raw.get("window") else None)
+    return RollbackCriteria(
+        silent_alerts=tuple(raw.get("silentAlerts") or ()),
+        max_failed_pods=raw.get("maxFailedPods"),
+        max_xid_errors=raw.get("maxXidErrors"),
+        window=parse_duration(raw["window"]) if raw.get("window") else None,
+    )
 
 
 def _version_problems(plan: Plan, where: Any) -> list[Problem]:
@@ -426,11 +517,16 @@ def _version_problems(plan: Plan, where: Any) -> list[Problem]:
         if driver and value.startswith("v"):
             problems.append(Problem(f"a driver version has no 'v' prefix: {value}", where("spec", key)))
         if not driver and not re.fullmatch(r"v\d+\.\d+\.\d+", value):
-            problems.append(Problem(f"a GPU Operator chart version looks like v26.7.0, not {value}",
-                                    where("spec", key)))
+            problems.append(
+                Problem(f"a GPU Operator chart version looks like v26.7.0, not {value}", where("spec", key))
+            )
     if plan.from_version == plan.to_version:
-        problems.append(Problem(f"from and to are the same version ({plan.to_version}): nothing to roll out",
-                                where("spec", "to")))
+        problems.append(
+            Problem(
+                f"from and to are the same version ({plan.to_version}): nothing to roll out",
+                where("spec", "to"),
+            )
+        )
     return problems
 
 
@@ -444,11 +540,17 @@ def _stage_problems(plan: Plan, where: Any) -> list[Problem]:
         if plan.component == "gpu-operator":
             for selector in stage.selectors:
                 if selector.pools is not None or selector.match_labels or not selector.cluster:
-                    problems.append(Problem(f"stage {stage.name}: a gpu-operator plan selects whole clusters "
-                                            "(`cluster:` only)", where(*stage.path, "select", selector.index)))
+                    problems.append(
+                        Problem(
+                            f"stage {stage.name}: a gpu-operator plan selects whole clusters "
+                            "(`cluster:` only)",
+                            where(*stage.path, "select", selector.index),
+                        )
+                    )
         if stage.completed and stage.started and stage.completed < stage.started:
-            problems.append(Problem(f"stage {stage.name} completed before it started",
-                                    where(*stage.path, "completed")))
+            problems.append(
+                Problem(f"stage {stage.name} completed before it started", where(*stage.path, "completed"))
+            )
     problems += _record_order_problems(plan, where)
     return problems
 
@@ -458,12 +560,20 @@ def _record_order_problems(plan: Plan, where: Any) -> list[Problem]:
     problems = []
     for earlier, later in zip(plan.stages, plan.stages[1:], strict=False):
         if later.started and not earlier.completed:
-            problems.append(Problem(f"stage {later.name} started but the stage before it ({earlier.name}) is not "
-                                    "completed", where(*later.path, "started"),
-                                    "record `completed` on the earlier stage, or remove `started`"))
+            problems.append(
+                Problem(
+                    f"stage {later.name} started but the stage before it ({earlier.name}) is not completed",
+                    where(*later.path, "started"),
+                    "record `completed` on the earlier stage, or remove `started`",
+                )
+            )
         if later.started and earlier.completed and later.started < earlier.completed:
-            problems.append(Problem(f"stage {later.name} started before stage {earlier.name} completed",
-                                    where(*later.path, "started")))
+            problems.append(
+                Problem(
+                    f"stage {later.name} started before stage {earlier.name} completed",
+                    where(*later.path, "started"),
+                )
+            )
     return problems
 
 
@@ -471,13 +581,22 @@ def _requirements_from(doc: Document) -> Requirements:
     spec = doc.data.get("spec") or {}
     soak = dict(DEFAULT_MINIMUM_SOAK)
     soak.update({phase: parse_duration(text) for phase, text in (spec.get("minimumSoak") or {}).items()})
-    needs = tuple(CudaNeed(team, str(item["version"]), item.get("reason", ""),
-                           Location(doc.path, doc.line_of(("spec", "cuda", team, i, "version"))))
-                  for team, items in (spec.get("cuda") or {}).items() for i, item in enumerate(items))
+    needs = tuple(
+        CudaNeed(
+            team,
+            str(item["version"]),
+            item.get("reason", ""),
+            Location(doc.path, doc.line_of(("spec", "cuda", team, i, "version"))),
+        )
+        for team, items in (spec.get("cuda") or {}).items()
+        for i, item in enumerate(items)
+    )
     return Requirements(minimum_soak=soak, cuda=needs, path=doc.path, document=doc)
 
 
-# --- what a stage takes --------------------------------------------------------------------------------------
+# --- what a stage takes
+# --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -508,7 +627,8 @@ def selects(driver: NvidiaDriver, pool: Pool) -> bool:
 
 
 def drivers_of_pool(cluster: Cluster, pool: Pool) -> list[NvidiaDriver]:
-    """The NVIDIADriver objects that own the pool's nodes: non-default ones take precedence (GPU Operator 26.7)."""
+    """The NVIDIADriver objects that own the pool's nodes: non-default ones take precedence (GPU Operator
+    26.7)."""
     matching = [d for d in cluster.nvidia_drivers if selects(d, pool)]
     specific = [d for d in matching if not is_default(d)]
     return specific or matching
@@ -516,8 +636,12 @@ def drivers_of_pool(cluster: Cluster, pool: Pool) -> list[NvidiaDriver]:
 
 def driver_units(fleet: Fleet) -> list[Unit]:
     """Every pool that runs a driver from an NVIDIADriver object, in cluster order."""
-    return [Unit(name, pool.name, pool) for name, cluster in sorted(fleet.clusters.items())
-            for pool in cluster.pools if drivers_of_pool(cluster, pool)]
+    return [
+        Unit(name, pool.name, pool)
+        for name, cluster in sorted(fleet.clusters.items())
+        for pool in cluster.pools
+        if drivers_of_pool(cluster, pool)
+    ]
 
 
 def all_units(fleet: Fleet, plan: Plan) -> list[Unit]:
@@ -533,7 +657,8 @@ def selector_units(fleet: Fleet, plan: Plan, selector: Selector) -> list[Unit]:
 
 
 def clusters_by_stage(fleet: Fleet, plan: Plan) -> Iterator[tuple[Stage, str]]:
-    """(stage, cluster) for every cluster the plan's stages take, each cluster once, in stage order (the checks
+    """(stage, cluster) for every cluster the plan's stages take, each cluster once, in stage order (the
+    checks
     that depend on a cluster's facts, not on its pools: its operator release and the drivers it lists)."""
     seen: set[str] = set()
     for stage in plan.stages:
@@ -568,7 +693,9 @@ def environment_of(fleet: Fleet, unit: Unit) -> str:
     return cluster.facts.environment if cluster else ""
 
 
-# --- versions the repository declares ------------------------------------------------------------------------
+# --- versions the repository declares
+# ------------------------------------------------------------------------
+
 
 def unit_version(fleet: Fleet, plan: Plan, unit: Unit) -> str | None:
     """The version the repository runs for a unit now: the NVIDIADriver's spec.version, or the cluster's
@@ -595,15 +722,18 @@ def unit_location(fleet: Fleet, plan: Plan, unit: Unit) -> Location:
     return Location(unit.pool.path, 0)
 
 
-# --- the GPU Operator chart each cluster installs -------------------------------------------------------------
+# --- the GPU Operator chart each cluster installs
+# -------------------------------------------------------------
 
 OPERATOR_CHART = "gpu-operator"
-CHART_PIN_FILE = "gpu-operator-chart.yaml"  # clusters/<name>/: the JSON patch that pins the cluster's chart version
+# clusters/<name>/: the JSON patch that pins the cluster's chart version
+CHART_PIN_FILE = "gpu-operator-chart.yaml"
 
 
 @dataclass(frozen=True)
 class ChartInstall:
-    """A rendered object that installs the GPU Operator chart: a Flux HelmRelease or an Argo CD Application."""
+    """A rendered object that installs the GPU Operator chart: a Flux HelmRelease or an Argo CD
+    Application."""
 
     obj: K8sObject
     version: str
@@ -620,17 +750,25 @@ def chart_installs(cluster: Cluster) -> list[ChartInstall]:
     for obj in cluster.of_kind("HelmRelease", "helm.toolkit.fluxcd.io"):
         chart = _mapping(_mapping(obj.spec.get("chart")).get("spec"))
         if chart.get("chart") == OPERATOR_CHART:
-            installs.append(ChartInstall(obj, str(chart.get("version", "")), ("spec", "chart", "spec", "version")))
+            installs.append(
+                ChartInstall(obj, str(chart.get("version", "")), ("spec", "chart", "spec", "version"))
+            )
     for obj in cluster.of_kind("Application", "argoproj.io"):
         sources = obj.spec.get("sources") if isinstance(obj.spec.get("sources"), list) else []
         for index, source in enumerate(sources):
             if isinstance(source, dict) and source.get("chart") == OPERATOR_CHART:
-                installs.append(ChartInstall(obj, str(source.get("targetRevision", "")),
-                                             ("spec", "sources", index, "targetRevision")))
+                installs.append(
+                    ChartInstall(
+                        obj,
+                        str(source.get("targetRevision", "")),
+                        ("spec", "sources", index, "targetRevision"),
+                    )
+                )
         source = _mapping(obj.spec.get("source"))
         if source.get("chart") == OPERATOR_CHART:
-            installs.append(ChartInstall(obj, str(source.get("targetRevision", "")),
-                                         ("spec", "source", "targetRevision")))
+            installs.append(
+                ChartInstall(obj, str(source.get("targetRevision", "")), ("spec", "source", "targetRevision"))
+            )
     return installs
 
 
@@ -642,7 +780,9 @@ def chart_pin_path(cluster: Cluster) -> str:
     return f"clusters/{cluster.name}/{CHART_PIN_FILE}"
 
 
-# --- teams and CUDA ------------------------------------------------------------------------------------------
+# --- teams and CUDA
+# ------------------------------------------------------------------------------------------
+
 
 def teams_on_pool(cluster: Cluster, pool: Pool) -> list[str]:
     """The owning team, and every team whose ClusterQueue may admit work (nominal or borrowing > 0) there."""
@@ -655,13 +795,17 @@ def teams_on_pool(cluster: Cluster, pool: Pool) -> list[str]:
                 flavor = cluster.flavors.get(flavor_quotas.flavor)
                 if flavor is None or pool not in cluster.pools_of_flavor(flavor):
                     continue
-                if any(is_nvidia_resource(q.name) and ((q.nominal or 0) > 0 or (q.borrowing_limit or 0) > 0)
-                       for q in flavor_quotas.resources):
+                if any(
+                    is_nvidia_resource(q.name) and ((q.nominal or 0) > 0 or (q.borrowing_limit or 0) > 0)
+                    for q in flavor_quotas.resources
+                ):
                     teams.add(queue.team)
     return sorted(teams)
 
 
-# --- capacity while a stage drains ---------------------------------------------------------------------------
+# --- capacity while a stage drains
+# ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class DrainMoment:
@@ -670,30 +814,38 @@ class DrainMoment:
     cluster: str
     pool: Pool
     nodes_down: int
-    policy_source: str  # "NVIDIADriver <name>[ (CRD defaults)]", "ClusterPolicy driver.upgradePolicy", "CRD defaults"
+    # "NVIDIADriver <name>[ (CRD defaults)]", "ClusterPolicy driver.upgradePolicy", "CRD defaults"
+    policy_source: str
     auto_upgrade: bool
     online: dict[str, int]  # resource -> devices left online at the worst moment
     production_need: dict[str, float]  # resource -> production queues' nominal quota on the pool
     stalls: bool = False  # maxUnavailable resolves to 0: the operator never takes a node
-    # False for a MIG pool whose layout is missing from the mig-parted config: it exposes nothing we can count,
-    # so there is no shortfall to report (MIG004 names the layout)
+    # False for a MIG pool whose layout is missing from the mig-parted config: it exposes nothing we can
+    # count, so there is no shortfall to report (MIG004 names the layout)
     capacity_known: bool = True
 
     @property
     def shortfalls(self) -> dict[str, tuple[int, float]]:
         if not self.capacity_known:
             return {}
-        return {name: (self.online.get(name, 0), need) for name, need in self.production_need.items()
-                if self.online.get(name, 0) < need}
+        return {
+            name: (self.online.get(name, 0), need)
+            for name, need in self.production_need.items()
+            if self.online.get(name, 0) < need
+        }
 
     def describe(self) -> str:
         gpus_left = self.pool.gpus_per_node * (self.pool.nodes - self.nodes_down)
-        text = (f"{self.nodes_down} of {self.pool.nodes} node(s) out at once, {gpus_left} of {self.pool.gpus} GPUs "
-                f"online")
+        text = (
+            f"{self.nodes_down} of {self.pool.nodes} node(s) out at once, {gpus_left} of "
+            f"{self.pool.gpus} GPUs online"
+        )
         needs = ", ".join(f"{number(need)} {name}" for name, need in sorted(self.production_need.items()))
         if needs and not self.capacity_known:
-            text += (f"; production needs {needs}, and what the pool exposes is unknown (MIG layout "
-                     f"{self.pool.mig_layout} is not in the cluster's mig-parted config)")
+            text += (
+                f"; production needs {needs}, and what the pool exposes is unknown (MIG layout "
+                f"{self.pool.mig_layout} is not in the cluster's mig-parted config)"
+            )
         elif needs:
             left = ", ".join(f"{self.online.get(name, 0)} {name}" for name in sorted(self.production_need))
             text += f"; production needs {needs}, has {left}"
@@ -719,10 +871,10 @@ def uses_nvidia_driver_crd(cluster: Cluster) -> bool:
 def upgrade_policy(cluster: Cluster, driver: NvidiaDriver | None) -> tuple[dict, str]:
     """The driver upgrade policy in force for a pool.
 
-    With the NVIDIADriver CRD on (`driver.useNvidiaDriverCRD`), the operator's upgrade controller reconciles each
-    NVIDIADriver with its own `spec.upgradePolicy` (defaults when unset) and never reads the ClusterPolicy's
-    `driver.upgradePolicy` (NVIDIA/gpu-operator controllers/upgrade_controller.go, `Reconcile` ->
-    `reconcileNVIDIADriverUpgrades`, v26.7.0). With it off, only the ClusterPolicy's `driver.upgradePolicy`
+    With the NVIDIADriver CRD on (`driver.useNvidiaDriverCRD`), the operator's upgrade controller reconciles
+    each NVIDIADriver with its own `spec.upgradePolicy` (defaults when unset) and never reads the
+    ClusterPolicy's `driver.upgradePolicy` (NVIDIA/gpu-operator controllers/upgrade_controller.go, `Reconcile`
+    -> `reconcileNVIDIADriverUpgrades`, v26.7.0). With it off, only the ClusterPolicy's `driver.upgradePolicy`
     counts (`reconcileClusterPolicyDriverUpgrades`; nothing when unset: autoUpgrade false)."""
     if uses_nvidia_driver_crd(cluster):
         if driver is not None and driver.upgrade_policy:
@@ -731,7 +883,9 @@ def upgrade_policy(cluster: Cluster, driver: NvidiaDriver | None) -> tuple[dict,
             return dict(NVIDIADRIVER_DEFAULT_POLICY), f"NVIDIADriver {driver.name} (CRD defaults)"
         return {}, "no NVIDIADriver selects the pool"
     policy = cluster.cluster_policy.spec if cluster.cluster_policy else {}
-    values = (policy.get("driver") or {}).get("upgradePolicy") if isinstance(policy.get("driver"), dict) else None
+    values = (
+        (policy.get("driver") or {}).get("upgradePolicy") if isinstance(policy.get("driver"), dict) else None
+    )
     if isinstance(values, dict) and values:
         return values, "ClusterPolicy driver.upgradePolicy"
     return {}, "CRD defaults"
@@ -761,7 +915,8 @@ def nodes_down_at_once(policy: dict, nodes_in_scope: int, pool_nodes: int) -> tu
 
 
 def production_need(cluster: Cluster, pool: Pool) -> dict[str, float]:
-    """Nominal quota of production-tier ClusterQueues on the flavors that select this pool, per GPU resource."""
+    """Nominal quota of production-tier ClusterQueues on the flavors that select this pool, per GPU
+    resource."""
     need: dict[str, float] = {}
     for entry in quotas.quota_entries(cluster):
         queue = cluster.cluster_queues.get(entry.owner) if entry.kind == "ClusterQueue" else None
@@ -784,18 +939,33 @@ def drain_moments(fleet: Fleet, plan: Plan, stage: Stage) -> list[DrainMoment]:
         driver = drivers[0] if drivers else None
         policy, source = upgrade_policy(cluster, driver)
         if driver is not None and uses_nvidia_driver_crd(cluster):  # each NVIDIADriver has its own budget
-            scope = sum(u.pool.nodes for u in units if u.cluster == unit.cluster
-                        and driver in drivers_of_pool(cluster, u.pool))
+            scope = sum(
+                u.pool.nodes
+                for u in units
+                if u.cluster == unit.cluster and driver in drivers_of_pool(cluster, u.pool)
+            )
         else:  # a cluster-wide policy spreads its budget over every node the stage upgrades in the cluster
             scope = sum(u.pool.nodes for u in units if u.cluster == unit.cluster)
         down, stalls = nodes_down_at_once(policy, scope, unit.pool.nodes)
-        moments.append(DrainMoment(unit.cluster, unit.pool, down, source, bool(policy.get("autoUpgrade", False)),
-                                   unit.pool.capacity_without(down), production_need(cluster, unit.pool), stalls,
-                                   quotas.capacity_known(cluster, unit.pool)))
+        moments.append(
+            DrainMoment(
+                unit.cluster,
+                unit.pool,
+                down,
+                source,
+                bool(policy.get("autoUpgrade", False)),
+                unit.pool.capacity_without(down),
+                production_need(cluster, unit.pool),
+                stalls,
+                quotas.capacity_known(cluster, unit.pool),
+            )
+        )
     return moments
 
 
-# --- status --------------------------------------------------------------------------------------------------
+# --- status
+# --------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class UnitStatus:
@@ -834,8 +1004,12 @@ class StageStatus:
 def stage_status(fleet: Fleet, plans: PlanSet, plan: Plan, now: datetime) -> list[StageStatus]:
     statuses = []
     for stage in plan.stages:
-        units = tuple(UnitStatus(unit, unit_version(fleet, plan, unit), expected_version(plan, stage),
-                                 unit_gpus(fleet, unit)) for unit in stage_units(fleet, plan, stage))
+        units = tuple(
+            UnitStatus(
+                unit, unit_version(fleet, plan, unit), expected_version(plan, stage), unit_gpus(fleet, unit)
+            )
+            for unit in stage_units(fleet, plan, stage)
+        )
         elapsed = None
         if stage.started:
             end = stage.completed or now
@@ -861,12 +1035,16 @@ def soak_blocker(plans: PlanSet, plan: Plan, now: datetime) -> str | None:
     if elapsed < timedelta(0):
         return f"stage {stage.name} is recorded as started in the future ({format_timestamp(stage.started)})"
     if elapsed < required:
-        return (f"stage {stage.name} has soaked {format_duration(elapsed)} of {format_duration(required)} "
-                f"(since {format_timestamp(stage.started)}); {format_duration(required - elapsed)} to go")
+        return (
+            f"stage {stage.name} has soaked {format_duration(elapsed)} of {format_duration(required)} "
+            f"(since {format_timestamp(stage.started)}); {format_duration(required - elapsed)} to go"
+        )
     return None
 
 
-# --- compatibility facts (shared by the rules and the status page) -------------------------------------------
+# --- compatibility facts (shared by the rules and the status page)
+# -------------------------------------------
+
 
 def gpu_support_problems(driver_version: str, pool: Pool, kernel_module_type: str = "auto") -> list[str]:
     """Why `driver_version` cannot run the pool's GPUs (architecture minimum, MIG minimum, open modules)."""
@@ -883,7 +1061,9 @@ def gpu_support_problems(driver_version: str, pool: Pool, kernel_module_type: st
         elif not catalog.driver_at_least(driver_version, model.min_mig_driver):
             problems.append(f"MIG on {model.key} needs driver {model.min_mig_driver} or newer")
     if model.architecture == "blackwell" and kernel_module_type == "proprietary":
-        problems.append(f"{model.key} (Blackwell) runs only the open kernel modules; kernelModuleType is proprietary")
+        problems.append(
+            f"{model.key} (Blackwell) runs only the open kernel modules; kernelModuleType is proprietary"
+        )
     return problems
 
 

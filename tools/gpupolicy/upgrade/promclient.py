@@ -1,12 +1,13 @@
 """A small, defensive client for the Prometheus HTTP API (`/api/v1/query_range`, `/api/v1/rules`).
 
 The URL comes from the user and the answer from a server we do not control, so every call is bounded: one
-deadline for the whole exchange, connect, headers and body (a server that trickles bytes, even header bytes, cannot
-stretch it: the exchange runs in a worker thread that is cut off at the deadline), a cap on the body size, no
-redirects (a redirect would carry the bearer token to another host), and a strict check of the answer's shape
-before anything reads it. Every failure is a `PrometheusError` that says which server and why, never a hang,
-a traceback or a memory blowup. The token comes from an environment variable or a file, never from a flag
-(flags end up in shell history and `ps`). See docs/decisions/0035-rollout-gates-from-prometheus.md.
+deadline for the whole exchange, connect, headers and body (a server that trickles bytes, even header bytes,
+cannot stretch it: the exchange runs in a worker thread that is cut off at the deadline), a cap on the body
+size, no redirects (a redirect would carry the bearer token to another host), and a strict check of the
+answer's shape before anything reads it. Every failure is a `PrometheusError` that says which server and why,
+never a hang, a traceback or a memory blowup. The token comes from an environment variable or a file, never
+from a flag (flags end up in shell history and `ps`). See
+docs/decisions/0035-rollout-gates-from-prometheus.md.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class _Connections:
             connection = cls(host, **kwargs)
             self.opened.append(connection)
             return connection
+
         return make
 
     def abort(self) -> None:
@@ -111,8 +113,13 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
 
 
 class Prometheus:
-    def __init__(self, url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ToolError(f"--prometheus {url!r}: not an http(s) URL")
@@ -124,10 +131,18 @@ class Prometheus:
     # --- the two calls the gates need -------------------------------------------------------------------
 
     def query_range(self, expr: str, start: datetime, end: datetime, step: float) -> list[Series]:
-        params = {"query": expr, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
-                  "step": f"{step:g}"}
+        params = {
+            "query": expr,
+            "start": f"{start.timestamp():.3f}",
+            "end": f"{end.timestamp():.3f}",
+            "step": f"{step:g}",
+        }
         data = self._get("/api/v1/query_range", params)
-        if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        if (
+            not isinstance(data, dict)
+            or data.get("resultType") != "matrix"
+            or not isinstance(data.get("result"), list)
+        ):
             raise self._bad("query_range did not return a matrix")
         return [self._series(item) for item in data["result"]]
 
@@ -142,15 +157,21 @@ class Prometheus:
             rules = group.get("rules") if isinstance(group, dict) else None
             if not isinstance(rules, list):
                 raise self._bad("a rule group has no list of rules")
-            names |= {rule["name"] for rule in rules if isinstance(rule, dict) and isinstance(rule.get("name"), str)
-                      and rule.get("type", "alerting") == "alerting"}
+            names |= {
+                rule["name"]
+                for rule in rules
+                if isinstance(rule, dict)
+                and isinstance(rule.get("name"), str)
+                and rule.get("type", "alerting") == "alerting"
+            }
         return names
 
     # --- plumbing ----------------------------------------------------------------------------------------
 
     def _get(self, path: str, params: dict[str, str]) -> object:
-        request = urllib.request.Request(f"{self.url}{path}?{urllib.parse.urlencode(params)}",
-                                         headers={"Accept": "application/json"})
+        request = urllib.request.Request(
+            f"{self.url}{path}?{urllib.parse.urlencode(params)}", headers={"Accept": "application/json"}
+        )
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
         body = self._fetch(request, path)
@@ -160,7 +181,9 @@ class Prometheus:
             raise self._bad(f"{path} answered with something that is not JSON ({str(exc)[:80]})") from None
         if not isinstance(answer, dict) or answer.get("status") != "success":
             error = answer.get("error") if isinstance(answer, dict) else None
-            raise PrometheusError(f"Prometheus {self.url}{path}: query failed: {str(error)[:300] or 'no status'}")
+            raise PrometheusError(
+                f"Prometheus {self.url}{path}: query failed: {str(error)[:300] or 'no status'}"
+            )
         return answer.get("data")
 
     def _fetch(self, request: urllib.request.Request, path: str) -> bytes:
@@ -171,8 +194,12 @@ class Prometheus:
         where = f"Prometheus {self.url}{path}"
         connections = _Connections()
         outcome: dict[str, object] = {}
-        worker = threading.Thread(target=self._exchange, args=(request, connections, deadline, where, outcome),
-                                  name="prometheus-exchange", daemon=True)
+        worker = threading.Thread(
+            target=self._exchange,
+            args=(request, connections, deadline, where, outcome),
+            name="prometheus-exchange",
+            daemon=True,
+        )
         worker.start()
         worker.join(self.timeout)
         if worker.is_alive():
@@ -182,9 +209,17 @@ class Prometheus:
             raise outcome["error"]  # type: ignore[misc]  # a PrometheusError made in the worker
         return outcome["body"]  # type: ignore[return-value]
 
-    def _exchange(self, request: urllib.request.Request, connections: _Connections, deadline: float, where: str,
-                  outcome: dict[str, object]) -> None:
-        opener = urllib.request.build_opener(_NoRedirects(), _HTTPHandler(connections), _HTTPSHandler(connections))
+    def _exchange(
+        self,
+        request: urllib.request.Request,
+        connections: _Connections,
+        deadline: float,
+        where: str,
+        outcome: dict[str, object],
+    ) -> None:
+        opener = urllib.request.build_opener(
+            _NoRedirects(), _HTTPHandler(connections), _HTTPSHandler(connections)
+        )
         try:
             with opener.open(request, timeout=self.timeout) as response:
                 outcome["body"] = self._read_bounded(response, deadline, where)
@@ -208,24 +243,34 @@ class Prometheus:
                 return b"".join(chunks)
             size += len(chunk)
             if size > self.max_bytes:
-                raise PrometheusError(f"{where}: the answer is larger than {self.max_bytes} bytes; narrow the "
-                                      "query (fewer pools) or raise the limit")
+                raise PrometheusError(
+                    f"{where}: the answer is larger than {self.max_bytes} bytes; narrow "
+                    "the "
+                    "query (fewer pools) or raise the limit"
+                )
             chunks.append(chunk)
 
     def _bad(self, why: str) -> PrometheusError:
         return PrometheusError(f"Prometheus {self.url}: unexpected answer: {why}")
 
     def _series(self, item: object) -> Series:
-        if not isinstance(item, dict) or not isinstance(item.get("metric"), dict) or \
-                not isinstance(item.get("values"), list):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("metric"), dict)
+            or not isinstance(item.get("values"), list)
+        ):
             raise self._bad("a series without metric labels or values")
         labels = item["metric"]
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
             raise self._bad("a series label that is not a string")
         samples = []
         for point in item["values"]:
-            if not (isinstance(point, list) and len(point) == 2 and isinstance(point[0], int | float)
-                    and isinstance(point[1], str)):
+            if not (
+                isinstance(point, list)
+                and len(point) == 2
+                and isinstance(point[0], int | float)
+                and isinstance(point[1], str)
+            ):
                 raise self._bad(f"a sample that is not [time, \"value\"]: {str(point)[:60]}")
             try:
                 value = float(point[1])
@@ -233,7 +278,9 @@ class Prometheus:
                 raise self._bad(f"a sample value that is not a number: {point[1][:40]!r}") from None
             moment = float(point[0])
             if not (math.isfinite(moment) and 0 <= moment <= MAX_TIMESTAMP):  # 1e999 parses as inf
-                raise self._bad(f"a sample time that is not a finite Unix time before year 10000: {str(point[0])[:40]}")
+                raise self._bad(
+                    f"a sample time that is not a finite Unix time before year 10000: {str(point[0])[:40]}"
+                )
             samples.append((moment, value))
         return Series(dict(labels), tuple(samples))
 

@@ -1,15 +1,16 @@
-"""The path a workload takes through a cluster, from `kubectl apply` to a running container, each step with the
-object (file:line) that decides it — the offline answer to "why is my pod pending?".
+"""The path a workload takes through a cluster, from `kubectl apply` to a running container, each step with
+the object (file:line) that decides it — the offline answer to "why is my pod pending?".
 
     admission of the workload -> API-server defaulting of its pods (LimitRange) -> namespace ResourceQuota
-    -> Kueue: integration and namespace, LocalQueue, ClusterQueue -> per pod set: flavor assignment (node labels
+    -> Kueue: integration and namespace, LocalQueue, ClusterQueue -> per pod set: flavor assignment (node
+    labels
     and tolerations injected) -> admission of the pods Kueue starts -> node fit in a pool -> GPU Operator
     components on that pool -> container runtime -> the GPU startup check (init container, `startup.py`)
 
 `trace()` returns a `WorkloadPath`: where each pod set lands (a pool with its resources, or the cluster's CPU
-nodes), or the first step that blocks it, why, and where to change it. Used by `gpupolicy explain`, the WL rules
-that run every example and a team x workload matrix (WL011, WL012), and the generated example pages.
-The steps' sources are cited in `pods.py`, `kueue.py`, `nodes.py` and `operands.py`.
+nodes), or the first step that blocks it, why, and where to change it. Used by `gpupolicy explain`, the WL
+rules that run every example and a team x workload matrix (WL011, WL012), and the generated example pages. The
+steps' sources are cited in `pods.py`, `kueue.py`, `nodes.py` and `operands.py`.
 """
 
 from __future__ import annotations
@@ -54,10 +55,12 @@ class PodSetPath:
     steps: list[Step] = field(default_factory=list)
     flavors: dict[str, str] = field(default_factory=dict)
     pool: str = ""  # the pool it lands on; "" for CPU nodes or when blocked
-    spec: dict = field(default_factory=dict, repr=False)  # the pod spec as started (Kueue's injection included)
+    # the pod spec as started (Kueue's injection included)
+    spec: dict = field(default_factory=dict, repr=False)
     workloads: int = 1  # Kueue workloads of this shape (a Deployment's replicas)
     stray_pools: tuple[str, ...] = ()
-    waits_for: tuple[str, ...] = ()  # full flavors it waits for (the cluster under load): pending, not blocked
+    # full flavors it waits for (the cluster under load): pending, not blocked
+    waits_for: tuple[str, ...] = ()
 
     @property
     def blocked(self) -> Step | None:
@@ -99,7 +102,8 @@ class WorkloadPath:
 
 
 def incomplete(fleet: Fleet, cluster: Cluster) -> bool:
-    """The cluster's model lacks a pool whose pool.yaml failed to load (reported already, YAML/SCHEMA005): paths
+    """The cluster's model lacks a pool whose pool.yaml failed to load (reported already, YAML/SCHEMA005):
+    paths
     through it would report that one cause many times over, so the WL rules skip the cluster."""
     return any(f.node_labels.get(POOL_LABEL) in fleet.invalid_pools for f in cluster.flavors.values())
 
@@ -119,9 +123,9 @@ def misplaced(path: WorkloadPath) -> tuple[str, Location | None]:
 
 
 # Blocking steps whose cause is what the workload asks (the label it names, the resource it requests, what the
-# admission policies refuse in it): the user changes the workload, so a finding belongs at its line.
-# A missing LocalQueue is located at the workload's label already; a LocalQueue pointing nowhere, a selector that
-# leaves the namespace out or a LimitRange default below a request are the fleet's to change.
+# admission policies refuse in it): the user changes the workload, so a finding belongs at its line. A missing
+# LocalQueue is located at the workload's label already; a LocalQueue pointing nowhere, a selector that leaves
+# the namespace out or a LimitRange default below a request are the fleet's to change.
 WORKLOAD_STAGES = ("namespace", "admission", "pod sets")
 
 
@@ -135,7 +139,9 @@ def blame(path: WorkloadPath, own: Location) -> tuple[Location | None, tuple[Loc
     blocked = path.blocked
     if where is None or where.path == own.path:
         return where or own, ()
-    if blocked is not None and (blocked.stage in WORKLOAD_STAGES or "is not covered by ClusterQueue" in blocked.text):
+    if blocked is not None and (
+        blocked.stage in WORKLOAD_STAGES or "is not covered by ClusterQueue" in blocked.text
+    ):
         # a denial of a started pod Kueue changed (flavor injection) is the queue's doing, not the workload's
         if not (blocked.stage == "admission" and blocked.text.startswith("the started pod")):
             return own, (where,)
@@ -147,24 +153,40 @@ def show_requests(requests: dict[str, Decimal]) -> str:
     return ", ".join(f"{kueue._show(r, requests[r])} {r}" for r in order if requests[r])
 
 
-def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace: str | None = None,
-          full: frozenset[str] = frozenset()) -> WorkloadPath:
+def trace(
+    fleet: Fleet,
+    cluster: Cluster,
+    body: dict,
+    locate: Locator,
+    namespace: str | None = None,
+    full: frozenset[str] = frozenset(),
+) -> WorkloadPath:
     """The workload's path through `cluster`; `full` names flavors with no room left (the cluster under load:
     Kueue then tries the next flavor, flavorassigner.go findFlavorForPodSets / shouldTryNextFlavor)."""
     body = copy.deepcopy(body)
     metadata = body["metadata"] = mapping(body.get("metadata"))
     namespace = namespace or str(metadata.get("namespace") or "default")
     metadata["namespace"] = namespace
-    path = WorkloadPath(f"{body.get('kind', '?')} {namespace}/{metadata.get('name', '?')}", cluster.name, namespace)
+    path = WorkloadPath(
+        f"{body.get('kind', '?')} {namespace}/{metadata.get('name', '?')}", cluster.name, namespace
+    )
     labels = namespace_labels(cluster, namespace)
     if labels is None:
-        path.steps.append(Step("namespace", False, f"namespace {namespace} does not exist in {cluster.name}",
-                               locate(("metadata", "namespace"))))
+        path.steps.append(
+            Step(
+                "namespace",
+                False,
+                f"namespace {namespace} does not exist in {cluster.name}",
+                locate(("metadata", "namespace")),
+            )
+        )
         return path
     namespace_body = cluster.namespaces[namespace].obj.body
     chain = chain_of(fleet, cluster)
     body = controllers.kueue_defaulted(body, _kueue_mutates(fleet, body, labels))
-    path.steps += _admit(fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload")
+    path.steps += _admit(
+        fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload"
+    )
     if not path.steps[-1].ok:
         return path
     path.steps += _admit_created(fleet, cluster, chain, body, namespace_body)
@@ -172,18 +194,26 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
         return path
     sets = kueue.pod_sets(body)
     if not sets:  # never a silent "lands": say that nothing could be traced
-        path.steps.append(Step("pod sets", False, f"no pod template with a spec found in this {body.get('kind')}: "
-                                                  "its pods cannot be traced", locate(("spec",))))
+        path.steps.append(
+            Step(
+                "pod sets",
+                False,
+                f"no pod template with a spec found in this {body.get('kind')}: its pods cannot be traced",
+                locate(("spec",)),
+            )
+        )
         return path
     ranges = pods.limit_ranges(cluster, namespace)
     order = _defaulting_order(body)
     for pod_set in sets:
-        pod_set.spec, written, refusals = pods.default_pod_spec(mapping(pod_set.template.get("spec")), ranges,
-                                                                order)
+        pod_set.spec, written, refusals = pods.default_pod_spec(
+            mapping(pod_set.template.get("spec")), ranges, order
+        )
         pod_set.requests = pods.pod_requests(pod_set.spec)
         steps = [_defaulting(fleet, written, refusals, pod_set, locate, order)]
-        path.pod_sets.append(PodSetPath(pod_set.name, pod_set.count, pod_set.requests, steps,
-                                        workloads=pod_set.workloads))
+        path.pod_sets.append(
+            PodSetPath(pod_set.name, pod_set.count, pod_set.requests, steps, workloads=pod_set.workloads)
+        )
     path.steps += _namespace_quota(fleet, cluster, namespace, sets)
     if not path.steps[-1].ok:
         return path
@@ -194,8 +224,9 @@ def trace(fleet: Fleet, cluster: Cluster, body: dict, locate: Locator, namespace
     usage = _used_up(cluster, queue, full)
     for pod_set, pod_set_path in zip(sets, path.pod_sets, strict=True):
         if not pod_set_path.blocked:
-            _run_pod_set(fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate,
-                         full)
+            _run_pod_set(
+                fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate, full
+            )
     return path
 
 
@@ -203,41 +234,62 @@ def _kueue_mutates(fleet: Fleet, body: dict, labels: dict) -> bool:
     """Whether Kueue's webhook for the workload's kind defaults it (jobframework `WorkloadShouldBeSuspended`):
     its integration is on, the namespace is managed, and it names a queue (or every job is managed)."""
     config = kueue.kueue_config(fleet)
-    return (config.manages(str(body.get("kind", ""))) and kueue.namespace_managed(config, labels)
-            and bool(kueue.queue_name(body) or config.manage_without_queue_name))
+    return (
+        config.manages(str(body.get("kind", "")))
+        and kueue.namespace_managed(config, labels)
+        and bool(kueue.queue_name(body) or config.manage_without_queue_name)
+    )
 
 
 def _used_up(cluster: Cluster, queue: ClusterQueue | None, full: frozenset[str]) -> dict:
     """Usage that fills each `full` flavor to the most the queue can use of it (nominal plus borrowing)."""
     if queue is None or not full:
         return {}
-    return {(flavor, resource): Decimal(str(most))
-            for (flavor, resource), (_nominal, most) in flavor_limits(cluster, queue).items() if flavor in full}
+    return {
+        (flavor, resource): Decimal(str(most))
+        for (flavor, resource), (_nominal, most) in flavor_limits(cluster, queue).items()
+        if flavor in full
+    }
 
 
-def _admit(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request, what: str) -> list[Step]:
+def _admit(
+    fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request, what: str
+) -> list[Step]:
     denials = _denials(fleet, cluster, chain, request)
     if not denials:
         return [Step("admission", True, f"{what} passes the cluster's admission policies")]
     # Every denial, not only the first: the user fixes them all in one go (the API server reports each too).
-    return [Step("admission", False, f"{what} is denied by {denial.policy}: {denial.message}",
-                 _policy_location(fleet, cluster, denial)) for denial in denials]
+    return [
+        Step(
+            "admission",
+            False,
+            f"{what} is denied by {denial.policy}: {denial.message}",
+            _policy_location(fleet, cluster, denial),
+        )
+        for denial in denials
+    ]
 
 
-def _admit_created(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict,
-                   namespace_body: dict) -> list[Step]:
+def _admit_created(
+    fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict, namespace_body: dict
+) -> list[Step]:
     """Admission of each object a controller creates from the workload (a JobSet's child Jobs): the API server
     reviews them as their controller's requests, and Kueue reserves the quota whether or not they exist."""
     steps = []
     for created in controllers.created_objects(body):
-        request = cel.Request(object=created.obj, namespace=namespace_body, username=created.username,
-                              groups=created.groups)
+        request = cel.Request(
+            object=created.obj, namespace=namespace_body, username=created.username, groups=created.groups
+        )
         what = f"child {created.obj['kind']} {created.obj['metadata']['name']} (made by {created.username})"
         steps += _admit(fleet, cluster, chain, request, what)
         if not steps[-1].ok:
             denied = steps[-1]
-            steps[-1] = Step(denied.stage, False, f"{denied.text}; Kueue admits the workload and holds its quota, "
-                                                  "and no pod is ever created", denied.where)
+            steps[-1] = Step(
+                denied.stage,
+                False,
+                f"{denied.text}; Kueue admits the workload and holds its quota, and no pod is ever created",
+                denied.where,
+            )
             break
     return steps
 
@@ -245,10 +297,23 @@ def _admit_created(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, bo
 def _denials(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, request: cel.Request) -> list:
     """`chain.denials`, remembered for the run: clusters that render the same policies see the same requests
     (the matrix traces every team on every cluster), and CEL evaluation is most of a trace's cost."""
-    policies = cluster.memo("workpath.policy_digest", lambda: _digest(
-        [o.body for o in cluster.objects if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND)]))
-    key = (policies, _digest([request.object, request.namespace, request.operation, request.old_object,
-                              request.username, list(request.groups)]))
+    policies = cluster.memo(
+        "workpath.policy_digest",
+        lambda: _digest([o.body for o in cluster.objects if o.kind in (cel.POLICY_KIND, cel.BINDING_KIND)]),
+    )
+    key = (
+        policies,
+        _digest(
+            [
+                request.object,
+                request.namespace,
+                request.operation,
+                request.old_object,
+                request.username,
+                list(request.groups),
+            ]
+        ),
+    )
     cache = fleet.memo("workpath.denials", dict)
     if key not in cache:
         cache[key] = chain.denials(request)
@@ -277,22 +342,39 @@ def _defaulting_order(body: dict) -> str:
     return pods.API_SERVER_ORDER if body.get("kind") in POD_BASED_KINDS else pods.KUEUE_ORDER
 
 
-def _defaulting(fleet: Fleet, written: list[pods.Defaulted], refusals: list[pods.Refusal], pod_set: kueue.PodSet,
-                locate: Locator, order: str = pods.API_SERVER_ORDER) -> Step:
+def _defaulting(
+    fleet: Fleet,
+    written: list[pods.Defaulted],
+    refusals: list[pods.Refusal],
+    pod_set: kueue.PodSet,
+    locate: Locator,
+    order: str = pods.API_SERVER_ORDER,
+) -> Step:
     if refusals:
         refusal = refusals[0]
-        where = (fleet.locate(refusal.source, *refusal.source_path) if refusal.source
-                 else locate((*pod_set.template_path, "spec", *refusal.container_path)))
-        who = ("the API server refuses the pod" if order == pods.API_SERVER_ORDER else
-               "Kueue marks the workload inadmissible (it applies LimitRange defaults before copying limits to "
-               "requests, kueue pkg/workload/resources.go AdjustResources, then ValidateResources)")
+        where = (
+            fleet.locate(refusal.source, *refusal.source_path)
+            if refusal.source
+            else locate((*pod_set.template_path, "spec", *refusal.container_path))
+        )
+        who = (
+            "the API server refuses the pod"
+            if order == pods.API_SERVER_ORDER
+            else "Kueue marks the workload inadmissible (it applies LimitRange defaults before copying "
+            "limits to requests, kueue pkg/workload/resources.go AdjustResources, then ValidateResources)"
+        )
         return Step("defaulting", False, f"{who}: {refusal.message}", where)
-    unasked = [w for w in written
-               if w.source is not None and is_nvidia_resource(w.resource) and pods.amount(w.value)]
-    if unasked:  # decision 0024: GPUs defaulted onto containers that asked for none (sidecars, init containers)
+    unasked = [
+        w for w in written if w.source is not None and is_nvidia_resource(w.resource) and pods.amount(w.value)
+    ]
+    # decision 0024: GPUs defaulted onto containers that asked for none (sidecars, init containers)
+    if unasked:
         first = unasked[0]
-        text = "; ".join(f"LimitRange {w.source.name} gives container {w.container} {w.field} {w.resource}: "
-                         f"{w.value}, which it did not ask for" for w in unasked)
+        text = "; ".join(
+            f"LimitRange {w.source.name} gives container {w.container} {w.field} {w.resource}: "
+            f"{w.value}, which it did not ask for"
+            for w in unasked
+        )
         return Step("defaulting", False, text, fleet.locate(first.source, "spec", "limits", first.item))
     others = sorted({f"{w.resource}" for w in written if w.source is not None})
     note = f"LimitRange defaults for {', '.join(others)}" if others else "no LimitRange default applies"
@@ -305,68 +387,135 @@ def _namespace_quota(fleet: Fleet, cluster: Cluster, namespace: str, sets: list[
     for pod_set in sets:
         for resource, quantity in pod_set.requests.items():
             total[resource] = total.get(resource, Decimal(0)) + quantity * pod_set.pods
-    for quota in sorted((o for o in cluster.of_kind("ResourceQuota") if o.namespace == namespace and not o.group),
-                        key=lambda o: o.name):
+    for quota in sorted(
+        (o for o in cluster.of_kind("ResourceQuota") if o.namespace == namespace and not o.group),
+        key=lambda o: o.name,
+    ):
         hard = quota.spec.get("hard") if isinstance(quota.spec.get("hard"), dict) else {}
         for key, value in hard.items():
             resource = str(key).removeprefix("requests.")
             allowed = pods.amount(value)
             need = total.get(resource, Decimal(0))
             if allowed is not None and need > allowed:
-                return [Step("namespace quota", False,
-                             f"ResourceQuota {namespace}/{quota.name} allows {value} {key}; the workload's pods "
-                             f"request {kueue._show(resource, need)}", fleet.locate(quota, "spec", "hard", key))]
+                return [
+                    Step(
+                        "namespace quota",
+                        False,
+                        f"ResourceQuota {namespace}/{quota.name} allows {value} {key}; the workload's "
+                        f"pods request {kueue._show(resource, need)}",
+                        fleet.locate(quota, "spec", "hard", key),
+                    )
+                ]
     return [Step("namespace quota", True, f"within namespace {namespace}'s ResourceQuotas")]
 
 
-def _queue(fleet: Fleet, cluster: Cluster, body: dict, sets: list[kueue.PodSet], labels: dict,
-           locate: Locator) -> tuple[ClusterQueue | None, list[Step]]:
+def _queue(
+    fleet: Fleet, cluster: Cluster, body: dict, sets: list[kueue.PodSet], labels: dict, locate: Locator
+) -> tuple[ClusterQueue | None, list[Step]]:
     kind = str(body.get("kind", ""))
     config = kueue.kueue_config(fleet)
     if not kueue.namespace_managed(config, labels):
-        return None, [Step("queue", True, "Kueue does not manage this namespace: its pods go straight to the "
-                                          "scheduler", config.where)]
+        return None, [
+            Step(
+                "queue",
+                True,
+                "Kueue does not manage this namespace: its pods go straight to the scheduler",
+                config.where,
+            )
+        ]
     name = kueue.queue_name(body)
     if not config.manages(kind):
         pod_labeled = any(kueue.queue_name(s.template) for s in sets)
         if not (config.manages("Pod") and pod_labeled):
-            return None, [Step("queue", True, f"Kueue's integration for {kind} is off: its pods are not queued "
-                                              "and go straight to the scheduler", config.where)]
+            return None, [
+                Step(
+                    "queue",
+                    True,
+                    f"Kueue's integration for {kind} is off: its pods are not "
+                    "queued "
+                    "and go straight to the scheduler",
+                    config.where,
+                )
+            ]
         name = next(kueue.queue_name(s.template) for s in sets if kueue.queue_name(s.template))
     if not name:
-        return None, [Step("queue", True, "no kueue.x-k8s.io/queue-name label: Kueue leaves it alone",
-                           locate(("metadata", "labels")))]
+        return None, [
+            Step(
+                "queue",
+                True,
+                "no kueue.x-k8s.io/queue-name label: Kueue leaves it alone",
+                locate(("metadata", "labels")),
+            )
+        ]
     namespace = str(body["metadata"]["namespace"])
     local = next((q for q in cluster.local_queues if q.name == name and q.namespace == namespace), None)
     if local is None:
         have = sorted(q.name for q in cluster.local_queues if q.namespace == namespace)
-        offer = (f"namespace {namespace} has LocalQueues {', '.join(have)}" if have
-                 else f"namespace {namespace} has no LocalQueue")
-        return None, [Step("queue", False, f"LocalQueue {namespace}/{name} does not exist: Kueue keeps the "
-                                           f"workload inadmissible ({offer})",
-                           locate(("metadata", "labels", QUEUE_LABEL)))]
+        offer = (
+            f"namespace {namespace} has LocalQueues {', '.join(have)}"
+            if have
+            else f"namespace {namespace} has no LocalQueue"
+        )
+        return None, [
+            Step(
+                "queue",
+                False,
+                f"LocalQueue {namespace}/{name} does not exist: Kueue keeps the "
+                f"workload inadmissible ({offer})",
+                locate(("metadata", "labels", QUEUE_LABEL)),
+            )
+        ]
     return _cluster_queue(fleet, cluster, local, labels)
 
 
-def _cluster_queue(fleet: Fleet, cluster: Cluster, local: LocalQueue,
-                   labels: dict) -> tuple[ClusterQueue | None, list[Step]]:
+def _cluster_queue(
+    fleet: Fleet, cluster: Cluster, local: LocalQueue, labels: dict
+) -> tuple[ClusterQueue | None, list[Step]]:
     queue = cluster.cluster_queues.get(local.cluster_queue)
     if queue is None:
-        return None, [Step("queue", False, f"LocalQueue {local.namespace}/{local.name} points at ClusterQueue "
-                                           f"{local.cluster_queue}, which does not exist",
-                           fleet.locate(local.obj, "spec", "clusterQueue"))]
+        return None, [
+            Step(
+                "queue",
+                False,
+                f"LocalQueue {local.namespace}/{local.name} points at "
+                f"ClusterQueue {local.cluster_queue}, which does not exist",
+                fleet.locate(local.obj, "spec", "clusterQueue"),
+            )
+        ]
     selector = queue.namespace_selector
     if selector is None or not label_selector_matches(selector, labels):
-        return None, [Step("queue", False, f"ClusterQueue {queue.name}'s namespaceSelector does not select "
-                                           f"namespace {local.namespace}: the workload stays inadmissible",
-                           fleet.locate(queue.obj, "spec", "namespaceSelector"))]
-    return queue, [Step("queue", True, f"LocalQueue {local.namespace}/{local.name} -> ClusterQueue {queue.name}",
-                        fleet.locate(local.obj, "spec", "clusterQueue"))]
+        return None, [
+            Step(
+                "queue",
+                False,
+                f"ClusterQueue {queue.name}'s namespaceSelector does not select "
+                f"namespace {local.namespace}: the workload stays inadmissible",
+                fleet.locate(queue.obj, "spec", "namespaceSelector"),
+            )
+        ]
+    return queue, [
+        Step(
+            "queue",
+            True,
+            f"LocalQueue {local.namespace}/{local.name} -> ClusterQueue {queue.name}",
+            fleet.locate(local.obj, "spec", "clusterQueue"),
+        )
+    ]
 
 
-def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body: dict, namespace_body: dict,
-                 queue: ClusterQueue | None, pod_set: kueue.PodSet, path: PodSetPath, usage: dict,
-                 locate: Locator, full: frozenset[str] = frozenset()) -> None:
+def _run_pod_set(
+    fleet: Fleet,
+    cluster: Cluster,
+    chain: cel.AdmissionChain,
+    body: dict,
+    namespace_body: dict,
+    queue: ClusterQueue | None,
+    pod_set: kueue.PodSet,
+    path: PodSetPath,
+    usage: dict,
+    locate: Locator,
+    full: frozenset[str] = frozenset(),
+) -> None:
     spec = pod_set.spec
     if queue is not None:
         total = {r: q * pod_set.count for r, q in pod_set.requests.items()}
@@ -380,16 +529,26 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
         path.flavors = assignment.flavors
         spec = kueue.inject(spec, [cluster.flavors[f] for f in dict.fromkeys(assignment.flavors.values())])
     path.spec = spec
-    admitted = _admit(fleet, cluster, chain, _started_pod(body, pod_set, spec, namespace_body, queue),
-                      "the started pod" if queue is not None else "the pod")
+    admitted = _admit(
+        fleet,
+        cluster,
+        chain,
+        _started_pod(body, pod_set, spec, namespace_body, queue),
+        "the started pod" if queue is not None else "the pod",
+    )
     gpu_flavor = _gpu_flavor_on_cpu_pods(cluster, path)
     if queue is not None and gpu_flavor:
-        consequence = admitted[0].text if not admitted[0].ok else "its pods hold GPU nodes without using a GPU"
-        path.steps[-1] = Step("flavor assignment", False,
-                              f"the pod set requests no GPU, yet ClusterQueue {queue.name} gives it GPU flavor "
-                              f"{gpu_flavor} (the first flavor of its resource group with room for its cpu/memory); Kueue "
-                              f"injects that flavor's node labels and tolerations, so {consequence}",
-                              _flavor_list_location(fleet, queue, gpu_flavor))
+        consequence = (
+            admitted[0].text if not admitted[0].ok else ("its pods hold GPU nodes without using a GPU")
+        )
+        path.steps[-1] = Step(
+            "flavor assignment",
+            False,
+            f"the pod set requests no GPU, yet ClusterQueue {queue.name} gives it GPU "
+            f"flavor {gpu_flavor} (the first flavor of its resource group with room for its cpu/memory); "
+            f"Kueue injects that flavor's node labels and tolerations, so {consequence}",
+            _flavor_list_location(fleet, queue, gpu_flavor),
+        )
         return
     path.steps += admitted
     if not path.steps[-1].ok:
@@ -407,19 +566,31 @@ def _run_pod_set(fleet: Fleet, cluster: Cluster, chain: cel.AdmissionChain, body
         path.steps.append(Step("node fit", True, fit.reason, fit.where))
         return
     path.pool = fit.pool.name
-    path.steps.append(Step("node fit", True, f"fits a node of pool {fit.pool.name}",
-                           fleet.locate_file(fit.pool.path, "spec")))
-    path.steps += [Step("GPU Operator", c.ok, c.text, c.where) for c in operands.operands_on(fleet, cluster, fit.pool)]
+    path.steps.append(
+        Step(
+            "node fit", True, f"fits a node of pool {fit.pool.name}", fleet.locate_file(fit.pool.path, "spec")
+        )
+    )
+    path.steps += [
+        Step("GPU Operator", c.ok, c.text, c.where) for c in operands.operands_on(fleet, cluster, fit.pool)
+    ]
     check = operands.runtime(fleet, cluster, spec)
     path.steps.append(Step("runtime", check.ok, check.text, check.where))
     path.steps.append(Step("startup check", *startup_step(fleet, fit.pool, spec)))
 
 
-def _node_fit_culprit(fleet: Fleet, cluster: Cluster, pod_set: kueue.PodSet, path: PodSetPath, fit: nodes.NodeFit,
-                      locate: Locator) -> Location | None:
+def _node_fit_culprit(
+    fleet: Fleet,
+    cluster: Cluster,
+    pod_set: kueue.PodSet,
+    path: PodSetPath,
+    fit: nodes.NodeFit,
+    locate: Locator,
+) -> Location | None:
     """What to change when no node fits: the pod's own node selector (e.g. a product label without the -SHARED
-    suffix GPU feature discovery gives time-sliced GPUs), else the flavor whose labels no pool carries, else the
-    pod's resource requests (too big for every node). An untolerated taint: the flavor whose tolerations Kueue
+    suffix GPU feature discovery gives time-sliced GPUs), else the flavor whose labels no pool carries, else
+    the pod's resource requests (too big for every node). An untolerated taint: the flavor whose tolerations
+    Kueue
     gave the pod, else the pool's taint."""
     flavors = [cluster.flavors[f] for f in dict.fromkeys(path.flavors.values())]
     if fit.untolerated:
@@ -437,7 +608,9 @@ def _gpu_flavor_on_cpu_pods(cluster: Cluster, path: PodSetPath) -> str:
     """The GPU flavor a pod set without GPU requests was given (Kueue issue 4 of the workload-path audit)."""
     if path.wants_gpu:
         return ""
-    return next((f for f in dict.fromkeys(path.flavors.values()) if cluster.pools_of_flavor(cluster.flavors[f])), "")
+    return next(
+        (f for f in dict.fromkeys(path.flavors.values()) if cluster.pools_of_flavor(cluster.flavors[f])), ""
+    )
 
 
 def _flavor_list_location(fleet: Fleet, queue: ClusterQueue, flavor: str) -> Location | None:
@@ -451,12 +624,21 @@ def _flavor_list_location(fleet: Fleet, queue: ClusterQueue, flavor: str) -> Loc
 def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment: kueue.Assignment) -> Step:
     if assignment.waits:
         group = ("resourceGroups", assignment.group, "flavors")
-        return Step("flavor assignment", True,
-                    f"waits: {assignment.failure}. Kueue keeps the workload pending until flavor "
-                    f"{', '.join(assignment.waits)} has room again (workloads finish or are preempted) and gives it "
-                    "no other flavor", fleet.locate(queue.obj, "spec", *group))
+        return Step(
+            "flavor assignment",
+            True,
+            f"waits: {assignment.failure}. Kueue keeps the workload pending until flavor "
+            f"{', '.join(assignment.waits)} has room again (workloads finish or are preempted) and "
+            "gives it "
+            "no other flavor",
+            fleet.locate(queue.obj, "spec", *group),
+        )
     if assignment.failure:
-        group = ("resourceGroups", assignment.group, "flavors") if assignment.group is not None else ("resourceGroups",)
+        group = (
+            ("resourceGroups", assignment.group, "flavors")
+            if assignment.group is not None
+            else ("resourceGroups",)
+        )
         return Step("flavor assignment", False, assignment.failure, fleet.locate(queue.obj, "spec", *group))
     if not assignment.flavors:
         return Step("flavor assignment", True, f"ClusterQueue {queue.name}: requests nothing it covers")
@@ -467,21 +649,32 @@ def _flavor_step(fleet: Fleet, cluster: Cluster, queue: ClusterQueue, assignment
         resources = ", ".join(r for r, f in assignment.flavors.items() if f == flavor)
         borrows = any(a.flavor == flavor and a.borrows for a in assignment.attempts)
         injected = ", ".join(f"{k}={v}" for k, v in flavor_obj.node_labels.items()) or "no node labels"
-        parts.append(f"flavor {flavor} for {resources}{' (borrowing)' if borrows else ''}: injects {injected}"
-                     f"{' and ' + str(len(flavor_obj.tolerations)) + ' toleration(s)' if flavor_obj.tolerations else ''}")
+        parts.append(
+            f"flavor {flavor} for {resources}{' (borrowing)' if borrows else ''}: injects {injected}"
+            + (f" and {len(flavor_obj.tolerations)} toleration(s)" if flavor_obj.tolerations else "")
+        )
     skipped = [f"{a.flavor} ({a.reason})" for a in assignment.attempts if a.reason]
     if skipped:
         parts.append("tried first: " + ", ".join(skipped))
     first = next(iter(chosen))
-    return Step("flavor assignment", True, f"ClusterQueue {queue.name}: " + "; ".join(parts),
-                fleet.locate(cluster.flavors[first].obj, "spec"))
+    return Step(
+        "flavor assignment",
+        True,
+        f"ClusterQueue {queue.name}: " + "; ".join(parts),
+        fleet.locate(cluster.flavors[first].obj, "spec"),
+    )
 
 
-def _started_pod(body: dict, pod_set: kueue.PodSet, spec: dict, namespace_body: dict,
-                 queue: ClusterQueue | None) -> cel.Request:
+def _started_pod(
+    body: dict, pod_set: kueue.PodSet, spec: dict, namespace_body: dict, queue: ClusterQueue | None
+) -> cel.Request:
     metadata = dict(mapping(pod_set.template.get("metadata")))
-    metadata.update({"name": f"{(body.get('metadata') or {}).get('name', 'workload')}-{pod_set.name}",
-                     "namespace": body["metadata"]["namespace"]})
+    metadata.update(
+        {
+            "name": f"{(body.get('metadata') or {}).get('name', 'workload')}-{pod_set.name}",
+            "namespace": body["metadata"]["namespace"],
+        }
+    )
     # A Deployment's and a StatefulSet's pods carry what their controllers add (controllers.py)
     metadata = controllers.started_pod_metadata(body) or metadata
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
@@ -490,10 +683,20 @@ def _started_pod(body: dict, pod_set: kueue.PodSet, spec: dict, namespace_body: 
         pod = {**copy.deepcopy(body), "spec": spec}
     if queue is not None and kind in kueue.POD_KINDS:  # created gated, then updated by Kueue when admitted
         old = {**pod, "spec": pod_set.spec}
-        return cel.Request(object=pod, namespace=namespace_body, operation="UPDATE", old_object=old,
-                           username=KUEUE_SERVICE_ACCOUNT, groups=("system:serviceaccounts", "system:authenticated"))
-    return cel.Request(object=pod, namespace=namespace_body, username=cel.pod_creator(kind),
-                       groups=("system:serviceaccounts", "system:authenticated"))
+        return cel.Request(
+            object=pod,
+            namespace=namespace_body,
+            operation="UPDATE",
+            old_object=old,
+            username=KUEUE_SERVICE_ACCOUNT,
+            groups=("system:serviceaccounts", "system:authenticated"),
+        )
+    return cel.Request(
+        object=pod,
+        namespace=namespace_body,
+        username=cel.pod_creator(kind),
+        groups=("system:serviceaccounts", "system:authenticated"),
+    )
 
 
 def example_locator(document) -> Locator:
@@ -505,4 +708,14 @@ def object_locator(fleet: Fleet, obj: K8sObject) -> Locator:
     return lambda field_path: fleet.locate(obj, *field_path)
 
 
-__all__ = ["PodSetPath", "Step", "WorkloadPath", "blame", "example_locator", "incomplete", "misplaced", "object_locator", "trace"]
+__all__ = [
+    "PodSetPath",
+    "Step",
+    "WorkloadPath",
+    "blame",
+    "example_locator",
+    "incomplete",
+    "misplaced",
+    "object_locator",
+    "trace",
+]

@@ -6,14 +6,15 @@ gives each pod set, as kubernetes-sigs/kueue v0.19 does it. Sources read (tag v0
   the head and each worker group; a LeaderWorkerSet group a leader and size-1 workers; a Deployment's pods are
   each a workload of one pod; a StatefulSet is a pod group of its replicas);
 - `pkg/scheduler/flavorassigner/flavorassigner.go` `assignFlavors`, `findFlavorForPodSets`,
-  `checkFlavorForPodSets`, `fitsResourceQuota`, `shouldTryNextFlavor`: each requested resource's resource group
-  is searched flavor by flavor in order; a flavor is skipped when the pod set does not tolerate one of the
-  flavor's nodeTaints (its own tolerations plus the flavor's) or its node selector (restricted to the flavor's
-  label keys) does not match the flavor's nodeLabels; every resource of the group must fit the flavor's quota,
-  counting the pod sets already assigned; a resource no group covers makes the workload inadmissible unless it
-  is requested at zero (#8079); with `whenCanBorrow: TryNextFlavor` a flavor that fits only by borrowing is kept
-  as a fallback while later flavors are tried;
-- `pkg/podset/podset.go` `FromAssignment`, `Merge`: an admitted pod set gets the flavor's nodeLabels in its node
+  `checkFlavorForPodSets`, `fitsResourceQuota`, `shouldTryNextFlavor`: each requested resource's resource
+  group is searched flavor by flavor in order; a flavor is skipped when the pod set does not tolerate one of
+  the flavor's nodeTaints (its own tolerations plus the flavor's) or its node selector (restricted to the
+  flavor's label keys) does not match the flavor's nodeLabels; every resource of the group must fit the
+  flavor's quota, counting the pod sets already assigned; a resource no group covers makes the workload
+  inadmissible unless it is requested at zero (#8079); with `whenCanBorrow: TryNextFlavor` a flavor that fits
+  only by borrowing is kept as a fallback while later flavors are tried;
+- `pkg/podset/podset.go` `FromAssignment`, `Merge`: an admitted pod set gets the flavor's nodeLabels in its
+  node
   selector and the flavor's tolerations appended.
 
 The model is static: the cluster is empty, so a pod set fits a flavor when its request fits the nominal quota
@@ -37,18 +38,29 @@ from .nodes import node_affinity_matches
 
 # Workload kind -> Kueue integration name (`integrations.frameworks` of the Configuration).
 FRAMEWORKS = {
-    "Job": "batch/job", "CronJob": "batch/job", "JobSet": "jobset.x-k8s.io/jobset",
-    "PyTorchJob": "kubeflow.org/pytorchjob", "RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster",
-    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/leaderworkerset", "TrainJob": "trainer.kubeflow.org/trainjob",
-    "Deployment": "deployment", "StatefulSet": "statefulset", "Pod": "pod",
+    "Job": "batch/job",
+    "CronJob": "batch/job",
+    "JobSet": "jobset.x-k8s.io/jobset",
+    "PyTorchJob": "kubeflow.org/pytorchjob",
+    "RayJob": "ray.io/rayjob",
+    "RayCluster": "ray.io/raycluster",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/leaderworkerset",
+    "TrainJob": "trainer.kubeflow.org/trainjob",
+    "Deployment": "deployment",
+    "StatefulSet": "statefulset",
+    "Pod": "pod",
 }
-POD_KINDS = ("Pod", "Deployment", "StatefulSet")  # pods are created gated, then updated by Kueue when admitted
+# pods are created gated, then updated by Kueue when admitted
+POD_KINDS = ("Pod", "Deployment", "StatefulSet")
 
 
 # Kueue's defaults for an unset Configuration field (apis/config/v1beta2/defaults.go, v0.19.2).
 DEFAULT_FRAMEWORKS = ("batch/job",)
-DEFAULT_NAMESPACE_SELECTOR = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                                                    "values": ["kube-system", "kueue-system"]}]}
+DEFAULT_NAMESPACE_SELECTOR = {
+    "matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}
+    ]
+}
 
 
 @dataclass(frozen=True)
@@ -85,7 +97,8 @@ class PodSet:
 
 
 def kueue_config(fleet: Fleet) -> KueueConfig:
-    """The Kueue Configuration every cluster runs (one values file for the fleet); Kueue's defaults without one."""
+    """The Kueue Configuration every cluster runs (one values file for the fleet); Kueue's defaults without
+    one."""
     return fleet.memo("workpath.kueue_config", lambda: _read_config(fleet))
 
 
@@ -97,13 +110,19 @@ def _read_config(fleet: Fleet) -> KueueConfig:
     frameworks = integrations.get("frameworks") if isinstance(integrations.get("frameworks"), list) else []
     selector = config.get("managedJobsNamespaceSelector")
     resources = config.get("resources") if isinstance(config.get("resources"), dict) else {}
-    prefixes = resources.get("excludeResourcePrefixes") if isinstance(resources.get("excludeResourcePrefixes"),
-                                                                      list) else []
-    return KueueConfig(tuple(str(f) for f in frameworks) or DEFAULT_FRAMEWORKS,
-                       config.get("manageJobsWithoutQueueName") is True,
-                       selector if isinstance(selector, dict) else DEFAULT_NAMESPACE_SELECTOR,
-                       resources.get("quotaCheckStrategy") == "IgnoreUndeclared",
-                       tuple(str(p) for p in prefixes), where)
+    prefixes = (
+        resources.get("excludeResourcePrefixes")
+        if isinstance(resources.get("excludeResourcePrefixes"), list)
+        else []
+    )
+    return KueueConfig(
+        tuple(str(f) for f in frameworks) or DEFAULT_FRAMEWORKS,
+        config.get("manageJobsWithoutQueueName") is True,
+        selector if isinstance(selector, dict) else DEFAULT_NAMESPACE_SELECTOR,
+        resources.get("quotaCheckStrategy") == "IgnoreUndeclared",
+        tuple(str(p) for p in prefixes),
+        where,
+    )
 
 
 def _int(value: Any, default: int) -> int:
@@ -129,7 +148,9 @@ def _name_and_count(kind: Any, spec: dict, path: tuple) -> tuple[str, int]:
     if kind == "JobSet":
         job = mappings(spec.get("replicatedJobs"))[path[2]]
         job_spec = (job.get("template") or {}).get("spec") or {}
-        return str(job.get("name", path[2])), _int(job.get("replicas"), 1) * _int(job_spec.get("parallelism"), 1)
+        return str(job.get("name", path[2])), _int(job.get("replicas"), 1) * _int(
+            job_spec.get("parallelism"), 1
+        )
     if kind == "PyTorchJob":
         role = (spec.get("pytorchReplicaSpecs") or {}).get(path[2]) or {}
         return str(path[2]).lower(), _int(role.get("replicas"), 1)
@@ -152,7 +173,9 @@ def queue_name(body: dict) -> str:
     return str(mapping(mapping(body.get("metadata")).get("labels")).get(QUEUE_LABEL) or "")
 
 
-# --- flavor assignment ---------------------------------------------------------------------------------------
+# --- flavor assignment
+# ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class Attempt:
@@ -187,8 +210,15 @@ def group_of(queue: ClusterQueue, resource: str) -> tuple[int, ResourceGroup] | 
     return None
 
 
-def assign(cluster: Cluster, config: KueueConfig, queue: ClusterQueue, pod_set: PodSet, total: dict[str, Decimal],
-           usage: dict[tuple[str, str], Decimal], full: frozenset[str] = frozenset()) -> Assignment:
+def assign(
+    cluster: Cluster,
+    config: KueueConfig,
+    queue: ClusterQueue,
+    pod_set: PodSet,
+    total: dict[str, Decimal],
+    usage: dict[tuple[str, str], Decimal],
+    full: frozenset[str] = frozenset(),
+) -> Assignment:
     """Flavors for one pod set whose pods together request `total`; `usage` holds what earlier pod sets of the
     same workload took, and gains this pod set's share when it fits. `full` names flavors whose quota `usage`
     fills (the cluster under load): a quota misfit there is marked, so a pod set that only waits is told apart
@@ -203,8 +233,12 @@ def assign(cluster: Cluster, config: KueueConfig, queue: ClusterQueue, pod_set: 
         if found is None:
             if quantity == 0 or config.ignore_undeclared:
                 continue
-            return Assignment(flavors, attempts, f"resource {resource} is not covered by ClusterQueue "
-                                                 f"{queue.name} (no resource group lists it)")
+            return Assignment(
+                flavors,
+                attempts,
+                f"resource {resource} is not covered by ClusterQueue "
+                f"{queue.name} (no resource group lists it)",
+            )
         index, group = found
         if resource in flavors:
             continue
@@ -214,29 +248,47 @@ def assign(cluster: Cluster, config: KueueConfig, queue: ClusterQueue, pod_set: 
             attempt.group = index
         attempts += tried
         if chosen is None:
-            return Assignment(flavors, attempts, f"no flavor of ClusterQueue {queue.name}'s resource group "
-                                                 f"{index + 1} fits: " + "; ".join(
-                                                     f"{a.flavor}: {a.reason}" for a in tried), index)
+            return Assignment(
+                flavors,
+                attempts,
+                f"no flavor of ClusterQueue {queue.name}'s resource group "
+                f"{index + 1} fits: " + "; ".join(f"{a.flavor}: {a.reason}" for a in tried),
+                index,
+            )
         for name, amount in wanted.items():
             flavors[name] = chosen
             usage[(chosen, name)] = usage.get((chosen, name), Decimal(0)) + amount
     return Assignment(flavors, attempts)
 
 
-def _search(cluster: Cluster, queue: ClusterQueue, group: ResourceGroup, pod_set: PodSet,
-            wanted: dict[str, Decimal], usage: dict, try_next_when_borrowing: bool,
-            full: frozenset[str] = frozenset()) -> tuple[str | None, list]:
+def _search(
+    cluster: Cluster,
+    queue: ClusterQueue,
+    group: ResourceGroup,
+    pod_set: PodSet,
+    wanted: dict[str, Decimal],
+    usage: dict,
+    try_next_when_borrowing: bool,
+    full: frozenset[str] = frozenset(),
+) -> tuple[str | None, list]:
     tried: list[Attempt] = []
     fallback = None
     for flavor_quotas in group.flavors:
         name = flavor_quotas.flavor
         mismatch = _flavor_mismatch(cluster, name, pod_set)
         attempt = Attempt(name, mismatch or _quota_misfit(cluster, queue, name, wanted, usage))
-        if name in full and attempt.reason and not mismatch and not _quota_misfit(cluster, queue, name, wanted, {}):
+        if (
+            name in full
+            and attempt.reason
+            and not mismatch
+            and not _quota_misfit(cluster, queue, name, wanted, {})
+        ):
             attempt.full, attempt.reason = True, "no room left (the cluster under load)"
         if not attempt.reason:
-            attempt.borrows = any(usage.get((name, r), 0) + q > flavor_limit(cluster, queue, name, r)[0]
-                                  for r, q in wanted.items())
+            attempt.borrows = any(
+                usage.get((name, r), 0) + q > flavor_limit(cluster, queue, name, r)[0]
+                for r, q in wanted.items()
+            )
         tried.append(attempt)
         if attempt.reason:
             continue
@@ -270,20 +322,24 @@ def _selector_matches(spec: dict, flavor: Flavor) -> bool:
     return node_affinity_matches(spec, flavor.node_labels, keys)
 
 
-def _quota_misfit(cluster: Cluster, queue: ClusterQueue, name: str, wanted: dict[str, Decimal],
-                  usage: dict) -> str:
+def _quota_misfit(
+    cluster: Cluster, queue: ClusterQueue, name: str, wanted: dict[str, Decimal], usage: dict
+) -> str:
     for resource, quantity in wanted.items():
         need = usage.get((name, resource), Decimal(0)) + quantity
         _nominal, most = flavor_limit(cluster, queue, name, resource)
         if need > Decimal(str(most)):
-            return f"{resource}: needs {_show(resource, need)}, the queue can have at most {_show(resource, most)}"
+            return (
+                f"{resource}: needs {_show(resource, need)}, the queue can have at most "
+                f"{_show(resource, most)}"
+            )
     return ""
 
 
 def _show(resource: str, value: Any) -> str:
     value = Decimal(str(value))
-    if resource == "memory" and value >= 2 ** 30:
-        return f"{(value / 2 ** 30).normalize():f}Gi"
+    if resource == "memory" and value >= 2**30:
+        return f"{(value / 2**30).normalize():f}Gi"
     return f"{value.normalize():f}"
 
 
@@ -308,4 +364,6 @@ def namespace_managed(config: KueueConfig, labels: dict) -> bool:
 
 
 def blocking_taints(taints: tuple[Taint, ...], tolerations: list[dict]) -> list[Taint]:
-    return [t for t in taints if t.effect in BLOCKING_EFFECTS and not any(tolerates(x, t) for x in tolerations)]
+    return [
+        t for t in taints if t.effect in BLOCKING_EFFECTS and not any(tolerates(x, t) for x in tolerations)
+    ]

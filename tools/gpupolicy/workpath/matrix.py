@@ -25,11 +25,22 @@ from ..model import MIG_RESOURCE_PREFIX, QUEUE_LABEL, Cluster, Fleet, Namespace
 from . import Step, WorkloadPath, incomplete, misplaced, trace
 
 GPU = "nvidia.com/gpu"
-KINDS = ("training Job", "MIG inference Deployment", "time-sliced notebook", "CPU-only Job",
-         "Job with init container and sidecar", "distributed job with CPU launcher")
-PREFERRED_QUEUE = {"training Job": "training", "MIG inference Deployment": "inference",
-                   "time-sliced notebook": "notebooks", "Job with init container and sidecar": "training",
-                   "distributed job with CPU launcher": "training", "CPU-only Job": "batch"}
+KINDS = (
+    "training Job",
+    "MIG inference Deployment",
+    "time-sliced notebook",
+    "CPU-only Job",
+    "Job with init container and sidecar",
+    "distributed job with CPU launcher",
+)
+PREFERRED_QUEUE = {
+    "training Job": "training",
+    "MIG inference Deployment": "inference",
+    "time-sliced notebook": "notebooks",
+    "Job with init container and sidecar": "training",
+    "distributed job with CPU launcher": "training",
+    "CPU-only Job": "batch",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,11 @@ def _landing(pod_set) -> str:
 def _container(name: str, resources: dict) -> dict:
     requests = {"cpu": "1", "memory": "4Gi", **resources}
     limits = {k: v for k, v in requests.items() if k not in ("cpu",)}
-    return {"name": name, "image": "registry.example/app:1", "resources": {"requests": requests, "limits": limits}}
+    return {
+        "name": name,
+        "image": "registry.example/app:1",
+        "resources": {"requests": requests, "limits": limits},
+    }
 
 
 def _pod_template(queue: str, containers: list[dict], init: list[dict] | None = None) -> dict:
@@ -78,35 +93,73 @@ def workload(kind: str, namespace: str, queue: str, mig: str) -> dict:
     """The manifest of one matrix case (GPU amounts chosen so that any offered pool can take it)."""
     gpu = {GPU: 1}
     if kind == "training Job":
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta("train", namespace, queue),
-                "spec": {"suspend": True, "template": _pod_template(queue, [_container("trainer", gpu)])}}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": _meta("train", namespace, queue),
+            "spec": {"suspend": True, "template": _pod_template(queue, [_container("trainer", gpu)])},
+        }
     if kind == "MIG inference Deployment":
         template = _pod_template(queue, [_container("server", {mig: 1})])
         template["spec"]["restartPolicy"] = "Always"
-        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta("serve", namespace, queue),
-                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "serve"}}, "template": template}}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _meta("serve", namespace, queue),
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "serve"}}, "template": template},
+        }
     if kind == "time-sliced notebook":
         template = _pod_template(queue, [_container("jupyter", gpu)])
         template["spec"]["restartPolicy"] = "Always"
-        return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _meta("notebook", namespace, queue),
-                "spec": {"replicas": 1, "serviceName": "notebook", "selector": {"matchLabels": {"app": "nb"}},
-                         "template": template}}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": _meta("notebook", namespace, queue),
+            "spec": {
+                "replicas": 1,
+                "serviceName": "notebook",
+                "selector": {"matchLabels": {"app": "nb"}},
+                "template": template,
+            },
+        }
     if kind == "CPU-only Job":
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta("prep", namespace, queue),
-                "spec": {"suspend": True, "template": _pod_template(queue, [_container("prep", {})])}}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": _meta("prep", namespace, queue),
+            "spec": {"suspend": True, "template": _pod_template(queue, [_container("prep", {})])},
+        }
     if kind == "Job with init container and sidecar":
         sidecar = {**_container("log-shipper", {}), "restartPolicy": "Always"}
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta("train-sidecar", namespace, queue),
-                "spec": {"suspend": True, "template": _pod_template(
-                    queue, [_container("trainer", gpu)], [_container("fetch-data", {}), sidecar])}}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": _meta("train-sidecar", namespace, queue),
+            "spec": {
+                "suspend": True,
+                "template": _pod_template(
+                    queue, [_container("trainer", gpu)], [_container("fetch-data", {}), sidecar]
+                ),
+            },
+        }
     launcher = _pod_template(queue, [_container("launcher", {})])
     workers = _pod_template(queue, [_container("worker", gpu)])
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": _meta("distributed", namespace, queue),
-            "spec": {"suspend": True, "replicatedJobs": [
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": _meta("distributed", namespace, queue),
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [
                 {"name": "launcher", "replicas": 1, "template": {"spec": {"template": launcher}}},
-                {"name": "workers", "replicas": 1, "template": {"spec": {"parallelism": 2, "completions": 2,
-                                                                         "template": workers}}}]}}
+                {
+                    "name": "workers",
+                    "replicas": 1,
+                    "template": {"spec": {"parallelism": 2, "completions": 2, "template": workers}},
+                },
+            ],
+        },
+    }
 
 
 def _team_queue(cluster: Cluster, namespace: str, kind: str):
@@ -128,10 +181,14 @@ def _mig_profile(cluster: Cluster, queue_name: str) -> str:
     offered: dict[str, float] = {}
     for flavor, quota in queue.quotas() if queue else ():
         if quota.name.startswith(MIG_RESOURCE_PREFIX):
-            offered[quota.name] = offered.get(quota.name, 0) + flavor_limit(cluster, queue, flavor, quota.name)[1]
+            offered[quota.name] = (
+                offered.get(quota.name, 0) + flavor_limit(cluster, queue, flavor, quota.name)[1]
+            )
     if offered and max(offered.values()) > 0:
         return max(sorted(offered), key=lambda r: offered[r])
-    exposed = sorted(r for p in cluster.pools for r, n in p.capacity.items() if r.startswith(MIG_RESOURCE_PREFIX) and n)
+    exposed = sorted(
+        r for p in cluster.pools for r, n in p.capacity.items() if r.startswith(MIG_RESOURCE_PREFIX) and n
+    )
     return exposed[0] if exposed else f"{MIG_RESOURCE_PREFIX}1g.10gb"
 
 
@@ -171,20 +228,29 @@ def _case(fleet: Fleet, cluster: Cluster, namespace: Namespace, kind: str) -> Ca
 
 def _no_local_queue(fleet: Fleet, cluster: Cluster, namespace: Namespace, kind: str) -> WorkloadPath:
     path = WorkloadPath(f"{kind} {namespace.name}", cluster.name, namespace.name)
-    path.steps.append(Step("queue", False, f"namespace {namespace.name} has no LocalQueue: a {kind} of team "
-                                           f"{namespace.team} cannot be queued",
-                           fleet.locate(namespace.obj, "metadata", "name")))
+    path.steps.append(
+        Step(
+            "queue",
+            False,
+            f"namespace {namespace.name} has no LocalQueue: a {kind} of team "
+            f"{namespace.team} cannot be queued",
+            fleet.locate(namespace.obj, "metadata", "name"),
+        )
+    )
     return path
 
 
 def _team_signature(cluster: Cluster, namespace: Namespace) -> str:
     """Everything a matrix case reads that differs between the teams of one cluster — the namespace's labels,
-    LimitRanges and ResourceQuotas, its LocalQueues, their ClusterQueues (resource groups, what each flavor lets
-    the queue use, fungibility, namespace selector) and those flavors — with the team's own names replaced by
-    placeholders. Teams with equal signatures get the same verdicts; a case that lands is traced once for them
-    (a fleet of 100 clusters x 50 identical teams traces 600 cases, not 30,000). A failing case is always
+    LimitRanges and ResourceQuotas, its LocalQueues, their ClusterQueues (resource groups, what each flavor
+    lets the queue use, fungibility, namespace selector) and those flavors — with the team's own names
+    replaced by placeholders. Teams with equal signatures get the same verdicts; a case that lands is traced
+    once for them (a fleet of 100 clusters x 50 identical teams traces 600 cases, not 30,000). A failing case
+    is always
     traced for its own team, so its finding names that team's objects."""
-    local_queues = sorted((q for q in cluster.local_queues if q.namespace == namespace.name), key=lambda q: q.name)
+    local_queues = sorted(
+        (q for q in cluster.local_queues if q.namespace == namespace.name), key=lambda q: q.name
+    )
     queues = []
     for name in sorted({q.cluster_queue for q in local_queues}):
         queue = cluster.cluster_queues.get(name)
@@ -192,15 +258,29 @@ def _team_signature(cluster: Cluster, namespace: Namespace) -> str:
             queues.append(None)
             continue
         groups = [[g.covered_resources, [f.flavor for f in g.flavors]] for g in queue.resource_groups]
-        # Flavors are the cluster's, the same for every team, but a dedicated pool's toleration names its team.
-        tolerations = [cluster.flavors[f].tolerations if f in cluster.flavors else None for f in queue.flavors()]
+        # Flavors are the cluster's, the same for every team, but a dedicated pool's toleration names its
+        # team.
+        tolerations = [
+            cluster.flavors[f].tolerations if f in cluster.flavors else None for f in queue.flavors()
+        ]
         limits = sorted((f, r, str(n), str(m)) for (f, r), (n, m) in flavor_limits(cluster, queue).items())
-        queues.append([queue.name, queue.namespace_selector, queue.obj.spec.get("flavorFungibility"), groups,
-                       limits, tolerations])
-    parts = [namespace.labels,
-             [o.spec for o in cluster.of_kind("LimitRange") if o.namespace == namespace.name],
-             [o.spec for o in cluster.of_kind("ResourceQuota") if o.namespace == namespace.name],
-             [(q.name, q.cluster_queue) for q in local_queues], queues]
+        queues.append(
+            [
+                queue.name,
+                queue.namespace_selector,
+                queue.obj.spec.get("flavorFungibility"),
+                groups,
+                limits,
+                tolerations,
+            ]
+        )
+    parts = [
+        namespace.labels,
+        [o.spec for o in cluster.of_kind("LimitRange") if o.namespace == namespace.name],
+        [o.spec for o in cluster.of_kind("ResourceQuota") if o.namespace == namespace.name],
+        [(q.name, q.cluster_queue) for q in local_queues],
+        queues,
+    ]
     text = json.dumps(parts, sort_keys=True, default=str)
     for own in {namespace.name, namespace.team}:
         text = text.replace(json.dumps(own), '"<team>"')

@@ -66,13 +66,18 @@ def amount(value: object) -> Decimal | None:
 
 
 def limit_ranges(cluster: Cluster, namespace: str) -> list[K8sObject]:
-    return sorted((o for o in cluster.of_kind("LimitRange") if o.namespace == namespace and not o.group),
-                  key=lambda o: o.name)
+    return sorted(
+        (o for o in cluster.of_kind("LimitRange") if o.namespace == namespace and not o.group),
+        key=lambda o: o.name,
+    )
 
 
 def _items(limit_range: K8sObject, kind: str) -> list[tuple[int, dict]]:
-    return [(i, item) for i, item in enumerate(mappings(limit_range.spec.get("limits")))
-            if item.get("type") == kind]
+    return [
+        (i, item)
+        for i, item in enumerate(mappings(limit_range.spec.get("limits")))
+        if item.get("type") == kind
+    ]
 
 
 def _item_defaults(item: dict) -> tuple[dict, dict]:
@@ -96,9 +101,11 @@ def _resources(container: dict) -> dict:
     return resources
 
 
-def default_pod_spec(spec: dict, ranges: list[K8sObject],
-                     order: str = API_SERVER_ORDER) -> tuple[dict, list[Defaulted], list[Refusal]]:
-    """The pod spec as stored (or as Kueue sees it, `order`): defaults written, and the refusals of LimitRanger
+def default_pod_spec(
+    spec: dict, ranges: list[K8sObject], order: str = API_SERVER_ORDER
+) -> tuple[dict, list[Defaulted], list[Refusal]]:
+    """The pod spec as stored (or as Kueue sees it, `order`): defaults written, and the refusals of
+    LimitRanger
     and validation."""
     spec = copy.deepcopy(spec)
     written: list[Defaulted] = []
@@ -113,7 +120,9 @@ def default_pod_spec(spec: dict, ranges: list[K8sObject],
                 for item_index, item in _items(limit_range, "Container"):
                     default, request = _item_defaults(item)
                     written += _fill(resources["limits"], default, name, "limits", limit_range, item_index)
-                    written += _fill(resources["requests"], request, name, "requests", limit_range, item_index)
+                    written += _fill(
+                        resources["requests"], request, name, "requests", limit_range, item_index
+                    )
             written += _limits_as_requests(resources, name)  # LimitRange defaults' limits too (both orders)
             path = (field, index, "resources")
             defaulted = {w.resource: w.source for w in written if w.container == name and w.field == "limits"}
@@ -136,8 +145,9 @@ def _limits_as_requests(resources: dict, container: str) -> list[Defaulted]:
     return added
 
 
-def _fill(section: dict, defaults: dict, container: str, field: str, source: K8sObject,
-          item: int) -> list[Defaulted]:
+def _fill(
+    section: dict, defaults: dict, container: str, field: str, source: K8sObject, item: int
+) -> list[Defaulted]:
     added = []
     for resource, value in defaults.items():
         if resource not in section:
@@ -155,8 +165,13 @@ def _validate(name: str, resources: dict, path: tuple, defaulted: dict[str, K8sO
         extended = is_extended_resource(str(resource))
         if limit is None:
             if extended:
-                refusals.append(Refusal(f"container {name} requests {resource} without a limit (an extended "
-                                        "resource needs a limit equal to its request)", path))
+                refusals.append(
+                    Refusal(
+                        f"container {name} requests {resource} without a limit (an extended "
+                        "resource needs a limit equal to its request)",
+                        path,
+                    )
+                )
             continue
         request, bound = amount(value), amount(limit)
         if request is None or bound is None:
@@ -164,13 +179,26 @@ def _validate(name: str, resources: dict, path: tuple, defaulted: dict[str, K8sO
         source = defaulted.get(resource)
         origin = f" (the limit is LimitRange {source.name}'s default)" if source is not None else ""
         if extended and request != bound:
-            refusals.append(Refusal(f"container {name} requests {value} {resource} but its limit is {limit}{origin} "
-                                    "(extended resources cannot be overcommitted: request must equal limit)", path,
-                                    source, _default_path(source, resource)))
+            refusals.append(
+                Refusal(
+                    f"container {name} requests {value} {resource} but its limit is "
+                    f"{limit}{origin} "
+                    "(extended resources cannot be overcommitted: request must equal limit)",
+                    path,
+                    source,
+                    _default_path(source, resource),
+                )
+            )
         elif request > bound:
-            refusals.append(Refusal(f"container {name} requests {value} {resource}, above its limit {limit}{origin}: "
-                                    f"must be less than or equal to {resource} limit", path,
-                                    source, _default_path(source, resource)))
+            refusals.append(
+                Refusal(
+                    f"container {name} requests {value} {resource}, above its limit "
+                    f"{limit}{origin}: must be less than or equal to {resource} limit",
+                    path,
+                    source,
+                    _default_path(source, resource),
+                )
+            )
     return refusals
 
 
@@ -183,8 +211,9 @@ def _default_path(source: K8sObject | None, resource: str) -> tuple:
     return ("spec", "limits")
 
 
-def _bounds(name: str, resources: dict, item: dict, source: K8sObject, item_index: int,
-            path: tuple) -> list[Refusal]:
+def _bounds(
+    name: str, resources: dict, item: dict, source: K8sObject, item_index: int, path: tuple
+) -> list[Refusal]:
     refusals = []
     for bound, section, too in (("max", "limits", "above"), ("min", "requests", "below")):
         for resource, value in (item.get(bound) or {}).items() if isinstance(item.get(bound), dict) else ():
@@ -193,9 +222,15 @@ def _bounds(name: str, resources: dict, item: dict, source: K8sObject, item_inde
             if have is None or limit is None:
                 continue
             if (have > limit) if bound == "max" else (have < limit):
-                refusals.append(Refusal(f"{name}'s {section} {resource} {_plain(have)} is {too} the "
-                                        f"LimitRange {source.name} {bound} {value}", path, source,
-                                        ("spec", "limits", item_index, bound, resource)))
+                refusals.append(
+                    Refusal(
+                        f"{name}'s {section} {resource} {_plain(have)} is {too} the "
+                        f"LimitRange {source.name} {bound} {value}",
+                        path,
+                        source,
+                        ("spec", "limits", item_index, bound, resource),
+                    )
+                )
     return refusals
 
 
@@ -259,6 +294,11 @@ def container_requests(spec: dict) -> list[tuple[str, tuple, dict[str, Decimal]]
     found = []
     for field in CONTAINER_FIELDS:
         for index, container in enumerate(mappings(spec.get(field))):
-            found.append((str(container.get("name", f"{field}[{index}]")), (field, index, "resources"),
-                          _requests(container)))
+            found.append(
+                (
+                    str(container.get("name", f"{field}[{index}]")),
+                    (field, index, "resources"),
+                    _requests(container),
+                )
+            )
     return found

@@ -3,4 +3,6 @@
 import os
 from pathlib import Path
 
-Path(os.environ.get("HOSTILE_MARKER_DIR", "/nonexistent"), "hook-ran").write_text("the PR's mkdocs hook ran\n")
+Path(os.environ.get("HOSTILE_MARKER_DIR", "/nonexistent"), "hook-ran").write_text(
+    "the PR's mkdocs hook ran\n"
+)

@@ -1,4 +1,5 @@
-"""Hostile pull request: a rule plugin of the pull request's own. Importing it is running PR code, so it leaves
+"""Hostile pull request: a rule plugin of the pull request's own. Importing it is running PR code, so it
+leaves
 a marker where the hostile-PR job (.ci/hostile-pr) looks for one."""
 
 import os

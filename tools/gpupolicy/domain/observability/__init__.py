@@ -36,6 +36,7 @@ HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
 # --- runbooks -------------------------------------------------------------------------------------------
 
+
 def runbook_url(site_url: str, alert_name: str) -> str:
     return f"{runbook_base(site_url)}{alert_name}/"
 
@@ -45,7 +46,7 @@ def runbook_page_for_url(site_url: str, url: str) -> str | None:
     base = runbook_base(site_url)
     if not site_url or not url.startswith(base):
         return None
-    name = url[len(base):].split("#", 1)[0].strip("/")
+    name = url[len(base) :].split("#", 1)[0].strip("/")
     if not name or "/" in name or name.startswith("."):
         return None
     return f"{RUNBOOK_DIR}/{name}.md"
@@ -82,6 +83,7 @@ def parse_runbook(text: str) -> RunbookPage:
 
 
 # --- alerts ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Alert:
@@ -143,10 +145,18 @@ def alerts_in(body: dict, obj: K8sObject | None = None) -> list[Alert]:
     for g_index, group, r_index, rule in _rules_of(body):
         if "alert" not in rule:
             continue
-        alerts.append(Alert(
-            name=str(rule.get("alert") or ""), expr=str(rule.get("expr") or ""), for_=str(rule.get("for") or ""),
-            labels=_str_map(rule.get("labels")), annotations=_str_map(rule.get("annotations")),
-            group=str(group.get("name") or ""), path=("spec", "groups", g_index, "rules", r_index), obj=obj))
+        alerts.append(
+            Alert(
+                name=str(rule.get("alert") or ""),
+                expr=str(rule.get("expr") or ""),
+                for_=str(rule.get("for") or ""),
+                labels=_str_map(rule.get("labels")),
+                annotations=_str_map(rule.get("annotations")),
+                group=str(group.get("name") or ""),
+                path=("spec", "groups", g_index, "rules", r_index),
+                obj=obj,
+            )
+        )
     return alerts
 
 
@@ -165,8 +175,10 @@ def promtool_rule_file(body: dict, keep_annotations: bool = True) -> dict:
     for group in rule_groups(body):
         copy = dict(group)
         if not keep_annotations and isinstance(group.get("rules"), list):
-            copy["rules"] = [{k: v for k, v in rule.items() if k != "annotations"} if isinstance(rule, dict)
-                             else rule for rule in group["rules"]]
+            copy["rules"] = [
+                {k: v for k, v in rule.items() if k != "annotations"} if isinstance(rule, dict) else rule
+                for rule in group["rules"]
+            ]
         groups.append(copy)
     return {"groups": groups}
 
@@ -178,8 +190,10 @@ def locate(fleet: Fleet, obj: K8sObject | None, *path: Any) -> Location:
 
 # --- where a dashboard query is written -------------------------------------------------------------------
 
+
 def dashboard_location(fleet: Fleet, obj: K8sObject, key: str, path: tuple) -> Location:
-    """The line of `path` in the file a generated ConfigMap's `key` comes from; else the key in the manifest."""
+    """The line of `path` in the file a generated ConfigMap's `key` comes from; else the key in the
+    manifest."""
     source = generated_file(fleet, obj, key)
     if source:
         return fleet.locate_file(source, *path)
@@ -215,15 +229,32 @@ def alerts_of_cluster(cluster: Cluster) -> list[Alert]:
 # Words the PromQL lexer treats as keywords; the first group is followed by a label list in parentheses.
 _LABEL_LIST_KEYWORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right"})
 _KEYWORDS = _LABEL_LIST_KEYWORDS | {"and", "or", "unless", "offset", "bool", "atan2", "inf", "nan"}
-_AGGREGATIONS = frozenset({"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
-                           "bottomk", "topk", "quantile", "limitk", "limit_ratio"})
+_AGGREGATIONS = frozenset(
+    {
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
+    }
+)
 _IDENT = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 _NUMBER = re.compile(r"[0-9.][0-9A-Za-z_.]*")  # numbers, hex, durations such as 1h30m
 _NAME_MATCHER = re.compile(r"""__name__\s*=\s*(["'`])([A-Za-z_:][A-Za-z0-9_:]*)\1""")
 
 
 def _skip_string(text: str, start: int) -> int:
-    """Index just past the string literal starting at `start` (backslash escapes honoured, except in `raw`)."""
+    """Index just past the string literal starting at `start` (backslash escapes honoured, except in
+    `raw`)."""
     quote = text[start]
     i = start + 1
     while i < len(text):
@@ -324,6 +355,7 @@ def _identifier(expr: str, start: int, names: list[str]) -> int:
 
 # --- the DCGM exporter counters file --------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class DcgmCounter:
     field: str
@@ -347,7 +379,8 @@ class DcgmConfig:
 
 
 def parse_dcgm_csv(text: str) -> DcgmConfig:
-    """Parse a dcgm-exporter collectors file: `DCGM field, Prometheus type, help`; `#` starts a comment line."""
+    """Parse a dcgm-exporter collectors file: `DCGM field, Prometheus type, help`; `#` starts a comment
+    line."""
     config = DcgmConfig()
     seen: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -360,11 +393,14 @@ def parse_dcgm_csv(text: str) -> DcgmConfig:
             continue
         name, prom_type = parts[0], parts[1].lower()
         if not name.startswith(DCGM_PREFIXES):
-            config.problems.append((number, f"{name!r} is not a DCGM field (DCGM_FI_...) or exporter field "
-                                            "(DCGM_EXP_...)"))
+            config.problems.append(
+                (number, f"{name!r} is not a DCGM field (DCGM_FI_...) or exporter field (DCGM_EXP_...)")
+            )
             continue
         if prom_type not in DCGM_TYPES:
-            config.problems.append((number, f"{name}: type {parts[1]!r} is not one of {', '.join(DCGM_TYPES)}"))
+            config.problems.append(
+                (number, f"{name}: type {parts[1]!r} is not one of {', '.join(DCGM_TYPES)}")
+            )
             continue
         if name in seen:
             config.problems.append((number, f"{name} is listed twice (first on line {seen[name]})"))
@@ -397,6 +433,7 @@ def dcgm_config_of(cluster: Cluster) -> DcgmConfig | None:
 
 # --- Grafana dashboards ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PanelQuery:
     panel: str  # panel title, or "variable <name>" for a templating query
@@ -424,9 +461,9 @@ def dashboards_of(cluster: Cluster) -> list[Dashboard]:
     return found
 
 
-# Bounds on a dashboard, checked before anything walks it: the API server's limit on a ConfigMap's data (1 MiB,
-# core.MaxSecretSize), and a nesting depth far above Grafana's own (dashboard > rows > panels > targets is
-# about 8 levels) that keeps every walk of it well inside Python's recursion limit.
+# Bounds on a dashboard, checked before anything walks it: the API server's limit on a ConfigMap's data (1
+# MiB, core.MaxSecretSize), and a nesting depth far above Grafana's own (dashboard > rows > panels > targets
+# is about 8 levels) that keeps every walk of it well inside Python's recursion limit.
 MAX_DASHBOARD_BYTES = 1024 * 1024
 MAX_DASHBOARD_DEPTH = 64
 
@@ -436,7 +473,9 @@ def _dashboard(obj: K8sObject, key: str, text: Any) -> Dashboard:
         return Dashboard(obj, key, None, "value is not a string")
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_DASHBOARD_BYTES:
-        return Dashboard(obj, key, None, f"{size:,} bytes, more than a ConfigMap holds ({MAX_DASHBOARD_BYTES:,})")
+        return Dashboard(
+            obj, key, None, f"{size:,} bytes, more than a ConfigMap holds ({MAX_DASHBOARD_BYTES:,})"
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -479,8 +518,13 @@ def dashboard_queries(dashboard: dict) -> list[PanelQuery]:
             query = variable.get("query")
             text = query.get("query") if isinstance(query, dict) else query
             if isinstance(text, str) and text.strip():
-                queries.append(PanelQuery(f"variable {variable.get('name', index)}", _variable_expr(text),
-                                          ("templating", "list", index, "query")))
+                queries.append(
+                    PanelQuery(
+                        f"variable {variable.get('name', index)}",
+                        _variable_expr(text),
+                        ("templating", "list", index, "query"),
+                    )
+                )
     return queries
 
 
@@ -526,6 +570,7 @@ def _variable_expr(query: str) -> str:
 
 # --- the metric catalog ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class MetricSource:
     name: str
@@ -547,8 +592,13 @@ _CQ_RESOURCES = "needs Kueue metrics.enableClusterQueueResources: true"
 DOCUMENTED_METRICS: tuple[MetricSource, ...] = (
     MetricSource("up", _PROM, "gauge", "1 when the last scrape of a target succeeded, 0 when it failed"),
     MetricSource("scrape_duration_seconds", _PROM, "gauge", "how long the last scrape of a target took"),
-    MetricSource("kube_node_labels", _KSM, "gauge", "node labels as label_<key>; only allowlisted keys",
-                 "needs --metric-labels-allowlist=nodes=[...]"),
+    MetricSource(
+        "kube_node_labels",
+        _KSM,
+        "gauge",
+        "node labels as label_<key>; only allowlisted keys",
+        "needs --metric-labels-allowlist=nodes=[...]",
+    ),
     MetricSource("kube_node_info", _KSM, "gauge", "node facts (kernel, kubelet version)"),
     MetricSource("kube_node_status_condition", _KSM, "gauge", "1 for the node condition's current status"),
     MetricSource("kube_node_status_capacity", _KSM, "gauge", "node capacity per resource"),
@@ -559,14 +609,28 @@ DOCUMENTED_METRICS: tuple[MetricSource, ...] = (
     MetricSource("kube_daemonset_status_current_number_scheduled", _KSM, "gauge", "pods scheduled"),
     MetricSource("kube_daemonset_status_number_ready", _KSM, "gauge", "pods ready"),
     MetricSource("kube_daemonset_status_number_available", _KSM, "gauge", "pods available"),
-    MetricSource("kube_daemonset_status_number_unavailable", _KSM, "gauge", "pods that should run and do not"),
+    MetricSource(
+        "kube_daemonset_status_number_unavailable", _KSM, "gauge", "pods that should run and do not"
+    ),
     MetricSource("kube_pod_info", _KSM, "gauge", "pod facts including its node"),
-    MetricSource("kube_pod_init_container_status_terminated_reason", _KSM, "gauge",
-                 "1 for the reason an init container is terminated now (Completed, Error, OOMKilled, ...)"),
-    MetricSource("kube_pod_init_container_status_last_terminated_reason", _KSM, "gauge",
-                 "1 for the reason of an init container's previous termination"),
-    MetricSource("kube_pod_init_container_status_ready", _KSM, "gauge",
-                 "1 when an init container has completed successfully"),
+    MetricSource(
+        "kube_pod_init_container_status_terminated_reason",
+        _KSM,
+        "gauge",
+        "1 for the reason an init container is terminated now (Completed, Error, OOMKilled, ...)",
+    ),
+    MetricSource(
+        "kube_pod_init_container_status_last_terminated_reason",
+        _KSM,
+        "gauge",
+        "1 for the reason of an init container's previous termination",
+    ),
+    MetricSource(
+        "kube_pod_init_container_status_ready",
+        _KSM,
+        "gauge",
+        "1 when an init container has completed successfully",
+    ),
     MetricSource("kube_pod_status_phase", _KSM, "gauge", "1 for the pod's phase"),
     MetricSource("kube_pod_container_resource_requests", _KSM, "gauge", "container requests per resource"),
     MetricSource("kube_pod_container_resource_limits", _KSM, "gauge", "container limits per resource"),
@@ -583,36 +647,73 @@ DOCUMENTED_METRICS: tuple[MetricSource, ...] = (
     MetricSource("kueue_cluster_queue_status", _KUEUE, "gauge", "1 for the ClusterQueue's current status"),
     MetricSource("kueue_cluster_queue_info", _KUEUE, "gauge", "ClusterQueue to cohort hierarchy"),
     MetricSource("kueue_cohort_info", _KUEUE, "gauge", "cohort hierarchy"),
-    MetricSource("kueue_cluster_queue_resource_pending", _KUEUE, "gauge", "resources pending workloads ask for"),
+    MetricSource(
+        "kueue_cluster_queue_resource_pending", _KUEUE, "gauge", "resources pending workloads ask for"
+    ),
     MetricSource("kueue_admission_attempts_total", _KUEUE, "counter", "scheduling attempts by result"),
-    MetricSource("kueue_admission_attempt_duration_seconds", _KUEUE, "histogram", "scheduling attempt latency"),
-    MetricSource("kueue_cluster_queue_resource_usage", _KUEUE, "gauge", "admitted usage per flavor and resource",
-                 _CQ_RESOURCES),
-    MetricSource("kueue_cluster_queue_resource_reservation", _KUEUE, "gauge", "reserved quota per flavor",
-                 _CQ_RESOURCES),
-    MetricSource("kueue_cluster_queue_nominal_quota", _KUEUE, "gauge", "nominal quota per flavor and resource",
-                 _CQ_RESOURCES),
-    MetricSource("kueue_cluster_queue_borrowing_limit", _KUEUE, "gauge", "borrowing limit (+Inf when unset)",
-                 _CQ_RESOURCES),
+    MetricSource(
+        "kueue_admission_attempt_duration_seconds", _KUEUE, "histogram", "scheduling attempt latency"
+    ),
+    MetricSource(
+        "kueue_cluster_queue_resource_usage",
+        _KUEUE,
+        "gauge",
+        "admitted usage per flavor and resource",
+        _CQ_RESOURCES,
+    ),
+    MetricSource(
+        "kueue_cluster_queue_resource_reservation",
+        _KUEUE,
+        "gauge",
+        "reserved quota per flavor",
+        _CQ_RESOURCES,
+    ),
+    MetricSource(
+        "kueue_cluster_queue_nominal_quota",
+        _KUEUE,
+        "gauge",
+        "nominal quota per flavor and resource",
+        _CQ_RESOURCES,
+    ),
+    MetricSource(
+        "kueue_cluster_queue_borrowing_limit",
+        _KUEUE,
+        "gauge",
+        "borrowing limit (+Inf when unset)",
+        _CQ_RESOURCES,
+    ),
     MetricSource("kueue_cluster_queue_lending_limit", _KUEUE, "gauge", "lending limit", _CQ_RESOURCES),
     MetricSource("kueue_cluster_queue_weighted_share", _KUEUE, "gauge", "fair-sharing share of the queue"),
     MetricSource("kueue_local_queue_pending_workloads", _KUEUE, "gauge", "pending workloads per LocalQueue"),
     MetricSource("gpu_operator_gpu_nodes_total", _OPERATOR, "gauge", "nodes the operator sees as GPU nodes"),
-    MetricSource("gpu_operator_reconciliation_status", _OPERATOR, "gauge",
-                 "1 success, 0 operands not ready, -1 ClusterPolicy unavailable, -2 operator error"),
-    MetricSource("gpu_operator_reconciliation_last_success_ts_seconds", _OPERATOR, "gauge",
-                 "time of the last successful reconciliation"),
+    MetricSource(
+        "gpu_operator_reconciliation_status",
+        _OPERATOR,
+        "gauge",
+        "1 success, 0 operands not ready, -1 ClusterPolicy unavailable, -2 operator error",
+    ),
+    MetricSource(
+        "gpu_operator_reconciliation_last_success_ts_seconds",
+        _OPERATOR,
+        "gauge",
+        "time of the last successful reconciliation",
+    ),
 )
 
 
 def metric_catalog(dcgm: DcgmConfig | None = None, recorded: Iterable[str] = ()) -> dict[str, MetricSource]:
-    """Every metric some exporter provides: the documented list, the enabled DCGM counters, recording rules."""
+    """Every metric some exporter provides: the documented list, the enabled DCGM counters, recording
+    rules."""
     catalog = {source.name: source for source in DOCUMENTED_METRICS}
-    for counter in (dcgm.counters if dcgm else []):
+    for counter in dcgm.counters if dcgm else []:
         if counter.prom_type != "label":
-            catalog[counter.field] = MetricSource(counter.field, "dcgm-exporter", counter.prom_type, counter.help)
+            catalog[counter.field] = MetricSource(
+                counter.field, "dcgm-exporter", counter.prom_type, counter.help
+            )
     for name in recorded:
-        catalog.setdefault(name, MetricSource(name, "recording rule", "gauge", "recorded by a PrometheusRule"))
+        catalog.setdefault(
+            name, MetricSource(name, "recording rule", "gauge", "recorded by a PrometheusRule")
+        )
     return catalog
 
 

@@ -1,12 +1,14 @@
-"""Who answers an alert, how it escalates, and which dashboard panel shows it: the facts each runbook opens with
-(decision 0031).
+"""Who answers an alert, how it escalates, and which dashboard panel shows it: the facts each runbook opens
+with (decision 0031).
 
 - The owner of an alert is the owner of its PrometheusRule: the label `gpupolicy.io/owner` on the object that
   defines the alerts, so the fact lives with them (and Alertmanager can route on it).
-- Each owner's contact and escalation, and the Grafana that serves `policies/observability/dashboards`, are site
+- Each owner's contact and escalation, and the Grafana that serves `policies/observability/dashboards`, are
+  site
   settings next to `site_url`: `extra.oncall` in mkdocs.yml (`siteconfig.read_settings`), since they are the
   organisation's facts, not the cluster's.
-- The dashboard panel of an alert is the panel whose queries share the most metrics with the alert's expression
+- The dashboard panel of an alert is the panel whose queries share the most metrics with the alert's
+  expression
   (`observability.metric_names`); its link opens that panel alone (`viewPanel`) with the dashboard's variables
   set from the alert's labels where the alert has them.
 """
@@ -22,7 +24,8 @@ from . import Alert, dashboard_panels, metric_names, panel_exprs
 
 OWNER_LABEL = "gpupolicy.io/owner"
 SECTION = ("extra", "oncall")
-# The alert label that carries a dashboard variable's value, where the names differ (dcgm-exporter's hostname).
+# The alert label that carries a dashboard variable's value, where the names differ (dcgm-exporter's
+# hostname).
 VARIABLE_LABELS = {"node": ("node", "hostname"), "gpu": ("gpu",), "cluster_queue": ("cluster_queue",)}
 
 
@@ -51,8 +54,12 @@ def oncall_of(data: dict | None, problem: str) -> OnCall:
     section = mapping(mapping(data.get(SECTION[0])).get(SECTION[1]))
     problems = []
     grafana = section.get("grafana_url")
-    if not (isinstance(grafana, str) and urlsplit(grafana).scheme in ("http", "https") and grafana.endswith("/")):
-        problems.append(f"{siteconfig.SITE_CONFIG} extra.oncall.grafana_url is not an absolute http(s) URL ending in /")
+    if not (
+        isinstance(grafana, str) and urlsplit(grafana).scheme in ("http", "https") and grafana.endswith("/")
+    ):
+        problems.append(
+            f"{siteconfig.SITE_CONFIG} extra.oncall.grafana_url is not an absolute http(s) URL ending in /"
+        )
         grafana = ""
     owners = {}
     for name, entry in mapping(section.get("owners")).items():
@@ -81,13 +88,24 @@ class Panel:
 def panels(dashboards: list[dict]) -> list[Panel]:
     found = []
     for data in dashboards:
-        variables = tuple(str(v.get("name")) for v in mapping(data.get("templating")).get("list") or []
-                          if isinstance(v, dict) and v.get("type") == "query")
+        variables = tuple(
+            str(v.get("name"))
+            for v in mapping(data.get("templating")).get("list") or []
+            if isinstance(v, dict) and v.get("type") == "query"
+        )
         for _path, panel in dashboard_panels(data.get("panels")):
             metrics = frozenset(m for _index, expr in panel_exprs(panel) for m in metric_names(expr))
             if metrics and isinstance(panel.get("id"), int) and isinstance(data.get("uid"), str):
-                found.append(Panel(str(data.get("title", data["uid"])), data["uid"], panel["id"],
-                                   str(panel.get("title", "")), variables, metrics))
+                found.append(
+                    Panel(
+                        str(data.get("title", data["uid"])),
+                        data["uid"],
+                        panel["id"],
+                        str(panel.get("title", "")),
+                        variables,
+                        metrics,
+                    )
+                )
     return found
 
 
@@ -103,7 +121,9 @@ def panel_link(grafana_url: str, panel: Panel, alert: Alert) -> tuple[str, list[
     filled = []
     query = f"viewPanel={panel.panel_id}"
     for variable in panel.variables:
-        label = next((name for name in VARIABLE_LABELS.get(variable, (variable,)) if _alert_has(alert, name)), None)
+        label = next(
+            (name for name in VARIABLE_LABELS.get(variable, (variable,)) if _alert_has(alert, name)), None
+        )
         if label:
             query += f"&var-{variable}=<{label}>"
             filled.append(label)

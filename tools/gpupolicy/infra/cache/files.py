@@ -3,13 +3,13 @@
 Parallel runs share a cache, so every write goes through the transactional writer (a temporary file that
 replaces the entry at once); a cache that cannot be written, or an entry that cannot be read, only costs time.
 Every entry starts with a header carrying the payload's length and an HMAC-SHA256 of it under this machine's
-cache key, and every read checks both: a truncated or corrupted entry (a full disk, a crash mid-write on a file
-system without atomic renames, a stray edit) reads as missing, and so does an entry this machine did not write.
-Cache keys are hashes of content anyone can compute, so without the MAC a pull request could ship an entry under
-the key of a file it does not even change (decision 0064). The key is 32 random bytes created on first use,
-mode 0600, outside every repository (`key_file`). Reads are bounded: an entry is opened without following a
-symlink, must be a regular file and at most `MAX_ENTRY_BYTES` long. Structured entries are `marshal` data:
-plain values, nothing that runs code when read.
+cache key, and every read checks both: a truncated or corrupted entry (a full disk, a crash mid-write on a
+file system without atomic renames, a stray edit) reads as missing, and so does an entry this machine did not
+write. Cache keys are hashes of content anyone can compute, so without the MAC a pull request could ship an
+entry under the key of a file it does not even change (decision 0064). The key is 32 random bytes created on
+first use, mode 0600, outside every repository (`key_file`). Reads are bounded: an entry is opened without
+following a symlink, must be a regular file and at most `MAX_ENTRY_BYTES` long. Structured entries are
+`marshal` data: plain values, nothing that runs code when read.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ _HEADER = struct.Struct(">Q32s")  # payload length, HMAC-SHA256 of the payload u
 KEY_FILE_ENV = "GPUPOLICY_CACHE_KEY_FILE"
 KEY_BYTES = 32
 MAX_ENTRY_BYTES = 512 * 1024 * 1024  # the largest render of a 1,000-cluster fleet is ~40 MB; more is not ours
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def key_file() -> Path:
@@ -73,7 +75,9 @@ def source_digest(package: Path) -> str:
     """sha256 over the names and contents of every module and carried schema or data file under `package`
     (a fixed CRD schema changes a verdict as surely as a fixed rule)."""
     digest = hashlib.sha256()
-    for module in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".yaml", ".json") and p.is_file()):
+    for module in sorted(
+        p for p in package.rglob("*") if p.suffix in (".py", ".yaml", ".json") and p.is_file()
+    ):
         digest.update(module.relative_to(package).as_posix().encode() + b"\0" + module.read_bytes())
     return digest.hexdigest()
 

@@ -39,7 +39,8 @@ class ParseCache:
         self.directory = Path(directory) / _salt()
 
     def load_bytes(self, raw: bytes, path: str) -> LoadResult:
-        """`yamlload.parse_source(raw, path)`, from the cache when this name and content were loaded before."""
+        """`yamlload.parse_source(raw, path)`, from the cache when this name and content were loaded
+        before."""
         key = hashlib.blake2b(path.encode() + b"\0" + raw, digest_size=20).hexdigest()
         entry = self.directory / key[:2] / key
         kept = cachefiles.read_value(entry)
@@ -52,18 +53,21 @@ class ParseCache:
         cachefiles.write_value(entry, _freeze(result))
         return result
 
-
     def load_rendered(self, overlay: str, text: str) -> list[Any]:
         """`yamlload.load_rendered(text)` for kubectl's output of an overlay, reusing the objects of the
         documents that are unchanged since the overlay's previous output: a one-pool change re-renders a
         whole cluster, but alters a handful of its hundreds of documents."""
-        memo_file = self.directory / RENDERED_MEMOS / hashlib.blake2b(overlay.encode(), digest_size=16).hexdigest()
+        memo_file = (
+            self.directory / RENDERED_MEMOS / hashlib.blake2b(overlay.encode(), digest_size=16).hexdigest()
+        )
         previous = cachefiles.read_value(memo_file)
         if not isinstance(previous, dict):
             previous = {}
         chunks = _RENDERED_DOCUMENT_SEPARATOR.split(text)
         digests = [hashlib.blake2b(chunk.encode(), digest_size=16).hexdigest() for chunk in chunks]
-        whole = _parse_whole(text, chunks) if sum(d not in previous for d in digests) > len(chunks) // 2 else None
+        whole = (
+            _parse_whole(text, chunks) if sum(d not in previous for d in digests) > len(chunks) // 2 else None
+        )
         objects: list[Any] = []
         current: dict[str, Any] = {}
         for position, (chunk, digest) in enumerate(zip(chunks, digests, strict=True)):
@@ -103,7 +107,9 @@ def _freeze(result: LoadResult) -> tuple:
 def _thaw(frozen: tuple, path: str) -> LoadResult:
     documents, findings = frozen
     return LoadResult(
-        documents=[Document(path=path, index=index, line=line, data=data, lines=lines)
-                   for index, line, data, lines in documents],
-        findings=[Finding.from_tuple(values) for values in findings])
-
+        documents=[
+            Document(path=path, index=index, line=line, data=data, lines=lines)
+            for index, line, data, lines in documents
+        ],
+        findings=[Finding.from_tuple(values) for values in findings],
+    )

@@ -37,7 +37,8 @@ PARSED = "parsed"  # strict-load results, under a folder per loader version (par
 GRAPHS = "graphs"  # kept kustomize graphs, beside the strict-load results of the same version
 SCHEMAS = "schemas"  # prepared core schemas, beside them too
 REVIEWS = "reviews"  # admission verdicts, beside them too (their keys carry their own salt)
-MAX_PREPARED_SCHEMA_BYTES = 4 * 1024 * 1024  # the largest prepared schema is ~0.5 MB; all definitions are 1.4 MB
+# the largest prepared schema is ~0.5 MB; all definitions are 1.4 MB
+MAX_PREPARED_SCHEMA_BYTES = 4 * 1024 * 1024
 RENDER_SUFFIX = ".yaml"
 # What `gpupolicy cache` reports, one line each (decision 0021 lists the caches)
 RENDER_KIND = "render cache (rendered overlays)"
@@ -69,13 +70,16 @@ class CacheStore:
 
     @classmethod
     def for_repository(cls, repository: Path | str, enabled: bool = True) -> CacheStore:
-        """The run's store for validating `repository`: off, with one line on stderr saying why, when the cache
+        """The run's store for validating `repository`: off, with one line on stderr saying why, when the
+        cache
         folder is one the repository's content could plant or redirect (`refusal`)."""
         store = cls(enabled=enabled)
         reason = refusal(store.root, Path(repository)) if enabled else None
         if reason:
-            print(f"gpupolicy: not caching: {reason}; set {CACHE_DIR_ENV} to a folder outside the repository",
-                  file=sys.stderr)
+            print(
+                f"gpupolicy: not caching: {reason}; set {CACHE_DIR_ENV} to a folder outside the repository",
+                file=sys.stderr,
+            )
             return cls.off()
         return store
 
@@ -87,7 +91,8 @@ class CacheStore:
     # --- strict-load results -------------------------------------------------------------------------------
 
     def load_source(self, raw: bytes, path: str) -> LoadResult:
-        """`yamlload.parse_source(raw, path)`, from the cache when this name and content were loaded before."""
+        """`yamlload.parse_source(raw, path)`, from the cache when this name and content were loaded
+        before."""
         return self._parsed.load_bytes(raw, path) if self._parsed else yamlload.parse_source(raw, path)
 
     def load_rendered(self, overlay: str, text: str) -> list[Any]:
@@ -222,7 +227,8 @@ class CacheStore:
         return OTHER_KIND
 
     def prune(self, days: float, now: float | None = None) -> tuple[int, int]:
-        """Delete entries unread for `days` days and parse results of other toolkit versions: (count, bytes)."""
+        """Delete entries unread for `days` days and parse results of other toolkit versions: (count,
+        bytes)."""
         _refuse_linked_root(self.root)
         if not self.root.is_dir():
             return 0, 0
@@ -255,7 +261,8 @@ NO_CACHE = CacheStore.off()  # the default of helpers called without a run's sto
 def refusal(cache_root: Path, repository: Path) -> str | None:
     """Why `cache_root` must not serve a run over `repository`, or None. A symlink could point the cache's
     writes (and `--prune`'s deletions) anywhere; a folder inside the repository is content a pull request can
-    commit: forged entries (refused by their MAC anyway, cachefiles) or a symlink in its place (decision 0064)."""
+    commit: forged entries (refused by their MAC anyway, cachefiles) or a symlink in its place (decision
+    0064)."""
     if os.path.islink(cache_root):
         return f"the cache folder {cache_root} is a symlink"
     real_cache, real_repository = Path(os.path.realpath(cache_root)), Path(os.path.realpath(repository))

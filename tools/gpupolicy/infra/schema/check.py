@@ -5,9 +5,9 @@ about a microsecond.
 
 A core kind's schema refers into one 1.4 MB `_definitions.json`; compiling against all of it cost ~25 ms per
 kind. It is compiled against its *prepared* form instead: only the definitions it reaches (a ConfigMap needs 5
-of 700). Preparing needs the whole file, so the prepared form is kept in the run's cache (decision 0048), keyed
-by the toolkit's schema code and the schema files' identity; an entry is JSON, checked for shape and size,
-and one that does not compile is prepared again.
+of 700). Preparing needs the whole file, so the prepared form is kept in the run's cache (decision 0048),
+keyed by the toolkit's schema code and the schema files' identity; an entry is JSON, checked for shape and
+size, and one that does not compile is prepared again.
 """
 
 from __future__ import annotations
@@ -82,11 +82,13 @@ def is_core_group(api_version: str) -> bool:
 class SchemaSet:
     """Compiled validators, looked up by (Kubernetes version, apiVersion, kind)."""
 
-    def __init__(self, crd_schemas: dict[tuple[str, str], dict] | None = None,
-                 store: CacheStore | None = None) -> None:
+    def __init__(
+        self, crd_schemas: dict[tuple[str, str], dict] | None = None, store: CacheStore | None = None
+    ) -> None:
         self._crd_schemas = crd_schemas or {}
         self._compiled: dict[tuple[str, str, str], Any] = {}
-        self._store = store if store is not None and store.enabled else None  # where prepared schemas are kept
+        # where prepared schemas are kept
+        self._store = store if store is not None and store.enabled else None
 
     def has_schema(self, api_version: str, kind: str, kubernetes_version: str) -> bool:
         return self._validator(api_version, kind, kubernetes_version) is not None
@@ -139,8 +141,11 @@ class SchemaSet:
         """The validator of a kept prepared schema, or None. The entry is untrusted: anything but a pair of
         mappings that compiles is ignored (and prepared again)."""
         kept = self._store.read_prepared_schema(identity) if self._store is not None else None
-        if not (isinstance(kept, dict) and isinstance(kept.get("schema"), dict)
-                and isinstance(kept.get("definitions"), dict)):
+        if not (
+            isinstance(kept, dict)
+            and isinstance(kept.get("schema"), dict)
+            and isinstance(kept.get("definitions"), dict)
+        ):
             return None
         try:
             return _compile_core(kept["schema"], kept["definitions"])
@@ -155,7 +160,9 @@ def _compile_core(schema: dict, definitions: dict) -> Any:
 @cache
 def _prepared_salt() -> str:
     """The toolkit's version and this module's code: what prepares a schema."""
-    return hashlib.blake2b(__version__.encode() + b"\0" + Path(__file__).read_bytes(), digest_size=8).hexdigest()
+    return hashlib.blake2b(
+        __version__.encode() + b"\0" + Path(__file__).read_bytes(), digest_size=8
+    ).hexdigest()
 
 
 def _core_identity(folder: Path, name: str) -> str:
@@ -233,12 +240,16 @@ def _schema_error(error: Any) -> SchemaError:
     path = tuple(error.instance_path)
     message = error.message
     unexpected = _UNEXPECTED.search(message)
-    if ("Additional properties are not allowed" in message or "Unevaluated properties are not allowed" in message) \
-            and unexpected:
+    if (
+        "Additional properties are not allowed" in message
+        or "Unevaluated properties are not allowed" in message
+    ) and unexpected:
         names = [name.strip("' ") for name in unexpected.group(1).split(",")]
         where = _dotted(path)
         field_list = ", ".join(repr(n) for n in names)
-        return SchemaError(path + (names[0],), f"unknown field {field_list}" + (f" in {where}" if where else ""))
+        return SchemaError(
+            path + (names[0],), f"unknown field {field_list}" + (f" in {where}" if where else "")
+        )
     if len(message) > 300:
         message = message[:297] + "..."
     where = _dotted(path)
@@ -263,8 +274,9 @@ def repo_schema_part(name: str, definition: str) -> Any:
     """A compiled validator for one `$defs` entry of a repository file format: the same definition checks a
     value written elsewhere (an exception's terms in an annotation are those of policies/exceptions.yaml)."""
     schema = _repo_schema_source(name)
-    return jsonschema_rs.Draft202012Validator({"$schema": schema["$schema"], "$defs": schema["$defs"],
-                                               "$ref": f"#/$defs/{definition}"})
+    return jsonschema_rs.Draft202012Validator(
+        {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+    )
 
 
 @cache
@@ -289,9 +301,10 @@ def validate_repo_file(name: str, data: Any, definition: str = "") -> list[Schem
 
 
 def non_json_values(data: Any) -> list[SchemaError]:
-    """What JSON cannot hold, so no schema can reject it: mapping keys that are not strings (`1: x`, `true: x`)
-    and numbers too large for a float (1.5e400 reads as infinity). jsonschema-rs raises on some of these, skips
-    others, or validates infinity as null; they are found here first. A stack, not recursion: the loader bounds
+    """What JSON cannot hold, so no schema can reject it: mapping keys that are not strings (`1: x`, `true:
+    x`) and numbers too large for a float (1.5e400 reads as infinity). jsonschema-rs raises on some of these,
+    skips others, or validates infinity as null; they are found here first. A stack, not recursion: the loader
+    bounds
     the depth, not this function."""
     errors: list[SchemaError] = []
     stack: list[tuple[Any, tuple]] = [(data, ())]
@@ -302,13 +315,21 @@ def non_json_values(data: Any) -> list[SchemaError]:
                 if isinstance(key, str):
                     stack.append((item, path + (key,)))
                 else:
-                    # The line map knows a key by its text: right for 1 and 1.5; `yes` or `~` find their mapping.
-                    errors.append(_located(path, f"key {key!r} is not a string ({type(key).__name__}): quote it",
-                                           line_path=path + (str(key),)))
+                    # The line map knows a key by its text: right for 1 and 1.5; `yes` or `~` find their
+                    # mapping.
+                    errors.append(
+                        _located(
+                            path,
+                            f"key {key!r} is not a string ({type(key).__name__}): quote it",
+                            line_path=path + (str(key),),
+                        )
+                    )
         elif isinstance(value, list):
             stack.extend((item, path + (index,)) for index, item in enumerate(value))
         elif isinstance(value, float) and not math.isfinite(value):
-            errors.append(_located(path, f"{value} is not a number JSON can hold (too large for a 64-bit float?)"))
+            errors.append(
+                _located(path, f"{value} is not a number JSON can hold (too large for a 64-bit float?)")
+            )
     return sorted(errors, key=lambda error: repr(error.path))
 
 

