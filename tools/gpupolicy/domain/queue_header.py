@@ -113,7 +113,11 @@ def rewritten(text: str, documents: list[tuple[int, list[str]]]) -> str:
 def expected_blocks(fleet: Fleet) -> dict[str, dict[int, list[str]]]:
     """Source file -> first-key line of each ClusterQueue document in it -> the block that document's header
     should be, for every cluster the run loaded. A document two clusters render differently (a base several
-    clusters share, patched apart) states no single truth and is left out."""
+    clusters share, patched apart) states no single truth and is left out. While a pool declaration is broken
+    (reported as itself), what the pools expose is unknown: no block is expected, so none is judged stale or
+    rewritten."""
+    if fleet.invalid_pools:
+        return {}
     found: dict[str, dict[int, list[str]]] = {}
     ambiguous: set[tuple[str, int]] = set()
     for cluster in sorted(fleet.clusters.values(), key=lambda c: c.name):

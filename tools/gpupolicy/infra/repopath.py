@@ -165,6 +165,19 @@ class Reader:
             self._contents[rel] = data
         return data
 
+    def kept_containing(self, needle: bytes) -> dict[str, str]:
+        """The UTF-8 text of every file read so far whose bytes contain `needle`: what a rule about comments
+        needs after `forget_contents`, without a second read of the file."""
+        with self._reading:
+            found = {rel: data for rel, data in self._contents.items() if needle in data}
+        texts = {}
+        for rel, data in found.items():
+            try:
+                texts[rel] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        return texts
+
     def forget_contents(self) -> None:
         """Drop the bytes kept so far (digests stay): once the sources are loaded and the render keys taken,
         nothing reads a whole source again, and on a large fleet they are tens of MB held to the end."""

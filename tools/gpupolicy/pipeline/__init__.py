@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import orgchecks
 from ..configure import guardrails, repoconfig, rootcause
-from ..domain import keptreviews, kueue_configuration, kustomization, waivers
+from ..domain import keptreviews, kueue_configuration, kustomization, queue_header, waivers
 from ..errors import ToolError
 from ..findings import Finding, Location, Severity
 from ..infra import repopath
@@ -211,10 +211,12 @@ def run(
         rendering.abandon()
         raise
     rendered = rendering.results()
+    # the queue files' header comments (DOC006) are read from the loader's read, not a second one
+    headers = sources.reader.kept_containing(queue_header.MARKER.encode())
     sources.reader.forget_contents()
     clock.lap("render")
 
-    index = SourceIndex(sources.reader, sources.documents, sources.edit_documents)
+    index = SourceIndex(sources.reader, sources.documents, sources.edit_documents, headers)
     objects_by_cluster = _parse_stage(sources, renderable, rendered, store, index, findings)
     generated = {
         name: {(k.configmap, k.key): k.source for k in sources.graph.generated_keys(f"clusters/{name}")}

@@ -53,12 +53,14 @@ class SourceIndex:
         reader: repopath.Reader,
         documents: dict[str, list[Document]],
         edit_documents: dict[str, list[Document]] | None = None,
+        texts: dict[str, str] | None = None,
     ) -> None:
         self.root = str(reader.root)
         self.documents = documents  # the loader's: only files it did not load are read here
         # patch/replacements files as lists, from the loader's read
         self.edit_documents = edit_documents or {}
         self.reader = reader
+        self.texts = texts or {}  # loaded files whose text rules about comments read (the loader's read)
         self.refused: dict[str, str] = {}  # repo-relative path -> why the boundary refused it
         self.overlays: dict[str, str] = {}  # cluster -> its kustomization file, where refused origins point
         # The overlay edits of each cluster and its generated ConfigMap keys: a field they set is located at
@@ -137,8 +139,12 @@ class SourceIndex:
         return Location(obj.origin, doc.line_of(field_path))
 
     def text(self, path: str) -> str | None:
-        """The text of repo-relative `path` through the run's reader (the trust boundary); None when refused
-        or not UTF-8. For rules about a file's comments, which the model does not carry (DOC006)."""
+        """The text of repo-relative `path`, for rules about a file's comments, which the model does not carry
+        (DOC006). A file the loader read: the text kept from that read (`texts`), None when none was kept (it
+        has no queue header block), so no input is read twice. Any other file: through the run's reader (the
+        trust boundary); None when refused or not UTF-8."""
+        if path in self.texts or path in self.documents:
+            return self.texts.get(path)
         try:
             return self.reader.read(path).decode("utf-8")
         except (repopath.Refused, UnicodeDecodeError):

@@ -26,7 +26,8 @@ kind: ClusterQueue
 Run `gpupolicy docs`: it rewrites every stale block (and regenerates the pages), and writes nothing else in
 the queue files. Or delete the block: a file without the marker line
 `# Quotas per flavor (pool), devices the pool exposes:` states no counts and is not checked. `validate`
-never writes.
+never writes. While a pool declaration is broken, no header is judged (nor rewritten): the figures its pool
+exposes are unknown until its own error is fixed.
 """
 
 from __future__ import annotations
