@@ -29,9 +29,10 @@ def bad_profile(tmp_path_factory: pytest.TempPathFactory) -> tuple[pipeline.RunR
 def test_the_derived_findings_are_linked_to_the_invalid_profile(bad_profile) -> None:
     _base, head = bad_profile
     derived = {(f.rule, f.path): cause for f, cause in head.causes.items()}
-    assert sorted(rule for rule, _path in derived) == ["CAP002"] * 5 + ["UPG008"]
+    # CAP002 per quota on the pool, UPG008 its drain, DOC006 the header of each queue that states its figures
+    assert sorted(rule for rule, _path in derived) == ["CAP002"] * 5 + ["DOC006"] * 6 + ["UPG008"]
     assert {(cause.rule, cause.path, cause.line) for cause in derived.values()} == {("MIG001", LAYOUT, 45)}
-    assert head.errors == 8  # nothing is dropped: the derived errors still count
+    assert head.errors == 14  # nothing is dropped: the derived errors still count
 
 
 def test_text_puts_the_cause_first_with_its_consequences_under_it(bad_profile) -> None:
@@ -41,7 +42,8 @@ def test_text_puts_the_cause_first_with_its_consequences_under_it(bad_profile) -
         f"{LAYOUT}:45: error MIG001: all-balanced[0]: 3g.45gb is not a MIG profile of A100-80GB"
     )
     nested = [line for line in lines if line.startswith("  -> ")]
-    assert len(nested) == 6 and all(" error CAP002: " in line or " error UPG008: " in line for line in nested)
+    effects = (" error CAP002: ", " error UPG008: ", " error DOC006: ")
+    assert len(nested) == 12 and all(any(effect in line for effect in effects) for line in nested)
     assert lines.index(nested[-1]) < next(i for i, line in enumerate(lines) if "MIG001" in line and i > 0)
 
 
@@ -61,4 +63,4 @@ def test_json_sarif_and_markdown_name_the_cause(bad_profile) -> None:
     rows = [line for line in diff.to_markdown(compared).splitlines() if line.startswith("| error |")]
     # each rule links to its page on the runbook site (mkdocs.yml site_url), as SARIF's helpUri does
     assert "| [MIG001](https://gpu-platform.example.com/generated/rules/MIG001/) |" in rows[0]
-    assert all("| ↳ [CAP002](" in r or "| ↳ [UPG008](" in r for r in rows[1:7])
+    assert all(any(f"| ↳ [{rule}](" in r for rule in ("CAP002", "UPG008", "DOC006")) for r in rows[1:13])

@@ -3,7 +3,8 @@
 A MIG layout with a profile the GPU does not have (MIG001), that cannot be placed (MIG002), that does not
 parse (MIG009) or that makes no instance (MIG010) leaves its pools exposing other resources than the queues
 expect. Every quota check on those pools then fails too (CAP001 over capacity, CAP002 resource not exposed,
-CAP005 production reserve) and so does the upgrade drain check (UPG008): six errors for one typo, the typo
+CAP005 production reserve), the queue headers that state what the pool exposes (DOC006) and the upgrade drain
+check (UPG008): six errors for one typo, the typo
 last in file order. The derived findings are linked to their cause (`caused_by`), and every output shows the
 cause first with its consequences under it (text and Markdown nested, JSON `caused_by`, SARIF
 `relatedLocations`). Nothing is dropped: a derived finding still counts, and it still fails the build until
@@ -25,7 +26,7 @@ from ..model import Fleet
 # Findings on a MIG layout that change what its pools expose.
 LAYOUT_CAUSES = ("MIG001", "MIG002", "MIG009", "MIG010")
 # Findings that follow when a pool exposes other resources than its queues expect.
-CAPACITY_EFFECTS = ("CAP001", "CAP002", "CAP005", "UPG008")
+CAPACITY_EFFECTS = ("CAP001", "CAP002", "CAP005", "UPG008", "DOC006")
 POOL_IN_MESSAGE = re.compile(r"\bpool ([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)")
 
 

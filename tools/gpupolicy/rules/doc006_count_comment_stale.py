@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..domain.queue_header import expected_blocks, stale_lines
+from ..domain.queue_header import ITEM, expected_blocks, stale_lines
+from ..domain.quotas import pool_of
 from ..findings import Finding, Severity
 from ..model import Fleet
 
@@ -57,8 +58,20 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                     path=path,
                     line=stale.line,
                     hint=HINT,
-                    message=_message(stale.found, stale.expected),
+                    message=_message(stale.found, stale.expected)
+                    + _pool_note(fleet, stale.found or stale.expected),
                 )
+
+
+def _pool_note(fleet: Fleet, line: str) -> str:
+    """` (pool P)` for the flavor a header line is about: a pool whose MIG layout is broken exposes other
+    devices, and the root-cause report (configure/rootcause.py) nests this finding under that cause."""
+    flavor = line.removeprefix(ITEM).split(" (", 1)[0]
+    for cluster in fleet.clusters.values():
+        pool = pool_of(cluster, flavor) if flavor in cluster.flavors else None
+        if pool is not None:
+            return f" (pool {pool.name})"
+    return ""
 
 
 def _message(found: str, expected: str) -> str:
