@@ -52,7 +52,8 @@ def test_a_hand_edited_quota_is_reported_at_the_stale_line_and_docs_rewrites_it(
     assert finding.path == rel and stale_line.startswith("#   ")
     assert f"the queue header says `{stale_line}`" in finding.message
     expected, pool_note = finding.message.split("the YAML below makes it `", 1)[1].split("`", 1)
-    flavor = stale_line.removeprefix("#   ").split(" (", 1)[0]  # the fixture's flavors are named as their pools
+    # the fixture's flavors are named as their pools
+    flavor = stale_line.removeprefix("#   ").split(" (", 1)[0]
     assert pool_note == f" (pool {flavor})"  # the root-cause report links it through the pool
     assert f" {raised} of " in expected and expected.split(":")[0] == stale_line.split(":")[0]
     assert "gpupolicy docs" in finding.hint
