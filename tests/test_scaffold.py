@@ -14,6 +14,13 @@ from support import run_gpupolicy
 from gpupolicy import pipeline
 from gpupolicy.findings import Severity
 
+# an exclusive H100 pool in the fork's cluster, 6 of its cards for team atlas
+H100_POOL = (
+    "pool fra-h100-train --cluster fra-1 --gpu H100-80GB --per-node 8 --zone eu-central-1a=1"
+    " --access exclusive"
+    " --node-cpu 192 --node-memory 2048Gi --quota atlas=6"
+).split()
+
 
 def new(repo: Path, *args: str) -> subprocess.CompletedProcess:
     return run_gpupolicy("new", *args, "--repo", str(repo))
@@ -36,27 +43,7 @@ def test_new_exclusive_pool_with_quota(fork: Path) -> None:
     cpu_before = {(f, q.name): q.nominal for f, q in before.cluster_queues["atlas"].quotas()}[("cpu", "cpu")]
     hard_before = {q.namespace: q.hard for q in before.namespace_quotas}
     gpus_before = int(hard_before["atlas"]["requests.nvidia.com/gpu"])
-    done = new(
-        fork,
-        "pool",
-        "fra-h100-train",
-        "--cluster",
-        "fra-1",
-        "--gpu",
-        "H100-80GB",
-        "--per-node",
-        "8",
-        "--zone",
-        "eu-central-1a=1",
-        "--access",
-        "exclusive",
-        "--node-cpu",
-        "192",
-        "--node-memory",
-        "2048Gi",
-        "--quota",
-        "atlas=6",
-    )
+    done = new(fork, *H100_POOL)
     assert done.returncode == 0, done.stderr
     assert "validate adds no error" in done.stdout
     assert errors(fork) == []
@@ -212,27 +199,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(fork: Path) -> None:
 
 def test_a_new_pool_regenerates_the_committed_pages_it_appears_in(fork: Path) -> None:
     assert run_gpupolicy("docs", "--repo", str(fork)).returncode == 0  # the fork commits its generated pages
-    done = new(
-        fork,
-        "pool",
-        "fra-h100-train",
-        "--cluster",
-        "fra-1",
-        "--gpu",
-        "H100-80GB",
-        "--per-node",
-        "8",
-        "--zone",
-        "eu-central-1a=1",
-        "--access",
-        "exclusive",
-        "--node-cpu",
-        "192",
-        "--node-memory",
-        "2048Gi",
-        "--quota",
-        "atlas=6",
-    )
+    done = new(fork, *H100_POOL)
     assert done.returncode == 0, done.stderr
     assert "docs/generated/pools/fra-h100-train.md" in done.stdout
     checked = run_gpupolicy("validate", "--repo", str(fork), "--no-cache")
