@@ -195,7 +195,8 @@ class Engine:
         # is reproducible and the other policies draw nothing
         self.crashes = random.Random(policy.failure_seed) if policy.start_failure_rate else None
         # queue -> runs with quota
-        self.holding: dict[str, set[int]] = {name: set() for name in policy.queues}
+        # per queue, the workloads holding quota there, as admission reads them (rebuilt only when one changes)
+        self.holding: dict[str, dict[int, Workload]] = {name: {} for name in policy.queues}
         # admitted, no nodes yet
         self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}
         self.sweep: set[str] = set()
@@ -615,8 +616,7 @@ class Engine:
         )
 
     def _holding_workloads(self, queue: str, flavor: str):
-        runs = self.runs
-        return [self._workload(runs[i], flavor) for i in self.holding[queue] if runs[i].charge[0] == flavor]
+        return [w for w in self.holding[queue].values() if w.flavor == flavor]
 
     def _reserve(self, run: Run, flavor: FlavorQuota, shape: Shape) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, []
@@ -625,7 +625,7 @@ class Engine:
         self._charge(run, 1)
         if self.ready is not None and self.ready.block_admission:
             self.unready.add(run.index)
-        self.holding[run.queue].add(run.index)
+        self.holding[run.queue][run.index] = self._workload(run, run.charge[0])
         self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
 
     def _place_or_wait(self, run: Run) -> None:
@@ -686,7 +686,7 @@ class Engine:
             return False
         self.node_wait[run.flavor.pool].pop(run.index, None)
         self._charge(run, -1)
-        self.holding[run.queue].discard(run.index)
+        self.holding[run.queue].pop(run.index, None)
         run.admitted = -1
         self._came_ready(run)
         self._released(run.flavor.pool)
@@ -705,6 +705,8 @@ class Engine:
         """Kueue evicts the victim: its work stops now; its quota and cards are released when its pods are
         gone."""
         victim.evicted = True
+        if victim.index in self.holding[victim.queue]:
+            self.holding[victim.queue][victim.index] = self._workload(victim, victim.charge[0])
         self.preemptions += 1
         victim.preemptions += 1
         self._event(
@@ -733,7 +735,7 @@ class Engine:
             pool.release(run.slots)
         self._released(run.flavor.pool)
         self._charge(run, -1)
-        self.holding[run.queue].discard(run.index)
+        self.holding[run.queue].pop(run.index, None)
         self._keep_for_preemptor(run)
         self._came_ready(run)
         run.slots, run.admitted, run.evicted = [], -1, False
@@ -829,7 +831,7 @@ class Engine:
         last = run.busy_starts >= JOB_BACKOFF_LIMIT
         if not self.kueue or last:  # in Kueue the workload keeps its quota while its Job recreates the pod
             self._charge(run, -1)
-            self.holding[run.queue].discard(run.index)
+            self.holding[run.queue].pop(run.index, None)
             run.admitted = -1
             self._came_ready(run)
         if last:
@@ -844,7 +846,7 @@ class Engine:
         self.pools[run.flavor.pool].release(run.slots)
         self._released(run.flavor.pool)
         self._charge(run, -1)
-        self.holding[run.queue].discard(run.index)
+        self.holding[run.queue].pop(run.index, None)
         run.admitted = -1
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
@@ -1039,7 +1041,7 @@ class Engine:
             run.interruptions += 1
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
-        self.holding[run.queue].discard(run.index)
+        self.holding[run.queue].pop(run.index, None)
         run.admitted = -1
         self._released(run.flavor.pool)
         run.slots, run.started = [], -1
