@@ -34,6 +34,7 @@ written through the transactional writer, to the copy and, with --apply, to the 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -56,7 +57,20 @@ from . import cpu_share, layout_edits, lending, sharing
 from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
 
 FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
-_COPY_IGNORED = shutil.ignore_patterns(".git", ".venv", "artifacts", "site", "node_modules", "__pycache__")
+# what a validation run never reads: git's store, build output and tool caches
+_NOT_COPIED = frozenset(
+    {
+        ".git",
+        ".venv",
+        "artifacts",
+        "site",
+        "node_modules",
+        "__pycache__",
+        ".hypothesis",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
 GI = Decimal(2**30)
 POOLS_CONF = "policies/startup-check/pools.conf"  # the startup check's settings per pool (sharePercent)
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
@@ -347,12 +361,25 @@ def _admitted(cluster: Cluster) -> dict[str, dict[str, Decimal]]:
 
 
 def copy_repository(root: Path, into: Path) -> Path:
-    """The repository's content (not .git, .venv or artifacts) copied; symlinks stay links, so the copy's
-    trust
-    boundary refuses the same paths the repository's does."""
+    """The repository's content (not .git, virtual environments, artifacts or caches) copied; symlinks stay
+    links, so the copy's trust boundary refuses the same paths the repository's does."""
     target = into / "repo"
-    shutil.copytree(root, target, symlinks=True, ignore=_COPY_IGNORED)
+    shutil.copytree(root, target, symlinks=True, ignore=_not_copied)
     return target
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    """The entries of `folder` left out of the copy: `_NOT_COPIED` and every Python virtual environment,
+    whatever its name (a `pyvenv.cfg` marks one: the fork job's `.venv-system` holds 55,000 files)."""
+    return {
+        name
+        for name in names
+        if name in _NOT_COPIED or (not os.path.islink(os.path.join(folder, name)) and _is_venv(folder, name))
+    }
+
+
+def _is_venv(folder: str, name: str) -> bool:
+    return os.path.isfile(os.path.join(folder, name, "pyvenv.cfg"))
 
 
 def repository_errors(root: Path) -> set[str]:

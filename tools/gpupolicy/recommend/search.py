@@ -172,25 +172,52 @@ def simplify(
     run,
     placement: str = DEFAULT_PLACEMENT,
 ) -> Candidate:
-    """The candidate with each change taken back, in knob order, that does not earn its place
-    (`earns_its_place`): TPE moves every knob, most of them to no effect, and a pull request should change
-    only what matters. A change is taken back only when the objective without it is no worse, so the result is
-    never worse on the objective than `best` (and a `best` strictly better than the repository's policy stays
-    so). A change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a
-    lending
+    """The candidate with each change taken back that does not earn its place (`earns_its_place`): TPE moves
+    every knob, most of them to no effect, and a pull request should change only what matters. Each change is
+    first taken back alone, all in one batch (the executor replays them side by side); the ones that did not
+    help alone are then taken back together, and that is the answer if the objective is no worse than
+    `best`'s. Where it is worse (changes that help only together), they are taken back one at a time in knob
+    order, each kept out only where the objective without it is no worse. Either way the result is never
+    worse on the objective than `best` (and a `best` strictly better than the repository's policy stays so). A
+    change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a lending
     limit would have to come down with them: `space.resolved`) stays. Deterministic, like the search."""
-    current = best
     classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
-    for knob, _ in changes(knob_list, best.params):
-        params = current.params | {knob.name: knob.current}
+
+    def replayed(variants: list[tuple[dict, int]]) -> list[Candidate]:
+        policies = [candidate_policy(cluster, knob_list, params, placement) for params, _ in variants]
+        summaries = run([(policy, 1.0) for policy in policies])
+        return [
+            _whole(
+                best.number,
+                params,
+                summary,
+                worst_waits(list(targets), policy, summary),
+                targets,
+                reverted,
+                keeps_classes(policy, classes),
+            )
+            for (params, reverted), policy, summary in zip(variants, policies, summaries, strict=True)
+        ]
+
+    def without(candidate: Candidate, names: list[str]) -> dict:
+        return candidate.params | {knob.name: knob.current for knob in knob_list if knob.name in names}
+
+    alone = [knob.name for knob, _ in changes(knob_list, best.params)]
+    alone = [name for name in alone if resolved(knob_list, without(best, [name])) == without(best, [name])]
+    singles = replayed([(without(best, [name]), best.reverted + 1) for name in alone])
+    idle = [name for name, trial in zip(alone, singles, strict=True) if not earns_its_place(best, trial)]
+    if len(idle) > 1 and resolved(knob_list, without(best, idle)) == without(best, idle):
+        together = replayed([(without(best, idle), best.reverted + len(idle))])[0]
+        if not earns_its_place(best, together):
+            return together
+    elif len(idle) == 1:
+        return next(trial for name, trial in zip(alone, singles, strict=True) if name == idle[0])
+    current = best
+    for name in idle:
+        params = without(current, [name])
         if resolved(knob_list, params) != params:
             continue
-        policy = candidate_policy(cluster, knob_list, params, placement)
-        summary = run([(policy, 1.0)])[0]
-        waits = worst_waits(list(targets), policy, summary)
-        trial = _whole(
-            best.number, params, summary, waits, targets, current.reverted + 1, keeps_classes(policy, classes)
-        )
+        trial = replayed([(params, current.reverted + 1)])[0]
         if not earns_its_place(current, trial):
             current = trial
     return current
