@@ -104,10 +104,10 @@ def test_the_range_keeps_a_node_on_each_side_and_leaves_out_counts_that_break_th
         assert (nodes in knob.grid) == (not broken), (nodes, broken)
         if broken:
             left_out.append(nodes)
-    # serving holds half of the MIG pool as production quota: on one MIG node a node loss leaves nothing,
-    # on three (2 + 1 by zone) losing us-west-2a leaves a third; the sibling keeps its 8 cards' reserve
-    # only with 2 or more of its nodes in a zone each
-    assert left_out and 1 in left_out
+    # serving, production, holds half of the MIG pool (4 nodes, 2 + 2 by zone) and 8 of the sibling's 24
+    # cards (1 + 2): on 1 MIG node a node loss leaves nothing; on 3 (1 + 2) and 5 (2 + 3) losing the larger
+    # zone leaves a third and two fifths of the half; on 6 the sibling's one node is all its reserve
+    assert knob.grid == (2, 4) and left_out == [1, 3, 5, 6]
 
 
 def test_the_candidate_moves_whole_nodes_and_scales_capacity_and_every_quota(fleet, cluster):
