@@ -156,6 +156,10 @@ def test_todays_count_changes_nothing(split_repo, cluster):
     assert space.changes(knob_list, {knob.name: knob.current}) == []
     assert space.with_params(cluster, knob_list, {knob.name: knob.current}).pools == cluster.pools
     assert edits.edited_files(split_repo, CLUSTER, knob_list, {knob.name: knob.current}) == ({}, [])
+    # `search.simplify` takes a change back by setting the knob to its current value: nothing else moves
+    other = space.resolved(knob_list, {knob.name: max(n for n in knob.grid if n != knob.current)})
+    back = other | {knob.name: knob.current}
+    assert space.resolved(knob_list, back) == back and space.changes(knob_list, back) == []
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
