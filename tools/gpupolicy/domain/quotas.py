@@ -124,6 +124,47 @@ def capacity_known(cluster: Cluster, pool: Pool) -> bool:
     return not pool.mig_layout or pool.mig_layout in cluster.mig_configs
 
 
+def failure_domains(pool: Pool) -> list[tuple[str, int]]:
+    """(description, nodes lost) for each failure the pool's production quota must survive (CAP005): one
+    node, and for a pool spread over several zones, its largest zone (ties by zone name)."""
+    domains = [("one node", 1)]
+    zones = {zone: nodes for zone, nodes in pool.zones.items() if nodes > 0}
+    if len(zones) > 1:
+        zone, nodes = max(sorted(zones.items()), key=lambda item: item[1])
+        domains.append((f"zone {zone} ({nodes} nodes)", nodes))
+    return domains
+
+
+def surviving_capacity(pool: Pool, resource: str) -> tuple[str, int]:
+    """(the worst failure, what the pool still exposes of `resource` after it): the bound CAP005 holds
+    production nominal quota to."""
+    return min(
+        ((what, pool.capacity_without(lost).get(resource, 0)) for what, lost in failure_domains(pool)),
+        key=lambda item: item[1],
+    )
+
+
+def production_nominal(cluster: Cluster) -> dict[tuple[str, str], list[QuotaEntry]]:
+    """(pool, GPU resource) -> the quota entries of `gpupolicy.io/tier: production` ClusterQueues that hold
+    nominal quota there, on a pool whose capacity is known and exposes the resource (what CAP005 holds to
+    `surviving_capacity`), by pool and resource."""
+    demand: dict[tuple[str, str], list[QuotaEntry]] = defaultdict(list)
+    for queue in cluster.cluster_queues.values():
+        if queue.tier != "production":
+            continue
+        for entry in queue_entries(queue):
+            pool = pool_of(cluster, entry.flavor)
+            if (
+                pool
+                and is_nvidia_resource(entry.quota.name)
+                and capacity_known(cluster, pool)
+                and entry.quota.name in pool.capacity
+                and entry.quota.nominal > 0
+            ):
+                demand[(pool.name, entry.quota.name)].append(entry)
+    return dict(sorted(demand.items()))
+
+
 def flavor_capacity(cluster: Cluster, flavor_name: str) -> dict[str, int]:
     """Resource -> what the nodes behind a flavor expose: summed over every pool its nodeLabels select."""
     total: dict[str, int] = {}

@@ -26,7 +26,9 @@ What changes, in step, for each knob:
 - for a layout knob (`layout_edits`): pool.yaml's `spec.mig.layout`, its `nvidia.com/mig.config` node label,
   header
   lines and description; a generated layout appended to the mig-parted config; every mig-* quota on the pool's
-  flavors converted (new profiles added to `coveredResources` and to every flavor of the group).
+  flavors converted (new profiles added to `coveredResources` and to every flavor of the group);
+- for a split knob (`split_edits`): both pools' `spec.zones` in pool.yaml, and every GPU quota on their
+  flavors scaled with the nodes (the queues' cpu and memory moved with them, as for a quota knob).
 Files are edited round-trip (comments, quoting and layout kept) with `upgrade promote`'s Editor; everything is
 written through the transactional writer, to the copy and, with --apply, to the repository.
 """
@@ -53,8 +55,8 @@ from ..findings import Severity
 from ..infra import repopath
 from ..infra.transaction import write_files
 from ..model import PRODUCT_LABEL, Cluster, Fleet
-from . import cpu_share, layout_edits, lending, sharing
-from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, Knob, changes, rescaled
+from . import cpu_share, layout_edits, lending, sharing, split_edits
+from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, SPLIT, Knob, changes, rescaled
 
 FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
 # what a validation run never reads: git's store, build output and tool caches
@@ -82,7 +84,7 @@ class CandidateEditor(Editor):
     ) -> None:
         found = changes(knob_list, params)
         for knob, value in found:
-            if knob.kind in (REPLICAS, LAYOUT):
+            if knob.kind in (REPLICAS, LAYOUT, SPLIT):
                 continue
             cq = cluster.cluster_queues[knob.queue]
             source = _source(fleet, cq.obj, ("spec", "cohortName") if knob.kind == COHORT else ("spec",))
@@ -103,6 +105,10 @@ class CandidateEditor(Editor):
                 changed = layout_edits.set_layout(
                     self, changed, knob.pool, str(value), lambda obj, path: _source(fleet, obj, path)
                 )
+        # last, on the cluster the other knobs made (space.with_params)
+        split_edits.set_splits(
+            self, cluster, knob_list, params, found, lambda obj, path: _source(fleet, obj, path)
+        )
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup

@@ -30,6 +30,13 @@ Knobs (each names a ClusterQueue and, for quotas, a flavor and its GPU resource)
   quota on (a lending knob, `lending.lendings`): a borrowing limit from a small grid (0, a quarter, half or
   all of the flavor's devices), the flavor entry added at nominal 0 where the queue does not list it; the
   lenders' reclaim stays as declared (decision 0092).
+- `<pool>/split`: for a MIG pool with one whole-card sibling (an exclusive pool of the same hardware in the
+  cluster, `mig_split.siblings`), how many of the two pools' nodes are MIG nodes, the others whole cards: 1 ..
+  both pools' nodes less 1, without the counts after which production's nominal quota on either pool no
+  longer survives a node or zone loss (CAP005; `mig_split.split_values`, categorical over the counts left).
+  Both pools' zones, capacity and every GPU quota on their flavors (production's too) follow the nodes,
+  rounded down (`mig_split.with_split`, applied after every other knob, so it composes with the MIG pool's
+  layout knob; decision 0093).
 Queues of the production tier are left as they are: their reserve is what CAP005 protects.
 
 A candidate is simulated by rebuilding the cluster's ClusterQueues with the knob values and handing the result
@@ -48,8 +55,9 @@ from ..domain.quotas import flavor_capacity, flavors_of, nominal_per_pool, pool_
 from ..model import MIG_RESOURCE_PREFIX, PRODUCT_LABEL, Cluster, ClusterQueue, Fleet, ResourceGroup
 from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, from_cluster, pool_classes, queue_class
-from . import layouts, lending, sharing
+from . import layouts, lending, mig_split, sharing
 from .layouts import LAYOUT, whole_quota
+from .mig_split import SPLIT
 
 PRODUCTION = "production"
 BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
@@ -61,7 +69,7 @@ LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_li
 class Knob:
     name: str  # the Optuna parameter name
     queue: str
-    kind: str  # borrow | lend | cohort | nominal | replicas, layout (queue "", pool set)
+    kind: str  # borrow | lend | cohort | nominal | replicas, layout, split (queue "", pool set)
     current: int | str
     low: int = 0
     high: int = 0  # for a nominal knob: the room its pool has for all the searched queues' nominal quota
@@ -69,7 +77,10 @@ class Knob:
     flavor: str = ""
     resource: str = ""
     pool: str = ""
-    grid: tuple[int, ...] = ()  # a lending knob's values (lending.py); its flavor entry may be added
+    # the values of a knob that is not a whole range: a lending knob's (lending.py; its flavor entry may be
+    # added), a split knob's node counts (mig_split.split_values)
+    grid: tuple[int, ...] = ()
+    sibling: str = ""  # a split knob's whole-card pool, which takes the nodes the MIG pool gives up
 
 
 def knobs(cluster: Cluster, fleet: Fleet | None = None) -> list[Knob]:
@@ -93,7 +104,26 @@ def knobs(cluster: Cluster, fleet: Fleet | None = None) -> list[Knob]:
     layout = layout_knobs(cluster, requested)
     converted = {flavor for knob in layout for flavor in flavors_of(cluster, knob.pool)}
     found = [k for k in found if not (k.flavor in converted and k.resource.startswith(MIG_RESOURCE_PREFIX))]
-    return found + replica_knobs(cluster, tied) + layout
+    return found + replica_knobs(cluster, tied) + layout + split_knobs(cluster)
+
+
+def split_knobs(cluster: Cluster) -> list[Knob]:
+    """`<pool>/split` for each MIG pool with one whole-card sibling (`mig_split.splits`): its node count,
+    today's its current value, sampled over the counts that keep CAP005 true."""
+    return [
+        Knob(
+            f"{found.mig}/{SPLIT}",
+            "",
+            SPLIT,
+            found.current,
+            min(found.values),
+            max(found.values),
+            pool=found.mig,
+            sibling=found.whole,
+            grid=found.values,
+        )
+        for found in mig_split.splits(cluster)
+    ]
 
 
 def lending_knobs(cluster: Cluster, searched: list[ClusterQueue]) -> list[Knob]:
@@ -358,11 +388,12 @@ def apportion(wanted: Mapping[str, int], room: int) -> dict[str, int]:
 def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]) -> Cluster:
     """A shallow copy of the cluster whose ClusterQueues carry the knob values, then whose time-sliced pools
     have their new replica counts (`with_replicas`), then whose MIG pools have their new layouts
-    (`layouts.with_layout`); the model is never mutated."""
+    (`layouts.with_layout`), then whose split MIG pools have their new node counts (`mig_split.with_split`);
+    the model is never mutated."""
     queues = dict(cluster.cluster_queues)
     found = changes(knob_list, params)
     for knob, value in found:
-        if knob.kind not in (REPLICAS, LAYOUT):
+        if knob.kind not in (REPLICAS, LAYOUT, SPLIT):
             queues[knob.queue] = _changed(queues[knob.queue], knob, value)
     cluster = dataclasses.replace(cluster, cluster_queues=queues, derived={})
     for knob, value in found:
@@ -371,6 +402,9 @@ def with_params(cluster: Cluster, knob_list: list[Knob], params: Mapping[str, in
     for knob, value in found:
         if knob.kind == LAYOUT:
             cluster = layouts.with_layout(cluster, knob.pool, str(value))
+    for knob, value in found:
+        if knob.kind == SPLIT:
+            cluster = mig_split.with_split(cluster, knob.pool, knob.sibling, int(value))
     return cluster
 
 

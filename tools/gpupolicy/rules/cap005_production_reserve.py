@@ -27,64 +27,32 @@ Keep production nominal quota at or below the degraded capacity (let production 
 cohort), or add nodes (in another zone) to the pool.
 """
 
-from collections import defaultdict
 from collections.abc import Iterator
 
-from ..domain.gpu_resources import is_nvidia_resource
 from ..domain.quantity import number
-from ..domain.quotas import QuotaEntry, capacity_known, pool_of, queue_entries
+from ..domain.quotas import QuotaEntry, production_nominal, surviving_capacity
 from ..findings import Finding, Severity, at
 from ..model import Fleet, Pool
 
 ID = "CAP005"
 SEVERITY = Severity.ERROR
 SUMMARY = "Production quota does not survive the loss of a node or a zone"
-PRODUCTION = "production"
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
-        demand: dict[tuple[str, str], list[QuotaEntry]] = defaultdict(list)
-        pools: dict[str, Pool] = {}
-        for queue in cluster.cluster_queues.values():
-            if queue.tier != PRODUCTION:
-                continue
-            for entry in queue_entries(queue):
-                pool = pool_of(cluster, entry.flavor)
-                if (
-                    pool
-                    and is_nvidia_resource(entry.quota.name)
-                    and capacity_known(cluster, pool)
-                    and entry.quota.name in pool.capacity
-                    and entry.quota.nominal > 0
-                ):
-                    demand[(pool.name, entry.quota.name)].append(entry)
-                    pools[pool.name] = pool
-        for (pool_name, resource), entries in sorted(demand.items()):
+        pools = {pool.name: pool for pool in cluster.pools}
+        for (pool_name, resource), entries in production_nominal(cluster).items():
             finding = _check_pool(fleet, cluster.name, pools[pool_name], resource, entries)
             if finding:
                 yield finding
-
-
-def failure_domains(pool: Pool) -> list[tuple[str, int]]:
-    """(description, nodes lost) for each failure the pool must survive."""
-    domains = [("one node", 1)]
-    zones = {zone: nodes for zone, nodes in pool.zones.items() if nodes > 0}
-    if len(zones) > 1:
-        zone, nodes = max(sorted(zones.items()), key=lambda item: item[1])
-        domains.append((f"zone {zone} ({nodes} nodes)", nodes))
-    return domains
 
 
 def _check_pool(
     fleet: Fleet, cluster: str, pool: Pool, resource: str, entries: list[QuotaEntry]
 ) -> Finding | None:
     guaranteed = sum(e.quota.nominal for e in entries)
-    worst = min(
-        ((what, pool.capacity_without(lost).get(resource, 0)) for what, lost in failure_domains(pool)),
-        key=lambda item: item[1],
-    )
-    what, left = worst
+    what, left = surviving_capacity(pool, resource)
     if guaranteed <= left:
         return None
     largest = max(entries, key=lambda e: (e.quota.nominal, e.owner))
