@@ -194,8 +194,7 @@ class Engine:
         # the "before" crashes starts at a measured rate (policy.before); its own stream, seeded, so a replay
         # is reproducible and the other policies draw nothing
         self.crashes = random.Random(policy.failure_seed) if policy.start_failure_rate else None
-        # queue -> runs with quota
-        # per queue, the workloads holding quota there, as admission reads them (rebuilt only when one changes)
+        # queue -> runs with quota, as admission reads them (rebuilt only when one changes)
         self.holding: dict[str, dict[int, Workload]] = {name: {} for name in policy.queues}
         # admitted, no nodes yet
         self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}
