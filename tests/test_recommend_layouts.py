@@ -509,3 +509,25 @@ def test_the_simulated_candidate_places_pods_on_the_new_layouts_instances(fleet)
             {run.shape.profile for run in result.runs if run.flavor.pool == "us-a100-mig-1g"}
         )
     assert taken == {"all-1g.10gb": [], "all-balanced": ["2g.20gb"]}
+
+
+def test_a_layout_and_a_lending_entry_on_one_queue_write_together_and_validate_clean(tmp_path):
+    # the lending knob adds the lender's flavor to the group the layout converts: the entry must carry
+    # the converted group's covered resources (a candidate of a prod-us search once stopped the command)
+    root = _copy(tmp_path)
+    cluster = load_fleet(root, ["prod-eu"]).clusters["prod-eu"]
+    knob_list = space.knobs(cluster)
+    layout = next(k for k in knob_list if k.kind == layouts.LAYOUT)
+    lend = next(k for k in knob_list if k.grid)
+    params = {layout.name: "all-3x1g.10gb-2x2g.20gb", lend.name: max(lend.grid)}
+    texts, errors = edits.edited_files(root, "prod-eu", knob_list, params)
+    assert errors == []
+    queue = yaml.safe_load(texts[f"clusters/prod-eu/queues/{lend.queue}.yaml"])
+    [group] = [
+        g for g in queue["spec"]["resourceGroups"] if any(f["name"] == lend.flavor for f in g["flavors"])
+    ]
+    assert "nvidia.com/mig-2g.20gb" in group["coveredResources"]
+    [entry] = [f for f in group["flavors"] if f["name"] == lend.flavor]
+    assert [r["name"] for r in entry["resources"]] == list(group["coveredResources"])
+    gpu = next(r for r in entry["resources"] if r["name"] == "nvidia.com/gpu")
+    assert (gpu["nominalQuota"], gpu["borrowingLimit"]) == (0, max(lend.grid))

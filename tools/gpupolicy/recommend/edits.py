@@ -84,18 +84,8 @@ class CandidateEditor(Editor):
     ) -> None:
         found = changes(knob_list, params)
         for knob, value in found:
-            if knob.kind in (REPLICAS, LAYOUT, SPLIT):
-                continue
-            cq = cluster.cluster_queues[knob.queue]
-            source = _source(fleet, cq.obj, ("spec", "cohortName") if knob.kind == COHORT else ("spec",))
-            spec = self._document(source, "ClusterQueue", cq.name)["spec"]
-            if knob.kind == COHORT:
-                spec["cohortName"] = str(value)
-                continue
-            if knob.grid:  # a lending knob: list the lender's flavor at nominal 0 first (lending.py)
-                lending.add_entry(spec, knob.flavor)
-            ratio = cpu_share.per_device(cluster, cq, knob.flavor, knob.resource)
-            self._set_limit(spec, knob, int(value), ratio)
+            if knob.kind not in (REPLICAS, LAYOUT, SPLIT) and not knob.grid:
+                self._set_queue_knob(fleet, cluster, knob, value)
         for knob, value in found:  # after the quota knobs: their values are in today's replica units
             if knob.kind == REPLICAS:
                 self.set_replicas(fleet, cluster, knob.pool, int(knob.current), int(value))
@@ -105,10 +95,27 @@ class CandidateEditor(Editor):
                 changed = layout_edits.set_layout(
                     self, changed, knob.pool, str(value), lambda obj, path: _source(fleet, obj, path)
                 )
+        # a lending knob lists the lender's flavor in the file after the layouts converted the groups: the
+        # entry then carries every covered resource of the converted group (lending.add_entry)
+        for knob, value in found:
+            if knob.grid:
+                self._set_queue_knob(fleet, cluster, knob, value)
         # last, on the cluster the other knobs made (space.with_params)
         split_edits.set_splits(
             self, cluster, knob_list, params, found, lambda obj, path: _source(fleet, obj, path)
         )
+
+    def _set_queue_knob(self, fleet: Fleet, cluster: Cluster, knob: Knob, value: int | str) -> None:
+        cq = cluster.cluster_queues[knob.queue]
+        source = _source(fleet, cq.obj, ("spec", "cohortName") if knob.kind == COHORT else ("spec",))
+        spec = self._document(source, "ClusterQueue", cq.name)["spec"]
+        if knob.kind == COHORT:
+            spec["cohortName"] = str(value)
+            return
+        if knob.grid:  # a lending knob: list the lender's flavor at nominal 0 first (lending.py)
+            lending.add_entry(spec, knob.flavor)
+        ratio = cpu_share.per_device(cluster, cq, knob.flavor, knob.resource)
+        self._set_limit(spec, knob, int(value), ratio)
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup
