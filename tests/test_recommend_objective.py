@@ -116,6 +116,22 @@ def test_the_repository_wins_ties_and_nothing_worse_is_offered():
     assert never_worse(tie, repository) is repository and never_worse(better, repository) is better
 
 
+def test_a_candidate_worse_on_a_headline_figure_is_not_offered():
+    # better on the objective (less idle time) but lower useful utilization, or a longer production p95, or
+    # a busy-start failure: the brief's table would show it worse than today's policy on that line
+    repository = _candidate(0, _summary(idle=300, useful=0.772, production=10))
+    lower_util = _candidate(1, _summary(idle=100, useful=0.771, production=10))
+    slower = _candidate(2, _summary(idle=100, useful=0.772, production=12))
+    crashes = _candidate(
+        3, dataclasses.replace(_summary(idle=100, useful=0.772, production=10), busy_starts=1)
+    )
+    level = _candidate(4, _summary(idle=100, useful=0.7724, production=10.4))  # ties at the table's precision
+    found = [lower_util, slower, crashes, level, repository]
+    assert [c.number for c in worth_checking(found, 5)] == [4, 0]
+    assert all(never_worse(c, repository) is repository for c in (lower_util, slower, crashes))
+    assert objective.keeps_headlines(level.summary, repository.summary)
+
+
 # A hand-made cluster: an exclusive training pool (8 cards) and an exclusive inference pool (8 cards), both
 # lent within one cohort; the inference queue is production (not searched) and reclaims LowerPriority work.
 

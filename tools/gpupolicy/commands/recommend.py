@@ -276,18 +276,22 @@ def _jobs(args: argparse.Namespace, cluster):
 
 
 def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, simplified):
-    """The first candidate worth checking (search.worth_checking: at most `limit` strictly better than the
-    repository's policy on the objective, then the repository's policy itself) whose files add no error
+    """The first candidate worth checking (search.worth_checking: at most `limit` that improve on the
+    repository's policy, then the repository's policy itself) whose files add no error
     finding to the repository's own: (candidate, files), and the candidates passed over with their first
     error findings. Each is first `simplified` (search.simplify: changes that do not help are taken back)."""
     from ..recommend.edits import edited_files, repository_errors
-    from ..recommend.search import never_worse, worth_checking
+    from ..recommend.search import improves_on, never_worse, worth_checking
 
     known = repository_errors(root)
     rejected = []
     offered = worth_checking(candidates, limit)
+    repository = offered[-1]
     for ranked_candidate in offered:
-        candidate = never_worse(simplified(ranked_candidate), offered[-1])
+        smaller = simplified(
+            ranked_candidate
+        )  # taking changes back may cost a headline figure: then keep them
+        candidate = smaller if improves_on(smaller, repository) else never_worse(ranked_candidate, repository)
         texts, errors = edited_files(root, cluster, knob_list, candidate.params, known)
         if not errors:
             return (candidate, texts), rejected

@@ -19,6 +19,13 @@ Every figure is rounded to two significant figures (and figures under one GPU-ho
 before it is compared, so replay noise (a p95 of 94 minutes against 95) ties and the next count decides;
 `ranked` in search.py then breaks whole ties by trial number, so trial 0, the repository's policy, wins them.
 Why lexicographic and why these counts: docs/decisions/0092-recommend-objective-and-lending.md.
+
+Beside the ranking, a guard (`keeps_headlines`): a candidate is offered only where it is at least as good
+as the repository's policy on each headline figure of the brief's table, at the precision the table prints
+it: useful utilization over the window (0.1 point), the wait p95 (0.1 hour), the production tier's p95 (one
+minute), starts failed on a busy device and jobs never placed. The lexicographic order may trade a lower
+count for a higher one; a pull request that makes a headline figure worse than today's is not one to
+propose (decision 0094).
 """
 
 from __future__ import annotations
@@ -71,6 +78,23 @@ def key(
         coarse(summary.lost_to_preemption_gpu_hours),
         -round(summary.window_useful or 0.0, 3),
     )
+
+
+def headlines(summary: Summary) -> tuple[float, ...]:
+    """The brief's headline figures at the precision its table prints them, each smaller-is-better."""
+    production = tier_p95s(summary)[0]
+    return (
+        -round((summary.window_useful or 0.0) * 100, 1),  # useful utilization over the window, points
+        round(summary.wait.p95 / 60, 1),  # wait p95, hours
+        round(production),  # production tier's p95, minutes
+        summary.busy_starts,
+        summary.never_scheduled,
+    )
+
+
+def keeps_headlines(candidate: Summary, repository: Summary) -> bool:
+    """Whether `candidate` is no worse than `repository` on every headline figure (`headlines`)."""
+    return all(c <= r for c, r in zip(headlines(candidate), headlines(repository), strict=True))
 
 
 def better(first: tuple, second: tuple) -> bool:

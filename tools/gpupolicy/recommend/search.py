@@ -235,20 +235,26 @@ def ranked(candidates: list[Candidate]) -> list[Candidate]:
 
 def worth_checking(candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
     """The ranked candidates to offer, in order: at most `limit` of those strictly better on the objective
-    than the repository's policy (trial 0), then the repository's policy itself, so a recommendation is
-    never worse than what the repository has ("keep the repository's policy" when nothing beats it)."""
+    than the repository's policy (trial 0) and no worse on any headline figure (`objective.keeps_headlines`),
+    then the repository's policy itself, so a recommendation is never worse than what the repository has
+    ("keep the repository's policy" when nothing beats it)."""
     repository = next(c for c in candidates if c.number == 0)
-    better = [
-        c
-        for c in ranked(list(candidates))
-        if c.summary is not None and c.number != 0 and objective.better(c.objective, repository.objective)
-    ]
+    better = [c for c in ranked(list(candidates)) if c.number != 0 and improves_on(c, repository)]
     return [*better[:limit], repository]
 
 
+def improves_on(candidate: Candidate, repository: Candidate) -> bool:
+    """Strictly better than the repository's policy on the objective, and no worse on a headline figure."""
+    return (
+        candidate.summary is not None
+        and objective.better(candidate.objective, repository.objective)
+        and objective.keeps_headlines(candidate.summary, repository.summary)
+    )
+
+
 def never_worse(chosen: Candidate, repository: Candidate) -> Candidate:
-    """`chosen` when it is strictly better than the repository's policy on the objective, else the latter."""
-    return chosen if objective.better(chosen.objective, repository.objective) else repository
+    """`chosen` when it improves on the repository's policy (`improves_on`), else the latter."""
+    return chosen if improves_on(chosen, repository) else repository
 
 
 def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
