@@ -101,11 +101,11 @@ def _candidate(number: int, summary: Summary | None) -> Candidate:
 
 
 def test_the_repository_wins_ties_and_nothing_worse_is_offered():
-    repository = _candidate(0, _summary(idle=300))
+    repository = _candidate(0, _summary(idle=300, production=20))
     tie, worse, better = (
-        _candidate(1, _summary(idle=301)),
-        _candidate(2, _summary(idle=900)),
-        _candidate(3, _summary(idle=100)),
+        _candidate(1, _summary(idle=301, production=20)),
+        _candidate(2, _summary(idle=900, production=20)),
+        _candidate(3, _summary(idle=100, production=10)),
     )
     pruned = _candidate(4, None)
     assert [c.number for c in ranked([worse, tie, pruned, better, repository])] == [3, 0, 1, 2, 4]
@@ -126,10 +126,13 @@ def test_a_candidate_worse_on_a_headline_figure_is_not_offered():
         3, dataclasses.replace(_summary(idle=100, useful=0.772, production=10), busy_starts=1)
     )
     level = _candidate(4, _summary(idle=100, useful=0.7724, production=10.4))  # ties at the table's precision
-    found = [lower_util, slower, crashes, level, repository]
-    assert [c.number for c in worth_checking(found, 5)] == [4, 0]
-    assert all(never_worse(c, repository) is repository for c in (lower_util, slower, crashes))
+    faster = _candidate(5, _summary(idle=200, useful=0.7724, production=5))
+    found = [lower_util, slower, crashes, level, faster, repository]
+    assert [c.number for c in worth_checking(found, 5)] == [5, 0]
+    assert all(never_worse(c, repository) is repository for c in (lower_util, slower, crashes, level))
+    # level keeps every headline figure but improves none: the table would show no gain to review
     assert objective.keeps_headlines(level.summary, repository.summary)
+    assert not objective.improves_headlines(level.summary, repository.summary)
 
 
 # A hand-made cluster: an exclusive training pool (8 cards) and an exclusive inference pool (8 cards), both

@@ -20,12 +20,12 @@ before it is compared, so replay noise (a p95 of 94 minutes against 95) ties and
 `ranked` in search.py then breaks whole ties by trial number, so trial 0, the repository's policy, wins them.
 Why lexicographic and why these counts: docs/decisions/0092-recommend-objective-and-lending.md.
 
-Beside the ranking, a guard (`keeps_headlines`): a candidate is offered only where it is at least as good
-as the repository's policy on each headline figure of the brief's table, at the precision the table prints
-it: useful utilization over the window (0.1 point), the wait p95 (0.1 hour), the production tier's p95 (one
-minute), starts failed on a busy device and jobs never placed. The lexicographic order may trade a lower
-count for a higher one; a pull request that makes a headline figure worse than today's is not one to
-propose (decision 0094).
+Beside the ranking, a guard (`improves_headlines`): a candidate is offered only where it is at least as good
+as the repository's policy on each headline figure of the brief's table and strictly better on one, at the
+precision the table prints it: useful utilization over the window (0.1 point), the wait p95 (0.1 hour),
+the production tier's p95 (one minute), starts failed on a busy device and jobs never placed. The
+lexicographic order may trade a lower count for a higher one; a pull request that makes a headline figure
+worse than today's is not one to propose (decision 0094).
 """
 
 from __future__ import annotations
@@ -95,6 +95,11 @@ def headlines(summary: Summary) -> tuple[float, ...]:
 def keeps_headlines(candidate: Summary, repository: Summary) -> bool:
     """Whether `candidate` is no worse than `repository` on every headline figure (`headlines`)."""
     return all(c <= r for c, r in zip(headlines(candidate), headlines(repository), strict=True))
+
+
+def improves_headlines(candidate: Summary, repository: Summary) -> bool:
+    """No worse than `repository` on every headline figure and strictly better on at least one."""
+    return keeps_headlines(candidate, repository) and headlines(candidate) != headlines(repository)
 
 
 def better(first: tuple, second: tuple) -> bool:

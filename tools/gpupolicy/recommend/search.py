@@ -235,7 +235,7 @@ def ranked(candidates: list[Candidate]) -> list[Candidate]:
 
 def worth_checking(candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
     """The ranked candidates to offer, in order: at most `limit` of those strictly better on the objective
-    than the repository's policy (trial 0) and no worse on any headline figure (`objective.keeps_headlines`),
+    than the repository's policy (trial 0) and on the headline figures (`improves_on`),
     then the repository's policy itself, so a recommendation is never worse than what the repository has
     ("keep the repository's policy" when nothing beats it)."""
     repository = next(c for c in candidates if c.number == 0)
@@ -244,11 +244,12 @@ def worth_checking(candidates: Sequence[Candidate], limit: int) -> list[Candidat
 
 
 def improves_on(candidate: Candidate, repository: Candidate) -> bool:
-    """Strictly better than the repository's policy on the objective, and no worse on a headline figure."""
+    """Strictly better than the repository's policy on the objective, no worse on any headline figure and
+    strictly better on one (`objective.improves_headlines`)."""
     return (
         candidate.summary is not None
         and objective.better(candidate.objective, repository.objective)
-        and objective.keeps_headlines(candidate.summary, repository.summary)
+        and objective.improves_headlines(candidate.summary, repository.summary)
     )
 
 
