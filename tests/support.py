@@ -160,6 +160,17 @@ def git_repository(target: Path, name: str = "test", email: str = "test@example.
     return target
 
 
+def cli_on(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """`gpupolicy COMMAND --repo ROOT ARGS...` in a fresh interpreter (`args[0]` is the command), as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 def run_gpupolicy(*args: str) -> subprocess.CompletedProcess:
     """The CLI from this checkout's tools/ in a fresh interpreter with a bare environment (no inherited PATH
     entries, no HOME): what a user's shell would run, as text."""

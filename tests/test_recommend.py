@@ -10,12 +10,11 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from support import fleet_repo
+from support import cli_on, fleet_repo
 
 from gpupolicy import docsgen
 from gpupolicy.domain import quotas
@@ -254,16 +253,6 @@ def _copy(tmp_path: Path) -> Path:
     return edits.copy_repository(REPO, tmp_path)
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 def _namespace_gpu_quota(team_quotas: str, namespace: str) -> int:
     """requests.nvidia.com/gpu of a namespace's ResourceQuota in a team-quotas.yaml text."""
     found = re.search(rf'namespace: {namespace}\n(?:.*\n)*?\s+requests.nvidia.com/gpu: "(\d+)"', team_quotas)
@@ -333,9 +322,9 @@ def test_apply_writes_the_change_in_place_and_validate_stays_clean(tmp_path, clu
     assert "nominalQuota: 40\n" in shared and "lendingLimit: 40\n" in shared  # lending kept within nominal
     # GPU resources only (decision 0069)
     assert "- name: cpu" not in shared and "- name: memory" not in shared
-    validate = _cli(root, "validate")
+    validate = cli_on(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
-    diff = _cli(root, "diff", "--base", "HEAD")
+    diff = cli_on(root, "diff", "--base", "HEAD")
     assert diff.returncode == 0, diff.stderr
     change = quota_after - quota_before
     row = (
@@ -379,13 +368,13 @@ def test_apply_writes_every_file_that_carries_the_replicas(tmp_path, cluster):
     )  # serving's 16 replicas of 4 cards are 32 of 8
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
-    validate = _cli(root, "validate")
+    validate = cli_on(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
 
 
 def test_command_json_and_refused_out(tmp_path):
     root = _copy(tmp_path)
-    result = _cli(
+    result = cli_on(
         root,
         "recommend",
         "--cluster",
@@ -419,12 +408,12 @@ def test_command_json_and_refused_out(tmp_path):
     recorded = json.loads((root / "docs/recommendations/prod-us.json").read_text())
     assert recorded["trials"] == 4 and recorded["command"].startswith("gpupolicy recommend --cluster prod-us")
     assert recorded["targets"][0]["target"] == "training:p50<120m"
-    assert _cli(root, "docs", "--check").returncode != 0  # the new record's page is missing
-    assert _cli(root, "docs").returncode == 0
+    assert cli_on(root, "docs", "--check").returncode != 0  # the new record's page is missing
+    assert cli_on(root, "docs").returncode == 0
     page = (root / "docs/generated/recommendations/prod-us.md").read_text()
     assert "| metric | baseline | repository policy |" in page and "prod-us.png" in page
     assert "## Wait targets" in page and "| training:p50<120m | 120m |" in page
-    text = _cli(
+    text = cli_on(
         root,
         "recommend",
         "--cluster",
@@ -448,12 +437,12 @@ def test_command_json_and_refused_out(tmp_path):
     assert (
         "worst wait of each target's queues" in text.stdout and "| training:p50<120m | 120m |" in text.stdout
     )
-    assert _cli(root, "docs", "--check").returncode == 0
-    bad = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--target", "serving<1")
+    assert cli_on(root, "docs", "--check").returncode == 0
+    bad = cli_on(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--target", "serving<1")
     assert bad.returncode == 2 and "expected KEY" in bad.stderr
     shutil.rmtree(root / "artifacts")
     (root / "artifacts").symlink_to(tmp_path)
-    refused = _cli(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--trials", "1")
+    refused = cli_on(root, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--trials", "1")
     assert refused.returncode == 2 and "outside the repository" in refused.stderr
 
 

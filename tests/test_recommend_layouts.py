@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from support import fleet_repo
+from support import cli_on, fleet_repo
 
 from gpupolicy import docsgen
 from gpupolicy.domain import catalog, mig, quotas
@@ -275,16 +273,6 @@ def _copy(tmp_path: Path) -> Path:
     return edits.copy_repository(REPO, tmp_path)
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 def _edited(root: Path, cluster_name: str, layout: str):
     cluster = load_fleet(root, [cluster_name]).clusters[cluster_name]
     knob_list = space.knobs(cluster)
@@ -293,7 +281,7 @@ def _edited(root: Path, cluster_name: str, layout: str):
 
 
 def _clean(root: Path) -> None:
-    validate = _cli(root, "validate")
+    validate = cli_on(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
     assert "ok: 0 error(s), 0 warning(s)" in validate.stdout, validate.stdout
 
@@ -367,7 +355,8 @@ def test_apply_a_generated_layout_writes_every_file_and_validate_stays_clean(tmp
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
     _clean(root)
-    check = _cli(root, "mig", "check", str(root / CONFIG))  # a path of the copy, not of the working directory
+    # a path of the copy, not of the working directory
+    check = cli_on(root, "mig", "check", str(root / CONFIG))
     assert check.returncode == 0, check.stdout + check.stderr
     assert (
         "layout all-3x1g.10gb-2x2g.20gb" in check.stdout

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import REPO, copy_repo, fleet_repo, run_gpupolicy
+from support import REPO, cli_on, copy_repo, fleet_repo, run_gpupolicy
 
 from gpupolicy import docsgen
 from gpupolicy.model import GPU_RESOURCE
@@ -162,16 +160,6 @@ def test_todays_count_changes_nothing(split_repo, cluster):
     assert space.resolved(knob_list, back) == back and space.changes(knob_list, back) == []
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpupolicy", args[0], "--repo", str(root), *args[1:]],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 # a queue header's line per flavor (domain/queue_header.py): generated, so it restates the new counts
 HEADER_LINE = re.compile(r"^#\s+[\w.-]+ \([\w-]+\): ")
 
@@ -196,7 +184,7 @@ def test_apply_writes_both_pools_and_the_quotas_and_validate_stays_clean(split_r
         assert _comments(texts[rel]) == _comments((root / rel).read_text()), rel
     edits.apply_to_repository(root, texts)
     docsgen.refresh(root)  # as `recommend --apply` does
-    validate = _cli(root, "validate")
+    validate = cli_on(root, "validate")
     assert validate.returncode == 0, validate.stdout + validate.stderr
     assert "ok: 0 error(s), 0 warning(s)" in validate.stdout, validate.stdout
     # the files say what the simulator replayed: zones and every GPU quota of the re-loaded repository
