@@ -83,8 +83,9 @@ class CandidateEditor(Editor):
         self, fleet: Fleet, cluster: Cluster, knob_list: list[Knob], params: Mapping[str, int | str]
     ) -> None:
         found = changes(knob_list, params)
-        for knob, value in found:
-            if knob.kind not in (REPLICAS, LAYOUT, SPLIT) and not knob.grid:
+        queue_knobs = [(knob, value) for knob, value in found if knob.kind not in (REPLICAS, LAYOUT, SPLIT)]
+        for knob, value in queue_knobs:
+            if not knob.grid:
                 self._set_queue_knob(fleet, cluster, knob, value)
         for knob, value in found:  # after the quota knobs: their values are in today's replica units
             if knob.kind == REPLICAS:
@@ -97,8 +98,8 @@ class CandidateEditor(Editor):
                 )
         # a lending knob lists the lender's flavor in the file after the layouts converted the groups: the
         # entry then carries every covered resource of the converted group (lending.add_entry)
-        for knob, value in found:
-            if knob.grid:
+        for knob, value in queue_knobs:
+            if knob.grid:  # a lending knob (lending.py)
                 self._set_queue_knob(fleet, cluster, knob, value)
         # last, on the cluster the other knobs made (space.with_params)
         split_edits.set_splits(
