@@ -165,10 +165,13 @@ class Pool:
 
     def capacity_without(self, nodes_lost: int) -> dict[str, int]:
         """Capacity left when `nodes_lost` nodes are gone (capacity scales per node)."""
+        return self.capacity_at(max(self.nodes - nodes_lost, 0))
+
+    def capacity_at(self, nodes: int) -> dict[str, int]:
+        """What the pool would expose on `nodes` nodes of the same kind (capacity is built per node)."""
         if not self.nodes:
             return {name: 0 for name in self.capacity}
-        left = max(self.nodes - nodes_lost, 0)
-        return {name: amount * left // self.nodes for name, amount in self.capacity.items()}
+        return {name: amount * nodes // self.nodes for name, amount in self.capacity.items()}
 
 
 @dataclass(frozen=True)

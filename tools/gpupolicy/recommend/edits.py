@@ -56,9 +56,10 @@ from ..infra import repopath
 from ..infra.transaction import write_files
 from ..model import PRODUCT_LABEL, Cluster, Fleet
 from . import cpu_share, layout_edits, lending, sharing, split_edits
-from .space import BORROW, COHORT, LAYOUT, LEND, NOMINAL, REPLICAS, SPLIT, Knob, changes, rescaled
+from .rescale import QUOTA_KEYS, rescaled
+from .space import COHORT, LAYOUT, LIMIT_FIELDS, REPLICAS, SPLIT, Knob, changes
 
-FIELD = {BORROW: "borrowingLimit", LEND: "lendingLimit", NOMINAL: "nominalQuota"}
+FIELD = {kind: QUOTA_KEYS[field] for kind, field in LIMIT_FIELDS.items()}  # a quota knob -> its YAML key
 # what a validation run never reads: git's store, build output and tool caches
 _NOT_COPIED = frozenset(
     {
@@ -120,9 +121,9 @@ class CandidateEditor(Editor):
 
     def set_replicas(self, fleet: Fleet, cluster: Cluster, pool_name: str, old: int, new: int) -> None:
         """Every file that carries the pool's replica count (pool.yaml, its device-plugin config, the startup
-        check's pools.conf), and every GPU quota on the pool's flavors rescaled (`space.rescaled`). A count of
-        1
-        is an exclusive pool: going from or to it switches the mode in those files too (`_set_sharing`)."""
+        check's pools.conf), and every GPU quota on the pool's flavors rescaled (`rescale.rescaled`). A
+        count of 1 is an exclusive pool: going from or to it switches the mode in those files too
+        (`_set_sharing`)."""
         pool = next(p for p in cluster.pools if p.name == pool_name)
         entry = self._plugin_config(cluster, pool)
         flavors = flavors_of(cluster, pool_name)

@@ -32,12 +32,9 @@ from ..editing import same_style
 from ..errors import ToolError
 from ..model import MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, Cluster, K8sObject, Pool
 from . import layouts
+from .rescale import QUOTA_KEYS
 
-FIELDS = (
-    ("nominalQuota", "nominal"),
-    ("borrowingLimit", "borrowing_limit"),
-    ("lendingLimit", "lending_limit"),
-)
+FIELDS = tuple((key, field) for field, key in QUOTA_KEYS.items())  # (YAML key, model field)
 # the file that sets a field of an object (edits._source)
 Source = Callable[[K8sObject, tuple[str, ...]], str]
 

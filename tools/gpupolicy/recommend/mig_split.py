@@ -49,12 +49,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..domain.gpu_resources import is_nvidia_resource
-from ..domain.quotas import capacity_known, flavors_of, production_nominal, surviving_capacity
-from ..model import Cluster, Pool, ResourceGroup
+from ..domain.quotas import (
+    capacity_known,
+    flavors_of,
+    production_nominal,
+    quota_entries,
+    surviving_capacity,
+)
+from ..model import Cluster, Pool
 from .layouts import whole_quota
+from .rescale import rescaled_groups
 
 SPLIT = "split"
-LIMIT_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
 
 
 @dataclass(frozen=True)
@@ -110,11 +116,9 @@ def _same_hardware(mig: Pool, whole: Pool) -> bool:
 
 
 def _pool_quotas(cluster: Cluster, flavors: set[str]):
-    for owner in [*cluster.cluster_queues.values(), *cluster.cohorts.values()]:
-        for group in owner.resource_groups:
-            for fq in group.flavors:
-                if fq.flavor in flavors:
-                    yield from (q for q in fq.resources if is_nvidia_resource(q.name))
+    return (
+        e.quota for e in quota_entries(cluster) if e.flavor in flavors and is_nvidia_resource(e.quota.name)
+    )
 
 
 def split_values(cluster: Cluster, mig: Pool, whole: Pool) -> tuple[int, ...]:
@@ -183,11 +187,11 @@ def with_split(cluster: Cluster, mig_name: str, whole_name: str, nodes: int) -> 
         for flavor in flavors_of(cluster, name)
     }
     queues = {
-        name: dataclasses.replace(cq, resource_groups=scaled_groups(cq.resource_groups, scale))
+        name: dataclasses.replace(cq, resource_groups=rescaled_groups(cq.resource_groups, scale))
         for name, cq in cluster.cluster_queues.items()
     }
     cohorts = {
-        name: dataclasses.replace(c, resource_groups=scaled_groups(c.resource_groups, scale))
+        name: dataclasses.replace(c, resource_groups=rescaled_groups(c.resource_groups, scale))
         for name, c in cluster.cohorts.items()
     }
     pools = [moved.get(p.name, p) for p in cluster.pools]
@@ -197,38 +201,4 @@ def with_split(cluster: Cluster, mig_name: str, whole_name: str, nodes: int) -> 
 def _with_zones(pool: Pool, zones: dict[str, int]) -> Pool:
     """The pool on these zones: what it exposes per node times its new node count (exact: capacity is built
     per node, `capacity.pool_capacity`)."""
-    nodes = sum(zones.values())
-    capacity = {name: amount * nodes // pool.nodes for name, amount in pool.capacity.items()}
-    return dataclasses.replace(pool, zones=zones, capacity=capacity)
-
-
-def scaled(amount, old: int, new: int):
-    """A whole quota at `new` nodes instead of `old`, rounded down (CAP001, CAP010)."""
-    if isinstance(amount, float) and amount.is_integer():
-        amount = int(amount)
-    return amount * new // old if isinstance(amount, int) else amount
-
-
-def scaled_groups(
-    groups: tuple[ResourceGroup, ...], scale: Mapping[str, tuple[int, int]]
-) -> tuple[ResourceGroup, ...]:
-    """The resource groups with every GPU quota on a flavor of `scale` (flavor -> (old, new) nodes) scaled."""
-
-    def quota(q, old: int, new: int):
-        if not is_nvidia_resource(q.name):
-            return q
-        fields = {f: scaled(getattr(q, f), old, new) for f in LIMIT_FIELDS if getattr(q, f) is not None}
-        return dataclasses.replace(q, **fields)
-
-    return tuple(
-        ResourceGroup(
-            g.covered_resources,
-            tuple(
-                dataclasses.replace(fq, resources=tuple(quota(q, *scale[fq.flavor]) for q in fq.resources))
-                if fq.flavor in scale
-                else fq
-                for fq in g.flavors
-            ),
-        )
-        for g in groups
-    )
+    return dataclasses.replace(pool, zones=zones, capacity=pool.capacity_at(sum(zones.values())))

@@ -58,11 +58,12 @@ from ..simulate.policy import SimPolicy, from_cluster, pool_classes, queue_class
 from . import layouts, lending, mig_split, sharing
 from .layouts import LAYOUT, whole_quota
 from .mig_split import SPLIT
+from .rescale import rescaled_groups
 
 PRODUCTION = "production"
 BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
 QUOTA_KINDS = (NOMINAL, BORROW, LEND)
-LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_limit"}
+LIMIT_FIELDS = {NOMINAL: "nominal", BORROW: "borrowing_limit", LEND: "lending_limit"}  # rescale.QUOTA_KEYS
 
 
 @dataclass(frozen=True)
@@ -182,20 +183,13 @@ def replica_knobs(cluster: Cluster, tied: frozenset[str] = frozenset()) -> list[
     return found
 
 
-def rescaled(amount, old: int, new: int):
-    """A quota in replica units at `new` replicas instead of `old`: rounded down, so quotas that fit the pool
-    still fit it (CAP001) and a lending limit stays within its nominal quota."""
-    if isinstance(amount, float) and amount.is_integer():
-        amount = int(amount)
-    return amount * new // old if isinstance(amount, int) else amount
-
-
 def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Cluster:
     """The cluster with the pool at `new` time-slicing replicas (1: exclusive) instead of `old` (1:
     exclusive), its capacity and every GPU quota on it (of ClusterQueues and Cohorts alike, production's
     included: the same cards
     in the new unit) rescaled, its mode and product label switched when one side is 1 (`sharing`)."""
     flavors = flavors_of(cluster, pool_name)
+    scale = dict.fromkeys(flavors, (old, new))
     pool = next(p for p in cluster.pools if p.name == pool_name)
     changed = sharing.pool_with_replicas(pool, old, new)
     pools = [changed if p.name == pool_name else p for p in cluster.pools]
@@ -205,42 +199,15 @@ def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Clust
         for name, f in cluster.flavors.items()
     }
     queues = {
-        name: dataclasses.replace(cq, resource_groups=_rescaled_groups(cq.resource_groups, flavors, old, new))
+        name: dataclasses.replace(cq, resource_groups=rescaled_groups(cq.resource_groups, scale))
         for name, cq in cluster.cluster_queues.items()
     }
     cohorts = {
-        name: dataclasses.replace(c, resource_groups=_rescaled_groups(c.resource_groups, flavors, old, new))
+        name: dataclasses.replace(c, resource_groups=rescaled_groups(c.resource_groups, scale))
         for name, c in cluster.cohorts.items()
     }
     return dataclasses.replace(
         cluster, pools=pools, flavors=selecting, cluster_queues=queues, cohorts=cohorts, derived={}
-    )
-
-
-def _rescaled_groups(groups, flavors: set[str], old: int, new: int) -> tuple[ResourceGroup, ...]:
-    def quota(q):
-        if not is_nvidia_resource(q.name):
-            return q
-        return dataclasses.replace(
-            q,
-            **{
-                f: rescaled(getattr(q, f), old, new)
-                for f in LIMIT_FIELDS.values()
-                if getattr(q, f) is not None
-            },
-        )
-
-    return tuple(
-        ResourceGroup(
-            g.covered_resources,
-            tuple(
-                dataclasses.replace(fq, resources=tuple(quota(q) for q in fq.resources))
-                if fq.flavor in flavors
-                else fq
-                for fq in g.flavors
-            ),
-        )
-        for g in groups
     )
 
 

@@ -25,10 +25,11 @@ from ..domain.quotas import flavors_of
 from ..editing import same_style
 from ..model import Cluster, K8sObject, Pool
 from . import cpu_share, mig_split
-from .space import BORROW, LEND, NOMINAL, Knob, with_params
+from .rescale import QUOTA_KEYS
+from .space import LIMIT_FIELDS, Knob, with_params
 
 # model field -> the kind of quota knob whose `_set_limit` writes it (and moves cpu/memory with it)
-FIELDS = {"nominal": NOMINAL, "borrowing_limit": BORROW, "lending_limit": LEND}
+FIELDS = {field: kind for kind, field in LIMIT_FIELDS.items()}
 Source = Callable[
     [K8sObject, tuple[str, ...]], str
 ]  # the file that sets a field of an object (edits._source)
@@ -92,11 +93,8 @@ def _changes(before: Any, after: Any, flavors: set[str]):
                         yield old_fq.flavor, old.name, field, getattr(new, field)
 
 
-YAML_KEYS = {"nominal": "nominalQuota", "borrowing_limit": "borrowingLimit", "lending_limit": "lendingLimit"}
-
-
 def _set_in_spec(spec: Any, flavor: str, resource: str, field: str, value: int) -> None:
-    key = YAML_KEYS[field]
+    key = QUOTA_KEYS[field]
     for group in spec.get("resourceGroups") or ():
         for entry in group.get("flavors") or ():
             if entry.get("name") != flavor:
