@@ -471,18 +471,24 @@ def test_apply_refuses_files_with_uncommitted_changes_unless_forced(tmp_path):
     assert "new.yaml" in _apply_refusal(SimpleNamespace(repo=str(root), force=False), new)
 
 
-def test_the_candidate_copy_leaves_out_git_caches_and_every_virtual_environment(tmp_path):
-    # a fork's own venv may have any name (the fork job's is .venv-system): pyvenv.cfg marks it
+def test_the_candidate_copy_leaves_out_git_caches_and_top_level_virtual_environments(tmp_path):
+    # the fork job's venv is .venv-system; a pyvenv.cfg elsewhere (a pull request's) hides nothing
     root = tmp_path / "fork"
-    (root / "pools" / "p").mkdir(parents=True)
-    (root / "pools" / "p" / "pool.yaml").write_text("kind: Pool\n")
-    for folder in (".git", ".venv-system", "tools/env", ".pytest_cache"):
+    for folder in (".git", ".venv-system", ".pytest_cache", "pools/p", ".github", ".ci"):
         (root / folder).mkdir(parents=True)
+    (root / "pools" / "p" / "pool.yaml").write_text("kind: Pool\n")
     (root / ".venv-system" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (root / "tools" / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / ".venv-system" / "big").write_text("x\n")
     (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (root / ".ci").mkdir()
     (root / ".ci" / "run").write_text("#!/bin/sh\n")
+    for planted in ("pools/p/pyvenv.cfg", ".github/pyvenv.cfg", ".github/CODEOWNERS"):
+        (root / planted).write_text("home = /usr/bin\n")
     copy = edits.copy_repository(root, tmp_path / "into")
     kept = sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file())
-    assert kept == [".ci/run", "pools/p/pool.yaml"]
+    assert kept == [
+        ".ci/run",
+        ".github/CODEOWNERS",
+        ".github/pyvenv.cfg",
+        "pools/p/pool.yaml",
+        "pools/p/pyvenv.cfg",
+    ]

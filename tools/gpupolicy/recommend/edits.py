@@ -379,22 +379,27 @@ def copy_repository(root: Path, into: Path) -> Path:
     """The repository's content (not .git, virtual environments, artifacts or caches) copied; symlinks stay
     links, so the copy's trust boundary refuses the same paths the repository's does."""
     target = into / "repo"
-    shutil.copytree(root, target, symlinks=True, ignore=_not_copied)
+    top = os.path.abspath(root)
+
+    def not_copied(folder: str, names: list[str]) -> set[str]:
+        at_top = os.path.abspath(folder) == top
+        return {name for name in names if name in _NOT_COPIED or (at_top and _is_venv(folder, name))}
+
+    shutil.copytree(root, target, symlinks=True, ignore=not_copied)
     return target
 
 
-def _not_copied(folder: str, names: list[str]) -> set[str]:
-    """The entries of `folder` left out of the copy: `_NOT_COPIED` and every Python virtual environment,
-    whatever its name (a `pyvenv.cfg` marks one: the fork job's `.venv-system` holds 55,000 files)."""
-    return {
-        name
-        for name in names
-        if name in _NOT_COPIED or (not os.path.islink(os.path.join(folder, name)) and _is_venv(folder, name))
-    }
-
-
 def _is_venv(folder: str, name: str) -> bool:
-    return os.path.isfile(os.path.join(folder, name, "pyvenv.cfg"))
+    """A virtual environment beside the repository's content: a top-level `.venv*` directory (the Makefile's
+    `.venv`, the fork job's `.venv-system`, 55,000 files) holding a `pyvenv.cfg`. Only there and only by that
+    name, so a pull request cannot leave a folder the rules read (clusters/, .github/) out of the copy by
+    putting a `pyvenv.cfg` in it."""
+    path = os.path.join(folder, name)
+    return (
+        name.startswith(".venv")
+        and not os.path.islink(path)
+        and os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+    )
 
 
 def repository_errors(root: Path) -> set[str]:
