@@ -58,7 +58,7 @@ from ..domain.quotas import (
 )
 from ..model import Cluster, Pool
 from .layouts import whole_quota
-from .rescale import rescaled_groups
+from .rescale import with_rescaled_quotas
 
 SPLIT = "split"
 
@@ -186,16 +186,8 @@ def with_split(cluster: Cluster, mig_name: str, whole_name: str, nodes: int) -> 
         for name, before in ((mig_name, mig), (whole_name, whole))
         for flavor in flavors_of(cluster, name)
     }
-    queues = {
-        name: dataclasses.replace(cq, resource_groups=rescaled_groups(cq.resource_groups, scale))
-        for name, cq in cluster.cluster_queues.items()
-    }
-    cohorts = {
-        name: dataclasses.replace(c, resource_groups=rescaled_groups(c.resource_groups, scale))
-        for name, c in cluster.cohorts.items()
-    }
     pools = [moved.get(p.name, p) for p in cluster.pools]
-    return dataclasses.replace(cluster, pools=pools, cluster_queues=queues, cohorts=cohorts, derived={})
+    return dataclasses.replace(with_rescaled_quotas(cluster, scale), pools=pools)
 
 
 def _with_zones(pool: Pool, zones: dict[str, int]) -> Pool:

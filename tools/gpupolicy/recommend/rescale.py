@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from ..domain.gpu_resources import is_nvidia_resource
-from ..model import ResourceGroup
+from ..model import Cluster, ResourceGroup
 
 # model.ResourceQuota's limit attribute -> its key in a ClusterQueue's or Cohort's YAML (pipeline/build.py)
 QUOTA_KEYS = {"nominal": "nominalQuota", "borrowing_limit": "borrowingLimit", "lending_limit": "lendingLimit"}
@@ -22,6 +22,20 @@ def rescaled(amount, old: int, new: int):
     if isinstance(amount, float) and amount.is_integer():
         amount = int(amount)
     return amount * new // old if isinstance(amount, int) else amount
+
+
+def with_rescaled_quotas(cluster: Cluster, scale: Mapping[str, tuple[int, int]]) -> Cluster:
+    """The cluster with every ClusterQueue's and Cohort's GPU quota on a flavor of `scale` rescaled
+    (production's too: the same cards in new units); derived facts dropped, the model never mutated."""
+    queues = {
+        name: dataclasses.replace(cq, resource_groups=rescaled_groups(cq.resource_groups, scale))
+        for name, cq in cluster.cluster_queues.items()
+    }
+    cohorts = {
+        name: dataclasses.replace(c, resource_groups=rescaled_groups(c.resource_groups, scale))
+        for name, c in cluster.cohorts.items()
+    }
+    return dataclasses.replace(cluster, cluster_queues=queues, cohorts=cohorts, derived={})
 
 
 def rescaled_groups(

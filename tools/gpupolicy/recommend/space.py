@@ -58,7 +58,7 @@ from ..simulate.policy import SimPolicy, from_cluster, pool_classes, queue_class
 from . import layouts, lending, mig_split, sharing
 from .layouts import LAYOUT, whole_quota
 from .mig_split import SPLIT
-from .rescale import rescaled_groups
+from .rescale import with_rescaled_quotas
 
 PRODUCTION = "production"
 BORROW, LEND, COHORT, NOMINAL, REPLICAS = "borrow", "lend", "cohort", "nominal", "replicas"
@@ -198,17 +198,7 @@ def with_replicas(cluster: Cluster, pool_name: str, old: int, new: int) -> Clust
         name: sharing.flavor_with_product(f, *product) if name in flavors else f
         for name, f in cluster.flavors.items()
     }
-    queues = {
-        name: dataclasses.replace(cq, resource_groups=rescaled_groups(cq.resource_groups, scale))
-        for name, cq in cluster.cluster_queues.items()
-    }
-    cohorts = {
-        name: dataclasses.replace(c, resource_groups=rescaled_groups(c.resource_groups, scale))
-        for name, c in cluster.cohorts.items()
-    }
-    return dataclasses.replace(
-        cluster, pools=pools, flavors=selecting, cluster_queues=queues, cohorts=cohorts, derived={}
-    )
+    return dataclasses.replace(with_rescaled_quotas(cluster, scale), pools=pools, flavors=selecting)
 
 
 def _quota_knobs(cluster: Cluster, cq: ClusterQueue, flavor: str, quota, rooms: dict) -> list[Knob]:
