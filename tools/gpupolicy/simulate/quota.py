@@ -15,6 +15,7 @@ and reclaim candidates as pkg/scheduler/preemption/classical/hierarchical_preemp
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -36,6 +37,9 @@ class Node:
     usage: int = 0
     parent: Node | None = None
     children: list[Node] = field(default_factory=list)
+    # fixed once the tree is built (QuotaTree._settle), as they read no usage; -1 / None until then
+    height: int = -1  # getNodeHeight (see _height)
+    reach: int | None = None  # potentialAvailable (see potential)
 
     def local_available(self) -> int:
         return max(0, self.local - self.usage)
@@ -63,7 +67,10 @@ def available(node: Node) -> int:
 
 
 def potential(node: Node) -> int:
-    """What the node could admit with nothing running anywhere (resource_node.go `potentialAvailable`)."""
+    """What the node could admit with nothing running anywhere (resource_node.go `potentialAvailable`). It
+    reads quotas and limits only, never usage, so a built tree keeps it per node (`Node.reach`)."""
+    if node.reach is not None:
+        return node.reach
     if node.parent is None:
         return node.subtree
     reach = node.local + potential(node.parent)
@@ -90,7 +97,10 @@ def lowest_fitting_subtree(leaf: Node, demand: int) -> tuple[int, bool]:
 
 
 def _height(cohort: Node) -> int:
-    """hierarchical_preemption.go `getNodeHeight`: 1 for a cohort of queues, one more per level of cohorts."""
+    """hierarchical_preemption.go `getNodeHeight`: 1 for a cohort of queues, one more per level of cohorts
+    (the tree's shape only: a built tree keeps it per node, `Node.height`)."""
+    if cohort.height >= 0:
+        return cohort.height
     height = min(len(cohort.children), 1)
     for child in cohort.children:
         if not child.is_queue:
@@ -120,6 +130,7 @@ class QuotaTree:
 
     def __init__(self, queues: Mapping[str, SimQueue], cohorts: Mapping[str, SimCohort]):
         self.leaves: dict[tuple[str, str], Node] = {}  # (queue, quota key) -> its node
+        self.versions: Counter = Counter()  # quota key -> changes of usage in its tree (`use`)
         cohort_nodes: dict[tuple[str, str], Node] = {}
         keys = {key for q in queues.values() for fq in q.flavors for key, *_ in _buckets(fq)}
         keys |= {key for c in cohorts.values() for fq in c.flavors for key, *_ in _buckets(fq)}
@@ -148,6 +159,14 @@ class QuotaTree:
             leaf for leaf in self.leaves.values() if leaf.parent is None
         ]:
             _accumulate(root)
+        self._settle()
+
+    def _settle(self) -> None:
+        """Keep on each node what reads the tree's shape and quotas alone (its height, its potential), which
+        admission asks on every attempt: nothing changes them once the tree is built, only usage moves."""
+        nodes = list(self.nodes())
+        for node in nodes:
+            node.height, node.reach = _height(node), potential(node)
 
     def fits(self, queue: str, flavor: str, demand: int) -> bool:
         return demand <= available(self.leaves[(queue, flavor)])
@@ -156,6 +175,7 @@ class QuotaTree:
         return potential(self.leaves[(queue, flavor)])
 
     def use(self, queue: str, flavor: str, delta: int) -> None:
+        self.versions[flavor] += 1
         leaf = self.leaves[(queue, flavor)]
         if delta >= 0:
             add_usage(leaf, delta)
@@ -261,14 +281,17 @@ def _accumulate(node: Node) -> None:
     node.local = 0 if node.lending_limit is None else max(0, node.subtree - node.lending_limit)
 
 
-def _over_nominal(cohort: Node, skip: Node) -> Iterator[Node]:
+def _over_nominal(cohort: Node, skip: Node, found: list[Node] | None = None) -> list[Node]:
     """The queues under `cohort` using more than their nominal quota, not descending into `skip` or into child
-    cohorts within their quota (hierarchical_preemption.go `collectCandidatesInSubtree`)."""
+    cohorts within their quota (hierarchical_preemption.go `collectCandidatesInSubtree`), in tree order. A
+    list filled in place rather than a generator: admission collects them on every preemption attempt."""
+    if found is None:
+        found = []
     for child in cohort.children:
-        if child is skip:
+        if child is skip or child.usage <= child.subtree:  # within nominal: nothing to take from it
             continue
         if child.is_queue:
-            if not child.within_nominal():
-                yield child
-        elif not child.within_nominal():
-            yield from _over_nominal(child, skip)
+            found.append(child)
+        else:
+            _over_nominal(child, skip, found)
+    return found
