@@ -32,14 +32,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .admission import REASONS, Admission, Workload
+from .admission import REASONS, Admission, Candidate, Choice, Workload
 from .failures import Failure
 from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .migpool import MigPoolState
 from .pending import PendingQueue
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue, job_class, pool_classes
-from .quota import QuotaTree, available
+from .quota import Node, QuotaTree, available
 from .resources import covers_gpu, demand
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
@@ -94,6 +94,17 @@ class Run:
         return (-self.priority, self.job.submit if self.queued < 0 else self.queued, self.index)
 
 
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a job's request can take in one queue (Engine._options): per flavor it can run on, its shape and
+    the (quota key, amount) it charges there, as admission reads them; and the quota keys asked for."""
+
+    shapes: dict[str, Shape]  # flavor -> shape
+    requests: dict[str, tuple[str, int]]  # flavor -> (quota key, amount)
+    per_flavor: tuple[tuple[FlavorQuota, str, int], ...]  # in the queue's order, for _head_borrows
+    keys: tuple[str, ...]
+
+
 @dataclass
 class Result:
     policy: str
@@ -114,6 +125,55 @@ class Result:
     useful_in_window: int = 0  # milli-GPU-seconds of kept work done between the first and last submission
 
 
+class HeldAdmission(Admission):
+    """Admission over the engine's workloads holding quota, which knows the lowest priority held per (queue,
+    quota key) (`lowest`). A preemption search (`targets`) finds nothing when no holder could be a candidate:
+    of its own queue, none the `withinClusterQueue` policy lets it preempt; of the other queues under the
+    same quota key, none above its nominal quota (QuotaTree.cohort_candidates collects only those) that the
+    `reclaimWithinCohort` policy lets it preempt. That is told here from the lowest priority held alone, and
+    the search, which would build and sort empty candidate lists, is skipped."""
+
+    def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holding, lowest) -> None:
+        super().__init__(tree, queues, holding)
+        self.lowest = lowest
+        self.leaves_of: dict[str, list[tuple[str, Node]]] = {}  # quota key -> (queue, leaf) under it
+        for (name, key), leaf in tree.leaves.items():
+            self.leaves_of.setdefault(key, []).append((name, leaf))
+
+    def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
+        if self._may_find_candidates(queue, incoming):
+            return super().targets(queue, incoming)
+        return None  # no candidate: every attempt of the search fails
+
+    def _may_find_candidates(self, queue: SimQueue, incoming: Workload) -> bool:
+        key, priority = incoming.flavor, incoming.priority
+        if queue.within_queue != "Never" and _may_satisfy(
+            queue.within_queue, self.lowest(queue.name, key), priority
+        ):
+            return True
+        if queue.reclaim == "Never" or self.tree.leaves[(queue.name, key)].parent is None:
+            return False
+        return any(
+            name != queue.name
+            and leaf.usage > leaf.subtree
+            and _may_satisfy(queue.reclaim, self.lowest(name, key), priority)
+            for name, leaf in self.leaves_of[key]
+        )
+
+
+def _may_satisfy(policy: str, lowest: int | None, priority: int) -> bool:
+    """Whether some holder, the lowest of whose priorities is `lowest` (None: none holds), may satisfy the
+    preemption `policy` against an incoming `priority` (admission.satisfies): LowerPriority takes only lower
+    priorities, LowerOrNewerEqualPriority at most equal ones; any other policy is not bounded here."""
+    if lowest is None:
+        return False
+    if policy == "LowerPriority":
+        return lowest < priority
+    if policy == "LowerOrNewerEqualPriority":
+        return lowest <= priority
+    return True
+
+
 class Engine:
     """`pools` replaces the PoolState of the named pools (the FGD experiment's node-class pool). The workload
     protocol of the FGD simulator is two options: `departures=False` (a started job holds its cards to the
@@ -129,6 +189,7 @@ class Engine:
         departures: bool = True,
         queueing: bool = True,
         events: list | None = None,
+        keep_verdicts: bool = True,
     ):
         self.policy = policy
         # admission on quota alone; the FGD protocol (no queueing) fuses it with placement
@@ -194,8 +255,13 @@ class Engine:
         # the "before" crashes starts at a measured rate (policy.before); its own stream, seeded, so a replay
         # is reproducible and the other policies draw nothing
         self.crashes = random.Random(policy.failure_seed) if policy.start_failure_rate else None
-        # queue -> runs with quota, as admission reads them (rebuilt only when one changes)
+        # queue -> runs with quota, as admission reads them (rebuilt only when one changes); `held` the same
+        # by (queue, quota key), as admission asks for them; `held_changes` counts the changes per quota key,
+        # for the verdicts kept below
         self.holding: dict[str, dict[int, Workload]] = {name: {} for name in policy.queues}
+        self.held: dict[tuple[str, str], dict[int, Workload]] = {}
+        self.held_changes: Counter = Counter()
+        self.held_priorities: dict[tuple[str, str], Counter] = {}  # (queue, key) -> priority -> holders
         # admitted, no nodes yet
         self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}
         self.sweep: set[str] = set()
@@ -203,7 +269,11 @@ class Engine:
         # queue -> its head, waiting for the workloads it preempted  # pools where cards came free since their
         # waiting pods were last tried
         self.preempting: dict[str, int] = {}
-        self.admission = Admission(self.quota, policy.queues, self._holding_workloads)
+        self.admission = HeldAdmission(self.quota, policy.queues, self._holding_workloads, self._lowest_held)
+        self.options: dict[tuple[tuple, str], Options] = {}  # (request, queue) -> Engine._options
+        # run index -> (stamp, verdict) of its last admission attempt (Engine._assign); off: always recompute
+        self.verdicts: dict[int, tuple[tuple, Choice | None]] = {}
+        self.keep_verdicts = keep_verdicts
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -480,14 +550,10 @@ class Engine:
         run = self.runs[index]
         queue = self.policy.queues[run.queue]
         usage = self.usage[run.queue]
-        for flavor in queue.flavors:
-            shape = self._shape(run, flavor)
-            if shape is None:
-                continue
-            key, amount = self._demand(flavor, shape)
+        for _, key, amount in self._options(run, queue).per_flavor:
             if usage[key] + amount <= self.nominal[(run.queue, key)]:
                 return False  # within nominal quota: it fits, or reclaims what the queue lent
-            if self._quota_fits(queue, flavor, shape):
+            if amount <= available(self.quota.leaves[(run.queue, key)]):  # _quota_fits
                 return True
         return True
 
@@ -577,12 +643,12 @@ class Engine:
         True when the job reserved quota. A job that needs preemption evicts its targets and stays pending
         until
         their quota is released (the scheduler admits it in a later cycle)."""
-        shapes = {f.flavor: shape for f in queue.flavors if (shape := self._shape(run, f)) is not None}
+        options = self._options(run, queue)
+        shapes, requests = options.shapes, options.requests
         held = self.reserved.pop(run.index, None)
         if held is not None:  # quota its victims gave back, kept for it (see _release_evicted)
             self.quota.use(run.queue, held[0], -held[1])
-        requests = {f.flavor: self._demand(f, shapes[f.flavor]) for f in queue.flavors if f.flavor in shapes}
-        choice = self.admission.assign(queue, self._workload(run, None), requests)
+        choice = self._assign(queue, self._workload(run, None), options)
         if choice is None:
             return False
         if not choice.targets:
@@ -608,6 +674,44 @@ class Engine:
         self.preempting[run.queue] = run.index
         return False
 
+    def _assign(self, queue: SimQueue, incoming: Workload, options: Options) -> Choice | None:
+        """admission.assign's verdict, or the one it gave this job last time when nothing it reads has changed
+        since. Admission reads the job's own record, its requests (fixed: `_options`) and, under each quota
+        key it asks for, that key's quota tree (QuotaTree.versions counts every change of its usage) and the
+        workloads holding quota there (`held_changes` counts every `_hold` and `_unhold`). The stamp is taken
+        after the call: admission takes candidates out tentatively and puts them all back, and a tree's usage
+        is a function of its queues' usage, so the tree is then as it was when the verdict was worked out."""
+        if not self.keep_verdicts:
+            return self.admission.assign(queue, incoming, options.requests)
+        kept = self.verdicts.get(incoming.index)
+        if kept is not None and kept[0] == self._stamp(incoming, options.keys):
+            return kept[1]
+        choice = self.admission.assign(queue, incoming, options.requests)
+        self.verdicts[incoming.index] = (self._stamp(incoming, options.keys), choice)
+        return choice
+
+    def _stamp(self, incoming: Workload, keys: tuple[str, ...]) -> tuple:
+        versions, held = self.quota.versions, self.held_changes
+        return (incoming, *[(versions[key], held[key]) for key in keys])
+
+    def _options(self, run: Run, queue: SimQueue) -> Options:
+        """What the job can take in its queue: shapes and demands read only the job's request and the
+        policy, so they are worked out once per (request, queue)."""
+        found = self.options.get((run.request, queue.name))
+        if found is None:
+            shapes = {f.flavor: shape for f in queue.flavors if (shape := self._shape(run, f)) is not None}
+            requests = {
+                f.flavor: self._demand(f, shapes[f.flavor]) for f in queue.flavors if f.flavor in shapes
+            }
+            per_flavor = tuple(
+                (f, *self._demand(f, shape))
+                for f in queue.flavors
+                if (shape := self._shape(run, f)) is not None
+            )
+            keys = tuple(dict.fromkeys(key for key, _ in requests.values()))
+            found = self.options[(run.request, queue.name)] = Options(shapes, requests, per_flavor, keys)
+        return found
+
     def _workload(self, run: Run, flavor: str | None) -> Workload:
         total = run.charge[1] if flavor is not None else 0
         return Workload(
@@ -615,7 +719,32 @@ class Engine:
         )
 
     def _holding_workloads(self, queue: str, flavor: str):
-        return [w for w in self.holding[queue].values() if w.flavor == flavor]
+        return self.held.get((queue, flavor), {}).values()
+
+    def _hold(self, run: Run) -> None:
+        """The run holds quota under its charge's key (set before, and unchanged until `_unhold`), or its
+        record changes (evicted)."""
+        key = run.charge[0]
+        records = self.held.setdefault((run.queue, key), {})
+        if run.index not in records:
+            self.held_priorities.setdefault((run.queue, key), Counter())[run.priority] += 1
+        records[run.index] = self.holding[run.queue][run.index] = self._workload(run, key)
+        self.held_changes[key] += 1
+
+    def _unhold(self, run: Run) -> None:
+        key = run.charge[0]
+        self.holding[run.queue].pop(run.index, None)
+        if self.held.get((run.queue, key), {}).pop(run.index, None) is not None:
+            self.held_changes[key] += 1
+            priorities = self.held_priorities[(run.queue, key)]
+            priorities[run.priority] -= 1
+            if not priorities[run.priority]:
+                del priorities[run.priority]
+
+    def _lowest_held(self, queue: str, key: str) -> int | None:
+        """The lowest priority among the workloads holding quota at (queue, key), None when none does."""
+        priorities = self.held_priorities.get((queue, key))
+        return min(priorities) if priorities else None
 
     def _reserve(self, run: Run, flavor: FlavorQuota, shape: Shape) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, []
@@ -624,7 +753,7 @@ class Engine:
         self._charge(run, 1)
         if self.ready is not None and self.ready.block_admission:
             self.unready.add(run.index)
-        self.holding[run.queue][run.index] = self._workload(run, run.charge[0])
+        self._hold(run)
         self._event("admitted", run, queue=run.queue, flavor=flavor.flavor, gpus=shape.total / MILLI)
 
     def _place_or_wait(self, run: Run) -> None:
@@ -685,7 +814,7 @@ class Engine:
             return False
         self.node_wait[run.flavor.pool].pop(run.index, None)
         self._charge(run, -1)
-        self.holding[run.queue].pop(run.index, None)
+        self._unhold(run)
         run.admitted = -1
         self._came_ready(run)
         self._released(run.flavor.pool)
@@ -705,7 +834,7 @@ class Engine:
         gone."""
         victim.evicted = True
         if victim.index in self.holding[victim.queue]:
-            self.holding[victim.queue][victim.index] = self._workload(victim, victim.charge[0])
+            self._hold(victim)  # its record now says evicted
         self.preemptions += 1
         victim.preemptions += 1
         self._event(
@@ -734,7 +863,7 @@ class Engine:
             pool.release(run.slots)
         self._released(run.flavor.pool)
         self._charge(run, -1)
-        self.holding[run.queue].pop(run.index, None)
+        self._unhold(run)
         self._keep_for_preemptor(run)
         self._came_ready(run)
         run.slots, run.admitted, run.evicted = [], -1, False
@@ -830,7 +959,7 @@ class Engine:
         last = run.busy_starts >= JOB_BACKOFF_LIMIT
         if not self.kueue or last:  # in Kueue the workload keeps its quota while its Job recreates the pod
             self._charge(run, -1)
-            self.holding[run.queue].pop(run.index, None)
+            self._unhold(run)
             run.admitted = -1
             self._came_ready(run)
         if last:
@@ -845,7 +974,7 @@ class Engine:
         self.pools[run.flavor.pool].release(run.slots)
         self._released(run.flavor.pool)
         self._charge(run, -1)
-        self.holding[run.queue].pop(run.index, None)
+        self._unhold(run)
         run.admitted = -1
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
@@ -1040,7 +1169,7 @@ class Engine:
             run.interruptions += 1
         self.running[run.flavor.pool].discard(run.index)
         self.queue_running[run.queue][run.priority].discard(run.index)
-        self.holding[run.queue].pop(run.index, None)
+        self._unhold(run)
         run.admitted = -1
         self._released(run.flavor.pool)
         run.slots, run.started = [], -1
