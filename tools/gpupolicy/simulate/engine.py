@@ -101,8 +101,12 @@ class Options:
 
     shapes: dict[str, Shape]  # flavor -> shape
     requests: dict[str, tuple[str, int]]  # flavor -> (quota key, amount)
-    per_flavor: tuple[tuple[FlavorQuota, str, int], ...]  # in the queue's order, for _head_borrows
+    per_flavor: tuple[
+        tuple[str, int, Node], ...
+    ]  # (quota key, amount, the queue's leaf) in the queue's order
+    asks: tuple[tuple[str, int, Node], ...]  # the same for each of `requests`
     keys: tuple[str, ...]
+    ever_fits: bool  # some flavor's pool and potential quota could hold it (Engine._could_ever_fit)
 
 
 @dataclass
@@ -136,29 +140,37 @@ class HeldAdmission(Admission):
     def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holding, lowest) -> None:
         super().__init__(tree, queues, holding)
         self.lowest = lowest
-        self.leaves_of: dict[str, list[tuple[str, Node]]] = {}  # quota key -> (queue, leaf) under it
-        for (name, key), leaf in tree.leaves.items():
-            self.leaves_of.setdefault(key, []).append((name, leaf))
+        # (queue, quota key) -> (queue, leaf) of the other queues under that key, none where the queue is in
+        # no cohort (reclaim looks only in its cohort tree)
+        self.others: dict[tuple[str, str], list[tuple[str, Node]]] = {
+            (name, key): [
+                (other, leaf)
+                for (other, other_key), leaf in tree.leaves.items()
+                if other_key == key and other != name
+            ]
+            if own.parent is not None
+            else []
+            for (name, key), own in tree.leaves.items()
+        }
 
     def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
-        if self._may_find_candidates(queue, incoming):
+        if self.may_find_candidates(queue, incoming.flavor, incoming.priority):
             return super().targets(queue, incoming)
         return None  # no candidate: every attempt of the search fails
 
-    def _may_find_candidates(self, queue: SimQueue, incoming: Workload) -> bool:
-        key, priority = incoming.flavor, incoming.priority
+    def may_find_candidates(self, queue: SimQueue, key: str, priority: int) -> bool:
+        """Whether a preemption search for a workload of `priority` asking quota key `key` in `queue` may
+        find a candidate (False: it surely finds none)."""
         if queue.within_queue != "Never" and _may_satisfy(
             queue.within_queue, self.lowest(queue.name, key), priority
         ):
             return True
-        if queue.reclaim == "Never" or self.tree.leaves[(queue.name, key)].parent is None:
+        if queue.reclaim == "Never":
             return False
-        return any(
-            name != queue.name
-            and leaf.usage > leaf.subtree
-            and _may_satisfy(queue.reclaim, self.lowest(name, key), priority)
-            for name, leaf in self.leaves_of[key]
-        )
+        for name, leaf in self.others[(queue.name, key)]:
+            if leaf.usage > leaf.subtree and _may_satisfy(queue.reclaim, self.lowest(name, key), priority):
+                return True
+        return False
 
 
 def _may_satisfy(policy: str, lowest: int | None, priority: int) -> bool:
@@ -202,8 +214,8 @@ class Engine:
         self.departures, self.queueing = departures, queueing
         self.shapes: dict[tuple[tuple, str], Shape | None] = {}  # (request, pool) -> shape, computed once
         requests: dict[tuple, tuple[Job, int]] = {}  # request -> (a job asking for it, how many jobs do)
-        for job in jobs:
-            key = request_key(job)
+        keys = [request_key(job) for job in jobs]
+        for job, key in zip(jobs, keys, strict=True):
             example, count = requests.get(key, (job, 0))
             requests[key] = (example, count + 1)
         given = pools or {}
@@ -211,6 +223,8 @@ class Engine:
             name: given.get(name) or self._pool_state(p, requests) for name, p in policy.pools.items()
         }
         self.instance_pools = [name for name, pool in policy.pools.items() if pool.instances]
+        # a job's size reads only what its request key holds: worked out once per request
+        sizes = {key: self._size(example) for key, (example, _) in requests.items()}
         self.runs = [
             Run(
                 job,
@@ -218,10 +232,10 @@ class Engine:
                 q,
                 policy.priority(job.tier or policy.queues[q].tier),
                 job.duration,
-                size=self._size(job),
-                request=request_key(job),
+                size=sizes[key],
+                request=key,
             )
-            for i, (job, q) in enumerate(zip(jobs, queues, strict=True))
+            for i, (job, q, key) in enumerate(zip(jobs, queues, keys, strict=True))
         ]
         # queue -> quota key -> milli-units held (a flavor's GPU bucket in milli-GPUs, resources.py)
         self.usage: dict[str, Counter] = {name: Counter() for name in policy.queues}
@@ -286,6 +300,10 @@ class Engine:
         self.classes = sorted(set(self.pool_class.values()) | {job_class(run.job) for run in self.runs})
         self.waiting: dict[str, set[int]] = {kind: set() for kind in self.classes}  # arrived, not running
         self.class_timeline: list[tuple[int, dict[str, tuple[int, int, bool]]]] = []
+        # what the last _record saw: pool allocations and capacities, whether each class had work waiting
+        self.pool_states = list(self.pools.values())
+        self.waiting_by_class = [self.waiting[kind] for kind in self.classes]
+        self.recorded: list | None = None
         submits = [run.job.submit for run in self.runs]
         self.window = (min(submits, default=0), max(submits, default=0))
         self.useful_in_window = 0
@@ -403,6 +421,16 @@ class Engine:
         )
 
     def _record(self) -> None:
+        """The instant's figures, on the timeline and per class. Each series already ends with the figures of
+        the last instant recorded, so an instant where no pool's allocation or capacity and no class's
+        waiting work changed has nothing to add (most arrivals only join a queue)."""
+        pools = self.pool_states
+        state = [pool.allocated for pool in pools]
+        state += [pool.capacity for pool in pools]
+        state += [bool(waiting) for waiting in self.waiting_by_class]
+        if state == self.recorded:
+            return
+        self.recorded = state
         point = (self.now, self._allocated(), self._available())
         last = self.timeline[-1]
         if point[1:] != last[1:]:
@@ -477,7 +505,7 @@ class Engine:
         queue = self.policy.queues[run.queue]
         if run.interruptions == run.preemptions == run.busy_starts == run.ready_timeouts == 0:
             self._event("arrived", run, queue=run.queue, tier=run.job.tier, gpus=run.size[0] / MILLI)
-        if not any(self._could_ever_fit(run, f) for f in queue.flavors):
+        if not self._options(run, queue).ever_fits:
             run.never_reason = "larger than any flavor's quota or pool can hold"
             self._event("never", run, reason=run.never_reason)
             return False
@@ -550,10 +578,10 @@ class Engine:
         run = self.runs[index]
         queue = self.policy.queues[run.queue]
         usage = self.usage[run.queue]
-        for _, key, amount in self._options(run, queue).per_flavor:
-            if usage[key] + amount <= self.nominal[(run.queue, key)]:
+        for key, amount, leaf in self._options(run, queue).per_flavor:
+            if usage[key] + amount <= leaf.nominal:
                 return False  # within nominal quota: it fits, or reclaims what the queue lent
-            if amount <= available(self.quota.leaves[(run.queue, key)]):  # _quota_fits
+            if amount <= available(leaf):  # _quota_fits
                 return True
         return True
 
@@ -686,30 +714,51 @@ class Engine:
         kept = self.verdicts.get(incoming.index)
         if kept is not None and kept[0] == self._stamp(incoming, options.keys):
             return kept[1]
-        choice = self.admission.assign(queue, incoming, options.requests)
+        if self._surely_waits(queue, incoming, options):
+            choice = None
+        else:
+            choice = self.admission.assign(queue, incoming, options.requests)
         self.verdicts[incoming.index] = (self._stamp(incoming, options.keys), choice)
         return choice
+
+    def _surely_waits(self, queue: SimQueue, incoming: Workload, options: Options) -> bool:
+        """Whether no flavor can admit the job now, told more cheaply than by the whole flavor assignment
+        (most blocked jobs are tried on every pass): a flavor admits a workload only where its request fits
+        the quota available now, or where a preemption search finds candidates to evict, and
+        HeldAdmission.may_find_candidates tells where none can exist."""
+        for key, amount, leaf in options.asks:
+            if amount <= available(leaf):
+                return False
+            if self.admission.may_find_candidates(queue, key, incoming.priority):
+                return False
+        return True
 
     def _stamp(self, incoming: Workload, keys: tuple[str, ...]) -> tuple:
         versions, held = self.quota.versions, self.held_changes
         return (incoming, *[(versions[key], held[key]) for key in keys])
 
     def _options(self, run: Run, queue: SimQueue) -> Options:
-        """What the job can take in its queue: shapes and demands read only the job's request and the
-        policy, so they are worked out once per (request, queue)."""
+        """What the job can take in its queue: shapes, demands, a pool's full capacity and a quota's
+        potential read only the job's request and the policy, so they are worked out once per (request,
+        queue)."""
         found = self.options.get((run.request, queue.name))
         if found is None:
             shapes = {f.flavor: shape for f in queue.flavors if (shape := self._shape(run, f)) is not None}
             requests = {
                 f.flavor: self._demand(f, shapes[f.flavor]) for f in queue.flavors if f.flavor in shapes
             }
+            leaves = self.quota.leaves
             per_flavor = tuple(
-                (f, *self._demand(f, shape))
+                (key, amount, leaves[(queue.name, key)])
                 for f in queue.flavors
                 if (shape := self._shape(run, f)) is not None
+                for key, amount in [self._demand(f, shape)]
             )
+            asks = tuple((key, amount, leaves[(queue.name, key)]) for key, amount in requests.values())
             keys = tuple(dict.fromkeys(key for key, _ in requests.values()))
-            found = self.options[(run.request, queue.name)] = Options(shapes, requests, per_flavor, keys)
+            ever_fits = any(self._could_ever_fit(run, f) for f in queue.flavors)
+            found = Options(shapes, requests, per_flavor, asks, keys, ever_fits)
+            self.options[(run.request, queue.name)] = found
         return found
 
     def _workload(self, run: Run, flavor: str | None) -> Workload:
@@ -778,10 +827,11 @@ class Engine:
                 continue
             pool = self.pools[name]
             failed: list[Shape] = []
+            cleared: dict[int, int] = {}  # id(shape) -> how many failures it was found clear of
             for index in sorted(waiting, key=lambda i: (-self.runs[i].priority, self.runs[i].admitted, i)):
                 run = self.runs[index]
                 shape = run.shape
-                if any(_covers(shape, small) for small in failed):
+                if _ruled_out(shape, failed, cleared):
                     continue
                 slots = pool.place(shape)
                 if slots is None:
@@ -1208,6 +1258,21 @@ def whole_nodes(shape: Shape, gpus_per_node: int) -> Shape:
     cards = shape.pods * shape.count * shape.milli
     nodes = max(1, -(-cards // (gpus_per_node * MILLI)))
     return Shape(nodes, gpus_per_node, MILLI, profile=shape.profile)
+
+
+def _ruled_out(shape: Shape, failed: list[Shape], cleared: dict[int, int]) -> bool:
+    """Whether a shape that did not fit (`failed`, which only grows) covers `shape`. `cleared` keeps, per
+    shape (by id: the runs waiting hold them for the whole sweep), how many of the failures it was found
+    clear of, so many pods of one shape compare against each failure once; a covered shape is marked -1."""
+    start = cleared.get(id(shape), 0)
+    if start < 0:
+        return True
+    for small in failed[start:]:
+        if _covers(shape, small):
+            cleared[id(shape)] = -1
+            return True
+    cleared[id(shape)] = len(failed)
+    return False
 
 
 def _covers(shape: Shape, smaller: Shape) -> bool:

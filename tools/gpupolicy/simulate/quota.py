@@ -85,14 +85,14 @@ def lowest_fitting_subtree(leaf: Node, demand: int) -> tuple[int, bool]:
     when the queue needs no borrowing; the flag says the subtree found is not the whole tree."""
     if leaf.usage + demand <= leaf.subtree or leaf.parent is None:
         return 0, leaf.parent is not None
-    remaining = demand - leaf.local_available()
+    remaining = demand - (leaf.local - leaf.usage if leaf.local > leaf.usage else 0)  # local_available
     node = leaf.parent
     while True:
         if node.usage + remaining <= node.subtree:
             return _height(node), node.parent is not None
         if node.parent is None:
             return _height(node), False
-        remaining -= node.local_available()
+        remaining -= node.local - node.usage if node.local > node.usage else 0
         node = node.parent
 
 
