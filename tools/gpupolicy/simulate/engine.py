@@ -36,7 +36,7 @@ from .admission import REASONS, Admission, Candidate, Choice, Workload
 from .failures import Failure
 from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .migpool import MigPoolState
-from .pending import PendingQueue
+from .pending import PendingQueue, WaitingPods
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue, job_class, pool_classes
 from .quota import Node, QuotaTree, available
@@ -277,7 +277,7 @@ class Engine:
         self.held_changes: Counter = Counter()
         self.held_priorities: dict[tuple[str, str], Counter] = {}  # (queue, key) -> priority -> holders
         # admitted, no nodes yet
-        self.node_wait: dict[str, dict[int, None]] = {name: {} for name in policy.pools}
+        self.node_wait: dict[str, WaitingPods] = {name: WaitingPods() for name in policy.pools}
         self.sweep: set[str] = set()
         self.reserved: dict[int, tuple[str, int]] = {}  # preemptor -> (flavor, quota its victims gave back)
         # queue -> its head, waiting for the workloads it preempted  # pools where cards came free since their
@@ -809,10 +809,10 @@ class Engine:
         """kube-scheduler places the admitted job's pods wherever they fit now, else they wait for nodes."""
         slots = self.pools[run.flavor.pool].place(run.shape)
         if slots is None:
-            self.node_wait[run.flavor.pool][run.index] = None
+            self.node_wait[run.flavor.pool].add((-run.priority, run.admitted, run.index), run.shape)
             self._ready_clock(run)
             return
-        self.node_wait[run.flavor.pool].pop(run.index, None)
+        self.node_wait[run.flavor.pool].discard(run.index)
         run.slots = slots
         self._start(run)
 
@@ -827,17 +827,17 @@ class Engine:
                 continue
             pool = self.pools[name]
             failed: list[Shape] = []
-            cleared: dict[int, int] = {}  # id(shape) -> how many failures it was found clear of
-            for index in sorted(waiting, key=lambda i: (-self.runs[i].priority, self.runs[i].admitted, i)):
-                run = self.runs[index]
-                shape = run.shape
-                if _ruled_out(shape, failed, cleared):
+            sweep = waiting.sweep()  # the pods in order, a shape dropped once ruled out
+            while (step := sweep.next()) is not None:
+                entry, shape = step
+                if any(_covers(shape, small) for small in failed):
                     continue
                 slots = pool.place(shape)
                 if slots is None:
                     failed.append(shape)
                     continue
-                del waiting[index]
+                sweep.placed(entry, shape)
+                run = self.runs[entry[-1]]
                 run.slots = slots
                 self._start(run)
 
@@ -862,7 +862,7 @@ class Engine:
         eviction time, or deactivated past backoffLimitCount. True when quota came free."""
         if run.admitted != admitted or run.started >= 0 or run.evicted or run.finished >= 0:
             return False
-        self.node_wait[run.flavor.pool].pop(run.index, None)
+        self.node_wait[run.flavor.pool].discard(run.index)
         self._charge(run, -1)
         self._unhold(run)
         run.admitted = -1
@@ -904,7 +904,7 @@ class Engine:
             self._waits(victim)
             self._push(self.now + self.grace, RELEASE, victim.index)
         else:  # admitted, pods still waiting for nodes: nothing to terminate
-            self.node_wait[victim.flavor.pool].pop(victim.index, None)
+            self.node_wait[victim.flavor.pool].discard(victim.index)
             self._push(self.now, RELEASE, victim.index)
 
     def _release_evicted(self, run: Run) -> None:
@@ -1258,21 +1258,6 @@ def whole_nodes(shape: Shape, gpus_per_node: int) -> Shape:
     cards = shape.pods * shape.count * shape.milli
     nodes = max(1, -(-cards // (gpus_per_node * MILLI)))
     return Shape(nodes, gpus_per_node, MILLI, profile=shape.profile)
-
-
-def _ruled_out(shape: Shape, failed: list[Shape], cleared: dict[int, int]) -> bool:
-    """Whether a shape that did not fit (`failed`, which only grows) covers `shape`. `cleared` keeps, per
-    shape (by id: the runs waiting hold them for the whole sweep), how many of the failures it was found
-    clear of, so many pods of one shape compare against each failure once; a covered shape is marked -1."""
-    start = cleared.get(id(shape), 0)
-    if start < 0:
-        return True
-    for small in failed[start:]:
-        if _covers(shape, small):
-            cleared[id(shape)] = -1
-            return True
-    cleared[id(shape)] = len(failed)
-    return False
 
 
 def _covers(shape: Shape, smaller: Shape) -> bool:

@@ -104,3 +104,59 @@ class Walk:
         for size, group in self.queue.groups.items():
             self._advance(size, bisect_right(group, entry))
         heapq.heapify(self.heap)
+
+
+class WaitingPods:
+    """One pool's admitted jobs whose pods wait for nodes, in kube-scheduler's order (entry: (-priority,
+    admission time, run index)), grouped by shape.
+
+    A sweep retries them in that order, and once a shape did not fit it skips every pod whose shape is at
+    least as large (Engine._place_waiting). A pool of time-sliced cards can hold dozens of pods waiting for a
+    card's memory, in a few shapes: merging the groups' heads (as Walk does for pending jobs) lets a sweep
+    drop a ruled-out shape whole instead of stepping over each of its pods.
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[object, list[Entry]] = {}  # shape -> entries, sorted
+        self.entries: dict[int, tuple[Entry, object]] = {}  # run index -> (entry, shape)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def add(self, entry: Entry, shape) -> None:
+        self.discard(entry[-1])
+        insort(self.groups.setdefault(shape, []), entry)
+        self.entries[entry[-1]] = (entry, shape)
+
+    def discard(self, index: int) -> None:
+        found = self.entries.pop(index, None)
+        if found is not None:
+            entry, shape = found
+            group = self.groups[shape]
+            del group[bisect_left(group, entry)]
+            if not group:
+                del self.groups[shape]
+
+    def sweep(self) -> Sweep:
+        return Sweep(self)
+
+
+class Sweep:
+    """One pass over WaitingPods in order: `next()` gives the next (entry, shape); the caller says `placed`
+    (the pod left the pool's wait, its group's next comes up) or nothing (its shape is ruled out for the rest
+    of the pass: the group is dropped)."""
+
+    def __init__(self, waiting: WaitingPods) -> None:
+        self.waiting = waiting
+        self.heap = [(group[0], shape) for shape, group in waiting.groups.items()]  # entries are unique
+        heapq.heapify(self.heap)
+
+    def next(self) -> tuple[Entry, object] | None:
+        return heapq.heappop(self.heap) if self.heap else None
+
+    def placed(self, entry: Entry, shape) -> None:
+        self.waiting.discard(entry[-1])
+        group = self.waiting.groups.get(shape, [])
+        position = bisect_right(group, entry)
+        if position < len(group):
+            heapq.heappush(self.heap, (group[position], shape))
