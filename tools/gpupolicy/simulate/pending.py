@@ -29,6 +29,7 @@ class PendingQueue:
         self.groups: dict[Size, list[Entry]] = {}
         self.count = 0
         self.added = 0  # bumped on every add, so a pass can tell that a preemption requeued a job here
+        self.first: Entry | None = None  # the head, kept between changes (None: to be found again)
 
     def __len__(self) -> int:
         return self.count
@@ -37,6 +38,8 @@ class PendingQueue:
         insort(self.groups.setdefault(size, []), entry)
         self.count += 1
         self.added += 1
+        if self.first is not None and entry < self.first:
+            self.first = entry
 
     def holds(self, entry: Entry, size: Size) -> bool:
         group = self.groups.get(size, ())
@@ -49,10 +52,15 @@ class PendingQueue:
         if not group:
             del self.groups[size]
         self.count -= 1
+        if entry == self.first:
+            self.first = None
 
     def head(self) -> Entry | None:
-        """The first job in scheduling order, or None when nothing is pending."""
-        return min((group[0] for group in self.groups.values()), default=None)
+        """The first job in scheduling order, or None when nothing is pending (asked of every stale queue on
+        every pass, so kept until an add puts a job before it or it leaves)."""
+        if self.first is None:
+            self.first = min((group[0] for group in self.groups.values()), default=None)
+        return self.first
 
     def walk(self) -> Walk:
         return Walk(self)
