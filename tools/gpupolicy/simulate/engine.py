@@ -676,7 +676,7 @@ class Engine:
         held = self.reserved.pop(run.index, None)
         if held is not None:  # quota its victims gave back, kept for it (see _release_evicted)
             self.quota.use(run.queue, held[0], -held[1])
-        choice = self._assign(queue, self._workload(run, None), options)
+        choice = self._assign(run, queue, options)
         if choice is None:
             return False
         if not choice.targets:
@@ -702,26 +702,31 @@ class Engine:
         self.preempting[run.queue] = run.index
         return False
 
-    def _assign(self, queue: SimQueue, incoming: Workload, options: Options) -> Choice | None:
+    def _assign(self, run: Run, queue: SimQueue, options: Options) -> Choice | None:
         """admission.assign's verdict, or the one it gave this job last time when nothing it reads has changed
-        since. Admission reads the job's own record, its requests (fixed: `_options`) and, under each quota
-        key it asks for, that key's quota tree (QuotaTree.versions counts every change of its usage) and the
-        workloads holding quota there (`held_changes` counts every `_hold` and `_unhold`). The stamp is taken
-        after the call: admission takes candidates out tentatively and puts them all back, and a tree's usage
-        is a function of its queues' usage, so the tree is then as it was when the verdict was worked out."""
+        since. Admission reads the job's own record (`_workload`: its index and queue, fixed, and `asked`),
+        its requests (fixed: `_options`) and, under each quota key it asks for, that key's quota tree
+        (QuotaTree.versions counts every change of its usage) and the workloads holding quota there
+        (`held_changes` counts every `_hold` and `_unhold`, which also keep the priorities HeldAdmission
+        reads). The stamp is taken after the call: admission takes candidates out tentatively and puts them
+        all back, and a tree's usage is a function of its queues' usage, so the tree is then as it was when
+        the verdict was worked out."""
         if not self.keep_verdicts:
-            return self.admission.assign(queue, incoming, options.requests)
-        kept = self.verdicts.get(incoming.index)
-        if kept is not None and kept[0] == self._stamp(incoming, options.keys):
+            return self.admission.assign(queue, self._workload(run, None), options.requests)
+        asked = (run.priority, run.job.submit if run.queued < 0 else run.queued, run.admitted, run.evicted)
+        stamp = self._stamp(asked, options.keys)
+        kept = self.verdicts.get(run.index)
+        if kept is not None and kept[0] == stamp:
             return kept[1]
-        if self._surely_waits(queue, incoming, options):
-            choice = None
+        if self._surely_waits(queue, run.priority, options):
+            choice = None  # nothing was touched: the stamp stands
         else:
-            choice = self.admission.assign(queue, incoming, options.requests)
-        self.verdicts[incoming.index] = (self._stamp(incoming, options.keys), choice)
+            choice = self.admission.assign(queue, self._workload(run, None), options.requests)
+            stamp = self._stamp(asked, options.keys)
+        self.verdicts[run.index] = (stamp, choice)
         return choice
 
-    def _surely_waits(self, queue: SimQueue, incoming: Workload, options: Options) -> bool:
+    def _surely_waits(self, queue: SimQueue, priority: int, options: Options) -> bool:
         """Whether no flavor can admit the job now, told more cheaply than by the whole flavor assignment
         (most blocked jobs are tried on every pass): a flavor admits a workload only where its request fits
         the quota available now, or where a preemption search finds candidates to evict, and
@@ -729,13 +734,13 @@ class Engine:
         for key, amount, leaf in options.asks:
             if amount <= available(leaf):
                 return False
-            if self.admission.may_find_candidates(queue, key, incoming.priority):
+            if self.admission.may_find_candidates(queue, key, priority):
                 return False
         return True
 
-    def _stamp(self, incoming: Workload, keys: tuple[str, ...]) -> tuple:
+    def _stamp(self, asked: tuple, keys: tuple[str, ...]) -> tuple:
         versions, held = self.quota.versions, self.held_changes
-        return (incoming, *[(versions[key], held[key]) for key in keys])
+        return (asked, [versions[key] for key in keys], [held[key] for key in keys])
 
     def _options(self, run: Run, queue: SimQueue) -> Options:
         """What the job can take in its queue: shapes, demands, a pool's full capacity and a quota's
