@@ -197,14 +197,11 @@ class PoolState(WorkingNodes):
     def _fraction_card(self, milli: int, memory: int = 0) -> tuple[int, int] | None:
         """A card with `milli` free and, when `memory` is given, that much memory its neighbours leave
         free."""
+        free, used, failed, room = self.free, self.memory, self.failed, MILLI - memory  # asked per pod
         fitting = [
-            (n, c)
-            for (n, c) in self.partial
-            if self.free[n][c] >= milli and n not in self.failed and self.memory[n][c] + memory <= MILLI
+            (n, c) for n, c in self.partial if free[n][c] >= milli and used[n][c] <= room and n not in failed
         ]
-        fresh = [
-            (k, next(iter(self.buckets[k]))) for k in range(1, self.gpus_per_node + 1) if self.buckets[k]
-        ]
+        fresh = [(k, next(iter(bucket))) for k, bucket in enumerate(self.buckets) if k and bucket]
         return self.placement.fraction_card(self, milli, fitting, fresh)
 
     # -- fragmentation (FGD-style) -------------------------------------------------------------------
