@@ -191,7 +191,10 @@ def _may_satisfy(policy: str, lowest: int | None, priority: int) -> bool:
 class Engine:
     """`pools` replaces the PoolState of the named pools (the FGD experiment's node-class pool). The workload
     protocol of the FGD simulator is two options: `departures=False` (a started job holds its cards to the
-    end) and `queueing=False` (a job that cannot start when it arrives is dropped, not queued)."""
+    end) and `queueing=False` (a job that cannot start when it arrives is dropped, not queued).
+    `shortcuts=False` sends every admission attempt through admission.Admission in full (no verdict kept,
+    no search skipped): the reference the shortcuts are tested against (tests/simulate/
+    test_simulate_identity.py)."""
 
     def __init__(
         self,
@@ -203,7 +206,7 @@ class Engine:
         departures: bool = True,
         queueing: bool = True,
         events: list | None = None,
-        keep_verdicts: bool = True,
+        shortcuts: bool = True,
     ):
         self.policy = policy
         # admission on quota alone; the FGD protocol (no queueing) fuses it with placement
@@ -285,11 +288,15 @@ class Engine:
         # queue -> its head, waiting for the workloads it preempted  # pools where cards came free since their
         # waiting pods were last tried
         self.preempting: dict[str, int] = {}
-        self.admission = HeldAdmission(self.quota, policy.queues, self._holding_workloads, self._lowest_held)
+        self.shortcuts = shortcuts
+        self.admission = (
+            HeldAdmission(self.quota, policy.queues, self._holding_workloads, self._lowest_held)
+            if shortcuts
+            else Admission(self.quota, policy.queues, self._holding_workloads)
+        )
         self.options: dict[tuple[tuple, str], Options] = {}  # (request, queue) -> Engine._options
-        # run index -> (stamp, verdict) of its last admission attempt (Engine._assign); off: always recompute
+        # run index -> (stamp, verdict) of its last admission attempt (Engine._assign)
         self.verdicts: dict[int, tuple[tuple, Choice | None]] = {}
-        self.keep_verdicts = keep_verdicts
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -717,7 +724,7 @@ class Engine:
         reads). The stamp is taken after the call: admission takes candidates out tentatively and puts them
         all back, and a tree's usage is a function of its queues' usage, so the tree is then as it was when
         the verdict was worked out."""
-        if not self.keep_verdicts:
+        if not self.shortcuts:
             return self.admission.assign(queue, self._workload(run, None), options.requests)
         asked = (run.priority, run.job.submit if run.queued < 0 else run.queued, run.admitted, run.evicted)
         stamp = self._stamp(asked, options.keys)

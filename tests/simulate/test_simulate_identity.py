@@ -1,0 +1,235 @@
+"""The engine's admission shortcuts change no result: a replay with them gives the same events, job for job,
+as one that sends every admission attempt through admission.Admission in full (`Engine(shortcuts=False)`).
+
+The shortcuts (engine.py): a blocked job's verdict kept while nothing admission reads has changed, a verdict
+of "waits" told without the whole flavor assignment, and a preemption search skipped where no holder can be
+a candidate (HeldAdmission). The workloads below make all of them matter: queues in a cohort tree that borrow
+and reclaim, preemption within a queue and across the tree, time-sliced pods meeting busy devices with and
+without the startup check, and waitForPodsReady evicting jobs whose pods wait for nodes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from simhelpers import TRACES, shared_trace
+
+from gpupolicy.simulate import Engine
+from gpupolicy.simulate.busy import with_busy_devices
+from gpupolicy.simulate.checkpoints import parse_intervals, with_checkpoints
+from gpupolicy.simulate.jobs import Job
+from gpupolicy.simulate.pending import WaitingPods
+from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimPolicy, SimPool, SimQueue, assign_queues
+from gpupolicy.simulate.readiness import KUEUE_DEFAULT
+
+G = 1000  # one GPU in milli
+
+
+def _policy() -> SimPolicy:
+    """fleet <- training (team-a, team-b: 16 cards each of 32, team-b lends at most 8) and fleet <- research
+    (research: nothing of its own, borrows what the fleet lends); serving alone in production, on its own
+    time-sliced pool and on one the others share, where the startup check is off."""
+    pools = {
+        "train": SimPool("train", 4, 8, "exclusive"),
+        "shared": SimPool("shared", 2, 4, "time-sliced", replicas=4),
+        "serve": SimPool("serve", 1, 4, "time-sliced", replicas=2),
+    }
+    train, shared, serve = (
+        FlavorQuota("train", "train", 16 * G),
+        FlavorQuota("shared", "shared", 8 * G),
+        FlavorQuota("serve", "serve", 8 * G),
+    )
+    queues = {
+        "team-a": SimQueue(
+            "team-a",
+            (train, shared),
+            cohort="training",
+            tier="training",
+            within_queue="LowerPriority",
+            reclaim="Any",
+        ),
+        "team-b": SimQueue(
+            "team-b",
+            (FlavorQuota("train", "train", 16 * G, lending_limit=8 * G), shared),
+            cohort="training",
+            tier="training",
+            within_queue="LowerOrNewerEqualPriority",
+            reclaim="LowerPriority",
+            borrow_within="LowerPriority",
+        ),
+        "research": SimQueue(
+            "research",
+            (FlavorQuota("shared", "shared", 0), FlavorQuota("train", "train", 0)),
+            cohort="research",
+            tier="experiment",
+            reclaim="LowerPriority",
+        ),
+        "serving": SimQueue(
+            "serving",
+            (serve, FlavorQuota("shared", "shared", 4 * G)),
+            cohort="production",
+            tier="production",
+            workload="inference",
+            within_queue="LowerPriority",
+            reclaim="Any",
+        ),
+    }
+    cohorts = {
+        "fleet": SimCohort("fleet"),
+        "training": SimCohort("training", "fleet"),
+        "research": SimCohort("research", "fleet"),
+        "production": SimCohort("production", "fleet"),
+    }
+    policy = SimPolicy(
+        "proposed", pools, queues, cohorts=cohorts, placement="frag-aware", pods_ready=KUEUE_DEFAULT
+    )
+    return with_busy_devices(policy, {"serve": False})
+
+
+def _jobs(count: int = 700, seed: int = 11) -> list[Job]:
+    """A congested mix: whole-card training (some of several pods, some at batch priority), research on
+    shared cards and on borrowed training cards, and fractional serving pods."""
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(count):
+        submit = i * 90 + rng.randrange(90)
+        kind = rng.random()
+        if kind < 0.45:
+            jobs.append(
+                Job(
+                    f"t{i}",
+                    submit,
+                    rng.randint(1800, 14400),
+                    gpus=rng.choice([1, 2, 4, 8]),
+                    pods=rng.choice([1, 1, 2]),
+                    queue=rng.choice(["team-a", "team-b"]),
+                    tier=rng.choice(["training", "training", "batch"]),
+                    checkpoint=rng.choice([0, 1800]),
+                )
+            )
+        elif kind < 0.7:
+            jobs.append(
+                Job(
+                    f"r{i}",
+                    submit,
+                    rng.randint(600, 7200),
+                    gpus=rng.choice([1, 2]),
+                    share=rng.choice([0.0, 0.25, 0.5]),
+                    queue="research",
+                    tier="experiment",
+                )
+            )
+        else:
+            jobs.append(
+                Job(
+                    f"s{i}",
+                    submit,
+                    rng.randint(300, 3600),
+                    share=rng.choice([0.25, 0.5, 0.75]),
+                    queue="serving",
+                    tier="production",
+                    workload="inference",
+                )
+            )
+    return jobs
+
+
+def _replay(policy: SimPolicy, jobs: list[Job], shortcuts: bool) -> tuple[list[dict], Engine]:
+    events: list[dict] = []
+    engine = Engine(policy, jobs, assign_queues(jobs, policy), events=events, shortcuts=shortcuts)
+    engine.run()
+    return events, engine
+
+
+def _assert_same_replay(policy: SimPolicy, jobs: list[Job]) -> Counter:
+    fast, engine = _replay(policy, jobs, shortcuts=True)
+    reference, _ = _replay(policy, jobs, shortcuts=False)
+    assert len(fast) == len(reference)
+    for ours, theirs in zip(fast, reference, strict=True):
+        assert ours == theirs  # the first event that differs, if any
+    assert engine.verdicts, "no admission attempt went through the shortcuts"
+    return Counter(event["event"] for event in fast)
+
+
+def test_the_shortcuts_give_the_same_events_as_full_admission():
+    kinds = _assert_same_replay(_policy(), _jobs())
+    # the workload exercises what the shortcuts must stay sound under
+    assert kinds["preempted"] > 0
+    assert kinds["evicted"] > 0  # waitForPodsReady
+    assert kinds["failed_at_start"] > 0  # busy devices where the startup check is off
+    assert kinds["finished"] > 0
+
+
+def test_the_shortcuts_give_the_same_events_on_the_mixed_workload():
+    """A day of the mixed workload on the repository's prod-us, with busy devices (as `simulate
+    --busy-devices` and `recommend --busy-devices` replay it)."""
+    from pathlib import Path
+
+    from gpupolicy.pipeline import load_fleet
+    from gpupolicy.simulate import mixed
+    from gpupolicy.simulate.busy import startup_checks
+    from gpupolicy.simulate.policy import from_cluster
+
+    shared_trace(*mixed.ITP_TRACE)
+    shared_trace(*mixed.OPENB_TRACE)
+    repo = Path(__file__).resolve().parents[2]
+    cluster = load_fleet(repo, ["prod-us"]).clusters["prod-us"]
+    itp, openb = mixed.read_sources(TRACES)
+    workload = mixed.build(itp, openb, 2, 3.5, 1, teams=mixed.teams_of(cluster), cluster=cluster, seed=0)
+    jobs = with_checkpoints(workload.jobs, parse_intervals(""))
+    policy = with_busy_devices(from_cluster(cluster), startup_checks(repo, cluster))
+    kinds = _assert_same_replay(policy, jobs)
+    assert kinds["preempted"] > 0 and kinds["evicted"] > 0
+
+
+def _sorted_sweep(entries: dict, fits) -> list[int]:
+    """The engine's former sweep: every waiting pod in order, a shape covered by a failure skipped (equal
+    shapes stand for 'at least as large' here)."""
+    tried, failed = [], set()
+    for entry in sorted(entries):
+        shape = entries[entry]
+        if shape in failed:
+            continue
+        tried.append(entry[-1])
+        if not fits(shape):
+            failed.add(shape)
+    return tried
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_a_sweep_of_pods_grouped_by_shape_tries_what_the_sorted_scan_tries(seed):
+    rng = random.Random(seed)
+    waiting, entries = WaitingPods(), {}
+    for index in range(rng.randrange(1, 40)):
+        entry = (-rng.choice((100, 1000)), rng.randrange(30), index)
+        shape = rng.choice("abcd")
+        entries[entry] = shape
+        waiting.add(entry, shape)
+    for index in rng.sample(range(len(entries)), len(entries) // 4):  # some left by other means
+        waiting.discard(index)
+        del entries[next(e for e in entries if e[-1] == index)]
+    room = rng.randrange(0, 12)
+    sizes = {"a": 1, "b": 2, "c": 3, "d": 5}
+
+    def fits_in(left: list[int]):
+        def fits(shape) -> bool:
+            if sizes[shape] <= left[0]:
+                left[0] -= sizes[shape]
+                return True
+            return False
+
+        return fits
+
+    expected = _sorted_sweep(entries, fits_in([room]))
+    tried, placed, fits, sweep = [], [], fits_in([room]), waiting.sweep()
+    while (step := sweep.next()) is not None:
+        entry, shape = step
+        tried.append(entry[-1])
+        if fits(shape):
+            sweep.placed(entry, shape)
+            placed.append(entry[-1])
+        # else the shape is ruled out for the rest of the sweep: its group is dropped
+    assert tried == expected
+    assert len(waiting) == len(entries) - len(placed)
