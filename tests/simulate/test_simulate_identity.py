@@ -20,7 +20,7 @@ from gpupolicy.simulate import Engine
 from gpupolicy.simulate.busy import with_busy_devices
 from gpupolicy.simulate.checkpoints import parse_intervals, with_checkpoints
 from gpupolicy.simulate.jobs import Job
-from gpupolicy.simulate.pending import WaitingPods
+from gpupolicy.simulate.pending import PendingQueue, WaitingPods
 from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimPolicy, SimPool, SimQueue, assign_queues
 from gpupolicy.simulate.readiness import KUEUE_DEFAULT
 
@@ -233,3 +233,19 @@ def test_a_sweep_of_pods_grouped_by_shape_tries_what_the_sorted_scan_tries(seed)
         # else the shape is ruled out for the rest of the sweep: its group is dropped
     assert tried == expected
     assert len(waiting) == len(entries) - len(placed)
+
+
+def test_a_queue_keeps_its_head_through_adds_and_removals():
+    """PendingQueue.head, kept between changes, is always the first entry of all its groups."""
+    rng = random.Random(5)
+    queue, held = PendingQueue(), []
+    for step in range(2000):
+        if held and rng.random() < 0.45:
+            entry, size = held.pop(rng.randrange(len(held)))
+            queue.remove(entry, size)
+        else:
+            entry = (-rng.choice((100, 1000)), rng.randrange(500), step, step)
+            size = (rng.choice((250, 1000, 8000)), 1000, ())
+            queue.add(entry, size)
+            held.append((entry, size))
+        assert queue.head() == min((entry for entry, _ in held), default=None)
