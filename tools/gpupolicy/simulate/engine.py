@@ -312,6 +312,9 @@ class Engine:
         # what the last _record saw: pool allocations and capacities, whether each class had work waiting
         self.pool_states = list(self.pools.values())
         self.waiting_by_class = [self.waiting[kind] for kind in self.classes]
+        self.class_of_pool = [
+            self.classes.index(self.pool_class.get(name, "training")) for name in self.pools
+        ]
         self.recorded: list | None = None
         submits = [run.job.submit for run in self.runs]
         self.window = (min(submits, default=0), max(submits, default=0))
@@ -444,22 +447,26 @@ class Engine:
         if state == self.recorded:
             return
         self.recorded = state
-        point = (self.now, self._allocated(), self._available())
+        count = len(pools)
+        point = (self.now, sum(state[:count]), sum(state[count : 2 * count]))
         last = self.timeline[-1]
         if point[1:] != last[1:]:
             if last[0] == point[0]:
                 self.timeline[-1] = point
             else:
                 self.timeline.append(point)
-        self._record_classes()
+        self._record_classes(state)
 
-    def _record_classes(self) -> None:
-        figures = {kind: [0, 0, bool(self.waiting[kind])] for kind in self.classes}
-        for name, pool in self.pools.items():
-            entry = figures[self.pool_class.get(name, "training")]
-            entry[0] += pool.allocated
-            entry[1] += pool.capacity
-        point = {kind: tuple(entry) for kind, entry in figures.items()}
+    def _record_classes(self, state: list) -> None:
+        """Per class of pools, (allocated, available, whether that class's work waits), from `_record`'s
+        state: each pool's allocation, then each pool's capacity, then each class's waiting."""
+        count, kinds = len(self.pool_states), self.classes
+        allocated, available = [0] * len(kinds), [0] * len(kinds)
+        for position, kind in enumerate(self.class_of_pool):
+            allocated[kind] += state[position]
+            available[kind] += state[count + position]
+        waiting = state[2 * count :]
+        point = {kind: (allocated[j], available[j], waiting[j]) for j, kind in enumerate(kinds)}
         series = self.class_timeline
         if series and series[-1][1] == point:
             return
