@@ -131,6 +131,44 @@ class Result:
     useful_in_window: int = 0  # milli-GPU-seconds of kept work done between the first and last submission
 
 
+class Holders:
+    """The workloads holding quota, by (queue, quota key), as admission asks for them (`workloads`); per quota
+    key, how many times they changed (kept verdicts are stamped with it, Engine._assign); per (queue, key),
+    how many hold each priority (HeldAdmission asks for the lowest). Apart from the engine, so admission's
+    callbacks refer to this and not to the engine: no reference cycle keeps a finished engine alive until
+    the cyclic collector finds it."""
+
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str], dict[int, Workload]] = {}
+        self.changes: Counter = Counter()
+        self.priorities: dict[tuple[str, str], Counter] = {}
+
+    def workloads(self, queue: str, key: str):
+        return self.records.get((queue, key), {}).values()
+
+    def put(self, workload: Workload) -> None:
+        """A workload now holds quota, or its record changed (evicted)."""
+        where = (workload.queue, workload.flavor)
+        records = self.records.setdefault(where, {})
+        if workload.index not in records:
+            self.priorities.setdefault(where, Counter())[workload.priority] += 1
+        records[workload.index] = workload
+        self.changes[workload.flavor] += 1
+
+    def drop(self, queue: str, key: str, index: int, priority: int) -> None:
+        if self.records.get((queue, key), {}).pop(index, None) is not None:
+            self.changes[key] += 1
+            priorities = self.priorities[(queue, key)]
+            priorities[priority] -= 1
+            if not priorities[priority]:
+                del priorities[priority]
+
+    def lowest(self, queue: str, key: str) -> int | None:
+        """The lowest priority among the workloads holding quota at (queue, key), None when none does."""
+        priorities = self.priorities.get((queue, key))
+        return min(priorities) if priorities else None
+
+
 class HeldAdmission(Admission):
     """Admission over the engine's workloads holding quota, which knows the lowest priority held per (queue,
     quota key) (`lowest`). A preemption search (`targets`) finds nothing when no holder could be a candidate:
@@ -274,13 +312,9 @@ class Engine:
         # the "before" crashes starts at a measured rate (policy.before); its own stream, seeded, so a replay
         # is reproducible and the other policies draw nothing
         self.crashes = random.Random(policy.failure_seed) if policy.start_failure_rate else None
-        # queue -> runs with quota, as admission reads them (rebuilt only when one changes); `held` the same
-        # by (queue, quota key), as admission asks for them; `held_changes` counts the changes per quota key,
-        # for the verdicts kept below
+        # queue -> runs with quota (rebuilt only when one changes); admission reads them from `holders`
         self.holding: dict[str, dict[int, Workload]] = {name: {} for name in policy.queues}
-        self.held: dict[tuple[str, str], dict[int, Workload]] = {}
-        self.held_changes: Counter = Counter()
-        self.held_priorities: dict[tuple[str, str], Counter] = {}  # (queue, key) -> priority -> holders
+        self.holders = Holders()
         # admitted, no nodes yet
         self.node_wait: dict[str, WaitingPods] = {name: WaitingPods() for name in policy.pools}
         self.sweep: set[str] = set()
@@ -290,9 +324,9 @@ class Engine:
         self.preempting: dict[str, int] = {}
         self.shortcuts = shortcuts
         self.admission = (
-            HeldAdmission(self.quota, policy.queues, self._holding_workloads, self._lowest_held)
+            HeldAdmission(self.quota, policy.queues, self.holders.workloads, self.holders.lowest)
             if shortcuts
-            else Admission(self.quota, policy.queues, self._holding_workloads)
+            else Admission(self.quota, policy.queues, self.holders.workloads)
         )
         self.options: dict[tuple[tuple, str], Options] = {}  # (request, queue) -> Engine._options
         # run index -> (stamp, verdict) of its last admission attempt (Engine._assign)
@@ -727,8 +761,8 @@ class Engine:
         since. Admission reads the job's own record (`_workload`: its index and queue, fixed, and `asked`),
         its requests (fixed: `_options`) and, under each quota key it asks for, that key's quota tree
         (QuotaTree.versions counts every change of its usage) and the workloads holding quota there
-        (`held_changes` counts every `_hold` and `_unhold`, which also keep the priorities HeldAdmission
-        reads). The stamp is taken after the call: admission takes candidates out tentatively and puts them
+        (Holders.changes counts every change of them and of the priorities HeldAdmission reads). The stamp
+        is taken after the call: admission takes candidates out tentatively and puts them
         all back, and a tree's usage is a function of its queues' usage, so the tree is then as it was when
         the verdict was worked out."""
         if not self.shortcuts:
@@ -759,7 +793,7 @@ class Engine:
         return True
 
     def _stamp(self, asked: tuple, keys: tuple[str, ...]) -> tuple:
-        versions, held = self.quota.versions, self.held_changes
+        versions, held = self.quota.versions, self.holders.changes
         return (asked, [versions[key] for key in keys], [held[key] for key in keys])
 
     def _options(self, run: Run, queue: SimQueue) -> Options:
@@ -792,33 +826,16 @@ class Engine:
             run.index, run.queue, flavor or "", total, run.priority, run.key[1], run.admitted, run.evicted
         )
 
-    def _holding_workloads(self, queue: str, flavor: str):
-        return self.held.get((queue, flavor), {}).values()
-
     def _hold(self, run: Run) -> None:
         """The run holds quota under its charge's key (set before, and unchanged until `_unhold`), or its
         record changes (evicted)."""
-        key = run.charge[0]
-        records = self.held.setdefault((run.queue, key), {})
-        if run.index not in records:
-            self.held_priorities.setdefault((run.queue, key), Counter())[run.priority] += 1
-        records[run.index] = self.holding[run.queue][run.index] = self._workload(run, key)
-        self.held_changes[key] += 1
+        workload = self._workload(run, run.charge[0])
+        self.holding[run.queue][run.index] = workload
+        self.holders.put(workload)
 
     def _unhold(self, run: Run) -> None:
-        key = run.charge[0]
         self.holding[run.queue].pop(run.index, None)
-        if self.held.get((run.queue, key), {}).pop(run.index, None) is not None:
-            self.held_changes[key] += 1
-            priorities = self.held_priorities[(run.queue, key)]
-            priorities[run.priority] -= 1
-            if not priorities[run.priority]:
-                del priorities[run.priority]
-
-    def _lowest_held(self, queue: str, key: str) -> int | None:
-        """The lowest priority among the workloads holding quota at (queue, key), None when none does."""
-        priorities = self.held_priorities.get((queue, key))
-        return min(priorities) if priorities else None
+        self.holders.drop(run.queue, run.charge[0], run.index, run.priority)
 
     def _reserve(self, run: Run, flavor: FlavorQuota, shape: Shape) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, []
