@@ -81,6 +81,15 @@ def queue_entries(queue: ClusterQueue) -> Iterator[QuotaEntry]:
     yield from _entries("ClusterQueue", queue.name, queue.obj, queue.resource_groups)
 
 
+def draws(queue: ClusterQueue, entry: QuotaEntry) -> bool:
+    """Whether the queue can get devices from the entry's flavor: nominal quota, or borrowing through its
+    cohort."""
+    if entry.quota.nominal > 0:
+        return True
+    limit = entry.quota.borrowing_limit
+    return bool(queue.cohort) and (limit is None or limit > 0)
+
+
 def quota_entries(cluster: Cluster) -> list[QuotaEntry]:
     """Every quota entry of every ClusterQueue, then of every Cohort object, in name order (built once per
     cluster: several rules and the quota page walk them)."""
