@@ -28,9 +28,8 @@ is intended. A flavor with zero quota and no borrowing is not reported.
 
 from collections.abc import Iterator
 
-from ..domain.gpu_resources import is_nvidia_resource
-from ..domain.queues import shared_pool
-from ..domain.quotas import draws, pool_of, queue_entries
+from ..domain.queues import SHARED_MODES
+from ..domain.quotas import shared_draws
 from ..findings import Finding, Severity, at
 from ..model import ALLOW_SHARED_GPUS, WORKLOAD_LABEL, Fleet
 
@@ -44,18 +43,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for name, queue in sorted(cluster.cluster_queues.items()):
             if queue.workload != "training" or queue.labels.get(ALLOW_SHARED_GPUS) == "true":
                 continue
-            reported: set[str] = set()
-            for entry in queue_entries(queue):
-                pool = pool_of(cluster, entry.flavor)
-                if (
-                    pool is None
-                    or not shared_pool(pool)
-                    or not is_nvidia_resource(entry.quota.name)
-                    or entry.flavor in reported
-                    or not draws(queue, entry)
-                ):
-                    continue
-                reported.add(entry.flavor)
+            for entry, pool in shared_draws(cluster, queue, SHARED_MODES):
                 yield Finding(
                     rule=ID,
                     severity=SEVERITY,

@@ -33,8 +33,7 @@ known to fit a replica's share. A flavor with zero quota and no borrowing is not
 
 from collections.abc import Iterator
 
-from ..domain.gpu_resources import is_nvidia_resource
-from ..domain.quotas import draws, pool_of, queue_entries
+from ..domain.quotas import shared_draws
 from ..findings import Finding, Severity, at
 from ..model import ALLOW_SHARED_GPUS, TIER_LABEL, Fleet
 
@@ -48,18 +47,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for name, queue in sorted(cluster.cluster_queues.items()):
             if queue.tier != "production" or queue.labels.get(ALLOW_SHARED_GPUS) == "true":
                 continue
-            reported: set[str] = set()
-            for entry in queue_entries(queue):
-                pool = pool_of(cluster, entry.flavor)
-                if (
-                    pool is None
-                    or pool.sharing != "time-sliced"
-                    or not is_nvidia_resource(entry.quota.name)
-                    or entry.flavor in reported
-                    or not draws(queue, entry)
-                ):
-                    continue
-                reported.add(entry.flavor)
+            for entry, pool in shared_draws(cluster, queue, ("time-sliced",)):
                 yield Finding(
                     rule=ID,
                     severity=SEVERITY,
