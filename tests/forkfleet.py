@@ -1,5 +1,5 @@
 """Make a fork of this repository whose fleet is not the reference one: one production cluster, an exclusive
-A100 training pool, a time-sliced L4 inference pool and two teams, none of them named like the reference
+A100 training pool, an exclusive L40S inference pool and two teams, none of them named like the reference
 fleet's.
 
     python tests/forkfleet.py TARGET            # copy the working tree to TARGET and replace its fleet
@@ -123,18 +123,19 @@ POOLS = (
         "exclusive",
         "atlas=12",
     ),
-    # g6.24xlarge nodes. Production: its nominal quota (16) survives losing a zone (32 - 16 replicas; CAP005).
+    # g6e.12xlarge nodes. Production: its nominal quota (4) survives losing a zone (8 - 4 GPUs; CAP005), on
+    # whole cards (a production queue on a time-sliced pool is SHARE009's error). Not L4: a time-sliced L4
+    # pool that tests import beside it would share its startup-check line (POOL005).
     PoolSpec(
-        "fra-l4-infer",
-        "Time-sliced L4 inference pool: 4 pods share each GPU.",
-        "L4",
+        "fra-l40s-infer",
+        "Exclusive L40S inference pool: whole GPUs.",
+        "L40S",
         4,
         {ZONES[0]: 1, ZONES[1]: 1},
-        96,
+        48,
         "384Gi",
-        "time-sliced",
-        "beacon=16",
-        replicas=4,
+        "exclusive",
+        "beacon=4",
     ),
 )
 TEAMS = (
@@ -143,7 +144,7 @@ TEAMS = (
     ),
     TeamSpec(
         "beacon",
-        "Beacon team: production inference on time-sliced L4s.",
+        "Beacon team: production inference on whole L40S cards.",
         "production",
         "inference",
         ("inference",),

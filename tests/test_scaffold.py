@@ -1,5 +1,5 @@
 """`gpupolicy new pool|team|cluster` on the generated fork fleet (tests/forkfleet.py, itself built by these
-commands: cluster fra-1, pools fra-a100-train and fra-l4-infer, teams atlas and beacon): every edit made,
+commands: cluster fra-1, pools fra-a100-train and fra-l40s-infer, teams atlas and beacon): every edit made,
 validate clean after, nothing written when the edit would add an error or is refused."""
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def test_new_mig_pool_writes_its_layout(fork: Path) -> None:
     config = (fork / "policies/gpu-operator/mig-parted-config.yaml").read_text()
     assert 'all-1g.23gb:\n    - device-filter: ["0x290110DE"]' in config
     queue = (fork / "clusters/fra-1/queues/beacon.yaml").read_text()
-    # a new resource is covered, and listed by every flavor of the GPU group (Kueue's rule): the L4 flavor and
-    # the new one; the cpu flavor has a group of its own (decision 0069)
+    # a new resource is covered, and listed by every flavor of the GPU group (Kueue's rule): the L40S flavor
+    # and the new one; the cpu flavor has a group of its own (decision 0069)
     assert "        - nvidia.com/mig-1g.23gb\n" in queue
     assert queue.count("- name: nvidia.com/mig-1g.23gb") == 2
     assert "requests.nvidia.com/mig-1g.23gb" in (fork / "clusters/fra-1/team-quotas.yaml").read_text()

@@ -10,10 +10,13 @@ from typing import Any
 from ..model import Cluster, ClusterQueue, K8sObject, Pool, ResourceGroup
 from ..model.selectors import label_selector_matches
 
+# The `Pool.sharing` modes whose devices are fractions of a GPU
+SHARED_MODES = ("time-sliced", "mps", "mig")
+
 
 def shared_pool(pool: Pool) -> bool:
     """A pool whose devices are fractions of a GPU: time-sliced, MPS or MIG."""
-    return pool.sharing in ("time-sliced", "mps", "mig")
+    return pool.sharing in SHARED_MODES
 
 
 # --- label selectors (metav1.LabelSelector)

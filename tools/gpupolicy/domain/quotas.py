@@ -81,6 +81,34 @@ def queue_entries(queue: ClusterQueue) -> Iterator[QuotaEntry]:
     yield from _entries("ClusterQueue", queue.name, queue.obj, queue.resource_groups)
 
 
+def draws(queue: ClusterQueue, entry: QuotaEntry) -> bool:
+    """Whether the queue can get devices from the entry's flavor: nominal quota, or borrowing through its
+    cohort."""
+    if entry.quota.nominal > 0:
+        return True
+    limit = entry.quota.borrowing_limit
+    return bool(queue.cohort) and (limit is None or limit > 0)
+
+
+def shared_draws(
+    cluster: Cluster, queue: ClusterQueue, sharings: tuple[str, ...]
+) -> Iterator[tuple[QuotaEntry, Pool]]:
+    """(entry, pool): the first entry per flavor through which the queue can draw an NVIDIA resource from a
+    pool shared in one of `sharings` (`Pool.sharing`), what SHARE008 and SHARE009 report once per flavor."""
+    seen: set[str] = set()
+    for entry in queue_entries(queue):
+        pool = pool_of(cluster, entry.flavor)
+        if (
+            pool is not None
+            and pool.sharing in sharings
+            and is_nvidia_resource(entry.quota.name)
+            and entry.flavor not in seen
+            and draws(queue, entry)
+        ):
+            seen.add(entry.flavor)
+            yield entry, pool
+
+
 def quota_entries(cluster: Cluster) -> list[QuotaEntry]:
     """Every quota entry of every ClusterQueue, then of every Cohort object, in name order (built once per
     cluster: several rules and the quota page walk them)."""

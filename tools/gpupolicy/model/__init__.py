@@ -20,7 +20,9 @@ TIER_LABEL = "gpupolicy.io/tier"  # production | training | batch | experiment
 WORKLOAD_LABEL = "gpupolicy.io/workload"  # training | inference | notebook | batch
 # "cpu" on the ResourceFlavor of the cluster's CPU nodes (decision 0029)
 NODE_CLASS_LABEL = "gpupolicy.io/node-class"
-ALLOW_SHARED_TRAINING = "gpupolicy.io/allow-shared-gpus"  # "true" lets a training queue use MIG/time-sliced
+# "true": a training queue may use MIG and time-sliced flavors (SHARE008), a production queue time-sliced ones
+# (SHARE009)
+ALLOW_SHARED_GPUS = "gpupolicy.io/allow-shared-gpus"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by GPU feature discovery

@@ -28,11 +28,10 @@ is intended. A flavor with zero quota and no borrowing is not reported.
 
 from collections.abc import Iterator
 
-from ..domain.gpu_resources import is_nvidia_resource
-from ..domain.queues import shared_pool
-from ..domain.quotas import QuotaEntry, pool_of, queue_entries
+from ..domain.queues import SHARED_MODES
+from ..domain.quotas import shared_draws
 from ..findings import Finding, Severity, at
-from ..model import ALLOW_SHARED_TRAINING, WORKLOAD_LABEL, ClusterQueue, Fleet
+from ..model import ALLOW_SHARED_GPUS, WORKLOAD_LABEL, Fleet
 
 ID = "SHARE008"
 SEVERITY = Severity.ERROR
@@ -42,20 +41,9 @@ SUMMARY = "Training queue draws from a shared (time-sliced, MPS or MIG) flavor"
 def check(fleet: Fleet) -> Iterator[Finding]:
     for cluster in fleet.clusters.values():
         for name, queue in sorted(cluster.cluster_queues.items()):
-            if queue.workload != "training" or queue.labels.get(ALLOW_SHARED_TRAINING) == "true":
+            if queue.workload != "training" or queue.labels.get(ALLOW_SHARED_GPUS) == "true":
                 continue
-            reported: set[str] = set()
-            for entry in queue_entries(queue):
-                pool = pool_of(cluster, entry.flavor)
-                if (
-                    pool is None
-                    or not shared_pool(pool)
-                    or not is_nvidia_resource(entry.quota.name)
-                    or entry.flavor in reported
-                    or not _draws(queue, entry)
-                ):
-                    continue
-                reported.add(entry.flavor)
+            for entry, pool in shared_draws(cluster, queue, SHARED_MODES):
                 yield Finding(
                     rule=ID,
                     severity=SEVERITY,
@@ -63,14 +51,6 @@ def check(fleet: Fleet) -> Iterator[Finding]:
                     message=f"training ClusterQueue {name} ({WORKLOAD_LABEL}=training) draws "
                     f"{entry.quota.name} from flavor {entry.flavor} on {pool.sharing} pool "
                     f"{pool.name}; training needs whole GPUs",
-                    hint=f"use an exclusive pool, or label the queue {ALLOW_SHARED_TRAINING}: \"true\"",
+                    hint=f"use an exclusive pool, or label the queue {ALLOW_SHARED_GPUS}: \"true\"",
                     **at(fleet.locate(entry.obj, *entry.path[:5], "name")),
                 )
-
-
-def _draws(queue: ClusterQueue, entry: QuotaEntry) -> bool:
-    """Whether the queue can get devices from this flavor: nominal quota, or borrowing through its cohort."""
-    if entry.quota.nominal > 0:
-        return True
-    limit = entry.quota.borrowing_limit
-    return bool(queue.cohort) and (limit is None or limit > 0)

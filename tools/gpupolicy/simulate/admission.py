@@ -64,6 +64,7 @@ class Choice:
     flavor: FlavorQuota
     mode: int
     targets: tuple[Candidate, ...] = ()  # to evict before the workload fits (mode PREEMPT or RECLAIM)
+    borrow: int = 0  # flavorassigner.go borrowingLevel: 0 within the queue's quota, else the subtree's height
 
 
 def satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
@@ -110,6 +111,16 @@ class Admission:
     ) -> Choice | None:
         """The flavor Kueue assigns (`requests`: per flavor the workload can run on, the quota key it charges
         there and how much), None when no flavor admits it now (no fit, or preemption without candidates)."""
+        best = self.best_flavor(queue, incoming, requests)
+        if best is None or best.mode == NO_CANDIDATES:
+            return None
+        return best
+
+    def best_flavor(
+        self, queue: SimQueue, incoming: Workload, requests: dict[str, tuple[str, int]]
+    ) -> Choice | None:
+        """`findFlavorForPodSets`: the best flavor's Choice, a preemption without candidates included (Kueue's
+        Preempt mode with no targets); None when no flavor fits at all (NoFit)."""
         best: Choice | None = None
         best_rank = (NO_FIT, 0)
         for flavor in queue.flavors:
@@ -121,28 +132,34 @@ class Admission:
                 continue  # noFit: above the maximum capacity
             borrow, may_reclaim = lowest_fitting_subtree(leaf, total)  # fitsResourceQuota
             if total <= available(leaf):
-                choice, mode = Choice(flavor, FIT), FIT
+                choice = Choice(flavor, FIT, borrow=borrow)
             elif leaf.nominal >= total or may_reclaim or queue.borrow_within == "LowerPriority":
-                wanted = Workload(incoming.index, queue.name, key, total, incoming.priority, incoming.submit)
-                targets = self.targets(queue, wanted)
-                if targets is None:
-                    choice, mode = Choice(flavor, NO_CANDIDATES), NO_CANDIDATES
-                else:
-                    mode = RECLAIM if all(t.workload.queue != queue.name for t in targets) else PREEMPT
-                    choice = Choice(flavor, mode, targets)
-                    if self._usage_after(leaf, targets) + total <= leaf.subtree:
-                        borrow = 0  # SimulatePreemption's borrowAfterPreemptions
+                mode, targets, borrow = self.simulate_preemption(queue, incoming, key, total, borrow)
+                choice = Choice(flavor, mode, targets, borrow)
             else:
                 continue
-            rank = (mode, -borrow)
-            if not _try_next(mode, borrow, queue):
+            rank = (choice.mode, -borrow)
+            if not _try_next(choice.mode, borrow, queue):
                 best, best_rank = choice, rank
                 break
             if _preferred(rank, best_rank, queue.preference):
                 best, best_rank = choice, rank
-        if best is None or best.mode == NO_CANDIDATES:
-            return None
         return best
+
+    def simulate_preemption(
+        self, queue: SimQueue, incoming: Workload, key: str, total: int, borrow: int
+    ) -> tuple[int, tuple[Candidate, ...], int]:
+        """preemption_oracle.go `SimulatePreemption`: NO_CANDIDATES, PREEMPT (a target in the queue itself) or
+        RECLAIM, the targets, and the borrowing level once they are gone (`borrow`: the level before)."""
+        leaf = self.tree.leaves[(queue.name, key)]
+        wanted = Workload(incoming.index, queue.name, key, total, incoming.priority, incoming.submit)
+        targets = self.targets(queue, wanted)
+        if targets is None:
+            return NO_CANDIDATES, (), borrow
+        mode = RECLAIM if all(t.workload.queue != queue.name for t in targets) else PREEMPT
+        if self._usage_after(leaf, targets) + total <= leaf.subtree:
+            borrow = 0  # SimulatePreemption's borrowAfterPreemptions
+        return mode, targets, borrow
 
     @staticmethod
     def _usage_after(leaf: Node, targets: tuple[Candidate, ...]) -> int:

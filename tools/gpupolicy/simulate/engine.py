@@ -41,7 +41,7 @@ from .migpool import MigPoolState
 from .pending import PendingQueue, WaitingPods
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue, job_class, pool_classes
-from .quota import Node, QuotaTree, available
+from .quota import Node, QuotaTree, available, lowest_fitting_subtree
 from .resources import covers_gpu, demand
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
@@ -322,6 +322,10 @@ class Engine:
         # queue -> its head, waiting for the workloads it preempted  # pools where cards came free since their
         # waiting pods were last tried
         self.preempting: dict[str, int] = {}
+        # this pass's preemptors (queue, quota key, amount) and their targets, which Kueue's scheduling cycle
+        # counts as admitted and gone for the workloads after them (_fits_in_cycle)
+        self.claims: list[tuple[str, str, int]] = []
+        self.doomed: set[int] = set()
         self.shortcuts = shortcuts
         self.admission = (
             HeldAdmission(self.quota, policy.queues, self.holders.workloads, self.holders.lowest)
@@ -612,8 +616,8 @@ class Engine:
     # -- scheduling ----------------------------------------------------------------------------------
     def _next_queue(self, done: set[str]) -> str | None:
         """The stale queue to run next, by its head job as Kueue orders heads (pkg/scheduler/scheduler.go,
-        classicalIterator, v0.19.2): a head within its queue's nominal quota before one that must borrow, then
-        priority, then submit time. Stale queues with nothing pending are no longer stale."""
+        classicalIterator, v0.19.2): the head that borrows less first (none: within its queue's nominal
+        quota), then priority, then submit time. Stale queues with nothing pending are no longer stale."""
         heads = []
         for name in list(self.stale):
             head = self.pending[name].head()
@@ -622,22 +626,29 @@ class Engine:
             elif name not in done:
                 heads.append((head, name))
         if len(heads) > 1:
-            return min(heads, key=lambda item: (self._head_borrows(item[0][-1]), item[0]))[1]
+            return min(heads, key=lambda item: (self._head_borrowing(item[0][-1]), item[0]))[1]
         return heads[0][1] if heads else None
 
-    def _head_borrows(self, index: int) -> bool:
-        """Whether the job's flavor assignment would borrow: the first flavor where it is within the queue's
-        nominal quota says no; one where it fits only by borrowing says yes (Kueue's default `whenCanBorrow:
-        MayStopSearch` stops there). A job no flavor fits now counts as borrowing: it waits either way."""
+    def _head_borrowing(self, index: int) -> int:
+        """How far the job's flavor assignment would borrow, as Kueue orders heads by it (scheduler.go
+        classicalIterator on `Assignment.Borrows`, the height of the lowest cohort subtree whose quota holds
+        the job: hierarchical_preemption.go FindHeightOfLowestSubtreeThatFits): 0 on the first flavor where it
+        is within the queue's nominal quota; the height on the first where it fits only by borrowing (Kueue's
+        default `whenCanBorrow: MayStopSearch` stops there). A job no flavor fits now counts the height its
+        first flavor would borrow at, as SimulatePreemption reports a flavor without candidates."""
         run = self.runs[index]
         queue = self.policy.queues[run.queue]
         usage = self.usage[run.queue]
+        first = None  # (leaf, amount) on the first flavor that can hold the job
         for key, amount, leaf in self._options(run, queue).per_flavor:
             if usage[key] + amount <= leaf.nominal:
-                return False  # within nominal quota: it fits, or reclaims what the queue lent
+                return 0  # within nominal quota: it fits, or reclaims what the queue lent
             if amount <= available(leaf):  # _quota_fits
-                return True
-        return True
+                return lowest_fitting_subtree(leaf, amount)[0]
+            first = first or (leaf, amount)
+        if first is None:
+            return 1
+        return lowest_fitting_subtree(*first)[0]
 
     def _schedule_all(self) -> None:
         """One pass over each stale queue, the order chosen as the pass goes: a queue's preemption may free
@@ -647,6 +658,7 @@ class Engine:
             self.stale.discard(name)
             done.add(name)
             self._schedule_queue(name, None)
+        self._end_cycle()
 
     def _drop_unstarted(self, arrivals: list[Run]) -> None:
         """No queueing: an arrival that did not start at once leaves the queue for good."""
@@ -669,13 +681,16 @@ class Engine:
         for run in arrivals:
             if run.queue not in first or run.key < first[run.queue].key:
                 first[run.queue] = run
-        borrows = {name: len(first) > 1 and self._head_borrows(run.index) for name, run in first.items()}
-        for run in sorted(arrivals, key=lambda r: (borrows[r.queue], r.key)):
+        levels = {
+            name: self._head_borrowing(run.index) if len(first) > 1 else 0 for name, run in first.items()
+        }
+        for run in sorted(arrivals, key=lambda r: (levels[r.queue], r.key)):
             queue = self.policy.queues[run.queue]
             pending = self.pending[run.queue]
             if queue.strategy == "StrictFIFO" and pending and pending.head()[-1] != run.index:
                 continue
             self._schedule_queue(run.queue, run.index)
+        self._end_cycle()
 
     def _schedule_queue(self, name: str, only: int | None) -> None:
         """Start what fits from one queue: just the run `only` when given (an arrival), the head alone while
@@ -733,11 +748,14 @@ class Engine:
         choice = self._assign(run, queue, options)
         if choice is None:
             return False
+        if self.claims and not self._fits_in_cycle(run, choice, requests[choice.flavor.flavor]):
+            if held is not None:
+                self._hold_again(run, held)
+            return False
         if not choice.targets:
             if self.unready:  # blockAdmission: scheduler.go waitForPodsReadyIfNeeded waits for them all
                 if held is not None:
-                    self.reserved[run.index] = held
-                    self.quota.use(run.queue, held[0], held[1])
+                    self._hold_again(run, held)
                 return False
             if self.preempting.get(run.queue) == run.index:
                 del self.preempting[run.queue]
@@ -750,11 +768,46 @@ class Engine:
             if not victim.evicted:
                 self._preempt(victim, run, REASONS[target.variant])
             victim.preemptor = run.index
-        if held is not None and held[0] == requests[choice.flavor.flavor][0]:
-            self.reserved[run.index] = held
-            self.quota.use(run.queue, held[0], held[1])
+        key, amount = requests[choice.flavor.flavor]
+        if held is not None and held[0] == key:
+            self._hold_again(run, held)
+            amount -= held[1]
+        # the rest of this pass counts it as holding its quota and its targets as gone (_fits_in_cycle)
+        self.claims.append((run.queue, key, amount))
+        self.doomed.update(target.workload.index for target in choice.targets)
         self.preempting[run.queue] = run.index
         return False
+
+    def _hold_again(self, run: Run, held: tuple[str, int]) -> None:
+        self.reserved[run.index] = held
+        self.quota.use(run.queue, held[0], held[1])
+
+    def _fits_in_cycle(self, run: Run, choice: Choice, demand: tuple[str, int]) -> bool:
+        """Kueue's check on a workload after others that issued preemptions in the same scheduling cycle
+        (pkg/scheduler/scheduler.go processEntry, v0.19.2): its targets may not overlap theirs (the assignment
+        is not recomputed: RecomputeAssignmentUponPreemptionTargetsOverlap is off by default), and it must
+        still fit once their usage is added and every target of the cycle is taken out (`fits`, after
+        `preemptedWorkloads.Insert` and `cq.AddUsage`). So a later head cannot preempt, or take quota, that a
+        preemptor before it will have."""
+        targets = {target.workload.index for target in choice.targets}
+        if targets & self.doomed:
+            return False
+        gone = [self.runs[index] for index in self.doomed | targets]
+        self._cycle_usage(gone, -1)
+        fits = self.quota.fits(run.queue, *demand)
+        self._cycle_usage(gone, 1)
+        return fits
+
+    def _cycle_usage(self, gone: list[Run], sign: int) -> None:
+        """Take the cycle's targets out of the quota tree and add its preemptors' usage (sign 1 undoes it)."""
+        for victim in gone:
+            self.quota.use(victim.queue, victim.charge[0], sign * victim.charge[1])
+        for queue, key, amount in self.claims:
+            self.quota.use(queue, key, -sign * amount)
+
+    def _end_cycle(self) -> None:
+        self.claims.clear()
+        self.doomed.clear()
 
     def _assign(self, run: Run, queue: SimQueue, options: Options) -> Choice | None:
         """admission.assign's verdict, or the one it gave this job last time when nothing it reads has changed
