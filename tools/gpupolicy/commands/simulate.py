@@ -125,8 +125,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--events",
         metavar="FILE",
         type=Path,
-        help="write one JSON line per job event of both replays (arrived, admitted with its "
-        "flavor, started with its nodes, preempted by whom, released, failed at start, finished)",
+        help="write one JSON line per job event of every replay, each with its policy: baseline and "
+        "proposed (base and head with --base), and with --busy-devices the before (arrived, admitted with "
+        "its flavor, started with its nodes, preempted by whom, released, failed at start, finished)",
     )
     parser.add_argument(
         "--before",
@@ -236,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
         unchecked = (
             _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
         )
-        brief = _before(args, cluster, jobs, failures, mapping, unchecked) if unchecked else None
+        brief = _before(args, cluster, jobs, failures, mapping, unchecked, events) if unchecked else None
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
@@ -329,18 +330,21 @@ class _Before:
     summary: object
 
 
-def _before(args: argparse.Namespace, cluster, jobs, failures, mapping, unchecked) -> _Before:
+def _before(
+    args: argparse.Namespace, cluster, jobs, failures, mapping, unchecked, events: dict | None = None
+) -> _Before:
     """The brief's "before" (policy.before) at the busy-start rate of the replay without the startup check,
     or, with `--before whole-node`, the whole-node-per-job variant (policy.whole_node_before): it crashes
-    none."""
+    none. With `events`, its job events go to the log as policy `before`, so its waits can be traced too."""
     from ..simulate import replay
     from ..simulate.metrics import summarize
     from ..simulate.policy import before, busy_start_rate, whole_node_before
 
+    log = events.setdefault("before", []) if events is not None else None
     if args.before == "whole-node":
-        return _Before(0.0, summarize(replay(whole_node_before(cluster), jobs, failures, mapping)))
+        return _Before(0.0, summarize(replay(whole_node_before(cluster), jobs, failures, mapping, log)))
     rate = busy_start_rate(unchecked.jobs_crashed_at_start, unchecked.jobs_tried)
-    return _Before(rate, summarize(replay(before(cluster, rate, args.seed), jobs, failures, mapping)))
+    return _Before(rate, summarize(replay(before(cluster, rate, args.seed), jobs, failures, mapping, log)))
 
 
 def _before_line(args: argparse.Namespace, brief: _Before, unchecked) -> str:
@@ -418,7 +422,7 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
         comparison = revisions.replay_revisions(base, head, jobs, failures, mapping, args.policy, events)
         if args.busy_devices:  # the brief's before, once, at the head's busy-start rate (as without --base)
             unchecked = _without_startup_check(args, cluster, jobs, failures, mapping)
-            comparison.before = _before(args, cluster, jobs, failures, mapping, unchecked).summary
+            comparison.before = _before(args, cluster, jobs, failures, mapping, unchecked, events).summary
     except (ValueError, ToolError) as exc:  # a bad REV, a tree git cannot give, a cluster the replay refuses
         return _fail(str(exc))
     seconds = time.perf_counter() - started
