@@ -15,6 +15,7 @@ from collections import Counter
 
 import pytest
 from simhelpers import TRACES, shared_trace
+from support import fleet_repo
 
 from gpupolicy.simulate import Engine
 from gpupolicy.simulate.busy import with_busy_devices
@@ -163,10 +164,9 @@ def test_the_shortcuts_give_the_same_events_as_full_admission():
 
 
 def test_the_shortcuts_give_the_same_events_on_the_mixed_workload():
-    """A day of the mixed workload on the repository's prod-us, with busy devices (as `simulate
-    --busy-devices` and `recommend --busy-devices` replay it)."""
-    from pathlib import Path
-
+    """A day of the mixed workload on prod-us of the tests' own fleet (decision 0085: the same on a fork that
+    replaced the reference fleet), with busy devices (as `simulate --busy-devices` and `recommend
+    --busy-devices` replay it)."""
     from gpupolicy.pipeline import load_fleet
     from gpupolicy.simulate import mixed
     from gpupolicy.simulate.busy import startup_checks
@@ -174,10 +174,11 @@ def test_the_shortcuts_give_the_same_events_on_the_mixed_workload():
 
     shared_trace(*mixed.ITP_TRACE)
     shared_trace(*mixed.OPENB_TRACE)
-    repo = Path(__file__).resolve().parents[2]
+    repo = fleet_repo()
     cluster = load_fleet(repo, ["prod-us"]).clusters["prod-us"]
     itp, openb = mixed.read_sources(TRACES)
-    workload = mixed.build(itp, openb, 2, 3.5, 1, teams=mixed.teams_of(cluster), cluster=cluster, seed=0)
+    # --scale 3:5: congested enough on this fleet that a day holds preemptions and PodsReady evictions
+    workload = mixed.build(itp, openb, 3, 5, 1, teams=mixed.teams_of(cluster), cluster=cluster, seed=0)
     jobs = with_checkpoints(workload.jobs, parse_intervals(""))
     policy = with_busy_devices(from_cluster(cluster), startup_checks(repo, cluster))
     kinds = _assert_same_replay(policy, jobs)
