@@ -7,8 +7,10 @@ import dataclasses
 
 from gpupolicy.simulate import Engine
 from gpupolicy.simulate.jobs import Job
+from gpupolicy.simulate.metrics import summarize
 from gpupolicy.simulate.policy import FlavorQuota, SimPolicy, SimPool, SimQueue
 from gpupolicy.simulate.readiness import KUEUE_DEFAULT, PodsReady, duration_seconds, from_configuration
+from gpupolicy.simulate.report import summary_rows
 
 
 def _policy(ready: PodsReady | None) -> SimPolicy:
@@ -32,6 +34,23 @@ def test_pods_waiting_past_the_timeout_are_evicted_and_requeued_with_backoff():
     # admitted at 0, 1860 (60 s backoff), 3780 (120 s), 5820 (240 s): each wait for nodes ends at 30 min
     assert evicted == [1800, 3660, 5580]
     assert second.ready_timeouts == 3 and second.first_start == 7200  # the node frees when `first` finishes
+
+
+def test_the_summary_and_the_report_count_the_evictions_per_queue():
+    """Quota that admits more than the pool's cards hold shows as churn, not only as waits."""
+    result = Engine(_policy(KUEUE_DEFAULT), JOBS, ["q", "q"]).run()
+    summary = summarize(result)
+    assert summary.ready_timeouts == {"q": 3}
+    rows = dict((row[0], row[1]) for row in summary_rows([summary]))
+    assert rows["admitted workloads evicted, pods not running in time (waitForPodsReady)"] == "q 3"
+    quiet = summarize(Engine(_policy(None), JOBS, ["q", "q"]).run())
+    assert quiet.ready_timeouts == {}
+    assert (
+        dict((row[0], row[1]) for row in summary_rows([quiet]))[
+            "admitted workloads evicted, pods not running in time (waitForPodsReady)"
+        ]
+        == "0"
+    )
 
 
 def test_without_wait_for_pods_ready_the_workload_keeps_its_quota():

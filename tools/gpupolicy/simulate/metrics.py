@@ -77,6 +77,9 @@ class Summary:
     # kind of work (the job's `workload`, else its class) -> GPU-hours lost to preemption since the last
     # checkpoint
     checkpoint_loss_gpu_hours: dict[str, float] = field(default_factory=dict)
+    # queue -> admitted workloads evicted because their pods were not all running within waitForPodsReady's
+    # timeout (reason PodsReadyTimeout): quota that admits more than the pool's cards can hold shows here
+    ready_timeouts: dict[str, int] = field(default_factory=dict)
 
 
 def summarize(result: Result) -> Summary:
@@ -85,6 +88,7 @@ def summarize(result: Result) -> Summary:
     by_tier: dict[str, list[float]] = defaultdict(list)
     reasons: dict[str, int] = defaultdict(int)
     lost_by_work: dict[str, float] = defaultdict(float)
+    ready_timeouts: dict[str, int] = defaultdict(int)
     completed = never = interruptions = crashed = tried = 0
     lost = useful = 0
     start = min((r.job.submit for r in result.runs), default=0)
@@ -94,6 +98,8 @@ def summarize(result: Result) -> Summary:
             lost_by_work[run.job.workload or job_class(run.job)] += run.lost_milli_seconds / MILLI / HOUR
         useful += run.size[0] * (run.job.duration - run.remaining)  # work kept, at the size the job asked for
         interruptions += run.interruptions
+        if run.ready_timeouts:
+            ready_timeouts[run.queue] += run.ready_timeouts
         crashed += run.busy_starts > 0
         tried += run.busy_starts > 0 or run.first_start >= 0
         if run.first_start < 0:
@@ -136,6 +142,7 @@ def summarize(result: Result) -> Summary:
         allocation_while_waiting=allocation_while_waiting(result.class_timeline, result.end),
         idle_while_waiting_gpu_hours=idle_while_waiting(result.class_timeline, result.end),
         checkpoint_loss_gpu_hours=dict(sorted(lost_by_work.items())),
+        ready_timeouts=dict(sorted(ready_timeouts.items())),
     )
 
 

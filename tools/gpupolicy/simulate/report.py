@@ -31,6 +31,11 @@ def _per_key(figures: dict[str, float]) -> str:
     return ", ".join(f"{key} {value:,.1f}" for key, value in figures.items()) or "0"
 
 
+def _counts(figures: dict[str, int]) -> str:
+    """`research 4,114, nlp 2` (a count per queue), `0` when there are none."""
+    return ", ".join(f"{key} {value:,}" for key, value in figures.items()) or "0"
+
+
 # (metric, how one summary shows it): the rows of every comparison table, in order
 ROWS = (
     ("jobs replayed", lambda s: str(s.jobs)),
@@ -57,6 +62,10 @@ ROWS = (
     ),
     ("GPU-hours of capacity lost to node failures", lambda s: f"{s.lost_to_failures_gpu_hours:.1f}"),
     ("jobs interrupted by node failures (requeued, work kept)", lambda s: str(s.interruptions)),
+    (
+        "admitted workloads evicted, pods not running in time (waitForPodsReady)",
+        lambda s: _counts(s.ready_timeouts),
+    ),
     ("starts failed on a busy device (time-sliced neighbour's memory)", lambda s: str(s.busy_starts)),
     ("jobs lost to busy devices (Job backoff limit)", lambda s: str(s.lost_to_busy_devices)),
 )
