@@ -147,8 +147,9 @@ def tables(reports: dict[tuple[str, int, str], dict], clusters: list[str], seeds
     lines = [
         "| cluster | seed | `--scale` | before: crash rate | replay | useful util (window) | GPU alloc "
         "(window) | alloc while work waits | wait p95 | serving p95 | busy-start failures "
-        "| GPU-h idle while same-class work waits (inference / training) | GPU-h lost to preemption |",
-        "|" + "---|" * 13,
+        "| waitForPodsReady evictions | GPU-h idle while same-class work waits (inference / training) "
+        "| GPU-h lost to preemption |",
+        "|" + "---|" * 14,
     ]
     targets = [
         "| cluster | seed | useful util, policy - before (target >= +15 points) "
