@@ -20,6 +20,7 @@ def _policy(ready: PodsReady | None) -> SimPolicy:
     return SimPolicy("p", {"train": pool}, {"q": queue}, pods_ready=ready)
 
 
+READY_ROW = "admitted workloads evicted, pods not running in time (waitForPodsReady)"
 JOBS = [Job("first", 0, 7200, gpus=2), Job("second", 0, 3600, gpus=2)]
 
 
@@ -41,10 +42,11 @@ def test_the_summary_and_the_report_count_the_evictions_per_queue():
     result = Engine(_policy(KUEUE_DEFAULT), JOBS, ["q", "q"]).run()
     summary = summarize(result)
     assert summary.ready_timeouts == {"q": 3}
-    rows = dict((row[0], row[1]) for row in summary_rows([summary]))
-    assert rows["admitted workloads evicted, pods not running in time (waitForPodsReady)"] == "q 3"
+    assert dict(summary_rows([summary]))[READY_ROW] == "q 3"
     quiet = summarize(Engine(_policy(None), JOBS, ["q", "q"]).run())
     assert quiet.ready_timeouts == {}
+    old_record = dataclasses.replace(summary, ready_timeouts=None)  # recorded before the figure existed
+    assert dict(summary_rows([old_record]))[READY_ROW] == "not recorded"
     assert (
         dict((row[0], row[1]) for row in summary_rows([quiet]))[
             "admitted workloads evicted, pods not running in time (waitForPodsReady)"

@@ -78,8 +78,9 @@ class Summary:
     # checkpoint
     checkpoint_loss_gpu_hours: dict[str, float] = field(default_factory=dict)
     # queue -> admitted workloads evicted because their pods were not all running within waitForPodsReady's
-    # timeout (reason PodsReadyTimeout): quota that admits more than the pool's cards can hold shows here
-    ready_timeouts: dict[str, int] = field(default_factory=dict)
+    # timeout (reason PodsReadyTimeout): quota that admits more than the pool's cards can hold shows here;
+    # None: a summary recorded before the figure existed
+    ready_timeouts: dict[str, int] | None = None
 
 
 def summarize(result: Result) -> Summary:

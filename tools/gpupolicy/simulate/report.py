@@ -31,8 +31,10 @@ def _per_key(figures: dict[str, float]) -> str:
     return ", ".join(f"{key} {value:,.1f}" for key, value in figures.items()) or "0"
 
 
-def _counts(figures: dict[str, int]) -> str:
+def _counts(figures: dict[str, int] | None) -> str:
     """`research 4,114, nlp 2` (a count per queue), `0` when there are none."""
+    if figures is None:
+        return "not recorded"
     return ", ".join(f"{key} {value:,}" for key, value in figures.items()) or "0"
 
 
