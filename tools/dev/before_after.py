@@ -99,6 +99,7 @@ def replay_row(cluster: str, seed: int, scale: str, name: str, figures: dict, cr
         f"| {cluster} | {seed} | {scale} | {crash} | {name} | {figures['window_useful']:.1%} "
         f"| {figures['window_allocation']:.1%} | {figures['allocation_while_waiting']:.1%} "
         f"| {hours(figures['wait']['p95'])} | {serving_p95(figures):.0f} min | {figures['busy_starts']} "
+        f"| {sum(figures['ready_timeouts'].values()):,} "
         f"| {idle.get('inference', 0):,.0f} / {idle.get('training', 0):,.0f} "
         f"| {figures['lost_to_preemption_gpu_hours']:.0f} |"
     )
