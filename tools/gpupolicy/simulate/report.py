@@ -26,16 +26,12 @@ def _share(value: float | None) -> str:
     return "not recorded" if value is None else f"{value:.1%}"
 
 
-def _per_key(figures: dict[str, float]) -> str:
-    """`inference 12.0, training 3.5` (GPU-hours by pool class or kind of work), `0` when there are none."""
-    return ", ".join(f"{key} {value:,.1f}" for key, value in figures.items()) or "0"
-
-
-def _counts(figures: dict[str, int] | None) -> str:
-    """`research 4,114, nlp 2` (a count per queue), `0` when there are none."""
+def _per_key(figures: dict[str, float] | None, number: str = ",.1f") -> str:
+    """`inference 12.0, training 3.5` (GPU-hours by pool class or kind of work; `number=","` for counts per
+    queue: `research 4,114`), `0` when there are none, "not recorded" in a summary older than the figure."""
     if figures is None:
         return "not recorded"
-    return ", ".join(f"{key} {value:,}" for key, value in figures.items()) or "0"
+    return ", ".join(f"{key} {value:{number}}" for key, value in figures.items()) or "0"
 
 
 # (metric, how one summary shows it): the rows of every comparison table, in order
@@ -66,7 +62,7 @@ ROWS = (
     ("jobs interrupted by node failures (requeued, work kept)", lambda s: str(s.interruptions)),
     (
         "admitted workloads evicted, pods not running in time (waitForPodsReady)",
-        lambda s: _counts(s.ready_timeouts),
+        lambda s: _per_key(s.ready_timeouts, ","),
     ),
     ("starts failed on a busy device (time-sliced neighbour's memory)", lambda s: str(s.busy_starts)),
     ("jobs lost to busy devices (Job backoff limit)", lambda s: str(s.lost_to_busy_devices)),
