@@ -18,11 +18,14 @@ from simhelpers import TRACES, shared_trace
 from support import fleet_repo
 
 from gpupolicy.simulate import Engine
+from gpupolicy.simulate.admission import Admission, Workload
 from gpupolicy.simulate.busy import with_busy_devices
 from gpupolicy.simulate.checkpoints import parse_intervals, with_checkpoints
+from gpupolicy.simulate.engine import HeldAdmission, Holders
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.pending import PendingQueue, WaitingPods
 from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimPolicy, SimPool, SimQueue, assign_queues
+from gpupolicy.simulate.quota import QuotaTree
 from gpupolicy.simulate.readiness import KUEUE_DEFAULT
 
 G = 1000  # one GPU in milli
@@ -250,3 +253,71 @@ def test_a_queue_keeps_its_head_through_adds_and_removals():
             queue.add(entry, size)
             held.append((entry, size))
         assert queue.head() == min((entry for entry, _ in held), default=None)
+
+
+def _random_holders(rng: random.Random, policy: SimPolicy, tree, count: int) -> list[Workload]:
+    """Workloads holding quota on the `train` key at random, charged to the tree as the engine would."""
+    holders = []
+    for index in range(count):
+        queue = rng.choice(["team-a", "team-b", "research"])
+        total = rng.choice([1, 2, 4, 8]) * G
+        if tree.fits(queue, "train", total):
+            tree.use(queue, "train", total)
+            holders.append(
+                Workload(
+                    index, queue, "train", total, rng.choice([0, 100, 1000]), index, index, rng.random() < 0.1
+                )
+            )
+    return holders
+
+
+def _usage(tree) -> list[int]:
+    return [node.usage for node in tree.nodes()]
+
+
+def test_a_preemption_search_is_skipped_only_where_it_surely_fails():
+    """HeldAdmission skips a search where evicting every candidate could not make room, remembers what it
+    found per quota key until the key's tree or holders change, and leaves the tree as it was: on random
+    states of a cohort tree, it agrees with admission.Admission's full search every time, and it does skip
+    searches that have candidates (the bound is not the bare "no candidate" test)."""
+    policy = _policy()
+    rng = random.Random(5)
+    skipped_with_candidates = found = 0
+    for _ in range(300):
+        tree = QuotaTree(policy.queues, policy.cohorts)
+        holders = Holders()
+        for workload in _random_holders(rng, policy, tree, rng.randint(2, 12)):
+            holders.put(workload)
+        full = Admission(tree, policy.queues, holders.workloads)
+        held = HeldAdmission(tree, policy.queues, holders)
+        queue = policy.queues[rng.choice(["team-a", "team-b", "research"])]
+        incoming = Workload(
+            999, queue.name, "train", rng.choice([1, 2, 4, 8, 16]) * G, rng.choice([0, 100, 1000]), 999
+        )
+        before = _usage(tree)
+        expected = full.targets(queue, incoming)
+        enough = held.may_preempt_enough(queue, "train", incoming.total, incoming.priority)
+        assert _usage(tree) == before
+        assert enough or expected is None  # never skips a search that would succeed
+        assert held.targets(queue, incoming) == expected
+        assert held.targets(queue, incoming) == expected  # remembered: the same answer
+        candidates = sum(
+            holders.freeable(name, "train", queue.reclaim, incoming.priority)
+            for name in ("team-a", "team-b", "research")
+            if name != queue.name
+        )
+        skipped_with_candidates += not enough and candidates > 0
+        found += expected is not None
+    assert found > 20 and skipped_with_candidates > 20
+
+
+def test_a_tentative_change_of_usage_leaves_the_versions_alone():
+    """A search takes candidates out and puts them back (QuotaTree.shift): the verdicts stamped with the
+    tree's versions stay true, so shift must not count a version, and use must."""
+    tree = QuotaTree(_policy().queues, _policy().cohorts)
+    tree.use("team-a", "train", 4 * G)
+    version = tree.versions["train"]
+    tree.shift("team-a", "train", -4 * G)
+    tree.shift("team-a", "train", 4 * G)
+    assert tree.versions["train"] == version
+    assert tree.leaves[("team-a", "train")].usage == 4 * G

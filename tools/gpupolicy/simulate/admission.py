@@ -77,6 +77,13 @@ def satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
     return policy == "Any"
 
 
+def _preemptible(policy: str, preemptor: Workload, holders: Iterable[Workload]) -> Iterable[Workload]:
+    """The holders `policy` lets `preemptor` preempt (`satisfies`), without a call per holder under Any."""
+    if policy == "Any":
+        return holders
+    return [w for w in holders if satisfies(policy, preemptor, w)]
+
+
 def above_threshold(candidate: int, incoming: int, threshold: int | None) -> bool:
     """hierarchical_preemption.go `isAboveBorrowingThreshold`."""
     if candidate >= incoming:
@@ -94,6 +101,10 @@ def ordering_key(workload: Workload, own_queue: str) -> tuple:
         -workload.admitted,
         workload.index,
     )
+
+
+# candidate_generator.go's groups, in the order it offers them
+_HIERARCHY, _PRIORITY, _OWN = range(3)
 
 
 class Admission:
@@ -171,90 +182,83 @@ class Admission:
         or None when no set does."""
         flavor = incoming.flavor
         leaf = self.tree.leaves[(queue.name, flavor)]
-        same = (
-            []
-            if queue.within_queue == "Never"
-            else [
-                Candidate(w, WITHIN_CQ, None)
-                for w in self.holding(queue.name, flavor)
-                if w.index != incoming.index and satisfies(queue.within_queue, incoming, w)
-            ]
-        )
-        hierarchy, by_priority = [], []
+        # candidate_generator.go: evicted candidates first, then by group (hierarchy, priority, own queue),
+        # each group in CandidatesOrdering (`ordering_key`, whose own-queue flag the group stands for). Plain
+        # tuples sorted once: a search may weigh every workload in the cohort, and most searches fail.
+        ordered: list[tuple] = []
         if leaf.parent is not None and queue.reclaim != "Never":
             forbidden = queue.borrow_within != "LowerPriority"
             for name, advantage, lca in self.tree.cohort_candidates(queue.name, flavor, incoming.total):
-                for w in self.holding(name, flavor):
-                    if not satisfies(queue.reclaim, incoming, w):
-                        continue
+                group = _HIERARCHY if advantage else _PRIORITY
+                for w in _preemptible(queue.reclaim, incoming, self.holding(name, flavor)):
                     if advantage:
-                        hierarchy.append(Candidate(w, HIERARCHICAL, lca))
+                        variant = HIERARCHICAL
                     elif forbidden or above_threshold(w.priority, incoming.priority, queue.borrow_threshold):
-                        by_priority.append(Candidate(w, RECLAIM_WITHOUT_BORROWING, lca))
+                        variant = RECLAIM_WITHOUT_BORROWING
                     else:
-                        by_priority.append(Candidate(w, RECLAIM_WHILE_BORROWING, lca))
-        ordered = []
-        for group in (hierarchy, by_priority, same):
-            group.sort(key=lambda c: ordering_key(c.workload, queue.name))
-        for evicted in (True, False):  # candidate_generator.go splitEvicted, evicted ones of each kind first
-            for group in (hierarchy, by_priority, same):
-                ordered += [c for c in group if c.workload.evicted == evicted]
+                        variant = RECLAIM_WHILE_BORROWING
+                    ordered.append((not w.evicted, group, w.priority, -w.admitted, w.index, w, variant, lca))
+        if queue.within_queue != "Never":
+            for w in _preemptible(queue.within_queue, incoming, self.holding(queue.name, flavor)):
+                if w.index != incoming.index:
+                    ordered.append(
+                        (not w.evicted, _OWN, w.priority, -w.admitted, w.index, w, WITHIN_CQ, None)
+                    )
+        groups = {entry[1] for entry in ordered}
+        ordered.sort()  # the first five fields are unique (the index): workloads are never compared
         forbidden = queue.borrow_within != "LowerPriority"
         under_nominal = leaf.usage < leaf.nominal  # queueUnderNominalInResourcesNeedingPreemption
-        if (not hierarchy and not by_priority) or (forbidden and not under_nominal):
+        if not groups - {_OWN} or (forbidden and not under_nominal):
             attempts = (True,)
-        elif forbidden and not hierarchy:
+        elif forbidden and _HIERARCHY not in groups:
             attempts = (False, True)
         else:
             attempts = (True, False)
         for borrowing in attempts:
             found = self._attempt(queue, incoming, leaf, ordered, borrowing)
             if found is not None:
-                return found
+                return tuple(Candidate(w, variant, lca) for *_, w, variant, lca in found)
         return None
 
     def _attempt(
-        self, queue: SimQueue, incoming: Workload, leaf: Node, ordered: list[Candidate], borrowing: bool
-    ) -> tuple[Candidate, ...] | None:
-        removed: list[Candidate] = []
+        self, queue: SimQueue, incoming: Workload, leaf: Node, ordered: list[tuple], borrowing: bool
+    ) -> list[tuple] | None:
+        removed: list[tuple] = []
         try:
-            for candidate in ordered:
-                if not self._valid(candidate, queue.name, borrowing):
+            for entry in ordered:
+                if not self._valid(entry[5], entry[6], entry[7], queue.name, borrowing):
                     continue
-                self._remove(candidate.workload)
-                removed.append(candidate)
+                self._remove(entry[5])
+                removed.append(entry)
                 if self._fits(leaf, incoming.total, borrowing):
-                    return tuple(self._fill_back(removed, leaf, incoming.total, borrowing))
+                    return self._fill_back(removed, leaf, incoming.total, borrowing)
             return None
         finally:
-            for candidate in removed:
-                self._add(candidate.workload)
+            for entry in removed:
+                self._add(entry[5])
 
-    def _valid(self, candidate: Candidate, own: str, borrowing: bool) -> bool:
+    def _valid(self, workload: Workload, variant: int, lca: Node | None, own: str, borrowing: bool) -> bool:
         """candidate_generator.go `candidateIsValid`."""
-        workload = candidate.workload
         if workload.queue == own:
             return True
-        if borrowing and candidate.variant == RECLAIM_WITHOUT_BORROWING:
+        if borrowing and variant == RECLAIM_WITHOUT_BORROWING:
             return False
-        return self.tree.still_borrowing(workload.queue, workload.flavor, candidate.lca)
+        return self.tree.still_borrowing(workload.queue, workload.flavor, lca)
 
-    def _fill_back(
-        self, removed: list[Candidate], leaf: Node, total: int, borrowing: bool
-    ) -> list[Candidate]:
+    def _fill_back(self, removed: list[tuple], leaf: Node, total: int, borrowing: bool) -> list[tuple]:
         """preemption.go `fillBackWorkloads`: put back, last first, every target the workload fits without."""
         targets = list(removed)
         for i in range(len(targets) - 2, -1, -1):
-            self._add(targets[i].workload)
+            self._add(targets[i][5])
             if self._fits(leaf, total, borrowing):
                 targets[i] = targets[-1]
                 targets.pop()
             else:
-                self._remove(targets[i].workload)
+                self._remove(targets[i][5])
         kept = {id(t) for t in targets}
-        for candidate in removed:  # the caller restores every removed one: re-remove those put back
-            if id(candidate) not in kept:
-                self._remove(candidate.workload)
+        for entry in removed:  # the caller restores every removed one: re-remove those put back
+            if id(entry) not in kept:
+                self._remove(entry[5])
         return targets
 
     @staticmethod
@@ -265,10 +269,10 @@ class Admission:
         return total <= available(leaf)
 
     def _remove(self, workload: Workload) -> None:
-        self.tree.use(workload.queue, workload.flavor, -workload.total)
+        self.tree.shift(workload.queue, workload.flavor, -workload.total)
 
     def _add(self, workload: Workload) -> None:
-        self.tree.use(workload.queue, workload.flavor, workload.total)
+        self.tree.shift(workload.queue, workload.flavor, workload.total)
 
 
 def _try_next(mode: int, borrow: int, queue: SimQueue) -> bool:

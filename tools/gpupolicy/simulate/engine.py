@@ -41,7 +41,7 @@ from .migpool import MigPoolState
 from .pending import PendingQueue, WaitingPods
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue, job_class, pool_classes
-from .quota import Node, QuotaTree, available, lowest_fitting_subtree
+from .quota import Node, QuotaTree, add_usage, available, lowest_fitting_subtree, remove_usage
 from .resources import covers_gpu, demand
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
@@ -131,17 +131,20 @@ class Result:
     useful_in_window: int = 0  # milli-GPU-seconds of kept work done between the first and last submission
 
 
+AGE_POLICY = "LowerOrNewerEqualPriority"  # the one preemption policy that reads a workload's age
+
+
 class Holders:
     """The workloads holding quota, by (queue, quota key), as admission asks for them (`workloads`); per quota
     key, how many times they changed (kept verdicts are stamped with it, Engine._assign); per (queue, key),
-    how many hold each priority (HeldAdmission asks for the lowest). Apart from the engine, so admission's
-    callbacks refer to this and not to the engine: no reference cycle keeps a finished engine alive until
-    the cyclic collector finds it."""
+    how much quota each priority holds (HeldAdmission asks what a preemption could free at most). Apart from
+    the engine, so admission's callbacks refer to this and not to the engine: no reference cycle keeps a
+    finished engine alive until the cyclic collector finds it."""
 
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], dict[int, Workload]] = {}
         self.changes: Counter = Counter()
-        self.priorities: dict[tuple[str, str], Counter] = {}
+        self.amounts: dict[tuple[str, str], Counter] = {}  # (queue, key) -> priority -> milli-units held
 
     def workloads(self, queue: str, key: str):
         return self.records.get((queue, key), {}).values()
@@ -151,35 +154,51 @@ class Holders:
         where = (workload.queue, workload.flavor)
         records = self.records.setdefault(where, {})
         if workload.index not in records:
-            self.priorities.setdefault(where, Counter())[workload.priority] += 1
+            self.amounts.setdefault(where, Counter())[workload.priority] += workload.total
         records[workload.index] = workload
         self.changes[workload.flavor] += 1
 
-    def drop(self, queue: str, key: str, index: int, priority: int) -> None:
-        if self.records.get((queue, key), {}).pop(index, None) is not None:
+    def drop(self, queue: str, key: str, index: int) -> None:
+        workload = self.records.get((queue, key), {}).pop(index, None)
+        if workload is not None:
             self.changes[key] += 1
-            priorities = self.priorities[(queue, key)]
-            priorities[priority] -= 1
-            if not priorities[priority]:
-                del priorities[priority]
+            amounts = self.amounts[(queue, key)]
+            amounts[workload.priority] -= workload.total
+            if not amounts[workload.priority]:
+                del amounts[workload.priority]
 
-    def lowest(self, queue: str, key: str) -> int | None:
-        """The lowest priority among the workloads holding quota at (queue, key), None when none does."""
-        priorities = self.priorities.get((queue, key))
-        return min(priorities) if priorities else None
+    def holds(self, queue: str, key: str, index: int) -> bool:
+        return index in self.records.get((queue, key), ())
+
+    def freeable(self, queue: str, key: str, policy: str, priority: int) -> int:
+        """At most how much quota at (queue, key) a preemption `policy` lets a workload of `priority` take
+        (admission.satisfies; LowerOrNewerEqualPriority counts every equal priority, whatever its age)."""
+        amounts = self.amounts.get((queue, key))
+        if not amounts or policy == "Never":
+            return 0
+        if policy == "LowerPriority":
+            return sum(amount for held, amount in amounts.items() if held < priority)
+        if policy == "LowerOrNewerEqualPriority":
+            return sum(amount for held, amount in amounts.items() if held <= priority)
+        return sum(amounts.values())
 
 
 class HeldAdmission(Admission):
-    """Admission over the engine's workloads holding quota, which knows the lowest priority held per (queue,
-    quota key) (`lowest`). A preemption search (`targets`) finds nothing when no holder could be a candidate:
-    of its own queue, none the `withinClusterQueue` policy lets it preempt; of the other queues under the
-    same quota key, none above its nominal quota (QuotaTree.cohort_candidates collects only those) that the
-    `reclaimWithinCohort` policy lets it preempt. That is told here from the lowest priority held alone, and
-    the search, which would build and sort empty candidate lists, is skipped."""
+    """Admission over the engine's workloads holding quota, which knows how much quota each priority holds per
+    (queue, quota key) (Holders.freeable). A preemption search (`targets`) succeeds only when evicting some of
+    its candidates lets the workload fit: of its own queue, holders the `withinClusterQueue` policy lets it
+    preempt; of the other queues under the same quota key, holders of queues above their nominal quota
+    (QuotaTree.cohort_candidates collects only those) that the `reclaimWithinCohort` policy lets it preempt.
+    Evicting all of them frees the most any search can (a node's `available` only grows as usage falls), so
+    where even that leaves too little, or there is none, every attempt of the search fails: that is told from
+    the amounts held alone, and the search, which would build and sort its candidate lists and take them
+    out one by one, is skipped."""
 
-    def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holding, lowest) -> None:
-        super().__init__(tree, queues, holding)
-        self.lowest = lowest
+    def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holders: Holders) -> None:
+        super().__init__(tree, queues, holders.workloads)
+        self.freeable, self.holds, self.changes = holders.freeable, holders.holds, holders.changes
+        # quota key -> ((tree version, holders version), {what was asked: the answer}) (`_kept`)
+        self.memos: dict[str, tuple[tuple[int, int], dict[tuple, object]]] = {}
         # (queue, quota key) -> (queue, leaf) of the other queues under that key, none where the queue is in
         # no cohort (reclaim looks only in its cohort tree)
         self.others: dict[tuple[str, str], list[tuple[str, Node]]] = {
@@ -194,36 +213,71 @@ class HeldAdmission(Admission):
         }
 
     def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
-        if self.may_find_candidates(queue, incoming.flavor, incoming.priority):
-            return super().targets(queue, incoming)
-        return None  # no candidate: every attempt of the search fails
+        """The search's targets, or the ones it found for an alike workload while nothing it reads has changed
+        (`_kept`); of the workload it reads its queue, request and priority, its age only under a
+        LowerOrNewerEqualPriority policy, and its index only when it holds quota there itself (an evicted
+        workload, still terminating, is no candidate against itself)."""
+        key = incoming.flavor
+        kept = self._kept(key)
+        asked = (
+            "targets",
+            queue.name,
+            incoming.total,
+            incoming.priority,
+            incoming.submit if AGE_POLICY in (queue.within_queue, queue.reclaim) else None,
+            incoming.index if self.holds(queue.name, key, incoming.index) else None,
+        )
+        if asked not in kept:
+            found = None  # every attempt of the search fails
+            if self.may_preempt_enough(queue, key, incoming.total, incoming.priority):
+                found = super().targets(queue, incoming)
+            kept[asked] = found
+        return kept[asked]
 
-    def may_find_candidates(self, queue: SimQueue, key: str, priority: int) -> bool:
-        """Whether a preemption search for a workload of `priority` asking quota key `key` in `queue` may
-        find a candidate (False: it surely finds none)."""
-        if queue.within_queue != "Never" and _may_satisfy(
-            queue.within_queue, self.lowest(queue.name, key), priority
-        ):
-            return True
-        if queue.reclaim == "Never":
+    def may_admit(self, queue: SimQueue, key: str, total: int, priority: int) -> bool:
+        """Whether a flavor charging `total` milli-units of quota key `key` may admit a workload of `priority`
+        in `queue` now (False: it surely does not): the request fits the quota available, or a preemption
+        search may free enough."""
+        kept = self._kept(key)
+        asked = ("admits", queue.name, total, priority)
+        if asked not in kept:
+            fits = total <= available(self.tree.leaves[(queue.name, key)])
+            kept[asked] = fits or self.may_preempt_enough(queue, key, total, priority)
+        return kept[asked]
+
+    def _kept(self, key: str) -> dict:
+        """What was worked out under quota key `key` since its tree's usage or its holders last changed: all
+        of it reads that key alone (its cohort tree, the workloads holding quota under it), so it holds until
+        then. Never asked while a search has taken candidates out (QuotaTree.shift): the tree is as its
+        version says."""
+        stamp = (self.tree.versions[key], self.changes[key])
+        kept = self.memos.get(key)
+        if kept is None or kept[0] != stamp:
+            kept = self.memos[key] = (stamp, {})
+        return kept[1]
+
+    def may_preempt_enough(self, queue: SimQueue, key: str, total: int, priority: int) -> bool:
+        """Whether a preemption search for `total` milli-units of quota key `key` in `queue`, by a workload of
+        `priority`, may succeed (False: it surely fails): the workload fits once every holder the search could
+        take is taken out of the tree (put back before returning)."""
+        own = self.tree.leaves[(queue.name, key)]
+        taken = []  # asked on nearly every blocked attempt, and mostly empty: no lists built in passing
+        if amount := self.freeable(queue.name, key, queue.within_queue, priority):
+            taken.append((own, amount))
+        if queue.reclaim != "Never":
+            for name, leaf in self.others[(queue.name, key)]:
+                if leaf.usage > leaf.subtree and (
+                    amount := self.freeable(name, key, queue.reclaim, priority)
+                ):
+                    taken.append((leaf, amount))
+        if not taken:
             return False
-        for name, leaf in self.others[(queue.name, key)]:
-            if leaf.usage > leaf.subtree and _may_satisfy(queue.reclaim, self.lowest(name, key), priority):
-                return True
-        return False
-
-
-def _may_satisfy(policy: str, lowest: int | None, priority: int) -> bool:
-    """Whether some holder, the lowest of whose priorities is `lowest` (None: none holds), may satisfy the
-    preemption `policy` against an incoming `priority` (admission.satisfies): LowerPriority takes only lower
-    priorities, LowerOrNewerEqualPriority at most equal ones; any other policy is not bounded here."""
-    if lowest is None:
-        return False
-    if policy == "LowerPriority":
-        return lowest < priority
-    if policy == "LowerOrNewerEqualPriority":
-        return lowest <= priority
-    return True
+        for leaf, amount in taken:
+            remove_usage(leaf, amount)
+        fits = total <= available(own)
+        for leaf, amount in reversed(taken):
+            add_usage(leaf, amount)
+        return fits
 
 
 class Engine:
@@ -328,7 +382,7 @@ class Engine:
         self.doomed: set[int] = set()
         self.shortcuts = shortcuts
         self.admission = (
-            HeldAdmission(self.quota, policy.queues, self.holders.workloads, self.holders.lowest)
+            HeldAdmission(self.quota, policy.queues, self.holders)
             if shortcuts
             else Admission(self.quota, policy.queues, self.holders.workloads)
         )
@@ -836,14 +890,10 @@ class Engine:
     def _surely_waits(self, queue: SimQueue, priority: int, options: Options) -> bool:
         """Whether no flavor can admit the job now, told more cheaply than by the whole flavor assignment
         (most blocked jobs are tried on every pass): a flavor admits a workload only where its request fits
-        the quota available now, or where a preemption search finds candidates to evict, and
-        HeldAdmission.may_find_candidates tells where none can exist."""
-        for key, amount, leaf in options.asks:
-            if amount <= available(leaf):
-                return False
-            if self.admission.may_find_candidates(queue, key, priority):
-                return False
-        return True
+        the quota available now, or where a preemption search finds targets whose eviction makes it fit, and
+        HeldAdmission.may_admit tells where neither can be, per quota key."""
+        may_admit = self.admission.may_admit
+        return not any(may_admit(queue, key, amount, priority) for key, amount, _ in options.asks)
 
     def _stamp(self, asked: tuple, keys: tuple[str, ...]) -> tuple:
         versions, held = self.quota.versions, self.holders.changes
@@ -888,7 +938,7 @@ class Engine:
 
     def _unhold(self, run: Run) -> None:
         self.holding[run.queue].pop(run.index, None)
-        self.holders.drop(run.queue, run.charge[0], run.index, run.priority)
+        self.holders.drop(run.queue, run.charge[0], run.index)
 
     def _reserve(self, run: Run, flavor: FlavorQuota, shape: Shape) -> None:
         run.flavor, run.shape, run.slots = flavor, shape, []

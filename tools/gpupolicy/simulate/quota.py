@@ -176,6 +176,12 @@ class QuotaTree:
 
     def use(self, queue: str, flavor: str, delta: int) -> None:
         self.versions[flavor] += 1
+        self.shift(queue, flavor, delta)
+
+    def shift(self, queue: str, flavor: str, delta: int) -> None:
+        """Change usage without counting a version: for a tentative change its caller undoes before anything
+        reads the versions (a preemption search taking candidates out and putting them back leaves the tree as
+        it was, so the verdicts stamped with it stay true)."""
         leaf = self.leaves[(queue, flavor)]
         if delta >= 0:
             add_usage(leaf, delta)
