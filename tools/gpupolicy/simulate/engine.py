@@ -229,7 +229,7 @@ class HeldAdmission(Admission):
         )
         if asked not in kept:
             found = None  # every attempt of the search fails
-            if self.may_preempt_enough(queue, key, incoming.total, incoming.priority):
+            if self._enough(kept, queue, key, incoming.total, incoming.priority):
                 found = super().targets(queue, incoming)
             kept[asked] = found
         return kept[asked]
@@ -239,10 +239,14 @@ class HeldAdmission(Admission):
         in `queue` now (False: it surely does not): the request fits the quota available, or a preemption
         search may free enough."""
         kept = self._kept(key)
-        asked = ("admits", queue.name, total, priority)
+        if total <= available(self.tree.leaves[(queue.name, key)]):
+            return True
+        return self._enough(kept, queue, key, total, priority)
+
+    def _enough(self, kept: dict, queue: SimQueue, key: str, total: int, priority: int) -> bool:
+        asked = ("enough", queue.name, total, priority)
         if asked not in kept:
-            fits = total <= available(self.tree.leaves[(queue.name, key)])
-            kept[asked] = fits or self.may_preempt_enough(queue, key, total, priority)
+            kept[asked] = self.may_preempt_enough(queue, key, total, priority)
         return kept[asked]
 
     def _kept(self, key: str) -> dict:
