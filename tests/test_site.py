@@ -320,16 +320,27 @@ def test_search_finds_a_pool_on_its_cluster_page(page, base_url: str) -> None:
 def _all_result_links(page, results) -> list[str]:
     """Result links; Material renders results in batches as the list scrolls, so scroll until it stops
     growing.
-    A batch may take a while on a busy machine: the list counts as complete when 3 s pass without growth."""
+    A batch may take a while on a busy machine: the list counts as complete when 3 s pass without growth.
+    The worker may also replace the whole list while it is read (the answer to a later keyup, often shorter):
+    a scroll to an item that is gone is a list to read again, and the links are read in one snapshot."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     seen = -1
-    while results.count() != seen:
-        seen = results.count()
-        results.nth(seen - 1).scroll_into_view_if_needed()
+    for _ in range(100):  # bounded: a list that never settles fails the caller's assertion instead of hanging
+        count = results.count()
+        if count == seen or not count:
+            break
+        seen = count
+        try:
+            results.nth(seen - 1).scroll_into_view_if_needed(timeout=5_000)
+        except PlaywrightTimeout:
+            seen = -1  # the list was replaced under us: read it again
+            continue
         for _ in range(30):
             page.wait_for_timeout(100)
             if results.count() != seen:
                 break
-    return [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
+    return results.evaluate_all("links => links.map(link => link.getAttribute('href') || '')")
 
 
 def test_sample_of_home_page_links_open_in_the_browser(page, base_url: str) -> None:
