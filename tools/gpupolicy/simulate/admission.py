@@ -67,12 +67,15 @@ class Choice:
     borrow: int = 0  # flavorassigner.go borrowingLevel: 0 within the queue's quota, else the subtree's height
 
 
+AGE_POLICY = "LowerOrNewerEqualPriority"  # the one preemption policy that reads a workload's age
+
+
 def satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
     """common/preemption_policy.go `SatisfiesPreemptionPolicy`."""
     lower = preemptor.priority > candidate.priority
     if policy == "LowerPriority":
         return lower
-    if policy == "LowerOrNewerEqualPriority":
+    if policy == AGE_POLICY:
         return lower or (preemptor.priority == candidate.priority and preemptor.submit < candidate.submit)
     return policy == "Any"
 

@@ -34,14 +34,14 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .admission import REASONS, Admission, Candidate, Choice, Workload
+from .admission import AGE_POLICY, REASONS, Admission, Candidate, Choice, Workload
 from .failures import Failure
 from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .migpool import MigPoolState
 from .pending import PendingQueue, WaitingPods
 from .placement import PoolState, typical_sizes
 from .policy import FlavorQuota, SimPolicy, SimPool, SimQueue, job_class, pool_classes
-from .quota import Node, QuotaTree, add_usage, available, lowest_fitting_subtree, remove_usage
+from .quota import Node, QuotaTree, available, lowest_fitting_subtree
 from .resources import covers_gpu, demand
 
 ARRIVE, FINISH, FAIL, RECOVER = 0, 1, 2, 3
@@ -131,9 +131,6 @@ class Result:
     useful_in_window: int = 0  # milli-GPU-seconds of kept work done between the first and last submission
 
 
-AGE_POLICY = "LowerOrNewerEqualPriority"  # the one preemption policy that reads a workload's age
-
-
 class Holders:
     """The workloads holding quota, by (queue, quota key), as admission asks for them (`workloads`); per quota
     key, how many times they changed (kept verdicts are stamped with it, Engine._assign); per (queue, key),
@@ -178,7 +175,7 @@ class Holders:
             return 0
         if policy == "LowerPriority":
             return sum(amount for held, amount in amounts.items() if held < priority)
-        if policy == "LowerOrNewerEqualPriority":
+        if policy == AGE_POLICY:
             return sum(amount for held, amount in amounts.items() if held <= priority)
         return sum(amounts.values())
 
@@ -264,23 +261,22 @@ class HeldAdmission(Admission):
         """Whether a preemption search for `total` milli-units of quota key `key` in `queue`, by a workload of
         `priority`, may succeed (False: it surely fails): the workload fits once every holder the search could
         take is taken out of the tree (put back before returning)."""
-        own = self.tree.leaves[(queue.name, key)]
-        taken = []  # asked on nearly every blocked attempt, and mostly empty: no lists built in passing
+        taken = []  # (queue, amount): asked on nearly every blocked attempt, and mostly empty
         if amount := self.freeable(queue.name, key, queue.within_queue, priority):
-            taken.append((own, amount))
+            taken.append((queue.name, amount))
         if queue.reclaim != "Never":
             for name, leaf in self.others[(queue.name, key)]:
                 if leaf.usage > leaf.subtree and (
                     amount := self.freeable(name, key, queue.reclaim, priority)
                 ):
-                    taken.append((leaf, amount))
+                    taken.append((name, amount))
         if not taken:
             return False
-        for leaf, amount in taken:
-            remove_usage(leaf, amount)
-        fits = total <= available(own)
-        for leaf, amount in reversed(taken):
-            add_usage(leaf, amount)
+        for name, amount in taken:
+            self.tree.shift(name, key, -amount)
+        fits = total <= available(self.tree.leaves[(queue.name, key)])
+        for name, amount in reversed(taken):
+            self.tree.shift(name, key, amount)
         return fits
 
 
@@ -1195,7 +1191,7 @@ class Engine:
         if not reclaim:
             if queue.within_queue == "LowerPriority":
                 return victim.priority < run.priority
-            if queue.within_queue == "LowerOrNewerEqualPriority":
+            if queue.within_queue == AGE_POLICY:
                 return victim.priority < run.priority or (
                     victim.priority == run.priority and victim.job.submit > run.job.submit
                 )
@@ -1209,11 +1205,11 @@ class Engine:
         None means any priority."""
         if reclaim and policy == "Any":
             return None
-        if policy == "LowerPriority" or (not reclaim and policy == "LowerOrNewerEqualPriority"):
+        if policy == "LowerPriority" or (not reclaim and policy == AGE_POLICY):
             return [
                 p
                 for p in self.priority_levels
-                if p < run.priority or (policy == "LowerOrNewerEqualPriority" and p == run.priority)
+                if p < run.priority or (policy == AGE_POLICY and p == run.priority)
             ]
         return []
 
