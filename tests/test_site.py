@@ -323,7 +323,7 @@ def _all_result_links(page, results) -> list[str]:
     A batch may take a while on a busy machine: the list counts as complete when 3 s pass without growth.
     The worker may also replace the whole list while it is read (the answer to a later keyup, often shorter):
     a scroll to an item that is gone is a list to read again, and the links are read in one snapshot."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import Error as PlaywrightError  # TimeoutError and a detached element alike
 
     seen = -1
     for _ in range(100):  # bounded: a list that never settles fails the caller's assertion instead of hanging
@@ -333,7 +333,7 @@ def _all_result_links(page, results) -> list[str]:
         seen = count
         try:
             results.nth(seen - 1).scroll_into_view_if_needed(timeout=5_000)
-        except PlaywrightTimeout:
+        except PlaywrightError:
             seen = -1  # the list was replaced under us: read it again
             continue
         for _ in range(30):
