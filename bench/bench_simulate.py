@@ -214,7 +214,7 @@ def bench_recommend(trials: int = 64, workers: int = 2) -> None:
         runner = make()
         ready = time.perf_counter()
         try:
-            candidates = search(cluster, knob_list, wanted, trials, 0, 8, runner.map)
+            candidates = search(cluster, knob_list, wanted, trials, 0, 8, runner)
         finally:
             runner.close()
         took = time.perf_counter() - ready

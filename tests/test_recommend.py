@@ -191,10 +191,13 @@ def _fingerprint(candidates):
 
 
 def test_same_seed_same_candidates_serial_and_process_pool(cluster, jobs):
-    serial = _fingerprint(_search(cluster, jobs, executors.Serial(jobs).map))
+    """The pool starts a survivor's whole replay while the batch's other partial replays run (chain); one
+    batch after the other (a plain map function) and the serial executor give the same candidates."""
+    serial = _fingerprint(_search(cluster, jobs, executors.Serial(jobs)))
+    assert _fingerprint(_search(cluster, jobs, executors.Serial(jobs).map)) == serial
     pool = executors.ProcessPool(jobs, 2)
     try:
-        assert _fingerprint(_search(cluster, jobs, pool.map)) == serial
+        assert _fingerprint(_search(cluster, jobs, pool)) == serial
     finally:
         pool.close()
     assert any(c[2] != serial[0][2] for c in serial)  # the search did move away from the repository's values
@@ -205,8 +208,8 @@ def test_ray_gives_the_same_numbers(cluster, jobs):
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         on_ray = executors.RayCluster(jobs, "local")
-        assert _fingerprint(_search(cluster, jobs, on_ray.map)) == _fingerprint(
-            _search(cluster, jobs, executors.Serial(jobs).map)
+        assert _fingerprint(_search(cluster, jobs, on_ray)) == _fingerprint(
+            _search(cluster, jobs, executors.Serial(jobs))
         )
     finally:
         ray.shutdown()
@@ -222,6 +225,16 @@ def test_simplify_keeps_only_changes_that_help(cluster, jobs):
     assert set(kept) <= set(space.changes(knob_list, best.params))
     assert smaller.reverted == len(space.changes(knob_list, best.params)) - len(kept)
     assert smaller.objective <= best.objective  # a change is taken back only where the objective is no worse
+    pool = executors.ProcessPool(jobs, 2)  # two replays side by side, some of them ahead of the walk
+    try:
+        beside = simplify(cluster, knob_list, wanted, best, pool)
+    finally:
+        pool.close()
+    assert (beside.params, beside.reverted, beside.objective) == (
+        smaller.params,
+        smaller.reverted,
+        smaller.objective,
+    )
 
 
 def test_target_rows_show_each_wait_against_its_bound():

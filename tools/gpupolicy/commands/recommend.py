@@ -167,17 +167,18 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         )
     started = time.perf_counter()
     runner = executors.executor(jobs, args.jobs, args.ray)
-    replays = _with_busy_devices(args, cluster, runner.map) if args.busy_devices else runner.map
+    replays = _with_busy_devices(args, cluster, runner) if args.busy_devices else runner
     try:
         candidates = search(
             cluster, knob_list, wanted, args.trials, args.seed, args.batch, replays, args.policy
         )
         seconds = time.perf_counter() - started
-        base = runner.map([(baseline(cluster), 1.0)])[0]
+        base_replay = runner.start([(baseline(cluster), 1.0)])  # beside the simplification's replays
         smaller = functools.partial(simplify, cluster, knob_list, wanted, run=replays, placement=args.policy)
         chosen, rejected = _first_clean(
             Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller
         )
+        base = base_replay()[0]
     finally:
         runner.close()
     repo_policy = next(c for c in candidates if c.number == 0)
@@ -227,13 +228,14 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     return 0 if chosen else 1
 
 
-def _with_busy_devices(args: argparse.Namespace, cluster, run):
-    """`run` with each candidate's time-sliced pods taking one replica each and meeting busy devices where
+def _with_busy_devices(args: argparse.Namespace, cluster, runner):
+    """`runner` with each candidate's time-sliced pods taking one replica each and meeting busy devices where
     pool.yaml turns the startup check off, as `simulate --busy-devices` replays the repository's policy."""
+    from ..recommend.executors import Prepared
     from ..simulate.busy import startup_checks, with_busy_devices
 
     checks = startup_checks(Path(args.repo), cluster)
-    return lambda tasks: run([(with_busy_devices(policy, checks), share) for policy, share in tasks])
+    return Prepared(runner, lambda policy: with_busy_devices(policy, checks))
 
 
 def _apply_refusal(args: argparse.Namespace, texts) -> str | None:

@@ -3,14 +3,20 @@
 
 Every executor gets the same list of tasks (policy, fraction of the workload) and returns the summaries in the
 same order; a replay is deterministic, so the numbers never depend on the executor
-(tests/test_recommend_executors.py). The workload is shipped to each worker once (pool initializer,
+(tests/test_recommend.py). The workload is shipped to each worker once (pool initializer,
 `ray.put`), not with every task.
+
+Besides `map`, each executor can `chain` (a follow-up task decided from each result as it comes back, in task
+order, so the search's whole replays start while other partial replays still run and no worker waits for a
+batch's slowest one) and `start` (tasks that run beside what is asked next, their results read later).
+`runner(run)` gives a plain map function the same interface, one batch after another.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from ..errors import ToolError
@@ -20,6 +26,8 @@ from ..simulate.metrics import Summary, summarize
 from ..simulate.policy import SimPolicy
 
 Task = tuple[SimPolicy, float]  # the policy, and the share of the workload (by submission order) to replay
+# given a task's index and its result, the follow-up task to replay, or None (Batches.chain)
+Then = Callable[[int, Summary], "Task | None"]
 
 
 def evaluate(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Summary:
@@ -28,17 +36,47 @@ def evaluate(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Summary
     return summarize(replay(policy, jobs[:count]))
 
 
-class Serial:
-    name = "serial"
+class Batches:
+    """`chain` and `start` over a `map` function alone: the follow-ups run as a second batch once every first
+    result is in, started tasks when their results are read. The same results as a pipelining executor (each
+    follow-up is decided from its own task's result only), without the overlap."""
 
-    def __init__(self, jobs: Sequence[Job]) -> None:
-        self.jobs = jobs
+    name = "batches"
+    width = 1  # replays that run side by side
+
+    def __init__(self, run: Callable[[Sequence[Task]], list[Summary]]) -> None:
+        self.run = run
 
     def map(self, tasks: Sequence[Task]) -> list[Summary]:
-        return [evaluate(policy, self.jobs, fraction) for policy, fraction in tasks]
+        return self.run(tasks)
+
+    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Summary], list[Summary | None]]:
+        firsts = self.map(tasks)
+        follow = [then(index, summary) for index, summary in enumerate(firsts)]
+        done = iter(self.map([task for task in follow if task is not None]))
+        return firsts, [None if task is None else next(done) for task in follow]
+
+    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Summary]]:
+        return lambda: self.map(tasks)
 
     def close(self) -> None:
         pass
+
+
+def runner(run):
+    """An executor as it is, or a plain map function (tests, benchmarks) wrapped in Batches."""
+    return run if hasattr(run, "chain") else Batches(run)
+
+
+class Serial(Batches):
+    name = "serial"
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        super().__init__(self._replay)
+        self.jobs = jobs
+
+    def _replay(self, tasks: Sequence[Task]) -> list[Summary]:
+        return [evaluate(policy, self.jobs, fraction) for policy, fraction in tasks]
 
 
 _WORKER_JOBS: Sequence[Job] = ()
@@ -53,13 +91,44 @@ def _evaluate_in_worker(task: Task) -> Summary:
     return evaluate(task[0], _WORKER_JOBS, task[1])
 
 
-class ProcessPool:
-    def __init__(self, jobs: Sequence[Job], workers: int) -> None:
-        self.name = f"process pool ({workers} workers)"
-        self.pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(list(jobs),))
+class Pipelined(ABC):
+    """An executor that submits tasks and reads their results later (`_submit`, `_collect`): `chain` submits a
+    follow-up as soon as its task's result is read, and `start` returns at once."""
+
+    @abstractmethod
+    def _submit(self, task: Task): ...
+
+    @abstractmethod
+    def _collect(self, handle) -> Summary: ...
 
     def map(self, tasks: Sequence[Task]) -> list[Summary]:
-        return list(self.pool.map(_evaluate_in_worker, tasks))
+        return self.start(tasks)()
+
+    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Summary], list[Summary | None]]:
+        firsts = [self._submit(task) for task in tasks]
+        results, follow = [], []
+        for index, handle in enumerate(firsts):  # in task order, as Batches.chain asks `then`
+            results.append(self._collect(handle))
+            task = then(index, results[-1])
+            follow.append(None if task is None else self._submit(task))
+        return results, [None if handle is None else self._collect(handle) for handle in follow]
+
+    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Summary]]:
+        handles = [self._submit(task) for task in tasks]
+        return lambda: [self._collect(handle) for handle in handles]
+
+
+class ProcessPool(Pipelined):
+    def __init__(self, jobs: Sequence[Job], workers: int) -> None:
+        self.name = f"process pool ({workers} workers)"
+        self.width = workers
+        self.pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(list(jobs),))
+
+    def _submit(self, task: Task):
+        return self.pool.submit(_evaluate_in_worker, task)
+
+    def _collect(self, handle) -> Summary:
+        return handle.result()
 
     def close(self) -> None:
         self.pool.shutdown()
@@ -69,7 +138,7 @@ def _evaluate_on_ray(policy: SimPolicy, jobs: Sequence[Job], fraction: float) ->
     return evaluate(policy, jobs, fraction)
 
 
-class RayCluster:
+class RayCluster(Pipelined):
     """Ray at `address` (`auto`, `ray://head:10001`, or `local` for a new local instance). A Ray session the
     caller already started is used as it is, and left running."""
 
@@ -86,15 +155,46 @@ class RayCluster:
             except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... by cause
                 raise ToolError(f"--ray {address}: cannot connect to Ray: {exc}") from None
         self.name = f"Ray ({address})"
+        self.width = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.remote = ray.remote(_evaluate_on_ray)
         self.jobs = ray.put(list(jobs))
 
-    def map(self, tasks: Sequence[Task]) -> list[Summary]:
-        return self.ray.get([self.remote.remote(policy, self.jobs, fraction) for policy, fraction in tasks])
+    def _submit(self, task: Task):
+        return self.remote.remote(task[0], self.jobs, task[1])
+
+    def _collect(self, handle) -> Summary:
+        return self.ray.get(handle)
 
     def close(self) -> None:
         if self.started:
             self.ray.shutdown()
+
+
+class Prepared:
+    """An executor whose every task's policy is first passed through `prepare` (recommend --busy-devices)."""
+
+    def __init__(self, inner, prepare: Callable[[SimPolicy], SimPolicy]) -> None:
+        self.inner, self.prepare = inner, prepare
+        self.name, self.width = inner.name, inner.width
+
+    def _tasks(self, tasks: Sequence[Task]) -> list[Task]:
+        return [(self.prepare(policy), share) for policy, share in tasks]
+
+    def map(self, tasks: Sequence[Task]) -> list[Summary]:
+        return self.inner.map(self._tasks(tasks))
+
+    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Summary], list[Summary | None]]:
+        def prepared_then(index: int, summary: Summary) -> Task | None:
+            task = then(index, summary)
+            return None if task is None else self._tasks([task])[0]
+
+        return self.inner.chain(self._tasks(tasks), prepared_then)
+
+    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Summary]]:
+        return self.inner.start(self._tasks(tasks))
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def executor(jobs: Sequence[Job], workers: int, ray_address: str | None):

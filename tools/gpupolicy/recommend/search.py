@@ -3,10 +3,12 @@ replays.
 
 Each batch: ask `batch` trials, replay each candidate on the first half of the workload, report that score to
 its trial and let the MedianPruner stop those below the median of earlier trials at the same step; replay the
-rest on the whole workload and tell Optuna the result. Sampling happens only between batches, in this process,
-so the executor (serial, process pool, Ray) never changes what is sampled: same seed, same candidates, same
-numbers. Trial 0 is the repository's own policy, so the ranking always shows where today's policy stands. Why
-Optuna, TPE and this pruning: docs/decisions/0044-recommend-search-method.md.
+rest on the whole workload and tell Optuna the result. A survivor's whole replay starts as soon as its partial
+result is in (executors: `chain`), while the batch's other partial replays still run. Sampling happens only
+between batches, in this process, so the executor (serial, process pool, Ray) never changes what is sampled:
+same seed, same candidates, same numbers. Trial 0 is the repository's own policy, so the ranking always
+shows where today's policy stands. Why Optuna, TPE and this pruning:
+docs/decisions/0044-recommend-search-method.md.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..simulate.metrics import Summary
 from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, pool_classes
 from . import objective
+from .executors import runner
 from .space import (
     BORROW,
     COHORT,
@@ -101,7 +104,8 @@ def search(
     run,
     placement: str = DEFAULT_PLACEMENT,
 ) -> list[Candidate]:
-    """`trials` candidates, evaluated by `run` (an executor's map); sorted best first (see `ranked`)."""
+    """`trials` candidates, evaluated by `run` (an executor of executors.py, or a map function); sorted best
+    first (see `ranked`)."""
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
@@ -114,20 +118,33 @@ def search(
     space = distributions(knob_list)
     classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
     candidates: list[Candidate] = []
+    run = runner(run)
+
+    def whole_unless_pruned(asked: list, policies: list[SimPolicy]):
+        """The batch's follow-up for a partial replay: the whole replay, or none once the pruner stopped the
+        trial. MedianPruner reads only the trials earlier batches completed, so the order in which the
+        batch's partial results come back changes no verdict."""
+
+        def then(index: int, partial: Summary) -> tuple[SimPolicy, float] | None:
+            trial, policy = asked[index], policies[index]
+            keeps = keeps_classes(policy, classes)
+            trial.report(score(partial, worst_waits(list(targets), policy, partial), targets, keeps), step=0)
+            if not trial.should_prune():
+                return (policy, 1.0)
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            candidates.append(Candidate(trial.number, resolved(knob_list, trial.params), pruned=True))
+            return None
+
+        return then
+
     while len(candidates) < trials:
         asked = [study.ask(space) for _ in range(min(batch, trials - len(candidates)))]
         policies = [candidate_policy(cluster, knob_list, trial.params, placement) for trial in asked]
-        partial = run([(policy, PARTIAL) for policy in policies])
-        survivors = []
-        for trial, policy, summary in zip(asked, policies, partial, strict=True):
-            keeps = keeps_classes(policy, classes)
-            trial.report(score(summary, worst_waits(list(targets), policy, summary), targets, keeps), step=0)
-            if trial.should_prune():
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                candidates.append(Candidate(trial.number, resolved(knob_list, trial.params), pruned=True))
-            else:
-                survivors.append((trial, policy))
-        for (trial, policy), summary in zip(survivors, run([(p, 1.0) for _, p in survivors]), strict=True):
+        partials = [(policy, PARTIAL) for policy in policies]
+        _, wholes = run.chain(partials, whole_unless_pruned(asked, policies))
+        for trial, policy, summary in zip(asked, policies, wholes, strict=True):
+            if summary is None:
+                continue
             waits = worst_waits(list(targets), policy, summary)
             candidate = _whole(
                 trial.number,
@@ -181,44 +198,104 @@ def simplify(
     worse on the objective than `best` (and a `best` strictly better than the repository's policy stays so). A
     change that cannot be taken back alone (the nominal quotas would no longer fit their pool, or a lending
     limit would have to come down with them: `space.resolved`) stays. Deterministic, like the search."""
-    classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
-
-    def replayed(variants: list[tuple[dict, int]]) -> list[Candidate]:
-        policies = [candidate_policy(cluster, knob_list, params, placement) for params, _ in variants]
-        summaries = run([(policy, 1.0) for policy in policies])
-        return [
-            _whole(
-                best.number,
-                params,
-                summary,
-                worst_waits(list(targets), policy, summary),
-                targets,
-                reverted,
-                keeps_classes(policy, classes),
-            )
-            for (params, reverted), policy, summary in zip(variants, policies, summaries, strict=True)
-        ]
-
-    def without(candidate: Candidate, names: list[str]) -> dict:
-        return candidate.params | {knob.name: knob.current for knob in knob_list if knob.name in names}
-
+    backs = _TakeBacks(cluster, knob_list, targets, best, runner(run), placement)
     alone = [knob.name for knob, _ in changes(knob_list, best.params)]
-    alone = [name for name in alone if resolved(knob_list, without(best, [name])) == without(best, [name])]
-    singles = replayed([(without(best, [name]), best.reverted + 1) for name in alone])
+    alone = [name for name in alone if backs.takes_back(backs.without(best.params, [name]))]
+    singles = backs.replayed([(backs.without(best.params, [name]), best.reverted + 1) for name in alone])
     idle = [name for name, trial in zip(alone, singles, strict=True) if not earns_its_place(best, trial)]
-    if len(idle) > 1 and resolved(knob_list, without(best, idle)) == without(best, idle):
-        together = replayed([(without(best, idle), best.reverted + len(idle))])[0]
+    if len(idle) == 1:
+        return singles[alone.index(idle[0])]
+    everything = backs.without(best.params, idle)
+    if len(idle) > 1 and backs.takes_back(everything):
+        # the one-at-a-time walk's first replays go beside it, in case it does not do
+        spare = [
+            (params, reverted)
+            for _, params, reverted in backs.round(backs.chain(best, idle), backs.width - 1)
+        ]
+        together = backs.replayed([(everything, best.reverted + len(idle)), *spare])[0]
         if not earns_its_place(best, together):
             return together
-    elif len(idle) == 1:
-        return next(trial for name, trial in zip(alone, singles, strict=True) if name == idle[0])
-    current = best
-    for name in idle:
-        params = without(current, [name])
-        if resolved(knob_list, params) != params:
-            continue
-        trial = replayed([(params, current.reverted + 1)])[0]
-        if not earns_its_place(current, trial):
+    return _one_at_a_time(best, idle, backs)
+
+
+class _TakeBacks:
+    """The replays `simplify` asks for: each variant (a set of changes taken back) replayed once, whatever
+    step asks for it again (the one-at-a-time walk's first step is a single change taken back, already
+    replayed), and up to `width` of them side by side (the executor's workers)."""
+
+    def __init__(self, cluster: Cluster, knob_list, targets, best: Candidate, run, placement: str) -> None:
+        self.cluster, self.knob_list, self.targets, self.best = cluster, knob_list, list(targets), best
+        self.run, self.placement = run, placement
+        self.width = max(1, getattr(run, "width", 1))
+        self.classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
+        self.done: dict[tuple, Candidate] = {}
+
+    def without(self, params: dict, names: list[str]) -> dict:
+        return params | {knob.name: knob.current for knob in self.knob_list if knob.name in names}
+
+    def takes_back(self, params: dict) -> bool:
+        return resolved(self.knob_list, params) == params
+
+    def replayed(self, variants: list[tuple[dict, int]]) -> list[Candidate]:
+        """Each (params, changes taken back) as a whole replay; the ones not replayed yet in one batch."""
+        missing = {_params_key(params): (params, reverted) for params, reverted in variants}
+        missing = [variant for key, variant in missing.items() if key not in self.done]
+        policies = [candidate_policy(self.cluster, self.knob_list, p, self.placement) for p, _ in missing]
+        summaries = self.run.map([(policy, 1.0) for policy in policies]) if missing else []
+        for (params, reverted), policy, summary in zip(missing, policies, summaries, strict=True):
+            self.done[_params_key(params)] = _whole(
+                self.best.number,
+                params,
+                summary,
+                worst_waits(self.targets, policy, summary),
+                self.targets,
+                reverted,
+                keeps_classes(policy, self.classes),
+            )
+        return [self.done[_params_key(params)] for params, _ in variants]
+
+    def chain(self, current: Candidate, names: list[str]) -> list[tuple[int, dict, int]]:
+        """The walk's steps from `current` over `names`, were every change taken back: (position in `names`,
+        params, changes taken back) of each name that can be taken back on top of the ones before it."""
+        steps, params, reverted = [], current.params, current.reverted
+        for position, name in enumerate(names):
+            step = self.without(params, [name])
+            if self.takes_back(step):
+                params, reverted = step, reverted + 1
+                steps.append((position, params, reverted))
+        return steps
+
+    def round(self, steps: list[tuple[int, dict, int]], width: int) -> list[tuple[int, dict, int]]:
+        """The first steps, up to the `width`-th one not replayed yet (all of them where fewer are)."""
+        fresh = 0
+        for index, (_, params, _) in enumerate(steps):
+            if fresh == width:
+                return steps[:index]
+            fresh += _params_key(params) not in self.done
+        return steps
+
+
+def _params_key(params: dict) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+def _one_at_a_time(best: Candidate, idle: list[str], backs: _TakeBacks) -> Candidate:
+    """`simplify`'s last resort: each change in `idle` taken back in turn, kept out where the objective
+    without it is no worse. Each round replays the next steps of the walk side by side, as they will be asked
+    if every change before them stays out (`_TakeBacks.chain`); a change that stays ends the round, and the
+    walk goes on from it. The same answers as one replay after the other."""
+    current, position = best, 0
+    while position < len(idle):
+        steps = backs.chain(current, idle[position:])
+        if not steps:
+            break
+        round_steps = backs.round(steps, backs.width)
+        start = position
+        trials = backs.replayed([(params, reverted) for _, params, reverted in round_steps])
+        for (offset, _, _), trial in zip(round_steps, trials, strict=True):
+            position = start + offset + 1
+            if earns_its_place(current, trial):
+                break  # this change stays: the steps after it assumed it went
             current = trial
     return current
 
