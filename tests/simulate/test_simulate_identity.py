@@ -255,6 +255,29 @@ def test_a_queue_keeps_its_head_through_adds_and_removals():
         assert queue.head() == min((entry for entry, _ in held), default=None)
 
 
+def _flat_policy() -> SimPolicy:
+    """One cohort of queues alone (HeldAdmission's short path): each with its own mix of reclaim,
+    borrowWithinCohort (with and without a threshold) and withinClusterQueue policies."""
+    pool = {"train": SimPool("train", 4, 8, "exclusive")}
+
+    def queue(name: str, nominal: int, **preemption) -> SimQueue:
+        return SimQueue(name, (FlavorQuota("train", "train", nominal * G),), cohort="training", **preemption)
+
+    queues = {
+        "team-a": queue(
+            "team-a",
+            12,
+            within_queue="LowerPriority",
+            reclaim="Any",
+            borrow_within="LowerPriority",
+            borrow_threshold=100,
+        ),
+        "team-b": queue("team-b", 12, within_queue="LowerOrNewerEqualPriority", reclaim="LowerPriority"),
+        "research": queue("research", 8, reclaim="Any", borrow_within="LowerPriority"),
+    }
+    return SimPolicy("proposed", pool, queues, cohorts={"training": SimCohort("training")})
+
+
 def _random_holders(rng: random.Random, policy: SimPolicy, tree, count: int) -> list[Workload]:
     """Workloads holding quota on the `train` key at random, charged to the tree as the engine would."""
     holders = []
@@ -275,12 +298,13 @@ def _usage(tree) -> list[int]:
     return [node.usage for node in tree.nodes()]
 
 
-def test_a_preemption_search_is_skipped_only_where_it_surely_fails():
+@pytest.mark.parametrize("make_policy", [_policy, _flat_policy], ids=["cohort tree", "one cohort"])
+def test_a_preemption_search_is_skipped_only_where_it_surely_fails(make_policy):
     """HeldAdmission skips a search where evicting every candidate could not make room, remembers what it
     found per quota key until the key's tree or holders change, and leaves the tree as it was: on random
     states of a cohort tree, it agrees with admission.Admission's full search every time, and it does skip
     searches that have candidates (the bound is not the bare "no candidate" test)."""
-    policy = _policy()
+    policy = make_policy()
     rng = random.Random(5)
     skipped_with_candidates = found = 0
     for _ in range(300):

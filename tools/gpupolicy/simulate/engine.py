@@ -179,35 +179,41 @@ class Holders:
             return sum(amount for held, amount in amounts.items() if held <= priority)
         return sum(amounts.values())
 
+    def freeable_below(self, queue: str, key: str, priority: int, threshold: int | None) -> int:
+        """The quota at (queue, key) held below `priority` and at most `threshold` (None: any): what a
+        preemptor that borrows may reclaim under `borrowWithinCohort: LowerPriority`
+        (admission.above_threshold is false for it)."""
+        amounts = self.amounts.get((queue, key)) or {}
+        return sum(
+            amount
+            for held, amount in amounts.items()
+            if held < priority and (threshold is None or held <= threshold)
+        )
+
 
 class HeldAdmission(Admission):
     """Admission over the engine's workloads holding quota, which knows how much quota each priority holds per
     (queue, quota key) (Holders.freeable). A preemption search (`targets`) succeeds only when evicting some of
     its candidates lets the workload fit: of its own queue, holders the `withinClusterQueue` policy lets it
-    preempt; of the other queues under the same quota key, holders of queues above their nominal quota
-    (QuotaTree.cohort_candidates collects only those) that the `reclaimWithinCohort` policy lets it preempt.
-    Evicting all of them frees the most any search can (a node's `available` only grows as usage falls), so
-    where even that leaves too little, or there is none, every attempt of the search fails: that is told from
-    the amounts held alone, and the search, which would build and sort its candidate lists and take them
-    out one by one, is skipped."""
+    preempt; of the other queues QuotaTree.cohort_candidates finds above their nominal quota, holders the
+    `reclaimWithinCohort` policy lets it preempt, and while it borrows only those `borrowWithinCohort` allows.
+    Evicting all of them frees the most any attempt of the search can (a node's `available` only grows as
+    usage falls), so where even that leaves too little, or there is none, every attempt fails: that is told
+    from the amounts held alone (`may_preempt_enough`), and the search, which would build and sort its
+    candidate lists and take them out one by one, is skipped."""
 
     def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holders: Holders) -> None:
         super().__init__(tree, queues, holders.workloads)
         self.freeable, self.holds, self.changes = holders.freeable, holders.holds, holders.changes
+        self.freeable_below = holders.freeable_below
+        # the cohorts with no parent and no nested cohort, by id (`_reclaimable`)
+        self.flat = {
+            id(node)
+            for node in tree.nodes()
+            if not node.is_queue and node.parent is None and all(c.is_queue for c in node.children)
+        }
         # quota key -> ((tree version, holders version), {what was asked: the answer}) (`_kept`)
         self.memos: dict[str, tuple[tuple[int, int], dict[tuple, object]]] = {}
-        # (queue, quota key) -> (queue, leaf) of the other queues under that key, none where the queue is in
-        # no cohort (reclaim looks only in its cohort tree)
-        self.others: dict[tuple[str, str], list[tuple[str, Node]]] = {
-            (name, key): [
-                (other, leaf)
-                for (other, other_key), leaf in tree.leaves.items()
-                if other_key == key and other != name
-            ]
-            if own.parent is not None
-            else []
-            for (name, key), own in tree.leaves.items()
-        }
 
     def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
         """The search's targets, or the ones it found for an alike workload while nothing it reads has changed
@@ -259,22 +265,53 @@ class HeldAdmission(Admission):
 
     def may_preempt_enough(self, queue: SimQueue, key: str, total: int, priority: int) -> bool:
         """Whether a preemption search for `total` milli-units of quota key `key` in `queue`, by a workload of
-        `priority`, may succeed (False: it surely fails): the workload fits once every holder the search could
-        take is taken out of the tree (put back before returning)."""
-        taken = []  # (queue, amount): asked on nearly every blocked attempt, and mostly empty
-        if amount := self.freeable(queue.name, key, queue.within_queue, priority):
-            taken.append((queue.name, amount))
-        if queue.reclaim != "Never":
-            for name, leaf in self.others[(queue.name, key)]:
-                if leaf.usage > leaf.subtree and (
-                    amount := self.freeable(name, key, queue.reclaim, priority)
+        `priority`, may succeed (False: it surely fails), per attempt of the search (admission.Admission
+        .targets): without borrowing, the workload must end within its queue's own quota, and only its own
+        queue's holders lower that queue's usage; while borrowing, only the candidates valid then count
+        (`_valid`: another queue's holder only with the hierarchical advantage, or below the preemptor's
+        priority and `borrowWithinCohort`'s threshold). Each attempt may succeed only where the workload fits
+        once every holder it could take is taken out of the tree (put back before returning)."""
+        leaf = self.tree.leaves[(queue.name, key)]
+        own = self.freeable(queue.name, key, queue.within_queue, priority)
+        anyhow = [(queue.name, own)] if own else []  # (queue, amount) either attempt may take out
+        borrowing = list(anyhow)  # what the attempt while borrowing may take out
+        if queue.reclaim != "Never" and leaf.parent is not None:
+            while_borrowing = queue.borrow_within == "LowerPriority"
+            for name, advantage in self._reclaimable(leaf, queue.name, key, total):
+                if not (amount := self.freeable(name, key, queue.reclaim, priority)):
+                    continue
+                anyhow.append((name, amount))
+                if advantage:
+                    borrowing.append((name, amount))
+                elif while_borrowing and (
+                    below := self.freeable_below(name, key, priority, queue.borrow_threshold)
                 ):
-                    taken.append((name, amount))
-        if not taken:
+                    borrowing.append((name, below))
+        if not anyhow:
             return False
+        if leaf.usage - own + total <= leaf.subtree and self._fits_without(leaf, key, total, anyhow):
+            return True
+        return bool(borrowing) and self._fits_without(leaf, key, total, borrowing)
+
+    def _reclaimable(self, leaf: Node, queue: str, key: str, total: int) -> list[tuple[str, bool]]:
+        """(queue, hierarchical advantage) of the other queues a reclaim may take from, as
+        QuotaTree.cohort_candidates finds them; in a cohort of queues alone (no nested cohorts), that is every
+        other queue above its nominal quota, with the one advantage the preemptor's own fit gives (told
+        without the walk: this is asked on most blocked attempts)."""
+        parent = leaf.parent
+        if id(parent) in self.flat:
+            advantage = leaf.usage + total <= leaf.subtree
+            return [
+                (child.name, advantage)
+                for child in parent.children
+                if child is not leaf and child.usage > child.subtree
+            ]
+        return [(name, advantage) for name, advantage, _ in self.tree.cohort_candidates(queue, key, total)]
+
+    def _fits_without(self, leaf: Node, key: str, total: int, taken: list[tuple[str, int]]) -> bool:
         for name, amount in taken:
             self.tree.shift(name, key, -amount)
-        fits = total <= available(self.tree.leaves[(queue.name, key)])
+        fits = total <= available(leaf)
         for name, amount in reversed(taken):
             self.tree.shift(name, key, amount)
         return fits
