@@ -172,7 +172,7 @@ def _mapping(items: list[str]) -> dict[str, str] | None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToolError
     from ..infra.transaction import write_files
-    from ..simulate import actual, compare
+    from ..simulate import actual, beside, compare
     from ..simulate.busy import startup_checks
     from ..simulate.checkpoints import parse_intervals, with_checkpoints
     from ..simulate.failures import parse_failures
@@ -233,11 +233,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         checks = startup_checks(Path(args.repo), cluster) if args.busy_devices else None
         events: dict[str, list] | None = {} if args.events is not None else None
-        result = compare(cluster, jobs, failures, mapping, args.policy, checks, events)
-        unchecked = (
-            _without_startup_check(args, cluster, jobs, failures, mapping) if args.busy_devices else None
+        # the replays without the startup check and of the before go beside compare's (simulate/beside.py)
+        busy_replays = (
+            beside.started(_busy_replays, args, cluster, jobs, failures, mapping, events is not None)
+            if args.busy_devices
+            else None
         )
-        brief = _before(args, cluster, jobs, failures, mapping, unchecked, events) if unchecked else None
+        result = compare(cluster, jobs, failures, mapping, args.policy, checks, events)
+        unchecked, brief, before_log = busy_replays() if busy_replays else (None, None, None)
+        if before_log is not None:
+            events["before"] = before_log
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
@@ -330,17 +335,24 @@ class _Before:
     summary: object
 
 
+def _busy_replays(args: argparse.Namespace, cluster, jobs, failures, mapping, logged: bool):
+    """(the policy's summary without the startup check, the before, the before's job events when `logged`):
+    the before crashes at the rate the first of them measures."""
+    unchecked = _without_startup_check(args, cluster, jobs, failures, mapping)
+    log = [] if logged else None
+    return unchecked, _before(args, cluster, jobs, failures, mapping, unchecked, log), log
+
+
 def _before(
-    args: argparse.Namespace, cluster, jobs, failures, mapping, unchecked, events: dict | None = None
+    args: argparse.Namespace, cluster, jobs, failures, mapping, unchecked, log: list | None = None
 ) -> _Before:
     """The brief's "before" (policy.before) at the busy-start rate of the replay without the startup check,
     or, with `--before whole-node`, the whole-node-per-job variant (policy.whole_node_before): it crashes
-    none. With `events`, its job events go to the log as policy `before`, so its waits can be traced too."""
+    none. With `log`, its job events go there (the log's policy `before`), so its waits can be traced too."""
     from ..simulate import replay
     from ..simulate.metrics import summarize
     from ..simulate.policy import before, busy_start_rate, whole_node_before
 
-    log = events.setdefault("before", []) if events is not None else None
     if args.before == "whole-node":
         return _Before(0.0, summarize(replay(whole_node_before(cluster), jobs, failures, mapping, log)))
     rate = busy_start_rate(unchecked.jobs_crashed_at_start, unchecked.jobs_tried)
@@ -422,7 +434,8 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
         comparison = revisions.replay_revisions(base, head, jobs, failures, mapping, args.policy, events)
         if args.busy_devices:  # the brief's before, once, at the head's busy-start rate (as without --base)
             unchecked = _without_startup_check(args, cluster, jobs, failures, mapping)
-            comparison.before = _before(args, cluster, jobs, failures, mapping, unchecked, events).summary
+            log = events.setdefault("before", []) if events is not None else None
+            comparison.before = _before(args, cluster, jobs, failures, mapping, unchecked, log).summary
     except (ValueError, ToolError) as exc:  # a bad REV, a tree git cannot give, a cluster the replay refuses
         return _fail(str(exc))
     seconds = time.perf_counter() - started

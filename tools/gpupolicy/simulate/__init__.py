@@ -13,6 +13,7 @@ metrics.py    summaries; report.py Markdown + PNG; verdict.py the metrics made w
 fidelity.py   the FGD paper check
 mixed.py      the congested ITP + openb workload; busy.py time-sliced neighbours and the startup check
 revisions.py  two revisions' policies on one workload, beside one baseline (`simulate --base`)
+beside.py     one replay run in a forked child while this process runs another
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import Cluster
+from .beside import started
 from .busy import with_busy_devices
 from .engine import Engine, Result
 from .failures import Failure
@@ -61,12 +63,22 @@ def compare(
     """Replay `jobs` under the baseline and under the cluster's declared policy; with `checks` (pool ->
     startup
     check on), time-sliced pods take one replica each and may meet busy devices (busy.py)."""
-    logs = {"baseline": [], "proposed": []} if events is not None else {}
-    before = replay(baseline(cluster), jobs, failures, mapping, logs.get("baseline"))
+    logged = events is not None
+    # the baseline in a forked child where the machine has a second core (beside.py): the same answer
+    baseline_replay = started(_logged_replay, baseline(cluster), jobs, failures, mapping, logged)
     proposed = from_cluster(cluster, placement)
     if checks is not None:
         proposed = with_busy_devices(proposed, checks)
-    after = replay(proposed, jobs, failures, mapping, logs.get("proposed"))
+    after, after_log = _logged_replay(proposed, jobs, failures, mapping, logged)
+    before, before_log = baseline_replay()
     if events is not None:
-        events.update(logs)
+        events.update({"baseline": before_log, "proposed": after_log})
     return Comparison(before, after, summarize(before), summarize(after))
+
+
+def _logged_replay(
+    policy: SimPolicy, jobs: Sequence[Job], failures: Sequence[Failure], mapping, logged: bool
+) -> tuple[Result, list | None]:
+    """The replay, and its job events when `logged` (returned, not appended: it may run in a child)."""
+    log = [] if logged else None
+    return replay(policy, jobs, failures, mapping, log), log
