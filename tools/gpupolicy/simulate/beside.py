@@ -4,8 +4,9 @@ child while this process runs the other.
 
 A forked child inherits the jobs and policies as they are (nothing is pickled on the way in; on the way out,
 only the answer is), and it computes the same thing it would here: a replay reads nothing but its arguments.
-Where forking is not safe or not worth it (no `fork`, one core, other threads running, which a fork would
-copy in whatever state they hold), the call runs here, when its answer is asked for. A child that dies
+Where forking is not safe or not worth it (not Linux: macOS offers `fork` but its system libraries do not
+survive it, which is why CPython spawns there; one core; other threads running, which a fork would copy in
+whatever state they hold), the call runs here, when its answer is asked for. A child that dies
 without an answer is an error the user sees, never a missing replay.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +24,8 @@ from ..errors import ToolError
 
 def _can_fork() -> bool:
     return (
-        "fork" in multiprocessing.get_all_start_methods()
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
         and (os.cpu_count() or 1) > 1
         and threading.active_count() == 1
     )
