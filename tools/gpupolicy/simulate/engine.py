@@ -206,12 +206,6 @@ class HeldAdmission(Admission):
         super().__init__(tree, queues, holders.workloads)
         self.freeable, self.holds, self.changes = holders.freeable, holders.holds, holders.changes
         self.freeable_below = holders.freeable_below
-        # the cohorts with no parent and no nested cohort, by id (`_reclaimable`)
-        self.flat = {
-            id(node)
-            for node in tree.nodes()
-            if not node.is_queue and node.parent is None and all(c.is_queue for c in node.children)
-        }
         # quota key -> ((tree version, holders version), {what was asked: the answer}) (`_kept`)
         self.memos: dict[str, tuple[tuple[int, int], dict[tuple, object]]] = {}
 
@@ -277,7 +271,7 @@ class HeldAdmission(Admission):
         borrowing = list(anyhow)  # what the attempt while borrowing may take out
         if queue.reclaim != "Never" and leaf.parent is not None:
             while_borrowing = queue.borrow_within == "LowerPriority"
-            for name, advantage in self._reclaimable(leaf, queue.name, key, total):
+            for name, advantage, _ in self.tree.cohort_candidates(queue.name, key, total):
                 if not (amount := self.freeable(name, key, queue.reclaim, priority)):
                     continue
                 anyhow.append((name, amount))
@@ -292,21 +286,6 @@ class HeldAdmission(Admission):
         if leaf.usage - own + total <= leaf.subtree and self._fits_without(leaf, key, total, anyhow):
             return True
         return bool(borrowing) and self._fits_without(leaf, key, total, borrowing)
-
-    def _reclaimable(self, leaf: Node, queue: str, key: str, total: int) -> list[tuple[str, bool]]:
-        """(queue, hierarchical advantage) of the other queues a reclaim may take from, as
-        QuotaTree.cohort_candidates finds them; in a cohort of queues alone (no nested cohorts), that is every
-        other queue above its nominal quota, with the one advantage the preemptor's own fit gives (told
-        without the walk: this is asked on most blocked attempts)."""
-        parent = leaf.parent
-        if id(parent) in self.flat:
-            advantage = leaf.usage + total <= leaf.subtree
-            return [
-                (child.name, advantage)
-                for child in parent.children
-                if child is not leaf and child.usage > child.subtree
-            ]
-        return [(name, advantage) for name, advantage, _ in self.tree.cohort_candidates(queue, key, total)]
 
     def _fits_without(self, leaf: Node, key: str, total: int, taken: list[tuple[str, int]]) -> bool:
         for name, amount in taken:

@@ -40,6 +40,7 @@ class Node:
     # fixed once the tree is built (QuotaTree._settle), as they read no usage; -1 / None until then
     height: int = -1  # getNodeHeight (see _height)
     reach: int | None = None  # potentialAvailable (see potential)
+    flat: bool = False  # a root cohort of queues alone: a reclaim walk from its queues is one step
 
     def local_available(self) -> int:
         return max(0, self.local - self.usage)
@@ -167,6 +168,7 @@ class QuotaTree:
         nodes = list(self.nodes())
         for node in nodes:
             node.height, node.reach = _height(node), potential(node)
+            node.flat = not node.is_queue and node.parent is None and all(c.is_queue for c in node.children)
 
     def fits(self, queue: str, flavor: str, demand: int) -> bool:
         return demand <= available(self.leaves[(queue, flavor)])
@@ -189,23 +191,9 @@ class QuotaTree:
             remove_usage(leaf, -delta)
 
     def reclaim_sources(self, queue: str, flavor: str, demand: int) -> list[str]:
-        """Queues of the tree from which `queue` may reclaim `demand` on `flavor`: those above their nominal
-        quota in a subtree where the request fits the quota of the preemptor's side (Kueue's hierarchical
-        advantage). Candidates without that advantage are reclaimed by Kueue only through
-        `borrowWithinCohort`,
-        which the simulator does not model."""
-        leaf = self.leaves[(queue, flavor)]
-        advantage = leaf.usage + demand <= leaf.subtree
-        remaining = max(0, demand - leaf.local_available())
-        found: list[str] = []
-        previous, current = leaf, leaf.parent
-        while current is not None:
-            if advantage:
-                found += [n.name for n in _over_nominal(current, skip=previous) if n is not leaf]
-            advantage = advantage or current.usage + remaining <= current.subtree
-            remaining = max(0, remaining - current.local_available())
-            previous, current = current, current.parent
-        return found
+        """Queues of the tree from which `queue` may reclaim `demand` on `flavor` in the placement engine
+        (Engine._preempt_for): those `cohort_candidates` finds with Kueue's hierarchical advantage."""
+        return [name for name, advantage, _ in self.cohort_candidates(queue, flavor, demand) if advantage]
 
     def cohort_candidates(self, queue: str, flavor: str, demand: int) -> list[tuple[str, bool, Node]]:
         """(queue, hierarchical advantage, subtree root) for every other queue of the tree that is above its
@@ -214,6 +202,11 @@ class QuotaTree:
         preemptor's side already fits the request have the advantage, the others are priority candidates."""
         leaf = self.leaves[(queue, flavor)]
         advantage = leaf.usage + demand <= leaf.subtree  # QuantitiesFitInQuota
+        parent = leaf.parent
+        if parent is not None and parent.flat:  # the walk's first step is its last (asked on most attempts)
+            return [
+                (n.name, advantage, parent) for n in parent.children if n is not leaf and n.usage > n.subtree
+            ]
         remaining = max(0, demand - leaf.local_available())
         found: list[tuple[str, bool, Node]] = []
         previous, current = leaf, leaf.parent
