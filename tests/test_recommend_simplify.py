@@ -34,18 +34,21 @@ class FakeTakeBacks(_TakeBacks):
     def takes_back(self, params: dict) -> bool:
         return frozenset(k for k, v in params.items() if v == 0) not in self.blocked
 
-    def replayed(self, variants: list[tuple[dict, int]]) -> list[Candidate]:
-        fresh = {tuple(sorted(p.items())) for p, _ in variants} - set(self.done)
+    def reverted(self, params: dict) -> int:
+        return sum(value == 0 for value in params.values())
+
+    def replayed(self, variants: list[dict]) -> list[Candidate]:
+        fresh = {tuple(sorted(p.items())) for p in variants} - set(self.done)
         self.rounds.append(len(fresh))
-        for params, reverted in variants:
+        for params in variants:
             key = tuple(sorted(params.items()))
             if key in self.done:
                 continue
             out = frozenset(k for k, v in params.items() if v == 0)
             # a small integer objective, so that ties (no worse, not better) are frequent
             score = self.scores.setdefault(out, (self.draw.randint(0, 3), self.draw.randint(0, 2)))
-            self.done[key] = Candidate(1, params, reverted=reverted, objective=score)
-        return [self.done[tuple(sorted(p.items()))] for p, _ in variants]
+            self.done[key] = Candidate(1, params, reverted=self.reverted(params), objective=score)
+        return [self.done[tuple(sorted(p.items()))] for p in variants]
 
 
 def _one_after_the_other(best: Candidate, idle: list[str], backs: FakeTakeBacks) -> Candidate:
@@ -55,7 +58,7 @@ def _one_after_the_other(best: Candidate, idle: list[str], backs: FakeTakeBacks)
         params = backs.without(current.params, [name])
         if not backs.takes_back(params):
             continue
-        trial = backs.replayed([(params, current.reverted + 1)])[0]
+        trial = backs.replayed([params])[0]
         if not earns_its_place(current, trial):
             current = trial
     return current
@@ -98,8 +101,8 @@ def test_a_walk_where_every_change_goes_takes_half_the_rounds_on_two_workers():
 def test_a_variant_already_replayed_is_not_replayed_again():
     backs = FakeTakeBacks(0, 2)
     backs.blocked = set()
-    first = backs.replayed([({"a": 0}, 1)])[0]
-    again, other = backs.replayed([({"a": 0}, 1), ({"b": 0}, 1)])
+    first = backs.replayed([{"a": 0}])[0]
+    again, other = backs.replayed([{"a": 0}, {"b": 0}])
     assert again is first and backs.rounds == [1, 1] and other.params == {"b": 0}
 
 

@@ -201,18 +201,15 @@ def simplify(
     backs = _TakeBacks(cluster, knob_list, targets, best, runner(run), placement)
     alone = [knob.name for knob, _ in changes(knob_list, best.params)]
     alone = [name for name in alone if backs.takes_back(backs.without(best.params, [name]))]
-    singles = backs.replayed([(backs.without(best.params, [name]), best.reverted + 1) for name in alone])
+    singles = backs.replayed([backs.without(best.params, [name]) for name in alone])
     idle = [name for name, trial in zip(alone, singles, strict=True) if not earns_its_place(best, trial)]
     if len(idle) == 1:
         return singles[alone.index(idle[0])]
     everything = backs.without(best.params, idle)
     if len(idle) > 1 and backs.takes_back(everything):
         # the one-at-a-time walk's first replays go beside it, in case it does not do
-        spare = [
-            (params, reverted)
-            for _, params, reverted in backs.round(backs.chain(best, idle), backs.width - 1)
-        ]
-        together = backs.replayed([(everything, best.reverted + len(idle)), *spare])[0]
+        spare = [params for _, params in backs.round(backs.chain(best, idle), backs.width - 1)]
+        together = backs.replayed([everything, *spare])[0]
         if not earns_its_place(best, together):
             return together
     return _one_at_a_time(best, idle, backs)
@@ -226,7 +223,8 @@ class _TakeBacks:
     def __init__(self, cluster: Cluster, knob_list, targets, best: Candidate, run, placement: str) -> None:
         self.cluster, self.knob_list, self.targets, self.best = cluster, knob_list, list(targets), best
         self.run, self.placement = run, placement
-        self.width = max(1, getattr(run, "width", 1))
+        self.width = run.width
+        self.changed = len(changes(knob_list, best.params))
         self.classes = pool_classes(candidate_policy(cluster, knob_list, {}, placement))
         self.done: dict[tuple, Candidate] = {}
 
@@ -236,39 +234,44 @@ class _TakeBacks:
     def takes_back(self, params: dict) -> bool:
         return resolved(self.knob_list, params) == params
 
-    def replayed(self, variants: list[tuple[dict, int]]) -> list[Candidate]:
-        """Each (params, changes taken back) as a whole replay; the ones not replayed yet in one batch."""
-        missing = {_params_key(params): (params, reverted) for params, reverted in variants}
-        missing = [variant for key, variant in missing.items() if key not in self.done]
-        policies = [candidate_policy(self.cluster, self.knob_list, p, self.placement) for p, _ in missing]
+    def replayed(self, variants: list[dict]) -> list[Candidate]:
+        """Each variant (params) as a whole replay; the ones not replayed yet in one batch."""
+        missing = {_params_key(params): params for params in variants}
+        missing = [params for key, params in missing.items() if key not in self.done]
+        policies = [candidate_policy(self.cluster, self.knob_list, p, self.placement) for p in missing]
         summaries = self.run.map([(policy, 1.0) for policy in policies]) if missing else []
-        for (params, reverted), policy, summary in zip(missing, policies, summaries, strict=True):
+        for params, policy, summary in zip(missing, policies, summaries, strict=True):
             self.done[_params_key(params)] = _whole(
                 self.best.number,
                 params,
                 summary,
                 worst_waits(self.targets, policy, summary),
                 self.targets,
-                reverted,
+                self.reverted(params),
                 keeps_classes(policy, self.classes),
             )
-        return [self.done[_params_key(params)] for params, _ in variants]
+        return [self.done[_params_key(params)] for params in variants]
 
-    def chain(self, current: Candidate, names: list[str]) -> list[tuple[int, dict, int]]:
+    def reverted(self, params: dict) -> int:
+        """The changes taken back in the variant, counting those `best` had taken back already: each one
+        taken back from `best` is one change fewer (a variant resolves to itself: `takes_back`)."""
+        return self.best.reverted + self.changed - len(changes(self.knob_list, params))
+
+    def chain(self, current: Candidate, names: list[str]) -> list[tuple[int, dict]]:
         """The walk's steps from `current` over `names`, were every change taken back: (position in `names`,
-        params, changes taken back) of each name that can be taken back on top of the ones before it."""
-        steps, params, reverted = [], current.params, current.reverted
+        params) of each name that can be taken back on top of the ones before it."""
+        steps, params = [], current.params
         for position, name in enumerate(names):
             step = self.without(params, [name])
             if self.takes_back(step):
-                params, reverted = step, reverted + 1
-                steps.append((position, params, reverted))
+                params = step
+                steps.append((position, params))
         return steps
 
-    def round(self, steps: list[tuple[int, dict, int]], width: int) -> list[tuple[int, dict, int]]:
+    def round(self, steps: list[tuple[int, dict]], width: int) -> list[tuple[int, dict]]:
         """The first steps, up to the `width`-th one not replayed yet (all of them where fewer are)."""
         fresh = 0
-        for index, (_, params, _) in enumerate(steps):
+        for index, (_, params) in enumerate(steps):
             if fresh == width:
                 return steps[:index]
             fresh += _params_key(params) not in self.done
@@ -291,8 +294,8 @@ def _one_at_a_time(best: Candidate, idle: list[str], backs: _TakeBacks) -> Candi
             break
         round_steps = backs.round(steps, backs.width)
         start = position
-        trials = backs.replayed([(params, reverted) for _, params, reverted in round_steps])
-        for (offset, _, _), trial in zip(round_steps, trials, strict=True):
+        trials = backs.replayed([params for _, params in round_steps])
+        for (offset, _), trial in zip(round_steps, trials, strict=True):
             position = start + offset + 1
             if earns_its_place(current, trial):
                 break  # this change stays: the steps after it assumed it went
