@@ -28,6 +28,7 @@ import pytest
 from gpupolicy.simulate import admission as adm
 from gpupolicy.simulate.admission import Admission, Choice, Workload
 from gpupolicy.simulate.engine import ARRIVE, Engine
+from gpupolicy.simulate.fairsharing import FairSharing
 from gpupolicy.simulate.jobs import MILLI, Job
 from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimPolicy, SimPool, SimQueue
 from gpupolicy.simulate.quota import QuotaTree
@@ -98,6 +99,7 @@ class Case:
     left: frozenset[str] = frozenset()  # wantLeft and wantInadmissibleLeft
     preempted: frozenset[str] = frozenset()  # workloads upstream marks Evicted (Preempted)
     cohorts: tuple[SimCohort, ...] = ()
+    fair: bool = False  # enableFairSharing (test_simulate_conformance_schedule_fair.py)
 
 
 @dataclass
@@ -131,6 +133,7 @@ def _policy(case: Case) -> SimPolicy:
         {q.name: q for q in case.queues},
         priorities={f"p{w.priority}": w.priority for w in workloads},
         cohorts={c.name: c for c in case.cohorts},
+        fair_sharing=FairSharing() if case.fair else None,
     )
 
 

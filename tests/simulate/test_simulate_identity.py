@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from simhelpers import TRACES, shared_trace
@@ -22,6 +23,8 @@ from gpupolicy.simulate.admission import Admission, Workload
 from gpupolicy.simulate.busy import with_busy_devices
 from gpupolicy.simulate.checkpoints import parse_intervals, with_checkpoints
 from gpupolicy.simulate.engine import HeldAdmission, Holders
+from gpupolicy.simulate.fair_preemption import FairPreemption
+from gpupolicy.simulate.fairsharing import FairSharing, shares_for
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.pending import PendingQueue, WaitingPods
 from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimPolicy, SimPool, SimQueue, assign_queues
@@ -166,6 +169,13 @@ def test_the_shortcuts_give_the_same_events_as_full_admission():
     assert kinds["finished"] > 0
 
 
+def test_the_shortcuts_give_the_same_events_with_fair_sharing():
+    """With fair sharing on, a verdict reads every quota key's usage (the shares), the scheduling goes in
+    cycles ordered by the tournament, and the preemption bound is fair_preemption's: still the same events."""
+    kinds = _assert_same_replay(replace(_policy(), fair_sharing=FairSharing()), _jobs())
+    assert kinds["preempted"] > 0 and kinds["finished"] > 0
+
+
 def test_the_shortcuts_give_the_same_events_on_the_mixed_workload():
     """A day of the mixed workload on prod-us of the tests' own fleet (decision 0085: the same on a fork that
     replaced the reference fleet), with busy devices (as `simulate --busy-devices` and `recommend
@@ -298,8 +308,9 @@ def _usage(tree) -> list[int]:
     return [node.usage for node in tree.nodes()]
 
 
+@pytest.mark.parametrize("fair", [False, True], ids=["classical", "fair sharing"])
 @pytest.mark.parametrize("make_policy", [_policy, _flat_policy], ids=["cohort tree", "one cohort"])
-def test_a_preemption_search_is_skipped_only_where_it_surely_fails(make_policy):
+def test_a_preemption_search_is_skipped_only_where_it_surely_fails(make_policy, fair):
     """HeldAdmission skips a search where evicting every candidate could not make room, remembers what it
     found per quota key until the key's tree or holders change, and leaves the tree as it was: on random
     states of a cohort tree, it agrees with admission.Admission's full search every time, and it does skip
@@ -312,8 +323,11 @@ def test_a_preemption_search_is_skipped_only_where_it_surely_fails(make_policy):
         holders = Holders()
         for workload in _random_holders(rng, policy, tree, rng.randint(2, 12)):
             holders.put(workload)
-        full = Admission(tree, policy.queues, holders.workloads)
-        held = HeldAdmission(tree, policy.queues, holders)
+        preemption = (
+            FairPreemption(FairSharing(), shares_for(policy, tree), holders.workloads) if fair else None
+        )
+        full = Admission(tree, policy.queues, holders.workloads, preemption)
+        held = HeldAdmission(tree, policy.queues, holders, preemption)
         queue = policy.queues[rng.choice(["team-a", "team-b", "research"])]
         incoming = Workload(
             999, queue.name, "train", rng.choice([1, 2, 4, 8, 16]) * G, rng.choice([0, 100, 1000]), 999

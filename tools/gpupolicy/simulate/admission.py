@@ -30,11 +30,13 @@ from .quota import Node, QuotaTree, available, lowest_fitting_subtree, potential
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
 # classical/hierarchical_preemption.go preemptionVariant
 WITHIN_CQ, HIERARCHICAL, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
+FAIR_SHARING = 5  # a fair-sharing preemption's strategy let it go (fair_preemption.py)
 REASONS = {
     WITHIN_CQ: "InClusterQueue",
     HIERARCHICAL: "InCohortReclamation",
     RECLAIM_WITHOUT_BORROWING: "InCohortReclamation",
     RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing",
+    FAIR_SHARING: "InCohortFairSharing",
 }
 
 
@@ -111,13 +113,18 @@ _HIERARCHY, _PRIORITY, _OWN = range(3)
 
 
 class Admission:
-    """Flavor assignment and classical preemption over a QuotaTree whose usage the caller keeps current;
-    `holding(queue, flavor)` lists the workloads holding quota there."""
+    """Flavor assignment and preemption over a QuotaTree whose usage the caller keeps current;
+    `holding(queue, flavor)` lists the workloads holding quota there. Preemption is classical unless `fair`
+    (fair_preemption.FairPreemption) is given: Kueue's with fair sharing on."""
 
     def __init__(
-        self, tree: QuotaTree, queues: dict[str, SimQueue], holding: Callable[[str, str], Iterable[Workload]]
+        self,
+        tree: QuotaTree,
+        queues: dict[str, SimQueue],
+        holding: Callable[[str, str], Iterable[Workload]],
+        fair=None,
     ):
-        self.tree, self.queues, self.holding = tree, queues, holding
+        self.tree, self.queues, self.holding, self.fair = tree, queues, holding, fair
 
     # -- flavorassigner.go ---------------------------------------------------------------------------------
     def assign(
@@ -147,7 +154,7 @@ class Admission:
             borrow, may_reclaim = lowest_fitting_subtree(leaf, total)  # fitsResourceQuota
             if total <= available(leaf):
                 choice = Choice(flavor, FIT, borrow=borrow)
-            elif leaf.nominal >= total or may_reclaim or queue.borrow_within == "LowerPriority":
+            elif leaf.nominal >= total or may_reclaim or self._may_preempt_while_borrowing(queue):
                 mode, targets, borrow = self.simulate_preemption(queue, incoming, key, total, borrow)
                 choice = Choice(flavor, mode, targets, borrow)
             else:
@@ -159,6 +166,10 @@ class Admission:
             if _preferred(rank, best_rank, queue.preference):
                 best, best_rank = choice, rank
         return best
+
+    def _may_preempt_while_borrowing(self, queue: SimQueue) -> bool:
+        """flavorassigner.go `canPreemptWhileBorrowing`."""
+        return queue.borrow_within == "LowerPriority" or (self.fair is not None and queue.reclaim != "Never")
 
     def simulate_preemption(
         self, queue: SimQueue, incoming: Workload, key: str, total: int, borrow: int
@@ -181,8 +192,10 @@ class Admission:
 
     # -- preemption.go -------------------------------------------------------------------------------------
     def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
-        """`classicalPreemptions`: the minimal set of workloads whose removal lets `incoming` fit its flavor,
-        or None when no set does."""
+        """`classicalPreemptions` (with fair sharing, `fairPreemptions`): the minimal set of workloads whose
+        removal lets `incoming` fit its flavor, or None when no set does."""
+        if self.fair is not None:
+            return self.fair.targets(queue, incoming)
         flavor = incoming.flavor
         leaf = self.tree.leaves[(queue.name, flavor)]
         # candidate_generator.go: evicted candidates first, then by group (hierarchy, priority, own queue),

@@ -19,6 +19,9 @@ its work kept. The grace is Kubernetes' default terminationGracePeriodSeconds (t
 `waitForPodsReady` (readiness.py) is on for a policy that carries it, as Kueue 0.19 applies it by default: an
 admitted job whose pods are not all running after the timeout gives its quota back and is requeued after a
 doubling backoff; with blockAdmission nothing is admitted while an admitted job's pods are not running.
+Fair sharing (fairsharing.py, fair_preemption.py) is on for a policy whose Configuration turns it on: the
+queues' heads go in scheduling cycles, in the order of the tournament on dominant resource shares, and
+preemption follows its strategies.
 
 With `queueing=False` (the FGD experiment's protocol, fidelity.py) admission is fused with placement instead:
 a job starts at once on the first flavor where quota fits and the pool can place it, or is dropped.
@@ -36,6 +39,8 @@ from dataclasses import dataclass, field
 
 from .admission import AGE_POLICY, REASONS, Admission, Candidate, Choice, Workload
 from .failures import Failure
+from .fair_preemption import FairPreemption, queues_under, root_of
+from .fairsharing import Head, Tournament, shares_for
 from .jobs import MILLI, Job, Shape, request_key, shape_in_pool
 from .migpool import MigPoolState
 from .pending import PendingQueue, WaitingPods
@@ -202,8 +207,8 @@ class HeldAdmission(Admission):
     from the amounts held alone (`may_preempt_enough`), and the search, which would build and sort its
     candidate lists and take them out one by one, is skipped."""
 
-    def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holders: Holders) -> None:
-        super().__init__(tree, queues, holders.workloads)
+    def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holders: Holders, fair=None) -> None:
+        super().__init__(tree, queues, holders.workloads, fair)
         self.freeable, self.holds, self.changes = holders.freeable, holders.holds, holders.changes
         self.freeable_below = holders.freeable_below
         # quota key -> ((tree version, holders version), {what was asked: the answer}) (`_kept`)
@@ -216,6 +221,10 @@ class HeldAdmission(Admission):
         workload, still terminating, is no candidate against itself)."""
         key = incoming.flavor
         kept = self._kept(key)
+        if self.fair is not None:  # its verdict reads the shares, every key's usage: never kept
+            if not self._enough(kept, queue, key, incoming.total, incoming.priority):
+                return None
+            return super().targets(queue, incoming)
         asked = (
             "targets",
             queue.name,
@@ -267,6 +276,8 @@ class HeldAdmission(Admission):
         once every holder it could take is taken out of the tree (put back before returning)."""
         leaf = self.tree.leaves[(queue.name, key)]
         own = self.freeable(queue.name, key, queue.within_queue, priority)
+        if self.fair is not None:
+            return self._may_preempt_fairly(queue, leaf, key, total, priority, own)
         anyhow = [(queue.name, own)] if own else []  # (queue, amount) either attempt may take out
         borrowing = list(anyhow)  # what the attempt while borrowing may take out
         if queue.reclaim != "Never" and leaf.parent is not None:
@@ -286,6 +297,20 @@ class HeldAdmission(Admission):
         if leaf.usage - own + total <= leaf.subtree and self._fits_without(leaf, key, total, anyhow):
             return True
         return bool(borrowing) and self._fits_without(leaf, key, total, borrowing)
+
+    def _may_preempt_fairly(
+        self, queue: SimQueue, leaf: Node, key: str, total: int, priority: int, own: int
+    ) -> bool:
+        """The bound with fair sharing on (fair_preemption.py `findCandidates`): the workload fits, borrowing
+        allowed, once its own queue's holders and those of every borrowing queue of its tree that
+        `reclaimWithinCohort` lets it take are all out (the strategies only ever take fewer)."""
+        taken = [(queue.name, own)] if own else []
+        if queue.reclaim != "Never" and leaf.parent is not None:
+            for other in queues_under(root_of(leaf)):
+                if other is not leaf and other.usage > other.nominal:
+                    if amount := self.freeable(other.name, key, queue.reclaim, priority):
+                        taken.append((other.name, amount))
+        return bool(taken) and self._fits_without(leaf, key, total, taken)
 
     def _fits_without(self, leaf: Node, key: str, total: int, taken: list[tuple[str, int]]) -> bool:
         for name, amount in taken:
@@ -397,10 +422,19 @@ class Engine:
         self.claims: list[tuple[str, str, int]] = []
         self.doomed: set[int] = set()
         self.shortcuts = shortcuts
+        # Kueue's fair sharing (fairsharing.py), when the Configuration turns it on: Kueue mode only
+        self.fair = policy.fair_sharing if queueing else None
+        fair_preemption = None
+        if self.fair is not None:
+            shares = shares_for(policy, self.quota)
+            self.tournament = Tournament(shares, self.fair)
+            fair_preemption = FairPreemption(self.fair, shares, self.holders.workloads)
+        # a verdict with fair sharing reads the shares, so every quota key's usage (Engine._stamp)
+        self.all_keys = tuple(sorted({key for _, key in self.quota.leaves}))
         self.admission = (
-            HeldAdmission(self.quota, policy.queues, self.holders)
+            HeldAdmission(self.quota, policy.queues, self.holders, fair_preemption)
             if shortcuts
-            else Admission(self.quota, policy.queues, self.holders.workloads)
+            else Admission(self.quota, policy.queues, self.holders.workloads, fair_preemption)
         )
         self.options: dict[tuple[tuple, str], Options] = {}  # (request, queue) -> Engine._options
         # run index -> (stamp, verdict) of its last admission attempt (Engine._assign)
@@ -508,7 +542,7 @@ class Engine:
                     released = True
             if self.sweep:
                 self._place_waiting()
-            if released:
+            if released or self.fair is not None:
                 self.stale.update(run.queue for run in arrivals)  # a full pass takes in the new jobs too
                 self._schedule_all()
             else:
@@ -723,12 +757,67 @@ class Engine:
     def _schedule_all(self) -> None:
         """One pass over each stale queue, the order chosen as the pass goes: a queue's preemption may free
         cards for another. A queue marked stale again after its pass waits for the next event."""
+        if self.fair is not None:
+            self._schedule_fairly()
+            return
         done: set[str] = set()
         while (name := self._next_queue(done)) is not None:
             self.stale.discard(name)
             done.add(name)
             self._schedule_queue(name, None)
         self._end_cycle()
+
+    def _schedule_fairly(self) -> None:
+        """With fair sharing on, the stale queues' passes go in scheduling cycles, as Kueue's do: each cycle
+        nominates one head per queue (its flavor assignment, worked out once per cycle as `nominate` does) and
+        tries them in the tournament's order (fairsharing.Tournament, shares recomputed at every pick); the
+        next cycle nominates each queue's next head. A queue's pass ends as the classical one does (its walk
+        is over, a StrictFIFO head failed, a head waits for its preemptions). Taking a queue's whole pass at
+        once, as the classical order does, would hand the first queue all its cohort lends."""
+        passes: dict[str, _QueuePass] = {}
+        while True:
+            for name in sorted(self.stale - passes.keys()):
+                self.stale.discard(name)
+                if self.pending[name].head() is not None:
+                    self.preempting.pop(name, None)
+                    passes[name] = _QueuePass(self.pending[name], self.policy.queues[name].strategy)
+            heads: dict[str, tuple[tuple, tuple, Head]] = {}
+            for name, state in list(passes.items()):
+                step = state.next(self.runs)
+                if step is None:
+                    del passes[name]
+                else:
+                    heads[name] = (*step, self._nominated(name, step[0]))
+            if not heads:
+                break
+            while heads:
+                name = self.tournament.next({n: head for n, (_, _, head) in heads.items()})
+                entry, size, _ = heads.pop(name)
+                if not self._try_in_pass(name, passes[name], entry, size):
+                    del passes[name]
+            self._end_cycle()
+
+    def _nominated(self, name: str, entry: tuple) -> Head:
+        """The head as the tournament weighs it: what its flavor assignment would charge now."""
+        run, queue = self.runs[entry[-1]], self.policy.queues[name]
+        options = self._options(run, queue)
+        choice = self._assign(run, queue, options)
+        order = entry[1:3]  # queue order time, then the queue's own tie-break (PendingQueue)
+        if choice is None:
+            return Head(name, "", 0, run.priority, order)
+        key, amount = options.requests[choice.flavor.flavor]
+        return Head(name, key, amount, run.priority, order)
+
+    def _try_in_pass(self, name: str, state: _QueuePass, entry: tuple, size: tuple) -> bool:
+        """Try one head of a queue's pass; False when the pass is over (see `_schedule_queue`)."""
+        pending = self.pending[name]
+        requeued = pending.added
+        if self._try_start(self.runs[entry[-1]], self.policy.queues[name], entry):
+            state.started(entry, size, rescan=pending.added != requeued)
+            return True
+        if self.preempting.get(name) == entry[-1]:
+            return False
+        return state.failed(entry, size)
 
     def _drop_unstarted(self, arrivals: list[Run]) -> None:
         """No queueing: an arrival that did not start at once leaves the queue for good."""
@@ -913,6 +1002,8 @@ class Engine:
 
     def _stamp(self, asked: tuple, keys: tuple[str, ...]) -> tuple:
         versions, held = self.quota.versions, self.holders.changes
+        if self.fair is not None:
+            keys = self.all_keys
         return (asked, [versions[key] for key in keys], [held[key] for key in keys])
 
     def _options(self, run: Run, queue: SimQueue) -> Options:
@@ -1412,6 +1503,35 @@ class Engine:
         self.failure_milli_seconds += (
             (self.now - since) * len(nodes) * self.pools[pool_name].gpus_per_node * MILLI
         )
+
+
+class _QueuePass:
+    """One queue's pass in fair-sharing cycles (Engine._schedule_fairly): its heads one at a time, the
+    StrictFIFO head alone or the BestEffortFIFO walk (pending.Walk)."""
+
+    def __init__(self, pending: PendingQueue, strategy: str) -> None:
+        self.pending = pending
+        self.walk = None if strategy == "StrictFIFO" else pending.walk()
+
+    def next(self, runs: list[Run]) -> tuple[tuple, tuple] | None:
+        if self.walk is not None:
+            return self.walk.next()
+        head = self.pending.head()
+        return None if head is None else (head, runs[head[-1]].size)
+
+    def started(self, entry: tuple, size: tuple, rescan: bool) -> None:
+        if self.walk is None:
+            return
+        if rescan:  # a preemption sent a victim back to this queue, behind the pass
+            self.walk.rescan(entry)
+        else:
+            self.walk.started(entry, size)
+
+    def failed(self, entry: tuple, size: tuple) -> bool:
+        if self.walk is None:
+            return False  # StrictFIFO: nothing behind a head that does not fit
+        self.walk.failed(entry, size)
+        return True
 
 
 @contextmanager

@@ -17,6 +17,8 @@ from ..domain.capacity import layout_per_gpu
 from ..errors import ToolError
 from ..infra.limits import MAX_NODES_PER_CLUSTER
 from ..model import GPU_RESOURCES, MIG_RESOURCE_PREFIX, TIERS, Cluster, Pool
+from . import fairsharing
+from .fairsharing import FairSharing
 from .jobs import MILLI, Job, mig_card, profile_share
 from .placement import BASELINE_PLACEMENT, DEFAULT_PLACEMENT
 from .readiness import PodsReady, from_configuration
@@ -88,6 +90,7 @@ class SimQueue:
     # queues while it borrows, those at or below `borrow_threshold` (maxPriorityThreshold; None: any lower)
     borrow_within: str = "Never"
     borrow_threshold: int | None = None
+    fair_weight: float = fairsharing.DEFAULT_WEIGHT  # spec.fairSharing.weight, read with fair sharing on
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class SimCohort:
     name: str
     parent: str = ""
     flavors: tuple[FlavorQuota, ...] = ()
+    fair_weight: float = fairsharing.DEFAULT_WEIGHT  # spec.fairSharing.weight
 
 
 @dataclass
@@ -117,6 +121,7 @@ class SimPolicy:
     start_failure_rate: float = 0.0
     failure_seed: int = 0
     pods_ready: PodsReady | None = None  # Kueue's waitForPodsReady (readiness.py); None: off (no Kueue)
+    fair_sharing: FairSharing | None = None  # the Configuration's fairSharing (fairsharing.py); None: off
 
     def priority(self, tier: str) -> int:
         return self.priorities.get(tier, 0)
@@ -280,6 +285,7 @@ def from_cluster(cluster: Cluster, placement: str = DEFAULT_PLACEMENT) -> SimPol
             or cq.labels.get("gpupolicy.io/allow-shared-gpus") == "true",
             **_fungibility(cq.obj.spec.get("flavorFungibility")),
             **_borrow_within(preemption),
+            fair_weight=fairsharing.weight(cq.obj.spec),
         )
     if not queues:  # the engine needs a queue for every job
         raise ToolError(f"cluster {cluster.name} has no ClusterQueue with GPU quota in its pools to simulate")
@@ -291,6 +297,7 @@ def from_cluster(cluster: Cluster, placement: str = DEFAULT_PLACEMENT) -> SimPol
         placement=placement,
         cohorts=_cohorts(cluster, pools),
         pods_ready=from_configuration(cluster.kueue_configuration),
+        fair_sharing=fairsharing.from_configuration(cluster.kueue_configuration),
     )
 
 
@@ -336,7 +343,12 @@ def _cohorts(cluster: Cluster, pools: dict[str, SimPool]) -> dict[str, SimCohort
                 "(CAP008), which Kueue refuses; it is not simulated"
             )
     return {
-        cohort.name: SimCohort(cohort.name, cohort.parent, _queue_flavors(cluster, cohort, pools))
+        cohort.name: SimCohort(
+            cohort.name,
+            cohort.parent,
+            _queue_flavors(cluster, cohort, pools),
+            fairsharing.weight(cohort.obj.spec if cohort.obj is not None else None),
+        )
         for cohort in cluster.cohorts.values()
     }
 

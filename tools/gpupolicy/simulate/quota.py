@@ -29,6 +29,7 @@ class Node:
 
     name: str
     is_queue: bool
+    key: str = ""  # the quota key whose tree it is in
     nominal: int = 0
     borrowing_limit: int | None = None
     lending_limit: int | None = None
@@ -139,7 +140,7 @@ class QuotaTree:
         def cohort_node(name: str, key: str) -> Node:
             if (name, key) not in cohort_nodes:
                 cohort = cohorts.get(name) or SimCohort(name)
-                node = _node(name, False, _quota_in(cohort.flavors, key))
+                node = _node(name, False, key, _quota_in(cohort.flavors, key))
                 cohort_nodes[(name, key)] = node
                 if cohort.parent:  # policy.from_cluster refuses a cycle (CAP008), so this ends
                     _attach(node, cohort_node(cohort.parent, key))
@@ -153,13 +154,14 @@ class QuotaTree:
                 quota = _quota_in(queue.flavors, key)
                 if quota is None:
                     continue
-                leaf = self.leaves[(queue.name, key)] = _node(queue.name, True, quota)
+                leaf = self.leaves[(queue.name, key)] = _node(queue.name, True, key, quota)
                 if queue.cohort:
                     _attach(leaf, cohort_node(queue.cohort, key))
         for root in [n for n in cohort_nodes.values() if n.parent is None] + [
             leaf for leaf in self.leaves.values() if leaf.parent is None
         ]:
             _accumulate(root)
+        self.cohort_nodes = cohort_nodes  # (cohort, quota key) -> its node
         self._settle()
 
     def _settle(self) -> None:
@@ -259,11 +261,11 @@ def _quota_in(flavors: tuple[FlavorQuota, ...], key: str) -> tuple | None:
     return None
 
 
-def _node(name: str, is_queue: bool, bucket: tuple | None) -> Node:
+def _node(name: str, is_queue: bool, key: str, bucket: tuple | None) -> Node:
     if bucket is None:
-        return Node(name, is_queue)
+        return Node(name, is_queue, key)
     _, nominal, borrowing, lending = bucket
-    return Node(name, is_queue, nominal, borrowing, lending)
+    return Node(name, is_queue, key, nominal, borrowing, lending)
 
 
 def _attach(child: Node, parent: Node) -> None:
