@@ -775,9 +775,11 @@ class Engine:
         is over, a StrictFIFO head failed, a head waits for its preemptions). Taking a queue's whole pass at
         once, as the classical order does, would hand the first queue all its cohort lends."""
         passes: dict[str, _QueuePass] = {}
+        started: set[str] = set()  # a queue marked stale again after its pass waits for the next event
         while True:
-            for name in sorted(self.stale - passes.keys()):
+            for name in sorted(self.stale - started):
                 self.stale.discard(name)
+                started.add(name)
                 if self.pending[name].head() is not None:
                     self.preempting.pop(name, None)
                     passes[name] = _QueuePass(self.pending[name], self.policy.queues[name].strategy)
