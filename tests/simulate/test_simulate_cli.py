@@ -24,6 +24,8 @@ def test_simulate_runs_with_no_trace_argument(tmp_path, capsys):
     assert code in (0, 1)
     report = (tmp_path / "report.md").read_text()
     assert "| GPU allocation" in report and "wait p95" in report
+    # what of the Kueue Configuration the replay applies: the fixture fleet sets neither (Kueue's defaults)
+    assert "waitForPodsReady timeout 30 min; fair sharing off" in report
     assert (tmp_path / "allocation.png").stat().st_size > 1000
     assert (tmp_path / "wait-by-tier.png").is_file()
     assert "baseline" in capsys.readouterr().out
@@ -51,6 +53,10 @@ def test_simulate_json_with_failures(tmp_path, capsys):
     )
     data = json.loads(capsys.readouterr().out)
     assert data["proposed"]["lost_to_failures_gpu_hours"] == pytest.approx(16.0)
+    assert data["kueue"] == {
+        "wait_for_pods_ready": {"timeout_seconds": 1800, "block_admission": False},
+        "fair_sharing": None,
+    }
     assert code == (1 if data["proposed"]["never_scheduled"] else 0)
 
 

@@ -176,7 +176,16 @@ def run(args: argparse.Namespace) -> int:
     from ..simulate.busy import startup_checks
     from ..simulate.checkpoints import parse_intervals, with_checkpoints
     from ..simulate.failures import parse_failures
-    from ..simulate.report import comparison_rows, markdown_table, plot_images, render_markdown, summary_rows
+    from ..simulate.policy import from_cluster
+    from ..simulate.report import (
+        comparison_rows,
+        kueue_line,
+        kueue_settings,
+        markdown_table,
+        plot_images,
+        render_markdown,
+        summary_rows,
+    )
     from ..simulate.traces import TraceError, read_trace
     from ..simulate.verdict import DEFAULT_WORSE_BY, verdict_lines, worse_metrics
 
@@ -246,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
+    settings = kueue_settings(from_cluster(cluster))
     before, after = result.before_summary, result.after_summary
     worse_by = DEFAULT_WORSE_BY if args.worse_by is None else args.worse_by / 100
     worse = worse_metrics(before, after, worse_by)
@@ -255,6 +265,7 @@ def run(args: argparse.Namespace) -> int:
         f"- cluster: `{cluster.name}`; trace: `{trace.source}` ({trace.format}, {len(jobs)} GPU jobs, "
         f"{trace.skipped} rows without GPUs dropped)",
         f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`",
+        kueue_line(settings),
         f"- replay time: {seconds:.2f} s for {result.before.events + result.after.events} events",
     ]
     if unchecked:
@@ -300,6 +311,7 @@ def run(args: argparse.Namespace) -> int:
                     "baseline": asdict(before),
                     "proposed": asdict(after),
                     **extra,
+                    "kueue": settings,
                     "report": str(out),
                     "verdict": {"worse_by": worse_by, "worse": [asdict(item) for item in worse]},
                     **({"estimated_vs_actual": actual.as_json(observed)} if observed else {}),

@@ -69,6 +69,26 @@ ROWS = (
 )
 
 
+def kueue_settings(policy) -> dict:
+    """What of the Kueue Configuration the replay of a declared policy (policy.from_cluster) applies."""
+    ready, fair = policy.pods_ready, policy.fair_sharing
+    return {
+        "wait_for_pods_ready": None
+        if ready is None
+        else {"timeout_seconds": ready.timeout, "block_admission": ready.block_admission},
+        "fair_sharing": None if fair is None else {"preemption_strategies": list(fair.strategies)},
+    }
+
+
+def kueue_line(settings: dict) -> str:
+    ready, fair = settings["wait_for_pods_ready"], settings["fair_sharing"]
+    pods = "off" if ready is None else f"timeout {ready['timeout_seconds'] / 60:g} min"
+    if ready and ready["block_admission"]:
+        pods += ", blockAdmission"
+    sharing = "off" if fair is None else "on (" + ", then ".join(fair["preemption_strategies"]) + ")"
+    return f"- Kueue as the repository configures it: waitForPodsReady {pods}; fair sharing {sharing}"
+
+
 def summary_rows(summaries: list[Summary]) -> list[tuple[str, ...]]:
     """One row per metric, one column per summary."""
     return [(label, *(show(s) for s in summaries)) for label, show in ROWS]
