@@ -424,7 +424,7 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
     from ..errors import ToolError
     from ..infra import gitrev
     from ..infra.transaction import write_files
-    from ..simulate import revisions
+    from ..simulate import beside, revisions
     from ..simulate.busy import startup_checks
     from ..simulate.verdict import DEFAULT_WORSE_BY
 
@@ -443,11 +443,18 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
             checks = startup_checks(base_root, base_cluster) if args.busy_devices else None
             base = revisions.Revision(args.base, commit, base_cluster, checks)  # a model: the tree may go
         loaded = time.perf_counter() - started
+        # the brief's before, once, at the head's busy-start rate (as without --base), beside the revisions
+        busy_replays = (
+            beside.started(_busy_replays, args, cluster, jobs, failures, mapping, events is not None)
+            if args.busy_devices
+            else None
+        )
         comparison = revisions.replay_revisions(base, head, jobs, failures, mapping, args.policy, events)
-        if args.busy_devices:  # the brief's before, once, at the head's busy-start rate (as without --base)
-            unchecked = _without_startup_check(args, cluster, jobs, failures, mapping)
-            log = events.setdefault("before", []) if events is not None else None
-            comparison.before = _before(args, cluster, jobs, failures, mapping, unchecked, log).summary
+        if busy_replays is not None:
+            _, brief, before_log = busy_replays()
+            comparison.before = brief.summary
+            if events is not None:
+                events["before"] = before_log
     except (ValueError, ToolError) as exc:  # a bad REV, a tree git cannot give, a cluster the replay refuses
         return _fail(str(exc))
     seconds = time.perf_counter() - started

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 
 from ..model import Cluster
 from . import replay
+from .beside import started
 from .busy import with_busy_devices
 from .failures import Failure
 from .jobs import Job
@@ -62,19 +63,36 @@ def replay_revisions(
     events: dict[str, list] | None = None,
 ) -> RevisionComparison:
     """The baseline once, then each revision's declared policy, all on `jobs`; `events` (when given) gets one
-    log per replay, keyed baseline / base / head."""
-    logs: dict[str, list] = {"baseline": [], "base": [], "head": []} if events is not None else {}
-    reference = summarize(replay(baseline(head.cluster), jobs, failures, mapping, logs.get("baseline")))
-    summaries = {}
-    for key, revision in (("base", base), ("head", head)):
-        policy = from_cluster(revision.cluster, placement)
-        if revision.startup_checks is not None:
-            policy = with_busy_devices(policy, revision.startup_checks)
-        summary = summarize(replay(policy, jobs, failures, mapping, logs.get(key)))
-        summaries[key] = replace(summary, policy=f"{key} {revision.label}")
+    log per replay, keyed baseline / base / head. The base replays in a forked child where the machine has a
+    second core (beside.py) while this process replays the baseline, then the head: the same answer."""
+    logged = events is not None
+    base_replay = started(_summary, _declared(base, placement), jobs, failures, mapping, logged)
+    reference, baseline_log = _summary(baseline(head.cluster), jobs, failures, mapping, logged)
+    head_summary, head_log = _summary(_declared(head, placement), jobs, failures, mapping, logged)
+    base_summary, base_log = base_replay()
     if events is not None:
-        events.update(logs)
-    return RevisionComparison(base, head, reference, summaries["base"], summaries["head"])
+        events.update({"baseline": baseline_log, "base": base_log, "head": head_log})
+    return RevisionComparison(
+        base,
+        head,
+        reference,
+        replace(base_summary, policy=f"base {base.label}"),
+        replace(head_summary, policy=f"head {head.label}"),
+    )
+
+
+def _declared(revision: Revision, placement: str):
+    policy = from_cluster(revision.cluster, placement)
+    if revision.startup_checks is not None:
+        policy = with_busy_devices(policy, revision.startup_checks)
+    return policy
+
+
+def _summary(policy, jobs: Sequence[Job], failures: Sequence[Failure], mapping, logged: bool):
+    """The replay's summary, and its job events when `logged` (returned, not appended: it may run in a
+    child, and only these go back through the pipe)."""
+    log = [] if logged else None
+    return summarize(replay(policy, jobs, failures, mapping, log)), log
 
 
 @dataclass(frozen=True)
