@@ -243,11 +243,16 @@ class HeldAdmission(Admission):
     def may_admit(self, queue: SimQueue, key: str, total: int, priority: int) -> bool:
         """Whether a flavor charging `total` milli-units of quota key `key` may admit a workload of `priority`
         in `queue` now (False: it surely does not): the request fits the quota available, or a preemption
-        search may free enough."""
+        search may free enough. Kept per key as the search's answers are: a blocked job is asked again after
+        every release in its pool, and its queue's other jobs alike ask the same."""
         kept = self._kept(key)
-        if total <= available(self.tree.leaves[(queue.name, key)]):
-            return True
-        return self._enough(kept, queue, key, total, priority)
+        asked = ("admit", queue.name, total, priority)
+        found = kept.get(asked)
+        if found is None:
+            found = kept[asked] = total <= available(
+                self.tree.leaves[(queue.name, key)]
+            ) or self._enough(kept, queue, key, total, priority)
+        return found
 
     def _enough(self, kept: dict, queue: SimQueue, key: str, total: int, priority: int) -> bool:
         asked = ("enough", queue.name, total, priority)
