@@ -152,3 +152,15 @@ def test_the_repository_configuration_and_weights_reach_the_declared_policy(tmp_
     policy = from_cluster(cluster)
     assert policy.fair_sharing == FairSharing()
     assert policy.queues[queue.name].fair_weight == 2.5
+
+
+def test_a_cohort_quota_no_queue_asks_for_is_still_lendable():
+    """Kueue's lendable capacity (calculateLendable) sums every flavor of the root's tree, also one that only
+    a cohort holds: team-a's 2 cards borrowed are 2 of the 8 + 8 the cohort could lend."""
+    pool = SimPool("whole", 2, 8, "exclusive")
+    queue = SimQueue("team-a", (FlavorQuota("a", "whole", 0),), cohort="all")
+    cohort = SimCohort("all", "", (FlavorQuota("a", "whole", 8 * G), FlavorQuota("b", "whole", 8 * G)))
+    policy = SimPolicy("proposed", {"whole": pool}, {"team-a": queue}, cohorts={"all": cohort})
+    tree = QuotaTree(policy.queues, policy.cohorts)
+    tree.use("team-a", "a", 2 * G)
+    assert shares_for(policy, tree).share(True, "team-a").ratio == 2 * 1000 / 16

@@ -249,9 +249,9 @@ class HeldAdmission(Admission):
         asked = ("admit", queue.name, total, priority)
         found = kept.get(asked)
         if found is None:
-            found = kept[asked] = total <= available(
-                self.tree.leaves[(queue.name, key)]
-            ) or self._enough(kept, queue, key, total, priority)
+            found = kept[asked] = total <= available(self.tree.leaves[(queue.name, key)]) or self._enough(
+                kept, queue, key, total, priority
+            )
         return found
 
     def _enough(self, kept: dict, queue: SimQueue, key: str, total: int, priority: int) -> bool:

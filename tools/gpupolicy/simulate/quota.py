@@ -236,9 +236,11 @@ class QuotaTree:
         return True
 
     def nodes(self) -> Iterator[Node]:
+        """Every node: each queue's leaf and the cohorts above it, then cohorts no queue is below (their quota
+        still counts in their parent's, and fair sharing's lendable capacity)."""
         seen: set[int] = set()
-        for leaf in self.leaves.values():
-            node: Node | None = leaf
+        for start in [*self.leaves.values(), *self.cohort_nodes.values()]:
+            node: Node | None = start
             while node is not None and id(node) not in seen:
                 seen.add(id(node))
                 yield node
