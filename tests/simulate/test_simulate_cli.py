@@ -56,6 +56,7 @@ def test_simulate_json_with_failures(tmp_path, capsys):
     assert data["kueue"] == {
         "wait_for_pods_ready": {"timeout_seconds": 1800, "block_admission": False},
         "fair_sharing": None,
+        "not_modelled": [],
     }
     assert code == (1 if data["proposed"]["never_scheduled"] else 0)
 

@@ -255,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
-    settings = kueue_settings(from_cluster(cluster))
+    settings = kueue_settings(from_cluster(cluster), cluster)
     before, after = result.before_summary, result.after_summary
     worse_by = DEFAULT_WORSE_BY if args.worse_by is None else args.worse_by / 100
     worse = worse_metrics(before, after, worse_by)

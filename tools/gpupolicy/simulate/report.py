@@ -8,6 +8,7 @@ from pathlib import Path
 from .engine import Result
 from .jobs import MILLI
 from .metrics import Summary, WaitStats
+from .unmodelled import not_modelled
 
 HOUR = 3600
 
@@ -69,14 +70,16 @@ ROWS = (
 )
 
 
-def kueue_settings(policy) -> dict:
-    """What of the Kueue Configuration the replay of a declared policy (policy.from_cluster) applies."""
+def kueue_settings(policy, cluster) -> dict:
+    """What of the Kueue Configuration the replay of a declared policy (policy.from_cluster) applies, and
+    what the cluster turns on that it does not model (unmodelled.py)."""
     ready, fair = policy.pods_ready, policy.fair_sharing
     return {
         "wait_for_pods_ready": None
         if ready is None
         else {"timeout_seconds": ready.timeout, "block_admission": ready.block_admission},
         "fair_sharing": None if fair is None else {"preemption_strategies": list(fair.strategies)},
+        "not_modelled": not_modelled(cluster),
     }
 
 
@@ -86,7 +89,10 @@ def kueue_line(settings: dict) -> str:
     if ready and ready["block_admission"]:
         pods += ", blockAdmission"
     sharing = "off" if fair is None else "on (" + ", then ".join(fair["preemption_strategies"]) + ")"
-    return f"- Kueue as the repository configures it: waitForPodsReady {pods}; fair sharing {sharing}"
+    line = f"- Kueue as the repository configures it: waitForPodsReady {pods}; fair sharing {sharing}"
+    if settings["not_modelled"]:
+        line += "; **not modelled, so the figures leave it out**: " + "; ".join(settings["not_modelled"])
+    return line
 
 
 def summary_rows(summaries: list[Summary]) -> list[tuple[str, ...]]:
