@@ -151,6 +151,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     from ..recommend import edits, executors, plot, record, space, targets
     from ..recommend.search import search, simplify
     from ..simulate.policy import baseline, from_cluster
+    from ..simulate.report import kueue_settings
     from ._fleet import fleet_and_cluster
 
     # the whole fleet: the examples under docs/examples/ say which MIG profiles a layout must keep
@@ -221,6 +222,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         out=out,
         targets=waits,
         applied=bool(chosen and args.apply and refusal is None),
+        kueue=kueue_settings(from_cluster(cluster), cluster),
     )
     (_print_json if args.format == "json" else _print_text)(report)
     if refusal:
@@ -354,12 +356,13 @@ TARGET_HEADERS = {"repository": "repository policy", "recommended": "recommended
 
 def _print_text(report: dict) -> None:
     from ..recommend.targets import target_rows
-    from ..simulate.report import markdown_table, summary_rows
+    from ..simulate.report import kueue_line, markdown_table, summary_rows
 
     print(
         f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs in "
-        f"{report['seconds']:.1f} s ({report['executor']})\n"
+        f"{report['seconds']:.1f} s ({report['executor']})"
     )
+    print(kueue_line(report["kueue"]) + "\n")
     rows = []
     for rank, c in enumerate(report["candidates"], 1):
         if c.summary is None:
@@ -436,6 +439,7 @@ def _print_json(report: dict) -> None:
                 "jobs": report["jobs"],
                 "seconds": report["seconds"],
                 "executor": report["executor"],
+                "kueue": report["kueue"],
                 "candidates": [candidate(c) for c in report["candidates"]],
                 "baseline": asdict(report["summaries"][0]),
                 "repository": asdict(report["summaries"][1]),

@@ -426,6 +426,8 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
     from ..infra.transaction import write_files
     from ..simulate import beside, revisions
     from ..simulate.busy import startup_checks
+    from ..simulate.policy import from_cluster
+    from ..simulate.report import kueue_line, kueue_settings
     from ..simulate.verdict import DEFAULT_WORSE_BY
 
     root = Path(args.repo)
@@ -458,6 +460,7 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
     except (ValueError, ToolError) as exc:  # a bad REV, a tree git cannot give, a cluster the replay refuses
         return _fail(str(exc))
     seconds = time.perf_counter() - started
+    settings = kueue_settings(from_cluster(cluster), cluster)
     worse_by = DEFAULT_WORSE_BY if args.worse_by is None else args.worse_by / 100
     worse = revisions.head_worse(comparison, worse_by)
     verdict = revisions.verdict_lines(worse, worse_by)
@@ -467,6 +470,7 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
         f"- base: {base.label}; head: {head.label}; {workload}",
         f"- proposed placement: {args.policy}; failures: `{args.fail_nodes or 'none'}`; "
         f"{seconds:.2f} s: the base read, loaded and removed in {loaded:.2f} s, then the replays",
+        kueue_line(settings) + " (the head's)",
     ]
     files = {out / "report.md": revisions.render_markdown(comparison, context, verdict)}
     if events is not None:
@@ -497,6 +501,7 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
                     "base_load_seconds": loaded,
                     "workload": built,
                     **revisions.as_json(comparison, worse, worse_by),
+                    "kueue": settings,
                     "report": str(out),
                 },
                 indent=2,
