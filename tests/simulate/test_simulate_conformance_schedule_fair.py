@@ -2,7 +2,8 @@
 (read at commit ff69552e, 2026-08-22) pkg/scheduler/scheduler_fs_test.go `TestScheduleForFairSharing`, run on
 the Engine with the harness of test_simulate_conformance_schedule.py (one instant, the workloads submitted
 together; `created` orders equal priorities as upstream's Creation does). The cases that test the order
-of the queues' heads (the tournament) are ported; the others are in NOT_PORTED with the reason. Upstream
+of the queues' heads (the tournament) and fair preemption within a replay are ported; the others are in
+NOT_PORTED with the reason. Upstream
 runs one scheduling cycle; the engine runs every cycle of the instant, which changes nothing in the cases
 ported (what one cycle leaves pending fits no better in the next).
 """
@@ -10,7 +11,17 @@ ported (what one cycle leaves pending fits no better in the next).
 from __future__ import annotations
 
 import pytest
-from test_simulate_conformance_schedule import Case, Held, Pending, cq, fq, schedule
+from test_simulate_conformance_schedule import (
+    ENG_ALPHA,
+    ENG_BETA_CPU,
+    LOWER,
+    Case,
+    Held,
+    Pending,
+    cq,
+    fq,
+    schedule,
+)
 
 from gpupolicy.simulate.policy import SimCohort
 
@@ -121,6 +132,43 @@ CASES: dict[str, Case] = {
     "fair sharing two queues with high weight schedules workload which borrows less": _two_borrowers(
         123456789.0
     ),
+    # eng-alpha and eng-beta as TestSchedule's (eng-beta's resource group of model-a asks another resource,
+    # so it changes no cpu share); the preemptor, within eng-beta's nominal quota, takes from the queue with
+    # the highest share at each pick, then waits for its targets to go
+    "with fair sharing: preempt workload from CQ with the highest share": Case(
+        (ENG_ALPHA, ENG_BETA_CPU, cq("eng-gamma", "eng", fq("on-demand", 50, 0))),
+        (
+            Held("all_spot", "eng-alpha", "spot", 100),
+            *(Held(f"alpha{i}", "eng-alpha", "on-demand", 20) for i in range(1, 5)),
+            Held("gamma1", "eng-gamma", "on-demand", 10),
+            *(Held(f"gamma{i}", "eng-gamma", "on-demand", 20) for i in range(2, 5)),
+        ),
+        (Pending("preemptor", "eng-beta", 30),),
+        {"all_spot": "spot"}
+        | {f"alpha{i}": "on-demand" for i in range(1, 5)}
+        | {f"gamma{i}": "on-demand" for i in range(1, 5)},
+        left=frozenset({"preemptor"}),
+        preempted=frozenset({"alpha1", "gamma1"}),
+        fair=True,
+    ),
+    # upstream's ClusterQueues leave reclaimWithinCohort unset (""), which only a unit test can (the API
+    # server defaults it to Never): with fair sharing that lets a queue preempt while it borrows
+    # (canPreemptWhileBorrowing) and takes no candidate from another queue; reclaim="" here is the same
+    "multiple preemptions within cq when fair sharing": Case(
+        (
+            *(
+                cq(f"other-{q}", "other", fq("default", 2), within_queue=LOWER, reclaim="")
+                for q in ("alpha", "beta", "gamma")
+            ),
+            cq("resource-bank", "other", fq("default", 3)),
+        ),
+        tuple(Held(f"{q[0]}1", f"other-{q}", "default", 3) for q in ("alpha", "beta", "gamma")),
+        tuple(Pending(f"{q}/preemptor", f"other-{q}", 3, priority=100) for q in ("alpha", "beta", "gamma")),
+        {"a1": "default", "b1": "default", "g1": "default"},
+        left=frozenset(f"{q}/preemptor" for q in ("alpha", "beta", "gamma")),
+        preempted=frozenset({"a1", "b1", "g1"}),
+        fair=True,
+    ),
     "fair sharing schedule singleton cqs and cq without cohort": Case(
         (cq("a", "A", fq("default", 0)), cq("b", "B", fq("default", 10)), cq("c", "", fq("default", 10))),
         (),
@@ -156,10 +204,6 @@ LATER_CYCLE = (
 NOT_PORTED = {
     "with fair sharing: schedule workload with lowest share first": LATER_CYCLE,
     "with fair sharing: hierarchical nominal-first per-flavor ignores cross-flavor borrowing": LATER_CYCLE,
-    "with fair sharing: preempt workload from CQ with the highest share": "preemption, covered case by case "
-    "by TestFairPreemptions (test_simulate_conformance_fair.py)",
-    "multiple preemptions within cq when fair sharing": "preemption within one queue, covered by "
-    "TestFairPreemptions",
     "multiple preemptions skip overlapping preemption targets": "the engine counts a cycle's targets as gone "
     "(Engine._fits_in_cycle) as for classical preemption; the case's several pod sets are not modelled",
     "not enough resources with fair sharing enabled": "a workload whose request exceeds every quota never "
