@@ -805,14 +805,25 @@ class Engine:
             self._end_cycle()
 
     def _nominated(self, name: str, entry: tuple) -> Head:
-        """The head as the tournament weighs it: what its flavor assignment would charge now."""
+        """The head as the tournament weighs it: what its flavor assignment would charge now. Quota its
+        victims gave back and the engine keeps for it (`reserved`) is out of the tree while it is assigned,
+        as `_kueue_admit` has it, and not added twice to its queue's share."""
         run, queue = self.runs[entry[-1]], self.policy.queues[name]
         options = self._options(run, queue)
-        choice = self._assign(run, queue, options)
+        held = self.reserved.get(run.index)
+        if held is not None:
+            self.quota.use(run.queue, held[0], -held[1])
+        try:
+            choice = self._assign(run, queue, options)
+        finally:
+            if held is not None:
+                self.quota.use(run.queue, held[0], held[1])
         order = entry[1:3]  # queue order time, then the queue's own tie-break (PendingQueue)
         if choice is None:
             return Head(name, "", 0, run.priority, order)
         key, amount = options.requests[choice.flavor.flavor]
+        if held is not None and held[0] == key:
+            amount -= held[1]
         return Head(name, key, amount, run.priority, order)
 
     def _try_in_pass(self, name: str, state: _QueuePass, entry: tuple, size: tuple) -> bool:
