@@ -22,6 +22,7 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,6 +128,7 @@ def bench_mixed() -> None:
         return
     from gpupolicy.pipeline import load_fleet
     from gpupolicy.simulate.busy import startup_checks, with_busy_devices
+    from gpupolicy.simulate.fairsharing import FairSharing
     from gpupolicy.simulate.policy import baseline, from_cluster
 
     sources = mixed.read_sources(TRACES)
@@ -143,6 +145,13 @@ def bench_mixed() -> None:
             took, result = timed(f"mixed on {name} ({label})", policy, workload.jobs)
             events += result.events
             seconds += took
+            if label == "proposed":  # fair sharing on (decision 0099), against the same replay without it
+                fair, _ = timed(
+                    f"mixed on {name} (proposed, fair sharing)",
+                    replace(policy, fair_sharing=FairSharing()),
+                    workload.jobs,
+                )
+                print(f"{'':48} fair sharing: {fair / took:.2f}x the classical replay's time")
     rate = events / seconds if seconds else 0
     FIGURES["mixed, all replays"] = {
         "events": int(events),
