@@ -15,7 +15,7 @@ Read against kubernetes-sigs/kueue v0.19.2 (apis/kueue/v1beta2, apis/config/v1be
 
 from __future__ import annotations
 
-from typing import Any
+from ..domain.gpu_operator import section
 
 MAX_NAMES = 3  # names quoted per item; the rest counted
 
@@ -27,38 +27,30 @@ def not_modelled(cluster) -> list[str]:
     scoped = _names(
         cq.name
         for cq in cluster.cluster_queues.values()
-        if _get(cq.obj.spec, "admissionScope", "admissionMode") == "UsageBasedAdmissionFairSharing"
+        if section(cq.obj.spec, "admissionScope", "admissionMode") == "UsageBasedAdmissionFairSharing"
     )
     if isinstance(config.get("admissionFairSharing"), dict) or scoped:
         where = f"ClusterQueue {scoped}" if scoped else "the Configuration"
         found.append(f"AdmissionFairSharing ({where})")
-    if topology := _names(f.name for f in cluster.flavors.values() if _get(f.obj.spec, "topologyName")):
+    if topology := _names(f.name for f in cluster.flavors.values() if section(f.obj.spec, "topologyName")):
         found.append(f"topology-aware scheduling (ResourceFlavor {topology})")
     checked = _names(
         cq.name
         for cq in cluster.cluster_queues.values()
-        if _get(cq.obj.spec, "admissionChecks") or _get(cq.obj.spec, "admissionChecksStrategy")
+        if section(cq.obj.spec, "admissionChecks") or section(cq.obj.spec, "admissionChecksStrategy")
     )
     if checked:
         found.append(f"admission checks (ClusterQueue {checked})")
     stopped = _names(
         cq.name
         for cq in cluster.cluster_queues.values()
-        if _get(cq.obj.spec, "stopPolicy") in ("Hold", "HoldAndDrain")
+        if section(cq.obj.spec, "stopPolicy") in ("Hold", "HoldAndDrain")
     )
     if stopped:
         found.append(f"a stopPolicy (ClusterQueue {stopped})")
-    if _get(config, "waitForPodsReady", "recoveryTimeout"):
+    if section(config, "waitForPodsReady", "recoveryTimeout"):
         found.append("waitForPodsReady.recoveryTimeout")
     return found
-
-
-def _get(mapping: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(mapping, dict):
-            return None
-        mapping = mapping.get(key)
-    return mapping
 
 
 def _names(names) -> str:
