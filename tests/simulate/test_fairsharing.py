@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import pytest
+
+from gpupolicy.errors import ToolError
 from gpupolicy.simulate import Engine
 from gpupolicy.simulate.fairsharing import (
     DEFAULT_STRATEGIES,
@@ -25,19 +28,38 @@ G = 1000
 V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
 
 
-def test_a_fair_sharing_block_turns_it_on_with_kueue_defaults():
+def test_a_fair_sharing_block_turns_it_on_with_its_strategies():
+    both = list(DEFAULT_STRATEGIES)
     assert from_configuration(None) is None
     assert from_configuration({"apiVersion": V1BETA2}) is None
-    assert from_configuration({"apiVersion": V1BETA2, "fairSharing": {}}) == FairSharing(DEFAULT_STRATEGIES)
+    block = {"apiVersion": V1BETA2, "fairSharing": {"preemptionStrategies": both}}
+    assert from_configuration(block) == FairSharing(DEFAULT_STRATEGIES)
     one = {"apiVersion": V1BETA2, "fairSharing": {"preemptionStrategies": [LESS_THAN_INITIAL_SHARE]}}
     assert from_configuration(one).strategies == (LESS_THAN_INITIAL_SHARE,)
-    # v1beta1 needs `enable: true` (configuration_conversion.go drops the block otherwise)
-    v1beta1 = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "fairSharing": {"preemptionStrategies": []}}
+    # v1beta1 needs `enable: true` (configuration_conversion.go drops the block otherwise), and then
+    # defaults the strategies (apis/config/v1beta1/defaults.go)
+    v1beta1 = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "fairSharing": {"preemptionStrategies": both}}
     assert from_configuration(v1beta1) is None
     assert from_configuration({**v1beta1, "fairSharing": {"enable": True}}) == FairSharing()
     gates = {"FairSharingPrioritizeNonBorrowing": False, "FairSharingPreemptWithinNominal": False}
-    off = from_configuration({"apiVersion": V1BETA2, "fairSharing": {}, "featureGates": gates})
+    off = from_configuration({**block, "featureGates": gates})
     assert not off.prioritize_non_borrowing and not off.preempt_within_nominal and off.priority_sorting
+
+
+def test_a_block_kueue_refuses_is_refused_before_it_is_read():
+    """v1beta2 gives preemptionStrategies no default and validation.go requires one of three sets: Kueue
+    exits on anything else, so the replay refuses it (from_cluster) and validate reports it (WL015)."""
+    from gpupolicy.domain.kueue_configuration import refusals
+
+    assert refusals({"apiVersion": V1BETA2, "fairSharing": {}}) == [
+        ("fairSharing.preemptionStrategies", "must be specified (v1beta2 gives it no default)")
+    ]
+    backwards = [LESS_THAN_INITIAL_SHARE, "LessThanOrEqualToFinalShare"]
+    ((field, why),) = refusals({"apiVersion": V1BETA2, "fairSharing": {"preemptionStrategies": backwards}})
+    assert field == "fairSharing.preemptionStrategies" and "is not one of" in why
+    v1beta1 = {"apiVersion": "config.kueue.x-k8s.io/v1beta1"}
+    assert refusals({**v1beta1, "fairSharing": {"enable": True}}) == []
+    assert refusals({**v1beta1, "fairSharing": {"preemptionStrategies": backwards}}) == []  # off: not read
 
 
 def test_weights_are_quantities_defaulting_to_one():
@@ -140,9 +162,19 @@ def test_the_repository_configuration_and_weights_reach_the_declared_policy(tmp_
     cluster = next(iter(pipeline.load_fleet(repo, use_cache=False).clusters.values()))
     assert from_cluster(cluster).fair_sharing is None  # the fixture fleet leaves it off
     values = repo / KUEUE_VALUES
+    text = values.read_text()
     values.write_text(
-        values.read_text().replace(
-            "    kind: Configuration\n", "    kind: Configuration\n    fairSharing: {}\n"
+        text.replace("    kind: Configuration\n", "    kind: Configuration\n    fairSharing: {}\n")
+    )
+    refused = pipeline.load_fleet(repo, use_cache=False).clusters[cluster.name]
+    with pytest.raises(
+        ToolError, match=r"Kueue refuses its Configuration \(fairSharing.preemptionStrategies"
+    ):
+        from_cluster(refused)  # v1beta2 gives the strategies no default: Kueue would not start
+    values.write_text(
+        text.replace(
+            "    kind: Configuration\n",
+            "    kind: Configuration\n    fairSharing:\n      preemptionStrategies: [LessThanInitialShare]\n",
         )
     )
     queue = next(iter(cluster.cluster_queues.values()))
@@ -150,7 +182,7 @@ def test_the_repository_configuration_and_weights_reach_the_declared_policy(tmp_
     path.write_text(path.read_text().replace("\nspec:\n", "\nspec:\n  fairSharing:\n    weight: 2500m\n", 1))
     cluster = pipeline.load_fleet(repo, use_cache=False).clusters[cluster.name]
     policy = from_cluster(cluster)
-    assert policy.fair_sharing == FairSharing()
+    assert policy.fair_sharing == FairSharing((LESS_THAN_INITIAL_SHARE,))
     assert policy.queues[queue.name].fair_weight == 2.5
 
 

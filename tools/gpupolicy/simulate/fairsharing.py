@@ -4,9 +4,10 @@ the scheduler takes the queues' heads when fair sharing is on.
 Read against kubernetes-sigs/kueue v0.19.2:
 - apis/config/v1beta2/configuration_types.go `FairSharing` and pkg/scheduler/preemption/fairsharing/
   strategy.go `Enabled`: a v1beta2 Configuration turns fair sharing on by carrying a `fairSharing` block (a
-  v1beta1 one with `enable: true`, apis/config/v1beta1/configuration_conversion.go); its
-  `preemptionStrategies` default to LessThanOrEqualToFinalShare then LessThanInitialShare
-  (preemption.go `parseStrategies`);
+  v1beta1 one with `enable: true`, apis/config/v1beta1/configuration_conversion.go). A v1beta2 block must
+  list its `preemptionStrategies` as one of three sets or Kueue does not start (pkg/config/validation.go:
+  domain/kueue_configuration.py `refusals`, rule WL015; policy.from_cluster refuses to replay it); a
+  v1beta1 one without them gets LessThanOrEqualToFinalShare then LessThanInitialShare;
 - pkg/cache/scheduler/fair_sharing.go: `dominantResourceShare` (per resource name, what the node uses above
   its subtree quota, summed over flavors, per mille of what its parent could lend, `calculateLendable`; the
   largest ratio, over the node's `fairSharing.weight`, default 1), `CompareDRS` (a zero weight that borrows

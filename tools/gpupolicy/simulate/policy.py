@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..domain import catalog, quotas
+from ..domain import catalog, kueue_configuration, quotas
 from ..domain.capacity import layout_per_gpu
 from ..errors import ToolError
 from ..infra.limits import MAX_NODES_PER_CLUSTER
@@ -263,8 +263,16 @@ def check_simulable(cluster: Cluster) -> dict[str, SimPool]:
 
 
 def from_cluster(cluster: Cluster, placement: str = DEFAULT_PLACEMENT) -> SimPolicy:
-    """The cluster's policy as declared: its ClusterQueues, cohorts, priorities and sharing modes."""
+    """The cluster's policy as declared: its ClusterQueues, cohorts, priorities and sharing modes. A Kueue
+    Configuration Kueue refuses (rule WL015) is refused here too: Kueue would not start, and admit nothing."""
     pools = check_simulable(cluster)
+    refused = kueue_configuration.refusals(cluster.kueue_configuration)
+    if refused:
+        field, why = refused[0]
+        raise ToolError(
+            f"{kueue_configuration.KUEUE_VALUES}: Kueue refuses its Configuration ({field}: {why}) and would "
+            "not start, so there is no policy to replay (`gpupolicy validate` reports it as WL015)"
+        )
     queues: dict[str, SimQueue] = {}
     for cq in cluster.cluster_queues.values():
         flavors = _queue_flavors(cluster, cq, pools)
