@@ -82,7 +82,7 @@ def satisfies(policy: str, preemptor: Workload, candidate: Workload) -> bool:
     return policy == "Any"
 
 
-def _preemptible(policy: str, preemptor: Workload, holders: Iterable[Workload]) -> Iterable[Workload]:
+def preemptible(policy: str, preemptor: Workload, holders: Iterable[Workload]) -> Iterable[Workload]:
     """The holders `policy` lets `preemptor` preempt (`satisfies`), without a call per holder under Any."""
     if policy == "Any":
         return holders
@@ -206,7 +206,7 @@ class Admission:
             forbidden = queue.borrow_within != "LowerPriority"
             for name, advantage, lca in self.tree.cohort_candidates(queue.name, flavor, incoming.total):
                 group = _HIERARCHY if advantage else _PRIORITY
-                for w in _preemptible(queue.reclaim, incoming, self.holding(name, flavor)):
+                for w in preemptible(queue.reclaim, incoming, self.holding(name, flavor)):
                     if advantage:
                         variant = HIERARCHICAL
                     elif forbidden or above_threshold(w.priority, incoming.priority, queue.borrow_threshold):
@@ -215,7 +215,7 @@ class Admission:
                         variant = RECLAIM_WHILE_BORROWING
                     ordered.append((not w.evicted, group, w.priority, -w.admitted, w.index, w, variant, lca))
         if queue.within_queue != "Never":
-            for w in _preemptible(queue.within_queue, incoming, self.holding(queue.name, flavor)):
+            for w in preemptible(queue.within_queue, incoming, self.holding(queue.name, flavor)):
                 if w.index != incoming.index:
                     ordered.append(
                         (not w.evicted, _OWN, w.priority, -w.admitted, w.index, w, WITHIN_CQ, None)

@@ -30,8 +30,8 @@ from .admission import (
     WITHIN_CQ,
     Candidate,
     Workload,
-    _preemptible,
     ordering_key,
+    preemptible,
 )
 from .fairsharing import (
     LESS_THAN_INITIAL_SHARE,
@@ -87,13 +87,13 @@ class FairPreemption:
         if queue.within_queue != "Never":
             found += [
                 w
-                for w in _preemptible(queue.within_queue, incoming, self.holding(queue.name, key))
+                for w in preemptible(queue.within_queue, incoming, self.holding(queue.name, key))
                 if w.index != incoming.index
             ]
         if leaf.parent is not None and queue.reclaim != "Never":
             for other in queues_under(root_of(leaf)):
                 if other is not leaf and other.usage > other.nominal:  # cqIsBorrowing
-                    found += _preemptible(queue.reclaim, incoming, self.holding(other.name, key))
+                    found += preemptible(queue.reclaim, incoming, self.holding(other.name, key))
         return found
 
     def _first(self, search: _Search, candidates: list[Workload]) -> tuple[bool, list[Workload]]:

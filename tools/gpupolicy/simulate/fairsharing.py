@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain.quantity import QuantityError, parse_quantity
+from ..model import GPU_RESOURCE
 from .jobs import mig_card
 from .resources import bucket_key
 
@@ -38,7 +39,6 @@ LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 DEFAULT_STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 DEFAULT_WEIGHT = 1.0
-GPU = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ class Shares:
         for node in self.nodes.get(who, ()):
             above = node.usage - node.subtree
             if above > 0:
-                resource, unit = self.units.get(node.key, (GPU, 1.0))
+                resource, unit = self.units.get(node.key, (GPU_RESOURCE, 1.0))
                 borrowed[resource] = borrowed.get(resource, 0.0) + above * unit
                 keys.append(node.key)
         if not borrowed:
@@ -172,18 +172,22 @@ class Shares:
                 ratio = max(ratio, amount * 1000.0 / lendable[resource])
         return Share(weight, ratio, True, frozenset(keys))
 
+    def root(self, is_queue: bool, name: str) -> str:
+        """The root cohort above a queue or cohort (a root cohort is its own; "" for a queue without one)."""
+        cohort = self.parents.get((True, name), "") if is_queue else name
+        while cohort and self.parents.get((False, cohort)):
+            cohort = self.parents[(False, cohort)]
+        return cohort
+
     def _lendable(self, cohort: str) -> dict[str, float]:
         """`calculateLendable`: per resource name, what `cohort` could lend at most (potentialAvailable) over
         every quota key of its root's tree."""
         found = self.lendables.get(cohort)
         if found is None:
             found = {}
-            root = cohort
-            while self.parents.get((False, root)):
-                root = self.parents[(False, root)]
-            for root_node in self.nodes.get((False, root), ()):
+            for root_node in self.nodes.get((False, self.root(False, cohort)), ()):
                 key = root_node.key
-                resource, unit = self.units.get(key, (GPU, 1.0))
+                resource, unit = self.units.get(key, (GPU_RESOURCE, 1.0))
                 found[resource] = found.get(resource, 0.0) + self._potential(cohort, key) * unit
             self.lendables[cohort] = found
         return found
@@ -225,10 +229,10 @@ def _gpu_unit(fq, pool) -> tuple[str, float]:
     milli-instance per compute slice. MIG profiles summed into one bucket (a layout not replayed) count as
     one resource, where Kueue counts each profile apart."""
     names = tuple(sorted(fq.gpu_names))
-    resource = GPU if not names or GPU in names else "+".join(names)
+    resource = GPU_RESOURCE if not names or GPU_RESOURCE in names else "+".join(names)
     if pool.sharing == "time-sliced":
         return resource, float(max(pool.replicas, 1))
-    if pool.sharing == "mig" and resource == GPU:
+    if pool.sharing == "mig" and resource == GPU_RESOURCE:
         return resource, float(mig_card(pool.model).compute_slices)
     return resource, 1.0
 
@@ -265,19 +269,12 @@ class Tournament:
             if not head.key:
                 return name
         first = min(heads.values(), key=lambda h: (-h.priority, h.timestamp, h.queue))
-        root = self._root(first.queue)
+        root = self.shares.root(True, first.queue)
         if not root:
             return first.queue
         values = self._values(root, heads)
         winner = self._run(root, heads, values)
         return winner.queue if winner is not None else first.queue
-
-    def _root(self, queue: str) -> str:
-        parents = self.shares.parents
-        cohort = parents.get((True, queue), "")
-        while cohort and parents.get((False, cohort)):
-            cohort = parents[(False, cohort)]
-        return cohort
 
     def _values(self, root: str, heads: Mapping[str, Head]) -> dict[tuple[str, str], Share]:
         """`computeDRS`: per (cohort, queue), the share of the queue's side of that cohort (the queue itself
@@ -285,7 +282,7 @@ class Tournament:
         shares, parents, tree = self.shares, self.shares.parents, self.shares.tree
         values: dict[tuple[str, str], Share] = {}
         for name, head in heads.items():
-            if self._root(name) != root:
+            if self.shares.root(True, name) != root:
                 continue
             tree.shift(name, head.key, head.amount)
             current = shares.share(True, name)
