@@ -156,3 +156,40 @@ def shared_trace(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent (../shared not available)")
     return path
+
+
+CONFIGURATION_LINE = "    kind: Configuration\n"  # where the values file's Configuration starts its fields
+
+
+def fleet_copy(tmp_path: Path):
+    """A copy of the tests' own fleet (decision 0085) and its first cluster, loaded: (repo, cluster)."""
+    from support import copy_repo, fleet_repo
+
+    repo = copy_repo(fleet_repo(), tmp_path / "repo")
+    return repo, reloaded(repo, "")
+
+
+def reloaded(repo: Path, name: str):
+    """The cluster `name` of the repository as it now is ("": the first one)."""
+    from gpupolicy import pipeline
+
+    clusters = pipeline.load_fleet(repo, use_cache=False).clusters
+    return clusters[name] if name else next(iter(clusters.values()))
+
+
+def with_configuration(repo: Path, lines: str, original: str | None = None) -> str:
+    """Add `lines` (YAML at the Configuration's indentation) to the Kueue Configuration of `repo`'s values
+    file, or of its `original` text; the text before the change."""
+    from gpupolicy.domain.kueue_configuration import KUEUE_VALUES
+
+    values = repo / KUEUE_VALUES
+    text = values.read_text() if original is None else original
+    assert CONFIGURATION_LINE in text
+    values.write_text(text.replace(CONFIGURATION_LINE, CONFIGURATION_LINE + lines, 1))
+    return text
+
+
+def with_queue_spec(repo: Path, queue, lines: str) -> None:
+    """Add `lines` (YAML indented under `spec:`) to the ClusterQueue `queue`'s file."""
+    path = repo / queue.obj.origin
+    path.write_text(path.read_text().replace("\nspec:\n", "\nspec:\n" + lines, 1))

@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from simhelpers import fleet_copy, reloaded, with_configuration, with_queue_spec
 
 from gpupolicy.errors import ToolError
 from gpupolicy.simulate import Engine
@@ -152,36 +153,20 @@ def test_with_fair_sharing_the_queue_that_borrows_less_goes_first():
 def test_the_repository_configuration_and_weights_reach_the_declared_policy(tmp_path):
     """from_cluster replays the fair sharing the repository's Kueue values turn on, with the weights its
     ClusterQueues declare."""
-    from support import copy_repo, fleet_repo
-
-    from gpupolicy import pipeline
-    from gpupolicy.domain.kueue_configuration import KUEUE_VALUES
     from gpupolicy.simulate.policy import from_cluster
 
-    repo = copy_repo(fleet_repo(), tmp_path / "repo")
-    cluster = next(iter(pipeline.load_fleet(repo, use_cache=False).clusters.values()))
+    repo, cluster = fleet_copy(tmp_path)
     assert from_cluster(cluster).fair_sharing is None  # the fixture fleet leaves it off
-    values = repo / KUEUE_VALUES
-    text = values.read_text()
-    values.write_text(
-        text.replace("    kind: Configuration\n", "    kind: Configuration\n    fairSharing: {}\n")
-    )
-    refused = pipeline.load_fleet(repo, use_cache=False).clusters[cluster.name]
+    text = with_configuration(repo, "    fairSharing: {}\n")
+    refused = reloaded(repo, cluster.name)
     with pytest.raises(
         ToolError, match=r"Kueue refuses its Configuration \(fairSharing.preemptionStrategies"
     ):
         from_cluster(refused)  # v1beta2 gives the strategies no default: Kueue would not start
-    values.write_text(
-        text.replace(
-            "    kind: Configuration\n",
-            "    kind: Configuration\n    fairSharing:\n      preemptionStrategies: [LessThanInitialShare]\n",
-        )
-    )
+    with_configuration(repo, "    fairSharing:\n      preemptionStrategies: [LessThanInitialShare]\n", text)
     queue = next(iter(cluster.cluster_queues.values()))
-    path = repo / queue.obj.origin
-    path.write_text(path.read_text().replace("\nspec:\n", "\nspec:\n  fairSharing:\n    weight: 2500m\n", 1))
-    cluster = pipeline.load_fleet(repo, use_cache=False).clusters[cluster.name]
-    policy = from_cluster(cluster)
+    with_queue_spec(repo, queue, "  fairSharing:\n    weight: 2500m\n")
+    policy = from_cluster(reloaded(repo, cluster.name))
     assert policy.fair_sharing == FairSharing((LESS_THAN_INITIAL_SHARE,))
     assert policy.queues[queue.name].fair_weight == 2.5
 

@@ -222,7 +222,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         out=out,
         targets=waits,
         applied=bool(chosen and args.apply and refusal is None),
-        kueue=kueue_settings(from_cluster(cluster), cluster),
+        kueue=kueue_settings(cluster),
     )
     (_print_json if args.format == "json" else _print_text)(report)
     if refusal:

@@ -172,11 +172,10 @@ def _mapping(items: list[str]) -> dict[str, str] | None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToolError
     from ..infra.transaction import write_files
-    from ..simulate import actual, beside, compare
+    from ..simulate import actual, compare
     from ..simulate.busy import startup_checks
     from ..simulate.checkpoints import parse_intervals, with_checkpoints
     from ..simulate.failures import parse_failures
-    from ..simulate.policy import from_cluster
     from ..simulate.report import (
         comparison_rows,
         kueue_line,
@@ -242,20 +241,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         checks = startup_checks(Path(args.repo), cluster) if args.busy_devices else None
         events: dict[str, list] | None = {} if args.events is not None else None
-        # the replays without the startup check and of the before go beside compare's (simulate/beside.py)
-        busy_replays = (
-            beside.started(_busy_replays, args, cluster, jobs, failures, mapping, events is not None)
-            if args.busy_devices
-            else None
-        )
+        busy_replays = _busy_replays_beside(args, cluster, jobs, failures, mapping, events)
         result = compare(cluster, jobs, failures, mapping, args.policy, checks, events)
-        unchecked, brief, before_log = busy_replays() if busy_replays else (None, None, None)
-        if before_log is not None:
-            events["before"] = before_log
+        unchecked, brief = busy_replays() if busy_replays else (None, None)
     except (ValueError, ToolError) as exc:  # ToolError: a cluster the simulator refuses (too big, no pools)
         return _fail(str(exc))
     seconds = time.perf_counter() - started
-    settings = kueue_settings(from_cluster(cluster), cluster)
+    settings = kueue_settings(cluster)
     before, after = result.before_summary, result.after_summary
     worse_by = DEFAULT_WORSE_BY if args.worse_by is None else args.worse_by / 100
     worse = worse_metrics(before, after, worse_by)
@@ -347,6 +339,25 @@ class _Before:
     summary: object
 
 
+def _busy_replays_beside(args: argparse.Namespace, cluster, jobs, failures, mapping, events: dict | None):
+    """With `--busy-devices`, `_busy_replays` started beside the replays that run next (simulate/beside.py):
+    a function giving (the summary without the startup check, the before), which puts the before's job events
+    in `events` under `before`; None without `--busy-devices`."""
+    from ..simulate import beside
+
+    if not args.busy_devices:
+        return None
+    answer = beside.started(_busy_replays, args, cluster, jobs, failures, mapping, events is not None)
+
+    def replays():
+        unchecked, brief, log = answer()
+        if events is not None:
+            events["before"] = log
+        return unchecked, brief
+
+    return replays
+
+
 def _busy_replays(args: argparse.Namespace, cluster, jobs, failures, mapping, logged: bool):
     """(the policy's summary without the startup check, the before, the before's job events when `logged`):
     the before crashes at the rate the first of them measures."""
@@ -387,14 +398,11 @@ def _before_line(args: argparse.Namespace, brief: _Before, unchecked) -> str:
 
 def _without_startup_check(args: argparse.Namespace, cluster, jobs, failures, mapping):
     """The proposed policy's summary with the startup check off on every pool."""
-    from ..simulate import replay
-    from ..simulate.busy import startup_checks, with_busy_devices
+    from ..simulate import declared, replay
+    from ..simulate.busy import startup_checks
     from ..simulate.metrics import summarize
-    from ..simulate.policy import from_cluster
 
-    policy = with_busy_devices(
-        from_cluster(cluster, args.policy), startup_checks(Path(args.repo), cluster, False)
-    )
+    policy = declared(cluster, args.policy, startup_checks(Path(args.repo), cluster, False))
     return summarize(replay(policy, jobs, failures, mapping))
 
 
@@ -424,9 +432,8 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
     from ..errors import ToolError
     from ..infra import gitrev
     from ..infra.transaction import write_files
-    from ..simulate import beside, revisions
+    from ..simulate import revisions
     from ..simulate.busy import startup_checks
-    from ..simulate.policy import from_cluster
     from ..simulate.report import kueue_line, kueue_settings
     from ..simulate.verdict import DEFAULT_WORSE_BY
 
@@ -446,21 +453,14 @@ def _run_base(args: argparse.Namespace, cluster, trace, jobs, failures, mapping,
             base = revisions.Revision(args.base, commit, base_cluster, checks)  # a model: the tree may go
         loaded = time.perf_counter() - started
         # the brief's before, once, at the head's busy-start rate (as without --base), beside the revisions
-        busy_replays = (
-            beside.started(_busy_replays, args, cluster, jobs, failures, mapping, events is not None)
-            if args.busy_devices
-            else None
-        )
+        busy_replays = _busy_replays_beside(args, cluster, jobs, failures, mapping, events)
         comparison = revisions.replay_revisions(base, head, jobs, failures, mapping, args.policy, events)
         if busy_replays is not None:
-            _, brief, before_log = busy_replays()
-            comparison.before = brief.summary
-            if events is not None:
-                events["before"] = before_log
+            comparison.before = busy_replays()[1].summary
     except (ValueError, ToolError) as exc:  # a bad REV, a tree git cannot give, a cluster the replay refuses
         return _fail(str(exc))
     seconds = time.perf_counter() - started
-    settings = kueue_settings(from_cluster(cluster), cluster)
+    settings = kueue_settings(cluster)
     worse_by = DEFAULT_WORSE_BY if args.worse_by is None else args.worse_by / 100
     worse = revisions.head_worse(comparison, worse_by)
     verdict = revisions.verdict_lines(worse, worse_by)

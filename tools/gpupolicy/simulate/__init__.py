@@ -65,18 +65,24 @@ def compare(
     check on), time-sliced pods take one replica each and may meet busy devices (busy.py)."""
     logged = events is not None
     # the baseline in a forked child where the machine has a second core (beside.py): the same answer
-    baseline_replay = started(_logged_replay, baseline(cluster), jobs, failures, mapping, logged)
-    proposed = from_cluster(cluster, placement)
-    if checks is not None:
-        proposed = with_busy_devices(proposed, checks)
-    after, after_log = _logged_replay(proposed, jobs, failures, mapping, logged)
+    baseline_replay = started(logged_replay, baseline(cluster), jobs, failures, mapping, logged)
+    after, after_log = logged_replay(declared(cluster, placement, checks), jobs, failures, mapping, logged)
     before, before_log = baseline_replay()
     if events is not None:
         events.update({"baseline": before_log, "proposed": after_log})
     return Comparison(before, after, summarize(before), summarize(after))
 
 
-def _logged_replay(
+def declared(
+    cluster: Cluster, placement: str = DEFAULT_PLACEMENT, checks: dict[str, bool] | None = None
+) -> SimPolicy:
+    """The cluster's declared policy (policy.from_cluster); with `checks` (pool -> startup check on), its
+    time-sliced pods take one replica each and may meet busy devices (busy.py)."""
+    policy = from_cluster(cluster, placement)
+    return policy if checks is None else with_busy_devices(policy, checks)
+
+
+def logged_replay(
     policy: SimPolicy, jobs: Sequence[Job], failures: Sequence[Failure], mapping, logged: bool
 ) -> tuple[Result, list | None]:
     """The replay, and its job events when `logged` (returned, not appended: it may run in a child)."""

@@ -6,8 +6,10 @@ import io
 from pathlib import Path
 
 from .engine import Result
+from .fairsharing import from_configuration as fair_sharing_from
 from .jobs import MILLI
 from .metrics import Summary, WaitStats
+from .readiness import from_configuration as pods_ready_from
 from .unmodelled import not_modelled
 
 HOUR = 3600
@@ -70,10 +72,11 @@ ROWS = (
 )
 
 
-def kueue_settings(policy, cluster) -> dict:
-    """What of the Kueue Configuration the replay of a declared policy (policy.from_cluster) applies, and
-    what the cluster turns on that it does not model (unmodelled.py)."""
-    ready, fair = policy.pods_ready, policy.fair_sharing
+def kueue_settings(cluster) -> dict:
+    """What of the cluster's Kueue Configuration the replay of its declared policy applies (as
+    policy.from_cluster reads it), and what the cluster turns on that it does not model (unmodelled.py)."""
+    config = cluster.kueue_configuration
+    ready, fair = pods_ready_from(config), fair_sharing_from(config)
     return {
         "wait_for_pods_ready": None
         if ready is None

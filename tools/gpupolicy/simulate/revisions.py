@@ -14,14 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ..model import Cluster
-from . import replay
+from . import declared, logged_replay
 from .beside import started
-from .busy import with_busy_devices
 from .failures import Failure
 from .jobs import Job
 from .metrics import Summary, summarize
 from .placement import DEFAULT_PLACEMENT
-from .policy import baseline, from_cluster
+from .policy import baseline
 from .report import format_minutes, markdown_table, summary_rows
 from .verdict import DEFAULT_WORSE_BY, MAX_RELATIVE, Worse, worse_metrics
 
@@ -66,9 +65,13 @@ def replay_revisions(
     log per replay, keyed baseline / base / head. The base replays in a forked child where the machine has a
     second core (beside.py) while this process replays the baseline, then the head: the same answer."""
     logged = events is not None
-    base_replay = started(_summary, _declared(base, placement), jobs, failures, mapping, logged)
+    base_replay = started(
+        _summary, declared(base.cluster, placement, base.startup_checks), jobs, failures, mapping, logged
+    )
     reference, baseline_log = _summary(baseline(head.cluster), jobs, failures, mapping, logged)
-    head_summary, head_log = _summary(_declared(head, placement), jobs, failures, mapping, logged)
+    head_summary, head_log = _summary(
+        declared(head.cluster, placement, head.startup_checks), jobs, failures, mapping, logged
+    )
     base_summary, base_log = base_replay()
     if events is not None:
         events.update({"baseline": baseline_log, "base": base_log, "head": head_log})
@@ -81,18 +84,11 @@ def replay_revisions(
     )
 
 
-def _declared(revision: Revision, placement: str):
-    policy = from_cluster(revision.cluster, placement)
-    if revision.startup_checks is not None:
-        policy = with_busy_devices(policy, revision.startup_checks)
-    return policy
-
-
 def _summary(policy, jobs: Sequence[Job], failures: Sequence[Failure], mapping, logged: bool):
-    """The replay's summary, and its job events when `logged` (returned, not appended: it may run in a
-    child, and only these go back through the pipe)."""
-    log = [] if logged else None
-    return summarize(replay(policy, jobs, failures, mapping, log)), log
+    """The replay's summary and its job events (`logged_replay`), summarized where it ran: only these go
+    back through the pipe from a child."""
+    result, log = logged_replay(policy, jobs, failures, mapping, logged)
+    return summarize(result), log
 
 
 @dataclass(frozen=True)
