@@ -26,7 +26,7 @@ from gpupolicy.simulate.engine import HeldAdmission, Holders
 from gpupolicy.simulate.fair_preemption import FairPreemption
 from gpupolicy.simulate.fairsharing import FairSharing, shares_for
 from gpupolicy.simulate.jobs import Job
-from gpupolicy.simulate.pending import PendingQueue, WaitingPods
+from gpupolicy.simulate.pending import PendingQueue, WaitingPods, dominates
 from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimPolicy, SimPool, SimQueue, assign_queues
 from gpupolicy.simulate.quota import QuotaTree
 from gpupolicy.simulate.readiness import KUEUE_DEFAULT
@@ -150,18 +150,37 @@ def _replay(policy: SimPolicy, jobs: list[Job], shortcuts: bool) -> tuple[list[d
     return events, engine
 
 
-def _assert_same_replay(policy: SimPolicy, jobs: list[Job]) -> Counter:
+def _assert_same_replay(policy: SimPolicy, jobs: list[Job], monkeypatch) -> Counter:
+    skipped = _counted(monkeypatch, Engine, "_pass_surely_fails")
+    trivial = _counted(monkeypatch, Holders, "any_preemptible", when=False)
     fast, engine = _replay(policy, jobs, shortcuts=True)
     reference, _ = _replay(policy, jobs, shortcuts=False)
     assert len(fast) == len(reference)
     for ours, theirs in zip(fast, reference, strict=True):
         assert ours == theirs  # the first event that differs, if any
     assert engine.verdicts, "no admission attempt went through the shortcuts"
+    if policy.fair_sharing is None:  # with fair sharing, passes go in cycles (Engine._schedule_fairly)
+        assert skipped[True], "no pass was skipped: the minimal sizes' probe went untested"
+    assert trivial[True], "no bound was told from the priorities held alone"
     return Counter(event["event"] for event in fast)
 
 
-def test_the_shortcuts_give_the_same_events_as_full_admission():
-    kinds = _assert_same_replay(_policy(), _jobs())
+def _counted(monkeypatch, owner: type, name: str, when: bool = True) -> Counter:
+    """Count the answers of `owner.name` that equal `when`, under key True (the replay's own answers kept)."""
+    answers: Counter = Counter()
+    original = getattr(owner, name)
+
+    def counting(*args):
+        answer = original(*args)
+        answers[answer == when] += 1
+        return answer
+
+    monkeypatch.setattr(owner, name, counting)
+    return answers
+
+
+def test_the_shortcuts_give_the_same_events_as_full_admission(monkeypatch):
+    kinds = _assert_same_replay(_policy(), _jobs(), monkeypatch)
     # the workload exercises what the shortcuts must stay sound under
     assert kinds["preempted"] > 0
     assert kinds["evicted"] > 0  # waitForPodsReady
@@ -169,14 +188,14 @@ def test_the_shortcuts_give_the_same_events_as_full_admission():
     assert kinds["finished"] > 0
 
 
-def test_the_shortcuts_give_the_same_events_with_fair_sharing():
+def test_the_shortcuts_give_the_same_events_with_fair_sharing(monkeypatch):
     """With fair sharing on, a verdict reads every quota key's usage (the shares), the scheduling goes in
     cycles ordered by the tournament, and the preemption bound is fair_preemption's: still the same events."""
-    kinds = _assert_same_replay(replace(_policy(), fair_sharing=FairSharing()), _jobs())
+    kinds = _assert_same_replay(replace(_policy(), fair_sharing=FairSharing()), _jobs(), monkeypatch)
     assert kinds["preempted"] > 0 and kinds["finished"] > 0
 
 
-def test_the_shortcuts_give_the_same_events_on_the_mixed_workload():
+def test_the_shortcuts_give_the_same_events_on_the_mixed_workload(monkeypatch):
     """A day of the mixed workload on prod-us of the tests' own fleet (decision 0085: the same on a fork that
     replaced the reference fleet), with busy devices (as `simulate --busy-devices` and `recommend
     --busy-devices` replay it)."""
@@ -194,7 +213,7 @@ def test_the_shortcuts_give_the_same_events_on_the_mixed_workload():
     workload = mixed.build(itp, openb, 3, 5, 1, teams=mixed.teams_of(cluster), cluster=cluster, seed=0)
     jobs = with_checkpoints(workload.jobs, parse_intervals(""))
     policy = with_busy_devices(from_cluster(cluster), startup_checks(repo, cluster))
-    kinds = _assert_same_replay(policy, jobs)
+    kinds = _assert_same_replay(policy, jobs, monkeypatch)
     assert kinds["preempted"] > 0 and kinds["evicted"] > 0
 
 
@@ -259,10 +278,33 @@ def test_a_queue_keeps_its_head_through_adds_and_removals():
             queue.remove(entry, size)
         else:
             entry = (-rng.choice((100, 1000)), rng.randrange(500), step, step)
-            size = (rng.choice((250, 1000, 8000)), 1000, ())
+            size = (rng.choice((250, 1000, 8000)), 1000, (), ())
             queue.add(entry, size)
             held.append((entry, size))
         assert queue.head() == min((entry for entry, _ in held), default=None)
+
+
+def test_a_queue_keeps_its_minimal_sizes_through_adds_and_removals():
+    """PendingQueue.minimal_sizes, kept while no group comes or goes: every pending size dominates one of
+    them, and none of them dominates another pending size (MIG instances and flavors must match)."""
+    rng = random.Random(11)
+    queue, held = PendingQueue(), []
+    for step in range(1500):
+        if held and rng.random() < 0.45:
+            entry, size = held.pop(rng.randrange(len(held)))
+            queue.remove(entry, size)
+        else:
+            per_pod, count = rng.choice((500, 1000)), rng.choice((1, 2, 8))
+            shared = rng.choice(((), (("shared", "shared", count),)))
+            charges = (("train", "train", per_pod * count), *shared)
+            size = (per_pod * count, per_pod, (rng.choice(("1g", "3g")),), charges)
+            entry = (-100, step, step, step)
+            queue.add(entry, size)
+            held.append((entry, size))
+        sizes = {size for _, size in held}
+        least = set(queue.minimal_sizes())
+        assert least == {s for s in sizes if not any(o != s and dominates(s, o) for o in sizes)}
+        assert all(any(dominates(s, m) for m in least) for s in sizes)
 
 
 def _flat_policy() -> SimPolicy:

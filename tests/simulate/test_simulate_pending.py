@@ -52,7 +52,7 @@ def test_a_pass_tries_what_a_full_scan_tries_in_the_same_order():
         queue, sizes = PendingQueue(), {}
         for index in range(rng.randrange(1, 60)):
             per_pod = rng.choice((250, 500, 1000, 2000, 8000))
-            size = (per_pod * rng.choice((1, 1, 2, 4)), per_pod)
+            size = (per_pod * rng.choice((1, 1, 2, 4)), per_pod, (), ())
             entry = (-rng.choice((100, 500)), rng.randrange(50), index, index)
             sizes[entry] = size
             queue.add(entry, size)
@@ -64,20 +64,32 @@ def test_a_pass_tries_what_a_full_scan_tries_in_the_same_order():
 def test_a_dominated_group_is_never_visited():
     queue = PendingQueue()
     for index in range(1000):
-        queue.add((0, index, index, index), (8000, 8000))
-    queue.add((0, 2000, 2000, 2000), (1000, 1000))
-    tried = _indexed_pass(queue, lambda size: size == (1000, 1000))
+        queue.add((0, index, index, index), (8000, 8000, (), ()))
+    queue.add((0, 2000, 2000, 2000), (1000, 1000, (), ()))
+    tried = _indexed_pass(queue, lambda size: size == (1000, 1000, (), ()))
     assert tried == [(0, 0, 0, 0), (0, 2000, 2000, 2000)]  # one failure rules out the other 999 big jobs
     assert len(queue) == 1000
 
 
 def test_rescan_finds_jobs_requeued_behind_the_pass():
     queue = PendingQueue()
-    queue.add((0, 1, 1, 1), (1000, 1000))
+    queue.add((0, 1, 1, 1), (1000, 1000, (), ()))
     walk = queue.walk()
     entry, size = walk.next()
     queue.remove(entry, size)
-    queue.add((0, 5, 5, 5), (2000, 2000))  # a preempted victim sent back to this queue
+    queue.add((0, 5, 5, 5), (2000, 2000, (), ()))  # a preempted victim sent back to this queue
     walk.rescan(entry)
-    assert walk.next() == ((0, 5, 5, 5), (2000, 2000))
+    assert walk.next() == ((0, 5, 5, 5), (2000, 2000, (), ()))
     assert queue.head() == (0, 5, 5, 5)
+
+
+def test_a_failure_rules_out_only_jobs_charging_at_least_as_much_on_the_same_flavors():
+    # two pods of a quarter card each: small in total, but two whole cards on an exclusive flavor
+    quarters = (500, 250, (), (("shared", "shared", 500), ("train", "train", 2000)))
+    whole = (1000, 1000, (), (("shared", "shared", 250), ("train", "train", 1000)))
+    assert not dominates(whole, quarters)  # it asks less of the exclusive flavor
+    whole_card_only = (1000, 1000, (), (("train", "train", 1000),))
+    fractional = (250, 250, (), (("shared", "shared", 250), ("train", "train", 1000)))
+    assert not dominates(whole_card_only, fractional)
+    assert dominates((2000, 2000, (), (("train", "train", 2000),)), whole_card_only)
+    assert not dominates(whole_card_only, whole_card_only[:2] + (("1g.10gb",), whole_card_only[3]))

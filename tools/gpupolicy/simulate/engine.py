@@ -85,7 +85,9 @@ class Run:
     interruptions: int = 0
     lost_milli_seconds: int = 0
     never_reason: str = ""
-    size: tuple = (0, 0, ())  # (total milli, milli per pod) as the trace asks, MIG instances: Engine._size
+    # (total milli, milli per pod) as the trace asks, MIG instances (Engine._size), then per flavor it can
+    # take (flavor, quota key, amount) (Engine._add_demands_to_sizes)
+    size: tuple = (0, 0, (), ())
     request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
     charge: tuple = ("", 0)  # (quota key, milli-units) it holds while bound or admitted (resources.demand)
     busy_starts: int = 0  # times it crashed at start on a card whose memory a neighbour held
@@ -147,6 +149,7 @@ class Holders:
         self.records: dict[tuple[str, str], dict[int, Workload]] = {}
         self.changes: Counter = Counter()
         self.amounts: dict[tuple[str, str], Counter] = {}  # (queue, key) -> priority -> milli-units held
+        self.priorities: dict[str, Counter] = {}  # quota key -> priority -> workloads holding quota there
 
     def workloads(self, queue: str, key: str):
         return self.records.get((queue, key), {}).values()
@@ -157,6 +160,7 @@ class Holders:
         records = self.records.setdefault(where, {})
         if workload.index not in records:
             self.amounts.setdefault(where, Counter())[workload.priority] += workload.total
+            self.priorities.setdefault(workload.flavor, Counter())[workload.priority] += 1
         records[workload.index] = workload
         self.changes[workload.flavor] += 1
 
@@ -168,6 +172,10 @@ class Holders:
             amounts[workload.priority] -= workload.total
             if not amounts[workload.priority]:
                 del amounts[workload.priority]
+            held = self.priorities[key]
+            held[workload.priority] -= 1
+            if not held[workload.priority]:
+                del held[workload.priority]
 
     def holds(self, queue: str, key: str, index: int) -> bool:
         return index in self.records.get((queue, key), ())
@@ -183,6 +191,18 @@ class Holders:
         if policy == AGE_POLICY:
             return sum(amount for held, amount in amounts.items() if held <= priority)
         return sum(amounts.values())
+
+    def any_preemptible(self, key: str, policy: str, priority: int) -> bool:
+        """Whether any workload holding quota under `key`, in any queue, is one a preemption `policy` lets a
+        workload of `priority` take (`freeable` for each queue, without summing any)."""
+        held = self.priorities.get(key)
+        if not held or policy == "Never":
+            return False
+        if policy == "LowerPriority":
+            return min(held) < priority
+        if policy == AGE_POLICY:
+            return min(held) <= priority
+        return True
 
     def freeable_below(self, queue: str, key: str, priority: int, threshold: int | None) -> int:
         """The quota at (queue, key) held below `priority` and at most `threshold` (None: any): what a
@@ -210,7 +230,7 @@ class HeldAdmission(Admission):
     def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holders: Holders, fair=None) -> None:
         super().__init__(tree, queues, holders.workloads, fair)
         self.freeable, self.holds, self.changes = holders.freeable, holders.holds, holders.changes
-        self.freeable_below = holders.freeable_below
+        self.freeable_below, self.any_preemptible = holders.freeable_below, holders.any_preemptible
         # quota key -> ((tree version, holders version), {what was asked: the answer}) (`_kept`)
         self.memos: dict[str, tuple[tuple[int, int], dict[tuple, object]]] = {}
 
@@ -281,6 +301,8 @@ class HeldAdmission(Admission):
         once every holder it could take is taken out of the tree (put back before returning)."""
         leaf = self.tree.leaves[(queue.name, key)]
         own = self.freeable(queue.name, key, queue.within_queue, priority)
+        if not own and not self.any_preemptible(key, queue.reclaim, priority):
+            return False  # no holder anywhere under the key that it may take (most blocked jobs)
         if self.fair is not None:
             return self._may_preempt_fairly(queue, leaf, key, total, priority, own)
         anyhow = [(queue.name, own)] if own else []  # (queue, amount) either attempt may take out
@@ -391,6 +413,7 @@ class Engine:
             for fq in q.flavors
             if policy.pools[fq.pool].sharing == "time-sliced" and not covers_gpu(fq.gpu_names)
         }
+        self._add_demands_to_sizes()
         self.nominal: dict[tuple[str, str], int] = {k: leaf.nominal for k, leaf in self.quota.leaves.items()}
         self.pending: dict[str, PendingQueue] = {name: PendingQueue() for name in policy.queues}
         # A queue's pass can start something only after cards or quota came free in one of its pools (quota is
@@ -702,6 +725,25 @@ class Engine:
         )
         return (job.pods * count * milli, count * milli, instances)
 
+    def _add_demands_to_sizes(self) -> None:
+        """Each run's size ends with what it charges on each flavor of its queue it can take, (flavor,
+        quota key, amount) in the queue's order: in Kueue mode a job that failed rules out another only when
+        that one asks at least as much of the same flavors (pending.dominates). Its total says less: a
+        whole-card job may take a flavor a fractional one cannot, and a job of two pods each asking a quarter
+        of a card charges two whole cards on an exclusive pool.
+        Kueue's BestEffortFIFO tries every workload."""
+        charged: dict[tuple[tuple, str], tuple] = {}
+        for run in self.runs:
+            where = (run.request, run.queue)
+            if where not in charged:
+                flavors = self.policy.queues[run.queue].flavors
+                charged[where] = tuple(
+                    (f.flavor, *self._demand(f, shape))
+                    for f in flavors
+                    if (shape := self._shape(run, f)) is not None
+                )
+            run.size = (*run.size, charged[where])
+
     def _add_pending(self, run: Run) -> None:
         self.pending[run.queue].add((*run.key, run.index), run.size)
 
@@ -886,6 +928,8 @@ class Engine:
             while (head := pending.head()) is not None and self._try_start(self.runs[head[-1]], queue, head):
                 pass
             return
+        if self._pass_surely_fails(queue, pending):
+            return
         walk = pending.walk()
         while (step := walk.next()) is not None:
             entry, size = step
@@ -894,6 +938,8 @@ class Engine:
                 # a preemption sent a victim back to this queue, behind the pass
                 if pending.added != requeued:
                     walk.rescan(entry)
+                elif self._pass_surely_fails(queue, pending):
+                    break  # what it took leaves too little for the rest
                 else:
                     walk.started(entry, size)
             elif self.preempting.get(name) == entry[-1]:
@@ -901,6 +947,26 @@ class Engine:
                 break
             else:
                 walk.failed(entry, size)
+
+    def _pass_surely_fails(self, queue: SimQueue, pending: PendingQueue) -> bool:
+        """Whether a pass over the queue would start nothing, told from its smallest sizes alone: a pass
+        skips every job whose size dominates one that failed (pending.Walk), so where a job of each minimal
+        size, asked at the queue's highest pending priority, surely waits (`_surely_waits`, which touches
+        nothing), so does every job of the pass. Most passes after a release start nothing, and the walk
+        would try one job per decreasing size to learn it. Not where quota is reserved for one of the
+        queue's jobs (its attempt gives that quota back first, `_kueue_admit`), nor without the shortcuts."""
+        if not (self.kueue and self.shortcuts):
+            return False
+        if any(self.runs[index].queue == queue.name for index in self.reserved):
+            return False
+        if (head := pending.head()) is None:
+            return True
+        priority = -head[0]
+        for size in pending.minimal_sizes():
+            run = self.runs[pending.groups[size][0][-1]]
+            if not self._surely_waits(queue, priority, self._options(run, queue)):
+                return False
+        return True
 
     def _try_start(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
         if self.kueue:

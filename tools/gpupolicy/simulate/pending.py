@@ -14,14 +14,20 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right, insort
 
-Size = tuple  # (total milli, milli per pod) as the trace asks, then what else must match (Engine._size)
+Size = tuple  # (total milli, milli per pod) as asked, MIG instances, per flavor what it charges (Run.size)
 Entry = tuple  # (-priority, submit, run index, run index): sorts in scheduling order
 
 
 def dominates(size: Size, failed: Size | None) -> bool:
-    """True when `size` is at least `failed` in both total and per pod and asks for the same MIG instances (so
-    it cannot fit where `failed` did not: a larger job may take a kind of instance that is still free)."""
-    return failed is not None and size[0] >= failed[0] and size[1] >= failed[1] and size[2:] == failed[2:]
+    """True when `size` cannot fit where `failed` did not: at least as large in total and per pod, the same
+    MIG instances (a larger job may take a kind of instance that is still free), and at least as much charged
+    on the same flavors (one a smaller job cannot take may still have room)."""
+    if failed is None or size[0] < failed[0] or size[1] < failed[1] or size[2] != failed[2]:
+        return False
+    mine, theirs = size[3], failed[3]
+    return len(mine) == len(theirs) and all(
+        ours[:2] == other[:2] and ours[2] >= other[2] for ours, other in zip(mine, theirs, strict=True)
+    )
 
 
 class PendingQueue:
@@ -30,11 +36,14 @@ class PendingQueue:
         self.count = 0
         self.added = 0  # bumped on every add, so a pass can tell that a preemption requeued a job here
         self.first: Entry | None = None  # the head, kept between changes (None: to be found again)
+        self.least: tuple[Size, ...] | None = None  # `minimal_sizes`, kept while no group comes or goes
 
     def __len__(self) -> int:
         return self.count
 
     def add(self, entry: Entry, size: Size) -> None:
+        if size not in self.groups:
+            self.least = None
         insort(self.groups.setdefault(size, []), entry)
         self.count += 1
         self.added += 1
@@ -51,6 +60,7 @@ class PendingQueue:
         del group[bisect_left(group, entry)]
         if not group:
             del self.groups[size]
+            self.least = None
         self.count -= 1
         if entry == self.first:
             self.first = None
@@ -61,6 +71,15 @@ class PendingQueue:
         if self.first is None:
             self.first = min((group[0] for group in self.groups.values()), default=None)
         return self.first
+
+    def minimal_sizes(self) -> tuple[Size, ...]:
+        """The sizes pending that dominate no other size pending: every pending job dominates one of them."""
+        if self.least is None:
+            sizes = list(self.groups)
+            self.least = tuple(
+                size for size in sizes if not any(other != size and dominates(size, other) for other in sizes)
+            )
+        return self.least
 
     def walk(self) -> Walk:
         return Walk(self)
