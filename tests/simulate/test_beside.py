@@ -40,6 +40,20 @@ def test_the_answer_comes_from_a_child_and_is_the_same(forks):
     assert pid != os.getpid() and total == sum(range(100_000))
 
 
+def _pairs(items: list[dict]) -> list[tuple[dict, dict]]:
+    return [(item, {"copy of": item["n"]}) for item in items]
+
+
+def test_shared_objects_come_back_as_the_very_objects_here(forks):
+    """A replay's answer refers to the jobs both processes hold since the fork: those are not sent back."""
+    items = [{"n": n} for n in range(1000)]
+    pairs = beside.started(_pairs, items, shared=items)()
+    assert all(ours is item for (ours, _), item in zip(pairs, items, strict=True))
+    assert all(copy == {"copy of": n} for n, (_, copy) in enumerate(pairs))
+    unshared = beside.started(_pairs, items)()
+    assert unshared[0][0] == items[0] and unshared[0][0] is not items[0]
+
+
 def test_an_error_in_the_child_is_raised_where_the_answer_is_read(forks):
     answer = beside.started(_fails)
     with pytest.raises(ValueError, match="refuses"):

@@ -10,7 +10,7 @@ from simhelpers import peak_usage
 
 from gpupolicy.model import Cohort, FlavorQuotas, ResourceGroup, ResourceQuota
 from gpupolicy.simulate import Engine, compare, replay
-from gpupolicy.simulate.engine import FINISH
+from gpupolicy.simulate.engine import FINISH, Run
 from gpupolicy.simulate.failures import Failure, parse_failures
 from gpupolicy.simulate.jobs import Job, Shape, shape_in_pool
 from gpupolicy.simulate.metrics import percentile, summarize
@@ -364,3 +364,12 @@ def test_mig_sizes_follow_the_pools_gpu():
     assert quota_milli("nvidia.com/gpu", 4, a30) == 1000  # single strategy: 1g instances
     assert quota_milli("nvidia.com/mig-3g.40gb", 7, SimPool("h", 1, 8, "mig", model="H100-80GB")) == 3000
     assert quota_milli("nvidia.com/mig-9g.1gb", 1, a30) is None
+
+
+def test_a_run_pickles_field_for_field():
+    """Run.__reduce__ (a forked replay's answer, beside.py) keeps every field, even those set later."""
+    import pickle
+
+    run = Run(Job("x", 5, 100, gpus=2), 3, "team-a", 100, 40, slots=[("n1", 2)], preemptions=2, queued=9)
+    run.size = (2000, 2000, (), (("train", "train", 2000),))
+    assert pickle.loads(pickle.dumps(run)) == run

@@ -65,7 +65,7 @@ def compare(
     check on), time-sliced pods take one replica each and may meet busy devices (busy.py)."""
     logged = events is not None
     # the baseline in a forked child where the machine has a second core (beside.py): the same answer
-    baseline_replay = started(logged_replay, baseline(cluster), jobs, failures, mapping, logged)
+    baseline_replay = started(logged_replay, baseline(cluster), jobs, failures, mapping, logged, shared=jobs)
     after, after_log = logged_replay(declared(cluster, placement, checks), jobs, failures, mapping, logged)
     before, before_log = baseline_replay()
     if events is not None:
