@@ -295,8 +295,8 @@ def test_a_queue_keeps_its_minimal_sizes_through_adds_and_removals():
             queue.remove(entry, size)
         else:
             per_pod, count = rng.choice((500, 1000)), rng.choice((1, 2, 8))
-            shared = rng.choice(((), (("shared", "shared", count),)))
-            charges = (("train", "train", per_pod * count), *shared)
+            shared = rng.choice(((), (("shared", count),)))
+            charges = (("train", per_pod * count), *shared)
             size = (per_pod * count, per_pod, (rng.choice(("1g", "3g")),), charges)
             entry = (-100, step, step, step)
             queue.add(entry, size)

@@ -85,11 +85,11 @@ def test_rescan_finds_jobs_requeued_behind_the_pass():
 
 def test_a_failure_rules_out_only_jobs_charging_at_least_as_much_on_the_same_flavors():
     # two pods of a quarter card each: small in total, but two whole cards on an exclusive flavor
-    quarters = (500, 250, (), (("shared", "shared", 500), ("train", "train", 2000)))
-    whole = (1000, 1000, (), (("shared", "shared", 250), ("train", "train", 1000)))
+    quarters = (500, 250, (), (("shared", 500), ("train", 2000)))
+    whole = (1000, 1000, (), (("shared", 250), ("train", 1000)))
     assert not dominates(whole, quarters)  # it asks less of the exclusive flavor
-    whole_card_only = (1000, 1000, (), (("train", "train", 1000),))
-    fractional = (250, 250, (), (("shared", "shared", 250), ("train", "train", 1000)))
+    whole_card_only = (1000, 1000, (), (("train", 1000),))
+    fractional = (250, 250, (), (("shared", 250), ("train", 1000)))
     assert not dominates(whole_card_only, fractional)
-    assert dominates((2000, 2000, (), (("train", "train", 2000),)), whole_card_only)
+    assert dominates((2000, 2000, (), (("train", 2000),)), whole_card_only)
     assert not dominates(whole_card_only, whole_card_only[:2] + (("1g.10gb",), whole_card_only[3]))

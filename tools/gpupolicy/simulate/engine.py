@@ -86,7 +86,7 @@ class Run:
     lost_milli_seconds: int = 0
     never_reason: str = ""
     # (total milli, milli per pod) as the trace asks, MIG instances (Engine._size), then per flavor it can
-    # take (flavor, quota key, amount) (Engine._add_demands_to_sizes)
+    # take (quota key, amount) (Engine._add_demands_to_sizes)
     size: tuple = (0, 0, (), ())
     request: tuple = ()  # what decides the job's shape in a pool (jobs.request_key), so shapes are shared
     charge: tuple = ("", 0)  # (quota key, milli-units) it holds while bound or admitted (resources.demand)
@@ -734,21 +734,19 @@ class Engine:
         return (job.pods * count * milli, count * milli, instances)
 
     def _add_demands_to_sizes(self) -> None:
-        """Each run's size ends with what it charges on each flavor of its queue it can take, (flavor,
-        quota key, amount) in the queue's order: in Kueue mode a job that failed rules out another only when
-        that one asks at least as much of the same flavors (pending.dominates). Its total says less: a
-        whole-card job may take a flavor a fractional one cannot, and a job of two pods each asking a quarter
-        of a card charges two whole cards on an exclusive pool.
-        Kueue's BestEffortFIFO tries every workload."""
+        """Each run's size ends with what it charges on each flavor of its queue it can take, (quota key,
+        amount) in the queue's order (a flavor's keys are its own): in Kueue mode a job that failed rules out
+        another only when that one asks at least as much of the same flavors (pending.dominates). Its total
+        says less: a whole-card job may take a flavor a fractional one cannot, and a job of two pods each
+        asking a quarter of a card charges two whole cards on an exclusive pool. Kueue's BestEffortFIFO tries
+        every workload."""
         charged: dict[tuple[tuple, str], tuple] = {}
         for run in self.runs:
             where = (run.request, run.queue)
             if where not in charged:
                 flavors = self.policy.queues[run.queue].flavors
                 charged[where] = tuple(
-                    (f.flavor, *self._demand(f, shape))
-                    for f in flavors
-                    if (shape := self._shape(run, f)) is not None
+                    self._demand(f, shape) for f in flavors if (shape := self._shape(run, f)) is not None
                 )
             run.size = (*run.size, charged[where])
 

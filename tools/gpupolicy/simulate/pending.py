@@ -24,10 +24,15 @@ def dominates(size: Size, failed: Size | None) -> bool:
     on the same flavors (one a smaller job cannot take may still have room)."""
     if failed is None or size[0] < failed[0] or size[1] < failed[1] or size[2] != failed[2]:
         return False
-    mine, theirs = size[3], failed[3]
-    return len(mine) == len(theirs) and all(
-        ours[:2] == other[:2] and ours[2] >= other[2] for ours, other in zip(mine, theirs, strict=True)
-    )
+    mine, theirs = size[3], failed[3]  # (quota key, amount) per flavor
+    if mine is theirs:  # shared per (request, queue): the common case
+        return True
+    if len(mine) != len(theirs):
+        return False
+    for (key, amount), (failed_key, failed_amount) in zip(mine, theirs, strict=True):
+        if key != failed_key or amount < failed_amount:
+            return False
+    return True
 
 
 class PendingQueue:
