@@ -268,19 +268,13 @@ class HeldAdmission(Admission):
             kept[asked] = found
         return kept[asked]
 
-    def may_admit(self, queue: SimQueue, key: str, total: int, priority: int) -> bool:
+    def may_admit(self, queue: SimQueue, key: str, total: int, priority: int, leaf: Node) -> bool:
         """Whether a flavor charging `total` milli-units of quota key `key` may admit a workload of `priority`
-        in `queue` now (False: it surely does not): the request fits the quota available, or a preemption
-        search may free enough. Kept per key as the search's answers are: a blocked job is asked again after
-        every release in its pool, and its queue's other jobs alike ask the same."""
-        kept = self._kept(key)
-        asked = ("admit", queue.name, total, priority)
-        found = kept.get(asked)
-        if found is None:
-            found = kept[asked] = total <= available(self.tree.leaves[(queue.name, key)]) or self._enough(
-                kept, queue, key, total, priority
-            )
-        return found
+        in `queue` (whose quota node there is `leaf`) now (False: it surely does not): the request fits the
+        quota available, or a preemption search may free enough. The search's bound is kept per key as the
+        search's answers are: a blocked job is asked again after every release in its pool, and its queue's
+        other jobs alike ask the same."""
+        return total <= available(leaf) or self._enough(self._kept(key), queue, key, total, priority)
 
     def _enough(self, kept: dict, queue: SimQueue, key: str, total: int, priority: int) -> bool:
         asked = ("enough", queue.name, total, priority)
@@ -475,6 +469,7 @@ class Engine:
         self.options: dict[tuple[tuple, str], Options] = {}  # (request, queue) -> Engine._options
         # run index -> (stamp, verdict) of its last admission attempt (Engine._assign)
         self.verdicts: dict[int, tuple[tuple, Choice | None]] = {}
+        self.levels: dict[int, tuple[int, int]] = {}  # run index -> (QuotaTree.changes, _head_borrowing)
         self.heap: list[tuple] = []
         self.order = 0
         self.now = 0
@@ -783,8 +778,21 @@ class Engine:
             elif name not in done:
                 heads.append((head, name))
         if len(heads) > 1:
-            return min(heads, key=lambda item: (self._head_borrowing(item[0][-1]), item[0]))[1]
+            return min(heads, key=lambda item: (self._borrowing_now(item[0][-1]), item[0]))[1]
         return heads[0][1] if heads else None
+
+    def _borrowing_now(self, index: int) -> int:
+        """`_head_borrowing`, kept while no quota tree changed: a pass that started nothing changed none, so
+        the next choice of queue reads the other heads' levels again (one of the shortcuts)."""
+        if not self.shortcuts:
+            return self._head_borrowing(index)
+        changes = self.quota.changes
+        kept = self.levels.get(index)
+        if kept is not None and kept[0] == changes:
+            return kept[1]
+        level = self._head_borrowing(index)
+        self.levels[index] = (changes, level)
+        return level
 
     def _head_borrowing(self, index: int) -> int:
         """How far the job's flavor assignment would borrow, as Kueue orders heads by it (scheduler.go
@@ -1088,7 +1096,10 @@ class Engine:
         the quota available now, or where a preemption search finds targets whose eviction makes it fit, and
         HeldAdmission.may_admit tells where neither can be, per quota key."""
         may_admit = self.admission.may_admit
-        return not any(may_admit(queue, key, amount, priority) for key, amount, _ in options.asks)
+        for key, amount, leaf in options.asks:
+            if may_admit(queue, key, amount, priority, leaf):
+                return False
+        return True
 
     def _stamp(self, asked: tuple, keys: tuple[str, ...]) -> tuple:
         versions, held = self.quota.versions, self.holders.changes

@@ -133,6 +133,7 @@ class QuotaTree:
     def __init__(self, queues: Mapping[str, SimQueue], cohorts: Mapping[str, SimCohort]):
         self.leaves: dict[tuple[str, str], Node] = {}  # (queue, quota key) -> its node
         self.versions: Counter = Counter()  # quota key -> changes of usage in its tree (`use`)
+        self.changes = 0  # changes of usage in any tree (`use`)
         cohort_nodes: dict[tuple[str, str], Node] = {}
         keys = {key for q in queues.values() for fq in q.flavors for key, *_ in _buckets(fq)}
         keys |= {key for c in cohorts.values() for fq in c.flavors for key, *_ in _buckets(fq)}
@@ -180,6 +181,7 @@ class QuotaTree:
 
     def use(self, queue: str, flavor: str, delta: int) -> None:
         self.versions[flavor] += 1
+        self.changes += 1
         self.shift(queue, flavor, delta)
 
     def shift(self, queue: str, flavor: str, delta: int) -> None:
