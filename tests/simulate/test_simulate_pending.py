@@ -83,13 +83,16 @@ def test_rescan_finds_jobs_requeued_behind_the_pass():
     assert queue.head() == (0, 5, 5, 5)
 
 
-def test_a_failure_rules_out_only_jobs_charging_at_least_as_much_on_the_same_flavors():
+def test_a_failure_rules_out_only_jobs_asking_at_least_as_much_of_flavors_it_could_take():
     # two pods of a quarter card each: small in total, but two whole cards on an exclusive flavor
     quarters = (500, 250, (), (("shared", 500), ("train", 2000)))
     whole = (1000, 1000, (), (("shared", 250), ("train", 1000)))
-    assert not dominates(whole, quarters)  # it asks less of the exclusive flavor
+    assert not dominates(whole, quarters)  # it asks less of both flavors
+    # a fractional job that fits only the time-sliced flavor says nothing of one that can take the exclusive
+    shared_only = (250, 250, (), (("shared", 250),))
+    assert not dominates(whole, shared_only)
+    # one that can take fewer of the failed job's flavors, asking as much of each, cannot fit either
     whole_card_only = (1000, 1000, (), (("train", 1000),))
-    fractional = (250, 250, (), (("shared", 250), ("train", 1000)))
-    assert not dominates(whole_card_only, fractional)
+    assert dominates(whole_card_only, (250, 250, (), (("shared", 250), ("train", 1000))))
     assert dominates((2000, 2000, (), (("train", 2000),)), whole_card_only)
     assert not dominates(whole_card_only, whole_card_only[:2] + (("1g.10gb",), whole_card_only[3]))

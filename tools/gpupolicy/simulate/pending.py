@@ -20,17 +20,17 @@ Entry = tuple  # (-priority, submit, run index, run index): sorts in scheduling 
 
 def dominates(size: Size, failed: Size | None) -> bool:
     """True when `size` cannot fit where `failed` did not: at least as large in total and per pod, the same
-    MIG instances (a larger job may take a kind of instance that is still free), and at least as much charged
-    on the same flavors (one a smaller job cannot take may still have room)."""
+    MIG instances (a larger job may take a kind of instance that is still free), and no flavor `failed` could
+    not take, asking at least as much of each it takes (one a smaller job cannot take may still have room)."""
     if failed is None or size[0] < failed[0] or size[1] < failed[1] or size[2] != failed[2]:
         return False
-    mine, theirs = size[3], failed[3]  # (quota key, amount) per flavor
+    mine, theirs = size[3], failed[3]  # (quota key, amount) per flavor, in the queue's order
     if mine is theirs:  # shared per (request, queue): the common case
         return True
-    if len(mine) != len(theirs):
-        return False
-    for (key, amount), (failed_key, failed_amount) in zip(mine, theirs, strict=True):
-        if key != failed_key or amount < failed_amount:
+    others = iter(theirs)  # both in the queue's order: each of mine must come up, in turn, among theirs
+    for key, amount in mine:
+        failed_amount = next((asked for failed_key, asked in others if failed_key == key), None)
+        if failed_amount is None or amount < failed_amount:  # a flavor it could not take, or less asked
             return False
     return True
 
