@@ -475,3 +475,19 @@ def test_a_team_without_local_queue_is_reported_at_its_namespace_not_a_made_up_q
     case = matrix._case(fleet, cluster, namespace, "CPU-only Job")
     assert case.problem and "none" not in case.problem and "has no LocalQueue" in case.problem, case
     assert case.where is not None and case.where.path == namespace.obj.origin
+
+
+def test_every_kind_the_workload_path_maps_is_an_integration_kueue_has():
+    """workpath.kueue.FRAMEWORKS names integrations; WL015 refuses a name Kueue does not register, so a
+    workload kind mapped to such a name could never be managed."""
+    from gpupolicy.domain.kueue_configuration import BUILT_IN_FRAMEWORKS
+    from gpupolicy.workpath.kueue import DEFAULT_FRAMEWORKS, FRAMEWORKS
+
+    assert set(FRAMEWORKS.values()) | set(DEFAULT_FRAMEWORKS) <= set(BUILT_IN_FRAMEWORKS)
+
+
+def test_wl015s_page_lists_every_integration_kueue_has():
+    from gpupolicy.domain.kueue_configuration import BUILT_IN_FRAMEWORKS
+    from gpupolicy.rules import wl015_kueue_configuration_refused as wl015
+
+    assert all(f"`{name}`" in wl015.__doc__ for name in BUILT_IN_FRAMEWORKS)

@@ -56,9 +56,10 @@ POD_KINDS = ("Pod", "Deployment", "StatefulSet")
 
 # Kueue's defaults for an unset Configuration field (apis/config/v1beta2/defaults.go, v0.19.2).
 DEFAULT_FRAMEWORKS = ("batch/job",)
+NAMESPACES_NEVER_MANAGED = [*kueue_configuration.PROTECTED_NAMESPACES, kueue_configuration.DEFAULT_NAMESPACE]
 DEFAULT_NAMESPACE_SELECTOR = {
     "matchExpressions": [
-        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": NAMESPACES_NEVER_MANAGED}
     ]
 }
 
