@@ -732,10 +732,9 @@ class Engine:
         """Each run's size ends with what it charges on each flavor of its queue it can take, (quota key,
         amount) in the queue's order (a flavor's keys are its own): in Kueue mode a job that failed rules out
         another only when that one takes no flavor the failed one could not, and asks at least as much of
-        each it takes (pending.dominates). Its total
-        says less: a whole-card job may take a flavor a fractional one cannot, and a job of two pods each
-        asking a quarter of a card charges two whole cards on an exclusive pool. Kueue's BestEffortFIFO tries
-        every workload."""
+        each it takes (pending.dominates). Its total says less: a whole-card job may take a flavor a
+        fractional one cannot, and a job of two pods each asking a quarter of a card charges two whole cards
+        on an exclusive pool. Kueue's BestEffortFIFO tries every workload."""
         charged: dict[tuple[tuple, str], tuple] = {}
         for run in self.runs:
             where = (run.request, run.queue)
