@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..findings import Location
@@ -35,22 +35,26 @@ def read(documents: Iterable[Any]) -> tuple[dict | None, Location | None]:
     return config, Location(KUEUE_VALUES, doc.line_of(CONFIG_PATH))
 
 
-def field_location(documents: Iterable[Any], field: str) -> Location | None:
-    """Where `field` (as `refusals` names it: `integrations.frameworks[2]`) is written in the values file: the
+def field_locator(documents: Iterable[Any]) -> Callable[[str], Location | None]:
+    """Where a field (as `refusals` names it: `integrations.frameworks[2]`) is written in the values file: the
     embedded Configuration's own line of it, counted from the line after its key, as the chart's `|-` block
-    scalar puts it; the key's line where the text is a single line or the field is not written."""
+    scalar puts it; the key's line where the text is a single line or the field is not written. The text is
+    parsed once, however many fields are asked for."""
     doc = next((d for d in documents if d.path == KUEUE_VALUES), None)
     if doc is None or not isinstance(doc.data, dict):
-        return None
+        return lambda field: None
     key_line = doc.line_of(CONFIG_PATH)
     text = (doc.data.get(CONFIG_PATH[0]) or {}).get(CONFIG_PATH[1])
-    if not isinstance(text, str) or "\n" not in text:
-        return Location(KUEUE_VALUES, key_line)
-    loaded = parse_source(text.encode(), KUEUE_VALUES)
-    if not (loaded.ok and loaded.documents):
-        return Location(KUEUE_VALUES, key_line)
-    path = tuple(int(part) if part.isdigit() else part for part in re.findall(r"[^.\[\]]+", field))
-    return Location(KUEUE_VALUES, key_line + loaded.documents[0].line_of(path))
+    loaded = parse_source(text.encode(), KUEUE_VALUES) if isinstance(text, str) and "\n" in text else None
+    if loaded is None or not (loaded.ok and loaded.documents):
+        return lambda field: Location(KUEUE_VALUES, key_line)
+    embedded = loaded.documents[0]
+
+    def locate(field: str) -> Location:
+        path = tuple(int(part) if part.isdigit() else part for part in re.findall(r"[^.\[\]]+", field))
+        return Location(KUEUE_VALUES, key_line + embedded.line_of(path))
+
+    return locate
 
 
 # What Kueue refuses to start with, of the blocks the toolkit reads: cmd/kueue/main.go exits when
@@ -155,12 +159,15 @@ def _integration_refusals(block: Any) -> list[tuple[str, str]]:
         return []  # defaulted
     found: list[tuple[str, str]] = []
     frameworks = block.get("frameworks") if isinstance(block.get("frameworks"), list) else []
+    named: set[str] = set()
     for index, name in enumerate(frameworks):
         where = f"integrations.frameworks[{index}]"
         if name not in BUILT_IN_FRAMEWORKS:
             found.append((where, f"{name!r} is not an integration Kueue has{_did_you_mean(name)}"))
-        elif name in frameworks[:index]:
+        elif name in named:
             found.append((where, f"{name!r} is named twice"))
+        else:
+            named.add(name)
     external = block.get("externalFrameworks") if isinstance(block.get("externalFrameworks"), list) else []
     for index, name in enumerate(external):
         if not isinstance(name, str) or name.count(".") < 2:

@@ -58,11 +58,12 @@ SUMMARY = "Kueue would refuse its Configuration and not start"
 
 def check(fleet: Fleet) -> Iterator[Finding]:
     config, where = kueue_configuration.read(fleet.documents)
+    locate = kueue_configuration.field_locator(fleet.documents)
     for field, why in kueue_configuration.refusals(config):
         yield Finding(
             rule=ID,
             severity=SEVERITY,
             message=f"Kueue Configuration {field}: {why}; Kueue refuses it and does not start",
             hint="fix the value as pkg/config/validation.go requires (the rule's page lists them)",
-            **at(kueue_configuration.field_location(fleet.documents, field) or where),
+            **at(locate(field) or where),
         )
