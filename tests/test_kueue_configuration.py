@@ -43,3 +43,9 @@ def test_a_close_name_gets_a_suggestion():
     refused = dict(kueue_configuration.refusals(config))
     assert "did you mean 'kubeflow.org/pytorchjob'?" in refused["integrations.frameworks[0]"]
     assert "the rule's page lists those it has" in refused["integrations.frameworks[1]"]
+
+
+def test_a_huge_value_is_shown_cut():
+    config, _ = kueue_configuration.read(_values(["x" * 100_000]))
+    (field, why), *_ = kueue_configuration.refusals(config)
+    assert field == "integrations.frameworks[0]" and len(why) < 200 and "..." in why

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import reprlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -101,6 +102,14 @@ DEFAULT_NAMESPACE = "kueue-system"
 SELECTOR_OPERATORS = {"In": True, "NotIn": True, "Exists": False, "DoesNotExist": False}  # -> takes values
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80  # a value a pull request wrote, shown without its megabytes
+
+
+def _shown(value: Any) -> str:
+    return _REPR.repr(value)
+
+
 def refusals(config: Any) -> list[tuple[str, str]]:
     """(field, why) for every value of `config` (the Configuration as a mapping) that Kueue's validation
     refuses, among `fairSharing`, `waitForPodsReady`, `integrations` and `managedJobsNamespaceSelector`; []
@@ -128,7 +137,7 @@ def _fair_sharing_refusals(block: Any, v1beta1: bool) -> list[tuple[str, str]]:
         return [("fairSharing.preemptionStrategies", "must be specified (v1beta2 gives it no default)")]
     if not isinstance(strategies, list) or tuple(strategies) not in FAIR_SHARING_STRATEGY_SETS:
         sets = " or ".join(f"[{', '.join(s)}]" for s in FAIR_SHARING_STRATEGY_SETS)
-        return [("fairSharing.preemptionStrategies", f"{strategies!r} is not one of {sets}")]
+        return [("fairSharing.preemptionStrategies", f"{_shown(strategies)} is not one of {sets}")]
     return []
 
 
@@ -136,7 +145,7 @@ def _pods_ready_refusals(block: Any, v1beta1: bool) -> list[tuple[str, str]]:
     if not isinstance(block, dict) or (v1beta1 and block.get("enable") is not True):
         return []
     found = [
-        (f"waitForPodsReady.{name}", f"{block[name]!r} is negative")
+        (f"waitForPodsReady.{name}", f"{_shown(block[name])} is negative")
         for name in ("timeout", "recoveryTimeout")
         if isinstance(block.get(name), str) and block[name].startswith("-")
     ]
@@ -144,9 +153,8 @@ def _pods_ready_refusals(block: Any, v1beta1: bool) -> list[tuple[str, str]]:
     if isinstance(strategy, dict):
         timestamp = strategy.get("timestamp")
         if timestamp is not None and timestamp not in REQUEUING_TIMESTAMPS:
-            found.append(
-                ("waitForPodsReady.requeuingStrategy.timestamp", f"{timestamp!r} is not Creation or Eviction")
-            )
+            why = f"{_shown(timestamp)} is not Creation or Eviction"
+            found.append(("waitForPodsReady.requeuingStrategy.timestamp", why))
         for name in ("backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"):
             value = strategy.get(name)
             if isinstance(value, int) and not isinstance(value, bool) and value < 0:
@@ -163,7 +171,7 @@ def _integration_refusals(block: Any) -> list[tuple[str, str]]:
     for index, name in enumerate(frameworks):
         where = f"integrations.frameworks[{index}]"
         if name not in BUILT_IN_FRAMEWORKS:
-            found.append((where, f"{name!r} is not an integration Kueue has{_did_you_mean(name)}"))
+            found.append((where, f"{_shown(name)} is not an integration Kueue has{_did_you_mean(name)}"))
         elif name in named:
             found.append((where, f"{name!r} is named twice"))
         else:
@@ -171,7 +179,8 @@ def _integration_refusals(block: Any) -> list[tuple[str, str]]:
     external = block.get("externalFrameworks") if isinstance(block.get("externalFrameworks"), list) else []
     for index, name in enumerate(external):
         if not isinstance(name, str) or name.count(".") < 2:
-            found.append((f"integrations.externalFrameworks[{index}]", f"{name!r} is not Kind.version.group"))
+            why = f"{_shown(name)} is not Kind.version.group"
+            found.append((f"integrations.externalFrameworks[{index}]", why))
     return found
 
 
@@ -187,7 +196,7 @@ def _namespace_selector_refusals(selector: Any, namespace: Any) -> list[tuple[st
         return [(where, why) for why in malformed]
     kueue_namespace = namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE
     return [
-        (where, f"matches the {name!r} namespace, which Kueue must never manage")
+        (where, f"matches the {_shown(name)} namespace, which Kueue must never manage")
         for name in (*PROTECTED_NAMESPACES, kueue_namespace)
         if label_selector_matches(selector, {"kubernetes.io/metadata.name": name})
     ]
@@ -195,10 +204,10 @@ def _namespace_selector_refusals(selector: Any, namespace: Any) -> list[tuple[st
 
 def _malformed(expression: Any) -> str:
     if not isinstance(expression, dict):
-        return f"{expression!r} is not a label selector requirement"
+        return f"{_shown(expression)} is not a label selector requirement"
     operator, values = expression.get("operator"), expression.get("values") or []
     if operator not in SELECTOR_OPERATORS:
-        return f"operator {operator!r} is not In, NotIn, Exists or DoesNotExist"
+        return f"operator {_shown(operator)} is not In, NotIn, Exists or DoesNotExist"
     if SELECTOR_OPERATORS[operator] != bool(values):
         return f"operator {operator} {'needs' if SELECTOR_OPERATORS[operator] else 'takes no'} values"
     return ""
