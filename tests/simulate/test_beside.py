@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import pickle
 import threading
 
 import pytest
@@ -82,3 +84,21 @@ def test_with_other_threads_running_the_call_runs_in_place():
         stop.set()
         worker.join()
     assert pid == os.getpid() and total == 6
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_an_answer_leaves_the_collector_as_it_found_it(enabled):
+    """The collector is paused while an answer is unpickled (it would walk every object held for nothing),
+    and set back as it was, also when the answer does not unpickle."""
+    items = [{"n": n} for n in range(10)]
+    data = beside._dumps((True, _pairs(items)), items)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        ok, pairs = beside._load(data, items)
+        assert ok and pairs[3][0] is items[3] and gc.isenabled() is enabled
+        with pytest.raises(pickle.UnpicklingError):
+            beside._load(data[:-5], items)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

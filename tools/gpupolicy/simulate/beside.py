@@ -15,6 +15,7 @@ without an answer is an error the user sees, never a missing replay.
 
 from __future__ import annotations
 
+import gc
 import io
 import multiprocessing
 import os
@@ -50,7 +51,7 @@ def started(call: Callable[..., Any], *args: Any, shared: Sequence = ()) -> Call
 
     def answer() -> Any:
         try:
-            ok, value = _Loads(io.BytesIO(answers.recv_bytes()), shared).load()
+            ok, value = _load(answers.recv_bytes(), shared)
         except EOFError:
             child.join()
             raise ToolError(
@@ -95,6 +96,19 @@ class _Dumps(pickle.Pickler):
 
     def persistent_id(self, obj: Any) -> int | None:
         return self.indexes.get(id(obj))
+
+
+def _load(data: bytes, shared: Sequence) -> Any:
+    """The answer, unpickled with the cyclic collector paused: the answer of the ITP replay (69,351 runs)
+    builds some 330,000 containers, and each collection they trigger walks every object this process holds,
+    the jobs among them, to find no garbage (0.13 s paused; 0.85-1.2 s not, measured)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Loads(io.BytesIO(data), shared).load()
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _Loads(pickle.Unpickler):
