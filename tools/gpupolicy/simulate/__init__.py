@@ -14,6 +14,7 @@ fidelity.py   the FGD paper check
 mixed.py      the congested ITP + openb workload; busy.py time-sliced neighbours and the startup check
 revisions.py  two revisions' policies on one workload, beside one baseline (`simulate --base`)
 beside.py     one replay run in a forked child while this process runs another
+collector.py  the cyclic garbage collector paused while a replay runs or its answer is read
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ without an answer is an error the user sees, never a missing replay.
 
 from __future__ import annotations
 
-import gc
 import io
 import multiprocessing
 import os
@@ -26,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ToolError
+from .collector import collector_paused
 
 
 def _can_fork() -> bool:
@@ -99,16 +99,8 @@ class _Dumps(pickle.Pickler):
 
 
 def _load(data: bytes, shared: Sequence) -> Any:
-    """The answer, unpickled with the cyclic collector paused: the answer of the ITP replay (69,351 runs)
-    builds some 330,000 containers, and each collection they trigger walks every object this process holds,
-    the jobs among them, to find no garbage (0.13 s paused; 0.85-1.2 s not, measured)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():  # an answer builds many objects and no cycles (collector.py)
         return _Loads(io.BytesIO(data), shared).load()
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class _Loads(pickle.Unpickler):

@@ -29,15 +29,14 @@ a job starts at once on the first flavor where quota fits and the pool can place
 
 from __future__ import annotations
 
-import gc
 import heapq
 import random
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
 from .admission import AGE_POLICY, REASONS, Admission, Candidate, Choice, Workload
+from .collector import collector_paused
 from .failures import Failure
 from .fair_preemption import FairPreemption, queues_under, root_of
 from .fairsharing import Head, Tournament, shares_for
@@ -534,7 +533,7 @@ class Engine:
 
     # -- main loop -----------------------------------------------------------------------------------
     def run(self) -> Result:
-        with _cyclic_gc_paused():
+        with collector_paused():  # a replay makes no reference cycles (collector.py)
             return self._run()
 
     def _run(self) -> Result:
@@ -1633,22 +1632,6 @@ class _QueuePass:
             return False  # StrictFIFO: nothing behind a head that does not fit
         self.walk.failed(entry, size)
         return True
-
-
-@contextmanager
-def _cyclic_gc_paused():
-    """Python's cyclic garbage collector paused while a replay runs. A replay allocates hundreds of thousands
-    of short-lived tuples and records, and makes no reference cycles while it runs (a replay of the mixed
-    workload leaves 29 objects for the collector), so the collector's scans of the live engine found nothing
-    and cost about a sixth of the replay; refcounting still frees everything. The collector's state is
-    restored afterwards."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def whole_nodes(shape: Shape, gpus_per_node: int) -> Shape:

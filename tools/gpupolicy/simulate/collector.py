@@ -1,0 +1,25 @@
+"""Python's cyclic garbage collector, paused where the simulator builds many objects that form no cycles.
+
+A collection walks every object the process tracks to find unreachable cycles. A replay (engine.py), and
+reading a replay's answer from a forked child (beside.py), each create hundreds of thousands of containers
+and no reference cycles, so the collections they trigger find nothing. Measured, they cost about a sixth of
+a replay, and they turn the 0.13 s it takes to unpickle the ITP replay's answer (69,351 runs) into 0.85-1.2 s.
+Reference counting still frees everything; the collector's state is restored afterwards.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
