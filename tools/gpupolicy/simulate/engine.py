@@ -1066,27 +1066,25 @@ class Engine:
         self.doomed.clear()
 
     def _assign(self, run: Run, queue: SimQueue, options: Options) -> Choice | None:
-        """admission.assign's verdict, or the one it gave this job last time when nothing it reads has changed
-        since. Admission reads the job's own record (`_workload`: its index and queue, fixed, and `asked`),
-        its requests (fixed: `_options`) and, under each quota key it asks for, that key's quota tree
-        (QuotaTree.versions counts every change of its usage) and the workloads holding quota there
-        (Holders.changes counts every change of them and of the priorities HeldAdmission reads). The stamp
-        is taken after the call: admission takes candidates out tentatively and puts them
-        all back, and a tree's usage is a function of its queues' usage, so the tree is then as it was when
-        the verdict was worked out."""
+        """None where the job surely waits (`_surely_waits`, asked first: most attempts end there, and more
+        cheaply than by comparing a stamp), else admission.assign's verdict, or the one it gave this job last
+        time when nothing it reads has changed since. Admission reads the job's own record (`_workload`: its
+        index and queue, fixed, and `asked`), its requests (fixed: `_options`) and, under each quota key it
+        asks for, that key's quota tree (QuotaTree.versions counts every change of its usage) and the
+        workloads holding quota there (Holders.changes counts every change of them and of the priorities
+        HeldAdmission reads). The stamp is taken after the call: admission takes candidates out tentatively
+        and puts them all back, and a tree's usage is a function of its queues' usage, so the tree is then as
+        it was when the verdict was worked out."""
         if not self.shortcuts:
             return self.admission.assign(queue, self._workload(run, None), options.requests)
-        asked = (run.priority, run.job.submit if run.queued < 0 else run.queued, run.admitted, run.evicted)
-        stamp = self._stamp(asked, options.keys)
-        kept = self.verdicts.get(run.index)
-        if kept is not None and kept[0] == stamp:
-            return kept[1]
         if self._surely_waits(queue, run.priority, options):
-            choice = None  # nothing was touched: the stamp stands
-        else:
-            choice = self.admission.assign(queue, self._workload(run, None), options.requests)
-            stamp = self._stamp(asked, options.keys)
-        self.verdicts[run.index] = (stamp, choice)
+            return None  # told more cheaply than by a kept verdict's stamp (most attempts end here)
+        asked = (run.priority, run.job.submit if run.queued < 0 else run.queued, run.admitted, run.evicted)
+        kept = self.verdicts.get(run.index)
+        if kept is not None and kept[0] == self._stamp(asked, options.keys):
+            return kept[1]
+        choice = self.admission.assign(queue, self._workload(run, None), options.requests)
+        self.verdicts[run.index] = (self._stamp(asked, options.keys), choice)
         return choice
 
     def _surely_waits(self, queue: SimQueue, priority: int, options: Options) -> bool:
