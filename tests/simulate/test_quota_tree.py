@@ -14,7 +14,7 @@ from gpupolicy.model import Cohort, FlavorQuotas, ResourceGroup, ResourceQuota
 from gpupolicy.simulate.engine import Engine
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.policy import FlavorQuota, SimCohort, SimQueue, from_cluster
-from gpupolicy.simulate.quota import QuotaTree
+from gpupolicy.simulate.quota import QuotaTree, available
 
 F = "h100"
 G = 1000  # one GPU in milli
@@ -64,6 +64,23 @@ def test_usage_is_stored_in_the_parent_only_beyond_local_quota():
     assert nlp.parent.parent.usage == 16 * G
     tree.use("nlp", F, -20 * G)
     assert nlp.usage == 0 and nlp.parent.usage == 0 and nlp.parent.parent.usage == 8 * G
+
+
+def test_what_a_queue_may_admit_follows_every_change_of_usage_in_its_tree():
+    """`available` is kept on each node until usage anywhere in its tree moves, a tentative change
+    (QuotaTree.shift) included: a queue's room changes when another queue of the tree, two levels away,
+    borrows or gives back."""
+    tree = fleet_tree(research_borrow=None)
+    research, nlp = tree.leaves[("research", F)], tree.leaves[("nlp", F)]
+    asked = [available(research), available(nlp)]  # kept
+    assert asked == [44 * G, 52 * G] and [available(research), available(nlp)] == asked
+    tree.use("vision", F, 20 * G)  # vision lends all 20 of its own: the fleet has 20 fewer to lend
+    assert available(research) == 24 * G and available(nlp) == 36 * G
+    tree.shift("nlp", F, 36 * G)  # nlp's 12 kept, 24 more from the fleet: nothing left to lend
+    assert available(research) == 0 and available(nlp) == 0
+    tree.shift("nlp", F, -36 * G)
+    assert available(research) == 24 * G and available(nlp) == 36 * G
+    assert tree.versions[F] == 1  # the tentative change moved no version, yet nothing stale was read
 
 
 def test_the_fleet_cannot_lend_more_than_it_holds():

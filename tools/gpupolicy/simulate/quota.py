@@ -42,6 +42,11 @@ class Node:
     height: int = -1  # getNodeHeight (see _height)
     reach: int | None = None  # potentialAvailable (see potential)
     flat: bool = False  # a root cohort of queues alone: a reclaim walk from its queues is one step
+    # `available`, kept while no usage in the node's tree moved: `moves` is the tree's count of usage changes,
+    # one list shared by all its nodes (QuotaTree._settle; None until then: nothing is kept)
+    moves: list[int] | None = None
+    seen: int = -1  # moves[0] when `free` was worked out
+    free: int = 0
 
     def local_available(self) -> int:
         return max(0, self.local - self.usage)
@@ -52,20 +57,27 @@ class Node:
 
 
 def available(node: Node) -> int:
-    """What the node could still admit now (resource_node.go `available`). Plain comparisons instead of
-    min/max:
-    the engine asks this on every admission attempt."""
+    """What the node could still admit now (resource_node.go `available`), kept on the node until usage in
+    its tree moves (the engine asks this on every admission attempt, more often than usage changes). Plain
+    comparisons instead of min/max."""
+    moves = node.moves
+    if moves is not None and node.seen == moves[0]:
+        return node.free
     parent = node.parent
     if parent is None:
-        return node.subtree - node.usage
-    from_parent = available(parent)
-    local, usage = node.local, node.usage
-    if node.borrowing_limit is not None:
-        used_in_parent = usage - local if usage > local else 0
-        capped = node.subtree - local - used_in_parent + node.borrowing_limit
-        if capped < from_parent:
-            from_parent = capped
-    return (local - usage if local > usage else 0) + from_parent
+        free = node.subtree - node.usage
+    else:
+        from_parent = available(parent)
+        local, usage = node.local, node.usage
+        if node.borrowing_limit is not None:
+            used_in_parent = usage - local if usage > local else 0
+            capped = node.subtree - local - used_in_parent + node.borrowing_limit
+            if capped < from_parent:
+                from_parent = capped
+        free = (local - usage if local > usage else 0) + from_parent
+    if moves is not None:
+        node.seen, node.free = moves[0], free
+    return free
 
 
 def potential(node: Node) -> int:
@@ -112,6 +124,8 @@ def _height(cohort: Node) -> int:
 
 def add_usage(node: Node, amount: int) -> None:
     """Charge the node; what exceeds its unused local quota is charged to its parent as well."""
+    if node.moves is not None:
+        node.moves[0] += 1  # what `available` kept in this tree is stale
     local_available = node.local - node.usage if node.local > node.usage else 0
     node.usage += amount
     if node.parent is not None and amount > local_available:
@@ -120,6 +134,8 @@ def add_usage(node: Node, amount: int) -> None:
 
 def remove_usage(node: Node, amount: int) -> None:
     """Refund the node, and the parent for the part the node had stored there."""
+    if node.moves is not None:
+        node.moves[0] += 1  # what `available` kept in this tree is stale
     stored_in_parent = node.usage - node.local
     node.usage -= amount
     if node.parent is not None and stored_in_parent > 0:
@@ -167,10 +183,13 @@ class QuotaTree:
 
     def _settle(self) -> None:
         """Keep on each node what reads the tree's shape and quotas alone (its height, its potential), which
-        admission asks on every attempt: nothing changes them once the tree is built, only usage moves."""
+        admission asks on every attempt: nothing changes them once the tree is built, only usage moves. And
+        give each tree one count of usage changes, which `available`'s kept answers are checked against."""
         nodes = list(self.nodes())
+        moves: dict[str, list[int]] = {}  # quota key -> its tree's count of usage changes
         for node in nodes:
             node.height, node.reach = _height(node), potential(node)
+            node.moves = moves.setdefault(node.key, [0])
             node.flat = not node.is_queue and node.parent is None and all(c.is_queue for c in node.children)
 
     def fits(self, queue: str, flavor: str, demand: int) -> bool:
