@@ -43,8 +43,8 @@ class Node:
     reach: int | None = None  # potentialAvailable (see potential)
     flat: bool = False  # a root cohort of queues alone: a reclaim walk from its queues is one step
     # `available`, kept while no usage in the node's tree moved: `moves` is the tree's count of usage changes,
-    # one list shared by all its nodes (QuotaTree._settle; None until then: nothing is kept)
-    moves: list[int] | None = None
+    # one list shared by all the nodes of its quota key (given to each as it is made, QuotaTree)
+    moves: list[int] = field(default_factory=lambda: [0])
     seen: int = -1  # moves[0] when `free` was worked out
     free: int = 0
 
@@ -60,8 +60,8 @@ def available(node: Node) -> int:
     """What the node could still admit now (resource_node.go `available`), kept on the node until usage in
     its tree moves (the engine asks this on every admission attempt, more often than usage changes). Plain
     comparisons instead of min/max."""
-    moves = node.moves
-    if moves is not None and node.seen == moves[0]:
+    moves = node.moves[0]
+    if node.seen == moves:
         return node.free
     parent = node.parent
     if parent is None:
@@ -75,8 +75,7 @@ def available(node: Node) -> int:
             if capped < from_parent:
                 from_parent = capped
         free = (local - usage if local > usage else 0) + from_parent
-    if moves is not None:
-        node.seen, node.free = moves[0], free
+    node.seen, node.free = moves, free
     return free
 
 
@@ -124,8 +123,7 @@ def _height(cohort: Node) -> int:
 
 def add_usage(node: Node, amount: int) -> None:
     """Charge the node; what exceeds its unused local quota is charged to its parent as well."""
-    if node.moves is not None:
-        node.moves[0] += 1  # what `available` kept in this tree is stale
+    node.moves[0] += 1  # what `available` kept in this tree is stale
     local_available = node.local - node.usage if node.local > node.usage else 0
     node.usage += amount
     if node.parent is not None and amount > local_available:
@@ -134,8 +132,7 @@ def add_usage(node: Node, amount: int) -> None:
 
 def remove_usage(node: Node, amount: int) -> None:
     """Refund the node, and the parent for the part the node had stored there."""
-    if node.moves is not None:
-        node.moves[0] += 1  # what `available` kept in this tree is stale
+    node.moves[0] += 1  # what `available` kept in this tree is stale
     stored_in_parent = node.usage - node.local
     node.usage -= amount
     if node.parent is not None and stored_in_parent > 0:
@@ -151,13 +148,14 @@ class QuotaTree:
         self.versions: Counter = Counter()  # quota key -> changes of usage in its tree (`use`)
         self.changes = 0  # changes of usage in any tree (`use`)
         cohort_nodes: dict[tuple[str, str], Node] = {}
+        moves: dict[str, list[int]] = {}  # quota key -> its tree's count of usage changes (Node.moves)
         keys = {key for q in queues.values() for fq in q.flavors for key, *_ in _buckets(fq)}
         keys |= {key for c in cohorts.values() for fq in c.flavors for key, *_ in _buckets(fq)}
 
         def cohort_node(name: str, key: str) -> Node:
             if (name, key) not in cohort_nodes:
                 cohort = cohorts.get(name) or SimCohort(name)
-                node = _node(name, False, key, _quota_in(cohort.flavors, key))
+                node = _node(name, False, key, _quota_in(cohort.flavors, key), moves.setdefault(key, [0]))
                 cohort_nodes[(name, key)] = node
                 if cohort.parent:  # policy.from_cluster refuses a cycle (CAP008), so this ends
                     _attach(node, cohort_node(cohort.parent, key))
@@ -171,7 +169,8 @@ class QuotaTree:
                 quota = _quota_in(queue.flavors, key)
                 if quota is None:
                     continue
-                leaf = self.leaves[(queue.name, key)] = _node(queue.name, True, key, quota)
+                leaf = _node(queue.name, True, key, quota, moves.setdefault(key, [0]))
+                self.leaves[(queue.name, key)] = leaf
                 if queue.cohort:
                     _attach(leaf, cohort_node(queue.cohort, key))
         for root in [n for n in cohort_nodes.values() if n.parent is None] + [
@@ -183,13 +182,10 @@ class QuotaTree:
 
     def _settle(self) -> None:
         """Keep on each node what reads the tree's shape and quotas alone (its height, its potential), which
-        admission asks on every attempt: nothing changes them once the tree is built, only usage moves. And
-        give each tree one count of usage changes, which `available`'s kept answers are checked against."""
+        admission asks on every attempt: nothing changes them once the tree is built, only usage moves."""
         nodes = list(self.nodes())
-        moves: dict[str, list[int]] = {}  # quota key -> its tree's count of usage changes
         for node in nodes:
             node.height, node.reach = _height(node), potential(node)
-            node.moves = moves.setdefault(node.key, [0])
             node.flat = not node.is_queue and node.parent is None and all(c.is_queue for c in node.children)
 
     def fits(self, queue: str, flavor: str, demand: int) -> bool:
@@ -284,11 +280,11 @@ def _quota_in(flavors: tuple[FlavorQuota, ...], key: str) -> tuple | None:
     return None
 
 
-def _node(name: str, is_queue: bool, key: str, bucket: tuple | None) -> Node:
+def _node(name: str, is_queue: bool, key: str, bucket: tuple | None, moves: list[int]) -> Node:
     if bucket is None:
-        return Node(name, is_queue, key)
+        return Node(name, is_queue, key, moves=moves)
     _, nominal, borrowing, lending = bucket
-    return Node(name, is_queue, key, nominal, borrowing, lending)
+    return Node(name, is_queue, key, nominal, borrowing, lending, moves=moves)
 
 
 def _attach(child: Node, parent: Node) -> None:
