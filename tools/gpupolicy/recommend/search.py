@@ -7,8 +7,11 @@ rest on the whole workload and tell Optuna the result. A survivor's whole replay
 result is in (executors: `chain`), while the batch's other partial replays still run. Sampling happens only
 between batches, in this process, so the executor (serial, process pool, Ray) never changes what is sampled:
 same seed, same candidates, same numbers. Trial 0 is the repository's own policy, so the ranking always
-shows where today's policy stands. Why Optuna, TPE and this pruning:
-docs/decisions/0044-recommend-search-method.md.
+shows where today's policy stands. Every second trial is not TPE's but a hill-climbing step: one move from
+the best candidate so far that improves on the repository's policy (neighbours.py), enqueued into the same
+study so TPE learns from it too, and replayed whole at once. Why Optuna, TPE and this pruning:
+docs/decisions/0044-recommend-search-method.md; why the climb:
+docs/decisions/0101-recommend-climbs-beside-tpe.md.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..model import Cluster
 from ..simulate.metrics import Summary
 from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, pool_classes
-from . import objective
+from . import neighbours, objective
 from .executors import runner
 from .space import (
     BORROW,
@@ -120,13 +123,16 @@ def search(
     candidates: list[Candidate] = []
     run = runner(run)
 
-    def whole_unless_pruned(asked: list, policies: list[SimPolicy]):
+    def whole_unless_pruned(asked: list, policies: list[SimPolicy], climbing: list[bool]):
         """The batch's follow-up for a partial replay: the whole replay, or none once the pruner stopped the
         trial. MedianPruner reads only the trials earlier batches completed, so the order in which the
-        batch's partial results come back changes no verdict."""
+        batch's partial results come back changes no verdict. A climbing step was replayed whole at once:
+        it has no follow-up."""
 
         def then(index: int, partial: Summary) -> tuple[SimPolicy, float] | None:
             trial, policy = asked[index], policies[index]
+            if climbing[index]:
+                return None
             keeps = keeps_classes(policy, classes)
             trial.report(score(partial, worst_waits(list(targets), policy, partial), targets, keeps), step=0)
             if not trial.should_prune():
@@ -137,11 +143,25 @@ def search(
 
         return then
 
+    climb = neighbours.Climb(knob_list, seed)
+    climb.asked(current_values(knob_list))
     while len(candidates) < trials:
-        asked = [study.ask(space) for _ in range(min(batch, trials - len(candidates)))]
+        size = min(batch, trials - len(candidates))
+        incumbent = worth_checking(candidates, 1)[0].params if candidates else current_values(knob_list)
+        offered = climb.next(_local_share(len(candidates), size), incumbent)
+        for params in offered:
+            study.enqueue_trial(params)
+        steps = {neighbours.key(params) for params in offered}
+        asked = [study.ask(space) for _ in range(size)]
+        for trial in asked:
+            climb.asked(trial.params)
+        # a climbing step skips the pruner: one move changes a figure a little, and the median of TPE's
+        # scattered half replays is no bar for that (decision 0101)
+        climbing = [t.number != 0 and neighbours.key(resolved(knob_list, t.params)) in steps for t in asked]
         policies = [candidate_policy(cluster, knob_list, trial.params, placement) for trial in asked]
-        partials = [(policy, PARTIAL) for policy in policies]
-        _, wholes = run.chain(partials, whole_unless_pruned(asked, policies))
+        tasks = [(policy, 1.0 if step else PARTIAL) for policy, step in zip(policies, climbing, strict=True)]
+        firsts, follow_ups = run.chain(tasks, whole_unless_pruned(asked, policies, climbing))
+        wholes = [a if step else b for a, b, step in zip(firsts, follow_ups, climbing, strict=True)]
         for trial, policy, summary in zip(asked, policies, wholes, strict=True):
             if summary is None:
                 continue
@@ -157,6 +177,12 @@ def search(
             study.tell(trial, candidate.score)
             candidates.append(candidate)
     return ranked(candidates)
+
+
+def _local_share(asked: int, size: int) -> int:
+    """How many of the next `size` trials are hill-climbing steps (neighbours.py): every second trial over
+    the whole search, whatever the batch size."""
+    return (asked + size) // 2 - asked // 2
 
 
 def _whole(
