@@ -5,15 +5,17 @@ flavor, which cohort it joins, each time-sliced pool's replicas, where 1 switche
 exclusive cards and 2 or more an exclusive inference pool to time-slicing (recommend/sharing.py), and each
 mixed-strategy MIG pool's layout among those the MIG solver accepts for its GPU (recommend/layouts.py), and a
 queue's borrowing limit on another class's exclusive pool it does not list yet (recommend/lending.py).
-Candidates come from Optuna's seeded TPE sampler in fixed batches and are replayed (first on half the
-workload, for the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS); the numbers never depend
+Candidates come from Optuna's seeded TPE sampler in fixed batches, every second one a hill-climbing step from
+the best candidate so far (recommend/neighbours.py), and are replayed (TPE's first on half the workload, for
+the pruner) in a local process pool (--jobs) or on Ray (--ray ADDRESS); the numbers never depend
 on the executor. Candidates are ranked by one lexicographic objective (recommend/objective.py); the best
 candidate strictly better than the repository's policy that, written into a temporary copy of the repository,
 leaves no error finding is the recommendation, else the repository's policy ("keep the repository's policy");
 --apply writes it into the repository's files (refused for files with uncommitted changes unless --force).
 Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto
-front as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored). Exit codes: 0 a
-clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
+front as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored); with
+--other-seeds, whether the answer holds on other weeks of the mixed workload (recommend/weeks.py). Exit
+codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
 """
 
 from __future__ import annotations
@@ -59,6 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="--workload mixed: the workload's seed, as `simulate --seed` (default 0)",
+    )
+    parser.add_argument(
+        "--other-seeds",
+        default="",
+        metavar="N,M",
+        help="--workload mixed: replay the answer and the repository's policy on these seeds' weeks too, and "
+        "say where the answer holds (no worse on any headline figure)",
     )
     parser.add_argument(
         "--busy-devices",
@@ -137,6 +146,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail("pass either --workload or --trace")
     if not args.workload and args.trace is None:
         return _fail("name the workload: --workload mixed or --trace FILE")
+    from ..recommend.weeks import MOST, parse_seeds
+
+    args.other_seeds = parse_seeds(args.other_seeds)
+    if args.other_seeds is None:
+        return _fail(f"--other-seeds takes up to {MOST} comma-separated numbers of 0 or more, e.g. 1,2")
+    if args.other_seeds and not args.workload:
+        return _fail("--other-seeds replays other weeks of --workload mixed; a --trace file has one")
     out, error = repopath.output_folder(args.repo, args.out, DEFAULT_OUT)
     if out is None:
         return _fail(error)
@@ -182,6 +198,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         base = base_replay()[0]
     finally:
         runner.close()
+    weeks = _other_weeks(args, cluster, knob_list, chosen[0] if chosen else None)
     repo_policy = next(c for c in candidates if c.number == 0)
     png = plot.pareto_png(candidates, chosen[0] if chosen else None)
     write_files({out / "pareto.png": png})
@@ -223,11 +240,35 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         targets=waits,
         applied=bool(chosen and args.apply and refusal is None),
         kueue=kueue_settings(cluster),
+        weeks=weeks,
     )
     (_print_json if args.format == "json" else _print_text)(report)
     if refusal:
         return _fail(refusal)
     return 0 if chosen else 1
+
+
+def _other_weeks(args: argparse.Namespace, cluster, knob_list, chosen) -> list:
+    """recommend/weeks.py: the answer and the repository's policy replayed on each of `--other-seeds`'s
+    weeks, as the search replayed its own (busy devices, placement), in a local pool (two replays a week).
+    Nothing to replay where the answer is the repository's policy."""
+    from ..recommend import executors, space
+    from ..recommend.weeks import Week
+
+    if not args.other_seeds or chosen is None or not space.changes(knob_list, chosen.params):
+        return []
+    policies = [space.candidate_policy(cluster, knob_list, p, args.policy) for p in ({}, chosen.params)]
+    found = []
+    for seed in args.other_seeds:
+        jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), cluster)
+        runner = executors.executor(jobs, args.jobs, None)
+        replays = _with_busy_devices(args, cluster, runner) if args.busy_devices else runner
+        try:
+            repository, recommended = replays.map([(policy, 1.0) for policy in policies])
+        finally:
+            runner.close()
+        found.append(Week(seed, len(jobs), repository, recommended))
+    return found
 
 
 def _with_busy_devices(args: argparse.Namespace, cluster, runner):
@@ -415,6 +456,13 @@ def _print_text(report: dict) -> None:
         )
     else:
         print("\nno candidate checked was clean under every rule; nothing to recommend")
+    if report["weeks"]:
+        from ..recommend.weeks import HEADERS, rows
+
+        print(
+            "\non other weeks (--other-seeds), the repository's policy -> the recommended:\n"
+            + markdown_table(HEADERS, rows(report["weeks"]))
+        )
     print(f"Pareto front: {report['out'] / 'pareto.png'}")
 
 
@@ -449,6 +497,17 @@ def _print_json(report: dict) -> None:
                 "applied": report["applied"],
                 "passed_over": [{"trial": n, "errors": e} for n, e in report["rejected"]],
                 "targets": report["targets"],
+                "other_seeds": [
+                    {
+                        "seed": week.seed,
+                        "jobs": week.jobs,
+                        "holds": week.holds,
+                        "improves": week.improves,
+                        "repository": asdict(week.repository),
+                        "recommended": asdict(week.recommended),
+                    }
+                    for week in report["weeks"]
+                ],
                 "pareto": str(report["out"] / "pareto.png"),
             },
             indent=2,

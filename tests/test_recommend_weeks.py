@@ -1,0 +1,86 @@
+"""`recommend --other-seeds` (recommend/weeks.py): the answer and the repository's policy replayed on other
+weeks of the mixed workload, and whether the answer holds there."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from support import SHARED, cli_on, fleet_repo
+
+from gpupolicy.commands import recommend as command
+from gpupolicy.pipeline import load_fleet
+from gpupolicy.recommend import executors, neighbours, objective, space, weeks
+from gpupolicy.recommend.search import Candidate
+from gpupolicy.simulate import mixed
+
+# The tests' own fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
+REPO = fleet_repo()
+TRACES = SHARED / "traces"
+LIMIT = 150  # the first jobs of each week keep the replays fast
+
+
+def test_seeds_parse_whole_numbers_once_each_and_refuse_the_rest():
+    assert weeks.parse_seeds("1,2") == (1, 2)
+    assert weeks.parse_seeds(" 2, 1,2 ") == (2, 1)
+    assert weeks.parse_seeds("") == ()
+    assert weeks.parse_seeds("-1") is None
+    assert weeks.parse_seeds("1,x") is None
+    assert weeks.parse_seeds(",".join(map(str, range(weeks.MOST + 1)))) is None
+
+
+def test_the_command_refuses_other_seeds_it_cannot_replay():
+    trace = REPO / "tools/gpupolicy/data/traces/synthetic-week.csv"
+    one_week = cli_on(REPO, "recommend", "--cluster", "prod-us", "--trace", str(trace), "--other-seeds", "1")
+    assert one_week.returncode == 2 and "a --trace file has one" in one_week.stderr
+    garbage = cli_on(REPO, "recommend", "--cluster", "prod-us", "--workload", "mixed", "--other-seeds", "one")
+    assert garbage.returncode == 2 and "--other-seeds takes up to" in garbage.stderr
+
+
+def _args(*extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    parser.add_argument("--repo", default=str(REPO))
+    args = parser.parse_args(
+        [
+            "--cluster",
+            "prod-us",
+            "--workload",
+            "mixed",
+            "--traces",
+            str(TRACES),
+            "--limit",
+            str(LIMIT),
+            *extra,
+        ]
+    )
+    args.other_seeds = weeks.parse_seeds(args.other_seeds)
+    return args
+
+
+def test_each_other_week_replays_both_policies_on_its_own_jobs():
+    if not all(path.is_file() for path in mixed.trace_paths(TRACES)):
+        pytest.skip(f"{TRACES} has no ITP and openb traces (../shared not available)")
+    cluster = load_fleet(REPO).clusters["prod-us"]
+    knob_list = space.knobs(cluster)
+    current = space.current_values(knob_list)
+    moved = next(iter(neighbours.moves(knob_list, current).values()))[0]
+    args = _args("--jobs", "1", "--other-seeds", "1,2")
+    found = command._other_weeks(args, cluster, knob_list, Candidate(1, moved))
+    assert [week.seed for week in found] == [1, 2]
+    own = command._jobs(args, cluster)
+    for week in found:
+        jobs = command._jobs(argparse.Namespace(**{**vars(args), "workload_seed": week.seed}), cluster)
+        assert week.jobs == len(jobs) and [j.id for j in jobs] != [j.id for j in own]  # another week
+        run = executors.Serial(jobs)
+        policies = [space.candidate_policy(cluster, knob_list, params) for params in (current, moved)]
+        assert run.map([(policy, 1.0) for policy in policies]) == [week.repository, week.recommended]
+        assert week.holds == objective.keeps_headlines(week.recommended, week.repository)
+        assert week.improves == (
+            week.holds and objective.headlines(week.recommended) != objective.headlines(week.repository)
+        )
+    assert weeks.rows(found)[0][0] == 1 and all(
+        row[-1] in ("yes", "yes, better", "no") for row in weeks.rows(found)
+    )
+    # the repository's own policy as the answer: nothing to replay
+    assert command._other_weeks(args, cluster, knob_list, Candidate(0, current)) == []
