@@ -144,7 +144,6 @@ def search(
         return then
 
     climb = neighbours.Climb(knob_list, seed)
-    climb.asked(current_values(knob_list))
     while len(candidates) < trials:
         size = min(batch, trials - len(candidates))
         incumbent = worth_checking(candidates, 1)[0].params if candidates else current_values(knob_list)
