@@ -4,6 +4,7 @@ weeks of the mixed workload, and whether the answer holds there."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 from support import SHARED, cli_on, fleet_repo
@@ -11,13 +12,16 @@ from support import SHARED, cli_on, fleet_repo
 from gpupolicy.commands import recommend as command
 from gpupolicy.pipeline import load_fleet
 from gpupolicy.recommend import executors, neighbours, objective, space, weeks
-from gpupolicy.recommend.search import Candidate
+from gpupolicy.recommend import search as search_module
+from gpupolicy.recommend.search import Candidate, search
 from gpupolicy.simulate import mixed
+from gpupolicy.simulate.traces import read_trace
 
 # The tests' own fleet (tests/fixtures/fleet), not whatever fleet this repository holds (decision 0085).
 REPO = fleet_repo()
 TRACES = SHARED / "traces"
 LIMIT = 150  # the first jobs of each week keep the replays fast
+TRACE = REPO / "tools/gpupolicy/data/traces/synthetic-week.csv"
 
 
 def test_seeds_parse_whole_numbers_once_each_and_refuse_the_rest():
@@ -30,8 +34,7 @@ def test_seeds_parse_whole_numbers_once_each_and_refuse_the_rest():
 
 
 def test_the_command_refuses_other_seeds_it_cannot_replay():
-    trace = REPO / "tools/gpupolicy/data/traces/synthetic-week.csv"
-    one_week = cli_on(REPO, "recommend", "--cluster", "prod-us", "--trace", str(trace), "--other-seeds", "1")
+    one_week = cli_on(REPO, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), "--other-seeds", "1")
     assert one_week.returncode == 2 and "a --trace file has one" in one_week.stderr
     garbage = cli_on(REPO, "recommend", "--cluster", "prod-us", "--workload", "mixed", "--other-seeds", "one")
     assert garbage.returncode == 2 and "--other-seeds takes up to" in garbage.stderr
@@ -66,7 +69,13 @@ def test_each_other_week_replays_both_policies_on_its_own_jobs():
     current = space.current_values(knob_list)
     moved = next(iter(neighbours.moves(knob_list, current).values()))[0]
     args = _args("--jobs", "1", "--other-seeds", "1,2")
-    found = command._other_weeks(args, cluster, knob_list, Candidate(1, moved))
+    judge = command._OtherWeeks(args, cluster, knob_list)
+    try:
+        found = judge.judge(moved)
+        again = judge.judge(moved)  # the repository's replay of each week is kept, the answer's replayed
+    finally:
+        judge.close()
+    assert again == found
     assert [week.seed for week in found] == [1, 2]
     own = command._jobs(args, cluster)
     for week in found:
@@ -82,5 +91,48 @@ def test_each_other_week_replays_both_policies_on_its_own_jobs():
     assert weeks.rows(found)[0][0] == 1 and all(
         row[-1] in ("yes", "yes, better", "no") for row in weeks.rows(found)
     )
-    # the repository's own policy as the answer: nothing to replay
-    assert command._other_weeks(args, cluster, knob_list, Candidate(0, current)) == []
+    assert (
+        command._OtherWeeks(args, cluster, knob_list).judge(current) == []
+    )  # the repository's: nothing to replay
+
+
+class _Judge:
+    """Stands for _OtherWeeks: every answer that changes something gets the one week given."""
+
+    def __init__(self, week: weeks.Week, current: dict) -> None:
+        self.week, self.current = week, current
+
+    def judge(self, params: dict) -> list:
+        return [self.week] if params != self.current else []
+
+
+def test_an_answer_that_does_not_hold_on_another_week_is_passed_over():
+    cluster = load_fleet(REPO).clusters["prod-us"]
+    knob_list = space.knobs(cluster)
+    jobs = sorted(read_trace(TRACE, "csv").jobs, key=lambda j: (j.submit, j.id))[:LIMIT]
+    [repository] = search(cluster, knob_list, [], trials=1, seed=0, batch=1, run=executors.Serial(jobs))
+    summary = repository.summary
+    useful = summary.window_useful or 0.0
+    # an answer better than the repository's policy on its own week: a point more useful utilization
+    borrow = next(k for k in knob_list if k.kind == space.BORROW and not k.grid)
+    moved = neighbours.moves(knob_list, repository.params)[borrow.name][0]
+    # its objective ranks before any replay's (whose first count, keeping the pools' classes, is 0 or 1)
+    better = Candidate(
+        1, moved, summary=dataclasses.replace(summary, window_useful=useful + 0.01), objective=(-1,)
+    )
+    assert search_module.improves_on(better, repository)
+    worse_elsewhere = weeks.Week(
+        1, len(jobs), summary, dataclasses.replace(summary, window_useful=useful - 0.01)
+    )
+    same_elsewhere = weeks.Week(1, len(jobs), summary, summary)
+    for week, expected in ((worse_elsewhere, 0), (same_elsewhere, 1)):
+        judge = _Judge(week, repository.params)
+        chosen, rejected = command._first_clean(
+            REPO, "prod-us", knob_list, [repository, better], 1, lambda c: c, judge
+        )
+        assert chosen[0].number == expected
+        if expected == 0:
+            assert rejected == [(1, ["does not hold on seed 1 (useful utilization worse)"])]
+            assert chosen[2] == []
+        else:
+            assert rejected == [] and chosen[2] == [same_elsewhere]

@@ -14,8 +14,8 @@ leaves no error finding is the recommendation, else the repository's policy ("ke
 --apply writes it into the repository's files (refused for files with uncommitted changes unless --force).
 Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto
 front as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored); with
---other-seeds, whether the answer holds on other weeks of the mixed workload (recommend/weeks.py). Exit
-codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
+--other-seeds, an answer only where it holds on those weeks of the mixed workload too (recommend/weeks.py).
+Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--other-seeds",
         default="",
         metavar="N,M",
-        help="--workload mixed: replay the answer and the repository's policy on these seeds' weeks too, and "
-        "say where the answer holds (no worse on any headline figure)",
+        help="--workload mixed: offer only an answer that also holds on these seeds' weeks (no worse than "
+        "the repository's policy on any headline figure there), walking down --check candidates",
     )
     parser.add_argument(
         "--busy-devices",
@@ -192,13 +192,16 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         seconds = time.perf_counter() - started
         base_replay = runner.start([(baseline(cluster), 1.0)])  # beside the simplification's replays
         smaller = functools.partial(simplify, cluster, knob_list, wanted, run=replays, placement=args.policy)
-        chosen, rejected = _first_clean(
-            Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller
-        )
+        weeks = _OtherWeeks(args, cluster, knob_list)
+        try:
+            chosen, rejected = _first_clean(
+                Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller, weeks
+            )
+        finally:
+            weeks.close()
         base = base_replay()[0]
     finally:
         runner.close()
-    weeks = _other_weeks(args, cluster, knob_list, chosen[0] if chosen else None)
     repo_policy = next(c for c in candidates if c.number == 0)
     png = plot.pareto_png(candidates, chosen[0] if chosen else None)
     write_files({out / "pareto.png": png})
@@ -240,7 +243,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         targets=waits,
         applied=bool(chosen and args.apply and refusal is None),
         kueue=kueue_settings(cluster),
-        weeks=weeks,
+        weeks=chosen[2] if chosen else [],
     )
     (_print_json if args.format == "json" else _print_text)(report)
     if refusal:
@@ -248,27 +251,47 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     return 0 if chosen else 1
 
 
-def _other_weeks(args: argparse.Namespace, cluster, knob_list, chosen) -> list:
-    """recommend/weeks.py: the answer and the repository's policy replayed on each of `--other-seeds`'s
-    weeks, as the search replayed its own (busy devices, placement), in a local pool (two replays a week).
-    Nothing to replay where the answer is the repository's policy."""
-    from ..recommend import executors, space
-    from ..recommend.weeks import Week
+class _OtherWeeks:
+    """`--other-seeds`'s weeks (recommend/weeks.py), on which `_first_clean` judges each answer it checks:
+    each week's jobs, a local pool over them and the repository's policy's replay there are worked out once,
+    as the search replayed its own week (busy devices, placement). An answer that changes nothing is not
+    replayed."""
 
-    if not args.other_seeds or chosen is None or not space.changes(knob_list, chosen.params):
-        return []
-    policies = [space.candidate_policy(cluster, knob_list, p, args.policy) for p in ({}, chosen.params)]
-    found = []
-    for seed in args.other_seeds:
-        jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), cluster)
+    def __init__(self, args: argparse.Namespace, cluster, knob_list) -> None:
+        from ..recommend import space
+
+        self.args, self.cluster, self.knob_list = args, cluster, knob_list
+        self.repository = space.candidate_policy(cluster, knob_list, {}, args.policy)
+        self.opened: dict[int, tuple[int, object, object]] = {}  # seed -> (jobs, replays, repository's)
+        self.runners: list = []
+
+    def judge(self, params: dict) -> list:
+        from ..recommend import space
+
+        if not self.args.other_seeds or not space.changes(self.knob_list, params):
+            return []
+        policy = space.candidate_policy(self.cluster, self.knob_list, params, self.args.policy)
+        return [self._week(seed, policy) for seed in self.args.other_seeds]
+
+    def _week(self, seed: int, policy):
+        from ..recommend import executors
+        from ..recommend.weeks import Week
+
+        if seed in self.opened:
+            count, replays, repository = self.opened[seed]
+            return Week(seed, count, repository, replays.map([(policy, 1.0)])[0])
+        args = self.args
+        jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), self.cluster)
         runner = executors.executor(jobs, args.jobs, None)
-        replays = _with_busy_devices(args, cluster, runner) if args.busy_devices else runner
-        try:
-            repository, recommended = replays.map([(policy, 1.0) for policy in policies])
-        finally:
+        self.runners.append(runner)
+        replays = _with_busy_devices(args, self.cluster, runner) if args.busy_devices else runner
+        repository, recommended = replays.map([(self.repository, 1.0), (policy, 1.0)])
+        self.opened[seed] = (len(jobs), replays, repository)
+        return Week(seed, len(jobs), repository, recommended)
+
+    def close(self) -> None:
+        for runner in self.runners:
             runner.close()
-        found.append(Week(seed, len(jobs), repository, recommended))
-    return found
 
 
 def _with_busy_devices(args: argparse.Namespace, cluster, runner):
@@ -320,13 +343,16 @@ def _jobs(args: argparse.Namespace, cluster):
     return jobs
 
 
-def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, simplified):
+def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, simplified, weeks):
     """The first candidate worth checking (search.worth_checking: at most `limit` that improve on the
-    repository's policy, then the repository's policy itself) whose files add no error
-    finding to the repository's own: (candidate, files), and the candidates passed over with their first
-    error findings. Each is first `simplified` (search.simplify: changes that do not help are taken back)."""
+    repository's policy, then the repository's policy itself) whose files add no error finding to the
+    repository's own and that holds on every week of `weeks` (`_OtherWeeks.judge`, `--other-seeds`):
+    (candidate, files, its weeks), and the candidates passed over with why (their first error findings, or
+    the weeks where they do not hold). Each is first `simplified` (search.simplify: changes that do not help
+    are taken back)."""
     from ..recommend.edits import edited_files, repository_errors
     from ..recommend.search import improves_on, never_worse, worth_checking
+    from ..recommend.weeks import misses
 
     known = repository_errors(root)
     rejected = []
@@ -338,9 +364,14 @@ def _first_clean(root: Path, cluster: str, knob_list, candidates, limit: int, si
         )  # taking changes back may cost a headline figure: then keep them
         candidate = smaller if improves_on(smaller, repository) else never_worse(ranked_candidate, repository)
         texts, errors = edited_files(root, cluster, knob_list, candidate.params, known)
-        if not errors:
-            return (candidate, texts), rejected
-        rejected.append((candidate.number, errors[:3]))
+        if errors:
+            rejected.append((candidate.number, errors[:3]))
+            continue
+        judged = weeks.judge(candidate.params)
+        if any(not week.holds for week in judged):
+            rejected.append((candidate.number, [misses(judged)]))
+            continue
+        return (candidate, texts, judged), rejected
     return None, rejected
 
 

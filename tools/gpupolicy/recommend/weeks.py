@@ -3,8 +3,9 @@
 A search answers the week it replayed. Another `--workload-seed` places the traces' windows elsewhere: another
 week, with the same arrival rates. On the reference fleet, three of four seeds' answers made another seed's
 wait p95 longer (docs/operations/recommend.md, "Does an answer hold on other weeks"). So the command can
-replay its answer and the repository's policy on other seeds' weeks and say, per week, whether the answer
-still holds: no worse on any headline figure (objective.keeps_headlines, the guard of decision 0094).
+replay each answer it checks, and the repository's policy, on other seeds' weeks, and offer an answer only
+where it still holds on every one of them: no worse on any headline figure (objective.keeps_headlines, the
+guard of decision 0094). Otherwise it walks on down the ranking, as for an answer the rules refuse.
 """
 
 from __future__ import annotations
@@ -41,6 +42,22 @@ def parse_seeds(text: str) -> tuple[int, ...] | None:
     if len(parts) > MOST or not all(part.isdigit() for part in parts):
         return None
     return tuple(dict.fromkeys(int(part) for part in parts))
+
+
+# the names of objective.headlines's figures, in its order
+FIGURES = ("useful utilization", "wait p95", "production p95", "busy starts", "jobs never placed")
+
+
+def misses(weeks: list[Week]) -> str:
+    """Why an answer is passed over: the weeks where it does not hold, with the headline figures it makes
+    worse there."""
+    where = []
+    for week in weeks:
+        mine, theirs = objective.headlines(week.recommended), objective.headlines(week.repository)
+        worse = [name for name, a, b in zip(FIGURES, mine, theirs, strict=True) if a > b]
+        if worse:
+            where.append(f"seed {week.seed} ({', '.join(worse)} worse)")
+    return "does not hold on " + ", ".join(where)
 
 
 HEADERS = ("seed", "jobs", "useful (window)", "wait p95", "production p95", "busy starts", "holds")
