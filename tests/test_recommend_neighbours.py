@@ -40,8 +40,8 @@ def test_every_move_is_valid_new_and_small(knob_list):
     start = space.current_values(knob_list)
     found = _all(knob_list, start)
     assert found, "the fixture fleet has knobs, so some move exists"
-    keys = [neighbours.key(m) for m in found]
-    assert len(set(keys)) == len(keys) and neighbours.key(start) not in keys
+    keys = [space.params_key(m) for m in found]
+    assert len(set(keys)) == len(keys) and space.params_key(start) not in keys
     by_name = {k.name: k for k in knob_list}
     for move in found:
         assert space.resolved(knob_list, move) == move  # valid by construction: nothing left to resolve
@@ -89,7 +89,7 @@ def test_the_climb_never_offers_a_policy_twice_and_follows_its_incumbent(knob_li
     assert len(first) == 2 and all(m in _all(knob_list, start) for m in first)
     climb.asked(first[0])
     rest = climb.next(10_000, start)
-    assert not {neighbours.key(m) for m in rest} & {neighbours.key(m) for m in first}
+    assert not {space.params_key(m) for m in rest} & {space.params_key(m) for m in first}
     assert len(first) + len(rest) == len(_all(knob_list, start))  # every move, once
     assert climb.next(1, start) == []  # nothing left around this incumbent
     elsewhere = first[0]
@@ -102,7 +102,9 @@ def test_the_climb_never_offers_a_policy_twice_and_follows_its_incumbent(knob_li
 def test_the_climb_moves_every_knob_once_before_any_twice():
     groups = {"a": [{"a": 1}, {"a": 2}, {"a": 3}], "b": [{"b": 1}], "c": [{"c": 1}, {"c": 2}]}
     order = neighbours.spread(groups, random.Random(0))
-    assert sorted(map(neighbours.key, order)) == sorted(neighbours.key(m) for g in groups.values() for m in g)
+    assert sorted(map(space.params_key, order)) == sorted(
+        space.params_key(m) for g in groups.values() for m in g
+    )
     assert {next(iter(m)) for m in order[:3]} == {"a", "b", "c"}  # round 1: each group once
     assert {next(iter(m)) for m in order[3:5]} == {"a", "c"}  # round 2: the groups with moves left
     assert order == neighbours.spread(groups, random.Random(0))  # the seed's order
@@ -132,4 +134,4 @@ def test_the_search_climbs_from_the_best_candidate_so_far(cluster, knob_list):
     incumbent = worth_checking([by_number[n] for n in range(3) if by_number[n].summary], 1)[0]
     around = _all(knob_list, incumbent.params)
     assert by_number[3].params in around and by_number[4].params in around
-    assert len({neighbours.key(c.params) for c in found}) == len(found)  # no policy replayed twice
+    assert len({space.params_key(c.params) for c in found}) == len(found)  # no policy replayed twice

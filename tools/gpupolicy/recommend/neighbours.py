@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping
 
-from .space import LEND, NOMINAL, Knob, resolved
+from .space import LEND, NOMINAL, Knob, params_key, resolved
 
 STEPS = 8  # an integer knob's step is 1/STEPS of its range
 
@@ -46,14 +46,10 @@ def moves(knob_list: list[Knob], params: Mapping[str, int | str]) -> dict[str, l
     for group, move in _raw_moves(knob_list, start):
         candidate = resolved(knob_list, move)
         rescaled = {name for name, value in move.items() if candidate[name] != value}
-        if candidate != start and rescaled <= lending and key(candidate) not in seen:
-            seen.add(key(candidate))
+        if candidate != start and rescaled <= lending and params_key(candidate) not in seen:
+            seen.add(params_key(candidate))
             found.setdefault(group, []).append(candidate)
     return found
-
-
-def key(params: Mapping[str, int | str]) -> tuple:
-    return tuple(sorted(params.items()))
 
 
 def spread(groups: Mapping[str, list[dict]], rng: random.Random) -> list[dict]:
@@ -117,17 +113,17 @@ class Climb:
         self.queue: list[dict] = []
 
     def asked(self, params: Mapping[str, int | str]) -> None:
-        self.seen.add(key(resolved(self.knob_list, params)))
+        self.seen.add(params_key(resolved(self.knob_list, params)))
 
     def next(self, count: int, incumbent: Mapping[str, int | str]) -> list[dict]:
         incumbent = resolved(self.knob_list, incumbent)
-        if key(incumbent) != self.incumbent:
-            self.incumbent = key(incumbent)
+        if params_key(incumbent) != self.incumbent:
+            self.incumbent = params_key(incumbent)
             self.queue = spread(moves(self.knob_list, incumbent), self.random)
         taken = []
         while self.queue and len(taken) < count:
             candidate = self.queue.pop(0)
-            if key(candidate) not in self.seen:
-                self.seen.add(key(candidate))
+            if params_key(candidate) not in self.seen:
+                self.seen.add(params_key(candidate))
                 taken.append(candidate)
         return taken

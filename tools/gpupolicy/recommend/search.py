@@ -37,6 +37,7 @@ from .space import (
     candidate_policy,
     changes,
     current_values,
+    params_key,
     resolved,
 )
 from .targets import Target, shortfall, worst_waits
@@ -150,13 +151,13 @@ def search(
         offered = climb.next(_local_share(len(candidates), size), incumbent)
         for params in offered:
             study.enqueue_trial(params)
-        steps = {neighbours.key(params) for params in offered}
+        steps = {params_key(params) for params in offered}
         asked = [study.ask(space) for _ in range(size)]
         for trial in asked:
             climb.asked(trial.params)
         # a climbing step skips the pruner: one move changes a figure a little, and the median of TPE's
         # scattered half replays is no bar for that (decision 0101)
-        climbing = [t.number != 0 and neighbours.key(resolved(knob_list, t.params)) in steps for t in asked]
+        climbing = [params_key(resolved(knob_list, trial.params)) in steps for trial in asked]
         policies = [candidate_policy(cluster, knob_list, trial.params, placement) for trial in asked]
         tasks = [(policy, 1.0 if step else PARTIAL) for policy, step in zip(policies, climbing, strict=True)]
         firsts, follow_ups = run.chain(tasks, whole_unless_pruned(asked, policies, climbing))
@@ -261,12 +262,12 @@ class _TakeBacks:
 
     def replayed(self, variants: list[dict]) -> list[Candidate]:
         """Each variant (params) as a whole replay; the ones not replayed yet in one batch."""
-        missing = {_params_key(params): params for params in variants}
+        missing = {params_key(params): params for params in variants}
         missing = [params for key, params in missing.items() if key not in self.done]
         policies = [candidate_policy(self.cluster, self.knob_list, p, self.placement) for p in missing]
         summaries = self.run.map([(policy, 1.0) for policy in policies]) if missing else []
         for params, policy, summary in zip(missing, policies, summaries, strict=True):
-            self.done[_params_key(params)] = _whole(
+            self.done[params_key(params)] = _whole(
                 self.best.number,
                 params,
                 summary,
@@ -275,7 +276,7 @@ class _TakeBacks:
                 self.reverted(params),
                 keeps_classes(policy, self.classes),
             )
-        return [self.done[_params_key(params)] for params in variants]
+        return [self.done[params_key(params)] for params in variants]
 
     def reverted(self, params: dict) -> int:
         """The changes taken back in the variant, counting those `best` had taken back already: each one
@@ -299,12 +300,8 @@ class _TakeBacks:
         for index, (_, params) in enumerate(steps):
             if fresh == width:
                 return steps[:index]
-            fresh += _params_key(params) not in self.done
+            fresh += params_key(params) not in self.done
         return steps
-
-
-def _params_key(params: dict) -> tuple:
-    return tuple(sorted(params.items()))
 
 
 def _one_at_a_time(best: Candidate, idle: list[str], backs: _TakeBacks) -> Candidate:

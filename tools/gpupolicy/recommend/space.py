@@ -300,6 +300,11 @@ def current_values(knob_list: list[Knob]) -> dict[str, int | str]:
     return {knob.name: knob.current for knob in knob_list}
 
 
+def params_key(params: Mapping[str, int | str]) -> tuple:
+    """A candidate's parameters as a hashable key, the same whatever their order."""
+    return tuple(sorted(params.items()))
+
+
 def changes(knob_list: list[Knob], params: Mapping[str, int | str]) -> list[tuple[Knob, int | str]]:
     """The knobs whose value, once resolved (`resolved`), differs from the repository's, with the new
     value."""
