@@ -80,8 +80,12 @@ def key(
     )
 
 
+HEADLINES = ("useful utilization", "wait p95", "production p95", "busy starts", "jobs never placed")
+
+
 def headlines(summary: Summary) -> tuple[float, ...]:
-    """The brief's headline figures at the precision its table prints them, each smaller-is-better."""
+    """The brief's headline figures (named in HEADLINES, in this order) at the precision its table prints
+    them, each smaller-is-better."""
     production = tier_p95s(summary)[0]
     return (
         -round((summary.window_useful or 0.0) * 100, 1),  # useful utilization over the window, points
