@@ -30,6 +30,7 @@ def test_seeds_parse_whole_numbers_once_each_and_refuse_the_rest():
     assert weeks.parse_seeds("") == ()
     assert weeks.parse_seeds("-1") is None
     assert weeks.parse_seeds("1,x") is None
+    assert weeks.parse_seeds("²") is None  # a digit to str.isdigit, not to int(): refused, not a traceback
     assert weeks.parse_seeds(",".join(map(str, range(weeks.MOST + 1)))) is None
 
 

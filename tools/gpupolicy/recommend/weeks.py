@@ -39,13 +39,9 @@ class Week:
 def parse_seeds(text: str) -> tuple[int, ...] | None:
     """`1,2` -> (1, 2); None when a value is not a whole number of 0 or more, or there are more than MOST."""
     parts = [part.strip() for part in text.split(",") if part.strip()]
-    if len(parts) > MOST or not all(part.isdigit() for part in parts):
+    if len(parts) > MOST or not all(part.isascii() and part.isdigit() for part in parts):
         return None
     return tuple(dict.fromkeys(int(part) for part in parts))
-
-
-# the names of objective.headlines's figures, in its order
-FIGURES = ("useful utilization", "wait p95", "production p95", "busy starts", "jobs never placed")
 
 
 def misses(weeks: list[Week]) -> str:
@@ -54,7 +50,7 @@ def misses(weeks: list[Week]) -> str:
     where = []
     for week in weeks:
         mine, theirs = objective.headlines(week.recommended), objective.headlines(week.repository)
-        worse = [name for name, a, b in zip(FIGURES, mine, theirs, strict=True) if a > b]
+        worse = [name for name, a, b in zip(objective.HEADLINES, mine, theirs, strict=True) if a > b]
         if worse:
             where.append(f"seed {week.seed} ({', '.join(worse)} worse)")
     return "does not hold on " + ", ".join(where)
