@@ -153,6 +153,8 @@ def _replay(policy: SimPolicy, jobs: list[Job], shortcuts: bool) -> tuple[list[d
 def _assert_same_replay(policy: SimPolicy, jobs: list[Job], monkeypatch) -> Counter:
     skipped = _counted(monkeypatch, Engine, "_pass_surely_fails")
     trivial = _counted(monkeypatch, Holders, "any_preemptible", when=False)
+    untried = _counted(monkeypatch, Engine, "_waits_untried")
+    unordered = _counted(monkeypatch, Engine, "_pass_done", when=None)
     fast, engine = _replay(policy, jobs, shortcuts=True)
     reference, _ = _replay(policy, jobs, shortcuts=False)
     assert len(fast) == len(reference)
@@ -161,6 +163,8 @@ def _assert_same_replay(policy: SimPolicy, jobs: list[Job], monkeypatch) -> Coun
     assert engine.verdicts, "no admission attempt went through the shortcuts"
     if policy.fair_sharing is None:  # with fair sharing, passes go in cycles (Engine._schedule_fairly)
         assert skipped[True], "no pass was skipped: the minimal sizes' probe went untested"
+        assert untried[True], "no attempt was told from its quota alone: _waits_untried went untested"
+        assert unordered[True], "no cycle ended without ordering its idle queues: _next_queue went untested"
     assert trivial[True], "no bound was told from the priorities held alone"
     return Counter(event["event"] for event in fast)
 
@@ -215,6 +219,30 @@ def test_the_shortcuts_give_the_same_events_on_the_mixed_workload(monkeypatch):
     policy = with_busy_devices(from_cluster(cluster), startup_checks(repo, cluster))
     kinds = _assert_same_replay(policy, jobs, monkeypatch)
     assert kinds["preempted"] > 0 and kinds["evicted"] > 0
+
+
+def test_a_pass_is_probed_with_the_least_amount_each_key_is_asked(monkeypatch):
+    """Two jobs wait whose sizes dominate neither (eight one-card pods; one six-card pod): one quota key, two
+    amounts. When a finish leaves 7 cards of quota, the larger amount is refused and the smaller is not, so
+    the pass must run and admit the six-card job: the probe asks with the least amount (Engine._probe_asks),
+    and the replay matches full admission event for event."""
+    policy = SimPolicy(
+        "proposed",
+        {"p": SimPool("p", 2, 8, "exclusive")},
+        {"q": SimQueue("q", (FlavorQuota("p", "p", 16 * G),), tier="training")},
+    )
+    jobs = [
+        Job("held", 0, 1000, gpus=3, pods=3, queue="q", tier="training"),
+        Job("leaves", 0, 50, gpus=4, queue="q", tier="training"),
+        Job("eight-pods", 1, 100, gpus=1, pods=8, queue="q", tier="training"),
+        Job("six-cards", 2, 100, gpus=6, queue="q", tier="training"),
+    ]
+    kinds = Counter()
+    for shortcuts in (True, False):
+        events, _ = _replay(policy, jobs, shortcuts)
+        kinds[shortcuts] = [(e["time"], e["event"], e["job"]) for e in events if e["event"] == "admitted"]
+    assert kinds[True] == kinds[False]
+    assert (50, "admitted", "six-cards") in kinds[True]
 
 
 def _sorted_sweep(entries: dict, fits) -> list[int]:
@@ -348,7 +376,7 @@ def test_a_preemption_search_is_skipped_only_where_it_surely_fails(make_policy, 
     skipped_with_candidates = found = 0
     for _ in range(300):
         tree = QuotaTree(policy.queues, policy.cohorts)
-        holders = Holders()
+        holders = Holders(tree.versions)
         for workload in _random_holders(rng, policy, tree, rng.randint(2, 12)):
             holders.put(workload)
         preemption = (
@@ -375,6 +403,39 @@ def test_a_preemption_search_is_skipped_only_where_it_surely_fails(make_policy, 
         skipped_with_candidates += not enough and candidates > 0
         found += expected is not None
     assert found > 20 and skipped_with_candidates > 20
+
+
+@pytest.mark.parametrize("fair", [False, True], ids=["classical", "fair sharing"])
+@pytest.mark.parametrize("make_policy", [_policy, _flat_policy], ids=["cohort tree", "one cohort"])
+def test_may_admit_never_admits_an_amount_where_it_refuses_a_smaller_one(make_policy, fair):
+    """A pass's probe asks each quota key only for the least amount its queue's smallest jobs charge there
+    (Engine._probe_asks): sound only if HeldAdmission.may_admit, on any state, refuses every larger amount
+    wherever it refuses a smaller one. Checked on random states of both trees, with the answers worked out
+    afresh for each amount, and the refusals that matter (a small amount admitted, a larger one not) seen."""
+    policy = make_policy()
+    rng = random.Random(11)
+    amounts = [size * G for size in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)]
+    turned = 0
+    for _ in range(300):
+        tree = QuotaTree(policy.queues, policy.cohorts)
+        holders = Holders(tree.versions)
+        for workload in _random_holders(rng, policy, tree, rng.randint(2, 12)):
+            holders.put(workload)
+        preemption = (
+            FairPreemption(FairSharing(), shares_for(policy, tree), holders.workloads) if fair else None
+        )
+        queue = policy.queues[rng.choice(["team-a", "team-b", "research"])]
+        priority = rng.choice([0, 100, 1000])
+        leaf = tree.leaves[(queue.name, "train")]
+        answers = [
+            HeldAdmission(tree, policy.queues, holders, preemption).may_admit(
+                queue, "train", total, priority, leaf
+            )
+            for total in amounts
+        ]
+        assert answers == sorted(answers, reverse=True), (queue.name, priority, answers)
+        turned += any(answers) and not all(answers)
+    assert turned > 20
 
 
 def test_a_tentative_change_of_usage_leaves_the_versions_alone():

@@ -147,14 +147,16 @@ class Result:
 
 class Holders:
     """The workloads holding quota, by (queue, quota key), as admission asks for them (`workloads`); per quota
-    key, how many times they changed (kept verdicts are stamped with it, Engine._assign); per (queue, key),
-    how much quota each priority holds (HeldAdmission asks what a preemption could free at most). Apart from
-    the engine, so admission's callbacks refer to this and not to the engine: no reference cycle keeps a
-    finished engine alive until the cyclic collector finds it."""
+    key, how many times they changed, counted in `versions` (the quota tree's: QuotaTree.versions, so one
+    number per key says that a key's usage or holders moved, and kept verdicts are stamped with it,
+    Engine._assign); per (queue, key), how much quota each priority holds (HeldAdmission asks what a
+    preemption could free at most). Apart from the engine, so admission's callbacks refer to this and not
+    to the engine: no reference cycle keeps a finished engine alive until the cyclic collector finds it."""
 
-    def __init__(self) -> None:
+    def __init__(self, versions: Counter) -> None:
         self.records: dict[tuple[str, str], dict[int, Workload]] = {}
-        self.changes: Counter = Counter()
+        self.changes = versions
+        self.moves = 0  # changes under any key
         self.amounts: dict[tuple[str, str], Counter] = {}  # (queue, key) -> priority -> milli-units held
         self.priorities: dict[str, Counter] = {}  # quota key -> priority -> workloads holding quota there
 
@@ -170,11 +172,13 @@ class Holders:
             self.priorities.setdefault(workload.flavor, Counter())[workload.priority] += 1
         records[workload.index] = workload
         self.changes[workload.flavor] += 1
+        self.moves += 1
 
     def drop(self, queue: str, key: str, index: int) -> None:
         workload = self.records.get((queue, key), {}).pop(index, None)
         if workload is not None:
             self.changes[key] += 1
+            self.moves += 1
             amounts = self.amounts[(queue, key)]
             amounts[workload.priority] -= workload.total
             if not amounts[workload.priority]:
@@ -194,6 +198,8 @@ class Holders:
         if not amounts or policy == "Never":
             return 0
         if policy == "LowerPriority":
+            if min(amounts) >= priority:  # most often: nothing held below it (no generator to learn that)
+                return 0
             return sum(amount for held, amount in amounts.items() if held < priority)
         if policy == AGE_POLICY:
             return sum(amount for held, amount in amounts.items() if held <= priority)
@@ -236,10 +242,12 @@ class HeldAdmission(Admission):
 
     def __init__(self, tree: QuotaTree, queues: dict[str, SimQueue], holders: Holders, fair=None) -> None:
         super().__init__(tree, queues, holders.workloads, fair)
-        self.freeable, self.holds, self.changes = holders.freeable, holders.holds, holders.changes
+        if holders.changes is not tree.versions:
+            raise ValueError("the holders must count their changes in the quota tree's versions")
+        self.freeable, self.holds, self.versions = holders.freeable, holders.holds, tree.versions
         self.freeable_below, self.any_preemptible = holders.freeable_below, holders.any_preemptible
         # quota key -> ((tree version, holders version), {what was asked: the answer}) (`_kept`)
-        self.memos: dict[str, tuple[tuple[int, int], dict[tuple, object]]] = {}
+        self.memos: dict[str, tuple[int, dict[tuple, object]]] = {}
 
     def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
         """The search's targets, or the ones it found for an alike workload while nothing it reads has changed
@@ -273,7 +281,19 @@ class HeldAdmission(Admission):
         quota available, or a preemption search may free enough. The search's bound is kept per key as the
         search's answers are: a blocked job is asked again after every release in its pool, and its queue's
         other jobs alike ask the same."""
-        return total <= available(leaf) or self._enough(self._kept(key), queue, key, total, priority)
+        # `available(leaf)`, its kept answer read here, and `_enough` on `_kept(key)`, written out: this is
+        # the replay's most frequent question (two million times in the ITP replay on prod-eu)
+        if total <= (leaf.free if leaf.seen == leaf.moves[0] else available(leaf)):
+            return True
+        stamp = self.versions[key]
+        memo = self.memos.get(key)
+        if memo is None or memo[0] != stamp:
+            memo = self.memos[key] = (stamp, {})
+        kept, asked = memo[1], ("enough", queue.name, total, priority)
+        found = kept.get(asked)
+        if found is None:
+            found = kept[asked] = self.may_preempt_enough(queue, key, total, priority)
+        return found
 
     def _enough(self, kept: dict, queue: SimQueue, key: str, total: int, priority: int) -> bool:
         asked = ("enough", queue.name, total, priority)
@@ -286,7 +306,7 @@ class HeldAdmission(Admission):
         of it reads that key alone (its cohort tree, the workloads holding quota under it), so it holds until
         then. Never asked while a search has taken candidates out (QuotaTree.shift): the tree is as its
         version says."""
-        stamp = (self.tree.versions[key], self.changes[key])
+        stamp = self.versions[key]
         kept = self.memos.get(key)
         if kept is None or kept[0] != stamp:
             kept = self.memos[key] = (stamp, {})
@@ -438,7 +458,7 @@ class Engine:
         self.crashes = random.Random(policy.failure_seed) if policy.start_failure_rate else None
         # queue -> runs with quota (rebuilt only when one changes); admission reads them from `holders`
         self.holding: dict[str, dict[int, Workload]] = {name: {} for name in policy.queues}
-        self.holders = Holders()
+        self.holders = Holders(self.quota.versions)
         # admitted, no nodes yet
         self.node_wait: dict[str, WaitingPods] = {name: WaitingPods() for name in policy.pools}
         self.sweep: set[str] = set()
@@ -466,6 +486,9 @@ class Engine:
             else Admission(self.quota, policy.queues, self.holders.workloads, fair_preemption)
         )
         self.options: dict[tuple[tuple, str], Options] = {}  # (request, queue) -> Engine._options
+        self.run_options: dict[int, Options] = {}  # run index -> the same, without hashing its request
+        self.probes: dict[str, tuple[tuple, tuple]] = {}  # queue -> (minimal sizes, _probe_asks)
+        self.idle: dict[str, tuple[tuple, bool]] = {}  # queue -> (stamp, _surely_idle)
         # run index -> (stamp, verdict) of its last admission attempt (Engine._assign)
         self.verdicts: dict[int, tuple[tuple, Choice | None]] = {}
         self.levels: dict[int, tuple[int, int]] = {}  # run index -> (QuotaTree.changes, _head_borrowing)
@@ -735,13 +758,15 @@ class Engine:
         fractional one cannot, and a job of two pods each asking a quarter of a card charges two whole cards
         on an exclusive pool. Kueue's BestEffortFIFO tries every workload."""
         charged: dict[tuple[tuple, str], tuple] = {}
+        alike: dict[tuple, tuple] = {}  # one object for equal charges, which dominates() tells by identity
         for run in self.runs:
             where = (run.request, run.queue)
             if where not in charged:
                 flavors = self.policy.queues[run.queue].flavors
-                charged[where] = tuple(
+                demands = tuple(
                     self._demand(f, shape) for f in flavors if (shape := self._shape(run, f)) is not None
                 )
+                charged[where] = alike.setdefault(demands, demands)
             run.size = (*run.size, charged[where])
 
     def _add_pending(self, run: Run) -> None:
@@ -768,7 +793,9 @@ class Engine:
     def _next_queue(self, done: set[str]) -> str | None:
         """The stale queue to run next, by its head job as Kueue orders heads (pkg/scheduler/scheduler.go,
         classicalIterator, v0.19.2): the head that borrows less first (none: within its queue's nominal
-        quota), then priority, then submit time. Stale queues with nothing pending are no longer stale."""
+        quota), then priority, then submit time. Stale queues with nothing pending are no longer stale.
+        Where every pass surely starts nothing (`_surely_idle`; most cycles), no order is needed: each pass
+        would change nothing, so all are done and no head's level is worked out."""
         heads = []
         for name in list(self.stale):
             head = self.pending[name].head()
@@ -777,8 +804,33 @@ class Engine:
             elif name not in done:
                 heads.append((head, name))
         if len(heads) > 1:
-            return min(heads, key=lambda item: (self._borrowing_now(item[0][-1]), item[0]))[1]
+            if all(self._surely_idle(name) for _, name in heads):
+                for _, name in heads:
+                    self._pass_done(name, done)
+                return None
+            borrowing_now = self._borrowing_now
+            return min([((borrowing_now(head[-1]), head), name) for head, name in heads])[1]
         return heads[0][1] if heads else None
+
+    def _surely_idle(self, name: str) -> bool:
+        """Whether the queue's pass surely starts nothing; a StrictFIFO pass is never told in advance. Kept
+        while no quota, holder, reservation or job of the queue has changed: a pass that started nothing
+        leaves the other queues' answers as they were."""
+        queue, pending = self.policy.queues[name], self.pending[name]
+        if queue.strategy == "StrictFIFO":
+            return False
+        stamp = (self.quota.changes, self.holders.moves, len(self.reserved), pending.added, pending.count)
+        kept = self.idle.get(name)
+        if kept is None or kept[0] != stamp:
+            kept = self.idle[name] = (stamp, self._pass_surely_fails(queue, pending))
+        return kept[1]
+
+    def _pass_done(self, name: str, done: set[str]) -> None:
+        """What a pass that starts nothing does (`_schedule_queue`): the queue is no longer stale, and a head
+        that waited for its preemptions waits no more."""
+        self.stale.discard(name)
+        done.add(name)
+        self.preempting.pop(name, None)
 
     def _borrowing_now(self, index: int) -> int:
         """`_head_borrowing`, kept while no quota tree changed: a pass that started nothing changed none, so
@@ -941,13 +993,17 @@ class Engine:
             while (head := pending.head()) is not None and self._try_start(self.runs[head[-1]], queue, head):
                 pass
             return
-        if self._pass_surely_fails(queue, pending):
+        if self._surely_idle(name):
             return
         walk = pending.walk()
         while (step := walk.next()) is not None:
             entry, size = step
+            run = self.runs[entry[-1]]
+            if self._waits_untried(run, queue):
+                walk.failed(entry, size)
+                continue
             requeued = pending.added
-            if self._try_start(self.runs[entry[-1]], queue, entry):
+            if self._try_start(run, queue, entry):
                 # a preemption sent a victim back to this queue, behind the pass
                 if pending.added != requeued:
                     walk.rescan(entry)
@@ -961,6 +1017,17 @@ class Engine:
             else:
                 walk.failed(entry, size)
 
+    def _waits_untried(self, run: Run, queue: SimQueue) -> bool:
+        """Whether the job surely waits, told before an attempt (`_kueue_admit` would learn it first thing
+        and change nothing): most jobs a pass tries fail so, one per decreasing size. Not for a job holding
+        quota its victims gave back (its attempt puts that back first), nor without the shortcuts."""
+        return (
+            self.shortcuts
+            and self.kueue
+            and run.index not in self.reserved
+            and self._surely_waits(queue, run.priority, self._options(run, queue))
+        )
+
     def _pass_surely_fails(self, queue: SimQueue, pending: PendingQueue) -> bool:
         """Whether a pass over the queue would start nothing, told from its smallest sizes alone: a pass
         skips every job whose size dominates one that failed (pending.Walk), so where a job of each minimal
@@ -970,16 +1037,33 @@ class Engine:
         queue's jobs (its attempt gives that quota back first, `_kueue_admit`), nor without the shortcuts."""
         if not (self.kueue and self.shortcuts):
             return False
-        if any(self.runs[index].queue == queue.name for index in self.reserved):
+        if self.reserved and any(self.runs[index].queue == queue.name for index in self.reserved):
             return False
         if (head := pending.head()) is None:
             return True
-        priority = -head[0]
-        for size in pending.minimal_sizes():
-            run = self.runs[pending.groups[size][0][-1]]
-            if not self._surely_waits(queue, priority, self._options(run, queue)):
+        priority, may_admit = -head[0], self.admission.may_admit
+        for key, amount, leaf in self._probe_asks(queue.name, pending.minimal_sizes()):
+            if may_admit(queue, key, amount, priority, leaf):
                 return False
         return True
+
+    def _probe_asks(self, name: str, sizes: tuple) -> tuple:
+        """What the minimal `sizes` of queue `name` ask, (quota key, amount, quota leaf): per quota key any of
+        them asks for (a size ends with what it charges per flavor it can take, `_add_demands_to_sizes`, the
+        asks `_options` gives any of its jobs), the least amount. HeldAdmission.may_admit never admits an
+        amount where it refuses a smaller one under the same key (the quota available, and what evicting
+        candidates could free, do not grow with the amount), so only the least can tell a pass that may start
+        something. Kept while the sizes are the same (PendingQueue keeps them until a group comes or goes)."""
+        kept = self.probes.get(name)
+        if kept is None or kept[0] is not sizes:
+            least: dict[str, int] = {}
+            for size in sizes:
+                for key, amount in size[3]:
+                    if key not in least or amount < least[key]:
+                        least[key] = amount
+            leaves = self.quota.leaves
+            kept = self.probes[name] = (sizes, tuple((k, a, leaves[(name, k)]) for k, a in least.items()))
+        return kept[1]
 
     def _try_start(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
         if self.kueue:
@@ -1070,11 +1154,11 @@ class Engine:
         cheaply than by comparing a stamp), else admission.assign's verdict, or the one it gave this job last
         time when nothing it reads has changed since. Admission reads the job's own record (`_workload`: its
         index and queue, fixed, and `asked`), its requests (fixed: `_options`) and, under each quota key it
-        asks for, that key's quota tree (QuotaTree.versions counts every change of its usage) and the
-        workloads holding quota there (Holders.changes counts every change of them and of the priorities
-        HeldAdmission reads). The stamp is taken after the call: admission takes candidates out tentatively
-        and puts them all back, and a tree's usage is a function of its queues' usage, so the tree is then as
-        it was when the verdict was worked out."""
+        asks for, that key's quota tree and the workloads holding quota there (QuotaTree.versions counts
+        every change of the key's usage, and Holders counts there every change of its holders and of the
+        priorities HeldAdmission reads). The stamp is taken after the call: admission takes candidates out
+        tentatively and puts them all back, and a tree's usage is a function of its queues' usage, so the
+        tree is then as it was when the verdict was worked out."""
         if not self.shortcuts:
             return self.admission.assign(queue, self._workload(run, None), options.requests)
         if self._surely_waits(queue, run.priority, options):
@@ -1099,15 +1183,22 @@ class Engine:
         return True
 
     def _stamp(self, asked: tuple, keys: tuple[str, ...]) -> tuple:
-        versions, held = self.quota.versions, self.holders.changes
+        versions = self.quota.versions  # usage and holders (Holders counts there)
         if self.fair is not None:
             keys = self.all_keys
-        return (asked, [versions[key] for key in keys], [held[key] for key in keys])
+        return (asked, [versions[key] for key in keys])
 
     def _options(self, run: Run, queue: SimQueue) -> Options:
-        """What the job can take in its queue: shapes, demands, a pool's full capacity and a quota's
-        potential read only the job's request and the policy, so they are worked out once per (request,
-        queue)."""
+        """What the job can take in its queue (`queue` is always its own): shapes, demands, a pool's full
+        capacity and a quota's potential read only the job's request and the policy, so they are worked out
+        once per (request, queue), and found again by the job's index (asked about a million times in a
+        long replay, where hashing the request each time cost more than the rest of this)."""
+        found = self.run_options.get(run.index)
+        if found is None:
+            found = self.run_options[run.index] = self._request_options(run, queue)
+        return found
+
+    def _request_options(self, run: Run, queue: SimQueue) -> Options:
         found = self.options.get((run.request, queue.name))
         if found is None:
             shapes = {f.flavor: shape for f in queue.flavors if (shape := self._shape(run, f)) is not None}

@@ -25,7 +25,7 @@ def dominates(size: Size, failed: Size | None) -> bool:
     if failed is None or size[0] < failed[0] or size[1] < failed[1] or size[2] != failed[2]:
         return False
     mine, theirs = size[3], failed[3]  # (quota key, amount) per flavor, in the queue's order
-    if mine is theirs:  # shared per (request, queue): the common case
+    if mine is theirs:  # equal charges are one object (Engine._add_demands_to_sizes): the common case
         return True
     others = iter(theirs)  # both in the queue's order: each of mine must come up, in turn, among theirs
     for key, amount in mine:
