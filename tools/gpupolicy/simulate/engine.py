@@ -794,8 +794,8 @@ class Engine:
         """The stale queue to run next, by its head job as Kueue orders heads (pkg/scheduler/scheduler.go,
         classicalIterator, v0.19.2): the head that borrows less first (none: within its queue's nominal
         quota), then priority, then submit time. Stale queues with nothing pending are no longer stale.
-        Where every pass surely starts nothing (`_surely_idle`; most cycles), no order is needed: each pass
-        would change nothing, so all are done and no head's level is worked out."""
+        A queue whose pass surely starts nothing (`_surely_idle`) would change nothing, so it is done on the
+        spot and the next in that order is asked, without ordering the rest again."""
         heads = []
         for name in list(self.stale):
             head = self.pending[name].head()
@@ -804,13 +804,13 @@ class Engine:
             elif name not in done:
                 heads.append((head, name))
         if len(heads) > 1:
-            if all(self._surely_idle(name) for _, name in heads):
-                for _, name in heads:
-                    self._pass_done(name, done)
-                return None
             borrowing_now = self._borrowing_now
-            return min([((borrowing_now(head[-1]), head), name) for head, name in heads])[1]
-        return heads[0][1] if heads else None
+            heads = sorted([((borrowing_now(head[-1]), head), name) for head, name in heads])
+        for _, name in heads:
+            if not self._surely_idle(name):
+                return name
+            self._pass_done(name, done)
+        return None
 
     def _surely_idle(self, name: str) -> bool:
         """Whether the queue's pass surely starts nothing; a StrictFIFO pass is never told in advance. Kept
