@@ -32,6 +32,40 @@ def test_simulate_runs_with_no_trace_argument(tmp_path, capsys):
 
 
 @needs_fleet
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector on", "collector off"])
+def test_simulate_runs_with_the_collector_paused_and_leaves_it_as_it_was(tmp_path, monkeypatch, enabled):
+    """The command builds a large heap with no cycles (simulate/collector.py): the cyclic collector is off
+    from reading the trace to writing the report, and as it was once the command returns."""
+    import gc
+
+    from gpupolicy.simulate import traces
+
+    seen = []
+    read_trace = traces.read_trace
+    monkeypatch.setattr(traces, "read_trace", lambda *a: seen.append(gc.isenabled()) or read_trace(*a))
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        code = main(
+            [
+                "simulate",
+                "--repo",
+                str(REPO),
+                "--cluster",
+                "test-us",
+                "--limit",
+                "20",
+                "--no-plots",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        assert code in (0, 1) and seen == [False] and gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@needs_fleet
 def test_simulate_json_with_failures(tmp_path, capsys):
     code = main(
         [

@@ -170,6 +170,13 @@ def _mapping(items: list[str]) -> dict[str, str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..simulate.collector import collector_paused
+
+    with collector_paused():  # a bounded trace in, reports out, no cycles between (collector.py)
+        return _simulate(args)
+
+
+def _simulate(args: argparse.Namespace) -> int:
     from ..errors import ToolError
     from ..infra.transaction import write_files
     from ..simulate import actual, compare

@@ -320,10 +320,10 @@ class HeldAdmission(Admission):
         (`_valid`: another queue's holder only with the hierarchical advantage, or below the preemptor's
         priority and `borrowWithinCohort`'s threshold). Each attempt may succeed only where the workload fits
         once every holder it could take is taken out of the tree (put back before returning)."""
-        leaf = self.tree.leaves[(queue.name, key)]
         own = self.freeable(queue.name, key, queue.within_queue, priority)
         if not own and not self.any_preemptible(key, queue.reclaim, priority):
             return False  # no holder anywhere under the key that it may take (most blocked jobs)
+        leaf = self.tree.leaves[(queue.name, key)]
         if self.fair is not None:
             return self._may_preempt_fairly(queue, leaf, key, total, priority, own)
         anyhow = [(queue.name, own)] if own else []  # (queue, amount) either attempt may take out
