@@ -229,6 +229,9 @@ class Holders:
         )
 
 
+REFUSED_NONE = 1 << 62  # `HeldAdmission._enough` before any amount was refused
+
+
 class HeldAdmission(Admission):
     """Admission over the engine's workloads holding quota, which knows how much quota each priority holds per
     (queue, quota key) (Holders.freeable). A preemption search (`targets`) succeeds only when evicting some of
@@ -289,17 +292,25 @@ class HeldAdmission(Admission):
         memo = self.memos.get(key)
         if memo is None or memo[0] != stamp:
             memo = self.memos[key] = (stamp, {})
-        kept, asked = memo[1], ("enough", queue.name, total, priority)
-        found = kept.get(asked)
-        if found is None:
-            found = kept[asked] = self.may_preempt_enough(queue, key, total, priority)
-        return found
+        return self._enough(memo[1], queue, key, total, priority)
 
     def _enough(self, kept: dict, queue: SimQueue, key: str, total: int, priority: int) -> bool:
-        asked = ("enough", queue.name, total, priority)
-        if asked not in kept:
-            kept[asked] = self.may_preempt_enough(queue, key, total, priority)
-        return kept[asked]
+        """`may_preempt_enough`, kept per (queue, priority) as the largest amount it allowed and the least it
+        refused under this stamp of the key: it never allows an amount where it refuses a smaller one (what
+        evicting every candidate frees does not grow with the amount), so any amount at most the one or at
+        least the other is answered without a bound (tests/simulate/test_simulate_identity.py checks it)."""
+        known = kept.get((queue.name, priority))
+        if known is None:
+            known = kept[(queue.name, priority)] = [0, REFUSED_NONE]
+        if total <= known[0]:
+            return True
+        if total >= known[1]:
+            return False
+        if self.may_preempt_enough(queue, key, total, priority):
+            known[0] = total
+            return True
+        known[1] = total
+        return False
 
     def _kept(self, key: str) -> dict:
         """What was worked out under quota key `key` since its tree's usage or its holders last changed: all
