@@ -65,13 +65,20 @@ def compare(
     startup
     check on), time-sliced pods take one replica each and may meet busy devices (busy.py)."""
     logged = events is not None
-    # the baseline in a forked child where the machine has a second core (beside.py): the same answer
-    baseline_replay = started(logged_replay, baseline(cluster), jobs, failures, mapping, logged, shared=jobs)
+    # the baseline in a forked child where the machine has a second core (beside.py): the same answer,
+    # summarized there while this process still replays the policy
+    baseline_replay = started(_summarized, baseline(cluster), jobs, failures, mapping, logged, shared=jobs)
     after, after_log = logged_replay(declared(cluster, placement, checks), jobs, failures, mapping, logged)
-    before, before_log = baseline_replay()
+    before, before_log, before_summary = baseline_replay()
     if events is not None:
         events.update({"baseline": before_log, "proposed": after_log})
-    return Comparison(before, after, summarize(before), summarize(after))
+    return Comparison(before, after, before_summary, summarize(after))
+
+
+def _summarized(policy: SimPolicy, jobs: Sequence[Job], failures: Sequence[Failure], mapping, logged: bool):
+    """`logged_replay` and the result's summary."""
+    result, log = logged_replay(policy, jobs, failures, mapping, logged)
+    return result, log, summarize(result)
 
 
 def declared(

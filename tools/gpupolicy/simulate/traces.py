@@ -186,6 +186,8 @@ def _rows(
 
 
 def _check_fields(row: dict, where: str) -> None:
+    if _plain(row):
+        return
     for column, value in row.items():
         for text in value if isinstance(value, list) else [value, column]:  # extra cells come as a list
             if not isinstance(text, str):
@@ -196,6 +198,20 @@ def _check_fields(row: dict, where: str) -> None:
                 )
             if not text.isascii() and _UNDECODED.search(text):
                 raise TraceError(f"{where}: not UTF-8 (column {column!r}); save the trace as UTF-8")
+
+
+def _plain(row: dict) -> bool:
+    """Whether every cell and column name of the row is text, ASCII and short: nearly every row of a real
+    trace, told in a few calls instead of a check per cell (`_check_fields` walks the others)."""
+    try:
+        text = "".join(row.values()) + "".join(row)
+    except TypeError:  # a missing cell (None) or extra cells (a list, under the None column)
+        return False
+    return (
+        text.isascii()
+        and max(map(len, row.values()), default=0) <= MAX_FIELD_CHARS
+        and max(map(len, row), default=0) <= MAX_FIELD_CHARS
+    )
 
 
 def _number(row: dict, column: str, where: str, default: float | None = None) -> float:
