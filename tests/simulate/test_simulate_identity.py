@@ -2,8 +2,9 @@
 as one that sends every admission attempt through admission.Admission in full (`Engine(shortcuts=False)`).
 
 The shortcuts (engine.py): a blocked job's verdict kept while nothing admission reads has changed, a verdict
-of "waits" told without the whole flavor assignment, and a preemption search skipped where no holder can be
-a candidate (HeldAdmission). The workloads below make all of them matter: queues in a cohort tree that borrow
+of "waits" told without the whole flavor assignment (before the attempt, in a pass), a pass that surely
+starts nothing told from its smallest sizes and skipped without ordering it, and a preemption search skipped
+where no holder can be a candidate (HeldAdmission). The workloads below make all of them matter: queues in a cohort tree that borrow
 and reclaim, preemption within a queue and across the tree, time-sliced pods meeting busy devices with and
 without the startup check, and waitForPodsReady evicting jobs whose pods wait for nodes.
 """
