@@ -4,9 +4,10 @@ as one that sends every admission attempt through admission.Admission in full (`
 The shortcuts (engine.py): a blocked job's verdict kept while nothing admission reads has changed, a verdict
 of "waits" told without the whole flavor assignment (before the attempt, in a pass), a pass that surely
 starts nothing told from its smallest sizes and skipped without ordering it, and a preemption search skipped
-where no holder can be a candidate (HeldAdmission). The workloads below make all of them matter: queues in a cohort tree that borrow
-and reclaim, preemption within a queue and across the tree, time-sliced pods meeting busy devices with and
-without the startup check, and waitForPodsReady evicting jobs whose pods wait for nodes.
+where no holder can be a candidate (HeldAdmission). The workloads below make all of them matter: queues in
+a cohort tree that borrow and reclaim, preemption within a queue and across the tree, time-sliced pods
+meeting busy devices with and without the startup check, and waitForPodsReady evicting jobs whose pods wait
+for nodes.
 """
 
 from __future__ import annotations
@@ -361,6 +362,17 @@ def _random_holders(rng: random.Random, policy: SimPolicy, tree, count: int) -> 
     return holders
 
 
+def _random_state(rng: random.Random, policy: SimPolicy, fair: bool):
+    """A fresh quota tree with random holders (`_random_holders`), and fair sharing's preemption over them
+    when `fair`."""
+    tree = QuotaTree(policy.queues, policy.cohorts)
+    holders = Holders(tree.versions)
+    for workload in _random_holders(rng, policy, tree, rng.randint(2, 12)):
+        holders.put(workload)
+    preemption = FairPreemption(FairSharing(), shares_for(policy, tree), holders.workloads) if fair else None
+    return tree, holders, preemption
+
+
 def _usage(tree) -> list[int]:
     return [node.usage for node in tree.nodes()]
 
@@ -376,13 +388,7 @@ def test_a_preemption_search_is_skipped_only_where_it_surely_fails(make_policy, 
     rng = random.Random(5)
     skipped_with_candidates = found = 0
     for _ in range(300):
-        tree = QuotaTree(policy.queues, policy.cohorts)
-        holders = Holders(tree.versions)
-        for workload in _random_holders(rng, policy, tree, rng.randint(2, 12)):
-            holders.put(workload)
-        preemption = (
-            FairPreemption(FairSharing(), shares_for(policy, tree), holders.workloads) if fair else None
-        )
+        tree, holders, preemption = _random_state(rng, policy, fair)
         full = Admission(tree, policy.queues, holders.workloads, preemption)
         held = HeldAdmission(tree, policy.queues, holders, preemption)
         queue = policy.queues[rng.choice(["team-a", "team-b", "research"])]
@@ -418,13 +424,7 @@ def test_may_admit_never_admits_an_amount_where_it_refuses_a_smaller_one(make_po
     amounts = [size * G for size in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)]
     turned = 0
     for _ in range(300):
-        tree = QuotaTree(policy.queues, policy.cohorts)
-        holders = Holders(tree.versions)
-        for workload in _random_holders(rng, policy, tree, rng.randint(2, 12)):
-            holders.put(workload)
-        preemption = (
-            FairPreemption(FairSharing(), shares_for(policy, tree), holders.workloads) if fair else None
-        )
+        tree, holders, preemption = _random_state(rng, policy, fair)
         queue = policy.queues[rng.choice(["team-a", "team-b", "research"])]
         priority = rng.choice([0, 100, 1000])
         leaf = tree.leaves[(queue.name, "train")]
