@@ -247,6 +247,64 @@ def test_a_pass_is_probed_with_the_least_amount_each_key_is_asked(monkeypatch):
     assert (50, "admitted", "six-cards") in kinds[True]
 
 
+def _random_cohort(rng: random.Random) -> tuple[SimPolicy, list[Job]]:
+    """Two to four queues in one cohort on a 24-card pool, each with a random nominal quota and random
+    preemption settings, and a congested stream of whole-card jobs of every tier."""
+    names = [f"q{i}" for i in range(rng.randint(2, 4))]
+    queues = {
+        name: SimQueue(
+            name,
+            (FlavorQuota("train", "train", rng.choice([0, 4, 8, 12]) * G),),
+            cohort="c",
+            within_queue=rng.choice(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+            reclaim=rng.choice(["Never", "LowerPriority", "Any"]),
+            borrow_within=rng.choice(["Never", "LowerPriority"]),
+        )
+        for name in names
+    }
+    policy = SimPolicy(
+        "proposed", {"train": SimPool("train", 3, 8, "exclusive")}, queues, cohorts={"c": SimCohort("c")}
+    )
+    jobs = [
+        Job(
+            f"j{i}",
+            i * 120 + rng.randrange(120),
+            rng.randint(600, 7200),
+            gpus=rng.choice([1, 2, 4, 8]),
+            pods=rng.choice([1, 1, 2]),
+            queue=rng.choice(names),
+            tier=rng.choice(["production", "training", "batch", "experiment"]),
+        )
+        for i in range(150)
+    ]
+    return policy, jobs
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_shortcuts_give_the_same_events_on_random_cohorts(seed):
+    """Random cohorts (`_random_cohort`): the order in which a cycle's passes go, and which of them are
+    skipped as surely idle, must match full admission event for event whatever the queues' settings."""
+    policy, jobs = _random_cohort(random.Random(seed))
+    fast, _ = _replay(policy, jobs, shortcuts=True)
+    reference, _ = _replay(policy, jobs, shortcuts=False)
+    assert fast == reference
+
+
+def test_a_replay_whose_queues_preempt_each_other_without_end_stops_with_an_error(monkeypatch):
+    """One of the random cohorts (seed 57: q0 reclaims with Any, q1 borrows with borrowWithinCohort, both
+    preempt newer equal-priority jobs of their own) evicts jobs back and forth for ever: the replay ran for
+    minutes and grew past 3 GB. It stops at the engine's bound with a message naming the last preemption (the
+    bound lowered here so the test is quick; the real one is 100 per job)."""
+    from gpupolicy.errors import ToolError
+    from gpupolicy.simulate import engine
+
+    monkeypatch.setattr(engine, "PREEMPTIONS_PER_JOB", 10)
+    policy, jobs = _random_cohort(random.Random(57))
+    endless = r"after 11,50\d preemptions for 150 jobs .* the last: j\d+ of q\d by"
+    with pytest.raises(ToolError, match=endless):
+        Engine(policy, jobs, assign_queues(jobs, policy)).run()
+
+
 def _sorted_sweep(entries: dict, fits) -> list[int]:
     """The engine's former sweep: every waiting pod in order, a shape covered by a failure skipped (equal
     shapes stand for 'at least as large' here)."""

@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
+from ..errors import ToolError
 from .admission import AGE_POLICY, REASONS, Admission, Candidate, Choice, Workload
 from .collector import collector_paused
 from .failures import Failure
@@ -61,6 +62,10 @@ RELEASE, RETRY = 4, 5  # a preempted job's grace ends; a crashed pod is recreate
 PODS_READY = 6  # an admitted job's waitForPodsReady timeout is up (readiness.py)
 DEACTIVATED_REASON = "deactivated after its requeuing backoff limit (waitForPodsReady)"
 PROTECTED_TIERS = ("production",)
+# A replay stops past this many preemptions per job (and 10,000 more): queues whose settings let each take
+# back what the other just took evict each other without end, no job finishes, and the replay would run and
+# grow until it was killed. The most the reference fleet's replays reach is 0.13 per job (ITP on prod-eu).
+PREEMPTIONS_PER_JOB, PREEMPTIONS_ANYWAY = 100, 10_000
 PROTECTED_WORKLOADS = ("inference",)
 
 
@@ -509,6 +514,8 @@ class Engine:
         self.timeline: list[tuple[int, int, int]] = [(0, 0, self._available())]
         self.failure_milli_seconds = 0
         self.preemptions = 0
+        self.most_preemptions = PREEMPTIONS_PER_JOB * len(self.runs) + PREEMPTIONS_ANYWAY
+        self.last_preemption: tuple[Run, Run, str] | None = None  # (victim, preemptor, reason)
         self.events = 0
         self.open_failures: list[tuple[str, tuple[int, ...], int]] = []  # never recovered
         self.pool_class = pool_classes(policy)
@@ -561,6 +568,17 @@ class Engine:
 
     def _available(self) -> int:
         return sum(p.capacity for p in self.pools.values())
+
+    def _endless_preemption(self) -> str:
+        victim, by, reason = self.last_preemption
+        return (
+            f"the replay of the {self.policy.name} policy stopped at {self.now / 3600:,.1f} h after "
+            f"{self.preemptions:,} preemptions for {len(self.runs):,} jobs (at most {PREEMPTIONS_PER_JOB} "
+            f"per job and {PREEMPTIONS_ANYWAY:,} more), a sign that its queues' jobs preempt each other "
+            f"without end; the last: {victim.job.id} of {victim.queue} by {by.job.id} of {by.queue} "
+            f"({reason}). Check the reclaimWithinCohort, borrowWithinCohort and withinClusterQueue settings "
+            "of the queues involved"
+        )
 
     def _allocated(self) -> int:
         return sum(p.allocated for p in self.pools.values())
@@ -618,6 +636,8 @@ class Engine:
             if not self.queueing:
                 self._drop_unstarted(arrivals)
             self._record()
+            if self.preemptions > self.most_preemptions:
+                raise ToolError(self._endless_preemption())
         end = self.now
         for pool_name, nodes, since in self.open_failures:
             gpus = len(nodes) * self.pools[pool_name].gpus_per_node
@@ -1339,6 +1359,7 @@ class Engine:
             self._hold(victim)  # its record now says evicted
         self.preemptions += 1
         victim.preemptions += 1
+        self.last_preemption = (victim, by, reason)
         self._event(
             "preempted", victim, by=by.job.id, by_queue=by.queue, reason=reason, flavor=victim.flavor.flavor
         )
