@@ -62,11 +62,11 @@ RELEASE, RETRY = 4, 5  # a preempted job's grace ends; a crashed pod is recreate
 PODS_READY = 6  # an admitted job's waitForPodsReady timeout is up (readiness.py)
 DEACTIVATED_REASON = "deactivated after its requeuing backoff limit (waitForPodsReady)"
 PROTECTED_TIERS = ("production",)
+PROTECTED_WORKLOADS = ("inference",)
 # A replay stops past this many preemptions per job (and 10,000 more): queues whose settings let each take
 # back what the other just took evict each other without end, no job finishes, and the replay would run and
 # grow until it was killed. The most the reference fleet's replays reach is 0.13 per job (ITP on prod-eu).
 PREEMPTIONS_PER_JOB, PREEMPTIONS_ANYWAY = 100, 10_000
-PROTECTED_WORKLOADS = ("inference",)
 
 
 @dataclass(slots=True)
@@ -161,7 +161,6 @@ class Holders:
     def __init__(self, versions: Counter) -> None:
         self.records: dict[tuple[str, str], dict[int, Workload]] = {}
         self.changes = versions
-        self.moves = 0  # changes under any key
         self.amounts: dict[tuple[str, str], Counter] = {}  # (queue, key) -> priority -> milli-units held
         self.priorities: dict[str, Counter] = {}  # quota key -> priority -> workloads holding quota there
 
@@ -177,13 +176,11 @@ class Holders:
             self.priorities.setdefault(workload.flavor, Counter())[workload.priority] += 1
         records[workload.index] = workload
         self.changes[workload.flavor] += 1
-        self.moves += 1
 
     def drop(self, queue: str, key: str, index: int) -> None:
         workload = self.records.get((queue, key), {}).pop(index, None)
         if workload is not None:
             self.changes[key] += 1
-            self.moves += 1
             amounts = self.amounts[(queue, key)]
             amounts[workload.priority] -= workload.total
             if not amounts[workload.priority]:
@@ -254,7 +251,7 @@ class HeldAdmission(Admission):
             raise ValueError("the holders must count their changes in the quota tree's versions")
         self.freeable, self.holds, self.versions = holders.freeable, holders.holds, tree.versions
         self.freeable_below, self.any_preemptible = holders.freeable_below, holders.any_preemptible
-        # quota key -> ((tree version, holders version), {what was asked: the answer}) (`_kept`)
+        # quota key -> (its version, {what was asked: the answer}) (`_kept`)
         self.memos: dict[str, tuple[int, dict[tuple, object]]] = {}
 
     def targets(self, queue: SimQueue, incoming: Workload) -> tuple[Candidate, ...] | None:
@@ -504,7 +501,6 @@ class Engine:
         self.options: dict[tuple[tuple, str], Options] = {}  # (request, queue) -> Engine._options
         self.run_options: dict[int, Options] = {}  # run index -> the same, without hashing its request
         self.probes: dict[str, tuple[tuple, tuple]] = {}  # queue -> (minimal sizes, _probe_asks)
-        self.idle: dict[str, tuple[tuple, bool]] = {}  # queue -> (stamp, _surely_idle)
         # run index -> (stamp, verdict) of its last admission attempt (Engine._assign)
         self.verdicts: dict[int, tuple[tuple, Choice | None]] = {}
         self.levels: dict[int, tuple[int, int]] = {}  # run index -> (QuotaTree.changes, _head_borrowing)
@@ -844,17 +840,9 @@ class Engine:
         return None
 
     def _surely_idle(self, name: str) -> bool:
-        """Whether the queue's pass surely starts nothing; a StrictFIFO pass is never told in advance. Kept
-        while no quota, holder, reservation or job of the queue has changed: a pass that started nothing
-        leaves the other queues' answers as they were."""
-        queue, pending = self.policy.queues[name], self.pending[name]
-        if queue.strategy == "StrictFIFO":
-            return False
-        stamp = (self.quota.changes, self.holders.moves, len(self.reserved), pending.added, pending.count)
-        kept = self.idle.get(name)
-        if kept is None or kept[0] != stamp:
-            kept = self.idle[name] = (stamp, self._pass_surely_fails(queue, pending))
-        return kept[1]
+        """Whether the queue's pass surely starts nothing; a StrictFIFO pass is never told in advance."""
+        queue = self.policy.queues[name]
+        return queue.strategy != "StrictFIFO" and self._pass_surely_fails(queue, self.pending[name])
 
     def _pass_done(self, name: str, done: set[str]) -> None:
         """What a pass that starts nothing does (`_schedule_queue`): the queue is no longer stale, and a head
@@ -1009,7 +997,8 @@ class Engine:
 
     def _schedule_queue(self, name: str, only: int | None) -> None:
         """Start what fits from one queue: just the run `only` when given (an arrival), the head alone while
-        it fits under StrictFIFO, else a pass in scheduling order over the sizes no failure rules out."""
+        it fits under StrictFIFO, else a pass in scheduling order over the sizes no failure rules out (one
+        `_next_queue` chose: it has found that the pass may start something)."""
         queue = self.policy.queues[name]
         pending = self.pending[name]
         if only is not None:
@@ -1023,8 +1012,6 @@ class Engine:
         if queue.strategy == "StrictFIFO":
             while (head := pending.head()) is not None and self._try_start(self.runs[head[-1]], queue, head):
                 pass
-            return
-        if self._surely_idle(name):
             return
         walk = pending.walk()
         while (step := walk.next()) is not None:
