@@ -254,8 +254,8 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
 class _OtherWeeks:
     """`--other-seeds`'s weeks (recommend/weeks.py), on which `_first_clean` judges each answer it checks:
     each week's jobs, a local pool over them and the repository's policy's replay there are worked out once,
-    as the search replayed its own week (busy devices, placement). An answer that changes nothing is not
-    replayed."""
+    as the search replayed its own week (busy devices, placement), from the traces read once. An answer that
+    changes nothing is not replayed."""
 
     def __init__(self, args: argparse.Namespace, cluster, knob_list) -> None:
         from ..recommend import space
@@ -264,6 +264,7 @@ class _OtherWeeks:
         self.repository = space.candidate_policy(cluster, knob_list, {}, args.policy)
         self.opened: dict[int, tuple[int, object, object]] = {}  # seed -> (jobs, replays, repository's)
         self.runners: list = []
+        self.sources: tuple | None = None  # (ITP, openb) jobs, read for the first week replayed
 
     def judge(self, params: dict) -> list:
         from ..recommend import space
@@ -280,8 +281,18 @@ class _OtherWeeks:
         if seed in self.opened:
             count, replays, repository = self.opened[seed]
             return Week(seed, count, repository, replays.map([(policy, 1.0)])[0])
+        from ..errors import ToolError
+        from ..simulate import mixed
+        from ..simulate.traces import TraceError
+        from ._fleet import traces_folder
+
         args = self.args
-        jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), self.cluster)
+        if self.sources is None:
+            try:
+                self.sources = mixed.read_sources(traces_folder(args))
+            except TraceError as exc:
+                raise ToolError(str(exc)) from None
+        jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), self.cluster, self.sources)
         runner = executors.executor(jobs, args.jobs, None)
         self.runners.append(runner)
         replays = _with_busy_devices(args, self.cluster, runner) if args.busy_devices else runner
@@ -316,7 +327,8 @@ def _apply_refusal(args: argparse.Namespace, texts) -> str | None:
     return f"--apply wrote nothing: {reason}, or pass --force to overwrite them" if reason else None
 
 
-def _jobs(args: argparse.Namespace, cluster):
+def _jobs(args: argparse.Namespace, cluster, sources: tuple | None = None):
+    """The workload's jobs, sorted by submission; `sources` as `mixed_trace` takes them."""
     from ..errors import ToolError
     from ..simulate.checkpoints import parse_intervals, with_checkpoints
     from ..simulate.traces import TraceError, read_trace
@@ -327,7 +339,7 @@ def _jobs(args: argparse.Namespace, cluster):
         raise ToolError("--days takes a positive number and --scale auto or TRAINING:INFERENCE factors")
     try:
         trace = (
-            mixed_trace(cluster, traces_folder(args), args.scale, args.days, args.workload_seed)
+            mixed_trace(cluster, traces_folder(args), args.scale, args.days, args.workload_seed, sources)
             if args.workload
             else read_trace(args.trace, args.trace_format)
         )

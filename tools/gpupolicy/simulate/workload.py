@@ -21,11 +21,14 @@ def parse_scales(text: str) -> tuple[float, float] | None | str:
     return factors if factors and all(0 < f <= 1000 for f in factors) else None
 
 
-def mixed_trace(cluster, traces: Path, scale: str, days: float, seed: int = 0) -> Trace:
+def mixed_trace(
+    cluster, traces: Path, scale: str, days: float, seed: int = 0, sources: tuple | None = None
+) -> Trace:
     """The mixed workload as a Trace (a TraceError when its sources are missing or the factors are wrong):
-    teams
-    from the cluster's queue labels, `auto` scaled to a sustained load, windows placed by `seed`."""
-    itp, openb = mixed.read_sources(traces)
+    teams from the cluster's queue labels, `auto` scaled to a sustained load, windows placed by `seed`.
+    `sources`: the (ITP, openb) jobs `mixed.read_sources` read from `traces` already (several weeks of one
+    workload read them once)."""
+    itp, openb = sources if sources is not None else mixed.read_sources(traces)
     scales = parse_scales(scale)
     if scales == "auto":
         workload = mixed.sustained_scales(cluster, itp, openb, days, seed)
