@@ -4,6 +4,7 @@ clean."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import random
@@ -20,7 +21,7 @@ from gpupolicy import docsgen
 from gpupolicy.domain import quotas
 from gpupolicy.errors import ToolError
 from gpupolicy.pipeline import load_fleet
-from gpupolicy.recommend import cpu_share, edits, executors, space, targets
+from gpupolicy.recommend import cpu_share, edits, executors, objective, space, targets
 from gpupolicy.recommend.search import search, simplify
 from gpupolicy.simulate.traces import read_trace
 
@@ -235,6 +236,49 @@ def test_simplify_keeps_only_changes_that_help(cluster, jobs):
         smaller.reverted,
         smaller.objective,
     )
+
+
+def _stopping(jobs, stops):
+    """A map function that replays each task and hands back `executors.Stopped` where `stops(index, policy)`
+    (index: the replay's place in the order they were asked for), as the engine does for a policy whose
+    queues preempt each other without end."""
+    serial, order = executors.Serial(jobs), itertools.count()
+
+    def run(tasks):
+        return [
+            executors.Stopped(f"replay {index} stopped") if stops(index, task[0]) else summary
+            for summary, task, index in zip(serial.map(tasks), tasks, order, strict=False)
+        ]
+
+    return run
+
+
+def test_a_candidate_whose_replay_stops_is_ranked_last_and_the_search_goes_on(cluster, jobs):
+    repository = space.candidate_policy(cluster, space.knobs(cluster), {})
+    candidates = _search(cluster, jobs, _stopping(jobs, lambda index, policy: policy != repository))
+    assert len(candidates) == 6 and candidates[0].number == 0 and candidates[0].summary is not None
+    stopped = candidates[1:]
+    assert all(re.fullmatch(r"replay \d+ stopped", c.stopped) for c in stopped)
+    assert all(c.summary is None and not c.pruned and c.objective == objective.STOPPED for c in stopped)
+    assert objective.better(candidates[0].objective, objective.STOPPED)
+    assert executors.summary_of(candidates[0].summary) is candidates[0].summary
+
+
+def test_the_repository_policy_whose_replay_stops_ends_the_search_with_the_engine_message(cluster, jobs):
+    with pytest.raises(ToolError, match="^replay 0 stopped$"):
+        _search(cluster, jobs, _stopping(jobs, lambda index, policy: index == 0))
+    with pytest.raises(ToolError, match="^why$"):
+        executors.summary_of(executors.Stopped("why"))
+
+
+def test_simplify_takes_back_no_change_whose_replay_stops(cluster, jobs):
+    knob_list = space.knobs(cluster)
+    wanted = targets.parse("training:p50<2h")
+    run = executors.Serial(jobs).map
+    best = next(c for c in search(cluster, knob_list, wanted, trials=6, seed=7, batch=3, run=run) if c.number)
+    assert space.changes(knob_list, best.params)
+    kept = simplify(cluster, knob_list, wanted, best, _stopping(jobs, lambda index, policy: True))
+    assert kept is best
 
 
 def test_target_rows_show_each_wait_against_its_bound():

@@ -126,14 +126,22 @@ def test_an_answer_that_does_not_hold_on_another_week_is_passed_over():
         1, len(jobs), summary, dataclasses.replace(summary, window_useful=useful - 0.01)
     )
     same_elsewhere = weeks.Week(1, len(jobs), summary, summary)
-    for week, expected in ((worse_elsewhere, 0), (same_elsewhere, 1)):
+    # the engine stopped the answer's replay of that week (queues that preempt each other without end)
+    stopped_elsewhere = weeks.Week(1, len(jobs), summary, executors.Stopped("the replay ... stopped"))
+    assert not stopped_elsewhere.holds and not stopped_elsewhere.improves
+    for week, why in (
+        (worse_elsewhere, "seed 1 (useful utilization worse)"),
+        (stopped_elsewhere, "seed 1 (its replay stopped: the replay ... stopped)"),
+        (same_elsewhere, None),
+    ):
         judge = _Judge(week, repository.params)
         chosen, rejected = command._first_clean(
             REPO, "prod-us", knob_list, [repository, better], 1, lambda c: c, judge
         )
-        assert chosen[0].number == expected
-        if expected == 0:
-            assert rejected == [(1, ["does not hold on seed 1 (useful utilization worse)"])]
+        if why:
+            assert chosen[0].number == 0
+            assert rejected == [(1, [f"does not hold on {why}"])]
             assert chosen[2] == []
         else:
+            assert chosen[0].number == 1
             assert rejected == [] and chosen[2] == [same_elsewhere]

@@ -13,6 +13,7 @@ for nodes.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -296,6 +297,7 @@ def test_a_replay_whose_queues_preempt_each_other_without_end_stops_with_an_erro
     minutes and grew past 3 GB. It stops at the engine's bound with a message naming the last preemption (the
     bound lowered here so the test is quick; the real one is 100 per job)."""
     from gpupolicy.errors import ToolError
+    from gpupolicy.recommend import executors
     from gpupolicy.simulate import engine
 
     monkeypatch.setattr(engine, "PREEMPTIONS_PER_JOB", 10)
@@ -303,6 +305,9 @@ def test_a_replay_whose_queues_preempt_each_other_without_end_stops_with_an_erro
     endless = r"after 11,50\d preemptions for 150 jobs .* the last: j\d+ of q\d by"
     with pytest.raises(ToolError, match=endless):
         Engine(policy, jobs, assign_queues(jobs, policy)).run()
+    # recommend's replay of such a candidate hands back the message, to rank it last and search on
+    stopped = executors.evaluate(policy, jobs, 1.0)
+    assert isinstance(stopped, executors.Stopped) and re.search(endless, stopped.reason)
 
 
 def _sorted_sweep(entries: dict, fits) -> list[int]:

@@ -199,7 +199,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
             )
         finally:
             weeks.close()
-        base = base_replay()[0]
+        base = executors.summary_of(base_replay()[0])
     finally:
         runner.close()
     repo_policy = next(c for c in candidates if c.number == 0)
@@ -297,6 +297,7 @@ class _OtherWeeks:
         self.runners.append(runner)
         replays = _with_busy_devices(args, self.cluster, runner) if args.busy_devices else runner
         repository, recommended = replays.map([(self.repository, 1.0), (policy, 1.0)])
+        repository = executors.summary_of(repository)
         self.opened[seed] = (len(jobs), replays, repository)
         return Week(seed, len(jobs), repository, recommended)
 
@@ -450,7 +451,7 @@ def _print_text(report: dict) -> None:
     rows = []
     for rank, c in enumerate(report["candidates"], 1):
         if c.summary is None:
-            rows.append((rank, c.number, "pruned", "", "", "", ""))
+            rows.append((rank, c.number, "stopped" if c.stopped else "pruned", "", "", "", ""))
             continue
         waits = ", ".join(f"{k} {v:.0f}m" for k, v in c.waits.items())
         rows.append(
@@ -481,6 +482,9 @@ def _print_text(report: dict) -> None:
                 target_rows(report["targets"], policies),
             )
         )
+    for c in report["candidates"]:
+        if c.stopped:
+            print(f"\ncandidate {c.number}'s replay stopped: {c.stopped}")
     for number, errors in report["rejected"]:
         print(f"\ncandidate {number} passed over: " + "; ".join(errors))
     if chosen:
@@ -514,6 +518,7 @@ def _print_json(report: dict) -> None:
         return {
             "trial": c.number,
             "pruned": c.pruned,
+            "stopped": c.stopped or None,
             "params": c.params,
             "meets_targets": c.meets_targets,
             "score": c.score,

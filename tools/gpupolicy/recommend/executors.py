@@ -10,6 +10,10 @@ Besides `map`, each executor can `chain` (a follow-up task decided from each res
 order, so the search's whole replays start while other partial replays still run and no worker waits for a
 batch's slowest one) and `start` (tasks that run beside what is asked next, their results read later).
 `runner(run)` gives a plain map function the same interface, one batch after another.
+
+A replay the engine stops (a candidate whose queues preempt each other without end: engine.EndlessPreemption)
+comes back as `Stopped`, not as an error: the search ranks that candidate last and goes on (search.py), where
+one such candidate used to end the whole search with its message.
 """
 
 from __future__ import annotations
@@ -18,22 +22,44 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
 from ..errors import ToolError
 from ..simulate import replay
+from ..simulate.engine import EndlessPreemption
 from ..simulate.jobs import Job
 from ..simulate.metrics import Summary, summarize
 from ..simulate.policy import SimPolicy
 
+
+@dataclass(frozen=True)
+class Stopped:
+    """A replay the engine stopped, with its message (the policy, the time, the last preemption)."""
+
+    reason: str
+
+
 Task = tuple[SimPolicy, float]  # the policy, and the share of the workload (by submission order) to replay
+Replayed = Summary | Stopped
 # given a task's index and its result, the follow-up task to replay, or None (Batches.chain)
-Then = Callable[[int, Summary], "Task | None"]
+Then = Callable[[int, Replayed], "Task | None"]
 
 
-def evaluate(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Summary:
+def evaluate(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Replayed:
     """Replay the first `fraction` of the jobs (they are sorted by submission) under the policy."""
     count = max(1, math.ceil(len(jobs) * fraction))
-    return summarize(replay(policy, jobs[:count]))
+    try:
+        return summarize(replay(policy, jobs[:count]))
+    except EndlessPreemption as exc:
+        return Stopped(str(exc))
+
+
+def summary_of(result: Replayed) -> Summary:
+    """The summary of a replay that must finish (the repository's policy, the baseline): a stopped one is the
+    command's error, with the engine's message."""
+    if isinstance(result, Stopped):
+        raise ToolError(result.reason)
+    return result
 
 
 class Batches:
@@ -44,19 +70,19 @@ class Batches:
     name = "batches"
     width = 1  # replays that run side by side
 
-    def __init__(self, run: Callable[[Sequence[Task]], list[Summary]]) -> None:
+    def __init__(self, run: Callable[[Sequence[Task]], list[Replayed]]) -> None:
         self.run = run
 
-    def map(self, tasks: Sequence[Task]) -> list[Summary]:
+    def map(self, tasks: Sequence[Task]) -> list[Replayed]:
         return self.run(tasks)
 
-    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Summary], list[Summary | None]]:
+    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Replayed], list[Replayed | None]]:
         firsts = self.map(tasks)
         follow = [then(index, summary) for index, summary in enumerate(firsts)]
         done = iter(self.map([task for task in follow if task is not None]))
         return firsts, [None if task is None else next(done) for task in follow]
 
-    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Summary]]:
+    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Replayed]]:
         return lambda: self.map(tasks)
 
     def close(self) -> None:
@@ -75,7 +101,7 @@ class Serial(Batches):
         super().__init__(self._replay)
         self.jobs = jobs
 
-    def _replay(self, tasks: Sequence[Task]) -> list[Summary]:
+    def _replay(self, tasks: Sequence[Task]) -> list[Replayed]:
         return [evaluate(policy, self.jobs, fraction) for policy, fraction in tasks]
 
 
@@ -87,7 +113,7 @@ def _init_worker(jobs: Sequence[Job]) -> None:
     _WORKER_JOBS = jobs
 
 
-def _evaluate_in_worker(task: Task) -> Summary:
+def _evaluate_in_worker(task: Task) -> Replayed:
     return evaluate(task[0], _WORKER_JOBS, task[1])
 
 
@@ -99,12 +125,12 @@ class Pipelined(ABC):
     def _submit(self, task: Task): ...
 
     @abstractmethod
-    def _collect(self, handle) -> Summary: ...
+    def _collect(self, handle) -> Replayed: ...
 
-    def map(self, tasks: Sequence[Task]) -> list[Summary]:
+    def map(self, tasks: Sequence[Task]) -> list[Replayed]:
         return self.start(tasks)()
 
-    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Summary], list[Summary | None]]:
+    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Replayed], list[Replayed | None]]:
         firsts = [self._submit(task) for task in tasks]
         results, follow = [], []
         for index, handle in enumerate(firsts):  # in task order, as Batches.chain asks `then`
@@ -113,7 +139,7 @@ class Pipelined(ABC):
             follow.append(None if task is None else self._submit(task))
         return results, [None if handle is None else self._collect(handle) for handle in follow]
 
-    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Summary]]:
+    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Replayed]]:
         handles = [self._submit(task) for task in tasks]
         return lambda: [self._collect(handle) for handle in handles]
 
@@ -127,14 +153,14 @@ class ProcessPool(Pipelined):
     def _submit(self, task: Task):
         return self.pool.submit(_evaluate_in_worker, task)
 
-    def _collect(self, handle) -> Summary:
+    def _collect(self, handle) -> Replayed:
         return handle.result()
 
     def close(self) -> None:
         self.pool.shutdown()
 
 
-def _evaluate_on_ray(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Summary:
+def _evaluate_on_ray(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Replayed:
     return evaluate(policy, jobs, fraction)
 
 
@@ -162,7 +188,7 @@ class RayCluster(Pipelined):
     def _submit(self, task: Task):
         return self.remote.remote(task[0], self.jobs, task[1])
 
-    def _collect(self, handle) -> Summary:
+    def _collect(self, handle) -> Replayed:
         return self.ray.get(handle)
 
     def close(self) -> None:
@@ -180,17 +206,17 @@ class Prepared:
     def _tasks(self, tasks: Sequence[Task]) -> list[Task]:
         return [(self.prepare(policy), share) for policy, share in tasks]
 
-    def map(self, tasks: Sequence[Task]) -> list[Summary]:
+    def map(self, tasks: Sequence[Task]) -> list[Replayed]:
         return self.inner.map(self._tasks(tasks))
 
-    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Summary], list[Summary | None]]:
-        def prepared_then(index: int, summary: Summary) -> Task | None:
+    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list[Replayed], list[Replayed | None]]:
+        def prepared_then(index: int, summary: Replayed) -> Task | None:
             task = then(index, summary)
             return None if task is None else self._tasks([task])[0]
 
         return self.inner.chain(self._tasks(tasks), prepared_then)
 
-    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Summary]]:
+    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Replayed]]:
         return self.inner.start(self._tasks(tasks))
 
     def close(self) -> None:

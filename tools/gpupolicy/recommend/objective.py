@@ -15,6 +15,7 @@ In order (each count decides only where every count before it ties):
    where one of them placed nothing in some tier);
 4. GPU-hours lost to preemption (`Summary.lost_to_preemption_gpu_hours`);
 5. useful utilization over the arrival window (`Summary.window_useful`, higher is better): a tie-break only.
+A candidate whose replay the engine stopped has no figures: its key (`STOPPED`) comes after every other.
 Every figure is rounded to two significant figures (and figures under one GPU-hour or minute count as 0)
 before it is compared, so replay noise (a p95 of 94 minutes against 95) ties and the next count decides;
 `ranked` in search.py then breaks whole ties by trial number, so trial 0, the repository's policy, wins them.
@@ -78,6 +79,11 @@ def key(
         coarse(summary.lost_to_preemption_gpu_hours),
         -round(summary.window_useful or 0.0, 3),
     )
+
+
+# the key of a candidate whose replay the engine stopped (search._stopped): after every whole replay's, whose
+# first count is 0 or 1
+STOPPED = (2,)
 
 
 HEADLINES = ("useful utilization", "wait p95", "production p95", "busy starts", "jobs never placed")

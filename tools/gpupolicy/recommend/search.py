@@ -12,6 +12,10 @@ the best candidate so far that improves on the repository's policy (neighbours.p
 study so TPE learns from it too, and replayed whole at once. Why Optuna, TPE and this pruning:
 docs/decisions/0044-recommend-search-method.md; why the climb:
 docs/decisions/0101-recommend-climbs-beside-tpe.md.
+
+A candidate whose replay the engine stops (queues that preempt each other without end) is told to Optuna as
+failed and ranked last, with the engine's message; the repository's own policy stopping is the command's
+error.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..errors import ToolError
 from ..model import Cluster
 from ..simulate.metrics import Summary
 from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, pool_classes
 from . import neighbours, objective
-from .executors import runner
+from .executors import Stopped, runner
 from .space import (
     BORROW,
     COHORT,
@@ -55,6 +60,7 @@ class Candidate:
     score: float = 0.0
     reverted: int = 0  # changes `simplify` took back because they did not help
     objective: tuple = ()  # objective.key of the whole replay (empty when pruned)
+    stopped: str = ""  # why the engine stopped its replay (executors.Stopped); ranked last
 
     @property
     def meets_targets(self) -> bool:
@@ -134,6 +140,10 @@ def search(
             trial, policy = asked[index], policies[index]
             if climbing[index]:
                 return None
+            if isinstance(partial, Stopped):
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                candidates.append(_stopped(trial.number, resolved(knob_list, trial.params), partial))
+                return None
             keeps = keeps_classes(policy, classes)
             trial.report(score(partial, worst_waits(list(targets), policy, partial), targets, keeps), step=0)
             if not trial.should_prune():
@@ -165,6 +175,10 @@ def search(
         for trial, policy, summary in zip(asked, policies, wholes, strict=True):
             if summary is None:
                 continue
+            if isinstance(summary, Stopped):
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                candidates.append(_stopped(trial.number, resolved(knob_list, trial.params), summary))
+                continue
             waits = worst_waits(list(targets), policy, summary)
             candidate = _whole(
                 trial.number,
@@ -183,6 +197,15 @@ def _local_share(asked: int, size: int) -> int:
     """How many of the next `size` trials are hill-climbing steps (neighbours.py): every second trial over
     the whole search, whatever the batch size."""
     return (asked + size) // 2 - asked // 2
+
+
+def _stopped(number: int, params: dict, replayed: Stopped, reverted: int = 0) -> Candidate:
+    """A candidate whose replay stopped: after every whole replay on the objective (`objective.STOPPED`), so
+    no search or simplification step adopts it. The repository's own policy (trial 0) stopping ends the
+    command: there is nothing to compare a candidate with."""
+    if number == 0:
+        raise ToolError(replayed.reason)
+    return Candidate(number, params, stopped=replayed.reason, reverted=reverted, objective=objective.STOPPED)
 
 
 def _whole(
@@ -267,6 +290,11 @@ class _TakeBacks:
         policies = [candidate_policy(self.cluster, self.knob_list, p, self.placement) for p in missing]
         summaries = self.run.map([(policy, 1.0) for policy in policies]) if missing else []
         for params, policy, summary in zip(missing, policies, summaries, strict=True):
+            if isinstance(summary, Stopped):
+                self.done[params_key(params)] = _stopped(
+                    self.best.number, params, summary, self.reverted(params)
+                )
+                continue
             self.done[params_key(params)] = _whole(
                 self.best.number,
                 params,
@@ -327,7 +355,8 @@ def _one_at_a_time(best: Candidate, idle: list[str], backs: _TakeBacks) -> Candi
 
 def ranked(candidates: list[Candidate]) -> list[Candidate]:
     """Whole replays first, by the objective (`objective.key`), whole ties by trial number: trial 0, the
-    repository's policy, comes before every candidate that is not strictly better than it. Pruned last."""
+    repository's policy, comes before every candidate that is not strictly better than it. Pruned and stopped
+    last."""
 
     def key(c: Candidate):
         return (1, (), c.number) if c.summary is None else (0, c.objective, c.number)

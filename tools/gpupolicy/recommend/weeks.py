@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..simulate.metrics import Summary
 from . import objective
+from .executors import Stopped
 
 MOST = 10  # seeds one command replays besides its own
 
@@ -23,17 +24,18 @@ class Week:
     seed: int
     jobs: int
     repository: Summary
-    recommended: Summary
+    recommended: Summary | Stopped  # stopped: the engine stopped the answer's replay of this week
 
     @property
     def holds(self) -> bool:
         """No worse than the repository's policy on any headline figure of this week."""
-        return objective.keeps_headlines(self.recommended, self.repository)
+        stopped = isinstance(self.recommended, Stopped)
+        return not stopped and objective.keeps_headlines(self.recommended, self.repository)
 
     @property
     def improves(self) -> bool:
         """Holds, and strictly better on one headline figure."""
-        return objective.improves_headlines(self.recommended, self.repository)
+        return self.holds and objective.improves_headlines(self.recommended, self.repository)
 
 
 def parse_seeds(text: str) -> tuple[int, ...] | None:
@@ -49,6 +51,9 @@ def misses(weeks: list[Week]) -> str:
     worse there."""
     where = []
     for week in weeks:
+        if isinstance(week.recommended, Stopped):
+            where.append(f"seed {week.seed} (its replay stopped: {week.recommended.reason})")
+            continue
         mine, theirs = objective.headlines(week.recommended), objective.headlines(week.repository)
         worse = [name for name, a, b in zip(objective.HEADLINES, mine, theirs, strict=True) if a > b]
         if worse:

@@ -69,6 +69,11 @@ PROTECTED_WORKLOADS = ("inference",)
 PREEMPTIONS_PER_JOB, PREEMPTIONS_ANYWAY = 100, 10_000
 
 
+class EndlessPreemption(ToolError):
+    """A replay stopped at the preemption bound: `simulate` exits with it; `recommend` ranks the candidate
+    last and searches on (recommend/executors.py)."""
+
+
 @dataclass(slots=True)
 class Run:
     """A job's life in the replay."""
@@ -633,7 +638,7 @@ class Engine:
                 self._drop_unstarted(arrivals)
             self._record()
             if self.preemptions > self.most_preemptions:
-                raise ToolError(self._endless_preemption())
+                raise EndlessPreemption(self._endless_preemption())
         end = self.now
         for pool_name, nodes, since in self.open_failures:
             gpus = len(nodes) * self.pools[pool_name].gpus_per_node
