@@ -503,6 +503,20 @@ def test_command_json_and_refused_out(tmp_path):
     assert refused.returncode == 2 and "outside the repository" in refused.stderr
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (("--seed", "-1"), "--seed takes a number from 0 to 4294967295"),
+        (("--seed", str(2**32)), "--seed takes a number from 0 to 4294967295"),  # was an internal error
+        (("--limit", "0"), "--limit takes a positive number of jobs"),
+        (("--limit", "-5"), "--limit takes a positive number of jobs"),  # was every job but the last five
+    ],
+)
+def test_the_command_refuses_a_seed_the_sampler_cannot_take_and_a_limit_below_one(given, message):
+    refused = cli_on(REPO, "recommend", "--cluster", "prod-us", "--trace", str(TRACE), *given)
+    assert refused.returncode == 2 and refused.stderr.strip() == f"gpupolicy recommend: {message}"
+
+
 def test_apply_refuses_files_with_uncommitted_changes_unless_forced(tmp_path):
     from gpupolicy.commands.recommend import _apply_refusal
 

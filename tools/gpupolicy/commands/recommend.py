@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="candidates sampled per batch (default 8); part of what the seed reproduces",
     )
-    parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed, 0 to 2**32 - 1 (default 0)")
     parser.add_argument("--jobs", type=int, default=2, metavar="K", help="local worker processes (default 2)")
     parser.add_argument(
         "--ray", metavar="ADDRESS", help="run the replays on Ray (auto, ray://head:10001, local)"
@@ -125,6 +125,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
+# Optuna's TPESampler seeds numpy's RandomState, which takes seeds from 0 to 2**32 - 1
+SAMPLER_SEEDS = 2**32
+
+
 def _fail(message: str) -> int:
     print(f"gpupolicy recommend: {message}", file=sys.stderr)
     return 2
@@ -142,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--trials 1..10000, --batch 1..1000, --jobs 1..256 and --check 1..100")
     if args.workload_seed < 0:
         return _fail("--workload-seed takes a number of 0 or more")
+    if not 0 <= args.seed < SAMPLER_SEEDS:
+        return _fail(f"--seed takes a number from 0 to {SAMPLER_SEEDS - 1}")
+    if args.limit is not None and args.limit < 1:
+        return _fail("--limit takes a positive number of jobs")
     if args.workload and args.trace is not None:
         return _fail("pass either --workload or --trace")
     if not args.workload and args.trace is None:
