@@ -86,6 +86,15 @@ def test_checkpoint_intervals_default_per_workload_and_are_settable():
     for wrong in ("training", "training=soon", "=1h"):
         with pytest.raises(ValueError, match="--checkpoint"):
             parse_intervals(wrong)
+    # a kind no job is of, beyond the defaults, is a typo that would change nothing: refused
+    with pytest.raises(ValueError) as typo:
+        with_checkpoints([trained, served], parse_intervals("trainig=2h"))
+    assert str(typo.value) == (
+        "--checkpoint: no job is of the kind 'trainig' (the workload's kinds: batch, inference, notebook, "
+        "training)"
+    )
+    own = Job("d", 0, 10, gpus=1, workload="dev")  # a trace's own kind of work may be given
+    assert [job.checkpoint for job in with_checkpoints([own], parse_intervals("dev=10m"))] == [600]
 
 
 def test_whole_node_per_job_holds_every_card_of_its_nodes():

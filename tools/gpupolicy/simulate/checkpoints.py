@@ -43,7 +43,15 @@ def interval_of(job: Job, intervals: Mapping[str, int]) -> int:
 
 
 def with_checkpoints(jobs: Sequence[Job], intervals: Mapping[str, int]) -> list[Job]:
-    """The jobs with the interval each one checkpoints at (unchanged where it is already that)."""
+    """The jobs with the interval each one checkpoints at (unchanged where it is already that). A ValueError
+    names a kind of work no job is of, beyond the default ones: a typo (`trainig=2h`) would change nothing."""
+    extra = set(intervals) - set(DEFAULT_INTERVALS)
+    if extra and (unknown := sorted(extra - {job.workload for job in jobs})):
+        kinds = sorted(set(DEFAULT_INTERVALS) | {job.workload for job in jobs if job.workload})
+        raise ValueError(
+            f"--checkpoint: no job is of the kind {', '.join(map(repr, unknown))} (the workload's kinds: "
+            f"{', '.join(kinds)})"
+        )
     return [
         job if (every := interval_of(job, intervals)) == job.checkpoint else replace(job, checkpoint=every)
         for job in jobs
