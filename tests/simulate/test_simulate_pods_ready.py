@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from gpupolicy.simulate import Engine
+from gpupolicy.simulate.engine import NO_HEALTHY_NODE_REASON, REQUEUED_FOR_EVER_REASON
+from gpupolicy.simulate.failures import parse_failures
 from gpupolicy.simulate.jobs import Job
 from gpupolicy.simulate.metrics import summarize
 from gpupolicy.simulate.policy import FlavorQuota, SimPolicy, SimPool, SimQueue
@@ -134,3 +136,37 @@ def test_the_repository_configuration_reaches_the_declared_policy(tmp_path):
     )
     cluster = pipeline.load_fleet(repo, use_cache=False).clusters[cluster.name]
     assert from_cluster(cluster).pods_ready == PodsReady(600, True)
+
+
+def _dead_first_flavor() -> SimPolicy:
+    """A queue whose first flavor's one node fails for good at 0, its second flavor on a healthy node."""
+    pools = {"dead": SimPool("dead", 1, 2, "exclusive"), "alive": SimPool("alive", 1, 2, "exclusive")}
+    flavors = (FlavorQuota("d", "dead", 2000), FlavorQuota("a", "alive", 2000))
+    return SimPolicy("p", pools, {"q": SimQueue("q", flavors)}, pods_ready=KUEUE_DEFAULT)
+
+
+def test_jobs_whose_nodes_failed_for_good_end_the_replay_instead_of_being_requeued_for_ever():
+    """With no backoffLimitCount, Kueue requeues a workload whose pods never start for ever; the replay
+    used to do the same and never ended (`simulate --fail-nodes POOL:ALL@0` hung). Once that churn is all
+    that is left and nothing runs, it ends: at once where no waiting job fits a healthy node."""
+    result = Engine(_policy(KUEUE_DEFAULT), JOBS, ["q", "q"], parse_failures("train:1@0")).run()
+    assert [run.never_reason for run in result.runs] == [NO_HEALTHY_NODE_REASON] * 2
+    # known at once: when they were admitted, only their timeouts were left and no node could hold them
+    assert result.end == 0 and [run.ready_timeouts for run in result.runs] == [0, 0]
+
+
+def test_a_job_kueue_keeps_admitting_to_a_dead_flavor_ends_after_its_backoff_settles():
+    """Kueue assigns the first flavor whose quota fits: the dead one, again after every eviction, though the
+    second flavor's node is free. The replay churns until every backoff reached its cap and three more
+    periods passed with nothing started (Engine._churn_horizon), and ends."""
+    jobs = [Job("stuck", 0, 3600, gpus=2), Job("runs", 7200, 3600, gpus=2)]
+    events: list = []
+    engine = Engine(_dead_first_flavor(), jobs, ["q", "q"], parse_failures("dead:1@0"), events=events)
+    stuck, runs = engine.run().runs
+    assert runs.first_start >= 0 and runs.finished >= 0  # a job admitted to the live flavor still runs
+    assert stuck.first_start < 0 and stuck.never_reason == REQUEUED_FOR_EVER_REASON
+    assert {e["flavor"] for e in events if e["job"] == "stuck" and e["event"] == "admitted"} == {"d"}
+    # the churn began when nothing ran any more (`runs` finished), and the replay ended one horizon later
+    horizon = engine._churn_horizon()
+    assert horizon == 7 * 1800 + (60 + 120 + 240 + 480 + 960 + 1920 + 3600) + 3 * (1800 + 3600)
+    assert engine.churn_since >= runs.finished and engine.now - engine.churn_since <= horizon + 5400

@@ -11,7 +11,7 @@ order, so the search's whole replays start while other partial replays still run
 batch's slowest one) and `start` (tasks that run beside what is asked next, their results read later).
 `runner(run)` gives a plain map function the same interface, one batch after another.
 
-A replay the engine stops (a candidate whose queues preempt each other without end: engine.EndlessPreemption)
+A replay the engine stops (a candidate whose queues preempt each other without end: engine.EndlessReplay)
 comes back as `Stopped`, not as an error: the search ranks that candidate last and goes on (search.py), where
 one such candidate used to end the whole search with its message.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..errors import ToolError
 from ..simulate import replay
-from ..simulate.engine import EndlessPreemption
+from ..simulate.engine import EndlessReplay
 from ..simulate.jobs import Job
 from ..simulate.metrics import Summary, summarize
 from ..simulate.policy import SimPolicy
@@ -50,7 +50,7 @@ def evaluate(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Replaye
     count = max(1, math.ceil(len(jobs) * fraction))
     try:
         return summarize(replay(policy, jobs[:count]))
-    except EndlessPreemption as exc:
+    except EndlessReplay as exc:
         return Stopped(str(exc))
 
 

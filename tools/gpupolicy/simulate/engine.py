@@ -67,10 +67,18 @@ PROTECTED_WORKLOADS = ("inference",)
 # back what the other just took evict each other without end, no job finishes, and the replay would run and
 # grow until it was killed. The most the reference fleet's replays reach is 0.13 per job (ITP on prod-eu).
 PREEMPTIONS_PER_JOB, PREEMPTIONS_ANYWAY = 100, 10_000
+# waitForPodsReady with no backoffLimitCount (Kueue's default) requeues for ever a workload admitted to a
+# flavor whose nodes cannot hold its pods (nodes failed for good): the replay ends once that churn is all that
+# is left (Engine._churn_ends), with these reasons
+NO_HEALTHY_NODE_REASON = "its pods fit no healthy node of its queue's flavors (nodes failed for good)"
+REQUEUED_FOR_EVER_REASON = (
+    "admitted again and again to a flavor whose nodes cannot hold its pods, each time evicted by "
+    "waitForPodsReady (no backoffLimitCount: requeued for ever)"
+)
 
 
-class EndlessPreemption(ToolError):
-    """A replay stopped at the preemption bound: `simulate` exits with it; `recommend` ranks the candidate
+class EndlessReplay(ToolError):
+    """A replay stopped at its preemption bound: `simulate` exits with it; `recommend` ranks the candidate
     last and searches on (recommend/executors.py)."""
 
 
@@ -517,6 +525,9 @@ class Engine:
         self.preemptions = 0
         self.most_preemptions = PREEMPTIONS_PER_JOB * len(self.runs) + PREEMPTIONS_ANYWAY
         self.last_preemption: tuple[Run, Run, str] | None = None  # (victim, preemptor, reason)
+        self.churn = 0  # heap events that are waitForPodsReady churn: timeouts and requeues (_churn_ends)
+        self.churn_since = -1  # when the heap last came to hold churn alone with nothing running (-1: not)
+        self.requeues: set[int] = set()  # runs whose requeue after a PodsReady eviction is in the heap
         self.events = 0
         self.open_failures: list[tuple[str, tuple[int, ...], int]] = []  # never recovered
         self.pool_class = pool_classes(policy)
@@ -601,6 +612,9 @@ class Engine:
                 self.events += 1
                 if kind == ARRIVE:
                     run = self.runs[payload]
+                    if self.requeues and payload in self.requeues:  # after a PodsReady eviction
+                        self.requeues.discard(payload)
+                        self.churn -= 1
                     if self._enqueue(run):
                         arrivals.append(run)
                 elif kind == FINISH:
@@ -619,6 +633,7 @@ class Engine:
                     if run.admitted >= 0 and run.started < 0 and not run.evicted:
                         self._place_or_wait(run)
                 elif kind == PODS_READY:
+                    self.churn -= 1
                     released = self._pods_ready_timeout(self.runs[payload[0]], payload[1]) or released
                 else:
                     self._recover(payload)
@@ -638,7 +653,12 @@ class Engine:
                 self._drop_unstarted(arrivals)
             self._record()
             if self.preemptions > self.most_preemptions:
-                raise EndlessPreemption(self._endless_preemption())
+                raise EndlessReplay(self._endless_preemption())
+            if self.churn == len(heap) and heap:
+                if self._churn_ends():
+                    break
+            elif self.churn_since >= 0:
+                self.churn_since = -1
         end = self.now
         for pool_name, nodes, since in self.open_failures:
             gpus = len(nodes) * self.pools[pool_name].gpus_per_node
@@ -1312,6 +1332,7 @@ class Engine:
             run.timer = run.admitted
             due = max(self.now, run.admitted + self.ready.timeout)
             self._push(due, PODS_READY, (run.index, run.admitted))
+            self.churn += 1
 
     def _came_ready(self, run: Run) -> None:
         """The run no longer holds blockAdmission back: its pods run, or it gave its admission up."""
@@ -1341,7 +1362,54 @@ class Engine:
         if self.ready.eviction_timestamp:
             run.queued = self.now
         self._push(self.now + self.ready.backoff(run.ready_timeouts), ARRIVE, run.index)
+        self.requeues.add(run.index)
+        self.churn += 1
         return True
+
+    def _churn_ends(self) -> bool:
+        """Asked when every event left is waitForPodsReady churn (timeouts and requeues). While something
+        runs, it may yet finish and free cards. Once nothing runs, no card frees any more: where no waiting
+        job's pods fit a healthy node, none ever starts, and the replay ends at once. Where one does, Kueue
+        may still admit it to a flavor that holds it; the churn goes on until every requeue backoff has
+        reached its cap and three more of its periods have passed (`_churn_horizon`) with nothing started,
+        and the replay ends then: Kueue would only go on evicting and requeueing the same jobs."""
+        if self._allocated():
+            self.churn_since = -1
+            return False
+        if self.churn_since < 0:
+            self.churn_since = self.now
+            waiting = self._waiting_runs()
+            if not any(self._fits_a_healthy_node(run) for run in waiting):
+                for run in waiting:
+                    run.never_reason = NO_HEALTHY_NODE_REASON
+                return True
+        if self.now - self.churn_since <= self._churn_horizon():
+            return False
+        for run in self._waiting_runs():
+            if run.ready_timeouts:
+                run.never_reason = REQUEUED_FOR_EVER_REASON
+        return True
+
+    def _waiting_runs(self) -> list[Run]:
+        return [self.runs[index] for index in sorted(set().union(*self.waiting.values()))]
+
+    def _churn_horizon(self) -> int:
+        """Simulated seconds of churn alone in which every requeue backoff reaches its cap (each eviction a
+        timeout and a backoff later), then three more periods of a timeout and the capped backoff."""
+        ready, ramp = self.ready, 0
+        for count in range(1, 64):
+            ramp += ready.timeout + ready.backoff(count)
+            if ready.backoff(count) >= ready.backoff_max:
+                break
+        return ramp + 3 * (ready.timeout + ready.backoff_max)
+
+    def _fits_a_healthy_node(self, run: Run) -> bool:
+        """Whether the job's pods fit the healthy nodes of one of its queue's flavors' pools as they are."""
+        for flavor in self.policy.queues[run.queue].flavors:
+            shape = self._shape(run, flavor)
+            if shape is not None and self.pools[flavor.pool].fits(shape):
+                return True
+        return False
 
     def _preempt(self, victim: Run, by: Run, reason: str) -> None:
         """Kueue evicts the victim: its work stops now; its quota and cards are released when its pods are
