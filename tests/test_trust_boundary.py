@@ -16,6 +16,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -553,6 +554,21 @@ def test_writes_keep_permissions_create_folders_and_remove(tmp_path: Path) -> No
     ).stat().st_mode & 0o777 == 0o750
     assert (tmp_path / "new/deep/page.md").read_text() == "hello\n" and not (tmp_path / "gone.md").exists()
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["deep", "keep.sh", "new", "page.md"]
+
+
+def test_a_fifo_or_device_where_a_file_goes_is_refused_not_replaced(tmp_path: Path) -> None:
+    """`simulate --events /dev/full`, run as root, put a regular file where the device node was: the rename
+    replaced it. A FIFO stands for any special file here."""
+    (tmp_path / "a.md").write_text("a\n")
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ToolError, match=r"events.jsonl: is a FIFO, not a regular file; nothing was changed"):
+        transaction.write_files({tmp_path / "a.md": "A\n", fifo: "{}\n"})
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and (tmp_path / "a.md").read_text() == "a\n"
+    link = tmp_path / "link.md"  # a symlink is still replaced by the file, as before
+    link.symlink_to(tmp_path / "a.md")
+    transaction.write_files({link: "L\n"})
+    assert not link.is_symlink() and link.read_text() == "L\n" and (tmp_path / "a.md").read_text() == "a\n"
 
 
 def test_a_failed_write_removes_the_folders_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

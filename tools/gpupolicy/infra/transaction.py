@@ -20,11 +20,13 @@ is refused, never obeyed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -165,6 +167,7 @@ def _named(target: str, transaction_id: str, suffix: str) -> str:
 
 def _stage(transaction: _Transaction, target: str, data: bytes) -> None:
     transaction.current = target
+    _refuse_special(target)
     folder = os.path.dirname(target) or "."
     _make_folders(transaction, folder)
     staged = _Staged(target=target, temporary=None, existed=os.path.lexists(target))
@@ -184,6 +187,18 @@ def _stage(transaction: _Transaction, target: str, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
     os.chmod(staged.temporary, _mode_for(target))
+
+
+def _refuse_special(target: str) -> None:
+    """A device, FIFO or socket where a file is to be written is refused: the rename would put a regular file
+    in its place (`--events /dev/full` run as root replaced the device node)."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    reason = None if stat.S_ISLNK(mode) else repopath.special_file_reason(mode)
+    if reason is not None:
+        raise OSError(errno.EINVAL, reason)
 
 
 def _make_folders(transaction: _Transaction, folder: str) -> None:
