@@ -104,6 +104,8 @@ def test_simulate_json_with_failures(tmp_path, capsys):
         (["--cluster", "nowhere"], "nowhere"),
         (["--trace", "/nonexistent/trace.csv"], "no such trace file"),
         (["--map", "team-without-queue"], "TEAM=QUEUE"),
+        (["--map", "a=x", "--map", "a=y"], "--map sends team a to both x and y"),  # was: y, silently
+        (["--checkpoint", "trainig=2h"], "no job is of the kind 'trainig'"),  # a typo, which changed nothing
     ],
 )
 def test_simulate_usage_errors_exit_2(tmp_path, capsys, extra, message):

@@ -159,14 +159,17 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _mapping(items: list[str]) -> dict[str, str] | None:
-    mapping = {}
+def _mapping(items: list[str]) -> tuple[dict[str, str] | None, str]:
+    """--map's TEAM=QUEUE items, or None and why: a team sent to two queues would go to the last one
+    given, silently."""
+    mapping: dict[str, str] = {}
     for item in items:
         team, sep, queue = item.partition("=")
         if not sep or not team or not queue:
-            return None
-        mapping[team] = queue
-    return mapping
+            return None, "--map takes TEAM=QUEUE"
+        if mapping.setdefault(team, queue) != queue:
+            return None, f"--map sends team {team} to both {mapping[team]} and {queue}"
+    return mapping, ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,9 +198,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from ..simulate.traces import TraceError, read_trace
     from ..simulate.verdict import DEFAULT_WORSE_BY, verdict_lines, worse_metrics
 
-    mapping = _mapping(args.map)
+    mapping, error = _mapping(args.map)
     if mapping is None:
-        return _fail("--map takes TEAM=QUEUE")
+        return _fail(error)
     if args.workload and args.trace is not None:
         return _fail("--workload builds its own jobs: pass either --workload or --trace")
     if args.workload and (args.days <= 0 or _scales(args.scale) is None):
