@@ -130,6 +130,11 @@ def search(
     candidates: list[Candidate] = []
     run = runner(run)
 
+    def failed(trial, replayed: Stopped) -> None:
+        """A trial whose replay the engine stopped: failed to Optuna, ranked last (`_stopped`)."""
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        candidates.append(_stopped(trial.number, resolved(knob_list, trial.params), replayed))
+
     def whole_unless_pruned(asked: list, policies: list[SimPolicy], climbing: list[bool]):
         """The batch's follow-up for a partial replay: the whole replay, or none once the pruner stopped the
         trial. MedianPruner reads only the trials earlier batches completed, so the order in which the
@@ -141,9 +146,7 @@ def search(
             if climbing[index]:
                 return None
             if isinstance(partial, Stopped):
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                candidates.append(_stopped(trial.number, resolved(knob_list, trial.params), partial))
-                return None
+                return failed(trial, partial)
             keeps = keeps_classes(policy, classes)
             trial.report(score(partial, worst_waits(list(targets), policy, partial), targets, keeps), step=0)
             if not trial.should_prune():
@@ -176,8 +179,7 @@ def search(
             if summary is None:
                 continue
             if isinstance(summary, Stopped):
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                candidates.append(_stopped(trial.number, resolved(knob_list, trial.params), summary))
+                failed(trial, summary)
                 continue
             waits = worst_waits(list(targets), policy, summary)
             candidate = _whole(
