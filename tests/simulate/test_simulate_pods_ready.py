@@ -3,7 +3,9 @@ requeued after a doubling backoff; on by default in Kueue 0.19's v1beta2 Configu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
 
 from gpupolicy.simulate import Engine
 from gpupolicy.simulate.engine import NO_HEALTHY_NODE_REASON, REQUEUED_FOR_EVER_REASON
@@ -138,6 +140,22 @@ def test_the_repository_configuration_reaches_the_declared_policy(tmp_path):
     assert from_cluster(cluster).pods_ready == PodsReady(600, True)
 
 
+@contextlib.contextmanager
+def _ends_within(seconds: int):
+    """These replays once never ended: a regression fails the test instead of hanging the suite."""
+
+    def endless(signum, frame):
+        raise AssertionError(f"the replay did not end within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, endless)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _dead_first_flavor() -> SimPolicy:
     """A queue whose first flavor's one node fails for good at 0, its second flavor on a healthy node."""
     pools = {"dead": SimPool("dead", 1, 2, "exclusive"), "alive": SimPool("alive", 1, 2, "exclusive")}
@@ -149,7 +167,8 @@ def test_jobs_whose_nodes_failed_for_good_end_the_replay_instead_of_being_requeu
     """With no backoffLimitCount, Kueue requeues a workload whose pods never start for ever; the replay
     used to do the same and never ended (`simulate --fail-nodes POOL:ALL@0` hung). Once that churn is all
     that is left and nothing runs, it ends: at once where no waiting job fits a healthy node."""
-    result = Engine(_policy(KUEUE_DEFAULT), JOBS, ["q", "q"], parse_failures("train:1@0")).run()
+    with _ends_within(60):
+        result = Engine(_policy(KUEUE_DEFAULT), JOBS, ["q", "q"], parse_failures("train:1@0")).run()
     assert [run.never_reason for run in result.runs] == [NO_HEALTHY_NODE_REASON] * 2
     # known at once: when they were admitted, only their timeouts were left and no node could hold them
     assert result.end == 0 and [run.ready_timeouts for run in result.runs] == [0, 0]
@@ -162,7 +181,8 @@ def test_a_job_kueue_keeps_admitting_to_a_dead_flavor_ends_after_its_backoff_set
     jobs = [Job("stuck", 0, 3600, gpus=2), Job("runs", 7200, 3600, gpus=2)]
     events: list = []
     engine = Engine(_dead_first_flavor(), jobs, ["q", "q"], parse_failures("dead:1@0"), events=events)
-    stuck, runs = engine.run().runs
+    with _ends_within(60):
+        stuck, runs = engine.run().runs
     assert runs.first_start >= 0 and runs.finished >= 0  # a job admitted to the live flavor still runs
     assert stuck.first_start < 0 and stuck.never_reason == REQUEUED_FOR_EVER_REASON
     assert {e["flavor"] for e in events if e["job"] == "stuck" and e["event"] == "admitted"} == {"d"}
