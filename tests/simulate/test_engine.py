@@ -292,9 +292,9 @@ class ReclaimCheckedEngine(Engine):
         self.evicted.append((victim.queue, victim.flavor.flavor, victim.shape.total))
         super()._preempt(victim, by, reason)
 
-    def _kueue_admit(self, run, queue, entry):
+    def _kueue_admit(self, run, queue, entry, *rest):
         self.evicted = []
-        admitted = super()._kueue_admit(run, queue, entry)
+        admitted = super()._kueue_admit(run, queue, entry, *rest)
         for victim_queue, flavor, _ in self.evicted:
             if victim_queue != queue.name:
                 largest = max(size for q, _, size in self.evicted if q == victim_queue)

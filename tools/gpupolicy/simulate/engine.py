@@ -1046,7 +1046,7 @@ class Engine:
                 walk.failed(entry, size)
                 continue
             requeued = pending.added
-            if self._try_start(run, queue, entry):
+            if self._try_start(run, queue, entry, cleared=self._tells_untried(run)):
                 # a preemption sent a victim back to this queue, behind the pass
                 if pending.added != requeued:
                     walk.rescan(entry)
@@ -1062,14 +1062,14 @@ class Engine:
 
     def _waits_untried(self, run: Run, queue: SimQueue) -> bool:
         """Whether the job surely waits, told before an attempt (`_kueue_admit` would learn it first thing
-        and change nothing): most jobs a pass tries fail so, one per decreasing size. Not for a job holding
-        quota its victims gave back (its attempt puts that back first), nor without the shortcuts."""
-        return (
-            self.shortcuts
-            and self.kueue
-            and run.index not in self.reserved
-            and self._surely_waits(queue, run.priority, self._options(run, queue))
-        )
+        and change nothing): most jobs a pass tries fail so, one per decreasing size."""
+        return self._tells_untried(run) and self._surely_waits(queue, run.priority, self._options(run, queue))
+
+    def _tells_untried(self, run: Run) -> bool:
+        """Whether `_waits_untried` asks: not for a job holding quota its victims gave back (its attempt puts
+        that back first, so the answer could differ), nor without the shortcuts. Where it asked and the job
+        may be admitted, the attempt right after it need not ask again (`_assign`'s `cleared`)."""
+        return self.shortcuts and self.kueue and run.index not in self.reserved
 
     def _pass_surely_fails(self, queue: SimQueue, pending: PendingQueue) -> bool:
         """Whether a pass over the queue would start nothing, told from its smallest sizes alone: a pass
@@ -1108,9 +1108,10 @@ class Engine:
             kept = self.probes[name] = (sizes, tuple((k, a, leaves[(name, k)]) for k, a in least.items()))
         return kept[1]
 
-    def _try_start(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
+    def _try_start(self, run: Run, queue: SimQueue, entry: tuple, cleared: bool = False) -> bool:
+        """`cleared`: `_surely_waits` was just asked about the job and said it may be admitted (`_assign`)."""
         if self.kueue:
-            return self._kueue_admit(run, queue, entry)
+            return self._kueue_admit(run, queue, entry, cleared)
         if self._admit(run, queue) or self._preempt_for(run, queue):
             self.pending[run.queue].remove(entry, run.size)
             self._start(run)
@@ -1118,7 +1119,7 @@ class Engine:
         return False
 
     # -- Kueue mode: admission on quota, then pods wait for nodes ------------------------------------------
-    def _kueue_admit(self, run: Run, queue: SimQueue, entry: tuple) -> bool:
+    def _kueue_admit(self, run: Run, queue: SimQueue, entry: tuple, cleared: bool = False) -> bool:
         """One admission attempt (pkg/scheduler/scheduler.go `schedule`: nominate, then admit or preempt):
         True when the job reserved quota. A job that needs preemption evicts its targets and stays pending
         until
@@ -1128,7 +1129,7 @@ class Engine:
         held = self.reserved.pop(run.index, None)
         if held is not None:  # quota its victims gave back, kept for it (see _release_evicted)
             self.quota.use(run.queue, held[0], -held[1])
-        choice = self._assign(run, queue, options)
+        choice = self._assign(run, queue, options, cleared)
         if choice is None:
             return False
         if self.claims and not self._fits_in_cycle(run, choice, requests[choice.flavor.flavor]):
@@ -1192,19 +1193,20 @@ class Engine:
         self.claims.clear()
         self.doomed.clear()
 
-    def _assign(self, run: Run, queue: SimQueue, options: Options) -> Choice | None:
-        """None where the job surely waits (`_surely_waits`, asked first: most attempts end there, and more
-        cheaply than by comparing a stamp), else admission.assign's verdict, or the one it gave this job last
-        time when nothing it reads has changed since. Admission reads the job's own record (`_workload`: its
-        index and queue, fixed, and `asked`), its requests (fixed: `_options`) and, under each quota key it
-        asks for, that key's quota tree and the workloads holding quota there (QuotaTree.versions counts
-        every change of the key's usage, and Holders counts there every change of its holders and of the
-        priorities HeldAdmission reads). The stamp is taken after the call: admission takes candidates out
+    def _assign(self, run: Run, queue: SimQueue, options: Options, cleared: bool = False) -> Choice | None:
+        """None where the job surely waits (`_surely_waits`, asked first unless `cleared`, asked just before
+        with nothing changed since: most attempts end there, and more cheaply than by comparing a stamp),
+        else admission.assign's verdict, or the one it gave this job last time when nothing it reads has
+        changed since. Admission reads the job's own record (`_workload`: its index and queue, fixed, and
+        `asked`), its requests (fixed: `_options`) and, under each quota key it asks for, that key's quota
+        tree and the workloads holding quota there (QuotaTree.versions counts every change of the key's
+        usage, and Holders counts there every change of its holders and of the priorities HeldAdmission
+        reads). The stamp is taken after the call: admission takes candidates out
         tentatively and puts them all back, and a tree's usage is a function of its queues' usage, so the
         tree is then as it was when the verdict was worked out."""
         if not self.shortcuts:
             return self.admission.assign(queue, self._workload(run, None), options.requests)
-        if self._surely_waits(queue, run.priority, options):
+        if not cleared and self._surely_waits(queue, run.priority, options):
             return None  # told more cheaply than by a kept verdict's stamp (most attempts end here)
         asked = (run.priority, run.job.submit if run.queued < 0 else run.queued, run.admitted, run.evicted)
         kept = self.verdicts.get(run.index)
