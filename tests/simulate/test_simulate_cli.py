@@ -18,9 +18,14 @@ HAS_FLEET = (REPO / "clusters" / "test-us" / "cluster.yaml").is_file()
 needs_fleet = pytest.mark.skipif(not HAS_FLEET, reason="the reference fleet (clusters/test-us) is absent")
 
 
+def _simulate(out: Path, *args: str) -> int:
+    """`gpupolicy simulate` on the tests' fleet, its report in `out`."""
+    return main(["simulate", "--repo", str(REPO), "--out", str(out), *args])
+
+
 @needs_fleet
 def test_simulate_runs_with_no_trace_argument(tmp_path, capsys):
-    code = main(["simulate", "--repo", str(REPO), "--cluster", "prod-eu", "--out", str(tmp_path)])
+    code = _simulate(tmp_path, "--cluster", "prod-eu")
     assert code in (0, 1)
     report = (tmp_path / "report.md").read_text()
     assert "| GPU allocation" in report and "wait p95" in report
@@ -46,20 +51,7 @@ def test_simulate_runs_with_the_collector_paused_and_leaves_it_as_it_was(tmp_pat
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
     try:
-        code = main(
-            [
-                "simulate",
-                "--repo",
-                str(REPO),
-                "--cluster",
-                "test-us",
-                "--limit",
-                "20",
-                "--no-plots",
-                "--out",
-                str(tmp_path),
-            ]
-        )
+        code = _simulate(tmp_path, "--cluster", "test-us", "--limit", "20", "--no-plots")
         assert code in (0, 1) and seen == [False] and gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
@@ -67,23 +59,10 @@ def test_simulate_runs_with_the_collector_paused_and_leaves_it_as_it_was(tmp_pat
 
 @needs_fleet
 def test_simulate_json_with_failures(tmp_path, capsys):
-    code = main(
-        [
-            "simulate",
-            "--repo",
-            str(REPO),
-            "--cluster",
-            "test-us",
-            "--limit",
-            "150",
-            "--no-plots",
-            "--fail-nodes",
-            "test-h100:1@7200+2h",
-            "--out",
-            str(tmp_path),
-            "--format",
-            "json",
-        ]
+    code = _simulate(
+        tmp_path,
+        *("--cluster", "test-us", "--limit", "150", "--no-plots", "--fail-nodes", "test-h100:1@7200+2h"),
+        *("--format", "json"),
     )
     data = json.loads(capsys.readouterr().out)
     assert data["proposed"]["lost_to_failures_gpu_hours"] == pytest.approx(16.0)
@@ -109,7 +88,7 @@ def test_simulate_json_with_failures(tmp_path, capsys):
     ],
 )
 def test_simulate_usage_errors_exit_2(tmp_path, capsys, extra, message):
-    code = main(["simulate", "--repo", str(REPO), "--no-plots", "--out", str(tmp_path), *extra])
+    code = _simulate(tmp_path, "--no-plots", *extra)
     assert code == 2
     assert message in capsys.readouterr().err
 
@@ -136,20 +115,7 @@ def test_audit_fixture_has_findings(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "GPU pods without a queue label: 1" in out and "Pending workloads: 1" in out
     # the exported trace replays
-    assert main(
-        [
-            "simulate",
-            "--repo",
-            str(REPO),
-            "--cluster",
-            "test-us",
-            "--trace",
-            str(trace),
-            "--no-plots",
-            "--out",
-            str(tmp_path / "r"),
-        ]
-    ) in (0, 1)
+    assert _simulate(tmp_path / "r", "--cluster", "test-us", "--trace", str(trace), "--no-plots") in (0, 1)
 
 
 @needs_fleet
