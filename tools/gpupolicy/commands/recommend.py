@@ -14,7 +14,9 @@ leaves no error finding is the recommendation, else the repository's policy ("ke
 --apply writes it into the repository's files (refused for files with uncommitted changes unless --force).
 Output: ranked candidates, the before/after table (baseline, repository policy, recommended) and the Pareto
 front as --out DIR/pareto.png (default artifacts/recommend/ in the repository, git-ignored); with
---other-seeds, an answer only where it holds on those weeks of the mixed workload too (recommend/weeks.py).
+--other-seeds, an answer only where it holds on those weeks of the mixed workload too (recommend/weeks.py);
+with --search-seeds, every candidate replayed whole on those weeks too, ranked over all of them and offered
+only where it holds on each.
 Exit codes: 0 a clean recommendation was found, 1 none of the candidates checked was clean, 2 could not run.
 """
 
@@ -68,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N,M",
         help="--workload mixed: offer only an answer that also holds on these seeds' weeks (no worse than "
         "the repository's policy on any headline figure there), walking down --check candidates",
+    )
+    parser.add_argument(
+        "--search-seeds",
+        default="",
+        metavar="N,M",
+        help="--workload mixed: search on these seeds' weeks too: each candidate replayed whole on every "
+        "week, ranked over all of them, offered only where it holds on each (costs a replay per week)",
     )
     parser.add_argument(
         "--busy-devices",
@@ -156,11 +165,17 @@ def run(args: argparse.Namespace) -> int:
         return _fail("name the workload: --workload mixed or --trace FILE")
     from ..recommend.weeks import MOST, parse_seeds
 
-    args.other_seeds = parse_seeds(args.other_seeds)
-    if args.other_seeds is None:
-        return _fail(f"--other-seeds takes up to {MOST} comma-separated numbers of 0 or more, e.g. 1,2")
-    if args.other_seeds and not args.workload:
-        return _fail("--other-seeds replays other weeks of --workload mixed; a --trace file has one")
+    for option in ("other_seeds", "search_seeds"):
+        flag = "--" + option.replace("_", "-")
+        setattr(args, option, parse_seeds(getattr(args, option)))
+        if getattr(args, option) is None:
+            return _fail(f"{flag} takes up to {MOST} comma-separated numbers of 0 or more, e.g. 1,2")
+        if getattr(args, option) and not args.workload:
+            return _fail(f"{flag} replays other weeks of --workload mixed; a --trace file has one")
+        if args.workload_seed in getattr(args, option):
+            return _fail(f"{flag} names --workload-seed's own week ({args.workload_seed})")
+    if both := sorted(set(args.other_seeds) & set(args.search_seeds)):
+        return _fail(f"seed {both[0]} is in both --search-seeds and --other-seeds: a searched week holds")
     out, error = repopath.output_folder(args.repo, args.out, DEFAULT_OUT)
     if out is None:
         return _fail(error)
@@ -174,6 +189,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     from ..infra.transaction import write_files
     from ..recommend import edits, executors, plot, record, space, targets
     from ..recommend.search import search, simplify
+    from ..recommend.weeks import Week
     from ..simulate.policy import baseline, from_cluster
     from ..simulate.report import kueue_settings
     from ._fleet import fleet_and_cluster
@@ -183,7 +199,8 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     if cluster is None:
         return _fail(error)
     wanted = targets.parse(args.target)
-    jobs = _jobs(args, cluster)
+    sources = _sources(args) if args.search_seeds or args.other_seeds else None
+    jobs = _jobs(args, cluster, sources)
     targets.check_known(wanted, from_cluster(cluster), cluster.name)
     knob_list = space.knobs(cluster, fleet)
     if not knob_list:
@@ -193,6 +210,9 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     runner = executors.executor(jobs, args.jobs, args.ray)
     replays = _with_busy_devices(args, cluster, runner) if args.busy_devices else runner
+    searched = [_week_replays(args, cluster, seed, sources, args.ray) for seed in args.search_seeds]
+    if searched:
+        replays = executors.Weeks(replays, [week for _, week in searched], args.search_seeds)
     try:
         candidates = search(
             cluster, knob_list, wanted, args.trials, args.seed, args.batch, replays, args.policy
@@ -200,7 +220,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         seconds = time.perf_counter() - started
         base_replay = runner.start([(baseline(cluster), 1.0)])  # beside the simplification's replays
         smaller = functools.partial(simplify, cluster, knob_list, wanted, run=replays, placement=args.policy)
-        weeks = _OtherWeeks(args, cluster, knob_list)
+        weeks = _OtherWeeks(args, cluster, knob_list, sources)
         try:
             chosen, rejected = _first_clean(
                 Path(args.repo), cluster.name, knob_list, candidates, args.check, smaller, weeks
@@ -209,8 +229,12 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
             weeks.close()
         base = executors.summary_of(base_replay()[0])
     finally:
-        runner.close()
+        replays.close()
     repo_policy = next(c for c in candidates if c.number == 0)
+    if chosen and searched and space.changes(knob_list, chosen[0].params):
+        counts = [len(week_jobs) for week_jobs, _ in searched]
+        mine = zip(args.search_seeds, counts, repo_policy.others, chosen[0].others, strict=True)
+        chosen = (chosen[0], chosen[1], [Week(*week) for week in mine] + chosen[2])
     png = plot.pareto_png(candidates, chosen[0] if chosen else None)
     write_files({out / "pareto.png": png})
     summaries = [base, repo_policy.summary] + ([chosen[0].summary] if chosen else [])
@@ -239,6 +263,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
     report = dict(
         cluster=cluster.name,
         jobs=len(jobs),
+        searched=args.search_seeds,
         trials=len(candidates),
         seconds=seconds,
         executor=runner.name,
@@ -265,14 +290,14 @@ class _OtherWeeks:
     as the search replayed its own week (busy devices, placement), from the traces read once. An answer that
     changes nothing is not replayed."""
 
-    def __init__(self, args: argparse.Namespace, cluster, knob_list) -> None:
+    def __init__(self, args: argparse.Namespace, cluster, knob_list, sources: tuple | None = None) -> None:
         from ..recommend import space
 
         self.args, self.cluster, self.knob_list = args, cluster, knob_list
         self.repository = space.candidate_policy(cluster, knob_list, {}, args.policy)
         self.opened: dict[int, tuple[int, object, object]] = {}  # seed -> (jobs, replays, repository's)
         self.runners: list = []
-        self.sources: tuple | None = None  # (ITP, openb) jobs, read for the first week replayed
+        self.sources = sources  # (ITP, openb) jobs; else read for the first week replayed
 
     def judge(self, params: dict) -> list:
         from ..recommend import space
@@ -289,21 +314,10 @@ class _OtherWeeks:
         if seed in self.opened:
             count, replays, repository = self.opened[seed]
             return Week(seed, count, repository, replays.map([(policy, 1.0)])[0])
-        from ..errors import ToolError
-        from ..simulate import mixed
-        from ..simulate.traces import TraceError
-        from ._fleet import traces_folder
-
-        args = self.args
         if self.sources is None:
-            try:
-                self.sources = mixed.read_sources(traces_folder(args))
-            except TraceError as exc:
-                raise ToolError(str(exc)) from None
-        jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), self.cluster, self.sources)
-        runner = executors.executor(jobs, args.jobs, None)
-        self.runners.append(runner)
-        replays = _with_busy_devices(args, self.cluster, runner) if args.busy_devices else runner
+            self.sources = _sources(self.args)
+        jobs, replays = _week_replays(self.args, self.cluster, seed, self.sources)
+        self.runners.append(replays)
         repository, recommended = replays.map([(self.repository, 1.0), (policy, 1.0)])
         repository = executors.summary_of(repository)
         self.opened[seed] = (len(jobs), replays, repository)
@@ -312,6 +326,29 @@ class _OtherWeeks:
     def close(self) -> None:
         for runner in self.runners:
             runner.close()
+
+
+def _sources(args: argparse.Namespace) -> tuple:
+    """The mixed workload's traces, read once for every week replayed (mixed.read_sources)."""
+    from ..errors import ToolError
+    from ..simulate import mixed
+    from ..simulate.traces import TraceError
+    from ._fleet import traces_folder
+
+    try:
+        return mixed.read_sources(traces_folder(args))
+    except TraceError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _week_replays(args: argparse.Namespace, cluster, seed: int, sources: tuple, ray: str | None = None):
+    """Seed `seed`'s week of the mixed workload: its jobs, and an executor over them that replays a candidate
+    as the search replays its own week (busy devices); closing it closes its workers."""
+    from ..recommend import executors
+
+    jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), cluster, sources)
+    runner = executors.executor(jobs, args.jobs, ray)
+    return jobs, (_with_busy_devices(args, cluster, runner) if args.busy_devices else runner)
 
 
 def _with_busy_devices(args: argparse.Namespace, cluster, runner):
@@ -430,6 +467,9 @@ def _rebuild_command(args: argparse.Namespace) -> str:
         parts.append(f"--scale {args.scale} --days {args.days}")
     if args.workload and args.workload_seed:
         parts.append(f"--workload-seed {args.workload_seed}")
+    for option, seeds in (("--search-seeds", args.search_seeds), ("--other-seeds", args.other_seeds)):
+        if args.workload and seeds:
+            parts.append(f"{option} {','.join(map(str, seeds))}")
     if args.busy_devices:
         parts.append("--busy-devices")
     if args.limit:
@@ -451,8 +491,9 @@ def _print_text(report: dict) -> None:
     from ..recommend.targets import target_rows
     from ..simulate.report import kueue_line, markdown_table, summary_rows
 
+    weeks = f" (and seeds {', '.join(map(str, report['searched']))}'s weeks)" if report["searched"] else ""
     print(
-        f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs in "
+        f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs{weeks} in "
         f"{report['seconds']:.1f} s ({report['executor']})"
     )
     print(kueue_line(report["kueue"]) + "\n")
@@ -515,7 +556,7 @@ def _print_text(report: dict) -> None:
         from ..recommend.weeks import HEADERS, rows
 
         print(
-            "\non other weeks (--other-seeds), the repository's policy -> the recommended:\n"
+            "\non other weeks (--search-seeds, --other-seeds), the repository's policy -> the recommended:\n"
             + markdown_table(HEADERS, rows(report["weeks"]))
         )
     print(f"Pareto front: {report['out'] / 'pareto.png'}")
@@ -541,6 +582,7 @@ def _print_json(report: dict) -> None:
             {
                 "cluster": report["cluster"],
                 "jobs": report["jobs"],
+                "search_seeds": list(report["searched"]),
                 "seconds": report["seconds"],
                 "executor": report["executor"],
                 "kueue": report["kueue"],
@@ -556,6 +598,7 @@ def _print_json(report: dict) -> None:
                 "other_seeds": [
                     {
                         "seed": week.seed,
+                        "searched": week.seed in report["searched"],
                         "jobs": week.jobs,
                         "holds": week.holds,
                         "improves": week.improves,

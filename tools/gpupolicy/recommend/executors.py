@@ -14,6 +14,9 @@ batch's slowest one) and `start` (tasks that run beside what is asked next, thei
 A replay the engine stops (a candidate whose queues preempt each other without end: engine.EndlessReplay)
 comes back as `Stopped`, not as an error: the search ranks that candidate last and goes on (search.py), where
 one such candidate used to end the whole search with its message.
+
+`Weeks` joins one executor per week of work into one (recommend --search-seeds): a whole replay comes back as
+`Weekly`, every week's summary, the search's own week first.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ class Stopped:
 Task = tuple[SimPolicy, float]  # the policy, and the share of the workload (by submission order) to replay
 Replayed = Summary | Stopped
 # given a task's index and its result, the follow-up task to replay, or None (Batches.chain)
-Then = Callable[[int, Replayed], "Task | None"]
+Then = Callable[[int, "Replayed | Weekly"], "Task | None"]
 
 
 def evaluate(policy: SimPolicy, jobs: Sequence[Job], fraction: float) -> Replayed:
@@ -221,6 +224,66 @@ class Prepared:
 
     def close(self) -> None:
         self.inner.close()
+
+
+@dataclass(frozen=True)
+class Weekly:
+    """A whole replay on every week of a search over several (`Weeks`): the search's own week first."""
+
+    summaries: tuple[Summary, ...]
+
+
+class Weeks:
+    """Executors of several weeks of work as one (recommend --search-seeds): the search's own week's and the
+    other seeds' (`others`, in the order of `seeds`). A whole replay (share 1.0) runs on every week and comes
+    back as Weekly, or as the first Stopped of its weeks; a partial one, for the pruner, runs on the search's
+    own week alone. The other weeks' replays of a task are submitted with it, so they run beside the rest."""
+
+    def __init__(self, own, others: Sequence, seeds: Sequence[int]) -> None:
+        self.own, self.others, self.seeds = own, list(others), list(seeds)
+        self.name, self.width = own.name, own.width
+
+    def _elsewhere(self, task: Task) -> list[Callable[[], list[Replayed]]] | None:
+        return [inner.start([task]) for inner in self.others] if task[1] >= 1.0 else None
+
+    def _joined(self, own: Replayed, elsewhere) -> Replayed | Weekly:
+        if elsewhere is None:
+            return own
+        results = [own, *(pending()[0] for pending in elsewhere)]
+        for seed, result in zip([None, *self.seeds], results, strict=True):
+            if isinstance(result, Stopped):
+                return result if seed is None else Stopped(f"on seed {seed}'s week: {result.reason}")
+        return Weekly(tuple(results))
+
+    def map(self, tasks: Sequence[Task]) -> list[Replayed | Weekly]:
+        return self.start(tasks)()
+
+    def start(self, tasks: Sequence[Task]) -> Callable[[], list[Replayed | Weekly]]:
+        elsewhere = [self._elsewhere(task) for task in tasks]
+        own = self.own.start(tasks)
+        return lambda: [self._joined(r, e) for r, e in zip(own(), elsewhere, strict=True)]
+
+    def chain(self, tasks: Sequence[Task], then: Then) -> tuple[list, list]:
+        elsewhere = [self._elsewhere(task) for task in tasks]
+        firsts: dict[int, Replayed | Weekly] = {}  # joined once: a Batches `start` replays when read
+        follow_elsewhere: dict[int, list | None] = {}
+
+        def joined_then(index: int, result: Replayed) -> Task | None:
+            firsts[index] = self._joined(result, elsewhere[index])
+            task = then(index, firsts[index])
+            if task is not None:
+                follow_elsewhere[index] = self._elsewhere(task)
+            return task
+
+        own_firsts, follows = self.own.chain(tasks, joined_then)
+        return [firsts[index] for index in range(len(own_firsts))], [
+            None if r is None else self._joined(r, follow_elsewhere.get(index))
+            for index, r in enumerate(follows)
+        ]
+
+    def close(self) -> None:
+        for inner in (self.own, *self.others):
+            inner.close()
 
 
 def executor(jobs: Sequence[Job], workers: int, ray_address: str | None):

@@ -27,6 +27,10 @@ precision the table prints it: useful utilization over the window (0.1 point), t
 the production tier's p95 (one minute), starts failed on a busy device and jobs never placed. The
 lexicographic order may trade a lower count for a higher one; a pull request that makes a headline figure
 worse than today's is not one to propose (decision 0094).
+
+A search over several weeks (`recommend --search-seeds`, decision 0102) ranks a candidate by `key_over` its
+weeks (counts and GPU-hours summed, waits and utilization averaged) and guards each week
+(`improves_each_week`); over one week both are the single-week key and guard exactly.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from collections.abc import Mapping, Sequence
 
 from ..simulate.metrics import Summary
 from .targets import Target
+
+WeekFigures = tuple[Summary, Mapping[str, float]]  # one week's replay and each target's worst wait there
 
 PRODUCTION = "production"
 SIGNIFICANT = 2  # figures compared at two significant digits: closer than that is replay noise
@@ -70,14 +76,24 @@ def key(
     summary: Summary, waits: Mapping[str, float], targets: Sequence[Target], keeps_classes: bool = True
 ) -> tuple:
     """The candidate's place on the objective: a smaller tuple is better (see the module docstring)."""
+    return key_over([(summary, waits)], targets, keeps_classes)
+
+
+def key_over(weeks: Sequence[WeekFigures], targets: Sequence[Target], keeps_classes: bool = True) -> tuple:
+    """`key` over the weeks a candidate was replayed on (recommend --search-seeds), each week's (summary,
+    worst waits): counts and GPU-hours summed, waits and utilization the weeks' mean, so one week's gain can
+    outweigh another's smaller loss on the ranking (the guard, `improves_each_week`, then refuses a loss on
+    any week's headline figures). On one week it is that week's figures as they are."""
+    count = len(weeks)
+    p95s = [tier_p95s(summary) for summary, _ in weeks]
     return (
         0 if keeps_classes else 1,
-        -targets_met(targets, waits),
-        summary.never_scheduled,
-        coarse(idle_while_waiting(summary)),
-        *(coarse(p95) for p95 in tier_p95s(summary)),
-        coarse(summary.lost_to_preemption_gpu_hours),
-        -round(summary.window_useful or 0.0, 3),
+        -sum(targets_met(targets, waits) for _, waits in weeks),
+        sum(summary.never_scheduled for summary, _ in weeks),
+        coarse(sum(idle_while_waiting(summary) for summary, _ in weeks)),
+        *(coarse(sum(tiers[i] for tiers in p95s) / count) for i in range(3)),
+        coarse(sum(summary.lost_to_preemption_gpu_hours for summary, _ in weeks)),
+        -round(sum(summary.window_useful or 0.0 for summary, _ in weeks) / count, 3),
     )
 
 
@@ -112,6 +128,15 @@ def improves_headlines(candidate: Summary, repository: Summary) -> bool:
     return keeps_headlines(candidate, repository) and headlines(candidate) != headlines(repository)
 
 
+def improves_each_week(candidate: Sequence[Summary], repository: Sequence[Summary]) -> bool:
+    """Over the weeks both were replayed on, in the same order: no worse than the repository's policy on any
+    week's headline figures, and strictly better on one figure of one week."""
+    pairs = list(zip(candidate, repository, strict=True))
+    return all(keeps_headlines(c, r) for c, r in pairs) and any(
+        headlines(c) != headlines(r) for c, r in pairs
+    )
+
+
 def better(first: tuple, second: tuple) -> bool:
     """Whether the objective key `first` is strictly better than `second`."""
     return first < second
@@ -129,3 +154,8 @@ def guide(
     production = tier_p95s(summary)[0] / (7 * 24 * 60)
     penalty = 0 if keeps_classes else len(targets) + 3  # below every candidate that keeps the classes
     return targets_met(targets, waits) - never - min(idle, 1.0) - min(production, 1.0) - penalty
+
+
+def guide_over(weeks: Sequence[WeekFigures], targets: Sequence[Target], keeps_classes: bool = True) -> float:
+    """`guide` as the weeks' mean (recommend --search-seeds); one week's as it is."""
+    return sum(guide(summary, waits, targets, keeps_classes) for summary, waits in weeks) / len(weeks)

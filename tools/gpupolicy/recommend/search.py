@@ -13,6 +13,10 @@ study so TPE learns from it too, and replayed whole at once. Why Optuna, TPE and
 docs/decisions/0044-recommend-search-method.md; why the climb:
 docs/decisions/0101-recommend-climbs-beside-tpe.md.
 
+Over several weeks (`run` an executors.Weeks, recommend --search-seeds), a whole replay is every week's: a
+candidate ranks by its figures over all of them and improves on the repository's policy only where it does on
+every week (decision 0102). The pruner still reads the half replay of the search's own week.
+
 A candidate whose replay the engine stops (queues that preempt each other without end) is told to Optuna as
 failed and ranked last, with the engine's message; the repository's own policy stopping is the command's
 error.
@@ -30,7 +34,7 @@ from ..simulate.metrics import Summary
 from ..simulate.placement import DEFAULT_PLACEMENT
 from ..simulate.policy import SimPolicy, pool_classes
 from . import neighbours, objective
-from .executors import Stopped, runner
+from .executors import Stopped, Weekly, runner
 from .space import (
     BORROW,
     COHORT,
@@ -56,6 +60,7 @@ class Candidate:
     params: dict[str, int | str]
     pruned: bool = False
     summary: Summary | None = None  # the whole workload's (None when pruned)
+    others: tuple[Summary, ...] = ()  # the other searched weeks' (recommend --search-seeds), in seed order
     waits: dict[str, float] = field(default_factory=dict)  # target -> worst wait of its queues, minutes
     score: float = 0.0
     reverted: int = 0  # changes `simplify` took back because they did not help
@@ -63,8 +68,14 @@ class Candidate:
     stopped: str = ""  # why the engine stopped its replay (executors.Stopped); ranked last
 
     @property
+    def weeks(self) -> tuple[Summary, ...]:
+        """Every week it was replayed on whole: the search's own first."""
+        return (self.summary, *self.others) if self.summary else ()
+
+    @property
     def meets_targets(self) -> bool:
-        return bool(self.summary) and self.summary.never_scheduled == 0 and self.miss == 0.0
+        placed = all(summary.never_scheduled == 0 for summary in self.weeks)
+        return bool(self.summary) and placed and self.miss == 0.0
 
     miss: float = 0.0  # summed relative shortfall against the targets
 
@@ -181,12 +192,11 @@ def search(
             if isinstance(summary, Stopped):
                 failed(trial, summary)
                 continue
-            waits = worst_waits(list(targets), policy, summary)
             candidate = _whole(
                 trial.number,
                 resolved(knob_list, trial.params),
                 summary,
-                waits,
+                policy,
                 targets,
                 keeps=keeps_classes(policy, classes),
             )
@@ -213,22 +223,27 @@ def _stopped(number: int, params: dict, replayed: Stopped, reverted: int = 0) ->
 def _whole(
     number: int,
     params: dict,
-    summary: Summary,
-    waits: dict[str, float],
+    replayed: Summary | Weekly,
+    policy: SimPolicy,
     targets: Sequence[Target],
     reverted: int = 0,
     keeps: bool = True,
 ) -> Candidate:
-    """A candidate replayed on the whole workload, with its place on the objective."""
+    """A candidate replayed whole, on one week or on every searched week (Weekly), with its place on the
+    objective over them (`objective.key_over`) and each target's worst wait over them."""
+    summaries = replayed.summaries if isinstance(replayed, Weekly) else (replayed,)
+    weeks = [(summary, worst_waits(list(targets), policy, summary)) for summary in summaries]
+    waits = {name: max(week[name] for _, week in weeks) for name in weeks[0][1]}
     return Candidate(
         number,
         params,
-        summary=summary,
+        summary=summaries[0],
+        others=summaries[1:],
         waits=waits,
-        score=score(summary, waits, targets, keeps),
+        score=objective.guide_over(weeks, targets, keeps),
         miss=shortfall(list(targets), waits),
         reverted=reverted,
-        objective=objective.key(summary, waits, targets, keeps),
+        objective=objective.key_over(weeks, targets, keeps),
     )
 
 
@@ -301,7 +316,7 @@ class _TakeBacks:
                 self.best.number,
                 params,
                 summary,
-                worst_waits(self.targets, policy, summary),
+                policy,
                 self.targets,
                 self.reverted(params),
                 keeps_classes(policy, self.classes),
@@ -378,11 +393,11 @@ def worth_checking(candidates: Sequence[Candidate], limit: int) -> list[Candidat
 
 def improves_on(candidate: Candidate, repository: Candidate) -> bool:
     """Strictly better than the repository's policy on the objective, no worse on any headline figure and
-    strictly better on one (`objective.improves_headlines`)."""
+    strictly better on one, on every week searched (`objective.improves_each_week`)."""
     return (
         candidate.summary is not None
         and objective.better(candidate.objective, repository.objective)
-        and objective.improves_headlines(candidate.summary, repository.summary)
+        and objective.improves_each_week(candidate.weeks, repository.weeks)
     )
 
 
