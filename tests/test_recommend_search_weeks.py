@@ -168,3 +168,10 @@ def test_the_command_searches_the_weeks_and_shows_the_answer_on_each(tmp_path):
     assert replayed and all(len(c["objective"]) == len(replayed[0]["objective"]) for c in replayed)
     for week in report["other_seeds"]:  # only where the answer changes something
         assert week["searched"] and week["seed"] == 1 and week["holds"]
+    text = cli_on(
+        REPO, "recommend", "--cluster", "prod-us", "--workload", "mixed", "--traces", str(traces),
+        "--limit", "150", "--search-seeds", "1,2", "--trials", "1", "--jobs", "1", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert (
+        text.returncode in (0, 1) and "candidates on 150 jobs (and the weeks of seeds 1, 2) in" in text.stdout
+    )

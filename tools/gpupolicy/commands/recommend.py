@@ -491,7 +491,9 @@ def _print_text(report: dict) -> None:
     from ..recommend.targets import target_rows
     from ..simulate.report import kueue_line, markdown_table, summary_rows
 
-    weeks = f" (and seeds {', '.join(map(str, report['searched']))}'s weeks)" if report["searched"] else ""
+    seeds = ", ".join(map(str, report["searched"]))
+    plural = "s" * (len(report["searched"]) > 1)
+    weeks = f" (and the week{plural} of seed{plural} {seeds})" if seeds else ""
     print(
         f"cluster {report['cluster']}: {report['trials']} candidates on {report['jobs']} jobs{weeks} in "
         f"{report['seconds']:.1f} s ({report['executor']})"
