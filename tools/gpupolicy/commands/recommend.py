@@ -207,12 +207,14 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         return _fail(
             f"cluster {cluster.name} has no non-production ClusterQueue in a cohort: nothing to search"
         )
+    # every week's jobs before any executor: a week that cannot be built leaves no workers behind
+    searched = [_week_jobs(args, cluster, seed, sources) for seed in args.search_seeds]
     started = time.perf_counter()
     runner = executors.executor(jobs, args.jobs, args.ray)
     replays = _with_busy_devices(args, cluster, runner) if args.busy_devices else runner
-    searched = [_week_replays(args, cluster, seed, sources, args.ray) for seed in args.search_seeds]
     if searched:
-        replays = executors.Weeks(replays, [week for _, week in searched], args.search_seeds)
+        weeks_replays = [_replays_over(args, cluster, week, args.ray) for week in searched]
+        replays = executors.Weeks(replays, weeks_replays, args.search_seeds)
     try:
         candidates = search(
             cluster, knob_list, wanted, args.trials, args.seed, args.batch, replays, args.policy
@@ -232,7 +234,7 @@ def _recommend(args: argparse.Namespace, out: Path) -> int:
         replays.close()
     repo_policy = next(c for c in candidates if c.number == 0)
     if chosen and searched and space.changes(knob_list, chosen[0].params):
-        counts = [len(week_jobs) for week_jobs, _ in searched]
+        counts = [len(week) for week in searched]
         mine = zip(args.search_seeds, counts, repo_policy.others, chosen[0].others, strict=True)
         chosen = (chosen[0], chosen[1], [Week(*week) for week in mine] + chosen[2])
     png = plot.pareto_png(candidates, chosen[0] if chosen else None)
@@ -316,7 +318,8 @@ class _OtherWeeks:
             return Week(seed, count, repository, replays.map([(policy, 1.0)])[0])
         if self.sources is None:
             self.sources = _sources(self.args)
-        jobs, replays = _week_replays(self.args, self.cluster, seed, self.sources)
+        jobs = _week_jobs(self.args, self.cluster, seed, self.sources)
+        replays = _replays_over(self.args, self.cluster, jobs)
         self.runners.append(replays)
         repository, recommended = replays.map([(self.repository, 1.0), (policy, 1.0)])
         repository = executors.summary_of(repository)
@@ -341,14 +344,18 @@ def _sources(args: argparse.Namespace) -> tuple:
         raise ToolError(str(exc)) from None
 
 
-def _week_replays(args: argparse.Namespace, cluster, seed: int, sources: tuple, ray: str | None = None):
-    """Seed `seed`'s week of the mixed workload: its jobs, and an executor over them that replays a candidate
-    as the search replays its own week (busy devices); closing it closes its workers."""
+def _week_jobs(args: argparse.Namespace, cluster, seed: int, sources: tuple):
+    """Seed `seed`'s week of the mixed workload, built as the search's own week is."""
+    return _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), cluster, sources)
+
+
+def _replays_over(args: argparse.Namespace, cluster, jobs, ray: str | None = None):
+    """An executor over `jobs` that replays a candidate as the search replays its own week (busy devices);
+    closing it closes its workers."""
     from ..recommend import executors
 
-    jobs = _jobs(argparse.Namespace(**{**vars(args), "workload_seed": seed}), cluster, sources)
     runner = executors.executor(jobs, args.jobs, ray)
-    return jobs, (_with_busy_devices(args, cluster, runner) if args.busy_devices else runner)
+    return _with_busy_devices(args, cluster, runner) if args.busy_devices else runner
 
 
 def _with_busy_devices(args: argparse.Namespace, cluster, runner):
