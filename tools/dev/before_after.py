@@ -6,9 +6,11 @@ Run at a repository root:  python3 tools/dev/before_after.py --cluster prod-us -
 0,1,2] Each cluster and seed is one `gpupolicy simulate --workload mixed --busy-devices --format json` per
 before (`--before brief` and `--before whole-node`) and one `gpupolicy recommend --workload mixed
 --workload-seed SEED --busy-devices --format json` (the same workload, scale and replay; `--trials`, default
-64; `--no-recommend` leaves it out), two at a time; the JSON reports land in --out. Prints Markdown: every
-replay's figures, then each run against the issue's targets (the recommended policy's rows too), then what
-recommend changed. The figures are the reports' own; nothing is recomputed here.
+64; `--no-recommend` leaves it out), two at a time; the JSON reports land in --out. With `--weeks`, one more
+`gpupolicy recommend` per cluster searches every seed's week at once (`--workload-seed` the first seed,
+`--search-seeds` the others: decision 0102), and its one answer gets a row on each seed. Prints Markdown:
+every replay's figures, then each run against the issue's targets (the recommended policy's rows too), then
+what recommend changed. The figures are the reports' own; nothing is recomputed here.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 BEFORES = ("brief", "whole-node")
 RECOMMEND = "recommend"
+WEEKS = "recommend-weeks"  # one search over every seed's week, keyed by the cluster's first seed
 REPLAYS = (
     ("before", "before", "brief"),
     ("before, whole node per job", "before", "whole-node"),
@@ -56,9 +59,10 @@ def simulate(cluster: str, seed: int, before: str, out: Path) -> Path:
     return report
 
 
-def recommend(cluster: str, seed: int, trials: int, out: Path) -> Path:
-    """`gpupolicy recommend` on the workload `simulate --seed` replays, one worker (two run at a time)."""
-    report = out / f"recommend-{cluster}-{seed}.json"
+def recommend(cluster: str, seed: int, trials: int, out: Path, others: list[int] | None = None) -> Path:
+    """`gpupolicy recommend` on the workload `simulate --seed` replays, one worker (two run at a time); with
+    `others`, searching their weeks too (`--search-seeds`)."""
+    report = out / (f"recommend-{cluster}-{seed}.json" if others is None else f"{WEEKS}-{cluster}.json")
     command = [
         sys.executable,
         "-m",
@@ -77,6 +81,7 @@ def recommend(cluster: str, seed: int, trials: int, out: Path) -> Path:
         "1",
         "--format",
         "json",
+        *(["--search-seeds", ",".join(map(str, others))] if others else []),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):  # 1: no candidate checked was clean under every rule
@@ -130,7 +135,19 @@ SAME = (
 )
 
 
-def changes(cluster: str, seed: int, report: dict, proposed: dict) -> str:
+def on_week(report: dict, seed: int, proposed: dict) -> dict | None:
+    """The figures of a search over several weeks' answer on `seed`'s week: the report's own week, a searched
+    week's (`other_seeds`), or, where the answer changes nothing (no week is listed), the repository's
+    policy's as `simulate` replayed it."""
+    if report.get("recommended") is None:
+        return None
+    if seed not in report["search_seeds"]:
+        return recommended(report)
+    week = next((week for week in report["other_seeds"] if week["seed"] == seed), None)
+    return week["recommended"] if week else proposed
+
+
+def changes(cluster: str, seed: int | str, report: dict, proposed: dict) -> str:
     """What recommend changed, and whether its replay of the repository's policy gave simulate's figures."""
     chosen = report.get("recommended")
     if chosen is None:
@@ -142,6 +159,20 @@ def changes(cluster: str, seed: int, report: dict, proposed: dict) -> str:
         f"{report['seconds']:.0f} s: {what}"
         + ("" if same else " (its replay of the repository's policy differs from simulate's)")
     )
+
+
+def weekly_rows(reports, cluster: str, seeds: list[int], seed: int, scale: str) -> tuple[list, list]:
+    """The rows of the search over every seed's week (`--weeks`) on `seed`'s week: (replay rows, target
+    rows), none without that search."""
+    found = reports.get((cluster, seeds[0], WEEKS))
+    brief = reports[cluster, seed, "brief"]
+    figures = found and on_week(found, seed, brief["proposed"])
+    if not figures:
+        return [], []
+    name = f"recommended, weeks {','.join(map(str, seeds))} searched at once"
+    return [replay_row(cluster, seed, scale, name, figures, "")], [
+        target_row(f"{cluster} (recommended over the weeks)", seed, brief, figures)
+    ]
 
 
 def tables(reports: dict[tuple[str, int, str], dict], clusters: list[str], seeds: list[int]) -> str:
@@ -178,12 +209,19 @@ def tables(reports: dict[tuple[str, int, str], dict], clusters: list[str], seeds
             targets.append(target_row(cluster, seed, brief))
             if found and recommended(found):
                 targets.append(target_row(f"{cluster} (recommended)", seed, brief, recommended(found)))
+            replays, weekly_targets = weekly_rows(reports, cluster, seeds, seed, scale)
+            lines += replays
+            targets += weekly_targets
     notes = [
         changes(cluster, seed, reports[cluster, seed, RECOMMEND], reports[cluster, seed, "brief"]["proposed"])
         for cluster in clusters
         for seed in seeds
         if (cluster, seed, RECOMMEND) in reports
     ]
+    for cluster in clusters:
+        if (found := reports.get((cluster, seeds[0], WEEKS))) is not None:
+            weeks = f"{seeds[0]} with {','.join(map(str, seeds[1:]))} searched at once"
+            notes.append(changes(cluster, weeks, found, reports[cluster, seeds[0], "brief"]["proposed"]))
     return "\n".join(lines + [""] + targets + ([""] + ["recommended changes:"] + notes if notes else []))
 
 
@@ -195,14 +233,21 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="replays at once (default 2)")
     parser.add_argument("--trials", type=int, default=64, help="recommend's candidates (default 64)")
     parser.add_argument("--no-recommend", action="store_true", help="leave the recommended column out")
+    parser.add_argument(
+        "--weeks", action="store_true", help="also one recommend per cluster over every seed's week at once"
+    )
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     kinds = BEFORES if args.no_recommend else (*BEFORES, RECOMMEND)
     runs = [(cluster, seed, kind) for cluster in args.cluster for seed in seeds for kind in kinds]
+    if args.weeks and len(seeds) > 1:
+        runs += [(cluster, seeds[0], WEEKS) for cluster in args.cluster]
 
     def one(run):
         cluster, seed, kind = run
+        if kind == WEEKS:
+            return recommend(cluster, seed, args.trials, args.out, seeds[1:])
         return (
             recommend(cluster, seed, args.trials, args.out)
             if kind == RECOMMEND
