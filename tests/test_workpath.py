@@ -330,6 +330,49 @@ def test_example_without_the_startup_check_is_refused_at_admission(fleet: Fleet,
         assert blocked.where.path == "policies/admission/gpu-startup-check.yaml"
 
 
+@pytest.mark.parametrize(
+    "resource, value, why",
+    [
+        ("nvidia.com/gpu", -8, "must be greater than or equal to 0"),
+        ("nvidia.com/gpu", "500m", "must be an integer (a device cannot be split)"),
+        ("nvidia.com/gpu", 0.5, "must be an integer (a device cannot be split)"),
+        ("nvidia.com/gpu", "eight", "is not a quantity"),
+        ("cpu", "-1", "must be greater than or equal to 0"),
+    ],
+)
+def test_a_quantity_the_api_server_refuses_blocks_before_admission(
+    fleet: Fleet, tmp_path: Path, resource: str, value: object, why: str
+) -> None:
+    """kubernetes pkg/apis/core/validation/validation.go ValidateResourceQuantityValue: the Job is refused as
+    an object, before any admission policy (whose expressions would read the bad value) sees it."""
+    job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
+    trainer = job["spec"]["template"]["spec"]["containers"][0]
+    trainer["resources"]["limits"][resource] = value
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job, sort_keys=False))
+    traced = _trace(fleet, manifest, "prod-us")
+    blocked = traced.blocked
+    assert blocked.stage == "validation" and [s.stage for s in traced.steps] == ["validation"]
+    name = trainer["name"]
+    assert (
+        blocked.text == f"the API server refuses the Job: container {name}'s limits {resource} {value}: {why}"
+    )
+    lines = manifest.read_text().splitlines()
+    assert blocked.where.path == str(manifest)
+    located = lines[blocked.where.line - 1].strip()  # the trainer's limit, not the startup check's request
+    assert located.split(":")[0] == resource and str(value) in located.replace("'", "")
+    trainer_line = next(n for n, text in enumerate(lines, 1) if text.strip() == f"- name: {name}")
+    assert blocked.where.line > trainer_line  # in the trainer's block, after the startup check's
+
+
+def test_a_fractional_cpu_is_no_refusal(fleet: Fleet, tmp_path: Path) -> None:
+    job = yaml.safe_load((REPO / "docs/examples/training-job.yaml").read_text())
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m"
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job, sort_keys=False))
+    assert all(step.stage != "validation" for step in _trace(fleet, manifest, "prod-us").steps)
+
+
 def test_time_sliced_pool_checks_its_share(fleet: Fleet) -> None:
     path = _trace(fleet, REPO / "docs/examples/notebook-statefulset.yaml", "prod-us")
     pool = path.pod_sets[0].pool

@@ -126,7 +126,7 @@ def misplaced(path: WorkloadPath) -> tuple[str, Location | None]:
 # admission policies refuse in it): the user changes the workload, so a finding belongs at its line. A missing
 # LocalQueue is located at the workload's label already; a LocalQueue pointing nowhere, a selector that leaves
 # the namespace out or a LimitRange default below a request are the fleet's to change.
-WORKLOAD_STAGES = ("namespace", "admission", "pod sets")
+WORKLOAD_STAGES = ("namespace", "validation", "admission", "pod sets")
 
 
 def blame(path: WorkloadPath, own: Location) -> tuple[Location | None, tuple[Location, ...]]:
@@ -184,6 +184,10 @@ def trace(
     namespace_body = cluster.namespaces[namespace].obj.body
     chain = chain_of(fleet, cluster)
     body = controllers.kueue_defaulted(body, _kueue_mutates(fleet, body, labels))
+    refused = _invalid_quantities(body, locate)
+    if refused:  # object validation comes before the validating admission policies
+        path.steps += refused
+        return path
     path.steps += _admit(
         fleet, cluster, chain, cel.Request(object=body, namespace=namespace_body), "the workload"
     )
@@ -228,6 +232,17 @@ def trace(
                 fleet, cluster, chain, body, namespace_body, queue, pod_set, pod_set_path, usage, locate, full
             )
     return path
+
+
+def _invalid_quantities(body: dict, locate: Locator) -> list[Step]:
+    """The API server's refusal of a resource quantity in any pod template (pods.invalid_quantities): the
+    workload never exists, so nothing after it is traced."""
+    kind = body.get("kind")
+    return [
+        Step("validation", False, f"the API server refuses the {kind}: {why}", locate((*at, "spec", *where)))
+        for at, template in cel.pod_templates(body)
+        for where, why in pods.invalid_quantities(mapping(template.get("spec")))
+    ]
 
 
 def _kueue_mutates(fleet: Fleet, body: dict, labels: dict) -> bool:

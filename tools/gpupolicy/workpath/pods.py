@@ -15,7 +15,10 @@ Upstream behaviour modelled here (kubernetes/kubernetes):
   limits afterwards (`handleLimitsToRequests`), then `ValidateResources` marks the workload inadmissible when
   a request exceeds its limit (KUEUE_ORDER, for job templates: it is Kueue that refuses);
 - `pkg/apis/core/validation/validation.go` `validateResourceRequirements`: an extended resource (anything in a
-  domain other than kubernetes.io, e.g. nvidia.com/gpu) needs a limit and a request equal to it;
+  domain other than kubernetes.io, e.g. nvidia.com/gpu) needs a limit and a request equal to it; and
+  `ValidateResourceQuantityValue`, which it calls for every limit and request: no quantity is negative, and an
+  extended resource is a whole number (`invalid_quantities`). The API server refuses such an object, a Job
+  with such a pod template too, before any admission policy sees it;
 - `k8s.io/component-helpers/resource/helpers.go` `PodRequests` (used by the scheduler and by Kueue's
   `totalRequestsFromPodSets`): a pod requests max(sum of its containers and sidecars, the largest init
   container plus the sidecars started before it).
@@ -63,6 +66,39 @@ def amount(value: object) -> Decimal | None:
         return parse_quantity(value)
     except QuantityError:
         return None
+
+
+def invalid_quantities(spec: dict) -> list[tuple[tuple, str]]:
+    """(path inside the pod spec, why) for each container limit or request the API server refuses as a
+    value (`ValidateResourceQuantityValue`: "must be greater than or equal to 0", and "must be an integer" for
+    an extended resource); a value that is no quantity at all fails already when the object is decoded."""
+    found = []
+    for field in CONTAINER_FIELDS:
+        for index, container in enumerate(mappings(spec.get(field))):
+            resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+            for section in ("limits", "requests"):
+                values = resources.get(section) if isinstance(resources.get(section), dict) else {}
+                for resource, value in values.items():
+                    if why := _refused_value(str(resource), value):
+                        name = str(container.get("name", f"{field}[{index}]"))
+                        found.append(
+                            (
+                                (field, index, "resources", section, resource),
+                                f"container {name}'s {section} {resource} {value}: {why}",
+                            )
+                        )
+    return found
+
+
+def _refused_value(resource: str, value: object) -> str:
+    quantity = amount(value)
+    if quantity is None:
+        return "is not a quantity"
+    if quantity < 0:
+        return "must be greater than or equal to 0"
+    if is_extended_resource(resource) and quantity != quantity.to_integral_value():
+        return "must be an integer (a device cannot be split)"
+    return ""
 
 
 def limit_ranges(cluster: Cluster, namespace: str) -> list[K8sObject]:
