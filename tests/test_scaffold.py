@@ -177,6 +177,25 @@ def test_new_team(fork: Path) -> None:
     assert any(lq.name == "training" and lq.namespace == "comet" for lq in cluster.local_queues)
 
 
+@pytest.mark.parametrize(
+    ("name", "owner"),
+    [
+        ("kube-system", "Kubernetes"),
+        ("default", "Kubernetes"),
+        ("kube-gpu", "Kubernetes"),
+        ("flux-system", "the sync engine"),
+        ("argocd", "the sync engine"),
+        ("monitoring", "the monitoring stack"),
+    ],
+)
+def test_a_team_is_never_given_a_namespace_the_platform_owns(fork: Path, name: str, owner: str) -> None:
+    before = tree(fork)
+    done = new(fork, "team", name, "--cluster", "fra-1", "--tier", "training", "--workload", "training")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"team name '{name}': {owner} owns that namespace" in done.stderr and "RBAC005" in done.stderr
+    assert tree(fork) == before
+
+
 def test_dry_run_prints_the_diff_and_writes_nothing(fork: Path) -> None:
     before = tree(fork)
     done = new(

@@ -41,15 +41,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..domain.platform_namespaces import (
+    KUBERNETES_NAMESPACES,
+    PREREQUISITE_NAMESPACES,
+    SYNC_ENGINE_NAMESPACES,
+)
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
 
 ID = "KUST008"
 SEVERITY = Severity.ERROR
 SUMMARY = "An object renders into a namespace its cluster neither renders nor gets from the platform"
-KUBERNETES_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-SYNC_ENGINE_NAMESPACES = {"flux": "flux-system", "argocd": "argocd"}
-PREREQUISITE_NAMESPACES = ("monitoring",)
 # Cluster-scoped kinds ignore metadata.namespace (a kustomize `namespace:` may set it on kinds it does not
 # know): the core and admission kinds, and those of the CRDs this repository uses (Kueue, GPU Operator).
 CLUSTER_SCOPED_KINDS = {

@@ -24,32 +24,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..findings import Finding, Severity, at
-from ..model import Cluster, Fleet, K8sObject
-from .rbac_common import PLATFORM_ADMIN, bindings, persona, roles
+from ..model import Fleet
+from .rbac_common import bindings, platform_admins, subjects_of
 
 ID = "RBAC004"
 SEVERITY = Severity.ERROR
 SUMMARY = "Only platform admins are bound to cluster-admin"
-
-
-def _subjects(binding: K8sObject) -> list[tuple[int, tuple[str, str, str]]]:
-    items = binding.body.get("subjects")
-    return [
-        (i, (str(s.get("kind", "")), str(s.get("name", "")), str(s.get("namespace", ""))))
-        for i, s in enumerate(items if isinstance(items, list) else [])
-        if isinstance(s, dict)
-    ]
-
-
-def platform_admins(cluster: Cluster) -> set[tuple[str, str, str]]:
-    """Subjects of the bindings that declare the platform-admin persona (by label or by role)."""
-    admin_roles = {r.name for r in roles(cluster) if persona(r) == PLATFORM_ADMIN}
-    admins: set[tuple[str, str, str]] = set()
-    for binding in bindings(cluster):
-        ref = binding.body.get("roleRef") or {}
-        if persona(binding) == PLATFORM_ADMIN or ref.get("name") in admin_roles:
-            admins |= {subject for _i, subject in _subjects(binding)}
-    return admins
 
 
 def check(fleet: Fleet) -> Iterator[Finding]:
@@ -58,7 +38,7 @@ def check(fleet: Fleet) -> Iterator[Finding]:
         for binding in bindings(cluster):
             if (binding.body.get("roleRef") or {}).get("name") != "cluster-admin":
                 continue
-            for index, subject in _subjects(binding):
+            for index, subject in subjects_of(binding):
                 if subject in admins:
                     continue
                 kind, name, namespace = subject

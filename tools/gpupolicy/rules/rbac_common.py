@@ -61,3 +61,23 @@ def team_roles(cluster: Cluster) -> list[K8sObject]:
         ):
             found.append(role)
     return found
+
+
+def subjects_of(binding: K8sObject) -> list[tuple[int, tuple[str, str, str]]]:
+    items = binding.body.get("subjects")
+    return [
+        (i, (str(s.get("kind", "")), str(s.get("name", "")), str(s.get("namespace", ""))))
+        for i, s in enumerate(items if isinstance(items, list) else [])
+        if isinstance(s, dict)
+    ]
+
+
+def platform_admins(cluster: Cluster) -> set[tuple[str, str, str]]:
+    """Subjects of the bindings that declare the platform-admin persona (by label or by role)."""
+    admin_roles = {r.name for r in roles(cluster) if persona(r) == PLATFORM_ADMIN}
+    admins: set[tuple[str, str, str]] = set()
+    for binding in bindings(cluster):
+        ref = binding.body.get("roleRef") or {}
+        if persona(binding) == PLATFORM_ADMIN or ref.get("name") in admin_roles:
+            admins |= {subject for _i, subject in subjects_of(binding)}
+    return admins

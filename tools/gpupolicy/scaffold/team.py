@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ruamel.yaml import YAML
 
 from ..domain import queue_header
+from ..domain.platform_namespaces import owner
 from ..errors import ToolError
 from ..model import MIG_RESOURCE_PREFIX
 from .common import Workspace, check_name, insert_list_item
@@ -45,6 +46,11 @@ class TeamRequest:
 
 def steps(request: TeamRequest):
     check_name("team", request.name)
+    if owned := owner(request.name):
+        raise ToolError(
+            f"team name {request.name!r}: {owned} owns that namespace; a team's RoleBindings there would "
+            "give it rights over the platform (RBAC005)"
+        )
     for queue in request.queues:
         check_name("queue", queue)
 
