@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from support import fleet_repo
 
+from gpupolicy import audit
 from gpupolicy.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "snapshot-test-us"
@@ -174,6 +176,20 @@ def test_audit_context_without_kubernetes_package_exits_2(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "kubernetes", None)  # `import kubernetes` now raises ImportError
     assert main(["audit", "--repo", str(REPO), "--context", "prod"]) == 2
     assert "needs the `kubernetes` Python package" in capsys.readouterr().err
+
+
+def test_audit_refuses_a_now_before_the_snapshot_and_never_ages_a_workload_below_zero(tmp_path, capsys):
+    """--now earlier than the snapshot's newest timestamp aged a pending workload -485,767 hours."""
+    trace = tmp_path / "exported.csv"
+    base = ["audit", "--repo", str(REPO), "--snapshot", str(FIXTURE), "--cluster", "test-us"]
+    assert main([*base, "--now", "1970-01-01T00:00:00Z", "--export-trace", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert "--now 1970-01-01T00:00:00Z is before the snapshot's newest timestamp (2025-06-01T10:00:05Z)" in (
+        err
+    )
+    assert not trace.exists()
+    report = audit.audit(audit.load_snapshot(FIXTURE), {}, datetime(2025, 6, 1, 6, tzinfo=UTC))  # before both
+    assert report.pending and all(item.age_hours == 0.0 for item in report.pending)  # a clock that lags
 
 
 def test_audit_bad_snapshot_exits_2(tmp_path, capsys):

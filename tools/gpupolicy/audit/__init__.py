@@ -445,7 +445,8 @@ def _audit_pending(workloads: list[dict], now: datetime, report: AuditReport) ->
             continue
         meta = _meta(workload)
         created = parse_time(meta.get("creationTimestamp"))  # the shape check refused a malformed one
-        age = (now - created).total_seconds() / 3600 if created else None
+        # never below 0: a live read's clock may lag the API server's by a moment
+        age = max(0.0, (now - created).total_seconds() / 3600) if created else None
         queue = (workload.get("spec") or {}).get("queueName", "")
         report.pending.append(
             PendingWorkload(f"{meta.get('namespace', '')}/{meta.get('name', '?')}", queue, age)

@@ -128,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     if pools is None:
         return _fail(compared)
     now, when = _snapshot_time(args, snapshot, now)
+    if refused := _before_the_snapshot(args, snapshot, now):
+        return _fail(refused)
     report = audit(snapshot, pools, now)
     if args.export_trace:
         try:
@@ -225,6 +227,18 @@ def _snapshot_time(args: argparse.Namespace, snapshot, given: datetime | None) -
     if newest is not None:
         return newest, "the snapshot's newest timestamp; --now TIME overrides"
     return datetime.now(UTC), "the snapshot holds no timestamp: the current time; --now TIME overrides"
+
+
+def _before_the_snapshot(args: argparse.Namespace, snapshot, now: datetime) -> str:
+    """Why a --now earlier than something the snapshot records is refused ("" when it is not): a workload
+    created after it would be pending for a negative time, and an exported pod would run for one."""
+    from ..audit import snapshot_time
+
+    newest = snapshot_time(snapshot) if args.now else None
+    if newest is None or now >= newest:
+        return ""
+    stamp = newest.isoformat().replace("+00:00", "Z")
+    return f"--now {args.now} is before the snapshot's newest timestamp ({stamp}): pass a time at or after it"
 
 
 def _snapshot(args: argparse.Namespace):
