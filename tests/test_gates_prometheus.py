@@ -7,6 +7,7 @@ from __future__ import annotations
 import calendar
 import json
 import shutil
+import signal
 import time
 import urllib.request
 from datetime import UTC, datetime
@@ -226,6 +227,30 @@ def test_watch_exits_non_zero_on_breach(soak, repo: Path, capsys) -> None:
     assert code == (0 if not EXPECTED[kind] else 1), out
     if kind in ("xid-79", "upgrade-failed"):
         assert "breach: roll back stage canary: gpupolicy upgrade rollback driver-next" in out
+
+
+def test_watch_at_a_fixed_time_mid_soak_evaluates_once(soak, repo: Path, capsys) -> None:
+    """A fixed --now never moves, so the soak never ends: the watch used to sleep and evaluate the same
+    instant for ever. It now evaluates once, as `--rounds 1` would."""
+    kind, url = soak
+    if EXPECTED[kind]:
+        pytest.skip("a breach or a criterion without data ends the watch anyway")
+    args = ["upgrade", "watch", "driver-next", "--prometheus", url, "--every", "0.01", "--repo", str(repo)]
+    previous = signal.signal(signal.SIGALRM, _never_ended)
+    signal.alarm(60)
+    try:
+        code = main([*args, "--now", "2026-11-12T09:00:00Z"])  # 48 h into the 72 h soak
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out = capsys.readouterr().out
+    assert code == 0 and out.count("] ") == 1 and "every criterion holds" in out and "has soaked" not in out
+    assert main([*args, "--rounds", "-1"]) == 2
+    assert "--rounds takes 1 or more evaluations" in capsys.readouterr().err
+
+
+def _never_ended(signum, frame):
+    raise AssertionError("upgrade watch at a fixed --now did not end within 60 s")
 
 
 def test_status_json_carries_the_criteria(soak, repo: Path, capsys) -> None:

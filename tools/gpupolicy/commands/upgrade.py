@@ -108,9 +108,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     watch.add_argument(
         "--rounds",
         metavar="N",
-        type=int,
+        type=_rounds,
         default=0,
-        help="stop after N evaluations (default: until the stage has soaked or a breach)",
+        help="stop after N evaluations (default: until the stage has soaked or a breach; with --now, one: "
+        "a fixed instant never soaks further)",
     )
     for command in (status, promote, watch):
         command.add_argument(
@@ -145,7 +146,17 @@ def _positive_minutes(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
     if not 0 < value <= 7 * 24 * 60:
-        raise argparse.ArgumentTypeError("--every is between 0 and 10080 minutes (a week)")
+        raise argparse.ArgumentTypeError("--every is more than 0 and at most 10080 minutes (a week)")
+    return value
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of evaluations: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("--rounds takes 1 or more evaluations")
     return value
 
 
@@ -526,6 +537,8 @@ def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -
         )
         return 2
     rounds = 0
+    # a fixed --now never moves: evaluating it again cannot end the soak, so once unless --rounds says more
+    limit = args.rounds or (1 if args.now else 0)
     while True:
         now = args.now or upgrades.now_utc()
         gate = _gate(client, fleet, plan, now)
@@ -538,7 +551,7 @@ def _watch(args: argparse.Namespace, fleet: Fleet, plans: PlanSet, plan: Plan) -
             return 1
         rounds += 1
         soaked = upgrades.soak_blocker(plans, plan, now) is None
-        if soaked or (args.rounds and rounds >= args.rounds):
+        if soaked or (limit and rounds >= limit):
             if gate.without_data:
                 print(f"the gate cannot pass: {len(gate.without_data)} criterion(s) without data", flush=True)
                 return 1
