@@ -43,3 +43,20 @@ COMMANDS = {  # name (= module name) -> its HELP, in the order `gpupolicy --help
     "one",
     "validate": "validate the whole repository (render, strict load, schemas, fleet rules)",
 }
+
+
+def number_in(kind, what: str, accepts, bound: str):
+    """An argparse `type` for a number option: `kind(text)` (int or float) where `accepts` it; else an error
+    saying the text is not `what`, or the `bound` it breaks."""
+    import argparse
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(bound)
+        return value
+
+    return parse

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ..infra.cache.store import CacheStore
-from . import COMMANDS
+from . import COMMANDS, number_in
 
 NAME = "cache"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
@@ -31,14 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     action.add_argument("--clear", action="store_true", help="delete the whole cache folder")
 
 
-def _days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
-    if days < 0:
-        raise argparse.ArgumentTypeError("DAYS cannot be negative")
-    return days
+_days = number_in(float, "a number of days", lambda days: days >= 0, "DAYS cannot be negative")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ from ..pipeline.build import origin_path
 from ..upgrade import approvals, gates, promclient
 from ..upgrade import plans as upgrades
 from ..upgrade.plans import Plan, PlanSet, Stage, Unit
-from . import COMMANDS, FORMAT_HELP
+from . import COMMANDS, FORMAT_HELP, number_in
 
 NAME = "upgrade"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     watch.add_argument(
         "--every",
         metavar="MIN",
-        type=_positive_minutes,
+        type=_every,
         default=15.0,
         help="minutes between evaluations (default 15)",
     )
@@ -140,24 +140,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         command.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
 
 
-def _positive_minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
-    if not 0 < value <= 7 * 24 * 60:
-        raise argparse.ArgumentTypeError("--every is more than 0 and at most 10080 minutes (a week)")
-    return value
-
-
-def _rounds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of evaluations: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("--rounds takes 1 or more evaluations")
-    return value
+WEEK_MINUTES = 7 * 24 * 60
+_every = number_in(
+    float, "a number of minutes", lambda value: 0 < value <= WEEK_MINUTES, "--every is more than 0 and at "
+    f"most {WEEK_MINUTES} minutes (a week)"
+)  # fmt: skip
+_rounds = number_in(
+    int, "a whole number of evaluations", lambda value: value >= 1, "--rounds takes 1 or more"
+)
 
 
 def _parse_now(text: str) -> datetime:
