@@ -64,9 +64,12 @@ def test_yaml_findings_name_the_line(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_missing_file_and_unknown_gpu_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "check", str(tmp_path / "nope.yaml"))
-    assert code == 2 and "no such file" in err
+    assert code == 2 and "cannot read: No such file or directory" in err
     code, _, err = run(capsys, "check", str(tmp_path))
-    assert code == 2 and "directory" in err
+    assert code == 2 and "is a folder, not a file" in err
+    # a device never ends: it used to be read whole, into memory, for ever
+    code, _, err = run(capsys, "check", "/dev/zero")
+    assert code == 2 and "/dev/zero: is a device or socket, not a file to read" in err
     code, _, err = run(capsys, "check", str(FIXTURES / "good" / "fleet-style.yaml"), "--gpu", "H100")
     assert code == 2 and "unknown GPU model H100" in err and "H100-80GB" in err
 

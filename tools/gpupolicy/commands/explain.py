@@ -75,13 +75,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _workloads(path: Path, repo: Path) -> tuple[list, str]:
     from ..domain.workloads import WORKLOAD_KINDS
-    from ..infra import repopath, yamlload
+    from ..errors import ToolError
+    from ..infra import yamlload
+    from ..infra.inputs import read_given
 
     shown = _shown(path, repo)
     try:
-        raw = repopath.read_file(path.resolve().parent, path.name)
-    except (repopath.Refused, OSError) as exc:
-        return [], f"{shown}: cannot read: {exc}"
+        raw = read_given(path, yamlload.MAX_FILE_BYTES)
+    except ToolError as exc:
+        return [], f"{shown}: {str(exc).removeprefix(str(path) + ': ')}"
     loaded = yamlload.parse_source(raw, shown)
     if not loaded.ok:
         return [], "; ".join(f"{f.place}: {f.message} [{f.rule}]" for f in loaded.findings)

@@ -17,7 +17,10 @@ from typing import Any
 
 from ..domain import catalog
 from ..domain.mig import LayoutReport, MigConfig, Problem, diagram, evaluate, parse_config
+from ..errors import ToolError
 from ..infra import yamlload
+from ..infra.inputs import read_given
+from ..infra.yamlload import MAX_FILE_BYTES
 from . import COMMANDS, FORMAT_HELP
 
 NAME = "mig"
@@ -104,13 +107,9 @@ class Source:
 
 def _load(path: Path) -> tuple[Source | None, str]:
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None, f"{path}: no such file"
-    except IsADirectoryError:
-        return None, f"{path}: is a directory, not a mig-parted config file"
-    except OSError as exc:
-        return None, f"{path}: cannot read: {exc.strerror or exc}"
+        raw = read_given(path, MAX_FILE_BYTES)
+    except ToolError as exc:
+        return None, str(exc)
     loaded = yamlload.parse_source(raw, str(path))
     if loaded.findings:
         return None, "; ".join(f"{f.place}: {f.message} [{f.rule}]" for f in loaded.findings)

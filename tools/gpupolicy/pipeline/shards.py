@@ -30,6 +30,7 @@ from typing import Any
 from ..domain.waivers import Waived
 from ..errors import ToolError
 from ..findings import Finding, Location, Severity
+from ..infra.inputs import read_given
 from ..infra.schema import inputs as inputschemas
 from ..model import Fleet
 
@@ -222,13 +223,7 @@ def _agreed(reports: list[dict]) -> list[Finding]:
 
 
 def _read(path: Path) -> dict:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_REPORT_BYTES + 1)
-    except OSError as exc:
-        raise ToolError(f"{path}: cannot read: {exc.strerror}") from None
-    if len(raw) > MAX_REPORT_BYTES:
-        raise ToolError(f"{path}: over {MAX_REPORT_BYTES:,} bytes, not a shard report")
+    raw = read_given(path, MAX_REPORT_BYTES, "a shard report")
     try:
         report = json.loads(raw)
     except (ValueError, RecursionError) as exc:

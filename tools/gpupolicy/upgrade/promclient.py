@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ToolError
+from ..infra.inputs import read_given
 
 TOKEN_ENV = "GPUPOLICY_PROMETHEUS_TOKEN"
 DEFAULT_TIMEOUT = 30.0  # seconds for one whole request, connect to last byte
@@ -51,12 +52,9 @@ def read_token(token_file: Path | None) -> str | None:
     """The bearer token: from `--prometheus-token-file` when given, else from $GPUPOLICY_PROMETHEUS_TOKEN."""
     if token_file is not None:
         try:
-            with open(token_file, "rb") as handle:
-                raw = handle.read(MAX_TOKEN_BYTES + 1)
-        except OSError as exc:
-            raise ToolError(f"--prometheus-token-file {token_file}: {exc.strerror or exc}") from None
-        if len(raw) > MAX_TOKEN_BYTES:
-            raise ToolError(f"--prometheus-token-file {token_file}: larger than {MAX_TOKEN_BYTES} bytes")
+            raw = read_given(token_file, MAX_TOKEN_BYTES)
+        except ToolError as exc:
+            raise ToolError(f"--prometheus-token-file {exc}") from None
         token = raw.decode("utf-8", "replace").strip()
         if not token:
             raise ToolError(f"--prometheus-token-file {token_file}: empty")
