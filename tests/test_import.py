@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import REPO, run_gpupolicy
+from support import REPO, copy_repo, fleet_repo, run_gpupolicy
 
 from gpupolicy import pipeline
 from gpupolicy.findings import Severity
@@ -208,3 +208,23 @@ def test_open_questions_are_read_through_the_repository_reader(tmp_path: Path) -
     findings = [f for f in pipeline.run(repo, use_cache=False).findings if f.rule == "IMP001"]
     assert len(findings) == 1 and "outside the repository" in findings[0].message
     assert not findings[0].path.startswith(("/", ".."))
+
+
+def test_a_cluster_modelled_on_an_argo_cd_cluster_gets_its_entry_folder(tmp_path: Path) -> None:
+    """The model of the new overlay is the repository's first cluster. Where that one is Argo CD's (the tests'
+    fleet: prod-eu), the overlay lists `- argocd`: the folder was not written and the overlay did not render
+    (KUST003), and cluster.yaml said flux."""
+    repo = copy_repo(fleet_repo(), tmp_path / "repo")
+    before = errors(repo)
+    done = run_import(repo, "--snapshot", str(SNAPSHOT), "--name", "acme-east")
+    assert done.returncode == 0, done.stderr
+    entry = repo / "clusters/acme-east/argocd"
+    assert sorted(p.name for p in entry.iterdir()) == sorted(
+        p.name for p in (repo / "clusters/prod-eu/argocd").iterdir()
+    )
+    assert "acme-east" in (entry / "applicationset.yaml").read_text()
+    assert "  syncEngine: argocd\n" in (repo / "clusters/acme-east/cluster.yaml").read_text()
+    added = {rule for rule, _, _ in errors(repo) - before}
+    # the open questions, the queues' cpu/memory gap, and the driver rollout's stages that do not list the
+    # imported pools yet: nothing about rendering
+    assert added <= {"IMP001", "WL012", "UPG003"} and "IMP001" in added

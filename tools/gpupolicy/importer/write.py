@@ -21,6 +21,7 @@ from ..errors import ToolError
 from ..infra import repopath
 from ..scaffold import pool as pool_scaffold
 from ..scaffold import team as team_scaffold
+from ..scaffold.cluster import SYNC_ENGINES
 from .inventory import DNS_LABEL, Inventory, PoolGroup, meta
 from .plan import TIER_LABEL, Step, plan_yaml
 
@@ -323,12 +324,15 @@ def cluster_files(
             out[chart] = (
                 question("no gpu-operator pod in the snapshot: which chart version runs?") + out[chart]
             )
-    flux = root / "clusters" / like / "flux"
-    for path in sorted(flux.rglob("*")) if flux.is_dir() else ():
+    # the model's sync-engine entry (its overlay lists it), whichever engine that is: an Argo CD model's
+    # `- argocd` entry without the folder would not render
+    engine = next((name for name in SYNC_ENGINES if (root / "clusters" / like / name).is_dir()), "flux")
+    entry = root / "clusters" / like / engine
+    for path in sorted(entry.rglob("*")):
         if path.is_file():
             rel = path.relative_to(root / "clusters" / like).as_posix()
             out[f"{base}/{rel}"] = path.read_text(encoding="utf-8").replace(like, cluster)
-    out[f"{base}/cluster.yaml"] = cluster_yaml(cluster, pools, operator)
+    out[f"{base}/cluster.yaml"] = cluster_yaml(cluster, pools, operator, engine)
     out[f"{base}/team-quotas.yaml"] = team_quotas(inventory, teams)
     out.update(queue_files(base, inventory, renames, teams))
     return out
@@ -342,7 +346,7 @@ def _after(text: str, anchor: str, insert: str, before: bool = False) -> str:
     return text.replace(anchor, insert + anchor if before else anchor + insert, 1)
 
 
-def cluster_yaml(cluster: str, pools: list[PoolGroup], operator: str) -> str:
+def cluster_yaml(cluster: str, pools: list[PoolGroup], operator: str, engine: str = "flux") -> str:
     nodes = [n for p in pools for n in p.nodes]
     regions = sorted({n.region for n in nodes if n.region})
     zones = sorted({n.zone or "unknown" for n in nodes})
@@ -354,7 +358,9 @@ def cluster_yaml(cluster: str, pools: list[PoolGroup], operator: str) -> str:
         )
     if not operator:
         asks.append(question("no gpu-operator pod in the snapshot: which GPU Operator version runs?"))
-    asks.append(question("which sync engine applies this overlay (flux, argocd)? `flux` is a placeholder"))
+    asks.append(
+        question(f"which sync engine applies this overlay (flux, argocd)? `{engine}` is a placeholder")
+    )
     return (
         "".join(asks)
         + f"""\
@@ -369,7 +375,7 @@ spec:
   zones: [{', '.join(zones)}]
   kubernetesVersion: "{kubelets[0][0] if kubelets else '1.33'}"
   gpuOperatorVersion: {operator or 'v26.7.0'}
-  syncEngine: flux
+  syncEngine: {engine}
 """
     )
 
