@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,21 @@ def test_render_writes_only_where_asked(tmp_path: Path) -> None:
     assert main(["render", "--repo", str(MINIREPO), "--out", str(out)]) == 0
     text = (out / "mini.yaml").read_text()
     assert "kind: ClusterQueue" in text and "config.kubernetes.io/origin" in text
+
+
+def test_render_refuses_an_out_that_is_no_folder_and_never_writes_into_a_fifo(tmp_path: Path, capsys) -> None:
+    """`--out /dev/full` was an internal error (FileExistsError); a FIFO where a cluster's file goes blocked
+    the write until some reader came."""
+    not_folder = tmp_path / "file"
+    not_folder.write_text("x")
+    assert main(["render", "--repo", str(MINIREPO), "--out", str(not_folder)]) == 2
+    assert f"--out {not_folder}: is not a folder" in capsys.readouterr().err
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "mini.yaml")
+    assert main(["render", "--repo", str(MINIREPO), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "is a FIFO, not a regular file; nothing was changed" in err and "internal error" not in err
 
 
 def test_inspect_json_has_capacity(capsys) -> None:

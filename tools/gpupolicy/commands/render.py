@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import ToolError
 from ..infra.cache.store import CacheStore
+from ..infra.transaction import write_files
 from ..pipeline.render import kustomize
 from ..pipeline.sources import cluster_names
 from . import COMMANDS
@@ -42,15 +43,26 @@ def run(args: argparse.Namespace) -> int:
     store = CacheStore.for_repository(args.repo, enabled=not args.no_cache)
     rendered = kustomize.render(args.repo, [f"clusters/{n}" for n in selected], graph, store)
     status = 0
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
+    written: dict[Path, str] = {}
     for name in selected:
         output = rendered[f"clusters/{name}"]
         if output.error:
             print(f"clusters/{name}: kubectl kustomize failed: {output.error}", file=sys.stderr)
             status = 1
         elif args.out:
-            (args.out / f"{name}.yaml").write_text(output.text, encoding="utf-8")
+            written[args.out / f"{name}.yaml"] = output.text
         else:
             print(f"# cluster: {name}\n---\n{output.text}", end="")
+    if written:
+        _make_folder(args.out)
+        write_files(written)  # whole files or none; never into a FIFO or device (a ToolError says why)
     return status
+
+
+def _make_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ToolError(f"--out {out}: is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(f"--out {out}: cannot make the folder: {exc.strerror or exc}") from None
