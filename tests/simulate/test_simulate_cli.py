@@ -192,6 +192,16 @@ def test_audit_refuses_a_now_before_the_snapshot_and_never_ages_a_workload_below
     assert report.pending and all(item.age_hours == 0.0 for item in report.pending)  # a clock that lags
 
 
+@pytest.mark.parametrize("option", [["--window", "1h"], ["--timeout", "5"], ["--queue-label", "team"]])
+def test_audit_refuses_history_options_without_prometheus(capsys, option):
+    """They shape the --prometheus history export only; with a snapshot they used to be ignored, silently."""
+    base = ["audit", "--repo", str(REPO), "--snapshot", str(FIXTURE), "--cluster", "test-us"]
+    assert main([*base, *option]) == 2
+    assert "--window, --queue-label, --timeout and --prometheus-token-file go with --prometheus" in (
+        capsys.readouterr().err
+    )
+
+
 def test_audit_bad_snapshot_exits_2(tmp_path, capsys):
     assert main(["audit", "--repo", str(REPO), "--snapshot", str(tmp_path / "missing")]) == 2
     assert "not a directory" in capsys.readouterr().err

@@ -27,6 +27,8 @@ from ._fleet import load_fleet_or_error
 
 NAME = "audit"
 HELP = COMMANDS[NAME]  # one home for the help text: the table `--help` reads
+# the --prometheus history export's options, unset unless given (so given without --prometheus, they refuse)
+HISTORY_DEFAULTS = {"window": "7d", "queue_label": "kueue.x-k8s.io/queue-name", "timeout": 30.0}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,15 +75,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--window",
         metavar="DURATION",
-        default="7d",
-        help="with --prometheus: the history before --now to export (30m, 48h, 7d; default 7d)",
+        help="with --prometheus: the history before --now to export (30m, 48h, 7d; default "
+        f"{HISTORY_DEFAULTS['window']})",
     )
     parser.add_argument(
         "--queue-label",
         metavar="LABEL",
-        default="kueue.x-k8s.io/queue-name",
         help="with --prometheus: the pod label naming the job's queue (default "
-        "kueue.x-k8s.io/queue-name; Kueue also sets kueue.x-k8s.io/cluster-queue-name)",
+        f"{HISTORY_DEFAULTS['queue_label']}; Kueue also sets kueue.x-k8s.io/cluster-queue-name)",
     )
     parser.add_argument(
         "--prometheus-token-file",
@@ -93,8 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         metavar="SECONDS",
         type=float,
-        default=30.0,
-        help="with --prometheus: seconds one query may take, connect to last byte (default 30)",
+        help="with --prometheus: seconds one query may take, connect to last byte (default "
+        f"{HISTORY_DEFAULTS['timeout']:g})",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
@@ -110,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.context and (args.kubeconfig or args.dcgm_url or args.save_snapshot):
         return _fail("--kubeconfig, --dcgm-url and --save-snapshot go with --context")
+    history_options = (args.window, args.queue_label, args.timeout, args.prometheus_token_file)
+    if not args.prometheus and any(option is not None for option in history_options):
+        return _fail("--window, --queue-label, --timeout and --prometheus-token-file go with --prometheus")
     now = parse_time(args.now) if args.now else None
     if args.now and now is None:
         return _fail(
@@ -157,18 +161,20 @@ def _export_history(args: argparse.Namespace, now: datetime | None) -> int:
     if not args.export_trace:
         return _fail("--prometheus reads the job history to export: pass --export-trace FILE")
     try:
-        window = parse_duration(args.window)
+        window = parse_duration(args.window or HISTORY_DEFAULTS["window"])
     except ValueError as exc:
         return _fail(f"--window: {exc}")
-    if not 0 < args.timeout <= 3600:
+    timeout = HISTORY_DEFAULTS["timeout"] if args.timeout is None else args.timeout
+    if not 0 < timeout <= 3600:
         return _fail("--timeout takes seconds above 0, at most 3600")
     cluster, error = _history_cluster(args)
     if error:
         return _fail(error)
     end = now or datetime.now(UTC)
     try:
-        client = Prometheus(args.prometheus, read_token(args.prometheus_token_file), timeout=args.timeout)
-        history = read_history(client, end, window, args.queue_label, cluster)
+        client = Prometheus(args.prometheus, read_token(args.prometheus_token_file), timeout=timeout)
+        label = args.queue_label or HISTORY_DEFAULTS["queue_label"]
+        history = read_history(client, end, window, label, cluster)
     except ToolError as exc:
         return _fail(str(exc))
     try:
