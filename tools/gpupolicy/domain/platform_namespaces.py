@@ -17,6 +17,11 @@ SYNC_ENGINE_NAMESPACES = {"flux": "flux-system", "argocd": "argocd"}
 PREREQUISITE_NAMESPACES = ("monitoring",)
 
 
+def engine_namespace(sync_engine: str) -> str:
+    """The namespace the cluster's sync engine (cluster.yaml spec.syncEngine) is installed in, or ""."""
+    return SYNC_ENGINE_NAMESPACES.get(sync_engine, "")
+
+
 def kubernetes_owns(name: str) -> bool:
     return name in KUBERNETES_NAMESPACES or name.startswith(KUBERNETES_PREFIX)
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from ..domain import catalog, startupcheck
+from ..domain.kustomization import SYNC_ENGINES
 from ..errors import ToolError
 from ..infra import repopath
 from ..scaffold import pool as pool_scaffold
 from ..scaffold import team as team_scaffold
-from ..scaffold.cluster import SYNC_ENGINES
 from .inventory import DNS_LABEL, Inventory, PoolGroup, meta
 from .plan import TIER_LABEL, Step, plan_yaml
 

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from ..domain.platform_namespaces import (
     KUBERNETES_NAMESPACES,
     PREREQUISITE_NAMESPACES,
-    SYNC_ENGINE_NAMESPACES,
+    engine_namespace,
 )
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet
@@ -104,7 +104,4 @@ def check(fleet: Fleet) -> Iterator[Finding]:
 def namespaces_that_exist(cluster: Cluster) -> set[str]:
     """Rendered Namespaces plus those the platform creates outside the repository."""
     existing = set(cluster.namespaces) | set(KUBERNETES_NAMESPACES) | set(PREREQUISITE_NAMESPACES)
-    engine_namespace = SYNC_ENGINE_NAMESPACES.get(cluster.facts.sync_engine)
-    if engine_namespace:
-        existing.add(engine_namespace)
-    return existing
+    return (existing | {engine_namespace(cluster.facts.sync_engine)}) - {""}

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..domain.platform_namespaces import SYNC_ENGINE_NAMESPACES, kubernetes_owns
+from ..domain.platform_namespaces import engine_namespace, kubernetes_owns
 from ..findings import Finding, Severity, at
 from ..model import Cluster, Fleet, K8sObject
 from .rbac_common import bindings, platform_admins, subjects_of
@@ -73,8 +73,7 @@ def _platform_owned(cluster: Cluster) -> dict[str, str]:
     """Namespace -> its owner, for the cluster's namespaces that Kubernetes or its sync engine owns."""
     names = {o.namespace for o in cluster.objects if o.namespace} | set(cluster.namespaces)
     owned = {name: "Kubernetes" for name in names if kubernetes_owns(name)}
-    engine = SYNC_ENGINE_NAMESPACES.get(cluster.facts.sync_engine)
-    if engine:
+    if engine := engine_namespace(cluster.facts.sync_engine):
         owned[engine] = "the sync engine"
     return owned
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..domain import catalog
+from ..domain.kustomization import SYNC_ENGINES
 from ..errors import ToolError
 from .common import Workspace, check_name
 
 ENVIRONMENTS = ("test", "staging", "production")  # schemas/repo/cluster.yaml
-SYNC_ENGINES = ("flux", "argocd")
 URL = re.compile(r"^\s*(?:url|repoURL):\s*(\S+)\s*$", re.MULTILINE)
 
 
